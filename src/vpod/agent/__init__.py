@@ -1,0 +1,1 @@
+"""The V-IPU agent (VIRM): gRPC service over an emulated IPU-Machine."""

@@ -1,0 +1,1 @@
+"""Command lines: thin edges that parse, call and render."""

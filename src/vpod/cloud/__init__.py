@@ -1,0 +1,1 @@
+"""The cloud layer: AI clusters, flavors, quotas, tasks, metering and drivers."""

@@ -1,0 +1,1 @@
+"""Pure model of the hardware: catalog, topology, entities, rules and state machines."""

@@ -1,0 +1,1 @@
+"""Scheduler integrations (Slurm, Kubernetes)."""

@@ -1,0 +1,1 @@
+"""Pure placement engine: snapshot + request -> Placement | Rejected."""

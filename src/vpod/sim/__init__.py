@@ -1,0 +1,1 @@
+"""Trace-replay simulator over the real placement engine."""

@@ -1,0 +1,1 @@
+"""Web view of the pods."""
