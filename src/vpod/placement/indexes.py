@@ -1,0 +1,193 @@
+"""The free-block indexes a snapshot keeps, so placement never scans every slot.
+
+Two views, both immutable and shared between snapshots until they change:
+
+* per IPU-Link domain, a :class:`DomainCells` value: which machines are
+  allocated (and to whom) and which machines and IPUs are unavailable;
+* per allocation, an :class:`AllocationIndex`: its share of each domain as
+  bitmasks (region, IPUs used by partitions, IPUs free to place on) and, for
+  every buddy level, the set of domains holding a maximal free block of that
+  level (:mod:`vpod.placement.buddy`).
+
+The level sets answer "which domains can take a block of size s, and how
+tight is the tightest fit" without looking at domains that cannot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from vpod.domain.catalog import IPUS_PER_MACHINE
+from vpod.domain.topology import Domain
+
+from .buddy import SLOT_TOP_LEVEL, maximal_profile, positions
+
+LevelSets = tuple[frozenset[int], ...]
+"""``sets[l]``: the keys (domain indexes) that hold a maximal free block of level ``l``."""
+
+_MACHINE_SLOTS = (1 << IPUS_PER_MACHINE) - 1
+
+
+def empty_levels(top: int) -> LevelSets:
+    return tuple(frozenset() for _ in range(top + 1))
+
+
+def levels_of(profiles: Iterable[tuple[int, int]], top: int) -> LevelSets:
+    """Level sets from ``(key, profile)`` pairs, built in one pass."""
+    members: list[list[int]] = [[] for _ in range(top + 1)]
+    for key, profile in profiles:
+        for level in positions(profile):
+            members[level].append(key)
+    return tuple(frozenset(keys) for keys in members)
+
+
+def update_levels(levels: LevelSets, key: int, old_profile: int, new_profile: int) -> LevelSets:
+    """``levels`` with ``key`` moved from the levels of ``old_profile`` to ``new_profile``'s."""
+    changed = old_profile ^ new_profile
+    if not changed:
+        return levels
+    out = list(levels)
+    for level in positions(changed):
+        if new_profile >> level & 1:
+            out[level] = levels[level] | {key}
+        else:
+            out[level] = levels[level] - {key}
+    return tuple(out)
+
+
+def machine_slot_bits(machine_bits: int) -> int:
+    """Slot positions covered by the machines in ``machine_bits`` (both domain-relative)."""
+    slots = 0
+    for machine in positions(machine_bits):
+        slots |= _MACHINE_SLOTS << (machine * IPUS_PER_MACHINE)
+    return slots
+
+
+@dataclass(frozen=True, slots=True)
+class DomainCells:
+    """One domain's machines and IPUs as bitmasks relative to the domain.
+
+    ``down_machines`` are machines no new allocation gets: unavailable ones
+    and those with an unavailable IPU. ``down_slots`` are IPUs no partition
+    gets: unavailable IPUs and every IPU of an unavailable machine.
+    """
+
+    all_machines: int
+    owners: tuple[str | None, ...]
+    allocated: int = 0
+    down_machines: int = 0
+    down_slots: int = 0
+
+    @property
+    def free_machines(self) -> int:
+        """Machines a new allocation may take."""
+        return self.all_machines & ~self.allocated & ~self.down_machines
+
+    def with_owner(self, machine_bits: int, owner: str | None) -> DomainCells:
+        owners = list(self.owners)
+        for machine in positions(machine_bits):
+            owners[machine] = owner
+        allocated = (
+            self.allocated | machine_bits if owner is not None else self.allocated & ~machine_bits
+        )
+        return DomainCells(
+            self.all_machines, tuple(owners), allocated, self.down_machines, self.down_slots
+        )
+
+    def with_down(self, machine_bits: int, slot_bits: int) -> DomainCells:
+        """Cells where exactly ``machine_bits`` are unavailable machines and ``slot_bits`` IPUs."""
+        down_slots = slot_bits | machine_slot_bits(machine_bits)
+        down_machines = machine_bits
+        for machine in range(len(self.owners)):
+            if down_slots >> (machine * IPUS_PER_MACHINE) & _MACHINE_SLOTS:
+                down_machines |= 1 << machine
+        return DomainCells(
+            self.all_machines, self.owners, self.allocated, down_machines, down_slots
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class AllocationPart:
+    """An allocation's share of one domain (slot positions relative to the domain)."""
+
+    region: int
+    used: int
+    free: int
+
+    @property
+    def profile(self) -> int:
+        return maximal_profile(self.free, SLOT_TOP_LEVEL)
+
+
+@dataclass(frozen=True)
+class AllocationIndex:
+    """An allocation: its machines, its share of each domain, and its free-block level sets.
+
+    ``parts`` is never mutated once built; changes build a new index that
+    copies the small dict and the level sets that changed.
+    """
+
+    id: str
+    machines: tuple[int, ...]
+    parts: Mapping[int, AllocationPart]
+    levels: LevelSets
+    partitions: frozenset[str] = field(default_factory=frozenset)
+
+    @classmethod
+    def create(
+        cls,
+        allocation_id: str,
+        machines: Iterable[int],
+        domains: Iterable[Domain],
+        down_slots: Mapping[int, int],
+        used: Mapping[int, int] | None = None,
+        partitions: frozenset[str] = frozenset(),
+    ) -> AllocationIndex:
+        """An allocation over ``machines``, ``used`` slots (per domain) taken by ``partitions``.
+
+        ``domains`` are the domains the machines lie in; ``down_slots`` gives
+        each one's unavailable IPUs.
+        """
+        ordered = tuple(sorted(machines))
+        parts: dict[int, AllocationPart] = {}
+        for dom in sorted(domains, key=lambda d: d.index):
+            machine_bits = 0
+            for machine in ordered:
+                if dom.first_machine <= machine < dom.first_machine + dom.num_machines:
+                    machine_bits |= 1 << (machine - dom.first_machine)
+            region = machine_slot_bits(machine_bits)
+            taken = (used or {}).get(dom.index, 0)
+            part = AllocationPart(region, taken, region & ~taken & ~down_slots.get(dom.index, 0))
+            parts[dom.index] = part
+        levels = levels_of(((d, part.profile) for d, part in parts.items()), SLOT_TOP_LEVEL)
+        return cls(allocation_id, ordered, parts, levels, partitions)
+
+    @property
+    def ipus(self) -> int:
+        return len(self.machines) * IPUS_PER_MACHINE
+
+    @property
+    def domains(self) -> tuple[int, ...]:
+        return tuple(sorted(self.parts))
+
+    def free_count(self, domain: int) -> int:
+        return self.parts[domain].free.bit_count()
+
+    def with_parts(
+        self, changes: Mapping[int, AllocationPart], partitions: frozenset[str] | None = None
+    ) -> AllocationIndex:
+        """This allocation with some domain shares replaced (and maybe its partition set)."""
+        parts = dict(self.parts)
+        levels = self.levels
+        for domain in sorted(changes):
+            old, new = parts[domain], changes[domain]
+            parts[domain] = new
+            levels = update_levels(levels, domain, old.profile, new.profile)
+        return AllocationIndex(
+            self.id,
+            self.machines,
+            parts,
+            levels,
+            self.partitions if partitions is None else partitions,
+        )
