@@ -142,6 +142,18 @@ def allowed_num_segments(size: int, pod: Pod) -> list[int]:
     return sorted(k for k in candidates if _fits(size // k, k, pod))
 
 
+def largest_partition_size(pod: Pod) -> int:
+    """The largest partition size some choice of segments fits on ``pod``."""
+    whole_domains = [
+        DOMAIN_MAX_IPUS * k
+        for k in range(len(pod.domains), 1, -1)
+        if allowed_num_segments(DOMAIN_MAX_IPUS * k, pod)
+    ]
+    if whole_domains:
+        return whole_domains[0]
+    return max(s for s in SEGMENT_SIZES if allowed_num_segments(s, pod))
+
+
 def allowed_num_gcds(size: int, segment_size: int) -> list[int]:
     """The ``num_gcds`` values for a partition of ``size`` IPUs in segments of ``segment_size``."""
     return sorted(size // g for g in GCD_SIZES if g <= segment_size and size % g == 0)
@@ -232,7 +244,7 @@ def _resolve_num_segments(req: PartitionRequirements, pod: Pod) -> int:
     else:
         k = asked or 1
         if size % k or size // k not in SEGMENT_SIZES:
-            choices = [size // s for s in SEGMENT_SIZES if s <= size and size % s == 0]
+            choices = sorted(size // s for s in SEGMENT_SIZES if s <= size and size % s == 0)
             raise InvalidSpec(
                 f"{size} IPUs cannot be split into {k} IPU-Link segments: a segment holds"
                 f" 1, 2, 4, 8, 16 or 64 IPUs; use num_ipulink_segments {_either(choices)}"
@@ -256,7 +268,7 @@ def _resolve_num_segments(req: PartitionRequirements, pod: Pod) -> int:
         hint = (
             f"ask for num_ipulink_segments {_either(alternatives)}"
             if alternatives
-            else f"ask for at most {largest * len(pod.domains)} IPUs"
+            else f"the largest partition it can hold is {largest_partition_size(pod)} IPUs"
         )
         if segment_size > largest:
             raise InvalidSpec(
