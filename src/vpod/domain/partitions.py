@@ -191,7 +191,7 @@ def resolve_partition_spec(req: PartitionRequirements, *, pod: Pod) -> Partition
     """Check ``req`` against every partition rule on ``pod`` and fill the defaults.
 
     Raises :class:`InvalidSpec` for the first rule broken, with the values
-    that would be accepted. Cost is constant, plus one pass over explicit IPUs.
+    that would be accepted. Cost: one pass over the pod's domains, one over explicit IPUs.
     """
     check_id("partition", req.id)
     if req.allocation_id is not None:
