@@ -1,0 +1,148 @@
+"""Agents and their health: rows of ``agents`` to and from domain values.
+
+Functions take an open connection inside the caller's transaction (see
+:class:`vpod.store.engine.Database`); ``Store`` decides where transactions
+begin and end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Row, delete, insert, select, update
+
+from vpod.domain.catalog import MachineType
+from vpod.domain.entities import Agent
+
+from .errors import AlreadyExists, Conflict, NotFound, StoreError
+from .records import AgentHealth, AgentHealthState
+from .schema import agents, cluster_agents
+
+
+def _agent(row: Row[Any]) -> Agent:
+    return Agent(
+        id=row.id,
+        host=row.host,
+        port=row.port,
+        machine_type=MachineType[row.machine_type],
+        serial=row.serial,
+    )
+
+
+def _health(row: Row[Any]) -> AgentHealth:
+    return AgentHealth(
+        agent_id=row.id,
+        state=AgentHealthState[row.health],
+        last_heartbeat=row.last_heartbeat,
+        reason=row.health_reason,
+    )
+
+
+def _values(agent: Agent) -> dict[str, Any]:
+    return {
+        "host": agent.host,
+        "port": agent.port,
+        "machine_type": agent.machine_type.name,
+        "serial": agent.serial,
+    }
+
+
+def insert_agent(conn: Connection, agent: Agent) -> None:
+    conn.execute(
+        insert(agents).values(
+            id=agent.id,
+            health=AgentHealthState.UNKNOWN.name,
+            last_heartbeat=None,
+            health_reason="",
+            **_values(agent),
+        )
+    )
+
+
+def explain_insert_refused(conn: Connection, agent: Agent) -> StoreError:
+    if conn.scalar(select(agents.c.id).where(agents.c.id == agent.id)) is not None:
+        return AlreadyExists(
+            f"agent {agent.id} exists already: pick another id, or remove the agent first"
+        )
+    return Conflict(f"agent {agent.id} could not be added because of a concurrent change: retry")
+
+
+def update_agent(conn: Connection, agent: Agent) -> None:
+    done = conn.execute(update(agents).where(agents.c.id == agent.id).values(**_values(agent)))
+    if done.rowcount == 0:
+        raise _not_found(agent.id)
+
+
+def get_agent(conn: Connection, agent_id: str) -> Agent:
+    row = conn.execute(select(agents).where(agents.c.id == agent_id)).first()
+    if row is None:
+        raise _not_found(agent_id)
+    return _agent(row)
+
+
+def list_agents(conn: Connection, ids: Sequence[str] | None = None) -> list[Agent]:
+    query = select(agents).order_by(agents.c.id)
+    if ids is not None:
+        query = query.where(agents.c.id.in_(list(ids)))
+    return [_agent(row) for row in conn.execute(query)]
+
+
+def delete_agent(conn: Connection, agent_id: str) -> None:
+    """Remove an agent that no cluster uses."""
+    cluster_id = conn.scalar(
+        select(cluster_agents.c.cluster_id).where(cluster_agents.c.agent_id == agent_id)
+    )
+    if cluster_id is not None:
+        raise in_cluster(agent_id, cluster_id)
+    if conn.execute(delete(agents).where(agents.c.id == agent_id)).rowcount == 0:
+        raise _not_found(agent_id)
+
+
+def explain_delete_refused(conn: Connection, agent_id: str) -> StoreError:
+    cluster_id = conn.scalar(
+        select(cluster_agents.c.cluster_id).where(cluster_agents.c.agent_id == agent_id)
+    )
+    if cluster_id is not None:
+        return in_cluster(agent_id, cluster_id)
+    return Conflict(f"agent {agent_id} could not be removed because of a concurrent change: retry")
+
+
+def in_cluster(agent_id: str, cluster_id: str) -> Conflict:
+    return Conflict(
+        f"agent {agent_id} is part of cluster {cluster_id}: remove the cluster first",
+        retryable=False,
+    )
+
+
+def set_health(
+    conn: Connection,
+    agent_id: str,
+    state: AgentHealthState,
+    *,
+    at: datetime | None,
+    reason: str,
+) -> None:
+    """Record reachability; ``at`` (the last heartbeat) is kept when ``None`` is given."""
+    values: dict[str, Any] = {"health": state.name, "health_reason": reason}
+    if at is not None:
+        values["last_heartbeat"] = at
+    done = conn.execute(update(agents).where(agents.c.id == agent_id).values(**values))
+    if done.rowcount == 0:
+        raise _not_found(agent_id)
+
+
+def get_health(conn: Connection, agent_id: str) -> AgentHealth:
+    row = conn.execute(select(agents).where(agents.c.id == agent_id)).first()
+    if row is None:
+        raise _not_found(agent_id)
+    return _health(row)
+
+
+def list_health(conn: Connection) -> list[AgentHealth]:
+    return [_health(row) for row in conn.execute(select(agents).order_by(agents.c.id))]
+
+
+def _not_found(agent_id: str) -> NotFound:
+    return NotFound(f"agent {agent_id} does not exist: list agents to see the registered ones")

@@ -1,0 +1,161 @@
+"""Allocations: an ``allocations`` row plus its machines (``allocation_machines``).
+
+A machine is in at most one allocation: the primary key of
+``allocation_machines`` is (cluster_id, machine). A foreign key to
+``cluster_agents`` refuses machines the cluster does not have.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Collection, Sequence
+
+from sqlalchemy import Connection, delete, insert, select
+
+from vpod.domain.entities import Allocation
+
+from . import clusters as cluster_rows
+from .errors import AlreadyExists, Conflict, NotFound, StoreError
+from .schema import allocation_machines, allocations, cluster_agents, partitions
+
+
+def insert_allocation(conn: Connection, allocation: Allocation) -> None:
+    conn.execute(insert(allocations).values(id=allocation.id, cluster_id=allocation.cluster_id))
+    conn.execute(
+        insert(allocation_machines),
+        [
+            {"cluster_id": allocation.cluster_id, "machine": m, "allocation_id": allocation.id}
+            for m in allocation.machines
+        ],
+    )
+
+
+def explain_insert_refused(conn: Connection, allocation: Allocation) -> StoreError:
+    """Why an allocation could not be added: its id, its cluster, or a machine."""
+    aid, cid = allocation.id, allocation.cluster_id
+    if conn.scalar(select(allocations.c.id).where(allocations.c.id == aid)) is not None:
+        return AlreadyExists(
+            f"allocation {aid} exists already: pick another id, or remove the allocation first"
+        )
+    machine_agents = dict(
+        conn.execute(
+            select(cluster_agents.c.position, cluster_agents.c.agent_id).where(
+                cluster_agents.c.cluster_id == cid
+            )
+        ).tuples()
+    )
+    if not machine_agents:
+        return cluster_rows.not_found(cid)
+    missing = [m for m in allocation.machines if m not in machine_agents]
+    if missing:
+        return NotFound(
+            f"cluster {cid} has machines 0..{len(machine_agents) - 1}, not machine {missing[0]}:"
+            f" allocation {aid} must use machines of its cluster"
+        )
+    taken = conn.execute(
+        select(allocation_machines.c.machine, allocation_machines.c.allocation_id)
+        .where(
+            allocation_machines.c.cluster_id == cid,
+            allocation_machines.c.machine.in_(allocation.machines),
+        )
+        .order_by(allocation_machines.c.machine)
+    ).first()
+    if taken is not None:
+        return Conflict(
+            f"machine {taken.machine} (agent {machine_agents[taken.machine]}) of cluster {cid}"
+            f" is already in allocation {taken.allocation_id}: retry with a fresh snapshot"
+        )
+    return Conflict(f"allocation {aid} could not be added because of a concurrent change: retry")
+
+
+def get_allocation(conn: Connection, allocation_id: str) -> Allocation:
+    cluster_id = conn.scalar(
+        select(allocations.c.cluster_id).where(allocations.c.id == allocation_id)
+    )
+    if cluster_id is None:
+        raise not_found(allocation_id)
+    machines = conn.scalars(
+        select(allocation_machines.c.machine)
+        .where(allocation_machines.c.allocation_id == allocation_id)
+        .order_by(allocation_machines.c.machine)
+    ).all()
+    return Allocation(id=allocation_id, cluster_id=cluster_id, machines=tuple(machines))
+
+
+def list_allocations(
+    conn: Connection,
+    *,
+    ids: Collection[str] | None = None,
+    cluster_id: str | None = None,
+) -> list[Allocation]:
+    """Allocations, by id; optionally only ``ids`` and/or those of ``cluster_id``."""
+    if ids is not None and not ids:
+        return []
+    query = select(allocations.c.id, allocations.c.cluster_id, allocation_machines.c.machine).join(
+        allocation_machines, allocation_machines.c.allocation_id == allocations.c.id
+    )
+    if ids is not None:
+        query = query.where(allocations.c.id.in_(list(ids)))
+    if cluster_id is not None:
+        query = query.where(allocations.c.cluster_id == cluster_id)
+    machines: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for aid, cid, machine in conn.execute(
+        query.order_by(allocations.c.id, allocation_machines.c.machine)
+    ):
+        machines[aid, cid].append(machine)
+    return [Allocation(id=a, cluster_id=c, machines=tuple(m)) for (a, c), m in machines.items()]
+
+
+def machines_by_allocation(conn: Connection, cluster_id: str) -> dict[str, tuple[int, ...]]:
+    """Allocation id -> its machines, for one cluster."""
+    found: dict[str, list[int]] = defaultdict(list)
+    for aid, machine in conn.execute(
+        select(allocation_machines.c.allocation_id, allocation_machines.c.machine)
+        .where(allocation_machines.c.cluster_id == cluster_id)
+        .order_by(allocation_machines.c.allocation_id, allocation_machines.c.machine)
+    ):
+        found[aid].append(machine)
+    return {aid: tuple(ms) for aid, ms in found.items()}
+
+
+def delete_allocation(conn: Connection, allocation_id: str) -> None:
+    """Remove an allocation without partitions; its grants to users go with it."""
+    blocking = partitions_of(conn, allocation_id)
+    if blocking:
+        raise has_partitions(allocation_id, blocking)
+    if conn.execute(delete(allocations).where(allocations.c.id == allocation_id)).rowcount == 0:
+        raise not_found(allocation_id)
+
+
+def explain_delete_refused(conn: Connection, allocation_id: str) -> StoreError:
+    blocking = partitions_of(conn, allocation_id)
+    if blocking:
+        return has_partitions(allocation_id, blocking)
+    return Conflict(
+        f"allocation {allocation_id} could not be removed because of a concurrent change: retry"
+    )
+
+
+def partitions_of(conn: Connection, allocation_id: str) -> list[str]:
+    return list(
+        conn.scalars(
+            select(partitions.c.id)
+            .where(partitions.c.allocation_id == allocation_id)
+            .order_by(partitions.c.id)
+        )
+    )
+
+
+def has_partitions(allocation_id: str, partition_ids: Sequence[str]) -> Conflict:
+    shown = ", ".join(partition_ids[:10]) + (" ..." if len(partition_ids) > 10 else "")
+    return Conflict(
+        f"allocation {allocation_id} still has {len(partition_ids)} partition"
+        f"{'s' if len(partition_ids) > 1 else ''} ({shown}): remove them first",
+        retryable=False,
+    )
+
+
+def not_found(allocation_id: str) -> NotFound:
+    return NotFound(
+        f"allocation {allocation_id} does not exist: list allocations to see the existing ones"
+    )

@@ -1,0 +1,145 @@
+"""Clusters: a ``clusters`` row plus its agents in cabling order (``cluster_agents``).
+
+An agent is in at most one cluster: ``cluster_agents.agent_id`` is unique,
+and its foreign key to ``agents`` refuses agents that are not registered.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Connection, Row, delete, insert, select
+
+from vpod.domain.catalog import MachineType
+from vpod.domain.entities import Cluster
+from vpod.domain.topology import GwTopology, IldTopology
+
+from .errors import AlreadyExists, Conflict, NotFound, StoreError
+from .schema import agents, allocations, cluster_agents, clusters
+
+
+def _cluster(row: Row[Any], agent_ids: Sequence[str]) -> Cluster:
+    return Cluster(
+        id=row.id,
+        agent_ids=tuple(agent_ids),
+        num_domains=row.num_domains,
+        ild_topology=IldTopology[row.ild_topology],
+        gw_topology=GwTopology[row.gw_topology],
+        machine_type=MachineType[row.machine_type],
+    )
+
+
+def insert_cluster(conn: Connection, cluster: Cluster) -> None:
+    conn.execute(
+        insert(clusters).values(
+            id=cluster.id,
+            num_domains=cluster.num_domains,
+            ild_topology=cluster.ild_topology.name,
+            gw_topology=cluster.gw_topology.name,
+            machine_type=cluster.machine_type.name,
+        )
+    )
+    conn.execute(
+        insert(cluster_agents),
+        [
+            {"cluster_id": cluster.id, "position": i, "agent_id": agent_id}
+            for i, agent_id in enumerate(cluster.agent_ids)
+        ],
+    )
+
+
+def explain_insert_refused(conn: Connection, cluster: Cluster) -> StoreError:
+    """Why a cluster could not be added: its id, a missing agent or an agent in use."""
+    if conn.scalar(select(clusters.c.id).where(clusters.c.id == cluster.id)) is not None:
+        return AlreadyExists(
+            f"cluster {cluster.id} exists already: pick another id, or remove the cluster first"
+        )
+    known = set(conn.scalars(select(agents.c.id).where(agents.c.id.in_(cluster.agent_ids))))
+    missing = [a for a in cluster.agent_ids if a not in known]
+    if missing:
+        return NotFound(
+            f"cluster {cluster.id} lists agent{'s' if len(missing) > 1 else ''}"
+            f" {', '.join(missing)}, which {'are' if len(missing) > 1 else 'is'} not"
+            " registered: create the agents first"
+        )
+    taken = conn.execute(
+        select(cluster_agents.c.agent_id, cluster_agents.c.cluster_id)
+        .where(cluster_agents.c.agent_id.in_(cluster.agent_ids))
+        .order_by(cluster_agents.c.agent_id)
+    ).first()
+    if taken is not None:
+        return Conflict(
+            f"agent {taken.agent_id} is already part of cluster {taken.cluster_id}: an agent"
+            " belongs to one cluster only; remove it from that cluster first",
+            retryable=False,
+        )
+    return Conflict(
+        f"cluster {cluster.id} could not be added because of a concurrent change: retry"
+    )
+
+
+def get_cluster(conn: Connection, cluster_id: str) -> Cluster:
+    row = conn.execute(select(clusters).where(clusters.c.id == cluster_id)).first()
+    if row is None:
+        raise not_found(cluster_id)
+    agent_ids = conn.scalars(
+        select(cluster_agents.c.agent_id)
+        .where(cluster_agents.c.cluster_id == cluster_id)
+        .order_by(cluster_agents.c.position)
+    ).all()
+    return _cluster(row, agent_ids)
+
+
+def list_clusters(conn: Connection) -> list[Cluster]:
+    members: dict[str, list[str]] = defaultdict(list)
+    for cluster_id, agent_id in conn.execute(
+        select(cluster_agents.c.cluster_id, cluster_agents.c.agent_id).order_by(
+            cluster_agents.c.cluster_id, cluster_agents.c.position
+        )
+    ):
+        members[cluster_id].append(agent_id)
+    rows = conn.execute(select(clusters).order_by(clusters.c.id))
+    return [_cluster(row, members[row.id]) for row in rows]
+
+
+def delete_cluster(conn: Connection, cluster_id: str) -> None:
+    """Remove a cluster that has no allocations; its agents stay registered."""
+    blocking = allocations_of(conn, cluster_id)
+    if blocking:
+        raise has_allocations(cluster_id, blocking)
+    if conn.execute(delete(clusters).where(clusters.c.id == cluster_id)).rowcount == 0:
+        raise not_found(cluster_id)
+
+
+def explain_delete_refused(conn: Connection, cluster_id: str) -> StoreError:
+    blocking = allocations_of(conn, cluster_id)
+    if blocking:
+        return has_allocations(cluster_id, blocking)
+    return Conflict(
+        f"cluster {cluster_id} could not be removed because of a concurrent change: retry"
+    )
+
+
+def allocations_of(conn: Connection, cluster_id: str) -> list[str]:
+    return list(
+        conn.scalars(
+            select(allocations.c.id)
+            .where(allocations.c.cluster_id == cluster_id)
+            .order_by(allocations.c.id)
+        )
+    )
+
+
+def has_allocations(cluster_id: str, allocation_ids: Sequence[str]) -> Conflict:
+    shown = ", ".join(allocation_ids[:10]) + (" ..." if len(allocation_ids) > 10 else "")
+    return Conflict(
+        f"cluster {cluster_id} still has {len(allocation_ids)} allocation"
+        f"{'s' if len(allocation_ids) > 1 else ''} ({shown}): remove them first",
+        retryable=False,
+    )
+
+
+def not_found(cluster_id: str) -> NotFound:
+    return NotFound(f"cluster {cluster_id} does not exist: list clusters to see the defined ones")

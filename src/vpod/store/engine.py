@@ -1,0 +1,200 @@
+"""Database URLs, engine setup and transactions for SQLite and PostgreSQL.
+
+Two kinds of database are supported, chosen by URL:
+
+- ``sqlite:///PATH`` (the default, see :func:`sqlite_url`): one file in the
+  data directory, in WAL mode so readers never block the writer, with foreign
+  keys enforced and a busy timeout so that concurrent writers (threads, or a
+  second process) wait for the lock instead of failing at once.
+  ``synchronous=NORMAL`` is SQLite's recommended setting for WAL: a commit
+  survives a crash of the process; a power cut may lose the last commits
+  but never corrupts the file.
+- ``postgresql+psycopg://USER:PASSWORD@HOST:PORT/DATABASE`` (``postgresql://``
+  and ``postgres://`` are accepted and use psycopg 3 as well).
+
+Every store operation runs in one transaction opened by :meth:`Database.read`
+or :meth:`Database.write`. On SQLite, SQLAlchemy takes over ``BEGIN`` from
+the sqlite3 module (whose legacy mode starts transactions only at the first
+write): a write transaction starts with ``BEGIN IMMEDIATE`` and so holds the
+write lock from its first read, which makes read-then-write transactions
+serializable without retry loops; a read transaction starts with a plain
+``BEGIN`` and sees one snapshot. On PostgreSQL, writes run in READ COMMITTED
+and rely on unique constraints and compare-and-set updates; reads that issue
+several queries run in REPEATABLE READ so that they see one snapshot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+from .errors import StoreError, Unavailable
+from .translate import ConstraintViolated, translate_errors
+
+SQLITE_FILE_NAME = "vpod.sqlite3"
+URL_HELP = "use sqlite:///PATH or postgresql+psycopg://USER:PASSWORD@HOST:PORT/DATABASE"
+_WRITE_OPTION = "vpod_write"
+
+
+def sqlite_url(data_dir: str | Path) -> str:
+    """The URL of the default SQLite database file inside ``data_dir``."""
+    return f"sqlite:///{Path(data_dir).expanduser().resolve() / SQLITE_FILE_NAME}"
+
+
+@dataclass(frozen=True, slots=True)
+class EngineOptions:
+    """Tunables of the connection to the database; the defaults suit a controller."""
+
+    busy_timeout_s: float = 30.0
+    """SQLite: how long a writer waits for another writer's lock before giving up."""
+    connect_timeout_s: int = 10
+    """PostgreSQL: how long to wait for the server to answer a new connection."""
+    pool_size: int = 5
+    """PostgreSQL: connections kept open per store (SQLite keeps one per thread in use)."""
+    max_overflow: int = 10
+    """PostgreSQL: extra connections opened under load, closed when idle."""
+
+
+def normalise_url(url: str) -> URL:
+    """Parse ``url`` and pick the driver; refuse what the store cannot use.
+
+    Raises :class:`Unavailable` (not retryable) with a sentence saying which
+    URLs work, since a wrong URL will not fix itself.
+    """
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise Unavailable(
+            f"database URL {_redact(url)!r} cannot be parsed: {URL_HELP}", retryable=False
+        ) from None
+    backend = parsed.get_backend_name()
+    if backend in ("postgresql", "postgres"):
+        driver = parsed.get_driver_name() if "+" in parsed.drivername else "psycopg"
+        if driver != "psycopg":
+            raise Unavailable(
+                f"database URL {_redact(url)!r} asks for driver {driver!r}: vpod talks to"
+                " PostgreSQL through psycopg 3, use postgresql+psycopg://",
+                retryable=False,
+            )
+        return parsed.set(drivername="postgresql+psycopg")
+    if backend == "sqlite":
+        if parsed.database in (None, "", ":memory:") or parsed.database.startswith("file::memory"):
+            raise Unavailable(
+                "an in-memory SQLite database is lost when its connection closes and cannot"
+                " be shared between threads: give a file, e.g. sqlite:///var/lib/vpod/"
+                + SQLITE_FILE_NAME,
+                retryable=False,
+            )
+        return parsed.set(drivername="sqlite+pysqlite")
+    raise Unavailable(
+        f"database URL {_redact(url)!r} names an unsupported database {backend!r}: {URL_HELP}",
+        retryable=False,
+    )
+
+
+def _redact(url: str) -> str:
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url if "@" not in url else "***" + url[url.rindex("@") :]
+
+
+def _configure_sqlite(engine: Engine, options: EngineOptions) -> None:
+    busy_ms = int(options.busy_timeout_s * 1000)
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Let SQLAlchemy emit BEGIN (see _on_begin) instead of sqlite3's legacy mode.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout = {busy_ms}")
+            cursor.execute("PRAGMA foreign_keys = ON")
+            cursor.execute("PRAGMA journal_mode = WAL")
+            cursor.execute("PRAGMA synchronous = NORMAL")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Connection) -> None:
+        write = connection.get_execution_options().get(_WRITE_OPTION, False)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+
+def create_store_engine(url: str, options: EngineOptions | None = None) -> Engine:
+    """An engine for ``url``, configured for the store; connects lazily."""
+    options = options or EngineOptions()
+    parsed = normalise_url(url)
+    try:
+        if parsed.get_backend_name() == "sqlite":
+            engine = create_engine(
+                parsed,
+                connect_args={"timeout": options.busy_timeout_s, "check_same_thread": False},
+            )
+            _configure_sqlite(engine, options)
+            return engine
+        return create_engine(
+            parsed,
+            pool_pre_ping=True,
+            pool_size=options.pool_size,
+            max_overflow=options.max_overflow,
+            connect_args={
+                "connect_timeout": options.connect_timeout_s,
+                "application_name": "vpod",
+            },
+        )
+    except (ArgumentError, NoSuchModuleError, TypeError) as exc:
+        raise Unavailable(
+            f"database URL {_redact(url)!r} cannot be used ({exc}): {URL_HELP}", retryable=False
+        ) from exc
+
+
+Explain = Callable[[], StoreError]
+"""Called after a write was refused by a constraint, in a fresh transaction of its own,
+to find out why and return the exception to raise."""
+
+
+class Database:
+    """An engine plus the store's two kinds of transaction."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.dialect = engine.dialect.name
+        self.description = engine.url.render_as_string(hide_password=True)
+
+    @contextmanager
+    def read(self, *, snapshot: bool = False) -> Iterator[Connection]:
+        """A read-only transaction; ``snapshot`` makes several queries see one state."""
+        with translate_errors(self.description), self.engine.connect() as conn:
+            if snapshot and self.dialect == "postgresql":
+                conn.execution_options(isolation_level="REPEATABLE READ")
+            with conn.begin():
+                yield conn
+
+    @contextmanager
+    def write(self, explain: Explain | None = None) -> Iterator[Connection]:
+        """A read-write transaction, committed when the block ends without error.
+
+        A constraint violation rolls the whole transaction back (nothing is left
+        behind) and raises what ``explain`` returns, or a generic retryable
+        :class:`~vpod.store.errors.Conflict` without ``explain``.
+        """
+        try:
+            with translate_errors(self.description), self.engine.connect() as conn:
+                conn.execution_options(**{_WRITE_OPTION: True})
+                with conn.begin():
+                    yield conn
+        except ConstraintViolated as exc:
+            if explain is None:
+                raise
+            raise explain() from exc.__cause__
+
+    def dispose(self) -> None:
+        self.engine.dispose()

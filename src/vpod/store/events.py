@@ -1,0 +1,97 @@
+"""The audit log: append-only rows of ``events``, read newest first.
+
+Times are given by the caller's clock. Ids grow in append order, so they
+order events that share a timestamp; listing is by id, newest first.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Connection, delete, insert, select
+
+from .records import AuditEvent
+from .schema import events
+
+MAX_DETAIL_CHARS = 4000
+"""Longer details are cut: the log is for people, not for dumps."""
+
+
+def append(conn: Connection, event: AuditEvent) -> AuditEvent:
+    detail = event.detail
+    if len(detail) > MAX_DETAIL_CHARS:
+        detail = detail[: MAX_DETAIL_CHARS - 3] + "..."
+    new_id = conn.execute(
+        insert(events)
+        .values(
+            time=event.time,
+            actor=event.actor,
+            action=event.action,
+            target=event.target,
+            outcome=event.outcome,
+            source=event.source,
+            detail=detail,
+        )
+        .returning(events.c.id)
+    ).scalar_one()
+    return AuditEvent(
+        time=event.time,
+        actor=event.actor,
+        action=event.action,
+        target=event.target,
+        outcome=event.outcome,
+        source=event.source,
+        detail=detail,
+        id=int(new_id),
+    )
+
+
+def list_events(
+    conn: Connection,
+    *,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    actor: str | None = None,
+    action: str | None = None,
+    target: str | None = None,
+    before_id: int | None = None,
+    limit: int = 100,
+) -> list[AuditEvent]:
+    """Events matching every filter given, newest first, at most ``limit``.
+
+    ``since`` is inclusive, ``until`` exclusive; ``before_id`` pages further
+    back (pass the smallest id of the previous page).
+    """
+    if limit < 1:
+        raise ValueError(f"limit must be at least 1, not {limit}")
+    query = select(events).order_by(events.c.id.desc()).limit(limit)
+    if since is not None:
+        query = query.where(events.c.time >= since)
+    if until is not None:
+        query = query.where(events.c.time < until)
+    if actor is not None:
+        query = query.where(events.c.actor == actor)
+    if action is not None:
+        query = query.where(events.c.action == action)
+    if target is not None:
+        query = query.where(events.c.target == target)
+    if before_id is not None:
+        query = query.where(events.c.id < before_id)
+    return [
+        AuditEvent(
+            time=row.time,
+            actor=row.actor,
+            action=row.action,
+            target=row.target,
+            outcome=row.outcome,
+            source=row.source,
+            detail=row.detail,
+            id=row.id,
+        )
+        for row in conn.execute(query)
+    ]
+
+
+def prune(conn: Connection, *, before: datetime) -> int:
+    """Delete events older than ``before``; return how many went."""
+    return int(conn.execute(delete(events).where(events.c.time < before)).rowcount)

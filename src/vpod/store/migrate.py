@@ -1,0 +1,108 @@
+"""Running the Alembic migrations programmatically, safely from several processes.
+
+``upgrade`` runs every pending revision in one transaction, so an upgrade is
+all or nothing, and serialises concurrent upgrades (two controller replicas
+starting at once): on PostgreSQL with a transaction-scoped advisory lock, on
+SQLite with ``BEGIN IMMEDIATE`` (the database's single write lock). The
+second upgrader then finds the schema at head and does nothing.
+
+On SQLite, foreign keys are switched off for the duration of the upgrade, as
+SQLite's documentation prescribes for schema changes (a batch "alter" copies
+a table, drops the old one and renames the copy, and dropping a parent with
+foreign keys on would cascade). ``PRAGMA foreign_key_check`` runs before the
+commit so an upgrade cannot leave a dangling reference behind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, text
+
+from .engine import Database
+from .errors import StoreError
+from .schema import metadata
+from .translate import translate_errors
+
+SCRIPT_LOCATION = "vpod.store:migrations"
+_PG_MIGRATION_LOCK = 0x7670_6F64  # "vpod": the advisory lock key serialising upgrades
+
+
+def _config(connection: Connection | None = None) -> Config:
+    config = Config()
+    config.set_main_option("script_location", SCRIPT_LOCATION)
+    config.attributes["connection"] = connection
+    return config
+
+
+def head_revision() -> str:
+    """The newest revision shipped with this version of vpod."""
+    head = ScriptDirectory.from_config(_config()).get_current_head()
+    assert head is not None, "the migrations package has no revisions"
+    return head
+
+
+def current_revision(db: Database) -> str | None:
+    """The revision the database is at (``None`` for an empty database)."""
+    with db.read() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+@contextmanager
+def _sqlite_foreign_keys_off(conn: Connection) -> Iterator[None]:
+    # The pragma is a no-op inside a transaction, so it goes straight to the driver
+    # (in autocommit mode, see engine.py) before SQLAlchemy emits BEGIN.
+    driver = conn.connection.driver_connection
+    assert driver is not None
+    driver.execute("PRAGMA foreign_keys = OFF")
+    try:
+        yield
+    finally:
+        driver.execute("PRAGMA foreign_keys = ON")
+
+
+def upgrade(db: Database, revision: str = "head") -> None:
+    """Bring the schema to ``revision`` (default: the newest) in one transaction."""
+    with translate_errors(db.description), db.engine.connect() as conn:
+        conn.execution_options(vpod_write=True)
+        if db.dialect == "sqlite":
+            with _sqlite_foreign_keys_off(conn), conn.begin():
+                command.upgrade(_config(conn), revision)
+                dangling = conn.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
+                if dangling:
+                    raise StoreError(
+                        f"the migration to {revision} would leave rows pointing at missing"
+                        f" rows ({dangling[:5]}): it was rolled back; report this as a bug"
+                    )
+        else:
+            with conn.begin():
+                conn.execute(
+                    text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK}
+                )
+                command.upgrade(_config(conn), revision)
+
+
+def schema_differences(db: Database) -> list[Any]:
+    """What Alembic's autogenerate sees between the database and ``schema.py`` (empty = match)."""
+    with db.read() as conn:
+        context = MigrationContext.configure(
+            conn, opts={"compare_type": True, "compare_server_default": True}
+        )
+        return list(compare_metadata(context, metadata))
+
+
+def new_revision(db: Database, message: str) -> None:
+    """Write a new revision script from the difference between ``db`` and ``schema.py``.
+
+    A developer tool: point it at a database upgraded to head, review the
+    generated script under ``vpod/store/migrations/versions/``, then commit it.
+    """
+    with db.read() as conn:
+        command.revision(_config(conn), message=message, autogenerate=True)

@@ -1,0 +1,1 @@
+"""Revision scripts, oldest first by their ``down_revision`` chain."""

@@ -1,0 +1,60 @@
+"""The occupancy of one cluster, read for placement in three indexed queries.
+
+1. the cluster with its agents in cabling order and each agent's health;
+2. the machines of every allocation of the cluster;
+3. the IPUs of every partition of the cluster, in routing order.
+
+The caller runs them in one snapshot transaction, so the three agree.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Connection, select
+
+from vpod.domain.catalog import MachineType
+from vpod.domain.entities import Cluster
+from vpod.domain.topology import GwTopology, IldTopology
+
+from . import allocations as allocation_rows
+from . import clusters as cluster_rows
+from . import partitions as partition_rows
+from .records import AgentHealthState, Occupancy
+from .schema import agents, cluster_agents, clusters
+
+
+def read_occupancy(conn: Connection, cluster_id: str) -> Occupancy:
+    rows = conn.execute(
+        select(
+            clusters.c.num_domains,
+            clusters.c.ild_topology,
+            clusters.c.gw_topology,
+            clusters.c.machine_type,
+            cluster_agents.c.position,
+            cluster_agents.c.agent_id,
+            agents.c.health,
+        )
+        .join(cluster_agents, cluster_agents.c.cluster_id == clusters.c.id)
+        .join(agents, agents.c.id == cluster_agents.c.agent_id)
+        .where(clusters.c.id == cluster_id)
+        .order_by(cluster_agents.c.position)
+    ).all()
+    if not rows:
+        raise cluster_rows.not_found(cluster_id)
+    first = rows[0]
+    cluster = Cluster(
+        id=cluster_id,
+        agent_ids=tuple(row.agent_id for row in rows),
+        num_domains=first.num_domains,
+        ild_topology=IldTopology[first.ild_topology],
+        gw_topology=GwTopology[first.gw_topology],
+        machine_type=MachineType[first.machine_type],
+    )
+    unreachable = frozenset(
+        row.position for row in rows if row.health == AgentHealthState.UNREACHABLE.name
+    )
+    return Occupancy(
+        cluster=cluster,
+        allocations=allocation_rows.machines_by_allocation(conn, cluster_id),
+        partitions=partition_rows.footprints(conn, cluster_id),
+        unavailable_machines=unreachable,
+    )

@@ -1,0 +1,277 @@
+"""The tables, as SQLAlchemy Core metadata; migrations in ``migrations/`` must match it.
+
+The invariants that keep two controllers from handing out the same hardware
+are constraints here, so the database enforces them whichever process writes:
+
+- an agent is in at most one cluster: ``cluster_agents`` primary key
+  (cluster_id, position) and unique ``agent_id``;
+- a machine is in at most one allocation: ``allocation_machines`` primary key
+  (cluster_id, machine);
+- an IPU is in at most one partition: ``partition_ipus`` primary key
+  (cluster_id, slot);
+- a partition's IPUs lie on machines of its own allocation: ``partition_ipus``
+  has a foreign key (allocation_id, cluster_id, machine) to
+  ``allocation_machines``, and (partition_id, allocation_id, cluster_id) to
+  ``partitions``; a check ties ``machine`` to ``slot`` (4 IPUs per machine);
+- nothing is removed while something depends on it: foreign keys without
+  cascade from cluster agents to agents, allocations to clusters, allocation
+  machines to cluster machines, partitions to allocations. Rows that merely
+  belong to a parent (a cluster's agent list, an allocation's machines, a
+  partition's IPUs, a user's grants) go with it (``ON DELETE CASCADE``).
+
+Enumerations are stored as the member *name* (``"ACTIVE"``, ``"RINGSWNC"``)
+in short strings, never as numbers, so the database reads well and a new
+member needs no migration. Times are UTC; see :class:`UtcDateTime`.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    Column,
+    DateTime,
+    ForeignKey,
+    ForeignKeyConstraint,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator
+
+from vpod.domain.catalog import IPUS_PER_MACHINE
+from vpod.domain.naming import ID_MAX_LENGTH
+
+ID = String(ID_MAX_LENGTH)
+NAME = String(32)
+"""Enumeration member names."""
+LABEL = String(64)
+"""Short labels chosen by callers: event actions and outcomes, lease names."""
+TEXT_SHORT = String(255)
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+
+class UtcDateTime(TypeDecorator[datetime]):
+    """A timezone-aware UTC ``datetime`` on both dialects.
+
+    PostgreSQL keeps ``timestamp with time zone``; SQLite has no such type,
+    so the value is stored as naive UTC text and made aware again on reading.
+    Naive datetimes are refused: every time comes from the caller's clock,
+    which is timezone-aware.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime {value} given to the store: pass an aware UTC time")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: Any, _dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        assert isinstance(value, datetime)
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+agents = Table(
+    "agents",
+    metadata,
+    Column("id", ID, primary_key=True),
+    Column("host", TEXT_SHORT, nullable=False),
+    Column("port", Integer, nullable=False),
+    Column("machine_type", NAME, nullable=False),
+    Column("serial", String(128), nullable=False),
+    Column("health", NAME, nullable=False),
+    Column("last_heartbeat", UtcDateTime, nullable=True),
+    Column("health_reason", Text, nullable=False),
+)
+
+clusters = Table(
+    "clusters",
+    metadata,
+    Column("id", ID, primary_key=True),
+    Column("num_domains", Integer, nullable=False),
+    Column("ild_topology", NAME, nullable=False),
+    Column("gw_topology", NAME, nullable=False),
+    Column("machine_type", NAME, nullable=False),
+)
+
+cluster_agents = Table(
+    "cluster_agents",
+    metadata,
+    Column("cluster_id", ID, ForeignKey("clusters.id", ondelete="CASCADE"), nullable=False),
+    Column("position", Integer, nullable=False, comment="machine index: cabling order"),
+    Column("agent_id", ID, ForeignKey("agents.id"), nullable=False),
+    PrimaryKeyConstraint("cluster_id", "position"),
+    UniqueConstraint("agent_id"),
+)
+
+allocations = Table(
+    "allocations",
+    metadata,
+    Column("id", ID, primary_key=True),
+    Column("cluster_id", ID, ForeignKey("clusters.id"), nullable=False, index=True),
+    UniqueConstraint("id", "cluster_id"),
+)
+
+allocation_machines = Table(
+    "allocation_machines",
+    metadata,
+    Column("cluster_id", ID, nullable=False),
+    Column("machine", Integer, nullable=False),
+    Column("allocation_id", ID, nullable=False),
+    PrimaryKeyConstraint("cluster_id", "machine"),
+    UniqueConstraint("allocation_id", "cluster_id", "machine"),
+    ForeignKeyConstraint(
+        ["allocation_id", "cluster_id"],
+        ["allocations.id", "allocations.cluster_id"],
+        ondelete="CASCADE",
+        name="fk_allocation_machines_allocation",
+    ),
+    ForeignKeyConstraint(
+        ["cluster_id", "machine"],
+        ["cluster_agents.cluster_id", "cluster_agents.position"],
+        name="fk_allocation_machines_cluster_machine",
+    ),
+)
+
+users = Table(
+    "users",
+    metadata,
+    Column("id", ID, primary_key=True),
+    Column("key_hash", TEXT_SHORT, nullable=False),
+    Column("admin", Boolean, nullable=False),
+)
+
+user_allocations = Table(
+    "user_allocations",
+    metadata,
+    Column("user_id", ID, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    Column(
+        "allocation_id",
+        ID,
+        ForeignKey("allocations.id", ondelete="CASCADE"),
+        nullable=False,
+        index=True,
+    ),
+    PrimaryKeyConstraint("user_id", "allocation_id"),
+)
+
+partitions = Table(
+    "partitions",
+    metadata,
+    Column("id", ID, primary_key=True),
+    Column("cluster_id", ID, nullable=False, index=True),
+    Column("allocation_id", ID, nullable=False, index=True),
+    # the resolved spec (vpod.domain.partitions.PartitionSpec)
+    Column("size", Integer, nullable=False),
+    Column("num_segments", Integer, nullable=False),
+    Column("num_gcds", Integer, nullable=False),
+    Column("num_replicas", Integer, nullable=False),
+    Column("reconfigurable", Boolean, nullable=False),
+    Column("routing", NAME, nullable=False),
+    Column("gw_routing", NAME, nullable=True),
+    Column("sync_type", NAME, nullable=False),
+    Column("requested_ipus", JSON, nullable=True, comment="[[domain, position], ...] if given"),
+    # life cycle (vpod.domain.partition_states)
+    Column("ready_state", NAME, nullable=False),
+    Column("operation_state", NAME, nullable=False),
+    Column("errors", JSON, nullable=False),
+    Column("disable_auto_reset", Boolean, nullable=False),
+    Column("relocatable", Boolean, nullable=False),
+    Column("max_auto_reset_retries", Integer, nullable=False),
+    Column("auto_reset_retry_count", Integer, nullable=False),
+    Column("last_auto_reset_time", UtcDateTime, nullable=True),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("updated_at", UtcDateTime, nullable=False),
+    Column("version", Integer, nullable=False, comment="bumped by every update"),
+    UniqueConstraint("id", "allocation_id", "cluster_id"),
+    ForeignKeyConstraint(
+        ["allocation_id", "cluster_id"],
+        ["allocations.id", "allocations.cluster_id"],
+        name="fk_partitions_allocation",
+    ),
+)
+
+partition_ipus = Table(
+    "partition_ipus",
+    metadata,
+    Column("cluster_id", ID, nullable=False),
+    Column("slot", Integer, nullable=False),
+    Column("partition_id", ID, nullable=False),
+    Column("allocation_id", ID, nullable=False),
+    Column("machine", Integer, nullable=False),
+    Column("routing_id", Integer, nullable=False),
+    Column("segment", Integer, nullable=False),
+    Column("gcd", Integer, nullable=False),
+    PrimaryKeyConstraint("cluster_id", "slot"),
+    UniqueConstraint("partition_id", "routing_id"),
+    ForeignKeyConstraint(
+        ["partition_id", "allocation_id", "cluster_id"],
+        ["partitions.id", "partitions.allocation_id", "partitions.cluster_id"],
+        ondelete="CASCADE",
+        name="fk_partition_ipus_partition",
+    ),
+    ForeignKeyConstraint(
+        ["allocation_id", "cluster_id", "machine"],
+        [
+            "allocation_machines.allocation_id",
+            "allocation_machines.cluster_id",
+            "allocation_machines.machine",
+        ],
+        name="fk_partition_ipus_allocation_machine",
+    ),
+    CheckConstraint(
+        f"slot >= machine * {IPUS_PER_MACHINE} AND slot < (machine + 1) * {IPUS_PER_MACHINE}"
+        " AND machine >= 0",
+        name="slot_on_machine",
+    ),
+    Index("ix_partition_ipus_allocation_machine", "allocation_id", "cluster_id", "machine"),
+)
+
+events = Table(
+    "events",
+    metadata,
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True),
+    Column("time", UtcDateTime, nullable=False, index=True),
+    Column("actor", TEXT_SHORT, nullable=False, index=True),
+    Column("action", LABEL, nullable=False, index=True),
+    Column("target", TEXT_SHORT, nullable=False, index=True),
+    Column("outcome", LABEL, nullable=False),
+    Column("source", TEXT_SHORT, nullable=False),
+    Column("detail", Text, nullable=False),
+)
+
+leases = Table(
+    "leases",
+    metadata,
+    Column("name", LABEL, primary_key=True),
+    Column("holder", TEXT_SHORT, nullable=False),
+    Column("expires_at", UtcDateTime, nullable=False),
+    Column("term", BigInteger, nullable=False, comment="fencing token: +1 per new holder"),
+)

@@ -1,0 +1,478 @@
+"""The :class:`Store`: every persistent fact of the controller, one transaction per call.
+
+The controller calls it from an async service layer through a thread
+executor, so every method is synchronous, thread-safe (each call checks a
+connection out of the engine's pool) and returns plain frozen values. Two
+stores on the same database, in one process or in two controller replicas,
+never hand out the same machine or IPU twice: the database's constraints
+decide (see :mod:`vpod.store.schema`), and the loser gets a
+:class:`~vpod.store.errors.Conflict` to retry with a fresh snapshot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from datetime import datetime, timedelta
+from functools import partial
+from types import TracebackType
+from typing import Concatenate, ParamSpec, TypeVar, Unpack
+
+from sqlalchemy import Connection, text
+
+from vpod.domain.entities import Agent, Allocation, Cluster, User
+
+from . import agents as agent_rows
+from . import allocations as allocation_rows
+from . import clusters as cluster_rows
+from . import events as event_rows
+from . import leases as lease_rows
+from . import migrate as migrations
+from . import partitions as partition_rows
+from . import users as user_rows
+from .engine import Database, EngineOptions, create_store_engine
+from .errors import NotFound, StoreError
+from .occupancy import read_occupancy
+from .records import (
+    AgentHealth,
+    AgentHealthState,
+    AuditEvent,
+    Lease,
+    Occupancy,
+    PartitionChanges,
+    PartitionRecord,
+)
+from .translate import ConstraintViolated
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class Store:
+    """The controller's database: agents, clusters, allocations, users, partitions, audit, leases.
+
+    Open with :meth:`open`, create or upgrade the schema with :meth:`migrate`,
+    and :meth:`close` when done (or use it as a context manager).
+    """
+
+    def __init__(self, database: Database) -> None:
+        """Use :meth:`open`."""
+        self._db = database
+
+    # -- life cycle -------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, url: str, options: EngineOptions | None = None) -> Store:
+        """A store on ``url`` (see :func:`vpod.store.sqlite_url`); connects on first use.
+
+        Raises :class:`~vpod.store.errors.Unavailable` for a URL it cannot use.
+        """
+        return cls(Database(create_store_engine(url, options)))
+
+    def migrate(self) -> None:
+        """Create the schema, or upgrade it to this version's; safe to run from many replicas."""
+        migrations.upgrade(self._db)
+
+    def schema_revision(self) -> str | None:
+        """The schema revision of the database (``None`` before :meth:`migrate`)."""
+        return migrations.current_revision(self._db)
+
+    def ping(self) -> None:
+        """Check the database answers; raise :class:`~vpod.store.errors.Unavailable` if not."""
+        with self._db.read() as conn:
+            conn.execute(text("SELECT 1"))
+
+    def close(self) -> None:
+        """Close every pooled connection; the store must not be used afterwards."""
+        self._db.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @property
+    def url(self) -> str:
+        """The database URL without its password."""
+        return self._db.description
+
+    @property
+    def dialect(self) -> str:
+        """``sqlite`` or ``postgresql``."""
+        return self._db.dialect
+
+    # -- agents -----------------------------------------------------------------------------
+
+    def add_agent(self, agent: Agent) -> Agent:
+        """Register an agent (health UNKNOWN); AlreadyExists if the id is taken."""
+        explain = partial(self._explain, agent_rows.explain_insert_refused, agent)
+        with self._db.write(explain) as conn:
+            agent_rows.insert_agent(conn, agent)
+        return agent
+
+    def update_agent(self, agent: Agent) -> Agent:
+        """Replace an agent's address, machine type and serial."""
+        with self._db.write() as conn:
+            agent_rows.update_agent(conn, agent)
+        return agent
+
+    def get_agent(self, agent_id: str) -> Agent:
+        with self._db.read() as conn:
+            return agent_rows.get_agent(conn, agent_id)
+
+    def find_agent(self, agent_id: str) -> Agent | None:
+        """The agent, or ``None`` if it is not registered."""
+        with self._db.read() as conn:
+            return _or_none(agent_rows.get_agent, conn, agent_id)
+
+    def list_agents(self, ids: Sequence[str] | None = None) -> list[Agent]:
+        """Every agent (or those among ``ids``), by id."""
+        with self._db.read() as conn:
+            return agent_rows.list_agents(conn, ids)
+
+    def remove_agent(self, agent_id: str) -> None:
+        """Unregister an agent; Conflict while a cluster uses it."""
+        explain = partial(self._explain, agent_rows.explain_delete_refused, agent_id)
+        with self._db.write(explain) as conn:
+            agent_rows.delete_agent(conn, agent_id)
+
+    def set_agent_health(
+        self,
+        agent_id: str,
+        state: AgentHealthState,
+        *,
+        at: datetime | None = None,
+        reason: str = "",
+    ) -> AgentHealth:
+        """Record whether an agent answers; ``at`` is its last heartbeat (kept if ``None``)."""
+        with self._db.write() as conn:
+            agent_rows.set_health(conn, agent_id, state, at=at, reason=reason)
+            return agent_rows.get_health(conn, agent_id)
+
+    def get_agent_health(self, agent_id: str) -> AgentHealth:
+        with self._db.read() as conn:
+            return agent_rows.get_health(conn, agent_id)
+
+    def list_agent_health(self) -> list[AgentHealth]:
+        with self._db.read() as conn:
+            return agent_rows.list_health(conn)
+
+    # -- clusters ---------------------------------------------------------------------------
+
+    def add_cluster(self, cluster: Cluster) -> Cluster:
+        """Define a cluster of registered agents, none of them in another cluster."""
+        explain = partial(self._explain, cluster_rows.explain_insert_refused, cluster)
+        with self._db.write(explain) as conn:
+            cluster_rows.insert_cluster(conn, cluster)
+        return cluster
+
+    def get_cluster(self, cluster_id: str) -> Cluster:
+        with self._db.read(snapshot=True) as conn:
+            return cluster_rows.get_cluster(conn, cluster_id)
+
+    def find_cluster(self, cluster_id: str) -> Cluster | None:
+        with self._db.read(snapshot=True) as conn:
+            return _or_none(cluster_rows.get_cluster, conn, cluster_id)
+
+    def list_clusters(self) -> list[Cluster]:
+        with self._db.read(snapshot=True) as conn:
+            return cluster_rows.list_clusters(conn)
+
+    def remove_cluster(self, cluster_id: str) -> None:
+        """Delete a cluster (its agents stay registered); Conflict while it has allocations."""
+        explain = partial(self._explain, cluster_rows.explain_delete_refused, cluster_id)
+        with self._db.write(explain) as conn:
+            cluster_rows.delete_cluster(conn, cluster_id)
+
+    # -- allocations ------------------------------------------------------------------------
+
+    def add_allocation(self, allocation: Allocation) -> Allocation:
+        """Record an allocation; Conflict (retryable) if one of its machines is taken."""
+        explain = partial(self._explain, allocation_rows.explain_insert_refused, allocation)
+        with self._db.write(explain) as conn:
+            allocation_rows.insert_allocation(conn, allocation)
+        return allocation
+
+    def get_allocation(self, allocation_id: str) -> Allocation:
+        with self._db.read(snapshot=True) as conn:
+            return allocation_rows.get_allocation(conn, allocation_id)
+
+    def find_allocation(self, allocation_id: str) -> Allocation | None:
+        with self._db.read(snapshot=True) as conn:
+            return _or_none(allocation_rows.get_allocation, conn, allocation_id)
+
+    def list_allocations(
+        self, *, ids: Collection[str] | None = None, cluster_id: str | None = None
+    ) -> list[Allocation]:
+        """Allocations by id; only ``ids`` and/or those of ``cluster_id`` when given."""
+        with self._db.read() as conn:
+            return allocation_rows.list_allocations(conn, ids=ids, cluster_id=cluster_id)
+
+    def remove_allocation(self, allocation_id: str) -> None:
+        """Delete an allocation and its grants; Conflict while it has partitions."""
+        explain = partial(self._explain, allocation_rows.explain_delete_refused, allocation_id)
+        with self._db.write(explain) as conn:
+            allocation_rows.delete_allocation(conn, allocation_id)
+
+    # -- users ------------------------------------------------------------------------------
+
+    def add_user(self, user: User, key_hash: str) -> User:
+        """Record a user with the hash of its access key and its granted allocations."""
+        explain = partial(self._explain, user_rows.explain_insert_refused, user)
+        with self._db.write(explain) as conn:
+            user_rows.insert_user(conn, user, key_hash)
+            return user_rows.get_user(conn, user.id)
+
+    def get_user(self, user_id: str) -> User:
+        with self._db.read(snapshot=True) as conn:
+            return user_rows.get_user(conn, user_id)
+
+    def find_user_with_hash(self, user_id: str) -> tuple[User, str] | None:
+        """The user and its access-key hash, or ``None`` (for authentication)."""
+        with self._db.read(snapshot=True) as conn:
+            user = _or_none(user_rows.get_user, conn, user_id)
+            if user is None:
+                return None
+            return user, user_rows.get_key_hash(conn, user_id)
+
+    def list_users(self) -> list[User]:
+        with self._db.read(snapshot=True) as conn:
+            return user_rows.list_users(conn)
+
+    def get_user_key_hash(self, user_id: str) -> str:
+        with self._db.read() as conn:
+            return user_rows.get_key_hash(conn, user_id)
+
+    def set_user_key_hash(self, user_id: str, key_hash: str) -> None:
+        """Replace a user's access-key hash (a new key)."""
+        with self._db.write() as conn:
+            user_rows.set_key_hash(conn, user_id, key_hash)
+
+    def set_user_admin(self, user_id: str, admin: bool) -> User:
+        with self._db.write() as conn:
+            user_rows.set_admin(conn, user_id, admin)
+            return user_rows.get_user(conn, user_id)
+
+    def remove_user(self, user_id: str) -> None:
+        with self._db.write() as conn:
+            user_rows.delete_user(conn, user_id)
+
+    def grant_allocation(self, user_id: str, allocation_id: str) -> User:
+        """Let ``user_id`` use ``allocation_id`` (granting twice is harmless)."""
+        explain = partial(self._explain, user_rows.explain_grant_refused, user_id, allocation_id)
+        with self._db.write(explain) as conn:
+            user_rows.grant(conn, user_id, allocation_id)
+            return user_rows.get_user(conn, user_id)
+
+    def revoke_allocation(self, user_id: str, allocation_id: str) -> User:
+        """Stop ``user_id`` using ``allocation_id`` (revoking what was not granted is harmless)."""
+        with self._db.write() as conn:
+            user_rows.revoke(conn, user_id, allocation_id)
+            return user_rows.get_user(conn, user_id)
+
+    # -- partitions -------------------------------------------------------------------------
+
+    def reserve_partition(self, record: PartitionRecord) -> PartitionRecord:
+        """Store a new partition and take its IPUs, all or nothing; return it at version 1.
+
+        Raises AlreadyExists for a taken id, NotFound for a missing
+        allocation, and a retryable Conflict naming the first IPU slot that
+        another partition holds (or that lies outside the allocation).
+        """
+        explain = partial(self._explain, partition_rows.explain_reserve_refused, record)
+        with self._db.write(explain) as conn:
+            partition_rows.insert_partition(conn, record)
+            return partition_rows.get_partition(conn, record.id)
+
+    def update_partition(
+        self,
+        partition_id: str,
+        *,
+        expected_version: int,
+        updated_at: datetime,
+        **changes: Unpack[PartitionChanges],
+    ) -> PartitionRecord:
+        """Compare-and-set: apply ``changes`` if the partition is still at ``expected_version``.
+
+        Returns the partition at its new version. Conflict (retryable) if the
+        version moved: re-read and decide again. New ``ipus`` replace the old
+        ones in the same transaction (relocation), refused like a reservation
+        if one is taken.
+        """
+        new_ipus = changes.get("ipus")
+
+        def explain() -> StoreError:
+            if new_ipus is None:
+                return ConstraintViolated(f"partition {partition_id} could not be updated: retry")
+            current = self.get_partition(partition_id)
+            return self._explain(partition_rows.explain_ipus_refused, current, new_ipus)
+
+        with self._db.write(explain) as conn:
+            partition_rows.update_partition(
+                conn,
+                partition_id,
+                expected_version=expected_version,
+                updated_at=updated_at,
+                changes=changes,
+            )
+            return partition_rows.get_partition(conn, partition_id)
+
+    def release_partition(
+        self, partition_id: str, *, expected_version: int | None = None
+    ) -> PartitionRecord:
+        """Delete a partition and free its IPUs; return it as it was.
+
+        Removed partitions are not kept (the audit log remembers them). With
+        ``expected_version``, refuse (Conflict) if the partition changed since.
+        """
+        with self._db.write() as conn:
+            return partition_rows.delete_partition(
+                conn, partition_id, expected_version=expected_version
+            )
+
+    def get_partition(self, partition_id: str) -> PartitionRecord:
+        with self._db.read(snapshot=True) as conn:
+            return partition_rows.get_partition(conn, partition_id)
+
+    def find_partition(self, partition_id: str) -> PartitionRecord | None:
+        with self._db.read(snapshot=True) as conn:
+            return _or_none(partition_rows.get_partition, conn, partition_id)
+
+    def list_partitions(
+        self,
+        *,
+        ids: Collection[str] | None = None,
+        allocation_ids: Collection[str] | None = None,
+        cluster_id: str | None = None,
+    ) -> list[PartitionRecord]:
+        """Partitions by id, filtered by every criterion given."""
+        with self._db.read(snapshot=True) as conn:
+            return partition_rows.list_partitions(
+                conn, ids=ids, allocation_ids=allocation_ids, cluster_id=cluster_id
+            )
+
+    def occupancy(self, cluster_id: str) -> Occupancy:
+        """What placement needs about a cluster, from one consistent snapshot."""
+        with self._db.read(snapshot=True) as conn:
+            return read_occupancy(conn, cluster_id)
+
+    # -- audit events -----------------------------------------------------------------------
+
+    def append_event(
+        self,
+        *,
+        time: datetime,
+        actor: str,
+        action: str,
+        target: str,
+        outcome: str,
+        source: str = "",
+        detail: str = "",
+    ) -> AuditEvent:
+        """Add one entry to the audit log; returns it with its id."""
+        event = AuditEvent(
+            time=time,
+            actor=actor,
+            action=action,
+            target=target,
+            outcome=outcome,
+            source=source,
+            detail=detail,
+        )
+        with self._db.write() as conn:
+            return event_rows.append(conn, event)
+
+    def list_events(
+        self,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        actor: str | None = None,
+        action: str | None = None,
+        target: str | None = None,
+        before_id: int | None = None,
+        limit: int = 100,
+    ) -> list[AuditEvent]:
+        """Audit entries matching every filter given, newest first (see ``events.list_events``)."""
+        with self._db.read() as conn:
+            return event_rows.list_events(
+                conn,
+                since=since,
+                until=until,
+                actor=actor,
+                action=action,
+                target=target,
+                before_id=before_id,
+                limit=limit,
+            )
+
+    def prune_events(self, *, before: datetime) -> int:
+        """Delete audit entries older than ``before``; return how many."""
+        with self._db.write() as conn:
+            return event_rows.prune(conn, before=before)
+
+    # -- leases -----------------------------------------------------------------------------
+
+    def try_acquire_lease(
+        self, name: str, holder: str, now: datetime, ttl: timedelta | float
+    ) -> bool:
+        """Take lease ``name`` for ``holder`` until ``now + ttl`` if it is free or already theirs.
+
+        True if ``holder`` holds it afterwards. Portable SQL, safe between replicas.
+        """
+        expires_at = now + _as_timedelta(ttl)
+        try:
+            with self._db.write() as conn:
+                if lease_rows.try_update(conn, name, holder, expires_at, now):
+                    return True
+                if lease_rows.exists(conn, name):
+                    return False
+                lease_rows.insert_new(conn, name, holder, expires_at)
+                return True
+        except ConstraintViolated:
+            return False  # another contender created it first
+
+    def renew_lease(self, name: str, holder: str, now: datetime, ttl: timedelta | float) -> bool:
+        """Extend a lease ``holder`` still holds; False if it expired or passed to another."""
+        with self._db.write() as conn:
+            return lease_rows.renew(conn, name, holder, now + _as_timedelta(ttl), now)
+
+    def release_lease(self, name: str, holder: str) -> bool:
+        """Give a lease up at once; False if ``holder`` did not hold it."""
+        with self._db.write() as conn:
+            return lease_rows.release(conn, name, holder)
+
+    def get_lease(self, name: str) -> Lease | None:
+        with self._db.read() as conn:
+            return lease_rows.get(conn, name)
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _explain(
+        self,
+        explain: Callable[Concatenate[Connection, P], StoreError],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> StoreError:
+        """Run an ``explain_*`` function in a fresh read transaction (after a rollback)."""
+        with self._db.read() as conn:
+            return explain(conn, *args, **kwargs)
+
+
+def _or_none(get: Callable[[Connection, str], T], conn: Connection, key: str) -> T | None:
+    try:
+        return get(conn, key)
+    except NotFound:
+        return None
+
+
+def _as_timedelta(ttl: timedelta | float) -> timedelta:
+    delta = ttl if isinstance(ttl, timedelta) else timedelta(seconds=ttl)
+    if delta <= timedelta(0):
+        raise ValueError(f"a lease needs a positive time to live, not {delta}")
+    return delta

@@ -1,0 +1,133 @@
+"""Users, their access-key hashes and the allocations granted to them.
+
+Only a hash of the access key is stored (hashing is the caller's job; the
+store never sees a key). Grants are rows of ``user_allocations``; removing an
+allocation revokes its grants (``ON DELETE CASCADE``). A user's
+``allocation_ids`` come back sorted.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from sqlalchemy import Connection, delete, insert, select, update
+
+from vpod.domain.entities import User
+
+from . import allocations as allocation_rows
+from .errors import AlreadyExists, Conflict, NotFound, StoreError
+from .schema import allocations, user_allocations, users
+
+
+def insert_user(conn: Connection, user: User, key_hash: str) -> None:
+    conn.execute(insert(users).values(id=user.id, key_hash=key_hash, admin=user.admin))
+    if user.allocation_ids:
+        conn.execute(
+            insert(user_allocations),
+            [{"user_id": user.id, "allocation_id": a} for a in user.allocation_ids],
+        )
+
+
+def explain_insert_refused(conn: Connection, user: User) -> StoreError:
+    if conn.scalar(select(users.c.id).where(users.c.id == user.id)) is not None:
+        return AlreadyExists(
+            f"user {user.id} exists already: pick another id, or remove the user first"
+        )
+    known = set(
+        conn.scalars(select(allocations.c.id).where(allocations.c.id.in_(user.allocation_ids)))
+    )
+    for allocation_id in user.allocation_ids:
+        if allocation_id not in known:
+            return allocation_rows.not_found(allocation_id)
+    return Conflict(f"user {user.id} could not be added because of a concurrent change: retry")
+
+
+def get_user(conn: Connection, user_id: str) -> User:
+    admin = conn.scalar(select(users.c.admin).where(users.c.id == user_id))
+    if admin is None:
+        raise not_found(user_id)
+    granted = conn.scalars(
+        select(user_allocations.c.allocation_id)
+        .where(user_allocations.c.user_id == user_id)
+        .order_by(user_allocations.c.allocation_id)
+    ).all()
+    return User(id=user_id, allocation_ids=tuple(granted), admin=bool(admin))
+
+
+def list_users(conn: Connection) -> list[User]:
+    granted: dict[str, list[str]] = defaultdict(list)
+    for user_id, allocation_id in conn.execute(
+        select(user_allocations.c.user_id, user_allocations.c.allocation_id).order_by(
+            user_allocations.c.user_id, user_allocations.c.allocation_id
+        )
+    ):
+        granted[user_id].append(allocation_id)
+    return [
+        User(id=row.id, allocation_ids=tuple(granted[row.id]), admin=bool(row.admin))
+        for row in conn.execute(select(users.c.id, users.c.admin).order_by(users.c.id))
+    ]
+
+
+def get_key_hash(conn: Connection, user_id: str) -> str:
+    key_hash = conn.scalar(select(users.c.key_hash).where(users.c.id == user_id))
+    if key_hash is None:
+        raise not_found(user_id)
+    return str(key_hash)
+
+
+def set_key_hash(conn: Connection, user_id: str, key_hash: str) -> None:
+    done = conn.execute(update(users).where(users.c.id == user_id).values(key_hash=key_hash))
+    if done.rowcount == 0:
+        raise not_found(user_id)
+
+
+def set_admin(conn: Connection, user_id: str, admin: bool) -> None:
+    done = conn.execute(update(users).where(users.c.id == user_id).values(admin=admin))
+    if done.rowcount == 0:
+        raise not_found(user_id)
+
+
+def delete_user(conn: Connection, user_id: str) -> None:
+    if conn.execute(delete(users).where(users.c.id == user_id)).rowcount == 0:
+        raise not_found(user_id)
+
+
+def grant(conn: Connection, user_id: str, allocation_id: str) -> None:
+    """Grant ``allocation_id`` to ``user_id``; granting twice is harmless."""
+    get_user(conn, user_id)  # NotFound first, with the user's name in it
+    if conn.scalar(select(allocations.c.id).where(allocations.c.id == allocation_id)) is None:
+        raise allocation_rows.not_found(allocation_id)
+    already = conn.scalar(
+        select(user_allocations.c.user_id).where(
+            user_allocations.c.user_id == user_id,
+            user_allocations.c.allocation_id == allocation_id,
+        )
+    )
+    if already is None:
+        conn.execute(insert(user_allocations).values(user_id=user_id, allocation_id=allocation_id))
+
+
+def revoke(conn: Connection, user_id: str, allocation_id: str) -> None:
+    """Take ``allocation_id`` away from ``user_id``; revoking what was not granted is harmless."""
+    get_user(conn, user_id)
+    conn.execute(
+        delete(user_allocations).where(
+            user_allocations.c.user_id == user_id,
+            user_allocations.c.allocation_id == allocation_id,
+        )
+    )
+
+
+def explain_grant_refused(conn: Connection, user_id: str, allocation_id: str) -> StoreError:
+    if conn.scalar(select(users.c.id).where(users.c.id == user_id)) is None:
+        return not_found(user_id)
+    if conn.scalar(select(allocations.c.id).where(allocations.c.id == allocation_id)) is None:
+        return allocation_rows.not_found(allocation_id)
+    return Conflict(
+        f"allocation {allocation_id} could not be granted to user {user_id} because of a"
+        " concurrent change: retry"
+    )
+
+
+def not_found(user_id: str) -> NotFound:
+    return NotFound(f"user {user_id} does not exist: list users to see the existing ones")
