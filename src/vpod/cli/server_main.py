@@ -1,0 +1,100 @@
+"""``vipu-server``: run the V-IPU controller (user gRPC API, admin gRPC API, HTTP API)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from pathlib import Path
+
+import click
+
+from vpod.controller.server import RunningServer, serve
+from vpod.controller.settings import Settings
+
+from .errors import run_cli
+
+
+def _configure_logging(level: str) -> None:
+    logging.basicConfig(
+        level=getattr(logging, level.upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+@click.command(
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    epilog="Example: vipu-server --data-dir /var/lib/vpod --port 8090 --admin-port 8091",
+)
+@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path),
+              default=Path("vpod-data"), show_default=True,
+              help="Directory for the SQLite store (and TLS material).")
+@click.option("--database-url", default="", envvar="VPOD_DATABASE_URL",
+              help="SQLAlchemy URL of the store, e.g. postgresql+psycopg://u:p@db/vpod "
+                   "(default: SQLite in --data-dir).")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address of the user API.")
+@click.option("--port", "user_port", type=click.IntRange(0, 65535), default=8090,
+              show_default=True, help="Port of the V-IPU user API (gRPC); 0 picks a free one.")
+@click.option("--admin-host", default=None, help="Address of the admin API (default: --host).")
+@click.option("--admin-port", type=click.IntRange(0, 65535), default=8091, show_default=True,
+              help="Port of the admin API (gRPC).")
+@click.option("--http-host", default=None, help="Address of the HTTP API (default: --host).")
+@click.option("--http-port", type=click.IntRange(0, 65535), default=8080, show_default=True,
+              help="Port of the REST API, /healthz, /readyz and /metrics.")
+@click.option("--secure", is_flag=True, help="Authenticate every call (user id + access key).")
+@click.option("--agent-timeout", type=click.FloatRange(0.1, 600), default=5.0,
+              show_default=True, help="Deadline in seconds for one call to one agent.")
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
+              default="info", show_default=True)
+def main(
+    data_dir: Path,
+    database_url: str,
+    host: str,
+    user_port: int,
+    admin_host: str | None,
+    admin_port: int,
+    http_host: str | None,
+    http_port: int,
+    secure: bool,
+    agent_timeout: float,
+    log_level: str,
+) -> None:
+    """Run the V-IPU controller until interrupted (Ctrl-C or SIGTERM stop it cleanly)."""
+    _configure_logging(log_level)
+    settings = Settings(
+        data_dir=data_dir,
+        database_url=database_url,
+        host=host,
+        user_port=user_port,
+        admin_host=admin_host or host,
+        admin_port=admin_port,
+        http_host=http_host or host,
+        http_port=http_port,
+        secure=secure,
+        agent_timeout_s=agent_timeout,
+    )
+    run_cli(lambda: asyncio.run(_run(settings)))
+
+
+async def _run(settings: Settings) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+
+    def ready(running: RunningServer) -> None:
+        print(
+            f"vipu-server ready: user API {settings.host}:{running.user_port},"
+            f" admin API {settings.admin_host}:{running.admin_port},"
+            f" HTTP http://{settings.http_host}:{running.http_port}",
+            flush=True,
+        )
+
+    await serve(settings, ready=ready, stop=stop)
+
+
+if __name__ == "__main__":
+    main()

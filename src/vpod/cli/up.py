@@ -1,0 +1,351 @@
+"""``vpod up``: the embedded default — a controller on SQLite plus an emulated pod, on loopback.
+
+It starts two child processes, ``vipu-server`` and ``vipu-agent`` (every
+emulated machine of the pod in one process, each on its own loopback
+address), waits for the agents to register, creates the cluster, a default
+allocation and a default user the first time, writes ``vipu-cli.hcl`` into the
+data directory and prints one line saying what to type next. Ctrl-C (or
+SIGTERM) stops both children. Running it again on the same data directory
+brings back the same cluster and partitions: the agents register with new
+boot ids and the controller configures them again from its store.
+
+What ``vpod up`` decided the first time (pod shape, agent addresses) is kept in
+``DATA_DIR/up.json`` so a restart reuses it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import ipaddress
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import IO
+
+import grpc
+
+from vpod.domain.catalog import IPUS_PER_MACHINE
+from vpod.domain.errors import InvalidSpec
+from vpod.domain.topology import Pod, shape
+from vpod.wire import admin_pb2 as apb
+from vpod.wire import admin_pb2_grpc as apb_grpc
+
+from .config import render_hcl
+from .errors import fail
+
+CLUSTER_ID = "cluster"
+ALLOCATION_ID = "default"
+USER_ID = "default"
+AGENT_PORT = 8092
+START_TIMEOUT_S = 60.0
+
+
+@dataclass
+class UpState:
+    """What the first ``vpod up`` on a data directory chose; later runs reuse it."""
+
+    pod: str
+    address_base: str
+    user_created: bool = False
+
+
+@dataclass(frozen=True)
+class UpOptions:
+    data_dir: Path
+    pod: str | None
+    host: str
+    port: int
+    admin_port: int
+    http_port: int
+    address_base: str | None
+    secure: bool = False
+
+
+def _bin(name: str) -> str:
+    """The console script next to the running interpreter (the same environment)."""
+    candidate = Path(sys.executable).with_name(name)
+    return str(candidate) if candidate.exists() else name
+
+
+@contextlib.contextmanager
+def _exclusive(data_dir: Path) -> Iterator[None]:
+    lock_path = data_dir / "up.lock"
+    handle = lock_path.open("w")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fail(
+            f"another `vpod up` is running on {data_dir}: stop it, or use another --data-dir",
+        )
+    try:
+        yield
+    finally:
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        handle.close()
+
+
+def _free(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def choose_address_base(data_dir: Path, machines: int) -> str:
+    """A 127.X.0.0/16 block whose first addresses are free, X derived from the data dir.
+
+    Deriving X from the directory makes a restart land on the same addresses;
+    probing makes two instances side by side land on different ones.
+    """
+    digest = hashlib.sha256(str(data_dir.resolve()).encode()).digest()
+    start = 16 + digest[0] % 200
+    for offset in range(200):
+        second = 16 + (start - 16 + offset) % 200
+        base = ipaddress.IPv4Address(f"127.{second}.0.1")
+        hosts = [str(base + i) for i in (0, machines - 1)]
+        if all(_free(h, AGENT_PORT) for h in hosts):
+            return str(base)
+    fail("no free loopback block for the emulated agents: pass --address-base 127.N.0.1")
+
+
+def _load_state(data_dir: Path, options: UpOptions) -> UpState:
+    path = data_dir / "up.json"
+    if path.exists():
+        state = UpState(**json.loads(path.read_text()))
+        if options.pod and options.pod != state.pod:
+            fail(
+                f"{data_dir} holds a {state.pod}; start it without --pod, or use another"
+                f" --data-dir for a {options.pod}",
+                2,
+            )
+        return state
+    pod_name = options.pod or "pod64"
+    try:
+        pod = shape(pod_name)
+    except InvalidSpec as exc:
+        fail(str(exc), 2)
+    base = options.address_base or choose_address_base(data_dir, pod.num_machines)
+    return UpState(pod=pod_name, address_base=base)
+
+
+def _save_state(data_dir: Path, state: UpState) -> None:
+    tmp = data_dir / "up.json.tmp"
+    tmp.write_text(json.dumps(asdict(state), indent=2) + "\n")
+    tmp.replace(data_dir / "up.json")
+
+
+class _Child:
+    """A child process whose stdout we scan for its ready line and then echo."""
+
+    def __init__(self, name: str, argv: list[str], log_path: Path) -> None:
+        self.name = name
+        self.log = log_path.open("a")
+        self.proc = subprocess.Popen(
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            text=True,
+            start_new_session=True,
+        )
+        self.ready_line: str | None = None
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._pump, args=(self.proc.stdout,), daemon=True)
+        self._thread.start()
+
+    def _pump(self, stream: IO[str] | None) -> None:
+        assert stream is not None
+        for line in stream:
+            if self.ready_line is None and " ready:" in line:
+                self.ready_line = line.strip()
+                self._ready.set()
+            self.log.write(line)
+            self.log.flush()
+        self._ready.set()
+
+    def wait_ready(self, timeout: float) -> str:
+        if not self._ready.wait(timeout) or self.ready_line is None:
+            code = self.proc.poll()
+            why = f"exited with code {code}" if code is not None else f"not ready in {timeout:.0f} s"
+            fail(f"{self.name} {why}: see {self.log.name}")
+        return self.ready_line
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+def _wait_for_agents(admin: apb_grpc.AdminServiceStub, ids: list[str], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    missing = set(ids)
+    while time.monotonic() < deadline:
+        listed = admin.ListAgents(apb.ListAgentsRequest(), timeout=5)
+        missing = set(ids) - {a.id for a in listed.agents}
+        if not missing:
+            return
+        time.sleep(0.1)
+    fail(f"agents did not register in {timeout:.0f} s: {', '.join(sorted(missing))}")
+
+
+def _ensure_cluster(admin: apb_grpc.AdminServiceStub, pod: Pod, ids: list[str]) -> None:
+    clusters = admin.ListClusters(apb.ListClustersRequest(), timeout=10).clusters
+    if any(c.id == CLUSTER_ID for c in clusters):
+        return
+    admin.CreateCluster(
+        apb.CreateClusterRequest(
+            cluster_id=CLUSTER_ID,
+            agent_ids=ids,
+            num_ipulinkdomains=len(pod.domains),
+        ),
+        timeout=30,
+    )
+
+
+def _ensure_allocation(admin: apb_grpc.AdminServiceStub, pod: Pod) -> None:
+    allocations = admin.ListAllocations(apb.ListAllocationsRequest(), timeout=10).allocations
+    if any(a.allocation.id == ALLOCATION_ID for a in allocations):
+        return
+    admin.CreateAllocation(
+        apb.CreateAllocationRequest(
+            allocation_id=ALLOCATION_ID, cluster_id=CLUSTER_ID, size=pod.num_ipus
+        ),
+        timeout=30,
+    )
+
+
+def _write_cli_config(
+    options: UpOptions, user_port: int, admin_port: int, credentials: tuple[str, str] | None
+) -> Path:
+    path = options.data_dir / "vipu-cli.hcl"
+    values: dict[str, str | int] = {
+        "api-host": options.host,
+        "api-port": user_port,
+        "admin-api-host": options.host,
+        "admin-api-port": admin_port,
+    }
+    if credentials is None and path.exists():
+        from .config import parse_hcl
+
+        old = parse_hcl(path.read_text())
+        if old.get("api-user-id") and old.get("api-access-key"):
+            credentials = (old["api-user-id"], old["api-access-key"])
+    if credentials is not None:
+        values["api-user-id"], values["api-access-key"] = credentials
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(render_hcl(values))
+    os.chmod(tmp, 0o600)
+    tmp.replace(path)
+    return path
+
+
+def _ensure_user(admin: apb_grpc.AdminServiceStub, state: UpState) -> tuple[str, str] | None:
+    users = admin.ListUsers(apb.ListUsersRequest(), timeout=10).users
+    if any(u.id == USER_ID for u in users):
+        return None
+    reply = admin.CreateUser(
+        apb.CreateUserRequest(user_id=USER_ID, allocation_ids=[ALLOCATION_ID]), timeout=30
+    )
+    state.user_created = True
+    return USER_ID, reply.access_key
+
+
+def _port_of(ready_line: str, label: str) -> int:
+    # "vipu-server ready: user API 127.0.0.1:8090, admin API 127.0.0.1:8091, HTTP http://..."
+    part = ready_line.split(label, 1)[1].split(",", 1)[0].strip()
+    return int(part.rsplit(":", 1)[1])
+
+
+def run_up(options: UpOptions, *, echo: bool = True) -> None:
+    """Start everything, print the ready line, and block until interrupted."""
+    data_dir = options.data_dir
+    data_dir.mkdir(parents=True, exist_ok=True)
+    with _exclusive(data_dir):
+        state = _load_state(data_dir, options)
+        pod = shape(state.pod)
+        _save_state(data_dir, state)
+        logs = data_dir / "logs"
+        logs.mkdir(exist_ok=True)
+        server_argv = [
+            _bin("vipu-server"),
+            "--data-dir", str(data_dir),
+            "--host", options.host,
+            "--port", str(options.port),
+            "--admin-port", str(options.admin_port),
+            "--http-port", str(options.http_port),
+        ]
+        if options.secure:
+            server_argv.append("--secure")
+        children: list[_Child] = []
+        stop = threading.Event()
+        previous = {
+            sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)
+        }
+        try:
+            server = _Child("vipu-server", server_argv, logs / "controller.log")
+            children.append(server)
+            ready = server.wait_ready(START_TIMEOUT_S)
+            user_port = _port_of(ready, "user API")
+            admin_port = _port_of(ready, "admin API")
+            http_port = _port_of(ready, "HTTP")
+            ids = [f"ag{i}" for i in range(1, pod.num_machines + 1)]
+            agent_argv = [
+                _bin("vipu-agent"),
+                "--machines", str(pod.num_machines),
+                "--id-prefix", "ag",
+                "--machine-type", pod.machine_type.name.lower(),
+                "--address-base", state.address_base,
+                "--agent-port", str(AGENT_PORT),
+                "--register", f"{options.host}:{admin_port}",
+            ]
+            agents = _Child("vipu-agent", agent_argv, logs / "agents.log")
+            children.append(agents)
+            agents.wait_ready(START_TIMEOUT_S)
+            with grpc.insecure_channel(f"{options.host}:{admin_port}") as channel:
+                admin = apb_grpc.AdminServiceStub(channel)
+                _wait_for_agents(admin, ids, START_TIMEOUT_S)
+                _ensure_cluster(admin, pod, ids)
+                _ensure_allocation(admin, pod)
+                credentials = _ensure_user(admin, state)
+            _save_state(data_dir, state)
+            config = _write_cli_config(options, user_port, admin_port, credentials)
+            if echo:
+                print(
+                    f"vpod is up: {pod.machine_type.value} {state.pod}"
+                    f" ({pod.num_machines} machines, {pod.num_machines * IPUS_PER_MACHINE} IPUs),"
+                    f" user API {options.host}:{user_port}, admin API {options.host}:{admin_port},"
+                    f" HTTP http://{options.host}:{http_port}. Next: export"
+                    f" VIPU_CLI_CONFIG={config} && vipu create partition p1 --size 4",
+                    flush=True,
+                )
+            while not stop.is_set():
+                for child in children:
+                    code = child.proc.poll()
+                    if code is not None:
+                        fail(f"{child.name} exited with code {code}: see {child.log.name}")
+                stop.wait(0.5)
+        except grpc.RpcError as exc:
+            fail(f"setting up the pod failed: {exc.details()}")  # type: ignore[attr-defined]
+        finally:
+            for child in reversed(children):
+                child.stop()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        if echo:
+            print("vpod stopped", flush=True)

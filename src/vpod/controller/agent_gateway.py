@@ -1,0 +1,88 @@
+"""What the use-cases need from the agents, and the fan-out helper over them.
+
+The use-cases speak to agents only through :class:`AgentGateway` (the gRPC
+implementation is :class:`~.agent_grpc.GrpcAgentGateway`), in the agent
+package's own terms: its model values and its exception tree, in which every
+failure is an :class:`~vpod.agent.errors.AgentError` naming the agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Protocol, TypeVar
+
+from vpod.agent.errors import AgentError
+from vpod.agent.model import (
+    ConfiguredPartition,
+    Fault,
+    LinkTestKind,
+    LinkTestResult,
+    MachineHealth,
+    MachineIdentity,
+    PartitionConfig,
+)
+from vpod.domain.entities import Agent
+
+T = TypeVar("T")
+
+
+class AgentGateway(Protocol):
+    async def configure(self, agent: Agent, config: PartitionConfig, *, timeout: float) -> None: ...
+
+    async def release(self, agent: Agent, partition_id: str, *, timeout: float) -> None: ...
+
+    async def reset(self, agent: Agent, partition_id: str, *, timeout: float) -> None: ...
+
+    async def identity(self, agent: Agent, *, timeout: float) -> MachineIdentity: ...
+
+    async def identity_at(self, address: str, *, timeout: float) -> MachineIdentity: ...
+
+    async def configurations(
+        self, agent: Agent, *, timeout: float
+    ) -> list[ConfiguredPartition]: ...
+
+    async def ipu_attributes(
+        self, agent: Agent, *, timeout: float
+    ) -> dict[int, dict[str, str]]: ...
+
+    async def health(self, agent: Agent, *, timeout: float) -> MachineHealth: ...
+
+    async def link_tests(
+        self, agent: Agent, kinds: Iterable[LinkTestKind], *, timeout: float
+    ) -> list[LinkTestResult]: ...
+
+    async def inject_fault(self, agent: Agent, fault: Fault, *, timeout: float) -> list[Fault]: ...
+
+    async def clear_fault(
+        self, agent: Agent, fault: Fault | None, *, timeout: float
+    ) -> list[Fault]: ...
+
+    async def close(self) -> None: ...
+
+
+async def fan_out(
+    agents: Iterable[Agent], call: Callable[[Agent], Awaitable[T]]
+) -> tuple[dict[str, T], dict[str, AgentError]]:
+    """Call every agent concurrently; sort outcomes into successes and failures.
+
+    An agent's refusal or silence is an :class:`AgentError` and is returned,
+    not raised; any other exception is a bug and propagates.
+    """
+    agent_list = list(agents)
+    results = await asyncio.gather(*(call(a) for a in agent_list), return_exceptions=True)
+    done: dict[str, T] = {}
+    failed: dict[str, AgentError] = {}
+    for agent, result in zip(agent_list, results, strict=True):
+        if isinstance(result, AgentError):
+            failed[agent.id] = result
+        elif isinstance(result, BaseException):
+            raise result
+        else:
+            done[agent.id] = result
+    return done, failed
+
+
+def describe_failures(failed: Mapping[str, AgentError]) -> str:
+    """Every failure's sentence, in agent order, joined by semicolons."""
+    return "; ".join(failed[a].message for a in sorted(failed))

@@ -1,0 +1,91 @@
+"""The composition root: one :class:`Controller` holding every use-case.
+
+Transports receive a Controller and call its services; nothing here listens
+on a port (see :mod:`.server`).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass
+
+from vpod.domain.entities import Cluster
+from vpod.placement import Snapshot
+from vpod.store.store import Store
+
+from .agent_gateway import AgentGateway
+from .auth import Authenticator
+from .clock import Clock, SystemClock
+from .context import Context
+from .db import Db
+from .fleet import Fleet
+from .inventory import Inventory
+from .occupancy import OccupancyCache
+from .partition_views import AgentFactsCache, PartitionViews
+from .partitions import PartitionService
+from .settings import Settings
+
+
+@dataclass
+class Controller:
+    settings: Settings
+    ctx: Context
+    inventory: Inventory
+    partitions: PartitionService
+    views: PartitionViews
+    facts: AgentFactsCache
+    auth: Authenticator
+    fleet: Fleet
+
+    def close(self) -> None:
+        self.ctx.db.close()
+        self.ctx.db.store.close()
+
+
+def build_controller(
+    settings: Settings,
+    gateway: AgentGateway,
+    *,
+    store: Store | None = None,
+    clock: Clock | None = None,
+) -> Controller:
+    """Open the store (migrating it), and wire the use-cases together."""
+    if store is None:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        store = Store.open(settings.store_url())
+        store.migrate()
+    if not settings.replica_id:
+        settings = _with_replica_id(settings)
+    db = Db(store)
+
+    async def load(cluster: Cluster) -> Snapshot:
+        occupancy = await db(store.occupancy, cluster.id)
+        return occupancy.snapshot()
+
+    ctx = Context(
+        settings=settings,
+        clock=clock or SystemClock(),
+        db=db,
+        gateway=gateway,
+        occupancy=OccupancyCache(load),
+    )
+    inventory = Inventory(ctx)
+    ctx.inventory = inventory
+    facts = AgentFactsCache(ctx)
+    return Controller(
+        settings=settings,
+        ctx=ctx,
+        inventory=inventory,
+        partitions=PartitionService(ctx),
+        views=PartitionViews(ctx, facts),
+        facts=facts,
+        auth=Authenticator(ctx),
+        fleet=Fleet(ctx, facts),
+    )
+
+
+def _with_replica_id(settings: Settings) -> Settings:
+    from dataclasses import replace
+
+    return replace(settings, replica_id=f"{socket.gethostname()}:{os.getpid()}")

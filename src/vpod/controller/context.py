@@ -1,0 +1,49 @@
+"""What every use-case shares: settings, clock, store, agents, caches, audit.
+
+Built once by :func:`vpod.controller.app.build_controller`; no globals.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .agent_gateway import AgentGateway
+from .caller import Caller
+from .clock import Clock
+from .db import Db
+from .occupancy import OccupancyCache
+from .settings import Settings
+
+if TYPE_CHECKING:
+    from .inventory import Inventory
+
+log = logging.getLogger("vpod.audit")
+
+
+@dataclass
+class Context:
+    settings: Settings
+    clock: Clock
+    db: Db
+    gateway: AgentGateway
+    occupancy: OccupancyCache
+    inventory: Inventory = field(init=False)
+    """Set right after construction (it needs the context itself)."""
+
+    async def audit(
+        self, caller: Caller, action: str, target: str, outcome: str, detail: str = ""
+    ) -> None:
+        """Record a change in the audit log (who, what, when, outcome, from where)."""
+        log.info("%s %s %s %s %s", caller.user_id, action, target, outcome, detail)
+        await self.db(
+            self.db.store.append_event,
+            time=self.clock.now(),
+            actor=caller.user_id,
+            action=action,
+            target=target,
+            outcome=outcome,
+            source=caller.source,
+            detail=detail,
+        )

@@ -1,0 +1,190 @@
+"""Agent operations: registration, discovery, health, reconciliation, faults and link tests.
+
+Reconciliation makes an agent hold exactly what the store says it should:
+configurations the store does not know are released, missing ones are
+applied again. It runs when an agent registers (a new boot id means the
+machine lost its configuration, e.g. after ``vpod up`` restarts the pod) and
+on demand.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from vpod.agent.errors import AgentError
+from vpod.agent.model import Fault, LinkTestKind, LinkTestResult, PartitionConfig
+from vpod.domain.entities import Agent, Cluster
+from vpod.domain.errors import DomainError
+from vpod.domain.partition_states import ReadyState
+from vpod.store.records import AgentHealthState
+
+from . import errors
+from .agent_gateway import fan_out
+from .caller import SYSTEM, Caller
+from .context import Context
+from .partition_views import AgentFactsCache
+from .partitions import machine_configs
+
+log = logging.getLogger("vpod.fleet")
+
+
+@dataclass(frozen=True)
+class HealthView:
+    reachable: bool
+    reason: str
+    last_seen: datetime | None
+
+
+class Fleet:
+    def __init__(self, ctx: Context, facts: AgentFactsCache) -> None:
+        self._ctx = ctx
+        self._facts = facts
+        self._boot_ids: dict[str, str] = {}
+
+    async def register(self, agent: Agent, *, boot_id: str) -> tuple[bool, str]:
+        known, message = await self._ctx.inventory.register_agent(agent)
+        previous = self._boot_ids.get(agent.id)
+        self._boot_ids[agent.id] = boot_id
+        if previous != boot_id:
+            self._facts.forget(agent.id)
+        await self._ctx.db(
+            self._ctx.db.store.set_agent_health,
+            agent.id,
+            AgentHealthState.REACHABLE,
+            at=self._ctx.clock.now(),
+            reason="",
+        )
+        try:
+            changed = await self.reconcile(agent)
+        except AgentError as exc:
+            log.warning("reconciling %s after registration failed: %s", agent.id, exc)
+            return known, message
+        if changed:
+            message += f"; reconciled {changed} configuration(s)"
+        return known, message
+
+    async def health_of(self, agent_id: str) -> HealthView:
+        health = await self._ctx.db(self._ctx.db.store.get_agent_health, agent_id)
+        return HealthView(
+            reachable=health.state is not AgentHealthState.UNREACHABLE,
+            reason=health.reason,
+            last_seen=health.last_heartbeat,
+        )
+
+    async def reconcile(self, agent: Agent) -> int:
+        """Make one agent hold exactly the store's configurations; returns how many changed."""
+        ctx = self._ctx
+        timeout = ctx.settings.agent_timeout_s
+        held = await ctx.gateway.configurations(agent, timeout=timeout)
+        clusters = [c for c in await ctx.inventory.list_clusters() if agent.id in c.agent_ids]
+        wanted: dict[str, PartitionConfig] = {}
+        for cluster in clusters:
+            for record in await ctx.db(ctx.db.store.list_partitions, cluster_id=cluster.id):
+                if record.state.ready not in (ReadyState.ACTIVE, ReadyState.ERROR):
+                    continue
+                config = machine_configs(cluster, record).get(agent.id)
+                if config is not None:
+                    wanted[record.id] = config
+        changed = 0
+        held_ids = {c.config.partition_id: c.config for c in held}
+        for partition_id in sorted(set(held_ids) - set(wanted)):
+            await ctx.gateway.release(agent, partition_id, timeout=timeout)
+            changed += 1
+        for partition_id, config in sorted(wanted.items()):
+            current = held_ids.get(partition_id)
+            if current is None or current.generation != config.generation:
+                await ctx.gateway.configure(agent, config, timeout=timeout)
+                changed += 1
+        if changed:
+            await ctx.audit(SYSTEM, "reconcile_agent", agent.id, "ok", f"{changed} change(s)")
+        return changed
+
+    async def discover(
+        self, caller: Caller, addresses: Sequence[str], *, add: bool
+    ) -> list[dict[str, Any]]:
+        """Probe addresses for agents; optionally create the ones found."""
+        known = {a.id for a in await self._ctx.inventory.list_agents()}
+        found: list[dict[str, Any]] = []
+        for address in addresses:
+            host, _, port_text = address.rpartition(":")
+            entry: dict[str, Any] = {"host": host, "port": int(port_text or 0)}
+            if not host or not port_text.isdigit():
+                entry["error"] = f"{address!r} is not HOST:PORT"
+                found.append(entry)
+                continue
+            try:
+                facts = await self._ctx.gateway.identity_at(
+                    address, timeout=self._ctx.settings.agent_timeout_s
+                )
+            except AgentError as exc:
+                entry["error"] = exc.message
+                found.append(entry)
+                continue
+            entry.update(
+                agent_id=facts.agent_id,
+                machine_type=facts.machine_type.value,
+                serial=facts.serial,
+                known=facts.agent_id in known,
+            )
+            if add and facts.agent_id not in known:
+                try:
+                    await self._ctx.inventory.create_agent(
+                        caller,
+                        facts.agent_id,
+                        host,
+                        int(port_text),
+                        machine_type=facts.machine_type,
+                        serial=facts.serial,
+                    )
+                    entry["added"] = True
+                except (errors.ServiceError, DomainError) as exc:
+                    entry["error"] = str(exc)
+            found.append(entry)
+        return found
+
+    async def _agent(self, agent_id: str) -> Agent:
+        agents = await self._ctx.inventory.agents([agent_id])
+        return agents[0]
+
+    async def inject_fault(self, caller: Caller, agent_id: str, fault: Fault) -> list[Fault]:
+        agent = await self._agent(agent_id)
+        try:
+            faults = await self._ctx.gateway.inject_fault(
+                agent, fault, timeout=self._ctx.settings.agent_timeout_s
+            )
+        except AgentError as exc:
+            raise errors.Unavailable(exc.message) from None
+        await self._ctx.audit(caller, "inject_fault", agent_id, "ok", fault.kind.name)
+        return faults
+
+    async def clear_fault(
+        self, caller: Caller, agent_id: str, fault: Fault | None
+    ) -> list[Fault]:
+        """End one fault, or every fault of the agent when ``fault`` is None."""
+        agent = await self._agent(agent_id)
+        try:
+            faults = await self._ctx.gateway.clear_fault(
+                agent, fault, timeout=self._ctx.settings.agent_timeout_s
+            )
+        except AgentError as exc:
+            raise errors.Unavailable(exc.message) from None
+        await self._ctx.audit(caller, "clear_fault", agent_id, "ok")
+        return faults
+
+    async def test_cluster(
+        self, caller: Caller, cluster_id: str, kinds: list[LinkTestKind]
+    ) -> tuple[Cluster, dict[str, list[LinkTestResult]], dict[str, AgentError]]:
+        """Run the link tests on every agent of a cluster at once."""
+        cluster = await self._ctx.inventory.cluster(cluster_id)
+        agents = await self._ctx.inventory.agents(cluster.agent_ids)
+        timeout = self._ctx.settings.agent_timeout_s * 4
+        done, failed = await fan_out(
+            agents, lambda a: self._ctx.gateway.link_tests(a, kinds, timeout=timeout)
+        )
+        await self._ctx.audit(caller, "test_cluster", cluster_id,
+                              "failed" if failed else "ok")
+        return cluster, done, failed

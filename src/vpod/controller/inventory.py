@@ -1,0 +1,286 @@
+"""Admin use-cases over the inventory: agents, clusters, allocations and users.
+
+Also the lookups other use-cases share: which allocations a caller may use,
+a cluster by id, agents by id. Reads go to the store every time (it is the
+authority when several controllers share one database); only placement
+snapshots are cached (see :mod:`.occupancy`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from vpod.domain.catalog import MachineType
+from vpod.domain.entities import Agent, Allocation, Cluster, User
+from vpod.domain.errors import DomainError
+from vpod.domain.naming import check_id
+from vpod.domain.topology import GwTopology, IldTopology
+from vpod.placement import AllocationRequest, Rejected, place
+from vpod.placement.results import AllocationPlacement
+from vpod.store.errors import Conflict
+
+from . import errors
+from .caller import Caller
+from .context import Context
+from .credentials import hash_key, new_access_key
+
+
+@dataclass(frozen=True)
+class NewUser:
+    user: User
+    access_key: str
+    """Shown once; only its hash is stored."""
+
+
+def _invalid(exc: DomainError) -> errors.InvalidArgument:
+    return errors.InvalidArgument(str(exc))
+
+
+class Inventory:
+    def __init__(self, ctx: Context) -> None:
+        self._ctx = ctx
+
+    # ---------------------------------------------------------------- lookups
+
+    @property
+    def _store(self):  # type: ignore[no-untyped-def]
+        return self._ctx.db.store
+
+    async def cluster(self, cluster_id: str) -> Cluster:
+        return await self._ctx.db(self._store.get_cluster, cluster_id)
+
+    async def agents(self, agent_ids: Iterable[str]) -> list[Agent]:
+        wanted = list(agent_ids)
+        known = {a.id: a for a in await self._ctx.db(self._store.list_agents)}
+        missing = [a for a in wanted if a not in known]
+        if missing:
+            raise errors.FailedPrecondition(
+                f"agent {missing[0]} is not registered any more: re-create it with"
+                " `vipu-admin create agent`"
+            )
+        return [known[a] for a in wanted]
+
+    async def allocation_for(self, caller: Caller, allocation_id: str) -> Allocation:
+        """An allocation the caller may use (NOT_FOUND also when it exists but is not theirs)."""
+        found = await self._ctx.db(self._store.find_allocation, allocation_id)
+        if found is None or not caller.may_use(allocation_id):
+            raise errors.NotFound(
+                f"allocation {allocation_id} does not exist or is not granted to you:"
+                " `vipu list allocations` shows yours"
+            )
+        return found
+
+    async def visible_allocations(self, caller: Caller) -> list[Allocation]:
+        allocations = await self._ctx.db(self._store.list_allocations)
+        return sorted(
+            (a for a in allocations if caller.may_use(a.id)), key=lambda a: a.id
+        )
+
+    async def candidate_allocations(
+        self, caller: Caller, allocation_id: str | None, cluster_id: str | None
+    ) -> list[tuple[Allocation, Cluster]]:
+        """Where a partition may go: the named allocation, else every one the caller may use."""
+        if allocation_id:
+            allocations = [await self.allocation_for(caller, allocation_id)]
+        else:
+            allocations = await self.visible_allocations(caller)
+        if cluster_id:
+            allocations = [a for a in allocations if a.cluster_id == cluster_id]
+        if not allocations:
+            where = f" in cluster {cluster_id}" if cluster_id else ""
+            raise errors.NotFound(
+                f"you have no allocation{where} to create partitions in: ask an administrator"
+                " for one (`vipu-admin create allocation`)"
+            )
+        clusters = {c.id: c for c in await self._ctx.db(self._store.list_clusters)}
+        return [(a, clusters[a.cluster_id]) for a in allocations if a.cluster_id in clusters]
+
+    # ----------------------------------------------------------------- agents
+
+    async def create_agent(
+        self,
+        caller: Caller,
+        agent_id: str,
+        host: str,
+        port: int,
+        *,
+        machine_type: MachineType = MachineType.BOW2000,
+        serial: str = "",
+    ) -> Agent:
+        try:
+            agent = Agent(id=agent_id, host=host, port=port, machine_type=machine_type,
+                          serial=serial)
+        except DomainError as exc:
+            raise _invalid(exc) from None
+        await self._ctx.db(self._store.add_agent, agent)
+        await self._ctx.audit(caller, "create_agent", agent_id, "ok", agent.address)
+        return agent
+
+    async def register_agent(self, agent: Agent) -> tuple[bool, str]:
+        """An agent announced itself: add it, or update where it is. Returns (known, message)."""
+        existing = await self._ctx.db(self._store.find_agent, agent.id)
+        if existing is None:
+            await self._ctx.db(self._store.add_agent, agent)
+            return False, f"agent {agent.id} registered at {agent.address}"
+        if (existing.host, existing.port, existing.serial) != (agent.host, agent.port,
+                                                               agent.serial):
+            await self._ctx.db(self._store.update_agent, agent)
+        return True, f"agent {agent.id} known; address {agent.address}"
+
+    async def list_agents(self) -> list[Agent]:
+        return sorted(await self._ctx.db(self._store.list_agents), key=lambda a: a.id)
+
+    async def remove_agent(self, caller: Caller, agent_id: str) -> None:
+        try:
+            await self._ctx.db(self._store.remove_agent, agent_id)
+        except Conflict as exc:
+            raise errors.FailedPrecondition(str(exc)) from None
+        await self._ctx.audit(caller, "remove_agent", agent_id, "ok")
+
+    # --------------------------------------------------------------- clusters
+
+    async def create_cluster(
+        self,
+        caller: Caller,
+        cluster_id: str,
+        agent_ids: list[str],
+        *,
+        num_domains: int = 1,
+        ild_topology: IldTopology = IldTopology.TORUS,
+        gw_topology: GwTopology | None = None,
+    ) -> Cluster:
+        agents = {a.id: a for a in await self._ctx.db(self._store.list_agents)}
+        machine_type = agents[agent_ids[0]].machine_type if agent_ids and agent_ids[0] in agents \
+            else MachineType.BOW2000
+        try:
+            from vpod.domain.entities import default_gw_topology
+
+            cluster = Cluster(
+                id=cluster_id,
+                agent_ids=tuple(agent_ids),
+                num_domains=num_domains,
+                ild_topology=ild_topology,
+                gw_topology=gw_topology or default_gw_topology(len(agent_ids)),
+                machine_type=machine_type,
+            )
+            cluster.check_agents(agents)
+        except DomainError as exc:
+            raise _invalid(exc) from None
+        try:
+            await self._ctx.db(self._store.add_cluster, cluster)
+        except Conflict as exc:
+            raise errors.FailedPrecondition(str(exc)) from None
+        await self._ctx.audit(caller, "create_cluster", cluster_id, "ok",
+                              f"{len(agent_ids)} agents, {num_domains} domains")
+        return cluster
+
+    async def list_clusters(self) -> list[Cluster]:
+        return sorted(await self._ctx.db(self._store.list_clusters), key=lambda c: c.id)
+
+    async def remove_cluster(self, caller: Caller, cluster_id: str) -> None:
+        try:
+            await self._ctx.db(self._store.remove_cluster, cluster_id)
+        except Conflict as exc:
+            raise errors.FailedPrecondition(str(exc)) from None
+        self._ctx.occupancy.forget(cluster_id)
+        await self._ctx.audit(caller, "remove_cluster", cluster_id, "ok")
+
+    # ------------------------------------------------------------ allocations
+
+    async def create_allocation(
+        self,
+        caller: Caller,
+        allocation_id: str,
+        cluster_id: str,
+        *,
+        size: int | None = None,
+        agent_ids: list[str] | None = None,
+    ) -> Allocation:
+        try:
+            check_id("allocation", allocation_id)
+        except DomainError as exc:
+            raise _invalid(exc) from None
+        if not size and not agent_ids:
+            raise errors.InvalidArgument(
+                "give the allocation a size (--size 4, 8, 16, 32, 64 or a multiple of 64)"
+                " or its agents (--agents a,b,...)"
+            )
+        cluster = await self.cluster(cluster_id)
+        try:
+            machines = tuple(cluster.machine_of(a) for a in agent_ids) if agent_ids else None
+        except DomainError as exc:
+            raise _invalid(exc) from None
+        request = AllocationRequest(id=allocation_id, size=size or None, machines=machines)
+        occupancy = self._ctx.occupancy
+        async with occupancy.lock(cluster.id):
+            for attempt in range(3):
+                snapshot = await occupancy.get(cluster, fresh=attempt > 0)
+                try:
+                    placed = place(snapshot, request)
+                except DomainError as exc:
+                    raise _invalid(exc) from None
+                if isinstance(placed, Rejected):
+                    if attempt == 0:
+                        continue
+                    raise errors.NoCapacity(
+                        f"allocation {allocation_id} does not fit in cluster {cluster_id}: {placed}"
+                    )
+                assert isinstance(placed, AllocationPlacement)
+                allocation = Allocation(
+                    id=allocation_id, cluster_id=cluster.id, machines=placed.machines
+                )
+                try:
+                    await self._ctx.db(self._store.add_allocation, allocation)
+                except Conflict:
+                    continue
+                occupancy.put(cluster.id, snapshot.apply(placed))
+                await self._ctx.audit(caller, "create_allocation", allocation_id, "ok",
+                                      f"{allocation.size} IPUs in cluster {cluster_id}")
+                return allocation
+        raise errors.Unavailable(
+            f"allocation {allocation_id}: the cluster kept changing under the request; retry"
+        )
+
+    async def list_allocations(self, cluster_id: str | None = None) -> list[Allocation]:
+        allocations = await self._ctx.db(self._store.list_allocations)
+        return sorted(
+            (a for a in allocations if not cluster_id or a.cluster_id == cluster_id),
+            key=lambda a: a.id,
+        )
+
+    async def remove_allocation(self, caller: Caller, allocation_id: str) -> None:
+        allocation = await self.allocation_for(caller, allocation_id)
+        async with self._ctx.occupancy.lock(allocation.cluster_id):
+            try:
+                await self._ctx.db(self._store.remove_allocation, allocation_id)
+            except Conflict as exc:
+                raise errors.FailedPrecondition(
+                    f"{exc}: remove its partitions first"
+                ) from None
+            self._ctx.occupancy.forget(allocation.cluster_id)
+        await self._ctx.audit(caller, "remove_allocation", allocation_id, "ok")
+
+    # ------------------------------------------------------------------ users
+
+    async def create_user(
+        self, caller: Caller, user_id: str, allocation_ids: list[str], *, admin: bool = False
+    ) -> NewUser:
+        try:
+            user = User(id=user_id, allocation_ids=tuple(allocation_ids), admin=admin)
+        except DomainError as exc:
+            raise _invalid(exc) from None
+        for allocation_id in allocation_ids:
+            await self.allocation_for(caller, allocation_id)
+        key = new_access_key()
+        await self._ctx.db(self._store.add_user, user, hash_key(key))
+        await self._ctx.audit(caller, "create_user", user_id, "ok",
+                              f"allocations: {', '.join(allocation_ids) or 'none'}")
+        return NewUser(user=user, access_key=key)
+
+    async def list_users(self) -> list[User]:
+        return sorted(await self._ctx.db(self._store.list_users), key=lambda u: u.id)
+
+    async def remove_user(self, caller: Caller, user_id: str) -> None:
+        await self._ctx.db(self._store.remove_user, user_id)
+        await self._ctx.audit(caller, "remove_user", user_id, "ok")

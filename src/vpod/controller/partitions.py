@@ -1,0 +1,359 @@
+"""Partition use-cases: create, remove, reset, and what users read about partitions.
+
+Create is reserve-then-configure: placement picks IPUs on a snapshot, one
+transaction records the partition (PENDING/CREATING) and its IPUs (the
+database refuses an IPU already taken), then every agent involved is
+configured concurrently under a deadline. Only when all succeed does the
+partition become ACTIVE/IDLE; if any fails, the others are released, the
+reservation is deleted and the caller is told which agent failed and why.
+Remove and reset follow the same pattern. Every state change is checked
+against the domain's transition table and written with compare-and-set, so
+two requests (or two controllers) cannot run conflicting operations.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from collections.abc import Sequence
+
+from vpod.agent.model import IpuAssignment, PartitionConfig
+from vpod.domain.entities import Agent, Allocation, Cluster
+from vpod.domain.errors import DomainError, IllegalTransition, InvalidSpec
+from vpod.domain.naming import check_id
+from vpod.domain.partition_states import (
+    ABSENT,
+    Event,
+    OperationState,
+    PartitionState,
+    ReadyState,
+    transition,
+)
+from vpod.domain.partitions import PartitionRequirements, PartitionSpec, resolve_partition_spec
+from vpod.placement import PartitionRequest, Rejected, place
+from vpod.placement.results import PartitionPlacement
+from vpod.store.errors import Conflict
+from vpod.store.records import PartitionRecord, ipus_of_placement
+
+from . import errors
+from .agent_gateway import describe_failures, fan_out
+from .caller import Caller
+from .context import Context
+
+RESERVE_ATTEMPTS = 3
+
+
+class PartitionService:
+    def __init__(self, ctx: Context) -> None:
+        self._ctx = ctx
+
+    # ---------------------------------------------------------------- reading
+
+    async def get(self, caller: Caller, partition_id: str) -> PartitionRecord:
+        """The partition, if it exists and the caller may see it (else NOT_FOUND either way)."""
+        record = await self._ctx.db(self._ctx.db.store.find_partition, partition_id)
+        if record is None or not caller.may_use(record.allocation_id):
+            raise errors.NotFound(
+                f"partition {partition_id} does not exist: `vipu list partitions` shows yours"
+            )
+        return record
+
+    async def list(
+        self, caller: Caller, *, allocation_id: str | None = None, cluster_id: str | None = None
+    ) -> list[PartitionRecord]:
+        if allocation_id:
+            await self._ctx.inventory.allocation_for(caller, allocation_id)
+            wanted: frozenset[str] | None = frozenset({allocation_id})
+        else:
+            wanted = caller.allocation_ids
+        records = await self._ctx.db(
+            self._ctx.db.store.list_partitions, allocation_ids=wanted, cluster_id=cluster_id
+        )
+        return sorted(records, key=lambda r: r.id)
+
+    # ----------------------------------------------------------------- create
+
+    async def create(
+        self,
+        caller: Caller,
+        req: PartitionRequirements,
+        *,
+        disable_auto_reset: bool = False,
+        relocatable: bool = False,
+    ) -> PartitionRecord:
+        """Create and configure a partition; repeating an identical request is harmless."""
+        try:
+            check_id("partition", req.id)
+        except InvalidSpec as exc:
+            raise errors.InvalidArgument(str(exc)) from None
+        if req.size <= 0:
+            raise errors.InvalidArgument(
+                "partition size is required: use 1, 2, 4, 8, 16, 64 or a multiple of 64"
+            )
+        existing = await self._ctx.db(self._ctx.db.store.find_partition, req.id)
+        if existing is not None:
+            return await self._repeat_of(caller, existing, req)
+
+        candidates = await self._ctx.inventory.candidate_allocations(
+            caller, req.allocation_id, req.cluster_id
+        )
+        reasons: list[str] = []
+        spec_errors: list[str] = []
+        for allocation, cluster in candidates:
+            try:
+                spec = resolve_partition_spec(
+                    dataclasses.replace(
+                        req, allocation_id=allocation.id, cluster_id=cluster.id
+                    ),
+                    pod=cluster.pod(),
+                )
+            except DomainError as exc:
+                spec_errors.append(str(exc))
+                continue
+            outcome = await self._reserve(caller, cluster, allocation, spec, disable_auto_reset,
+                                          relocatable)
+            if isinstance(outcome, Rejected):
+                reasons.extend(outcome.reasons)
+                continue
+            return await self._configure_new(caller, cluster, outcome)
+        if spec_errors and not reasons:
+            raise errors.InvalidArgument(spec_errors[0])
+        raise errors.NoCapacity(
+            f"partition {req.id} of {req.size} IPUs does not fit: " + "; ".join(reasons or spec_errors)
+        )
+
+    async def _repeat_of(
+        self, caller: Caller, existing: PartitionRecord, req: PartitionRequirements
+    ) -> PartitionRecord:
+        """A create for an id that exists: the same request again succeeds, another is refused."""
+        if not caller.may_use(existing.allocation_id):
+            raise errors.AlreadyExists(
+                f"partition id {req.id} is taken: choose another id"
+            )
+        same = existing.spec.size == req.size and (
+            not req.allocation_id or req.allocation_id == existing.allocation_id
+        ) and (not req.num_gcds or req.num_gcds == existing.spec.num_gcds)
+        if not same:
+            raise errors.AlreadyExists(
+                f"partition {req.id} already exists with {existing.spec.size} IPUs in allocation"
+                f" {existing.allocation_id}: remove it first or choose another id"
+            )
+        if existing.state.ready is ReadyState.ACTIVE:
+            return existing
+        raise errors.FailedPrecondition(
+            f"partition {req.id} already exists and is {existing.state.label}: wait for it to"
+            " finish, or remove it with --force"
+        )
+
+    async def _reserve(
+        self,
+        caller: Caller,
+        cluster: Cluster,
+        allocation: Allocation,
+        spec: PartitionSpec,
+        disable_auto_reset: bool,
+        relocatable: bool,
+    ) -> PartitionRecord | Rejected:
+        ctx = self._ctx
+        request = PartitionRequest(
+            id=spec.id,
+            size=spec.size,
+            allocation_id=allocation.id,
+            num_segments=spec.num_segments,
+            num_gcds=spec.num_gcds,
+            reconfigurable=spec.reconfigurable,
+            ipus=spec.ipus,
+        )
+        async with ctx.occupancy.lock(cluster.id):
+            result: PartitionPlacement | Rejected = Rejected(("not tried",))
+            for attempt in range(RESERVE_ATTEMPTS):
+                snapshot = await ctx.occupancy.get(cluster, fresh=attempt > 0)
+                placed = place(snapshot, request)
+                if isinstance(placed, Rejected):
+                    result = placed
+                    continue
+                assert isinstance(placed, PartitionPlacement)
+                now = ctx.clock.now()
+                record = PartitionRecord(
+                    spec=dataclasses.replace(
+                        spec, allocation_id=allocation.id, cluster_id=cluster.id
+                    ),
+                    ipus=ipus_of_placement(placed),
+                    state=transition(ABSENT, Event.CREATE_REQUESTED, partition_id=spec.id),
+                    created_at=now,
+                    updated_at=now,
+                    disable_auto_reset=disable_auto_reset,
+                    relocatable=relocatable,
+                    max_auto_reset_retries=ctx.settings.max_auto_reset_retries,
+                )
+                try:
+                    stored = await ctx.db(ctx.db.store.reserve_partition, record)
+                except Conflict:
+                    continue
+                except errors.AlreadyExists:
+                    raise errors.AlreadyExists(
+                        f"partition id {spec.id} was taken by a concurrent request: retry to"
+                        " see it, or choose another id"
+                    ) from None
+                ctx.occupancy.put(cluster.id, snapshot.apply(placed))
+                await ctx.audit(caller, "create_partition", spec.id, "reserved",
+                                f"{spec.size} IPUs in allocation {allocation.id}")
+                return stored
+            return result
+
+    async def _configure_new(
+        self, caller: Caller, cluster: Cluster, record: PartitionRecord
+    ) -> PartitionRecord:
+        agents = await self._agents_of(cluster, record)
+        configs = _machine_configs(cluster, record)
+        timeout = self._ctx.settings.agent_timeout_s
+        _, failed = await fan_out(
+            agents, lambda a: self._ctx.gateway.configure(a, configs[a.id], timeout=timeout)
+        )
+        if not failed:
+            return await self._move(record, Event.CONFIGURED, errors_=())
+        # Undo: release everywhere (release is idempotent), then give the IPUs back.
+        await fan_out(
+            agents, lambda a: self._ctx.gateway.release(a, record.id, timeout=timeout)
+        )
+        await self._forget(cluster, record)
+        cause = describe_failures(failed)
+        await self._ctx.audit(caller, "create_partition", record.id, "failed", cause)
+        raise errors.Unavailable(
+            f"partition {record.id} could not be created and its IPUs were released: {cause}"
+        )
+
+    # ----------------------------------------------------------------- remove
+
+    async def remove(self, caller: Caller, partition_id: str, *, force: bool = False) -> None:
+        record = await self.get(caller, partition_id)
+        cluster = await self._ctx.inventory.cluster(record.cluster_id)
+        event = Event.FORCE_REMOVE_REQUESTED if force else Event.REMOVE_REQUESTED
+        record = await self._move(record, event)
+        agents = await self._agents_of(cluster, record)
+        timeout = self._ctx.settings.agent_timeout_s
+        _, failed = await fan_out(
+            agents, lambda a: self._ctx.gateway.release(a, record.id, timeout=timeout)
+        )
+        if failed and not force:
+            cause = describe_failures(failed)
+            await self._move(record, Event.REMOVE_FAILED, errors_=(cause,))
+            await self._ctx.audit(caller, "remove_partition", partition_id, "failed", cause)
+            raise errors.Unavailable(
+                f"partition {partition_id} could not be removed: {cause}; fix the agent or use"
+                " --force"
+            )
+        await self._forget(cluster, record)
+        detail = f"ignored: {describe_failures(failed)}" if failed else ""
+        await self._ctx.audit(caller, "remove_partition", partition_id, "ok", detail)
+
+    # ------------------------------------------------------------------ reset
+
+    async def reset(self, caller: Caller, partition_id: str, *, relocatable: bool = False) -> None:
+        record = await self.get(caller, partition_id)
+        if relocatable and not record.relocatable:
+            record = await self._update(record, relocatable=True)
+        cluster = await self._ctx.inventory.cluster(record.cluster_id)
+        record = await self._move(record, Event.RESET_REQUESTED)
+        agents = await self._agents_of(cluster, record)
+        timeout = self._ctx.settings.agent_timeout_s
+        _, failed = await fan_out(
+            agents, lambda a: self._ctx.gateway.reset(a, record.id, timeout=timeout)
+        )
+        if failed:
+            cause = describe_failures(failed)
+            await self._move(record, Event.RESET_FAILED, errors_=(cause,))
+            await self._ctx.audit(caller, "reset_partition", partition_id, "failed", cause)
+            raise errors.Unavailable(f"partition {partition_id} could not be reset: {cause}")
+        await self._move(record, Event.RESET_DONE, errors_=())
+        await self._ctx.audit(caller, "reset_partition", partition_id, "ok", "")
+
+    # ---------------------------------------------------------------- helpers
+
+    async def _move(
+        self,
+        record: PartitionRecord,
+        event: Event,
+        *,
+        errors_: Sequence[str] | None = None,
+    ) -> PartitionRecord:
+        """Apply a life-cycle event with compare-and-set; refuse what the table refuses."""
+        try:
+            state: PartitionState = transition(record.state, event, partition_id=record.id)
+        except IllegalTransition as exc:
+            raise errors.FailedPrecondition(str(exc)) from None
+        changes: dict[str, object] = {"state": state}
+        if errors_ is not None:
+            changes["errors"] = tuple(errors_)
+        return await self._update(record, **changes)
+
+    async def _update(self, record: PartitionRecord, **changes: object) -> PartitionRecord:
+        ctx = self._ctx
+        try:
+            return await ctx.db(
+                ctx.db.store.update_partition,
+                record.id,
+                expected_version=record.version,
+                updated_at=ctx.clock.now(),
+                **changes,
+            )
+        except Conflict:
+            raise errors.FailedPrecondition(
+                f"partition {record.id} was changed by another request at the same time:"
+                " check its status and retry"
+            ) from None
+
+    async def _forget(self, cluster: Cluster, record: PartitionRecord) -> None:
+        """Delete the partition and give its IPUs back to placement."""
+        ctx = self._ctx
+        async with ctx.occupancy.lock(cluster.id):
+            await ctx.db(ctx.db.store.release_partition, record.id)
+            snapshot = await ctx.occupancy.get(cluster)
+            try:
+                ctx.occupancy.put(cluster.id, snapshot.release_partition(record.id))
+            except DomainError:
+                ctx.occupancy.forget(cluster.id)
+
+    async def _agents_of(self, cluster: Cluster, record: PartitionRecord) -> list[Agent]:
+        machines = sorted({ipu.machine for ipu in record.ipus})
+        return await self._ctx.inventory.agents(cluster.agent_of(m) for m in machines)
+
+
+def _machine_configs(cluster: Cluster, record: PartitionRecord) -> dict[str, PartitionConfig]:
+    """Split a partition into what each agent must configure."""
+    pod = cluster.pod()
+    per_agent: dict[str, list[IpuAssignment]] = defaultdict(list)
+    for ipu in record.ipus:
+        ref = pod.ipu(ipu.slot)
+        per_agent[cluster.agent_of(ref.machine)].append(
+            IpuAssignment(
+                device_id=ref.device_id,
+                routing_id=ipu.routing_id,
+                segment_id=ipu.segment,
+                gcd_id=ipu.gcd,
+            )
+        )
+    spec = record.spec
+    generation = int(record.created_at.timestamp() * 1_000_000)
+    return {
+        agent_id: PartitionConfig(
+            partition_id=record.id,
+            generation=generation,
+            ipus=tuple(sorted(ipus, key=lambda i: i.routing_id)),
+            partition_size=spec.size,
+            num_ipulink_segments=spec.num_segments,
+            ipulink_routing=spec.routing,
+            sync_type=spec.sync_type,
+            gw_routing=spec.gw_routing,
+            reconfigurable=spec.reconfigurable,
+        )
+        for agent_id, ipus in per_agent.items()
+    }
+
+
+def machine_configs(cluster: Cluster, record: PartitionRecord) -> dict[str, PartitionConfig]:
+    """Public for reconciliation: what every agent of a partition should hold."""
+    return _machine_configs(cluster, record)
+
+
+__all__ = ["OperationState", "PartitionService", "machine_configs"]

@@ -1,0 +1,152 @@
+"""Run a controller: the user gRPC API, the admin gRPC API and the HTTP API in one process.
+
+One asyncio loop serves all three; background work (heartbeats) runs on the
+same loop. :func:`serve` returns when asked to stop, after every endpoint
+has closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+import grpc
+import uvicorn
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from vpod.wire import admin_pb2, virmgrpc_pb2
+
+from .agent_grpc import GrpcAgentGateway
+from .app import Controller, build_controller
+from .heartbeats import HeartbeatMonitor
+from .settings import Settings
+from .transports.admin_grpc import add_admin_api
+from .transports.auth import GrpcAuthenticator
+from .transports.rest import create_http_app
+from .transports.user_grpc import add_user_api
+
+log = logging.getLogger("vpod.server")
+
+GRPC_OPTIONS = [
+    ("grpc.so_reuseport", 0),
+    ("grpc.max_concurrent_streams", 1000),
+]
+
+
+@dataclass
+class RunningServer:
+    controller: Controller
+    user_port: int
+    admin_port: int
+    http_port: int
+    _stop: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+def _bind(server: grpc.aio.Server, host: str, port: int, what: str) -> int:
+    try:
+        bound = server.add_insecure_port(f"{host}:{port}")
+    except RuntimeError as exc:
+        raise OSError(f"cannot listen for the {what} on {host}:{port}: {exc}") from None
+    if bound == 0:
+        raise OSError(
+            f"cannot listen for the {what} on {host}:{port}: the port is in use or the address"
+            " is not local; choose another with the matching --*-port option"
+        )
+    return bound
+
+
+async def serve(
+    settings: Settings,
+    *,
+    ready: Callable[[RunningServer], Awaitable[None] | None] | None = None,
+    stop: asyncio.Event | None = None,
+) -> None:
+    """Serve until ``stop`` is set (or the task is cancelled)."""
+    gateway = GrpcAgentGateway()
+    controller = build_controller(settings, gateway)
+    auth = GrpcAuthenticator(controller.auth)
+
+    user_server = grpc.aio.server(options=GRPC_OPTIONS)
+    add_user_api(user_server, controller, auth)
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, user_server)
+    reflection.enable_server_reflection(
+        (
+            virmgrpc_pb2.DESCRIPTOR.services_by_name["UserService"].full_name,
+            virmgrpc_pb2.DESCRIPTOR.services_by_name["VersionService"].full_name,
+            reflection.SERVICE_NAME,
+        ),
+        user_server,
+    )
+    user_port = _bind(user_server, settings.host, settings.user_port, "user API")
+
+    admin_server = grpc.aio.server(options=GRPC_OPTIONS)
+    add_admin_api(admin_server, controller, auth)
+    reflection.enable_server_reflection(
+        (
+            admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name,
+            admin_pb2.DESCRIPTOR.services_by_name["AgentRegistrationService"].full_name,
+            reflection.SERVICE_NAME,
+        ),
+        admin_server,
+    )
+    admin_port = _bind(admin_server, settings.admin_host, settings.admin_port, "admin API")
+
+    http_app = create_http_app(controller)
+    http_config = uvicorn.Config(
+        http_app,
+        host=settings.http_host,
+        port=settings.http_port,
+        log_level="warning",
+        lifespan="off",
+    )
+    http_server = uvicorn.Server(http_config)
+    monitor = HeartbeatMonitor(controller)
+
+    await user_server.start()
+    await admin_server.start()
+    http_task = asyncio.create_task(http_server.serve(), name="http")
+    while not http_server.started:
+        if http_task.done():
+            await user_server.stop(0)
+            await admin_server.stop(0)
+            http_task.result()
+            raise OSError(
+                f"cannot listen for the HTTP API on {settings.http_host}:{settings.http_port}"
+            )
+        await asyncio.sleep(0.02)
+    http_port = http_server.servers[0].sockets[0].getsockname()[1]
+    await health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
+    monitor_task = asyncio.create_task(monitor.run(), name="heartbeats")
+    running = RunningServer(controller, user_port, admin_port, http_port)
+    if not settings.secure:
+        log.warning(
+            "running without --secure: every caller may use every allocation and the admin API"
+        )
+    stop_event = stop or running._stop
+    if stop is not None:
+        running._stop = stop
+    if ready is not None:
+        result = ready(running)
+        if result is not None:
+            await result
+    try:
+        await stop_event.wait()
+    finally:
+        monitor_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await monitor_task
+        http_server.should_exit = True
+        await user_server.stop(grace=2)
+        await admin_server.stop(grace=2)
+        with contextlib.suppress(asyncio.CancelledError):
+            await http_task
+        await gateway.close()
+        controller.close()

@@ -1,0 +1,39 @@
+"""Controller settings: one frozen value, built by the command line and passed down."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+VIPU_API_VERSION = "1.18.0"
+"""The V-IPU release whose user API this controller serves (``GetVersion``)."""
+
+IPUOF_SERVER_VERSION = "2.6.0"
+
+
+@dataclass(frozen=True)
+class Settings:
+    data_dir: Path = field(default_factory=lambda: Path("vpod-data"))
+    database_url: str = ""
+    """Empty: SQLite in ``data_dir``."""
+    host: str = "127.0.0.1"
+    user_port: int = 8090
+    admin_host: str = "127.0.0.1"
+    admin_port: int = 8091
+    http_host: str = "127.0.0.1"
+    http_port: int = 8080
+    secure: bool = False
+    agent_timeout_s: float = 5.0
+    """Deadline for one call to one agent (configure, release, reset)."""
+    max_auto_reset_retries: int = 3
+    heartbeat_interval_s: float = 1.0
+    unreachable_after_s: float = 3.0
+    api_version: str = VIPU_API_VERSION
+    ipuof_server_version: str = IPUOF_SERVER_VERSION
+    replica_id: str = ""
+    """Names this controller in leases and logs; empty: host and process id."""
+
+    def store_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{(self.data_dir / 'vpod.db').resolve()}"

@@ -1,0 +1,346 @@
+"""The admin gRPC API (``vpod.admin.v1.AdminService``) and agent self-registration."""
+
+from __future__ import annotations
+
+import grpc
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from vpod.agent import convert as agent_convert
+from vpod.agent.errors import MachineRefusal
+from vpod.domain.catalog import machine_spec
+from vpod.domain.entities import Agent, Allocation, Cluster
+from vpod.domain.errors import DomainError
+from vpod.domain.topology import GwTopology, IldTopology
+from vpod.wire import admin_pb2 as apb
+from vpod.wire import admin_pb2_grpc as apb_grpc
+from vpod.wire import virmgrpc_pb2 as pb
+
+from .. import errors
+from ..app import Controller
+from .auth import GrpcAuthenticator
+from .grpc_errors import grpc_errors
+from .wire_convert import cluster_test_reply, partition_to_wire, status_to_wire
+
+_ILD = {apb.ILD_TOPOLOGY_TORUS: IldTopology.TORUS, apb.ILD_TOPOLOGY_MESH: IldTopology.MESH}
+_GW = {
+    apb.CLUSTER_TOPOLOGY_LOOPED: GwTopology.LOOPED,
+    apb.CLUSTER_TOPOLOGY_SWITCHED: GwTopology.SWITCHED,
+}
+
+
+def _cluster_to_wire(cluster: Cluster) -> apb.Cluster:
+    return apb.Cluster(
+        id=cluster.id,
+        agent_ids=list(cluster.agent_ids),
+        num_ipulinkdomains=cluster.num_domains,
+        topology=next(k for k, v in _ILD.items() if v is cluster.ild_topology),
+        cluster_topology=next(k for k, v in _GW.items() if v is cluster.gw_topology),
+        num_ipus=cluster.num_ipus,
+        machine_type=cluster.machine_type.value,
+    )
+
+
+def _allocation_to_wire(
+    allocation: Allocation, cluster: Cluster | None, users: list[str], partitions: int
+) -> apb.AllocationInfo:
+    agents = list(allocation.agent_ids(cluster)) if cluster else []
+    return apb.AllocationInfo(
+        allocation=pb.Allocation(
+            id=allocation.id,
+            spec=pb.AllocationSpec(cluster_id=allocation.cluster_id, agent_ids=agents),
+        ),
+        size=allocation.size,
+        user_ids=users,
+        num_partitions=partitions,
+    )
+
+
+class AdminServicer(apb_grpc.AdminServiceServicer):
+    def __init__(self, controller: Controller, auth: GrpcAuthenticator) -> None:
+        self._c = controller
+        self._auth = auth
+
+    # -- agents
+
+    @grpc_errors
+    async def CreateAgent(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        caller = await self._auth.admin(context)
+        agent = await self._c.inventory.create_agent(
+            caller, request.agent_id, request.host, request.port
+        )
+        return apb.CreateAgentReply(agent=await self._agent_to_wire(agent, {}, {}))
+
+    @grpc_errors
+    async def ListAgents(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        await self._auth.admin(context)
+        agents = await self._c.inventory.list_agents()
+        clusters = await self._c.inventory.list_clusters()
+        cluster_of = {a: c.id for c in clusters for a in c.agent_ids}
+        allocation_of: dict[str, str] = {}
+        by_id = {c.id: c for c in clusters}
+        for allocation in await self._c.inventory.list_allocations():
+            cluster = by_id.get(allocation.cluster_id)
+            if cluster:
+                for agent_id in allocation.agent_ids(cluster):
+                    allocation_of[agent_id] = allocation.id
+        if request.cluster_id:
+            agents = [a for a in agents if cluster_of.get(a.id) == request.cluster_id]
+        return apb.ListAgentsReply(
+            agents=[await self._agent_to_wire(a, cluster_of, allocation_of) for a in agents]
+        )
+
+    async def _agent_to_wire(
+        self, agent: Agent, cluster_of: dict[str, str], allocation_of: dict[str, str]
+    ) -> apb.Agent:
+        health = await self._c.fleet.health_of(agent.id)
+        wire = apb.Agent(
+            id=agent.id,
+            host=agent.host,
+            port=agent.port,
+            machine_type=agent.machine_type.value,
+            serial=agent.serial,
+            cluster_id=cluster_of.get(agent.id, ""),
+            allocation_id=allocation_of.get(agent.id, ""),
+            state=apb.AGENT_ONLINE if health.reachable else apb.AGENT_OFFLINE,
+            state_detail=health.reason,
+        )
+        if health.last_seen is not None:
+            stamp = Timestamp()
+            stamp.FromDatetime(health.last_seen)
+            wire.last_seen.CopyFrom(stamp)
+        return wire
+
+    @grpc_errors
+    async def RemoveAgent(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        caller = await self._auth.admin(context)
+        await self._c.inventory.remove_agent(caller, request.agent_id)
+        return apb.RemoveAgentReply()
+
+    @grpc_errors
+    async def DiscoverAgents(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        caller = await self._auth.admin(context)
+        found = await self._c.fleet.discover(caller, list(request.addresses), add=request.add)
+        return apb.DiscoverAgentsReply(agents=[apb.DiscoveredAgent(**d) for d in found])
+
+    # -- clusters
+
+    @grpc_errors
+    async def CreateCluster(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        caller = await self._auth.admin(context)
+        cluster = await self._c.inventory.create_cluster(
+            caller,
+            request.cluster_id,
+            list(request.agent_ids),
+            num_domains=request.num_ipulinkdomains or 1,
+            ild_topology=_ILD.get(request.topology, IldTopology.TORUS),
+            gw_topology=_GW.get(request.cluster_topology),
+        )
+        return apb.CreateClusterReply(cluster=_cluster_to_wire(cluster))
+
+    @grpc_errors
+    async def ListClusters(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        await self._auth.admin(context)
+        clusters = await self._c.inventory.list_clusters()
+        return apb.ListClustersReply(clusters=[_cluster_to_wire(c) for c in clusters])
+
+    @grpc_errors
+    async def RemoveCluster(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        caller = await self._auth.admin(context)
+        if request.force:
+            for allocation in await self._c.inventory.list_allocations(request.cluster_id):
+                await self._remove_allocation(caller, allocation.id, force=True)
+        await self._c.inventory.remove_cluster(caller, request.cluster_id)
+        return apb.RemoveClusterReply()
+
+    @grpc_errors
+    async def TestCluster(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        caller = await self._auth.admin(context)
+        try:
+            kinds = agent_convert.link_tests_from_wire(request.tests)
+        except MachineRefusal as exc:
+            raise errors.InvalidArgument(exc.message) from None
+        cluster, done, failed = await self._c.fleet.test_cluster(caller, request.cluster_id, kinds)
+        return cluster_test_reply(cluster.id, cluster.agent_ids, done, failed)
+
+    # -- allocations
+
+    @grpc_errors
+    async def CreateAllocation(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        caller = await self._auth.admin(context)
+        allocation = await self._c.inventory.create_allocation(
+            caller,
+            request.allocation_id,
+            request.cluster_id,
+            size=request.size or None,
+            agent_ids=list(request.agent_ids) or None,
+        )
+        cluster = await self._c.inventory.cluster(allocation.cluster_id)
+        return apb.CreateAllocationReply(
+            allocation=_allocation_to_wire(allocation, cluster, [], 0)
+        )
+
+    @grpc_errors
+    async def ListAllocations(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        # Users may call this too (``vipu list allocations``): they see their own.
+        caller = await self._auth.user(context)
+        allocations = [
+            a
+            for a in await self._c.inventory.list_allocations(request.cluster_id or None)
+            if caller.may_use(a.id)
+        ]
+        clusters = {c.id: c for c in await self._c.inventory.list_clusters()}
+        users = await self._c.inventory.list_users() if caller.admin or not self._c.settings.secure \
+            else []
+        partitions = await self._c.partitions.list(caller)
+        count: dict[str, int] = {}
+        for p in partitions:
+            count[p.allocation_id] = count.get(p.allocation_id, 0) + 1
+        return apb.ListAllocationsReply(
+            allocations=[
+                _allocation_to_wire(
+                    a,
+                    clusters.get(a.cluster_id),
+                    sorted(u.id for u in users if a.id in u.allocation_ids),
+                    count.get(a.id, 0),
+                )
+                for a in allocations
+            ]
+        )
+
+    @grpc_errors
+    async def RemoveAllocation(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        caller = await self._auth.admin(context)
+        await self._remove_allocation(caller, request.allocation_id, force=request.force)
+        return apb.RemoveAllocationReply()
+
+    async def _remove_allocation(self, caller, allocation_id: str, *, force: bool) -> None:  # type: ignore[no-untyped-def]
+        if force:
+            for record in await self._c.partitions.list(caller, allocation_id=allocation_id):
+                await self._c.partitions.remove(caller, record.id, force=True)
+        await self._c.inventory.remove_allocation(caller, allocation_id)
+
+    # -- users
+
+    @grpc_errors
+    async def CreateUser(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        caller = await self._auth.admin(context)
+        created = await self._c.inventory.create_user(
+            caller, request.user_id, list(request.allocation_ids), admin=request.admin
+        )
+        user = created.user
+        return apb.CreateUserReply(
+            user=apb.User(id=user.id, allocation_ids=list(user.allocation_ids), admin=user.admin),
+            access_key=created.access_key,
+        )
+
+    @grpc_errors
+    async def ListUsers(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        await self._auth.admin(context)
+        users = await self._c.inventory.list_users()
+        return apb.ListUsersReply(
+            users=[
+                apb.User(id=u.id, allocation_ids=list(u.allocation_ids), admin=u.admin)
+                for u in users
+            ]
+        )
+
+    @grpc_errors
+    async def RemoveUser(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        caller = await self._auth.admin(context)
+        await self._c.inventory.remove_user(caller, request.user_id)
+        self._c.auth.forget(request.user_id)
+        return apb.RemoveUserReply()
+
+    # -- partitions, faults, attributes
+
+    @grpc_errors
+    async def ListPartitions(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        caller = await self._auth.admin(context)
+        records = await self._c.partitions.list(
+            caller,
+            allocation_id=request.allocation_id or None,
+            cluster_id=request.cluster_id or None,
+        )
+        clusters = {c.id: c for c in await self._c.inventory.list_clusters()}
+        version = self._c.settings.ipuof_server_version
+        reply = apb.ListPartitionsReply()
+        for record in records:
+            cluster = clusters.get(record.cluster_id)
+            if cluster is None:
+                continue
+            pod = cluster.pod()
+            info = reply.partitions.add(
+                partition=partition_to_wire(record, cluster, version),
+                status=status_to_wire(record),
+            )
+            for ipu in record.ipus:
+                ref = pod.ipu(ipu.slot)
+                info.locations.add(
+                    agent_id=cluster.agent_of(ref.machine),
+                    device_id=ref.device_id,
+                    routing_id=ipu.routing_id,
+                )
+        return reply
+
+    @grpc_errors
+    async def InjectFault(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        caller = await self._auth.admin(context)
+        try:
+            fault = agent_convert.fault_from_wire(request.fault)
+        except MachineRefusal as exc:
+            raise errors.InvalidArgument(exc.message) from None
+        faults = await self._c.fleet.inject_fault(caller, request.agent_id, fault)
+        return apb.InjectFaultReply(
+            agent_id=request.agent_id, active_faults=agent_convert.faults_to_wire(faults)
+        )
+
+    @grpc_errors
+    async def ClearFault(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        caller = await self._auth.admin(context)
+        fault = None
+        if request.HasField("fault") and not request.all:
+            try:
+                fault = agent_convert.fault_from_wire(request.fault)
+            except MachineRefusal as exc:
+                raise errors.InvalidArgument(exc.message) from None
+        faults = await self._c.fleet.clear_fault(caller, request.agent_id, fault)
+        return apb.ClearFaultReply(
+            agent_id=request.agent_id, active_faults=agent_convert.faults_to_wire(faults)
+        )
+
+    @grpc_errors
+    async def ListIpuAttributes(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        caller = await self._auth.admin(context)
+        attributes = await self._c.views.ipu_attributes(caller, request.agents)
+        reply = pb.ListIPUAttributesReply()
+        for agent_id, ipus in attributes.items():
+            entry = reply.entries.add(agent=agent_id)
+            for device_id, values in ipus.items():
+                entry.ipu_attributes[device_id].attributes.update(values)
+        return reply
+
+
+class RegistrationServicer(apb_grpc.AgentRegistrationServiceServicer):
+    def __init__(self, controller: Controller) -> None:
+        self._c = controller
+
+    @grpc_errors
+    async def RegisterAgent(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        try:
+            machine_type = machine_spec(request.machine_type or "Bow-2000").machine_type
+            agent = Agent(
+                id=request.agent_id,
+                host=request.host,
+                port=request.port,
+                machine_type=machine_type,
+                serial=request.serial,
+            )
+        except (DomainError, ValueError) as exc:
+            raise errors.InvalidArgument(str(exc)) from None
+        known, message = await self._c.fleet.register(agent, boot_id=request.boot_id)
+        return apb.RegisterAgentReply(known=known, message=message)
+
+
+def add_admin_api(server: grpc.aio.Server, controller: Controller, auth: GrpcAuthenticator) -> None:
+    apb_grpc.add_AdminServiceServicer_to_server(AdminServicer(controller, auth), server)
+    apb_grpc.add_AgentRegistrationServiceServicer_to_server(RegistrationServicer(controller), server)

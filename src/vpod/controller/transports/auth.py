@@ -1,0 +1,36 @@
+"""Credentials from gRPC metadata.
+
+Clients send ``vipu-user-id`` and ``vipu-access-key`` metadata (the CLIs do it
+from ``--api-user-id``/``--api-access-key``); without ``--secure`` they are
+optional.
+"""
+
+from __future__ import annotations
+
+import grpc
+
+from ..auth import Authenticator
+from ..caller import Caller
+
+USER_KEY = "vipu-user-id"
+ACCESS_KEY = "vipu-access-key"
+
+
+class GrpcAuthenticator:
+    def __init__(self, auth: Authenticator) -> None:
+        self._auth = auth
+
+    async def user(self, context: grpc.aio.ServicerContext) -> Caller:
+        return await self._caller(context, admin=False)
+
+    async def admin(self, context: grpc.aio.ServicerContext) -> Caller:
+        return await self._caller(context, admin=True)
+
+    async def _caller(self, context: grpc.aio.ServicerContext, *, admin: bool) -> Caller:
+        metadata = dict(context.invocation_metadata() or ())
+        return await self._auth.caller(
+            str(metadata.get(USER_KEY, "")),
+            str(metadata.get(ACCESS_KEY, "")),
+            source=f"grpc:{context.peer()}",
+            admin=admin,
+        )

@@ -1,0 +1,122 @@
+"""The V-IPU user API on the wire: ``virmgrpc.VersionService`` and ``virmgrpc.UserService``.
+
+Each handler parses the request, calls one use-case and renders the reply;
+errors become status codes in :mod:`.grpc_errors`.
+"""
+
+from __future__ import annotations
+
+import grpc
+
+from vpod.wire import virmgrpc_pb2 as pb
+from vpod.wire import virmgrpc_pb2_grpc as pb_grpc
+
+from ..app import Controller
+from .auth import GrpcAuthenticator
+from .grpc_errors import grpc_errors
+from .wire_convert import (
+    ipuof_config_to_wire,
+    partition_to_wire,
+    requirements_from_wire,
+    status_to_wire,
+)
+
+
+class VersionServicer(pb_grpc.VersionServiceServicer):
+    def __init__(self, controller: Controller) -> None:
+        self._c = controller
+
+    @grpc_errors
+    async def GetVersion(  # noqa: N802 - the wire's name
+        self, request: pb.VersionRequest, context: grpc.aio.ServicerContext
+    ) -> pb.VersionReply:
+        return pb.VersionReply(version=self._c.settings.api_version)
+
+
+class UserServicer(pb_grpc.UserServiceServicer):
+    def __init__(self, controller: Controller, auth: GrpcAuthenticator) -> None:
+        self._c = controller
+        self._auth = auth
+
+    @grpc_errors
+    async def ListPartitions(  # noqa: N802
+        self, request: pb.ListPartitionsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ListPartitionsReply:
+        caller = await self._auth.user(context)
+        records = await self._c.partitions.list(caller, allocation_id=request.allocation_id or None)
+        clusters = {c.id: c for c in await self._c.inventory.list_clusters()}
+        version = self._c.settings.ipuof_server_version
+        return pb.ListPartitionsReply(
+            partitions=[
+                partition_to_wire(r, clusters[r.cluster_id], version)
+                for r in records
+                if r.cluster_id in clusters
+            ]
+        )
+
+    @grpc_errors
+    async def ListIPUAttributes(  # noqa: N802
+        self, request: pb.ListIPUAttributesRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ListIPUAttributesReply:
+        caller = await self._auth.user(context)
+        attributes = await self._c.views.ipu_attributes(caller, request.agents)
+        reply = pb.ListIPUAttributesReply()
+        for agent_id, ipus in attributes.items():
+            entry = reply.entries.add(agent=agent_id)
+            for device_id, values in ipus.items():
+                entry.ipu_attributes[device_id].attributes.update(values)
+        return reply
+
+    @grpc_errors
+    async def CreatePartition(  # noqa: N802
+        self, request: pb.CreatePartitionRequest, context: grpc.aio.ServicerContext
+    ) -> pb.CreatePartitionReply:
+        caller = await self._auth.user(context)
+        record = await self._c.partitions.create(
+            caller,
+            requirements_from_wire(request.requirements),
+            disable_auto_reset=request.disable_auto_reset,
+            relocatable=request.relocatable,
+        )
+        return pb.CreatePartitionReply(partition_id=record.id)
+
+    @grpc_errors
+    async def RemovePartition(  # noqa: N802
+        self, request: pb.RemovePartitionRequest, context: grpc.aio.ServicerContext
+    ) -> pb.RemovePartitionReply:
+        caller = await self._auth.user(context)
+        await self._c.partitions.remove(caller, request.partition_id, force=request.force)
+        return pb.RemovePartitionReply()
+
+    @grpc_errors
+    async def ResetPartition(  # noqa: N802
+        self, request: pb.ResetPartitionRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ResetPartitionReply:
+        caller = await self._auth.user(context)
+        await self._c.partitions.reset(
+            caller, request.partition_id, relocatable=request.relocatable
+        )
+        return pb.ResetPartitionReply()
+
+    @grpc_errors
+    async def GetPartitionIpuofConfig(  # noqa: N802
+        self, request: pb.GetPartitionIpuofConfigRequest, context: grpc.aio.ServicerContext
+    ) -> pb.GetPartitionIpuofConfigReply:
+        caller = await self._auth.user(context)
+        record = await self._c.partitions.get(caller, request.partition_id)
+        gcd = request.gcd_id.id if request.HasField("gcd_id") else None
+        config = await self._c.views.ipuof_config(caller, record, gcd)
+        return pb.GetPartitionIpuofConfigReply(ipuof_config=ipuof_config_to_wire(config))
+
+    @grpc_errors
+    async def GetPartitionStatus(  # noqa: N802
+        self, request: pb.GetPartitionStatusRequest, context: grpc.aio.ServicerContext
+    ) -> pb.GetPartitionStatusReply:
+        caller = await self._auth.user(context)
+        record = await self._c.partitions.get(caller, request.partition_id)
+        return pb.GetPartitionStatusReply(status=status_to_wire(record))
+
+
+def add_user_api(server: grpc.aio.Server, controller: Controller, auth: GrpcAuthenticator) -> None:
+    pb_grpc.add_VersionServiceServicer_to_server(VersionServicer(controller), server)
+    pb_grpc.add_UserServiceServicer_to_server(UserServicer(controller, auth), server)
