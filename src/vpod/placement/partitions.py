@@ -103,13 +103,15 @@ def _why_not(snapshot: Snapshot, shape: PartitionShape, alloc: AllocationIndex) 
         )
     if holding < k:
         return (
-            f"only {plural(holding, 'IPU-Link domain')} of allocation {alloc.id} hold"
+            f"only {plural(holding, 'IPU-Link domain')} of allocation {alloc.id}"
+            f" {'holds' if holding == 1 else 'hold'}"
             f" {per} IPUs: {k} segments of {per} need {k} distinct domains",
         )
     fitting = len(frozenset().union(*alloc.levels[shape.segment_level :]))
     return (
-        f"only {plural(fitting, 'IPU-Link domain')} of allocation {alloc.id} have an aligned"
-        f" block of {per} free IPUs: {k} segments need {k} distinct domains{note}",
+        f"only {plural(fitting, 'IPU-Link domain')} of allocation {alloc.id}"
+        f" {'has' if fitting == 1 else 'have'} an aligned block of {per} free IPUs:"
+        f" {k} segments need {k} distinct domains{note}",
     )
 
 

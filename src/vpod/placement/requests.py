@@ -101,10 +101,10 @@ def partition_shape(request: PartitionRequest) -> PartitionShape:
     gcd_size = request.size // request.num_gcds
     if gcd_size not in GCD_SIZES or gcd_size > segment_size:
         raise InvalidSpec(
-            f"partition {request.id}: GCDs of {gcd_size} IPUs ({request.num_gcds} of them) are not"
-            f" possible: a GCD holds 1, 2, 4, 8, 16 or 64 IPUs and never spans IPU-Link"
-            f" domains (segments of {segment_size}): use num_gcds"
-            f" {request.size // min(segment_size, DOMAIN_MAX_IPUS)} or more"
+            f"partition {request.id}: {request.num_gcds} GCD{'s' if request.num_gcds > 1 else ''}"
+            f" of {gcd_size} IPUs: not possible, a GCD holds 1, 2, 4, 8, 16 or 64 IPUs and"
+            f" never spans IPU-Link domains (segments of {segment_size}): use num_gcds"
+            f" {_gcd_choices(request.size, segment_size)}"
         )
     if request.ipus is not None and len(request.ipus) != request.size:
         raise InvalidSpec(
@@ -113,6 +113,13 @@ def partition_shape(request: PartitionRequest) -> PartitionShape:
         )
     return PartitionShape(
         size=request.size, segments=segments, segment_size=segment_size, gcd_size=gcd_size
+    )
+
+
+def _gcd_choices(size: int, segment_size: int) -> str:
+    choices = [str(size // g) for g in GCD_SIZES if g <= segment_size and size % g == 0]
+    return (
+        ", ".join(reversed(choices[1:])) + f" or {choices[0]}" if len(choices) > 1 else choices[0]
     )
 
 
