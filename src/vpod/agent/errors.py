@@ -26,6 +26,9 @@ from __future__ import annotations
 
 import enum
 
+REASON_KEY = "vpod-reason"
+"""gRPC trailing metadata key that carries the :class:`Reason` of a refusal."""
+
 
 class Reason(enum.StrEnum):
     """Why a machine refused: stable strings a program can branch on."""

@@ -1,0 +1,308 @@
+"""The controller's side of the agent protocol: :class:`AgentClient` and :class:`ChannelPool`.
+
+Every method takes an optional per-call ``timeout`` (seconds; the client's
+default otherwise), returns :mod:`vpod.agent.model` values, and raises only
+the :class:`~vpod.agent.errors.AgentError` tree: gRPC errors never leak out.
+
+    DEADLINE_EXCEEDED                         -> AgentTimeout (an AgentUnavailable)
+    UNAVAILABLE, CANCELLED, RESOURCE_EXHAUSTED -> AgentUnavailable
+    INVALID_ARGUMENT, NOT_FOUND, FAILED_PRECONDITION, ALREADY_EXISTS,
+    ABORTED, OUT_OF_RANGE, PERMISSION_DENIED, UNAUTHENTICATED
+                                              -> AgentRefused (.reason from "vpod-reason")
+    anything else (INTERNAL, UNIMPLEMENTED ...) -> AgentFailed
+
+Channels are expensive to open and cheap to share: a controller keeps one
+:class:`ChannelPool` and asks it for clients, so every call to an agent
+reuses that agent's HTTP/2 connection.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from types import TracebackType
+from typing import Any, TypeVar
+
+import grpc
+
+from vpod.wire import agent_pb2 as pb
+from vpod.wire import agent_pb2_grpc as pb_grpc
+
+from . import convert
+from .errors import (
+    REASON_KEY,
+    AgentError,
+    AgentFailed,
+    AgentRefused,
+    AgentTimeout,
+    AgentUnavailable,
+    InvalidRequest,
+    Reason,
+)
+from .model import (
+    ConfiguredPartition,
+    ConfigureOutcome,
+    EventBatch,
+    Fault,
+    LinkTestKind,
+    LinkTestResult,
+    MachineHealth,
+    MachineIdentity,
+    PartitionConfig,
+)
+
+DEFAULT_TIMEOUT = 5.0
+CHANNEL_OPTIONS: tuple[tuple[str, Any], ...] = (
+    # Fail fast while an agent is down instead of queueing behind reconnect backoff.
+    ("grpc.initial_reconnect_backoff_ms", 200),
+    ("grpc.max_reconnect_backoff_ms", 5_000),
+)
+
+_UNAVAILABLE = {
+    grpc.StatusCode.UNAVAILABLE,
+    grpc.StatusCode.CANCELLED,
+    grpc.StatusCode.RESOURCE_EXHAUSTED,
+}
+_REFUSED = {
+    grpc.StatusCode.INVALID_ARGUMENT,
+    grpc.StatusCode.NOT_FOUND,
+    grpc.StatusCode.FAILED_PRECONDITION,
+    grpc.StatusCode.ALREADY_EXISTS,
+    grpc.StatusCode.ABORTED,
+    grpc.StatusCode.OUT_OF_RANGE,
+    grpc.StatusCode.PERMISSION_DENIED,
+    grpc.StatusCode.UNAUTHENTICATED,
+}
+
+R = TypeVar("R")
+
+
+def _reason(metadata: Iterable[tuple[str, Any]] | None) -> Reason:
+    for key, value in metadata or ():
+        if key == REASON_KEY:
+            try:
+                return Reason(value)
+            except ValueError:
+                return Reason.UNKNOWN
+    return Reason.UNKNOWN
+
+
+def translate(agent: str, address: str, err: grpc.aio.AioRpcError) -> AgentError:
+    """The :class:`AgentError` for a failed call to ``agent`` at ``address``."""
+    code = err.code()
+    details = err.details() or code.name
+    if code is grpc.StatusCode.DEADLINE_EXCEEDED:
+        return AgentTimeout(
+            agent,
+            f"agent {agent} at {address} did not answer in time; it may be hung or"
+            " overloaded, and may still carry the call out",
+            cause=details,
+        )
+    if code in _UNAVAILABLE:
+        return AgentUnavailable(
+            agent, f"agent {agent} at {address} is unavailable: {details}", cause=details
+        )
+    if code in _REFUSED:
+        return AgentRefused(agent, details, _reason(err.trailing_metadata()), code.name)
+    return AgentFailed(agent, f"agent {agent} at {address} failed: {details}", code.name)
+
+
+class AgentClient:
+    """Typed async calls to one agent. Create it inside the event loop that will use it."""
+
+    def __init__(
+        self,
+        address: str,
+        *,
+        agent_id: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        channel: grpc.aio.Channel | None = None,
+    ) -> None:
+        self.address = address
+        self.agent = agent_id or address
+        self.timeout = timeout
+        self._owns_channel = channel is None
+        self._channel = channel or grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
+        self._stub = pb_grpc.AgentServiceStub(self._channel)
+
+    async def close(self) -> None:
+        """Close the channel if this client opened it (a pool's channel stays open)."""
+        if self._owns_channel:
+            await self._channel.close()
+
+    async def __aenter__(self) -> AgentClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def _call(
+        self, method: Callable[..., Awaitable[Any]], request: Any, timeout: float | None
+    ) -> Any:
+        try:
+            return await method(request, timeout=self.timeout if timeout is None else timeout)
+        except grpc.aio.AioRpcError as err:
+            raise translate(self.agent, self.address, err) from None
+        except grpc.aio.UsageError as err:
+            raise AgentUnavailable(
+                self.agent, f"the channel to agent {self.agent} is closed", cause=str(err)
+            ) from None
+
+    def _decode(self, build: Callable[[], R]) -> R:
+        try:
+            return build()
+        except InvalidRequest as exc:
+            raise AgentFailed(
+                self.agent,
+                f"agent {self.agent} answered with {exc.message}: upgrade the controller",
+                "DATA_LOSS",
+            ) from None
+
+    # ---------------------------------------------------------------- calls
+
+    async def get_identity(self, *, timeout: float | None = None) -> MachineIdentity:
+        reply = await self._call(self._stub.GetIdentity, pb.GetIdentityRequest(), timeout)
+        return self._decode(lambda: convert.identity_from_wire(reply))
+
+    async def list_ipu_attributes(
+        self, *, timeout: float | None = None
+    ) -> dict[int, dict[str, str]]:
+        reply = await self._call(
+            self._stub.ListIpuAttributes, pb.ListIpuAttributesRequest(), timeout
+        )
+        return convert.attributes_from_wire(reply)
+
+    async def configure_partition(
+        self, config: PartitionConfig, *, timeout: float | None = None
+    ) -> ConfigureOutcome:
+        request = pb.ConfigurePartitionRequest(config=convert.config_to_wire(config))
+        reply = await self._call(self._stub.ConfigurePartition, request, timeout)
+        return self._decode(lambda: convert.outcome_from_wire(reply))
+
+    async def release_partition(self, partition_id: str, *, timeout: float | None = None) -> bool:
+        """True when released now, False when it was not configured (already released)."""
+        request = pb.ReleasePartitionRequest(partition_id=partition_id)
+        reply = await self._call(self._stub.ReleasePartition, request, timeout)
+        return bool(reply.released)
+
+    async def reset_partition(
+        self, partition_id: str, *, timeout: float | None = None
+    ) -> ConfiguredPartition:
+        request = pb.ResetPartitionRequest(partition_id=partition_id)
+        reply = await self._call(self._stub.ResetPartition, request, timeout)
+        return self._decode(lambda: convert.configured_from_wire(reply.partition))
+
+    async def list_configurations(
+        self, *, timeout: float | None = None
+    ) -> list[ConfiguredPartition]:
+        reply = await self._call(
+            self._stub.ListConfigurations, pb.ListConfigurationsRequest(), timeout
+        )
+        return self._decode(lambda: [convert.configured_from_wire(p) for p in reply.partitions])
+
+    async def run_link_tests(
+        self, tests: Iterable[LinkTestKind] = (), *, timeout: float | None = None
+    ) -> list[LinkTestResult]:
+        request = pb.RunLinkTestsRequest(tests=[pb.LinkTestKind.ValueType(t.value) for t in tests])
+        reply = await self._call(self._stub.RunLinkTests, request, timeout)
+        return self._decode(lambda: [convert.link_test_result_from_wire(r) for r in reply.results])
+
+    async def health(self, since_event: int = 0, *, timeout: float | None = None) -> MachineHealth:
+        """A heartbeat: IPU and link state, faults, and events after ``since_event``."""
+        reply = await self._call(
+            self._stub.Health, pb.HealthRequest(since_event=since_event), timeout
+        )
+        return self._decode(lambda: convert.health_from_wire(reply))
+
+    async def watch_events(self, since_event: int = 0) -> AsyncIterator[EventBatch]:
+        """Events after ``since_event`` now, then each new batch as it happens (no deadline).
+
+        The first batch always comes at once (possibly empty) and carries the
+        agent's boot id. Stop by breaking out of the loop.
+        """
+        call = self._stub.WatchEvents(pb.WatchEventsRequest(since_event=since_event))
+        try:
+            async for message in call:
+                yield self._decode(functools.partial(convert.batch_from_wire, message))
+        except grpc.aio.AioRpcError as err:
+            raise translate(self.agent, self.address, err) from None
+        finally:
+            call.cancel()
+
+    async def inject_fault(self, fault: Fault, *, timeout: float | None = None) -> list[Fault]:
+        """Start a fault; returns every active fault of the agent and its machine."""
+        request = pb.InjectFaultRequest(fault=convert.fault_to_wire(fault))
+        reply = await self._call(self._stub.InjectFault, request, timeout)
+        return self._decode(lambda: [convert.fault_from_wire(f) for f in reply.active_faults])
+
+    async def clear_fault(
+        self, fault: Fault | None = None, *, timeout: float | None = None
+    ) -> list[Fault]:
+        """End the fault with the same target, or every fault when ``fault`` is None."""
+        if fault is None:
+            request = pb.ClearFaultRequest(all=True)
+        else:
+            request = pb.ClearFaultRequest(fault=convert.fault_to_wire(fault))
+        reply = await self._call(self._stub.ClearFault, request, timeout)
+        return self._decode(lambda: [convert.fault_from_wire(f) for f in reply.active_faults])
+
+
+class ChannelPool:
+    """One gRPC channel per agent address, shared by every client of that address.
+
+    Create, use and close it inside one event loop (gRPC's asyncio channels
+    belong to the loop that made them).
+    """
+
+    def __init__(self, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.timeout = timeout
+        self._channels: dict[str, grpc.aio.Channel] = {}
+
+    def __len__(self) -> int:
+        return len(self._channels)
+
+    def channel(self, address: str) -> grpc.aio.Channel:
+        channel = self._channels.get(address)
+        if channel is None:
+            channel = grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
+            self._channels[address] = channel
+        return channel
+
+    def client(
+        self, address: str, *, agent_id: str | None = None, timeout: float | None = None
+    ) -> AgentClient:
+        """A client over the pooled channel (closing the client leaves the channel open)."""
+        return AgentClient(
+            address,
+            agent_id=agent_id,
+            timeout=self.timeout if timeout is None else timeout,
+            channel=self.channel(address),
+        )
+
+    async def discard(self, address: str) -> None:
+        """Close the channel of ``address`` (e.g. when the agent was removed)."""
+        channel = self._channels.pop(address, None)
+        if channel is not None:
+            await channel.close()
+
+    async def close(self) -> None:
+        channels = list(self._channels.values())
+        self._channels.clear()
+        for channel in channels:
+            await channel.close()
+
+    async def __aenter__(self) -> ChannelPool:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()

@@ -1,0 +1,401 @@
+"""Translation between the agent's values (:mod:`vpod.agent.model`) and ``vpod.agent.v1``.
+
+Both directions live here so the service and the client cannot drift apart.
+Enum numbers are the wire numbers; the wire's 0 (``*_UNDEFINED`` /
+``*_UNSPECIFIED``) is ``None`` in the model. ``*_from_wire`` raises
+:class:`~vpod.agent.errors.InvalidRequest` for values the model cannot hold
+(an enum number this version does not know).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TypeVar
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from vpod.domain.catalog import machine_spec
+from vpod.domain.routing import GwRouting, IpuLinkRouting, SyncType
+from vpod.wire import agent_pb2 as pb
+from vpod.wire import virmgrpc_pb2 as vpb
+
+from .errors import InvalidRequest
+from .model import (
+    AgentEvent,
+    ConfiguredPartition,
+    ConfigureOutcome,
+    EventBatch,
+    EventKind,
+    Fault,
+    FaultKind,
+    IpuAssignment,
+    IpuHealth,
+    IpuIdentity,
+    LinkHealth,
+    LinkKind,
+    LinkTestKind,
+    LinkTestResult,
+    MachineHealth,
+    MachineIdentity,
+    PartitionConfig,
+)
+
+E = TypeVar("E")
+
+
+def _enum(kind: Callable[[int], E], number: int, what: str) -> E | None:
+    if number == 0:
+        return None
+    try:
+        return kind(number)
+    except ValueError:
+        raise InvalidRequest(f"{what} {number} is not known to this agent") from None
+
+
+def _required_enum(kind: Callable[[int], E], number: int, what: str) -> E:
+    value = _enum(kind, number, what)
+    if value is None:
+        raise InvalidRequest(f"{what} is not set")
+    return value
+
+
+def _number(value: object | None) -> int:
+    return 0 if value is None else int(getattr(value, "value", 0))
+
+
+def timestamp(seconds: float) -> Timestamp:
+    stamp = Timestamp()
+    stamp.FromNanoseconds(round(seconds * 1e9))
+    return stamp
+
+
+def seconds(stamp: Timestamp) -> float:
+    return float(stamp.ToNanoseconds()) / 1e9
+
+
+# -------------------------------------------------------------------- identity
+
+
+def identity_to_wire(ident: MachineIdentity) -> pb.Identity:
+    return pb.Identity(
+        agent_id=ident.agent_id,
+        machine_type=ident.machine_type.value,
+        serial=ident.serial,
+        management_address=ident.management_address,
+        ipuof_address=ident.ipuof_address,
+        ipus=[
+            pb.IpuIdentity(
+                device_id=i.device_id,
+                chip_id=i.chip_id,
+                serial=i.serial,
+                ipu_id=i.ipu_id,
+                ipu_arch_id=i.ipu_arch_id,
+                server_port=i.server_port,
+                rdma_port=i.rdma_port,
+            )
+            for i in ident.ipus
+        ],
+        firmware_version=ident.firmware_version,
+        driver_version=ident.driver_version,
+        gateway_sw_version=ident.gateway_sw_version,
+        ipum_sw_version=ident.ipum_sw_version,
+        agent_version=ident.agent_version,
+        boot_id=ident.boot_id,
+    )
+
+
+def identity_from_wire(msg: pb.Identity) -> MachineIdentity:
+    try:
+        machine_type = machine_spec(msg.machine_type).machine_type
+    except ValueError as exc:
+        raise InvalidRequest(str(exc)) from None
+    return MachineIdentity(
+        agent_id=msg.agent_id,
+        machine_type=machine_type,
+        serial=msg.serial,
+        management_address=msg.management_address,
+        ipuof_address=msg.ipuof_address,
+        ipus=tuple(
+            IpuIdentity(
+                device_id=i.device_id,
+                chip_id=i.chip_id,
+                serial=i.serial,
+                ipu_id=i.ipu_id,
+                ipu_arch_id=i.ipu_arch_id,
+                server_port=i.server_port,
+                rdma_port=i.rdma_port,
+            )
+            for i in msg.ipus
+        ),
+        firmware_version=msg.firmware_version,
+        driver_version=msg.driver_version,
+        gateway_sw_version=msg.gateway_sw_version,
+        ipum_sw_version=msg.ipum_sw_version,
+        agent_version=msg.agent_version,
+        boot_id=msg.boot_id,
+    )
+
+
+def attributes_to_wire(
+    agent_id: str, attrs: dict[int, dict[str, str]]
+) -> pb.ListIpuAttributesReply:
+    reply = pb.ListIpuAttributesReply(agent_id=agent_id)
+    for device_id, values in attrs.items():
+        reply.ipus[device_id].attributes.update(values)
+    return reply
+
+
+def attributes_from_wire(msg: pb.ListIpuAttributesReply) -> dict[int, dict[str, str]]:
+    return {device_id: dict(entry.attributes) for device_id, entry in sorted(msg.ipus.items())}
+
+
+# --------------------------------------------------------------- configuration
+
+
+def config_to_wire(config: PartitionConfig) -> pb.PartitionConfiguration:
+    return pb.PartitionConfiguration(
+        partition_id=config.partition_id,
+        generation=config.generation,
+        ipus=[
+            pb.IpuAssignment(
+                device_id=i.device_id,
+                routing_id=i.routing_id,
+                ipulink_segment_id=i.segment_id,
+                gcd_id=i.gcd_id,
+            )
+            for i in config.ipus
+        ],
+        partition_size=config.partition_size,
+        num_ipulink_segments=config.num_ipulink_segments,
+        ipulink_routing_type=vpb.IpuLinkRoutingType.ValueType(_number(config.ipulink_routing)),
+        sync_type=vpb.SyncType.ValueType(_number(config.sync_type)),
+        gw_routing_type=vpb.GatewayRoutingType.ValueType(_number(config.gw_routing)),
+        isolate_from_neighbours=config.isolate_from_neighbours,
+        reconfigurable=config.reconfigurable,
+    )
+
+
+def config_from_wire(msg: pb.PartitionConfiguration) -> PartitionConfig:
+    return PartitionConfig(
+        partition_id=msg.partition_id,
+        generation=msg.generation,
+        ipus=tuple(
+            IpuAssignment(
+                device_id=i.device_id,
+                routing_id=i.routing_id,
+                segment_id=i.ipulink_segment_id,
+                gcd_id=i.gcd_id,
+            )
+            for i in msg.ipus
+        ),
+        partition_size=msg.partition_size,
+        num_ipulink_segments=msg.num_ipulink_segments,
+        ipulink_routing=_enum(IpuLinkRouting, msg.ipulink_routing_type, "IPU-Link routing type"),
+        sync_type=_enum(SyncType, msg.sync_type, "sync type"),
+        gw_routing=_enum(GwRouting, msg.gw_routing_type, "GW routing type"),
+        isolate_from_neighbours=msg.isolate_from_neighbours,
+        reconfigurable=msg.reconfigurable,
+    )
+
+
+def configured_to_wire(held: ConfiguredPartition) -> pb.ConfiguredPartition:
+    return pb.ConfiguredPartition(
+        config=config_to_wire(held.config),
+        attached_device_ids=held.attached_device_ids,
+        reset_count=held.reset_count,
+        configured_at=timestamp(held.configured_at),
+    )
+
+
+def configured_from_wire(msg: pb.ConfiguredPartition) -> ConfiguredPartition:
+    return ConfiguredPartition(
+        config=config_from_wire(msg.config),
+        attached_device_ids=tuple(msg.attached_device_ids),
+        reset_count=msg.reset_count,
+        configured_at=seconds(msg.configured_at),
+    )
+
+
+def outcome_to_wire(outcome: ConfigureOutcome) -> pb.ConfigurePartitionReply:
+    return pb.ConfigurePartitionReply(
+        partition=configured_to_wire(outcome.partition), changed=outcome.changed
+    )
+
+
+def outcome_from_wire(msg: pb.ConfigurePartitionReply) -> ConfigureOutcome:
+    return ConfigureOutcome(partition=configured_from_wire(msg.partition), changed=msg.changed)
+
+
+# ---------------------------------------------------------------------- faults
+
+
+def fault_to_wire(fault: Fault) -> pb.Fault:
+    return pb.Fault(
+        kind=pb.FaultKind.ValueType(fault.kind.value),
+        device_id=fault.device_id or 0,
+        link_id=fault.link_id or "",
+        delay_ms=round(fault.delay_s * 1000),
+        reason=fault.reason,
+    )
+
+
+def fault_from_wire(msg: pb.Fault) -> Fault:
+    kind = _required_enum(FaultKind, msg.kind, "fault kind")
+    return Fault(
+        kind=kind,
+        device_id=msg.device_id if kind is FaultKind.IPU else None,
+        link_id=msg.link_id if kind is FaultKind.LINK_DOWN else None,
+        delay_s=msg.delay_ms / 1000 if kind is FaultKind.AGENT_SLOW else 0.0,
+        reason=msg.reason,
+    )
+
+
+def faults_to_wire(faults: Iterable[Fault]) -> list[pb.Fault]:
+    return [fault_to_wire(f) for f in faults]
+
+
+# ---------------------------------------------------------------------- events
+
+
+def event_to_wire(event: AgentEvent) -> pb.AgentEvent:
+    return pb.AgentEvent(
+        sequence=event.sequence,
+        kind=pb.EventKind.ValueType(event.kind.value),
+        time=timestamp(event.time),
+        partition_id=event.partition_id,
+        has_device=event.device_id is not None,
+        device_id=event.device_id or 0,
+        generation=event.generation,
+        client=event.client,
+        evicted=event.evicted,
+        detail=event.detail,
+    )
+
+
+def event_from_wire(msg: pb.AgentEvent) -> AgentEvent:
+    return AgentEvent(
+        sequence=msg.sequence,
+        kind=_required_enum(EventKind, msg.kind, "event kind"),
+        time=seconds(msg.time),
+        partition_id=msg.partition_id,
+        device_id=msg.device_id if msg.has_device else None,
+        generation=msg.generation,
+        client=msg.client,
+        evicted=msg.evicted,
+        detail=msg.detail,
+    )
+
+
+def batch_to_wire(batch: EventBatch) -> pb.WatchEventsReply:
+    return pb.WatchEventsReply(
+        boot_id=batch.boot_id,
+        events=[event_to_wire(e) for e in batch.events],
+        events_truncated=batch.truncated,
+    )
+
+
+def batch_from_wire(msg: pb.WatchEventsReply) -> EventBatch:
+    events = tuple(event_from_wire(e) for e in msg.events)
+    return EventBatch(
+        boot_id=msg.boot_id,
+        events=events,
+        last_event=events[-1].sequence if events else 0,
+        truncated=msg.events_truncated,
+    )
+
+
+# ---------------------------------------------------------------------- health
+
+
+def health_to_wire(health: MachineHealth) -> pb.HealthReply:
+    batch = health.events
+    return pb.HealthReply(
+        agent_id=health.agent_id,
+        boot_id=health.boot_id,
+        healthy=health.healthy,
+        ipus=[
+            pb.IpuHealth(
+                device_id=i.device_id,
+                healthy=i.healthy,
+                fault=i.fault,
+                partition_id=i.partition_id,
+                attached=i.attached,
+                attached_client=i.attached_client,
+            )
+            for i in health.ipus
+        ],
+        links=[
+            pb.LinkHealth(
+                link_id=link.link_id,
+                kind=pb.LinkKind.ValueType(link.kind.value),
+                has_device=link.device_id is not None,
+                device_id=link.device_id or 0,
+                up=link.up,
+                fault=link.fault,
+            )
+            for link in health.links
+        ],
+        faults=faults_to_wire(health.faults),
+        events=[event_to_wire(e) for e in batch.events] if batch else [],
+        last_event=batch.last_event if batch else 0,
+        events_truncated=batch.truncated if batch else False,
+    )
+
+
+def health_from_wire(msg: pb.HealthReply) -> MachineHealth:
+    return MachineHealth(
+        agent_id=msg.agent_id,
+        boot_id=msg.boot_id,
+        ipus=tuple(
+            IpuHealth(
+                device_id=i.device_id,
+                healthy=i.healthy,
+                fault=i.fault,
+                partition_id=i.partition_id,
+                attached_client=i.attached_client,
+            )
+            for i in msg.ipus
+        ),
+        links=tuple(
+            LinkHealth(
+                link_id=link.link_id,
+                kind=_required_enum(LinkKind, link.kind, "link kind"),
+                device_id=link.device_id if link.has_device else None,
+                up=link.up,
+                fault=link.fault,
+            )
+            for link in msg.links
+        ),
+        faults=tuple(fault_from_wire(f) for f in msg.faults),
+        events=EventBatch(
+            boot_id=msg.boot_id,
+            events=tuple(event_from_wire(e) for e in msg.events),
+            last_event=msg.last_event,
+            truncated=msg.events_truncated,
+        ),
+    )
+
+
+# ------------------------------------------------------------------ link tests
+
+
+def link_tests_from_wire(numbers: Iterable[int]) -> list[LinkTestKind]:
+    return [_required_enum(LinkTestKind, n, "link test") for n in numbers]
+
+
+def link_test_result_to_wire(result: LinkTestResult) -> pb.LinkTestResult:
+    return pb.LinkTestResult(
+        test=pb.LinkTestKind.ValueType(result.test.value),
+        passed=result.passed,
+        summary=result.summary,
+        details=result.details,
+    )
+
+
+def link_test_result_from_wire(msg: pb.LinkTestResult) -> LinkTestResult:
+    return LinkTestResult(
+        test=_required_enum(LinkTestKind, msg.test, "link test"),
+        passed=msg.passed,
+        summary=msg.summary,
+        details=tuple(msg.details),
+    )

@@ -1,0 +1,222 @@
+"""IPUoF endpoints of one emulated machine: where applications attach to IPUs.
+
+Each IPU listens on its own IPUoF server port; an application holds an IPU
+for as long as its TCP connection stays open. The line protocol (UTF-8, one
+command or answer per ``\\n``-terminated line) stands in for the real IPUoF
+handshake:
+
+=====================================  =========================================
+client sends                           server answers
+=====================================  =========================================
+``ATTACH <partition_id>``              ``OK <agent_id> <device_id> <routing_id>``
+                                       or ``ERR <reason> <sentence>``, then closes
+``PING`` (while attached)              ``PONG``
+``DETACH`` (while attached)            ``BYE detached``, then closes
+anything else                          ``ERR invalid-request <sentence>``
+=====================================  =========================================
+
+Only an IPU configured into an active partition (configure = active on the
+agent) can be attached, by one application at a time. Closing the
+connection detaches. When the agent ends an attachment (release, reset,
+reconfiguration, IPU fault) the server sends ``BYE <why>`` and closes.
+Attach and detach become events the controller reads (``DETACHED`` with
+``evicted`` false is its cue for an automatic reset).
+
+The RDMA ports (7471-7474 in the spec) are listened on when asked, so they
+are taken as on a real machine; a connection there is closed at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+
+from .backend import MachineBackend
+from .errors import MachineRefusal, Reason
+from .model import AgentEvent, EventKind
+
+log = logging.getLogger(__name__)
+
+MAX_LINE = 1024
+"""Longest line a client may send; longer lines are refused and the connection closed."""
+
+
+class IpuofEndpoints:
+    """The IPUoF listeners of one machine. Create and use inside one event loop."""
+
+    def __init__(
+        self,
+        backend: MachineBackend,
+        host: str,
+        server_ports: Sequence[int],
+        rdma_ports: Sequence[int] = (),
+        *,
+        first_line_timeout: float = 30.0,
+    ) -> None:
+        self._backend = backend
+        self._host = host
+        self._wanted_server_ports = tuple(server_ports)
+        self._wanted_rdma_ports = tuple(rdma_ports)
+        self._first_line_timeout = first_line_timeout
+        self._servers: list[asyncio.Server] = []
+        self._server_ports: tuple[int, ...] = ()
+        self._rdma_ports: tuple[int, ...] = ()
+        self._writers: dict[int, asyncio.StreamWriter] = {}
+        self._connections: set[asyncio.Task[None]] = set()
+        self._unsubscribe: Callable[[], None] | None = None
+
+    @property
+    def server_ports(self) -> tuple[int, ...]:
+        """Bound server ports by device id (after :meth:`start`)."""
+        return self._server_ports
+
+    @property
+    def rdma_ports(self) -> tuple[int, ...]:
+        """Bound RDMA ports by device id, or the requested ones when not listening."""
+        return self._rdma_ports or self._wanted_rdma_ports
+
+    async def start(self, *, listen_rdma: bool = True) -> None:
+        """Listen on every port; port 0 picks a free one. Raises OSError when a port is taken."""
+        try:
+            ports = []
+            for device_id, port in enumerate(self._wanted_server_ports):
+                server = await asyncio.start_server(
+                    self._handler(device_id), self._host, port, limit=MAX_LINE
+                )
+                self._servers.append(server)
+                ports.append(_bound_port(server))
+            self._server_ports = tuple(ports)
+            if listen_rdma:
+                rdma = []
+                for port in self._wanted_rdma_ports:
+                    server = await asyncio.start_server(_refuse_rdma, self._host, port)
+                    self._servers.append(server)
+                    rdma.append(_bound_port(server))
+                self._rdma_ports = tuple(rdma)
+        except OSError:
+            await self.stop()
+            raise
+        self._unsubscribe = self._backend.subscribe(self._on_event)
+
+    async def stop(self) -> None:
+        """Stop listening and close every attachment (applications see the connection end)."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        for server in self._servers:
+            server.close()
+        for writer in list(self._writers.values()):
+            writer.close()
+        for task in list(self._connections):
+            task.cancel()
+        if self._connections:
+            await asyncio.gather(*self._connections, return_exceptions=True)
+        for server in self._servers:
+            with contextlib.suppress(Exception):
+                await server.wait_closed()
+        self._servers.clear()
+
+    # ------------------------------------------------------------ serving
+
+    def _handler(
+        self, device_id: int
+    ) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]:
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            task = asyncio.current_task()
+            if task is not None:
+                self._connections.add(task)
+            try:
+                await self._serve(device_id, reader, writer)
+            except (ConnectionError, asyncio.IncompleteReadError):
+                pass
+            finally:
+                if task is not None:
+                    self._connections.discard(task)
+                writer.close()
+
+        return handle
+
+    async def _serve(
+        self, device_id: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        peer = writer.get_extra_info("peername")
+        client = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        try:
+            line = await asyncio.wait_for(reader.readline(), self._first_line_timeout)
+        except TimeoutError:
+            await _send(writer, f"ERR {Reason.INVALID_REQUEST} no ATTACH line within the timeout")
+            return
+        except ValueError:
+            await _send(writer, f"ERR {Reason.INVALID_REQUEST} line longer than {MAX_LINE} bytes")
+            return
+        words = line.decode("utf-8", "replace").split()
+        if len(words) != 2 or words[0].upper() != "ATTACH":
+            await _send(writer, f"ERR {Reason.INVALID_REQUEST} send 'ATTACH <partition_id>' first")
+            return
+        try:
+            attachment = self._backend.attach(words[1], device_id, client)
+        except MachineRefusal as exc:
+            await _send(writer, f"ERR {exc.reason} {exc.message}")
+            return
+        self._writers[device_id] = writer
+        ended_by_client = True
+        try:
+            await _send(
+                writer,
+                f"OK {self._backend.agent_id} {device_id} {attachment.routing_id}",
+            )
+            while True:
+                try:
+                    line = await reader.readline()
+                except ValueError:
+                    await _send(writer, f"ERR {Reason.INVALID_REQUEST} line too long")
+                    continue
+                if not line:
+                    break
+                command = line.decode("utf-8", "replace").strip().upper()
+                if command == "PING":
+                    await _send(writer, "PONG")
+                elif command == "DETACH":
+                    await _send(writer, "BYE detached")
+                    break
+                else:
+                    await _send(
+                        writer, f"ERR {Reason.INVALID_REQUEST} unknown command; use PING or DETACH"
+                    )
+        except asyncio.CancelledError:
+            ended_by_client = False
+            raise
+        finally:
+            if self._writers.get(device_id) is writer:
+                del self._writers[device_id]
+            if ended_by_client:
+                self._backend.detach(attachment.attachment_id, detail="application detached")
+            else:
+                self._backend.detach(attachment.attachment_id, evicted=True, detail="agent stopped")
+
+    def _on_event(self, event: AgentEvent) -> None:
+        """Close the connection of an attachment the agent ended."""
+        if event.kind is not EventKind.DETACHED or not event.evicted or event.device_id is None:
+            return
+        writer = self._writers.pop(event.device_id, None)
+        if writer is None:
+            return
+        with contextlib.suppress(Exception):
+            writer.write(f"BYE {event.detail}\n".encode())
+        writer.close()
+
+
+async def _send(writer: asyncio.StreamWriter, line: str) -> None:
+    writer.write(line.encode() + b"\n")
+    await writer.drain()
+
+
+async def _refuse_rdma(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    writer.close()
+
+
+def _bound_port(server: asyncio.Server) -> int:
+    port: int = server.sockets[0].getsockname()[1]
+    return port

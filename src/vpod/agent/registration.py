@@ -1,0 +1,115 @@
+"""Announcing an agent to its controller (``vipu-agent --register HOST:PORT``).
+
+Registration is optional and must never stop an agent from serving: the
+controller may start later, restart, or not implement registration yet. So
+each agent retries with exponential backoff (with jitter, so a pod of agents
+does not knock in step) until the controller answers, then stops. Sleep and
+randomness are injected for tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import grpc
+
+from vpod.wire import admin_pb2, admin_pb2_grpc
+
+from .model import MachineIdentity
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    """Delays between attempts: ``initial * factor**n``, capped, with +/- ``jitter`` spread."""
+
+    initial: float = 0.5
+    factor: float = 2.0
+    maximum: float = 30.0
+    jitter: float = 0.2
+
+    def delays(self, rand: Callable[[], float] = random.random) -> _Delays:
+        return _Delays(self, rand)
+
+
+class _Delays:
+    def __init__(self, backoff: Backoff, rand: Callable[[], float]) -> None:
+        self._backoff = backoff
+        self._rand = rand
+        self._next = backoff.initial
+
+    def __iter__(self) -> _Delays:
+        return self
+
+    def __next__(self) -> float:
+        b = self._backoff
+        base = self._next
+        self._next = min(b.maximum, base * b.factor)
+        spread = 1.0 + b.jitter * (2.0 * self._rand() - 1.0)
+        return max(0.0, base * spread)
+
+
+def registration_request(
+    identity: MachineIdentity, *, advertise_host: str, port: int
+) -> admin_pb2.RegisterAgentRequest:
+    """What the agent tells the controller about itself."""
+    return admin_pb2.RegisterAgentRequest(
+        agent_id=identity.agent_id,
+        host=advertise_host,
+        port=port,
+        machine_type=identity.machine_type.value,
+        serial=identity.serial,
+        ipuof_address=identity.ipuof_address,
+        boot_id=identity.boot_id,
+        agent_version=identity.agent_version,
+    )
+
+
+async def register_until_answered(
+    channel: grpc.aio.Channel,
+    request: admin_pb2.RegisterAgentRequest,
+    *,
+    target: str,
+    backoff: Backoff | None = None,
+    timeout: float = 5.0,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    rand: Callable[[], float] = random.random,
+) -> admin_pb2.RegisterAgentReply:
+    """Call RegisterAgent on ``channel`` until the controller answers; return its answer.
+
+    Every failure (controller down, slow, refusing, not implementing the
+    call) is logged and retried; only cancellation stops the loop.
+    """
+    stub = admin_pb2_grpc.AgentRegistrationServiceStub(channel)
+    delays = (backoff or Backoff()).delays(rand)
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            reply: admin_pb2.RegisterAgentReply = await stub.RegisterAgent(request, timeout=timeout)
+        except grpc.aio.AioRpcError as err:
+            delay = next(delays)
+            level = logging.WARNING if attempt == 1 else logging.DEBUG
+            log.log(
+                level,
+                "agent %s could not register with controller %s (%s: %s); retrying in %.1f s",
+                request.agent_id,
+                target,
+                err.code().name,
+                err.details(),
+                delay,
+            )
+            await sleep(delay)
+            continue
+        log.info(
+            "agent %s registered with controller %s: %s",
+            request.agent_id,
+            target,
+            reply.message or ("known" if reply.known else "discovered"),
+        )
+        return reply

@@ -1,0 +1,276 @@
+"""The agent's gRPC service (``vpod.agent.v1.AgentService``) over a machine backend.
+
+The request path stays light: convert the message, make one synchronous
+backend call, convert the answer. Refusals become status codes (one table,
+:data:`STATUS_OF`) with the backend's sentence and the reason in trailing
+metadata ``vpod-reason``; an unexpected exception becomes ``INTERNAL`` with a
+sentence, never a traceback on the wire.
+
+The agent-level faults live here, not in the backend, because they are
+about the agent process rather than the machine: *hang* makes every
+management call wait until the fault is cleared (callers see their deadline
+pass), *slow* delays every management call. InjectFault and ClearFault are
+exempt, so a hung agent can always be healed.
+"""
+
+# Method names and signatures are fixed by the generated servicer base class.
+# ruff: noqa: N802, ARG002
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import NoReturn, TypeVar
+
+import grpc
+
+from vpod.wire import agent_pb2 as pb
+from vpod.wire import agent_pb2_grpc as pb_grpc
+
+from . import convert
+from .backend import MachineBackend
+from .errors import REASON_KEY, InvalidRequest, MachineConflict, MachineRefusal, UnknownPartition
+from .model import AgentEvent, Fault, FaultKind
+
+log = logging.getLogger(__name__)
+
+STATUS_OF: dict[type[MachineRefusal], grpc.StatusCode] = {
+    InvalidRequest: grpc.StatusCode.INVALID_ARGUMENT,
+    UnknownPartition: grpc.StatusCode.NOT_FOUND,
+    MachineConflict: grpc.StatusCode.FAILED_PRECONDITION,
+}
+
+MAX_SLOW_DELAY_S = 600.0
+
+T = TypeVar("T")
+
+
+def status_of(exc: MachineRefusal) -> grpc.StatusCode:
+    for kind in type(exc).__mro__:
+        if kind in STATUS_OF:
+            return STATUS_OF[kind]
+    return grpc.StatusCode.FAILED_PRECONDITION
+
+
+class AgentService(pb_grpc.AgentServiceServicer):
+    """Serves one machine. Create it inside the event loop that runs the server."""
+
+    def __init__(self, backend: MachineBackend) -> None:
+        self._backend = backend
+        self._hang: Fault | None = None
+        self._slow: Fault | None = None
+        self._healed = asyncio.Event()
+        self._healed.set()
+
+    @property
+    def backend(self) -> MachineBackend:
+        return self._backend
+
+    def agent_faults(self) -> list[Fault]:
+        return [f for f in (self._hang, self._slow) if f is not None]
+
+    # ------------------------------------------------------------ plumbing
+
+    async def _gate(self) -> None:
+        """Emulate a slow or hung agent before a management call is handled."""
+        if self._slow is not None:
+            await asyncio.sleep(self._slow.delay_s)
+        if self._hang is not None:
+            await self._healed.wait()
+
+    async def _abort(self, context: grpc.aio.ServicerContext, exc: MachineRefusal) -> NoReturn:
+        await context.abort(
+            status_of(exc), exc.message, trailing_metadata=((REASON_KEY, exc.reason.value),)
+        )
+        raise AssertionError("context.abort returned")  # pragma: no cover
+
+    async def _run(
+        self, context: grpc.aio.ServicerContext, name: str, call: Callable[[], T], gate: bool = True
+    ) -> T:
+        if gate and (self._slow is not None or self._hang is not None):
+            await self._gate()
+        try:
+            return call()
+        except MachineRefusal as exc:
+            await self._abort(context, exc)
+        except Exception:
+            log.exception("agent %s failed handling %s", self._backend.agent_id, name)
+            await context.abort(
+                grpc.StatusCode.INTERNAL,
+                f"agent {self._backend.agent_id} failed handling {name}: see the agent's log",
+            )
+            raise  # pragma: no cover
+
+    # ---------------------------------------------------------------- rpcs
+
+    async def GetIdentity(
+        self, request: pb.GetIdentityRequest, context: grpc.aio.ServicerContext
+    ) -> pb.Identity:
+        backend = self._backend
+        return await self._run(
+            context, "GetIdentity", lambda: convert.identity_to_wire(backend.identity())
+        )
+
+    async def ListIpuAttributes(
+        self, request: pb.ListIpuAttributesRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ListIpuAttributesReply:
+        backend = self._backend
+        return await self._run(
+            context,
+            "ListIpuAttributes",
+            lambda: convert.attributes_to_wire(backend.agent_id, backend.ipu_attributes()),
+        )
+
+    async def ConfigurePartition(
+        self, request: pb.ConfigurePartitionRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ConfigurePartitionReply:
+        def configure() -> pb.ConfigurePartitionReply:
+            if not request.HasField("config"):
+                raise InvalidRequest("ConfigurePartition needs a config: none was sent")
+            config = convert.config_from_wire(request.config)
+            return convert.outcome_to_wire(self._backend.configure(config))
+
+        return await self._run(context, "ConfigurePartition", configure)
+
+    async def ReleasePartition(
+        self, request: pb.ReleasePartitionRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ReleasePartitionReply:
+        backend = self._backend
+        return await self._run(
+            context,
+            "ReleasePartition",
+            lambda: pb.ReleasePartitionReply(released=backend.release(request.partition_id)),
+        )
+
+    async def ResetPartition(
+        self, request: pb.ResetPartitionRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ResetPartitionReply:
+        backend = self._backend
+        return await self._run(
+            context,
+            "ResetPartition",
+            lambda: pb.ResetPartitionReply(
+                partition=convert.configured_to_wire(backend.reset(request.partition_id))
+            ),
+        )
+
+    async def ListConfigurations(
+        self, request: pb.ListConfigurationsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ListConfigurationsReply:
+        backend = self._backend
+
+        def listing() -> pb.ListConfigurationsReply:
+            return pb.ListConfigurationsReply(
+                agent_id=backend.agent_id,
+                boot_id=backend.identity().boot_id,
+                partitions=[convert.configured_to_wire(c) for c in backend.configurations()],
+            )
+
+        return await self._run(context, "ListConfigurations", listing)
+
+    async def RunLinkTests(
+        self, request: pb.RunLinkTestsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.RunLinkTestsReply:
+        backend = self._backend
+
+        def tests() -> pb.RunLinkTestsReply:
+            kinds = convert.link_tests_from_wire(request.tests)
+            results = backend.run_link_tests(kinds)
+            return pb.RunLinkTestsReply(
+                agent_id=backend.agent_id,
+                results=[convert.link_test_result_to_wire(r) for r in results],
+            )
+
+        return await self._run(context, "RunLinkTests", tests)
+
+    async def Health(
+        self, request: pb.HealthRequest, context: grpc.aio.ServicerContext
+    ) -> pb.HealthReply:
+        backend = self._backend
+
+        def health() -> pb.HealthReply:
+            reply = convert.health_to_wire(backend.health(request.since_event))
+            reply.faults.extend(convert.faults_to_wire(self.agent_faults()))
+            return reply
+
+        return await self._run(context, "Health", health)
+
+    async def WatchEvents(
+        self, request: pb.WatchEventsRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[pb.WatchEventsReply]:
+        """Send what happened after ``since_event`` at once, then each new batch of events."""
+        await self._gate()
+        wake = asyncio.Event()
+
+        def on_event(_: AgentEvent) -> None:
+            wake.set()
+
+        unsubscribe = self._backend.subscribe(on_event)
+        try:
+            batch = self._backend.events_since(request.since_event)
+            cursor = batch.last_event
+            yield convert.batch_to_wire(batch)
+            while True:
+                await wake.wait()
+                wake.clear()
+                await self._gate()
+                batch = self._backend.events_since(cursor)
+                cursor = batch.last_event
+                if batch.events or batch.truncated:
+                    yield convert.batch_to_wire(batch)
+        finally:
+            unsubscribe()
+
+    async def InjectFault(
+        self, request: pb.InjectFaultRequest, context: grpc.aio.ServicerContext
+    ) -> pb.InjectFaultReply:
+        def inject() -> pb.InjectFaultReply:
+            fault = convert.fault_from_wire(request.fault)
+            if fault.kind is FaultKind.AGENT_HANG:
+                self._hang = fault
+                self._healed.clear()
+            elif fault.kind is FaultKind.AGENT_SLOW:
+                if not 0 < fault.delay_s <= MAX_SLOW_DELAY_S:
+                    raise InvalidRequest(
+                        f"a slow agent needs a delay of 1 to {int(MAX_SLOW_DELAY_S * 1000)} ms,"
+                        f" not {round(fault.delay_s * 1000)} ms"
+                    )
+                self._slow = fault
+            else:
+                self._backend.inject_fault(fault)
+            log.warning("agent %s: fault injected: %s", self._backend.agent_id, fault.describe())
+            return pb.InjectFaultReply(active_faults=self._active_faults())
+
+        return await self._run(context, "InjectFault", inject, gate=False)
+
+    async def ClearFault(
+        self, request: pb.ClearFaultRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ClearFaultReply:
+        def clear() -> pb.ClearFaultReply:
+            if request.all:
+                self._clear_agent_faults(hang=True, slow=True)
+                self._backend.clear_fault(None)
+            else:
+                fault = convert.fault_from_wire(request.fault)
+                if fault.kind in (FaultKind.AGENT_HANG, FaultKind.AGENT_SLOW):
+                    self._clear_agent_faults(
+                        hang=fault.kind is FaultKind.AGENT_HANG,
+                        slow=fault.kind is FaultKind.AGENT_SLOW,
+                    )
+                else:
+                    self._backend.clear_fault(fault)
+            return pb.ClearFaultReply(active_faults=self._active_faults())
+
+        return await self._run(context, "ClearFault", clear, gate=False)
+
+    def _clear_agent_faults(self, *, hang: bool, slow: bool) -> None:
+        if hang:
+            self._hang = None
+            self._healed.set()
+        if slow:
+            self._slow = None
+
+    def _active_faults(self) -> list[pb.Fault]:
+        faults = [*self._backend.faults(), *self.agent_faults()]
+        return convert.faults_to_wire(faults)

@@ -1,0 +1,198 @@
+"""``vipu-agent``: run one or many emulated IPU-Machine agents.
+
+Examples::
+
+    vipu-agent                                   # one machine ag1 on 127.1.0.1:8092
+    vipu-agent --machines 16 --address-base 127.1.0.1 --register 127.0.0.1:8091
+    vipu-agent --machines 4 --single-address 127.0.0.1 --agent-port 9100 \\
+               --ipuof-server-port 51000 --ipuof-rdma-port 52000
+    vipu-agent --machines 2 --agent-port 0 --ipuof-server-port 0 --ipuof-rdma-port 0
+
+Prints one line when every agent is serving (``vipu-agent ready: ag1=HOST:PORT
+...``) and stops cleanly on SIGINT or SIGTERM.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+
+import click
+
+from vpod.agent.addressing import (
+    DEFAULT_ADDRESS_BASE,
+    DEFAULT_AGENT_PORT,
+    DEFAULT_RDMA_PORT,
+    DEFAULT_SERVER_PORT,
+    AddressMode,
+    AddressPlan,
+    split_host_port,
+)
+from vpod.agent.host import AgentFleet, AgentStartError, FleetSettings
+from vpod.domain.catalog import machine_spec
+
+log = logging.getLogger("vpod.agent")
+
+
+async def serve(settings: FleetSettings) -> None:
+    """Run the fleet until SIGINT or SIGTERM."""
+    fleet = AgentFleet(settings)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await fleet.start()
+        click.echo(fleet.ready_line())
+        sys.stdout.flush()
+        await stop.wait()
+    finally:
+        await fleet.stop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+
+
+def _port(value: int, option: str) -> int:
+    if not 0 <= value <= 65535:
+        raise click.BadParameter(
+            f"{value} is not a port: use 0..65535 (0 = any free port)", param_hint=option
+        )
+    return value
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--machines", default=1, show_default=True, help="Emulated machines in this process.")
+@click.option(
+    "--id-prefix", default="ag", show_default=True, help="Agent ids are PREFIX1, PREFIX2, ..."
+)
+@click.option("--first-index", default=1, show_default=True, help="Number of the first agent id.")
+@click.option(
+    "--agent-id", "agent_ids", multiple=True, help="Explicit agent id (repeat; sets the count)."
+)
+@click.option(
+    "--machine-type",
+    default="bow2000",
+    show_default=True,
+    help="bow2000 (Bow-2000) or m2000 (IPU-M2000).",
+)
+@click.option(
+    "--seed", default="vpod", show_default=True, help="Seed of serial numbers and chip ids."
+)
+@click.option(
+    "--address-base",
+    default=None,
+    help=f"First machine's address; machine i gets base+i [default: {DEFAULT_ADDRESS_BASE}].",
+)
+@click.option("--single-address", default=None, help="Put every machine on HOST with offset ports.")
+@click.option("--ipuof-address-base", default=None, help="IPUoF addresses, when not the agent's.")
+@click.option(
+    "--agent-port", default=DEFAULT_AGENT_PORT, show_default=True, help="Agent gRPC port (0 = any)."
+)
+@click.option(
+    "--ipuof-server-port",
+    default=DEFAULT_SERVER_PORT,
+    show_default=True,
+    help="IPUoF server port of device 0.",
+)
+@click.option(
+    "--ipuof-rdma-port",
+    default=DEFAULT_RDMA_PORT,
+    show_default=True,
+    help="IPUoF RDMA port of device 0.",
+)
+@click.option("--no-rdma-listen", is_flag=True, help="Report RDMA ports without listening on them.")
+@click.option(
+    "--register", default=None, metavar="HOST:PORT", help="Register with this controller."
+)
+@click.option(
+    "--advertise-host", default=None, help="Host the controller should dial, if not ours."
+)
+@click.option(
+    "--log-level",
+    default="warning",
+    show_default=True,
+    type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
+)
+def cli(
+    machines: int,
+    id_prefix: str,
+    first_index: int,
+    agent_ids: tuple[str, ...],
+    machine_type: str,
+    seed: str,
+    address_base: str | None,
+    single_address: str | None,
+    ipuof_address_base: str | None,
+    agent_port: int,
+    ipuof_server_port: int,
+    ipuof_rdma_port: int,
+    no_rdma_listen: bool,
+    register: str | None,
+    advertise_host: str | None,
+    log_level: str,
+) -> None:
+    """Run emulated IPU-Machine agents (V-IPU agents) until SIGINT or SIGTERM."""
+    logging.basicConfig(
+        level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    if address_base and single_address:
+        raise click.UsageError("give --address-base or --single-address, not both")
+    try:
+        kind = machine_spec(machine_type).machine_type
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--machine-type") from None
+    if register is not None:
+        try:
+            split_host_port(register)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--register") from None
+    mode = AddressMode.SHARED if single_address else AddressMode.PER_MACHINE
+    plan = AddressPlan(
+        mode=mode,
+        base_host=single_address or address_base or DEFAULT_ADDRESS_BASE,
+        agent_port=_port(agent_port, "--agent-port"),
+        server_port=_port(ipuof_server_port, "--ipuof-server-port"),
+        rdma_port=_port(ipuof_rdma_port, "--ipuof-rdma-port"),
+        ipuof_base_host=ipuof_address_base,
+    )
+    settings = FleetSettings(
+        machines=machines,
+        id_prefix=id_prefix,
+        first_index=first_index,
+        agent_ids=agent_ids,
+        machine_type=kind,
+        seed=seed,
+        plan=plan,
+        listen_rdma=not no_rdma_listen,
+        register=register,
+        advertise_host=advertise_host,
+    )
+    try:
+        plan.addresses(len(settings.ids()))
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    try:
+        asyncio.run(serve(settings))
+    except AgentStartError as exc:
+        raise click.ClickException(str(exc)) from None
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console-script entry point; returns the exit status."""
+    try:
+        cli.main(args=argv, prog_name="vipu-agent", standalone_mode=False)
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.Abort:
+        click.echo("Aborted.", err=True)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,53 @@
+"""Fixtures for agent tests: in-process agents on loopback with ephemeral ports.
+
+Every listener uses port 0, so these tests never collide with each other or
+with anything else on the host.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from vpod.agent.addressing import AddressMode, AddressPlan
+from vpod.agent.client import AgentClient
+from vpod.agent.host import AgentFleet, AgentHost, FleetSettings
+
+
+def ephemeral_plan(
+    base: str = "127.0.0.1", mode: AddressMode = AddressMode.PER_MACHINE
+) -> AddressPlan:
+    """Addresses from ``base``, every port chosen by the kernel."""
+    return AddressPlan(mode=mode, base_host=base, agent_port=0, server_port=0, rdma_port=0)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+async def fleet() -> AsyncIterator[AgentFleet]:
+    """One running Bow-2000 agent ``ag1``."""
+    running = AgentFleet(FleetSettings(machines=1, plan=ephemeral_plan(), stop_grace=0))
+    await running.start()
+    try:
+        yield running
+    finally:
+        await running.stop()
+
+
+@pytest.fixture
+def host(fleet: AgentFleet) -> AgentHost:
+    return fleet.hosts[0]
+
+
+@pytest.fixture
+async def agent(host: AgentHost) -> AsyncIterator[AgentClient]:
+    """A client of ``ag1`` with a short default timeout."""
+    client = AgentClient(host.address, agent_id=host.agent_id, timeout=5.0)
+    try:
+        yield client
+    finally:
+        await client.close()
