@@ -37,13 +37,14 @@ def explain_insert_refused(conn: Connection, allocation: Allocation) -> StoreErr
         return AlreadyExists(
             f"allocation {aid} exists already: pick another id, or remove the allocation first"
         )
-    machine_agents = dict(
-        conn.execute(
+    machine_agents: dict[int, str] = {
+        row.position: row.agent_id
+        for row in conn.execute(
             select(cluster_agents.c.position, cluster_agents.c.agent_id).where(
                 cluster_agents.c.cluster_id == cid
             )
-        ).tuples()
-    )
+        )
+    }
     if not machine_agents:
         return cluster_rows.not_found(cid)
     missing = [m for m in allocation.machines if m not in machine_agents]

@@ -24,6 +24,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from alembic.util import CommandError
 from sqlalchemy import Connection, text
 
 from .engine import Database
@@ -70,6 +71,16 @@ def _sqlite_foreign_keys_off(conn: Connection) -> Iterator[None]:
 
 def upgrade(db: Database, revision: str = "head") -> None:
     """Bring the schema to ``revision`` (default: the newest) in one transaction."""
+    try:
+        _upgrade(db, revision)
+    except CommandError as exc:
+        raise StoreError(
+            f"the schema of database {db.description} cannot be upgraded ({exc}): it may have"
+            " been written by a newer vpod; run that version, or restore a backup"
+        ) from exc
+
+
+def _upgrade(db: Database, revision: str) -> None:
     with translate_errors(db.description), db.engine.connect() as conn:
         conn.execution_options(vpod_write=True)
         if db.dialect == "sqlite":

@@ -48,13 +48,19 @@ def _translate_dbapi(exc: DBAPIError, database: str) -> StoreError:
             " first (Store.migrate(), or start the server with --init)",
             retryable=False,
         )
-    if sqlstate == _INVALID_CATALOG_NAME:
+    # psycopg reports failures while connecting without a SQLSTATE: read the server's words.
+    if sqlstate == _INVALID_CATALOG_NAME or (
+        'database "' in lowered and "does not exist" in lowered
+    ):
         return Unavailable(
             f"database {database} does not exist on the server ({message}): create it"
             " (createdb NAME) or fix the database name in the URL",
             retryable=False,
         )
-    if sqlstate in _AUTHENTICATION_CODES:
+    if sqlstate in _AUTHENTICATION_CODES or any(
+        words in lowered
+        for words in ("password authentication failed", "no password supplied", 'role "')
+    ):
         return Unavailable(
             f"the server refused the credentials for {database} ({message}):"
             " check the user and password in the URL",
