@@ -28,27 +28,59 @@ def _configure_logging(level: str) -> None:
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
     epilog="Example: vipu-server --data-dir /var/lib/vpod --port 8090 --admin-port 8091",
 )
-@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path),
-              default=Path("vpod-data"), show_default=True,
-              help="Directory for the SQLite store (and TLS material).")
-@click.option("--database-url", default="", envvar="VPOD_DATABASE_URL",
-              help="SQLAlchemy URL of the store, e.g. postgresql+psycopg://u:p@db/vpod "
-                   "(default: SQLite in --data-dir).")
-@click.option("--host", default="127.0.0.1", show_default=True,
-              help="Address of the user API.")
-@click.option("--port", "user_port", type=click.IntRange(0, 65535), default=8090,
-              show_default=True, help="Port of the V-IPU user API (gRPC); 0 picks a free one.")
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("vpod-data"),
+    show_default=True,
+    help="Directory for the SQLite store (and TLS material).",
+)
+@click.option(
+    "--database-url",
+    default="",
+    envvar="VPOD_DATABASE_URL",
+    help="SQLAlchemy URL of the store, e.g. postgresql+psycopg://u:p@db/vpod "
+    "(default: SQLite in --data-dir).",
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address of the user API.")
+@click.option(
+    "--port",
+    "user_port",
+    type=click.IntRange(0, 65535),
+    default=8090,
+    show_default=True,
+    help="Port of the V-IPU user API (gRPC); 0 picks a free one.",
+)
 @click.option("--admin-host", default=None, help="Address of the admin API (default: --host).")
-@click.option("--admin-port", type=click.IntRange(0, 65535), default=8091, show_default=True,
-              help="Port of the admin API (gRPC).")
+@click.option(
+    "--admin-port",
+    type=click.IntRange(0, 65535),
+    default=8091,
+    show_default=True,
+    help="Port of the admin API (gRPC).",
+)
 @click.option("--http-host", default=None, help="Address of the HTTP API (default: --host).")
-@click.option("--http-port", type=click.IntRange(0, 65535), default=8080, show_default=True,
-              help="Port of the REST API, /healthz, /readyz and /metrics.")
+@click.option(
+    "--http-port",
+    type=click.IntRange(0, 65535),
+    default=8080,
+    show_default=True,
+    help="Port of the REST API, /healthz, /readyz and /metrics.",
+)
 @click.option("--secure", is_flag=True, help="Authenticate every call (user id + access key).")
-@click.option("--agent-timeout", type=click.FloatRange(0.1, 600), default=5.0,
-              show_default=True, help="Deadline in seconds for one call to one agent.")
-@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
-              default="info", show_default=True)
+@click.option(
+    "--agent-timeout",
+    type=click.FloatRange(0.1, 600),
+    default=5.0,
+    show_default=True,
+    help="Deadline in seconds for one call to one agent.",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error"]),
+    default="info",
+    show_default=True,
+)
 def main(
     data_dir: Path,
     database_url: str,

@@ -41,7 +41,7 @@ from vpod.wire import admin_pb2 as apb
 from vpod.wire import admin_pb2_grpc as apb_grpc
 
 from .config import render_hcl
-from .errors import fail
+from .errors import CliFailure, fail
 
 CLUSTER_ID = "cluster"
 ALLOCATION_ID = "default"
@@ -117,7 +117,9 @@ def choose_address_base(data_dir: Path, machines: int) -> str:
         hosts = [str(base + i) for i in (0, machines - 1)]
         if all(_free(h, AGENT_PORT) for h in hosts):
             return str(base)
-    fail("no free loopback block for the emulated agents: pass --address-base 127.N.0.1")
+    raise CliFailure(
+        "no free loopback block for the emulated agents: pass --address-base 127.N.0.1"
+    )
 
 
 def _load_state(data_dir: Path, options: UpOptions) -> UpState:
@@ -177,7 +179,9 @@ class _Child:
     def wait_ready(self, timeout: float) -> str:
         if not self._ready.wait(timeout) or self.ready_line is None:
             code = self.proc.poll()
-            why = f"exited with code {code}" if code is not None else f"not ready in {timeout:.0f} s"
+            why = (
+                f"exited with code {code}" if code is not None else f"not ready in {timeout:.0f} s"
+            )
             fail(f"{self.name} {why}: see {self.log.name}")
         return self.ready_line
 
@@ -284,18 +288,24 @@ def run_up(options: UpOptions, *, echo: bool = True) -> None:
         logs.mkdir(exist_ok=True)
         server_argv = [
             _bin("vipu-server"),
-            "--data-dir", str(data_dir),
-            "--host", options.host,
-            "--port", str(options.port),
-            "--admin-port", str(options.admin_port),
-            "--http-port", str(options.http_port),
+            "--data-dir",
+            str(data_dir),
+            "--host",
+            options.host,
+            "--port",
+            str(options.port),
+            "--admin-port",
+            str(options.admin_port),
+            "--http-port",
+            str(options.http_port),
         ]
         if options.secure:
             server_argv.append("--secure")
         children: list[_Child] = []
         stop = threading.Event()
         previous = {
-            sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)
+            sig: signal.signal(sig, lambda *_: stop.set())
+            for sig in (signal.SIGINT, signal.SIGTERM)
         }
         try:
             server = _Child("vipu-server", server_argv, logs / "controller.log")
@@ -307,12 +317,18 @@ def run_up(options: UpOptions, *, echo: bool = True) -> None:
             ids = [f"ag{i}" for i in range(1, pod.num_machines + 1)]
             agent_argv = [
                 _bin("vipu-agent"),
-                "--machines", str(pod.num_machines),
-                "--id-prefix", "ag",
-                "--machine-type", pod.machine_type.name.lower(),
-                "--address-base", state.address_base,
-                "--agent-port", str(AGENT_PORT),
-                "--register", f"{options.host}:{admin_port}",
+                "--machines",
+                str(pod.num_machines),
+                "--id-prefix",
+                "ag",
+                "--machine-type",
+                pod.machine_type.name.lower(),
+                "--address-base",
+                state.address_base,
+                "--agent-port",
+                str(AGENT_PORT),
+                "--register",
+                f"{options.host}:{admin_port}",
             ]
             agents = _Child("vipu-agent", agent_argv, logs / "agents.log")
             children.append(agents)
@@ -341,7 +357,7 @@ def run_up(options: UpOptions, *, echo: bool = True) -> None:
                         fail(f"{child.name} exited with code {code}: see {child.log.name}")
                 stop.wait(0.5)
         except grpc.RpcError as exc:
-            fail(f"setting up the pod failed: {exc.details()}")  # type: ignore[attr-defined]
+            fail(f"setting up the pod failed: {exc.details()}")
         finally:
             for child in reversed(children):
                 child.stop()

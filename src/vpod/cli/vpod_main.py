@@ -33,22 +33,55 @@ def cli() -> None:
     epilog="Example: vpod up --data-dir ./vpod-data --pod pod256 --port 9090 --admin-port 9091"
     " --http-port 9080",
 )
-@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path),
-              default=Path("vpod-data"), show_default=True, envvar="VPOD_DATA_DIR",
-              help="Where the store, logs and vipu-cli.hcl live; reuse it to get the same pod back.")
-@click.option("--pod", "pod_shape", default=None, metavar="SHAPE",
-              help="pod16, pod64 (default), pod128, pod256 or pod1024; prefix m2000- for IPU-M2000"
-                   " machines (bow- is the default).")
-@click.option("--host", default="127.0.0.1", show_default=True,
-              help="Address the controller's APIs listen on.")
-@click.option("--port", type=click.IntRange(0, 65535), default=8090, show_default=True,
-              help="V-IPU user API port (gRPC).")
-@click.option("--admin-port", type=click.IntRange(0, 65535), default=8091, show_default=True,
-              help="Admin API port (gRPC).")
-@click.option("--http-port", type=click.IntRange(0, 65535), default=8080, show_default=True,
-              help="REST API, /healthz, /readyz and /metrics port.")
-@click.option("--address-base", default=None, metavar="IPV4",
-              help="First loopback address of the emulated machines (default: a free 127.N.0.1).")
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("vpod-data"),
+    show_default=True,
+    envvar="VPOD_DATA_DIR",
+    help="Where the store, logs and vipu-cli.hcl live; reuse it to get the same pod back.",
+)
+@click.option(
+    "--pod",
+    "pod_shape",
+    default=None,
+    metavar="SHAPE",
+    help="pod16, pod64 (default), pod128, pod256 or pod1024; prefix m2000- for IPU-M2000"
+    " machines (bow- is the default).",
+)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address the controller's APIs listen on.",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8090,
+    show_default=True,
+    help="V-IPU user API port (gRPC).",
+)
+@click.option(
+    "--admin-port",
+    type=click.IntRange(0, 65535),
+    default=8091,
+    show_default=True,
+    help="Admin API port (gRPC).",
+)
+@click.option(
+    "--http-port",
+    type=click.IntRange(0, 65535),
+    default=8080,
+    show_default=True,
+    help="REST API, /healthz, /readyz and /metrics port.",
+)
+@click.option(
+    "--address-base",
+    default=None,
+    metavar="IPV4",
+    help="First loopback address of the emulated machines (default: a free 127.N.0.1).",
+)
 @click.option("--secure", is_flag=True, help="Run the controller with authentication.")
 def up(
     data_dir: Path,

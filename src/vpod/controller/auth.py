@@ -34,8 +34,9 @@ class Authenticator:
     async def caller(self, user_id: str, access_key: str, *, source: str, admin: bool) -> Caller:
         if not self.secure:
             who = user_id or ANONYMOUS.user_id
-            return Caller(user_id=who, admin=True if admin else False, allocation_ids=None,
-                          source=source)
+            return Caller(
+                user_id=who, admin=admin, allocation_ids=None, source=source
+            )
         if not user_id or not access_key:
             raise errors.Unauthenticated(
                 "this controller runs with --secure: give --api-user-id and --api-access-key"
@@ -47,8 +48,7 @@ class Authenticator:
                 f"user {user_id} is not an administrator: the admin endpoint is for admins only"
             )
         allocations = None if user.admin else frozenset(user.allocation_ids)
-        return Caller(user_id=user.id, admin=user.admin, allocation_ids=allocations,
-                      source=source)
+        return Caller(user_id=user.id, admin=user.admin, allocation_ids=allocations, source=source)
 
     async def _check(self, user_id: str, access_key: str) -> User:
         token = (user_id, hashlib.sha256(access_key.encode()).hexdigest())

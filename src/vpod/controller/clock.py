@@ -41,5 +41,3 @@ class FakeClock:
 
         self._now += timedelta(seconds=seconds)
         self._mono += seconds
-
-

@@ -161,9 +161,7 @@ class Fleet:
         await self._ctx.audit(caller, "inject_fault", agent_id, "ok", fault.kind.name)
         return faults
 
-    async def clear_fault(
-        self, caller: Caller, agent_id: str, fault: Fault | None
-    ) -> list[Fault]:
+    async def clear_fault(self, caller: Caller, agent_id: str, fault: Fault | None) -> list[Fault]:
         """End one fault, or every fault of the agent when ``fault`` is None."""
         agent = await self._agent(agent_id)
         try:
@@ -185,6 +183,5 @@ class Fleet:
         done, failed = await fan_out(
             agents, lambda a: self._ctx.gateway.link_tests(a, kinds, timeout=timeout)
         )
-        await self._ctx.audit(caller, "test_cluster", cluster_id,
-                              "failed" if failed else "ok")
+        await self._ctx.audit(caller, "test_cluster", cluster_id, "failed" if failed else "ok")
         return cluster, done, failed

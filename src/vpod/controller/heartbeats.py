@@ -72,8 +72,13 @@ class HeartbeatMonitor:
         ctx = self._c.ctx
         reason = f"agent {agent.id} has not answered for {silent_for:.1f} s: {cause}"
         self._state[agent.id] = AgentHealthState.UNREACHABLE
-        await ctx.db(ctx.db.store.set_agent_health, agent.id, AgentHealthState.UNREACHABLE,
-                     at=None, reason=reason)
+        await ctx.db(
+            ctx.db.store.set_agent_health,
+            agent.id,
+            AgentHealthState.UNREACHABLE,
+            at=None,
+            reason=reason,
+        )
         ctx.occupancy.forget()
         log.warning("%s", reason)
         await ctx.audit(SYSTEM, "agent_unreachable", agent.id, "detected", reason)
@@ -83,8 +88,13 @@ class HeartbeatMonitor:
         ctx = self._c.ctx
         was = self._state.get(agent.id)
         self._state[agent.id] = AgentHealthState.REACHABLE
-        await ctx.db(ctx.db.store.set_agent_health, agent.id, AgentHealthState.REACHABLE,
-                     at=ctx.clock.now(), reason="")
+        await ctx.db(
+            ctx.db.store.set_agent_health,
+            agent.id,
+            AgentHealthState.REACHABLE,
+            at=ctx.clock.now(),
+            reason="",
+        )
         if was is AgentHealthState.UNREACHABLE:
             ctx.occupancy.forget()
             await ctx.audit(SYSTEM, "agent_reachable", agent.id, "detected")

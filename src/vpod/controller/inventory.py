@@ -19,6 +19,7 @@ from vpod.domain.topology import GwTopology, IldTopology
 from vpod.placement import AllocationRequest, Rejected, place
 from vpod.placement.results import AllocationPlacement
 from vpod.store.errors import Conflict
+from vpod.store.store import Store
 
 from . import errors
 from .caller import Caller
@@ -44,11 +45,12 @@ class Inventory:
     # ---------------------------------------------------------------- lookups
 
     @property
-    def _store(self):  # type: ignore[no-untyped-def]
+    def _store(self) -> Store:
         return self._ctx.db.store
 
     async def cluster(self, cluster_id: str) -> Cluster:
-        return await self._ctx.db(self._store.get_cluster, cluster_id)
+        cluster: Cluster = await self._ctx.db(self._store.get_cluster, cluster_id)
+        return cluster
 
     async def agents(self, agent_ids: Iterable[str]) -> list[Agent]:
         wanted = list(agent_ids)
@@ -63,7 +65,7 @@ class Inventory:
 
     async def allocation_for(self, caller: Caller, allocation_id: str) -> Allocation:
         """An allocation the caller may use (NOT_FOUND also when it exists but is not theirs)."""
-        found = await self._ctx.db(self._store.find_allocation, allocation_id)
+        found: Allocation | None = await self._ctx.db(self._store.find_allocation, allocation_id)
         if found is None or not caller.may_use(allocation_id):
             raise errors.NotFound(
                 f"allocation {allocation_id} does not exist or is not granted to you:"
@@ -73,9 +75,7 @@ class Inventory:
 
     async def visible_allocations(self, caller: Caller) -> list[Allocation]:
         allocations = await self._ctx.db(self._store.list_allocations)
-        return sorted(
-            (a for a in allocations if caller.may_use(a.id)), key=lambda a: a.id
-        )
+        return sorted((a for a in allocations if caller.may_use(a.id)), key=lambda a: a.id)
 
     async def candidate_allocations(
         self, caller: Caller, allocation_id: str | None, cluster_id: str | None
@@ -109,8 +109,9 @@ class Inventory:
         serial: str = "",
     ) -> Agent:
         try:
-            agent = Agent(id=agent_id, host=host, port=port, machine_type=machine_type,
-                          serial=serial)
+            agent = Agent(
+                id=agent_id, host=host, port=port, machine_type=machine_type, serial=serial
+            )
         except DomainError as exc:
             raise _invalid(exc) from None
         await self._ctx.db(self._store.add_agent, agent)
@@ -123,8 +124,11 @@ class Inventory:
         if existing is None:
             await self._ctx.db(self._store.add_agent, agent)
             return False, f"agent {agent.id} registered at {agent.address}"
-        if (existing.host, existing.port, existing.serial) != (agent.host, agent.port,
-                                                               agent.serial):
+        if (existing.host, existing.port, existing.serial) != (
+            agent.host,
+            agent.port,
+            agent.serial,
+        ):
             await self._ctx.db(self._store.update_agent, agent)
         return True, f"agent {agent.id} known; address {agent.address}"
 
@@ -151,8 +155,11 @@ class Inventory:
         gw_topology: GwTopology | None = None,
     ) -> Cluster:
         agents = {a.id: a for a in await self._ctx.db(self._store.list_agents)}
-        machine_type = agents[agent_ids[0]].machine_type if agent_ids and agent_ids[0] in agents \
+        machine_type = (
+            agents[agent_ids[0]].machine_type
+            if agent_ids and agent_ids[0] in agents
             else MachineType.BOW2000
+        )
         try:
             from vpod.domain.entities import default_gw_topology
 
@@ -171,8 +178,13 @@ class Inventory:
             await self._ctx.db(self._store.add_cluster, cluster)
         except Conflict as exc:
             raise errors.FailedPrecondition(str(exc)) from None
-        await self._ctx.audit(caller, "create_cluster", cluster_id, "ok",
-                              f"{len(agent_ids)} agents, {num_domains} domains")
+        await self._ctx.audit(
+            caller,
+            "create_cluster",
+            cluster_id,
+            "ok",
+            f"{len(agent_ids)} agents, {num_domains} domains",
+        )
         return cluster
 
     async def list_clusters(self) -> list[Cluster]:
@@ -235,8 +247,13 @@ class Inventory:
                 except Conflict:
                     continue
                 occupancy.put(cluster.id, snapshot.apply(placed))
-                await self._ctx.audit(caller, "create_allocation", allocation_id, "ok",
-                                      f"{allocation.size} IPUs in cluster {cluster_id}")
+                await self._ctx.audit(
+                    caller,
+                    "create_allocation",
+                    allocation_id,
+                    "ok",
+                    f"{allocation.size} IPUs in cluster {cluster_id}",
+                )
                 return allocation
         raise errors.Unavailable(
             f"allocation {allocation_id}: the cluster kept changing under the request; retry"
@@ -255,9 +272,7 @@ class Inventory:
             try:
                 await self._ctx.db(self._store.remove_allocation, allocation_id)
             except Conflict as exc:
-                raise errors.FailedPrecondition(
-                    f"{exc}: remove its partitions first"
-                ) from None
+                raise errors.FailedPrecondition(f"{exc}: remove its partitions first") from None
             self._ctx.occupancy.forget(allocation.cluster_id)
         await self._ctx.audit(caller, "remove_allocation", allocation_id, "ok")
 
@@ -274,8 +289,13 @@ class Inventory:
             await self.allocation_for(caller, allocation_id)
         key = new_access_key()
         await self._ctx.db(self._store.add_user, user, hash_key(key))
-        await self._ctx.audit(caller, "create_user", user_id, "ok",
-                              f"allocations: {', '.join(allocation_ids) or 'none'}")
+        await self._ctx.audit(
+            caller,
+            "create_user",
+            user_id,
+            "ok",
+            f"allocations: {', '.join(allocation_ids) or 'none'}",
+        )
         return NewUser(user=user, access_key=key)
 
     async def list_users(self) -> list[User]:

@@ -58,9 +58,7 @@ class PartitionViews:
         self._ctx = ctx
         self._facts = facts
 
-    async def ipuof_config(
-        self, caller: Caller, record: PartitionRecord, gcd_id: int | None
-    ) -> dict[str, Any]:
+    async def ipuof_config(self, record: PartitionRecord, gcd_id: int | None) -> dict[str, Any]:
         """The wire's ``PartitionConfig`` as plain data (see ``vpod.domain.ipuof``)."""
         if record.state.ready is not ReadyState.ACTIVE:
             raise errors.FailedPrecondition(

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 from collections.abc import Sequence
+from typing import Unpack
 
 from vpod.agent.model import IpuAssignment, PartitionConfig
 from vpod.domain.entities import Agent, Allocation, Cluster
@@ -33,7 +34,7 @@ from vpod.domain.partitions import PartitionRequirements, PartitionSpec, resolve
 from vpod.placement import PartitionRequest, Rejected, place
 from vpod.placement.results import PartitionPlacement
 from vpod.store.errors import Conflict
-from vpod.store.records import PartitionRecord, ipus_of_placement
+from vpod.store.records import PartitionChanges, PartitionRecord, ipus_of_placement
 
 from . import errors
 from .agent_gateway import describe_failures, fan_out
@@ -58,7 +59,7 @@ class PartitionService:
             )
         return record
 
-    async def list(
+    async def list_partitions(
         self, caller: Caller, *, allocation_id: str | None = None, cluster_id: str | None = None
     ) -> list[PartitionRecord]:
         if allocation_id:
@@ -102,16 +103,15 @@ class PartitionService:
         for allocation, cluster in candidates:
             try:
                 spec = resolve_partition_spec(
-                    dataclasses.replace(
-                        req, allocation_id=allocation.id, cluster_id=cluster.id
-                    ),
+                    dataclasses.replace(req, allocation_id=allocation.id, cluster_id=cluster.id),
                     pod=cluster.pod(),
                 )
             except DomainError as exc:
                 spec_errors.append(str(exc))
                 continue
-            outcome = await self._reserve(caller, cluster, allocation, spec, disable_auto_reset,
-                                          relocatable)
+            outcome = await self._reserve(
+                caller, cluster, allocation, spec, disable_auto_reset, relocatable
+            )
             if isinstance(outcome, Rejected):
                 reasons.extend(outcome.reasons)
                 continue
@@ -119,7 +119,8 @@ class PartitionService:
         if spec_errors and not reasons:
             raise errors.InvalidArgument(spec_errors[0])
         raise errors.NoCapacity(
-            f"partition {req.id} of {req.size} IPUs does not fit: " + "; ".join(reasons or spec_errors)
+            f"partition {req.id} of {req.size} IPUs does not fit: "
+            + "; ".join(reasons or spec_errors)
         )
 
     async def _repeat_of(
@@ -127,12 +128,12 @@ class PartitionService:
     ) -> PartitionRecord:
         """A create for an id that exists: the same request again succeeds, another is refused."""
         if not caller.may_use(existing.allocation_id):
-            raise errors.AlreadyExists(
-                f"partition id {req.id} is taken: choose another id"
-            )
-        same = existing.spec.size == req.size and (
-            not req.allocation_id or req.allocation_id == existing.allocation_id
-        ) and (not req.num_gcds or req.num_gcds == existing.spec.num_gcds)
+            raise errors.AlreadyExists(f"partition id {req.id} is taken: choose another id")
+        same = (
+            existing.spec.size == req.size
+            and (not req.allocation_id or req.allocation_id == existing.allocation_id)
+            and (not req.num_gcds or req.num_gcds == existing.spec.num_gcds)
+        )
         if not same:
             raise errors.AlreadyExists(
                 f"partition {req.id} already exists with {existing.spec.size} IPUs in allocation"
@@ -165,7 +166,7 @@ class PartitionService:
             ipus=spec.ipus,
         )
         async with ctx.occupancy.lock(cluster.id):
-            result: PartitionPlacement | Rejected = Rejected(("not tried",))
+            result = Rejected(("not tried",))
             for attempt in range(RESERVE_ATTEMPTS):
                 snapshot = await ctx.occupancy.get(cluster, fresh=attempt > 0)
                 placed = place(snapshot, request)
@@ -196,8 +197,13 @@ class PartitionService:
                         " see it, or choose another id"
                     ) from None
                 ctx.occupancy.put(cluster.id, snapshot.apply(placed))
-                await ctx.audit(caller, "create_partition", spec.id, "reserved",
-                                f"{spec.size} IPUs in allocation {allocation.id}")
+                await ctx.audit(
+                    caller,
+                    "create_partition",
+                    spec.id,
+                    "reserved",
+                    f"{spec.size} IPUs in allocation {allocation.id}",
+                )
                 return stored
             return result
 
@@ -213,9 +219,7 @@ class PartitionService:
         if not failed:
             return await self._move(record, Event.CONFIGURED, errors_=())
         # Undo: release everywhere (release is idempotent), then give the IPUs back.
-        await fan_out(
-            agents, lambda a: self._ctx.gateway.release(a, record.id, timeout=timeout)
-        )
+        await fan_out(agents, lambda a: self._ctx.gateway.release(a, record.id, timeout=timeout))
         await self._forget(cluster, record)
         cause = describe_failures(failed)
         await self._ctx.audit(caller, "create_partition", record.id, "failed", cause)
@@ -282,12 +286,13 @@ class PartitionService:
             state: PartitionState = transition(record.state, event, partition_id=record.id)
         except IllegalTransition as exc:
             raise errors.FailedPrecondition(str(exc)) from None
-        changes: dict[str, object] = {"state": state}
-        if errors_ is not None:
-            changes["errors"] = tuple(errors_)
-        return await self._update(record, **changes)
+        if errors_ is None:
+            return await self._update(record, state=state)
+        return await self._update(record, state=state, errors=tuple(errors_))
 
-    async def _update(self, record: PartitionRecord, **changes: object) -> PartitionRecord:
+    async def _update(
+        self, record: PartitionRecord, **changes: Unpack[PartitionChanges]
+    ) -> PartitionRecord:
         ctx = self._ctx
         try:
             return await ctx.db(

@@ -59,7 +59,7 @@ def _bind(server: grpc.aio.Server, host: str, port: int, what: str) -> int:
             f"cannot listen for the {what} on {host}:{port}: the port is in use or the address"
             " is not local; choose another with the matching --*-port option"
         )
-    return bound
+    return int(bound)
 
 
 async def serve(

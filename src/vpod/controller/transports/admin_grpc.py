@@ -17,6 +17,7 @@ from vpod.wire import virmgrpc_pb2 as pb
 
 from .. import errors
 from ..app import Controller
+from ..caller import Caller
 from .auth import GrpcAuthenticator
 from .grpc_errors import grpc_errors
 from .wire_convert import cluster_test_reply, partition_to_wire, status_to_wire
@@ -63,7 +64,9 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
     # -- agents
 
     @grpc_errors
-    async def CreateAgent(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+    async def CreateAgent(  # noqa: N802
+        self, request: apb.CreateAgentRequest, context: grpc.aio.ServicerContext
+    ) -> apb.CreateAgentReply:
         caller = await self._auth.admin(context)
         agent = await self._c.inventory.create_agent(
             caller, request.agent_id, request.host, request.port
@@ -71,7 +74,9 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         return apb.CreateAgentReply(agent=await self._agent_to_wire(agent, {}, {}))
 
     @grpc_errors
-    async def ListAgents(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+    async def ListAgents(  # noqa: N802
+        self, request: apb.ListAgentsRequest, context: grpc.aio.ServicerContext
+    ) -> apb.ListAgentsReply:
         await self._auth.admin(context)
         agents = await self._c.inventory.list_agents()
         clusters = await self._c.inventory.list_clusters()
@@ -111,13 +116,17 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         return wire
 
     @grpc_errors
-    async def RemoveAgent(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+    async def RemoveAgent(  # noqa: N802
+        self, request: apb.RemoveAgentRequest, context: grpc.aio.ServicerContext
+    ) -> apb.RemoveAgentReply:
         caller = await self._auth.admin(context)
         await self._c.inventory.remove_agent(caller, request.agent_id)
         return apb.RemoveAgentReply()
 
     @grpc_errors
-    async def DiscoverAgents(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+    async def DiscoverAgents(  # noqa: N802
+        self, request: apb.DiscoverAgentsRequest, context: grpc.aio.ServicerContext
+    ) -> apb.DiscoverAgentsReply:
         caller = await self._auth.admin(context)
         found = await self._c.fleet.discover(caller, list(request.addresses), add=request.add)
         return apb.DiscoverAgentsReply(agents=[apb.DiscoveredAgent(**d) for d in found])
@@ -125,7 +134,9 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
     # -- clusters
 
     @grpc_errors
-    async def CreateCluster(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+    async def CreateCluster(  # noqa: N802
+        self, request: apb.CreateClusterRequest, context: grpc.aio.ServicerContext
+    ) -> apb.CreateClusterReply:
         caller = await self._auth.admin(context)
         cluster = await self._c.inventory.create_cluster(
             caller,
@@ -138,13 +149,17 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         return apb.CreateClusterReply(cluster=_cluster_to_wire(cluster))
 
     @grpc_errors
-    async def ListClusters(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+    async def ListClusters(  # noqa: N802
+        self, request: apb.ListClustersRequest, context: grpc.aio.ServicerContext
+    ) -> apb.ListClustersReply:
         await self._auth.admin(context)
         clusters = await self._c.inventory.list_clusters()
         return apb.ListClustersReply(clusters=[_cluster_to_wire(c) for c in clusters])
 
     @grpc_errors
-    async def RemoveCluster(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+    async def RemoveCluster(  # noqa: N802
+        self, request: apb.RemoveClusterRequest, context: grpc.aio.ServicerContext
+    ) -> apb.RemoveClusterReply:
         caller = await self._auth.admin(context)
         if request.force:
             for allocation in await self._c.inventory.list_allocations(request.cluster_id):
@@ -153,7 +168,9 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         return apb.RemoveClusterReply()
 
     @grpc_errors
-    async def TestCluster(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+    async def TestCluster(  # noqa: N802
+        self, request: apb.TestClusterRequest, context: grpc.aio.ServicerContext
+    ) -> apb.TestClusterReply:
         caller = await self._auth.admin(context)
         try:
             kinds = agent_convert.link_tests_from_wire(request.tests)
@@ -165,7 +182,9 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
     # -- allocations
 
     @grpc_errors
-    async def CreateAllocation(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+    async def CreateAllocation(  # noqa: N802
+        self, request: apb.CreateAllocationRequest, context: grpc.aio.ServicerContext
+    ) -> apb.CreateAllocationReply:
         caller = await self._auth.admin(context)
         allocation = await self._c.inventory.create_allocation(
             caller,
@@ -175,12 +194,12 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
             agent_ids=list(request.agent_ids) or None,
         )
         cluster = await self._c.inventory.cluster(allocation.cluster_id)
-        return apb.CreateAllocationReply(
-            allocation=_allocation_to_wire(allocation, cluster, [], 0)
-        )
+        return apb.CreateAllocationReply(allocation=_allocation_to_wire(allocation, cluster, [], 0))
 
     @grpc_errors
-    async def ListAllocations(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+    async def ListAllocations(  # noqa: N802
+        self, request: apb.ListAllocationsRequest, context: grpc.aio.ServicerContext
+    ) -> apb.ListAllocationsReply:
         # Users may call this too (``vipu list allocations``): they see their own.
         caller = await self._auth.user(context)
         allocations = [
@@ -189,9 +208,12 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
             if caller.may_use(a.id)
         ]
         clusters = {c.id: c for c in await self._c.inventory.list_clusters()}
-        users = await self._c.inventory.list_users() if caller.admin or not self._c.settings.secure \
+        users = (
+            await self._c.inventory.list_users()
+            if caller.admin or not self._c.settings.secure
             else []
-        partitions = await self._c.partitions.list(caller)
+        )
+        partitions = await self._c.partitions.list_partitions(caller)
         count: dict[str, int] = {}
         for p in partitions:
             count[p.allocation_id] = count.get(p.allocation_id, 0) + 1
@@ -208,21 +230,27 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         )
 
     @grpc_errors
-    async def RemoveAllocation(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+    async def RemoveAllocation(  # noqa: N802
+        self, request: apb.RemoveAllocationRequest, context: grpc.aio.ServicerContext
+    ) -> apb.RemoveAllocationReply:
         caller = await self._auth.admin(context)
         await self._remove_allocation(caller, request.allocation_id, force=request.force)
         return apb.RemoveAllocationReply()
 
-    async def _remove_allocation(self, caller, allocation_id: str, *, force: bool) -> None:  # type: ignore[no-untyped-def]
+    async def _remove_allocation(self, caller: Caller, allocation_id: str, *, force: bool) -> None:
         if force:
-            for record in await self._c.partitions.list(caller, allocation_id=allocation_id):
+            for record in await self._c.partitions.list_partitions(
+                caller, allocation_id=allocation_id
+            ):
                 await self._c.partitions.remove(caller, record.id, force=True)
         await self._c.inventory.remove_allocation(caller, allocation_id)
 
     # -- users
 
     @grpc_errors
-    async def CreateUser(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+    async def CreateUser(  # noqa: N802
+        self, request: apb.CreateUserRequest, context: grpc.aio.ServicerContext
+    ) -> apb.CreateUserReply:
         caller = await self._auth.admin(context)
         created = await self._c.inventory.create_user(
             caller, request.user_id, list(request.allocation_ids), admin=request.admin
@@ -234,7 +262,9 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         )
 
     @grpc_errors
-    async def ListUsers(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+    async def ListUsers(  # noqa: N802
+        self, request: apb.ListUsersRequest, context: grpc.aio.ServicerContext
+    ) -> apb.ListUsersReply:
         await self._auth.admin(context)
         users = await self._c.inventory.list_users()
         return apb.ListUsersReply(
@@ -245,7 +275,9 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         )
 
     @grpc_errors
-    async def RemoveUser(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+    async def RemoveUser(  # noqa: N802
+        self, request: apb.RemoveUserRequest, context: grpc.aio.ServicerContext
+    ) -> apb.RemoveUserReply:
         caller = await self._auth.admin(context)
         await self._c.inventory.remove_user(caller, request.user_id)
         self._c.auth.forget(request.user_id)
@@ -254,9 +286,11 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
     # -- partitions, faults, attributes
 
     @grpc_errors
-    async def ListPartitions(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+    async def ListPartitions(  # noqa: N802
+        self, request: apb.ListPartitionsRequest, context: grpc.aio.ServicerContext
+    ) -> apb.ListPartitionsReply:
         caller = await self._auth.admin(context)
-        records = await self._c.partitions.list(
+        records = await self._c.partitions.list_partitions(
             caller,
             allocation_id=request.allocation_id or None,
             cluster_id=request.cluster_id or None,
@@ -283,7 +317,9 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         return reply
 
     @grpc_errors
-    async def InjectFault(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+    async def InjectFault(  # noqa: N802
+        self, request: apb.InjectFaultRequest, context: grpc.aio.ServicerContext
+    ) -> apb.InjectFaultReply:
         caller = await self._auth.admin(context)
         try:
             fault = agent_convert.fault_from_wire(request.fault)
@@ -295,7 +331,9 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         )
 
     @grpc_errors
-    async def ClearFault(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+    async def ClearFault(  # noqa: N802
+        self, request: apb.ClearFaultRequest, context: grpc.aio.ServicerContext
+    ) -> apb.ClearFaultReply:
         caller = await self._auth.admin(context)
         fault = None
         if request.HasField("fault") and not request.all:
@@ -309,7 +347,9 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         )
 
     @grpc_errors
-    async def ListIpuAttributes(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+    async def ListIpuAttributes(  # noqa: N802
+        self, request: pb.ListIPUAttributesRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ListIPUAttributesReply:
         caller = await self._auth.admin(context)
         attributes = await self._c.views.ipu_attributes(caller, request.agents)
         reply = pb.ListIPUAttributesReply()
@@ -325,7 +365,9 @@ class RegistrationServicer(apb_grpc.AgentRegistrationServiceServicer):
         self._c = controller
 
     @grpc_errors
-    async def RegisterAgent(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+    async def RegisterAgent(  # noqa: N802
+        self, request: apb.RegisterAgentRequest, context: grpc.aio.ServicerContext
+    ) -> apb.RegisterAgentReply:
         try:
             machine_type = machine_spec(request.machine_type or "Bow-2000").machine_type
             agent = Agent(
@@ -343,4 +385,6 @@ class RegistrationServicer(apb_grpc.AgentRegistrationServiceServicer):
 
 def add_admin_api(server: grpc.aio.Server, controller: Controller, auth: GrpcAuthenticator) -> None:
     apb_grpc.add_AdminServiceServicer_to_server(AdminServicer(controller, auth), server)
-    apb_grpc.add_AgentRegistrationServiceServicer_to_server(RegistrationServicer(controller), server)
+    apb_grpc.add_AgentRegistrationServiceServicer_to_server(
+        RegistrationServicer(controller), server
+    )

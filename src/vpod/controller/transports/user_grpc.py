@@ -43,7 +43,9 @@ class UserServicer(pb_grpc.UserServiceServicer):
         self, request: pb.ListPartitionsRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListPartitionsReply:
         caller = await self._auth.user(context)
-        records = await self._c.partitions.list(caller, allocation_id=request.allocation_id or None)
+        records = await self._c.partitions.list_partitions(
+            caller, allocation_id=request.allocation_id or None
+        )
         clusters = {c.id: c for c in await self._c.inventory.list_clusters()}
         version = self._c.settings.ipuof_server_version
         return pb.ListPartitionsReply(
@@ -105,7 +107,7 @@ class UserServicer(pb_grpc.UserServiceServicer):
         caller = await self._auth.user(context)
         record = await self._c.partitions.get(caller, request.partition_id)
         gcd = request.gcd_id.id if request.HasField("gcd_id") else None
-        config = await self._c.views.ipuof_config(caller, record, gcd)
+        config = await self._c.views.ipuof_config(record, gcd)
         return pb.GetPartitionIpuofConfigReply(ipuof_config=ipuof_config_to_wire(config))
 
     @grpc_errors

@@ -23,6 +23,11 @@ from vpod.wire import virmgrpc_pb2 as pb
 from .. import errors
 
 
+def _wire_enum(number: int) -> Any:
+    """A domain enum number as the generated code's enum type (both are the wire numbers)."""
+    return number
+
+
 def _enum(kind: type[Any], number: int, what: str) -> Any:
     if number == 0:
         return None
@@ -42,9 +47,7 @@ def requirements_from_wire(req: pb.PartitionRequirements) -> PartitionRequiremen
             )
         ordered = sorted(req.ipus, key=lambda i: i.routing_id)
         if [i.routing_id for i in ordered] != list(range(len(ordered))):
-            raise errors.InvalidArgument(
-                "explicit IPUs must have routing ids 0..n-1, each once"
-            )
+            raise errors.InvalidArgument("explicit IPUs must have routing ids 0..n-1, each once")
         ipus = tuple((i.ipulink_domain_topology_id, i.topology_id) for i in ordered)
     return PartitionRequirements(
         id=req.id,
@@ -83,16 +86,16 @@ def partition_to_wire(
         spec=pb.PartitionSpec(
             cluster_id=record.cluster_id,
             ipus=ipus,
-            ipulink_routing_type=spec.routing.value,
-            sync_type=spec.sync_type.value,
+            ipulink_routing_type=_wire_enum(spec.routing.value),
+            sync_type=_wire_enum(spec.sync_type.value),
             num_gcds=spec.num_gcds,
             num_ipulink_segments=spec.num_segments,
             reconfigurable=spec.reconfigurable,
-            gw_routing_type=spec.gw_routing.value if spec.gw_routing else 0,
+            gw_routing_type=_wire_enum(spec.gw_routing.value if spec.gw_routing else 0),
             num_replicas=spec.num_replicas,
             allocation_id=record.allocation_id,
         ),
-        ready_state=record.state.ready.value,
+        ready_state=_wire_enum(record.state.ready.value),
         ipuof_server_version=ipuof_server_version,
     )
 
@@ -100,8 +103,8 @@ def partition_to_wire(
 def status_to_wire(record: PartitionRecord) -> pb.PartitionStatus:
     status = pb.PartitionStatus(
         partition_id=record.id,
-        ready_state=record.state.ready.value,
-        operation_state=record.state.operation.value,
+        ready_state=_wire_enum(record.state.ready.value),
+        operation_state=_wire_enum(record.state.operation.value),
         errors=list(record.errors),
         max_auto_reset_retries=record.max_auto_reset_retries,
         auto_reset_retry_count=record.auto_reset_retry_count,
@@ -121,10 +124,10 @@ _SYNC_NUMBERS = {s.name: s.value for s in SyncType}
 def ipuof_config_to_wire(config: dict[str, Any]) -> pb.PartitionConfig:
     gw = config["gw_routing_type"]
     return pb.PartitionConfig(
-        ipulink_routing_type=_ROUTING_NUMBERS[config["ipulink_routing_type"]],
-        sync_type=_SYNC_NUMBERS[config["sync_type"]],
+        ipulink_routing_type=_wire_enum(_ROUTING_NUMBERS[config["ipulink_routing_type"]]),
+        sync_type=_wire_enum(_SYNC_NUMBERS[config["sync_type"]]),
         reconfigurable=config["reconfigurable"],
-        gw_routing_type=_GW_NUMBERS[gw] if gw else 0,
+        gw_routing_type=_wire_enum(_GW_NUMBERS[gw] if gw else 0),
         num_ipulink_segments=config["num_ipulink_segments"],
         ipuof_server_version=config["ipuof_server_version"],
         gcd_configs=[
@@ -147,7 +150,7 @@ def cluster_test_reply(
     reply = apb.TestClusterReply(cluster_id=cluster_id)
     for kind in LinkTestKind:
         row = apb.ClusterTestResult(
-            test=kind.value, name=kind.display_name, agents_tested=len(agent_ids)
+            test=_wire_enum(kind.value), name=kind.display_name, agents_tested=len(agent_ids)
         )
         bad = 0
         for agent_id in agent_ids:
