@@ -17,6 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 import click
+from rich import box
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -45,11 +46,18 @@ def _ratio_text(value: float | None) -> str:
 
 def result_table(comparison: Comparison, title: str) -> Table:
     """The placers side by side, with each one's mean wait over the bound's."""
-    table = Table(title=title)
-    table.add_column("placer")
-    for heading in ("utilization", "mean wait", "p99 wait", "makespan", "frag. blocked"):
-        table.add_column(heading, justify="right")
-    table.add_column("mean wait ÷ bound", justify="right")
+    table = Table(title=title, box=box.SIMPLE_HEAD, collapse_padding=True)
+    table.add_column("\nplacer", no_wrap=True)
+    headings = (
+        "utilization",
+        "mean\nwait",
+        "p99\nwait",
+        "makespan",
+        "frag.\nblocked",
+        "mean wait\n÷ bound",
+    )
+    for heading in headings:
+        table.add_column(heading, justify="right", no_wrap=True)
     for name, summary in comparison.summaries.items():
         share = summary.fragmentation_blocked / summary.jobs
         table.add_row(
@@ -58,7 +66,7 @@ def result_table(comparison: Comparison, title: str) -> Table:
             format_seconds(summary.mean_wait_s),
             format_seconds(summary.p99_wait_s),
             format_seconds(summary.makespan_s),
-            f"{summary.fragmentation_blocked} ({share:.2%})",
+            f"{summary.fragmentation_blocked} ({share:.1%})",
             _ratio_text(comparison.ratio(name)) if BOUND in comparison.summaries else "",
         )
     return table

@@ -9,7 +9,7 @@ reservation, costs what the engine's own copy-on-write costs.
 from __future__ import annotations
 
 from vpod.domain.topology import Pod
-from vpod.placement import PartitionPlacement, PartitionRequest, Snapshot, place
+from vpod.placement import BEST_FIT, PartitionPlacement, PartitionRequest, Policy, Snapshot, place
 
 from .jobs import Job
 from .placers import SlotPlacer
@@ -19,15 +19,19 @@ ALLOCATION_ID = "pod"
 
 
 class EnginePlacer(SlotPlacer[Snapshot, PartitionPlacement]):
-    """Places each job as a partition through :func:`vpod.placement.place`."""
+    """Places each job as a partition through :func:`vpod.placement.place`.
 
-    def __init__(self, pod: Pod) -> None:
+    ``policy`` is the engine's default unless a study asks for a variant.
+    """
+
+    def __init__(self, pod: Pod, policy: Policy = BEST_FIT) -> None:
         snapshot = Snapshot.build(pod, allocations={ALLOCATION_ID: range(pod.num_machines)})
         super().__init__(snapshot, pod.num_ipus)
+        self.policy = policy
 
     def find(self, state: Snapshot, job: Job) -> PartitionPlacement | None:
         request = PartitionRequest(id=job.name, size=job.size, allocation_id=ALLOCATION_ID)
-        result = place(state, request)
+        result = place(state, request, policy=self.policy)
         return result if isinstance(result, PartitionPlacement) else None
 
     def with_job(self, state: Snapshot, _job: Job, grant: PartitionPlacement) -> Snapshot:
