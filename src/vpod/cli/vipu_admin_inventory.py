@@ -1,0 +1,366 @@
+"""``vipu-admin`` commands for agents, clusters and allocations.
+
+Each command is a standalone Click command; :mod:`.vipu_admin_main` puts it
+under its verb group (``create agent`` ...). All of them call
+``vpod.admin.v1.AdminService`` on the admin endpoint.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from vpod.wire import admin_pb2 as apb
+from vpod.wire import admin_pb2_grpc as apb_grpc
+from vpod.wire import agent_pb2 as agpb
+
+from .grpc_client import EXIT_USAGE, CliError, Connection
+from .render import enum_label, joined, message_dict, table
+from .vipu_group import WholeNumber, csv_list, echo_json, json_option, session_of
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+AGENT_HEADERS = (
+    "Agent",
+    "Host",
+    "Port",
+    "Type",
+    "Serial",
+    "Cluster",
+    "Allocation",
+    "State",
+    "Faults",
+)
+DISCOVERED_HEADERS = ("Agent", "Host", "Port", "Type", "Serial", "Known", "Added", "Error")
+CLUSTER_HEADERS = ("Cluster", "Agents", "ILDs", "Topology", "Cluster Topology", "IPUs", "Type")
+ADMIN_ALLOCATION_HEADERS = ("Allocation ID", "Agents", "Cluster", "Size", "Users", "Partitions")
+"""The first two columns are those of ``vipu list allocations``."""
+
+ILD_TOPOLOGIES = {"torus": apb.ILD_TOPOLOGY_TORUS, "mesh": apb.ILD_TOPOLOGY_MESH}
+CLUSTER_TOPOLOGIES = {
+    "looped": apb.CLUSTER_TOPOLOGY_LOOPED,
+    "switched": apb.CLUSTER_TOPOLOGY_SWITCHED,
+}
+
+
+def admin_stub(ctx: click.Context) -> tuple[Connection, Any]:
+    """The admin endpoint and an ``AdminService`` stub on it."""
+    connection = session_of(ctx).admin()
+    return connection, connection.stub(apb_grpc.AdminServiceStub)
+
+
+def success(verb: str, kind: str, entity_id: str) -> None:
+    click.echo(f"{verb} {kind} ({entity_id}): success.")
+
+
+def fault_text(fault: Any) -> str:
+    """An active fault in a few characters: ``ipu(2)``, ``link(L3)``, ``hang``, ``slow(500ms)``."""
+    if fault.kind == agpb.FAULT_IPU:
+        return f"ipu({fault.device_id})"
+    if fault.kind == agpb.FAULT_LINK_DOWN:
+        return f"link({fault.link_id})"
+    if fault.kind == agpb.FAULT_AGENT_HANG:
+        return "hang"
+    if fault.kind == agpb.FAULT_AGENT_SLOW:
+        return f"slow({fault.delay_ms}ms)"
+    return "unknown"
+
+
+def agent_row(agent: apb.Agent) -> list[object]:
+    return [
+        agent.id,
+        agent.host,
+        agent.port,
+        agent.machine_type,
+        agent.serial,
+        agent.cluster_id,
+        agent.allocation_id,
+        enum_label(apb.AgentState.Name(agent.state), "AGENT_STATE_").removeprefix("AGENT_"),
+        joined(fault_text(f) for f in agent.faults),
+    ]
+
+
+def _lower_label(name: str, prefix: str) -> str:
+    return enum_label(name, prefix).lower()
+
+
+def cluster_row(cluster: apb.Cluster) -> list[object]:
+    return [
+        cluster.id,
+        joined(cluster.agent_ids),
+        cluster.num_ipulinkdomains or 1,
+        _lower_label(apb.IldTopology.Name(cluster.topology), "ILD_TOPOLOGY_"),
+        _lower_label(apb.ClusterTopology.Name(cluster.cluster_topology), "CLUSTER_TOPOLOGY_"),
+        cluster.num_ipus,
+        cluster.machine_type,
+    ]
+
+
+def allocation_row(info: apb.AllocationInfo) -> list[object]:
+    allocation = info.allocation
+    return [
+        allocation.id,
+        joined(allocation.spec.agent_ids),
+        allocation.spec.cluster_id,
+        info.size,
+        joined(info.user_ids),
+        info.num_partitions,
+    ]
+
+
+# ------------------------------------------------------------------ agents
+
+
+@click.command("agent", context_settings=CONTEXT)
+@click.argument("agent_id", metavar="ID")
+@click.option("--host", required=True, metavar="H", help="Address of the agent (IPU-Gateway).")
+@click.option(
+    "--port",
+    required=True,
+    type=click.IntRange(1, 65535),
+    metavar="P",
+    help="The agent's gRPC port.",
+)
+@click.pass_context
+def create_agent(ctx: click.Context, agent_id: str, host: str, port: int) -> None:
+    """Register the agent of one IPU-Machine.
+
+    \b
+    Example:
+      vipu-admin create agent ipum1 --host 10.1.0.1 --port 8092
+    """
+    connection, stub = admin_stub(ctx)
+    request = apb.CreateAgentRequest(agent_id=agent_id, host=host, port=port)
+    connection.call(stub.CreateAgent, request)
+    success("create", "agent", agent_id)
+
+
+@click.command("agents", context_settings=CONTEXT)
+@click.option("--cluster", metavar="C", help="Only the agents of this cluster.")
+@json_option
+@click.pass_context
+def list_agents(ctx: click.Context, cluster: str | None, as_json: bool) -> None:
+    """List agents with their machine, cluster, allocation, state and active faults.
+
+    Table columns: Agent | Host | Port | Type | Serial | Cluster | Allocation |
+    State | Faults.
+    """
+    connection, stub = admin_stub(ctx)
+    reply = connection.call(stub.ListAgents, apb.ListAgentsRequest(cluster_id=cluster or ""))
+    if as_json:
+        echo_json(message_dict(reply))
+        return
+    rows = [agent_row(a) for a in sorted(reply.agents, key=lambda a: a.id)]
+    click.echo(table(AGENT_HEADERS, rows))
+
+
+@click.command("agent", context_settings=CONTEXT)
+@click.argument("agent_id", metavar="ID")
+@click.option("--force", is_flag=True, help="Remove it even when it is in a cluster.")
+@click.pass_context
+def remove_agent(ctx: click.Context, agent_id: str, force: bool) -> None:
+    """Forget agent ID."""
+    connection, stub = admin_stub(ctx)
+    connection.call(stub.RemoveAgent, apb.RemoveAgentRequest(agent_id=agent_id, force=force))
+    success("remove", "agent", agent_id)
+
+
+def _addresses(ctx: click.Context, param: click.Parameter, value: str | None) -> list[str]:
+    addresses = csv_list(ctx, param, value)
+    for address in addresses:
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit():
+            raise click.BadParameter(f"{address!r} is not HOST:PORT (e.g. 10.1.0.1:8092)")
+    return addresses
+
+
+@click.command("agent", context_settings=CONTEXT)
+@click.option(
+    "--address",
+    "addresses",
+    metavar="H:P[,H:P...]",
+    callback=_addresses,
+    help="Agents to probe; without it, the agents that registered themselves.",
+)
+@click.option("--add", is_flag=True, help="Create the agents found, with the ids they report.")
+@json_option
+@click.pass_context
+def discover_agent(ctx: click.Context, addresses: list[str], add: bool, as_json: bool) -> None:
+    """Probe agents (or list self-registered ones) and optionally add them.
+
+    Table columns: Agent | Host | Port | Type | Serial | Known | Added | Error.
+    Exits 1 when a probe failed.
+
+    \b
+    Examples:
+      vipu-admin discover agent
+      vipu-admin discover agent --address 10.1.0.1:8092,10.1.0.2:8092 --add
+    """
+    connection, stub = admin_stub(ctx)
+    request = apb.DiscoverAgentsRequest(addresses=addresses, add=add)
+    reply = connection.call(stub.DiscoverAgents, request)
+    if as_json:
+        echo_json(message_dict(reply))
+    else:
+        rows = [
+            [a.agent_id, a.host, a.port, a.machine_type, a.serial, a.known, a.added, a.error]
+            for a in reply.agents
+        ]
+        click.echo(table(DISCOVERED_HEADERS, rows))
+    failed = [a for a in reply.agents if a.error]
+    if failed:
+        where = ", ".join(f"{a.host}:{a.port}" for a in failed)
+        raise CliError(f"{len(failed)} of {len(reply.agents)} agents could not be probed: {where}")
+
+
+# ---------------------------------------------------------------- clusters
+
+
+@click.command("cluster", context_settings=CONTEXT)
+@click.argument("cluster_id", metavar="ID")
+@click.option(
+    "--agents",
+    required=True,
+    metavar="A,B,...",
+    callback=csv_list,
+    help="Agents in cabling order (4 per IPU-POD16, 16 per IPU-POD64 rack).",
+)
+@click.option("--num-ipulinkdomains", type=WholeNumber(), help="IPU-Link domains (racks) [1].")
+@click.option(
+    "--topology",
+    type=click.Choice(sorted(ILD_TOPOLOGIES), case_sensitive=False),
+    help="IPU-Link domain cabling [torus].",
+)
+@click.option(
+    "--cluster-topology",
+    type=click.Choice(sorted(CLUSTER_TOPOLOGIES), case_sensitive=False),
+    help="GW-Links between domains [looped where a ring is allowed].",
+)
+@click.pass_context
+def create_cluster(
+    ctx: click.Context,
+    cluster_id: str,
+    agents: list[str],
+    num_ipulinkdomains: int | None,
+    topology: str | None,
+    cluster_topology: str | None,
+) -> None:
+    """Define cluster ID from agents cabled into IPU-Link domains.
+
+    \b
+    Examples:
+      vipu-admin create cluster pod16 --agents ipum1,ipum2,ipum3,ipum4
+      vipu-admin create cluster pod128 --agents $(seq -s, -f ipum%g 1 32) \\
+          --num-ipulinkdomains 2 --cluster-topology looped
+    """
+    if not agents:
+        raise CliError("--agents names no agent: list them, comma-separated", EXIT_USAGE)
+    connection, stub = admin_stub(ctx)
+    request = apb.CreateClusterRequest(
+        cluster_id=cluster_id,
+        agent_ids=agents,
+        num_ipulinkdomains=num_ipulinkdomains or 0,
+        topology=ILD_TOPOLOGIES[topology.lower()] if topology else apb.ILD_TOPOLOGY_UNSPECIFIED,
+        cluster_topology=(
+            CLUSTER_TOPOLOGIES[cluster_topology.lower()]
+            if cluster_topology
+            else apb.CLUSTER_TOPOLOGY_UNSPECIFIED
+        ),
+    )
+    connection.call(stub.CreateCluster, request)
+    success("create", "cluster", cluster_id)
+
+
+@click.command("clusters", context_settings=CONTEXT)
+@json_option
+@click.pass_context
+def list_clusters(ctx: click.Context, as_json: bool) -> None:
+    """List clusters.
+
+    Table columns: Cluster | Agents | ILDs | Topology | Cluster Topology | IPUs | Type.
+    """
+    connection, stub = admin_stub(ctx)
+    reply = connection.call(stub.ListClusters, apb.ListClustersRequest())
+    if as_json:
+        echo_json(message_dict(reply))
+        return
+    rows = [cluster_row(c) for c in sorted(reply.clusters, key=lambda c: c.id)]
+    click.echo(table(CLUSTER_HEADERS, rows))
+
+
+@click.command("cluster", context_settings=CONTEXT)
+@click.argument("cluster_id", metavar="ID")
+@click.option("--force", is_flag=True, help="Remove it even when it has allocations.")
+@click.pass_context
+def remove_cluster(ctx: click.Context, cluster_id: str, force: bool) -> None:
+    """Remove cluster ID (its agents stay registered)."""
+    connection, stub = admin_stub(ctx)
+    request = apb.RemoveClusterRequest(cluster_id=cluster_id, force=force)
+    connection.call(stub.RemoveCluster, request)
+    success("remove", "cluster", cluster_id)
+
+
+# ------------------------------------------------------------- allocations
+
+
+@click.command("allocation", context_settings=CONTEXT)
+@click.argument("allocation_id", metavar="ID")
+@click.option("--cluster", required=True, metavar="C", help="Cluster to take machines from.")
+@click.option("--size", type=WholeNumber(), help="IPUs: 4, 8, 16, 32, 64 or multiples of 64.")
+@click.option(
+    "--agents", metavar="A,B,...", callback=csv_list, help="Name the machines instead of --size."
+)
+@click.pass_context
+def create_allocation(
+    ctx: click.Context, allocation_id: str, cluster: str, size: int | None, agents: list[str]
+) -> None:
+    """Grant machines of a cluster as allocation ID: give --size or --agents.
+
+    \b
+    Examples:
+      vipu-admin create allocation team-a --cluster pod64 --size 16
+      vipu-admin create allocation team-b --cluster pod64 --agents ipum5,ipum6
+    """
+    if (size is None) == (not agents):
+        raise CliError("give exactly one of --size and --agents", EXIT_USAGE)
+    connection, stub = admin_stub(ctx)
+    request = apb.CreateAllocationRequest(
+        allocation_id=allocation_id, cluster_id=cluster, size=size or 0, agent_ids=agents
+    )
+    reply = connection.call(stub.CreateAllocation, request)
+    success("create", "allocation", allocation_id)
+    chosen = joined(reply.allocation.allocation.spec.agent_ids)
+    if reply.allocation.size:
+        click.echo(f"{reply.allocation.size} IPUs on agents {chosen}")
+
+
+@click.command("allocations", context_settings=CONTEXT)
+@click.option("--cluster", metavar="C", help="Only the allocations of this cluster.")
+@json_option
+@click.pass_context
+def list_allocations(ctx: click.Context, cluster: str | None, as_json: bool) -> None:
+    """List allocations with their users and number of partitions.
+
+    Table columns: Allocation ID | Agents | Cluster | Size | Users | Partitions.
+    """
+    connection, stub = admin_stub(ctx)
+    request = apb.ListAllocationsRequest(cluster_id=cluster or "")
+    reply = connection.call(stub.ListAllocations, request)
+    if as_json:
+        echo_json(message_dict(reply))
+        return
+    infos = sorted(reply.allocations, key=lambda info: info.allocation.id)
+    click.echo(table(ADMIN_ALLOCATION_HEADERS, [allocation_row(i) for i in infos]))
+
+
+@click.command("allocation", context_settings=CONTEXT)
+@click.argument("allocation_id", metavar="ID")
+@click.option("--force", is_flag=True, help="Remove its partitions too.")
+@click.pass_context
+def remove_allocation(ctx: click.Context, allocation_id: str, force: bool) -> None:
+    """Take allocation ID back (with --force, removing its partitions)."""
+    connection, stub = admin_stub(ctx)
+    request = apb.RemoveAllocationRequest(allocation_id=allocation_id, force=force)
+    connection.call(stub.RemoveAllocation, request)
+    success("remove", "allocation", allocation_id)

@@ -1,0 +1,97 @@
+"""``vipu-admin``: the V-IPU administrator's command line (reference in docs/cli.md).
+
+It calls ``vpod.admin.v1.AdminService`` on the admin endpoint (port 8091 by
+default; ``admin-api-host``/``admin-api-port`` in the config file, and
+``-H``/``--api-port`` on this command line, name it). The commands live in
+three modules by subject; this one only arranges them under their verbs.
+"""
+
+from __future__ import annotations
+
+from typing import NoReturn
+
+import click
+
+from . import vipu_admin_inventory as inventory
+from . import vipu_admin_operations as operations
+from . import vipu_admin_users as users
+from .vipu_group import SubcommandGroup, VipuGroup, global_options, session_of
+from .vipu_main import print_server_version
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+@click.group(
+    cls=VipuGroup,
+    admin_cli=True,
+    name="vipu-admin",
+    invoke_without_command=True,
+    context_settings=CONTEXT,
+    epilog="Global options may also follow the command: vipu-admin list agents -H ctl.",
+)
+@global_options(hidden=False)
+@click.option(
+    "--server-version", is_flag=True, help="Print the controller's version and address, then exit."
+)
+@click.pass_context
+def cli(ctx: click.Context, server_version: bool) -> None:
+    """Administer a V-IPU controller: agents, clusters, allocations, users, faults.
+
+    \b
+    Examples:
+      vipu-admin discover agent --address 10.1.0.1:8092,10.1.0.2:8092 --add
+      vipu-admin create cluster pod16 --agents ipum1,ipum2,ipum3,ipum4
+      vipu-admin test cluster pod16
+      vipu-admin create allocation team-a --cluster pod16 --size 8
+      vipu-admin create user alice --allocations team-a
+      vipu-admin list partitions
+    """
+    if server_version:
+        print_server_version(session_of(ctx).admin())
+        ctx.exit(0)
+    if ctx.invoked_subcommand is None:
+        click.echo(ctx.get_help())
+
+
+def _verb(name: str, help_text: str, *commands: click.Command) -> None:
+    group = SubcommandGroup(name=name, help=help_text, context_settings=CONTEXT)
+    for command in commands:
+        group.add_command(command)
+    cli.add_command(group)
+
+
+_verb(
+    "create",
+    "Create an agent, cluster, allocation or user.",
+    inventory.create_agent,
+    inventory.create_cluster,
+    inventory.create_allocation,
+    users.create_user,
+)
+_verb(
+    "list",
+    "List agents, clusters, allocations, users, partitions or IPU attributes.",
+    inventory.list_agents,
+    inventory.list_clusters,
+    inventory.list_allocations,
+    users.list_users,
+    operations.list_partitions,
+    operations.list_ipu_attrs,
+)
+_verb(
+    "remove",
+    "Remove an agent, cluster, allocation or user.",
+    inventory.remove_agent,
+    inventory.remove_cluster,
+    inventory.remove_allocation,
+    users.remove_user,
+)
+_verb("discover", "Find agents on the network.", inventory.discover_agent)
+_verb("test", "Test a cluster's cabling and links.", operations.test_cluster)
+_verb("inject", "Inject a fault into an emulated machine.", operations.inject_fault)
+_verb("clear", "Clear injected faults.", operations.clear_fault)
+
+
+def main() -> NoReturn:
+    """Console script ``vipu-admin``."""
+    cli.main(prog_name="vipu-admin")

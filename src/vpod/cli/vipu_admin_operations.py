@@ -1,0 +1,257 @@
+"""``vipu-admin`` commands that look at and test the running system.
+
+Partitions of every allocation, IPU attributes, the cluster link tests and
+fault injection into emulated machines (for drills and tests).
+"""
+
+from __future__ import annotations
+
+import click
+
+from vpod.wire import admin_pb2 as apb
+from vpod.wire import agent_pb2 as agpb
+from vpod.wire import virmgrpc_pb2 as pb
+
+from .grpc_client import EXIT_USAGE, CliError
+from .render import joined, message_dict, table
+from .vipu_admin_inventory import CONTEXT, admin_stub, fault_text
+from .vipu_group import WholeNumber, csv_list, echo_json, json_option
+from .vipu_views import (
+    IPU_ATTRIBUTE_HEADERS,
+    PARTITION_HEADERS,
+    ipu_attribute_rows,
+    operation_label,
+    partition_row,
+)
+
+ADMIN_PARTITION_HEADERS = (*PARTITION_HEADERS, "Allocation", "Operation", "Agents")
+"""``vipu list partitions``'s columns, then where the partition lives."""
+TEST_HEADERS = ("Test", "Result", "Agents Tested", "Agents Failed", "Summary")
+FAULT_HEADERS = ("Agent", "Fault", "Reason")
+
+TESTS = {
+    "cabling": agpb.LINK_TEST_CABLING,
+    "ipu-link": agpb.LINK_TEST_IPU_LINK,
+    "gw-link": agpb.LINK_TEST_GW_LINK,
+    "sync-link": agpb.LINK_TEST_SYNC_LINK,
+    "traffic": agpb.LINK_TEST_TRAFFIC,
+}
+FAULT_KINDS = {
+    "ipu": agpb.FAULT_IPU,
+    "link": agpb.FAULT_LINK_DOWN,
+    "hang": agpb.FAULT_AGENT_HANG,
+    "slow": agpb.FAULT_AGENT_SLOW,
+}
+
+
+def admin_partition_row(info: apb.PartitionInfo) -> list[object]:
+    agents: list[str] = []
+    for location in sorted(info.locations, key=lambda loc: loc.routing_id):
+        if location.agent_id not in agents:
+            agents.append(location.agent_id)
+    return [
+        *partition_row(info.partition),
+        info.partition.spec.allocation_id,
+        operation_label(info.status.operation_state),
+        joined(agents),
+    ]
+
+
+@click.command("partitions", context_settings=CONTEXT)
+@click.option("--allocation", metavar="A", help="Only the partitions of this allocation.")
+@click.option("--cluster", metavar="C", help="Only the partitions of this cluster.")
+@json_option
+@click.pass_context
+def list_partitions(
+    ctx: click.Context, allocation: str | None, cluster: str | None, as_json: bool
+) -> None:
+    """List the partitions of every allocation, with the agents they use.
+
+    Table columns: Partition | Cluster | ILDs | GW Routing | ILD Routing | Size |
+    GCDs | State | Allocation | Operation | Agents.
+    """
+    connection, stub = admin_stub(ctx)
+    request = apb.ListPartitionsRequest(allocation_id=allocation or "", cluster_id=cluster or "")
+    reply = connection.call(stub.ListPartitions, request)
+    if as_json:
+        echo_json(message_dict(reply))
+        return
+    infos = sorted(reply.partitions, key=lambda info: info.partition.id)
+    click.echo(table(ADMIN_PARTITION_HEADERS, [admin_partition_row(i) for i in infos]))
+
+
+@click.command("ipu-attrs", context_settings=CONTEXT)
+@click.option("--agents", metavar="A,B", callback=csv_list, help="Only these agents.")
+@json_option
+@click.pass_context
+def list_ipu_attrs(ctx: click.Context, agents: list[str], as_json: bool) -> None:
+    """List the IPU attributes of every agent.
+
+    Table columns: Agent | IPU | Attribute | Value (one row per attribute).
+    """
+    connection, stub = admin_stub(ctx)
+    reply = connection.call(stub.ListIpuAttributes, pb.ListIPUAttributesRequest(agents=agents))
+    if as_json:
+        echo_json(message_dict(reply))
+        return
+    click.echo(table(IPU_ATTRIBUTE_HEADERS, ipu_attribute_rows(reply)))
+
+
+@click.command("cluster", context_settings=CONTEXT)
+@click.argument("cluster_id", metavar="ID")
+@click.option(
+    "--tests",
+    "test_names",
+    metavar="T,T",
+    callback=csv_list,
+    help=f"Only these tests: {', '.join(TESTS)} [all five].",
+)
+@json_option
+@click.pass_context
+def test_cluster(ctx: click.Context, cluster_id: str, test_names: list[str], as_json: bool) -> None:
+    """Run the cabling, IPU-Link, GW-Link, Sync-Link and traffic tests on cluster ID.
+
+    Prints one row per test, then one line per failure. Exits 1 when a test failed.
+
+    \b
+    Table columns: Test | Result | Agents Tested | Agents Failed | Summary.
+
+    \b
+    Examples:
+      vipu-admin test cluster pod64
+      vipu-admin test cluster pod64 --tests cabling,ipu-link
+    """
+    unknown = [name for name in test_names if name.lower() not in TESTS]
+    if unknown:
+        raise CliError(f"unknown test {unknown[0]!r}: use {', '.join(TESTS)}", EXIT_USAGE)
+    connection, stub = admin_stub(ctx)
+    request = apb.TestClusterRequest(
+        cluster_id=cluster_id, tests=[TESTS[name.lower()] for name in test_names]
+    )
+    reply = connection.call(stub.TestCluster, request)
+    if as_json:
+        echo_json(message_dict(reply))
+    else:
+        rows = [
+            [
+                r.name,
+                "passed" if r.passed else "FAILED",
+                r.agents_tested,
+                r.agents_failed,
+                r.summary,
+            ]
+            for r in reply.results
+        ]
+        click.echo(table(TEST_HEADERS, rows))
+        failures = [f"{r.name}: {line}" for r in reply.results for line in r.details]
+        if failures:
+            click.echo("")
+            click.echo("\n".join(failures))
+    failed = [r.name for r in reply.results if not r.passed]
+    if failed or not reply.passed:
+        names = ", ".join(failed) or "the cluster test"
+        raise CliError(f"cluster {cluster_id} failed {len(failed) or 1} test(s): {names}")
+
+
+def _fault(
+    kind: str, device: int | None, link: str | None, delay_ms: int | None, reason: str | None
+) -> agpb.Fault:
+    """The fault to inject or clear, with the target its kind needs (a usage error if absent)."""
+    needs = {
+        "ipu": ("--device", device),
+        "link": ("--link", link),
+        "slow": ("--delay-ms", delay_ms),
+    }
+    if kind in needs and needs[kind][1] is None:
+        raise CliError(f"a {kind} fault needs {needs[kind][0]}", EXIT_USAGE)
+    return agpb.Fault(
+        kind=FAULT_KINDS[kind],
+        device_id=device or 0,
+        link_id=link or "",
+        delay_ms=delay_ms or 0,
+        reason=reason or "",
+    )
+
+
+def _echo_faults(agent_id: str, faults: list[agpb.Fault]) -> None:
+    rows = [[agent_id, fault_text(f), f.reason] for f in faults]
+    click.echo(table(FAULT_HEADERS, rows))
+
+
+_KIND_CHOICE = click.Choice(sorted(FAULT_KINDS), case_sensitive=False)
+
+
+@click.command("fault", context_settings=CONTEXT)
+@click.option("--agent", required=True, metavar="A", help="The agent whose machine fails.")
+@click.option("--kind", required=True, type=_KIND_CHOICE, help="What fails.")
+@click.option("--device", type=click.IntRange(0, 3), metavar="N", help="IPU device id (ipu).")
+@click.option("--link", metavar="L", help="Link id (link).")
+@click.option("--delay-ms", type=WholeNumber(), help="Answer delay (slow).")
+@click.option("--reason", metavar="TEXT", help="Shown in health and events.")
+@json_option
+@click.pass_context
+def inject_fault(
+    ctx: click.Context,
+    agent: str,
+    kind: str,
+    device: int | None,
+    link: str | None,
+    delay_ms: int | None,
+    reason: str | None,
+    as_json: bool,
+) -> None:
+    """Make an emulated machine fail: an IPU, a link, or its agent hangs or slows down.
+
+    Prints the agent's active faults afterwards (Agent | Fault | Reason).
+
+    \b
+    Examples:
+      vipu-admin inject fault --agent ipum3 --kind ipu --device 2 --reason drill
+      vipu-admin inject fault --agent ipum3 --kind slow --delay-ms 1500
+    """
+    fault = _fault(kind.lower(), device, link, delay_ms, reason)
+    connection, stub = admin_stub(ctx)
+    reply = connection.call(stub.InjectFault, apb.InjectFaultRequest(agent_id=agent, fault=fault))
+    if as_json:
+        echo_json(message_dict(reply))
+        return
+    click.echo(f"inject fault ({agent}): success.")
+    _echo_faults(reply.agent_id or agent, list(reply.active_faults))
+
+
+@click.command("fault", context_settings=CONTEXT)
+@click.option("--agent", required=True, metavar="A", help="The agent to heal.")
+@click.option("--all", "clear_all", is_flag=True, help="Clear every active fault.")
+@click.option("--kind", type=_KIND_CHOICE, help="Clear the fault of this kind ...")
+@click.option("--device", type=click.IntRange(0, 3), metavar="N", help="... on this IPU (ipu).")
+@click.option("--link", metavar="L", help="... on this link (link).")
+@json_option
+@click.pass_context
+def clear_fault(
+    ctx: click.Context,
+    agent: str,
+    clear_all: bool,
+    kind: str | None,
+    device: int | None,
+    link: str | None,
+    as_json: bool,
+) -> None:
+    """Clear one injected fault (--kind and its target) or all of them (--all).
+
+    \b
+    Examples:
+      vipu-admin clear fault --agent ipum3 --kind ipu --device 2
+      vipu-admin clear fault --agent ipum3 --all
+    """
+    if clear_all == (kind is not None):
+        raise CliError("say which faults to clear: --all, or --kind with its target", EXIT_USAGE)
+    request = apb.ClearFaultRequest(agent_id=agent, all=clear_all)
+    if kind is not None:
+        request.fault.CopyFrom(_fault(kind.lower(), device, link, 0, None))
+    connection, stub = admin_stub(ctx)
+    reply = connection.call(stub.ClearFault, request)
+    if as_json:
+        echo_json(message_dict(reply))
+        return
+    click.echo(f"clear fault ({agent}): success.")
+    _echo_faults(reply.agent_id or agent, list(reply.active_faults))

@@ -1,0 +1,181 @@
+"""``vipu-admin`` commands for users, and the ``ID.vipu-cli.hcl`` that ``create user`` writes.
+
+The controller returns a new user's access key once and keeps only a hash,
+so ``create user`` prints it on stdout first, then writes a config file the
+user can hand to ``vipu --config`` (mode 0600: it holds the key). The file
+names the **user** endpoint (``api-host``/``api-port``): by default the
+``api-host``/``api-port`` of the admin's own settings (environment or config
+file), else the admin endpoint's host and port 8090; ``--user-api-host`` and
+``--user-api-port`` override them. When the admin endpoint is not on port
+8091, ``admin-api-port`` is written too, so ``vipu list allocations`` finds
+it; a configured ``tls-ca`` is copied (as an absolute path).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from vpod.wire import admin_pb2 as apb
+
+from .config import DEFAULT_ADMIN_PORT, DEFAULT_USER_PORT, Endpoint, Settings, render_hcl
+from .grpc_client import EXIT_USAGE, CliError
+from .render import joined, message_dict, table, timestamp_text
+from .vipu_admin_inventory import CONTEXT, admin_stub, success
+from .vipu_group import csv_list, echo_json, json_option, session_of
+
+USER_HEADERS = ("User", "Admin", "Allocations", "Created")
+CONFIG_SUFFIX = ".vipu-cli.hcl"
+
+
+def user_config_values(
+    settings: Settings,
+    admin: Endpoint,
+    *,
+    user_id: str,
+    access_key: str,
+    host: str | None = None,
+    port: int | None = None,
+) -> dict[str, str | int]:
+    """The keys of a new user's config file, in the order they are written."""
+    configured = settings.get("api-port", from_options=False)
+    if port is None and configured is not None and not configured.isdigit():
+        raise CliError(
+            f"{settings.source_of('api-port')} is not a port: fix it or give --user-api-port",
+            EXIT_USAGE,
+        )
+    user_port = port or int(configured or DEFAULT_USER_PORT)
+    values: dict[str, str | int] = {
+        "api-host": host or settings.get("api-host", from_options=False) or admin.host,
+        "api-port": user_port,
+    }
+    if admin.port != DEFAULT_ADMIN_PORT:
+        values["admin-api-port"] = admin.port
+    values["api-user-id"] = user_id
+    values["api-access-key"] = access_key
+    if admin.tls_ca:
+        values["tls-ca"] = str(Path(admin.tls_ca).expanduser().resolve())
+    if admin.tls_server_name:
+        values["tls-server-name"] = admin.tls_server_name
+    return values
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write ``text`` readable by its owner only (also when the file existed)."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        os.fchmod(handle.fileno(), 0o600)
+        handle.write(text)
+
+
+@click.command("user", context_settings=CONTEXT)
+@click.argument("user_id", metavar="ID")
+@click.option(
+    "--allocations", metavar="A,B", callback=csv_list, help="Allocations the user may use."
+)
+@click.option("--admin", "is_admin", is_flag=True, help="Make the user an administrator.")
+@click.option(
+    "--output",
+    type=click.Path(file_okay=False, dir_okay=True, writable=True, exists=True),
+    default=".",
+    show_default=True,
+    metavar="DIR",
+    help="Where to write ID.vipu-cli.hcl.",
+)
+@click.option("--user-api-host", metavar="HOST", help="api-host to write [from your settings].")
+@click.option(
+    "--user-api-port",
+    type=click.IntRange(1, 65535),
+    metavar="PORT",
+    help="api-port to write [from your settings, else 8090].",
+)
+@json_option
+@click.pass_context
+def create_user(
+    ctx: click.Context,
+    user_id: str,
+    allocations: list[str],
+    is_admin: bool,
+    output: str,
+    user_api_host: str | None,
+    user_api_port: int | None,
+    as_json: bool,
+) -> None:
+    """Create user ID, print its access key once and write ID.vipu-cli.hcl.
+
+    \b
+    Examples:
+      vipu-admin create user alice --allocations team-a
+      vipu --config alice.vipu-cli.hcl list partitions
+    """
+    session = session_of(ctx)
+    connection, stub = admin_stub(ctx)
+    path = Path(output) / f"{user_id}{CONFIG_SUFFIX}"
+    if path.exists() and not os.access(path, os.W_OK):
+        raise CliError(f"cannot overwrite {path}: choose another --output", EXIT_USAGE)
+    values = user_config_values(  # before the call: a bad setting must stop it
+        session.settings(),
+        connection.endpoint,
+        user_id=user_id,
+        access_key="",
+        host=user_api_host,
+        port=user_api_port,
+    )
+    request = apb.CreateUserRequest(user_id=user_id, allocation_ids=allocations, admin=is_admin)
+    reply = connection.call(stub.CreateUser, request)
+    values["api-access-key"] = reply.access_key
+    if not as_json:
+        success("create", "user", user_id)
+        click.echo(f"access key: {reply.access_key}")
+        click.echo("The access key is shown only this once: keep it, or give the file below.")
+    try:
+        write_private(path, f"# vipu-cli.hcl for user {user_id}\n" + render_hcl(values))
+    except OSError as exc:
+        if as_json:
+            echo_json({"user": message_dict(reply.user), "access_key": reply.access_key})
+        raise CliError(
+            f"user {user_id} was created but {path} could not be written ({exc.strerror}):"
+            " put the access key above into a vipu-cli.hcl yourself"
+        ) from None
+    if as_json:
+        echo_json(
+            {
+                "user": message_dict(reply.user),
+                "access_key": reply.access_key,
+                "config_file": str(path),
+            }
+        )
+        return
+    click.echo(f"config file: {path} (use it with: vipu --config {path} list partitions)")
+
+
+@click.command("users", context_settings=CONTEXT)
+@json_option
+@click.pass_context
+def list_users(ctx: click.Context, as_json: bool) -> None:
+    """List users and the allocations they may use.
+
+    Table columns: User | Admin | Allocations | Created.
+    """
+    connection, stub = admin_stub(ctx)
+    reply = connection.call(stub.ListUsers, apb.ListUsersRequest())
+    if as_json:
+        echo_json(message_dict(reply))
+        return
+    rows = [
+        [u.id, u.admin, joined(u.allocation_ids), timestamp_text(u.created_at)]
+        for u in sorted(reply.users, key=lambda u: u.id)
+    ]
+    click.echo(table(USER_HEADERS, rows))
+
+
+@click.command("user", context_settings=CONTEXT)
+@click.argument("user_id", metavar="ID")
+@click.pass_context
+def remove_user(ctx: click.Context, user_id: str) -> None:
+    """Remove user ID: its access key stops working at once."""
+    connection, stub = admin_stub(ctx)
+    connection.call(stub.RemoveUser, apb.RemoveUserRequest(user_id=user_id))
+    success("remove", "user", user_id)

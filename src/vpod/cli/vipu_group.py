@@ -1,0 +1,289 @@
+"""What `vipu` and `vipu-admin` share: global options, the session, one error exit.
+
+:class:`VipuGroup` is the top-level Click group of both CLIs. Its ``main``
+runs the command and turns every failure into one line on stderr and an exit
+status (docs/cli.md "Exit status"): 2 for usage errors (Click's own, bad
+settings, the server's INVALID_ARGUMENT), 1 for everything else. No
+traceback reaches the user unless ``VIPU_CLI_DEBUG=1``.
+
+Global options are accepted before the command (``vipu -H ctl list
+partitions``) and after it (``vipu list partitions -H ctl``), as V-IPU's
+own CLI allows; a value given after the command wins.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NoReturn, TypeVar
+
+import click
+
+from .config import ConfigError, Settings, admin_endpoint, load_settings, user_endpoint
+from .grpc_client import EXIT_FAILURE, EXIT_USAGE, CliError, Connection, one_line
+from .render import json_text
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+GLOBAL_FLAGS: tuple[str, ...] = (
+    "api-host",
+    "api-port",
+    "api-user-id",
+    "api-access-key",
+    "config",
+    "timeout",
+)
+
+
+@dataclass
+class Session:
+    """One run of a CLI: the flags given, the settings they resolve to, open connections."""
+
+    prog: str
+    admin_cli: bool
+    """``vipu-admin``: ``-H``/``--api-port`` name the admin endpoint."""
+    env: Mapping[str, str] | None = None
+    flags: dict[str, Any] = field(default_factory=dict)
+    _settings: Settings | None = None
+    _connections: dict[str, Connection] = field(default_factory=dict)
+
+    def settings(self) -> Settings:
+        if self._settings is None:
+            options: dict[str, Any] = {
+                key: self.flags.get(key) for key in ("api-user-id", "api-access-key", "timeout")
+            }
+            prefix = "admin-" if self.admin_cli else ""
+            options[prefix + "api-host"] = self.flags.get("api-host")
+            options[prefix + "api-port"] = self.flags.get("api-port")
+            try:
+                self._settings = load_settings(
+                    options, env=self.env, config_path=self.flags.get("config")
+                )
+            except ConfigError as exc:
+                raise CliError(str(exc), EXIT_USAGE) from None
+        return self._settings
+
+    def _config_name(self) -> str:
+        path = self.settings().path
+        return str(path) if path is not None else "vipu-cli.hcl"
+
+    def user(self) -> Connection:
+        """The user endpoint (``vipu``)."""
+        if "user" not in self._connections:
+            endpoint = self._resolve(user_endpoint)
+            hint = f"--api-host/--api-port or {self._config_name()}"
+            self._connections["user"] = Connection(endpoint, hint=hint)
+        return self._connections["user"]
+
+    def admin(self) -> Connection:
+        """The admin endpoint (``vipu-admin``; ``vipu list allocations``)."""
+        if "admin" not in self._connections:
+            endpoint = self._resolve(admin_endpoint)
+            config = self._config_name()
+            hint = (
+                f"--api-host/--api-port, or admin-api-host/admin-api-port in {config}"
+                if self.admin_cli
+                else f"admin-api-host/admin-api-port in {config} or VIPU_CLI_ADMIN_API_PORT;"
+                " the admin port defaults to 8091"
+            )
+            self._connections["admin"] = Connection(endpoint, hint=hint)
+        return self._connections["admin"]
+
+    def main(self) -> Connection:
+        """The endpoint this CLI talks to by default."""
+        return self.admin() if self.admin_cli else self.user()
+
+    def _resolve(self, pick: Callable[[Settings], Any]) -> Any:
+        try:
+            return pick(self.settings())
+        except ConfigError as exc:
+            raise CliError(str(exc), EXIT_USAGE) from None
+
+    def close(self) -> None:
+        for connection in self._connections.values():
+            connection.close()
+        self._connections.clear()
+
+
+def session_of(ctx: click.Context) -> Session:
+    session = ctx.find_object(Session)
+    if session is None:  # only when a command is invoked outside its CLI
+        raise CliError("internal error: no CLI session")
+    return session
+
+
+def _remember(flag: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
+    def callback(ctx: click.Context, _param: click.Parameter, value: Any) -> Any:
+        if value is not None:
+            session_of(ctx).flags[flag] = value
+        return value
+
+    return callback
+
+
+def global_options(*, hidden: bool) -> Callable[[F], F]:
+    """Add the global options to a command (hidden on subcommands, where they also work)."""
+    specs: list[tuple[Sequence[str], dict[str, Any]]] = [
+        (
+            ("-H", "--api-host"),
+            {"metavar": "HOST", "help": "Controller host [env VIPU_CLI_API_HOST]."},
+        ),
+        (
+            ("--api-port",),
+            {
+                "type": click.IntRange(1, 65535),
+                "metavar": "PORT",
+                "help": "Controller port [env VIPU_CLI_API_PORT; default 8090, admin 8091].",
+            },
+        ),
+        (("--api-user-id",), {"metavar": "ID", "help": "User id sent with every call."}),
+        (("--api-access-key",), {"metavar": "KEY", "help": "Access key sent with every call."}),
+        (
+            ("--config",),
+            {
+                "metavar": "FILE.hcl",
+                "help": "Config file [env VIPU_CLI_CONFIG; default ./vipu-cli.hcl,"
+                " then /etc/vipu/vipu-cli.hcl].",
+            },
+        ),
+        (
+            ("--timeout",),
+            {
+                "type": click.FloatRange(min=0, min_open=True),
+                "metavar": "SECONDS",
+                "help": "Deadline of each call [env VIPU_CLI_TIMEOUT; default 60].",
+            },
+        ),
+    ]
+
+    def decorate(command: F) -> F:
+        for (names, extra), flag in zip(reversed(specs), reversed(GLOBAL_FLAGS), strict=True):
+            command = click.option(
+                *names,
+                expose_value=False,
+                hidden=hidden,
+                callback=_remember(flag),
+                **extra,
+            )(command)
+        return command
+
+    return decorate
+
+
+def json_option(command: F) -> F:
+    """``--json``: print the wire reply as JSON instead of a table."""
+    return click.option(
+        "--json", "as_json", is_flag=True, help="Print JSON (the wire reply) instead of a table."
+    )(command)
+
+
+def echo_json(data: object) -> None:
+    click.echo(json_text(data))
+
+
+class WholeNumber(click.ParamType):  # type: ignore[type-arg]
+    """A whole number of at least ``minimum``, with a message that says so."""
+
+    name = "N"
+
+    def __init__(self, minimum: int = 1) -> None:
+        self.minimum = minimum
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            number = value
+        else:
+            try:
+                number = int(str(value).strip())
+            except ValueError:
+                self.fail(f"{value!r} is not a whole number", param, ctx)
+        if number < self.minimum:
+            self.fail(f"{number} is too small: use {self.minimum} or more", param, ctx)
+        return number
+
+
+def csv_list(_ctx: click.Context, _param: click.Parameter, value: str | None) -> list[str]:
+    """Callback for ``a,b,c`` options: the items, blanks dropped."""
+    if not value:
+        return []
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+class SubcommandGroup(click.Group):
+    """``create``, ``list``, ... : groups whose commands carry the global options too."""
+
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        global_options(hidden=True)(cmd)
+        super().add_command(cmd, name)
+
+
+class VipuGroup(click.Group):
+    """The top-level group: runs the command and owns the one error exit."""
+
+    def __init__(self, *args: Any, admin_cli: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.admin_cli = admin_cli
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> NoReturn:
+        del standalone_mode  # always False inside: this main owns the exit status
+        prog = prog_name or self.name or "vipu"
+        session = Session(prog=prog, admin_cli=self.admin_cli)
+        extra.setdefault("obj", session)
+        code = EXIT_FAILURE
+        try:
+            result = super().main(
+                args, prog_name=prog, complete_var=complete_var, standalone_mode=False, **extra
+            )
+            code = result if isinstance(result, int) else 0
+        except click.exceptions.NoArgsIsHelpError as exc:
+            click.echo(exc.ctx.get_help() if exc.ctx else exc.format_message(), err=True)
+            code = EXIT_USAGE
+        except click.UsageError as exc:
+            command = exc.ctx.command_path if exc.ctx else prog
+            _fail(prog, f"{exc.format_message()} (see '{command} --help')")
+            code = EXIT_USAGE
+        except click.ClickException as exc:
+            _fail(prog, exc.format_message())
+            code = exc.exit_code
+        except CliError as exc:
+            _fail(prog, str(exc))
+            code = exc.exit_code
+        except click.Abort:
+            _fail(prog, "aborted")
+            code = EXIT_FAILURE
+        except KeyboardInterrupt:
+            _fail(prog, "interrupted")
+            code = 130
+        except Exception as exc:
+            if os.environ.get("VIPU_CLI_DEBUG"):
+                traceback.print_exc()
+            _fail(
+                prog,
+                f"internal error: {type(exc).__name__}: {exc}; please report it"
+                " (VIPU_CLI_DEBUG=1 shows the traceback)",
+            )
+            code = EXIT_FAILURE
+        finally:
+            session.close()
+        sys.exit(code)
+
+
+def _fail(prog: str, message: str) -> None:
+    click.echo(f"{prog}: error: {one_line(message)}", err=True)
+
+
+def run_command(ctx: click.Context, action: Callable[[Session], int | None]) -> None:
+    """Run ``action`` with the session; a non-zero result becomes the exit status."""
+    code = action(session_of(ctx))
+    if code:
+        ctx.exit(code)
