@@ -57,7 +57,9 @@ def build_controller(
         store.migrate()
     if not settings.replica_id:
         settings = _with_replica_id(settings)
-    db = Db(store)
+    # SQLite takes one writer at a time and its busy handler sleeps in steps of up to
+    # 100 ms: one thread serialises without waiting. PostgreSQL gets a small pool.
+    db = Db(store, workers=1 if store.dialect == "sqlite" else 8)
 
     async def load(cluster: Cluster) -> Snapshot:
         occupancy = await db(store.occupancy, cluster.id)
