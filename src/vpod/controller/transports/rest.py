@@ -1,0 +1,120 @@
+"""The controller's HTTP API: REST/JSON over the same use-cases as the gRPC APIs.
+
+:func:`create_http_app` builds one FastAPI application per controller (no
+module-level app, no global registry). It serves:
+
+- ``/api/v1/...``        the user API (:mod:`.rest_user`);
+- ``/api/v1/admin/...``  the admin API (:mod:`.rest_admin`);
+- ``/healthz``, ``/readyz`` liveness and readiness (:mod:`.http_health`);
+- ``/metrics``           Prometheus metrics (:mod:`.http_metrics`, :mod:`..metrics`);
+- ``/openapi.json`` and ``/docs``, generated from the Pydantic models.
+
+Credentials travel in headers (:mod:`.rest_auth`); errors are JSON with one
+status mapping (:mod:`.rest_errors`). ``docs/rest-api.md`` shows every
+endpoint with curl.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from ..app import Controller
+from ..metrics import ControllerMetrics
+from .http_health import Readiness, health_routes
+from .http_metrics import RequestMetricsMiddleware, metrics_routes
+from .rest_admin import admin_routes
+from .rest_auth import caller_dependency
+from .rest_errors import install_error_handlers
+from .rest_user import user_routes
+
+TITLE = "vpod controller API"
+DESCRIPTION = """\
+REST/JSON API of a V-IPU-compatible controller: partitions, allocations and IPU
+attributes for users; agents, clusters, allocations, users and faults for
+administrators (`/api/v1/admin`). The same operations as the V-IPU gRPC user API and
+the vpod admin gRPC API.
+
+Credentials (when the controller runs with `--secure`): `X-Vipu-User-Id` and
+`X-Vipu-Access-Key` headers, or `Authorization: Bearer USER:KEY`.
+
+Errors: `{"error": {"code": "NOT_FOUND", "message": "..."}}` with `code` the gRPC status
+name of the failure; 400 bad request, 401 credentials, 403 not an admin, 404 unknown id,
+409 conflicts with the current state (`ALREADY_EXISTS`, `RESOURCE_EXHAUSTED`: does not
+fit, `FAILED_PRECONDITION`), 503 agents or database unreachable.
+"""
+
+API_VERSION = "1"
+
+
+def create_http_app(
+    controller: Controller,
+    *,
+    readiness: Readiness | None = None,
+    metrics: ControllerMetrics | None = None,
+) -> FastAPI:
+    """The HTTP application of ``controller``.
+
+    ``readiness`` names the components ``/readyz`` waits for (default: none
+    but the store); ``metrics`` is the controller's metrics, shared with the
+    gRPC servers so one ``/metrics`` shows both (default: a new registry).
+    Both are reachable afterwards as ``app.state.readiness`` and
+    ``app.state.metrics``.
+    """
+    readiness = readiness if readiness is not None else Readiness()
+    metrics = metrics if metrics is not None else ControllerMetrics(controller)
+    if metrics.controller is None:
+        metrics.controller = controller
+
+    app = FastAPI(
+        title=TITLE,
+        description=DESCRIPTION,
+        version=f"{API_VERSION} (V-IPU {controller.settings.api_version})",
+        docs_url="/docs",
+        redoc_url=None,
+        openapi_url="/openapi.json",
+    )
+    app.state.controller = controller
+    app.state.readiness = readiness
+    app.state.metrics = metrics
+
+    install_error_handlers(app)
+    app.add_middleware(RequestMetricsMiddleware, metrics=metrics)
+
+    auth = controller.auth
+    app.include_router(user_routes(controller, caller_dependency(auth, admin=False)))
+    app.include_router(admin_routes(controller, caller_dependency(auth, admin=True)))
+    app.include_router(health_routes(controller, readiness))
+    app.include_router(metrics_routes(metrics))
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = _without_422(
+                get_openapi(
+                    title=app.title,
+                    version=app.version,
+                    description=app.description,
+                    routes=app.routes,
+                )
+            )
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+    return app
+
+
+def _without_422(document: dict[str, Any]) -> dict[str, Any]:
+    """Drop FastAPI's automatic 422 responses: invalid requests are 400 here (see rest_errors)."""
+    for operations in document.get("paths", {}).values():
+        for operation in operations.values():
+            if isinstance(operation, dict):
+                operation.get("responses", {}).pop("422", None)
+    schemas = document.get("components", {}).get("schemas", {})
+    for name in ("HTTPValidationError", "ValidationError"):
+        schemas.pop(name, None)
+    return document
+
+
+__all__ = ["Readiness", "create_http_app"]

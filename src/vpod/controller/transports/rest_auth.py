@@ -1,0 +1,98 @@
+"""Credentials from HTTP headers, turned into a :class:`~vpod.controller.caller.Caller`.
+
+Two equivalent ways to name the caller (the same user id and access key the
+CLIs take as ``--api-user-id`` / ``--api-access-key``):
+
+- ``X-Vipu-User-Id: alice`` and ``X-Vipu-Access-Key: KEY``;
+- ``Authorization: Bearer alice:KEY`` (split at the first ``:``; access keys
+  are URL-safe base64, so they hold no ``:``).
+
+When both are sent they must name the same user. Without ``--secure`` both
+are optional and everyone may do everything, as with the gRPC API. The
+check itself is :meth:`vpod.controller.auth.Authenticator.caller`, shared
+with the gRPC transports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from fastapi import Depends, Request
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+
+from .. import errors
+from ..auth import Authenticator
+from ..caller import Caller
+
+USER_HEADER = "X-Vipu-User-Id"
+KEY_HEADER = "X-Vipu-Access-Key"
+
+_user_header = APIKeyHeader(
+    name=USER_HEADER,
+    scheme_name="VipuUserId",
+    description="The user id (`--api-user-id`). Needed when the controller runs with --secure.",
+    auto_error=False,
+)
+_key_header = APIKeyHeader(
+    name=KEY_HEADER,
+    scheme_name="VipuAccessKey",
+    description="The access key (`--api-access-key`), shown once by `vipu-admin create user`.",
+    auto_error=False,
+)
+_bearer = HTTPBearer(
+    scheme_name="VipuBearer",
+    description="`Authorization: Bearer USER:KEY`, the same pair in one header.",
+    auto_error=False,
+)
+
+
+def parse_credentials(
+    user_id: str | None, access_key: str | None, bearer: str | None
+) -> tuple[str, str]:
+    """The (user id, access key) a request names; empty strings when it names none."""
+    user_id = (user_id or "").strip()
+    access_key = (access_key or "").strip()
+    if bearer is None:
+        return user_id, access_key
+    bearer_user, colon, bearer_key = bearer.strip().partition(":")
+    if not colon or not bearer_user:
+        raise errors.Unauthenticated(
+            "the Authorization header must be `Bearer USER:KEY` (user id, a colon, then the"
+            " access key)"
+        )
+    if user_id and user_id != bearer_user:
+        raise errors.Unauthenticated(
+            f"the {USER_HEADER} header ({user_id}) and the Authorization header ({bearer_user})"
+            " name different users: send one of them"
+        )
+    if access_key and access_key != bearer_key:
+        raise errors.Unauthenticated(
+            f"the {KEY_HEADER} and Authorization headers carry different access keys:"
+            " send one of them"
+        )
+    return bearer_user, bearer_key
+
+
+def _source(request: Request) -> str:
+    client = request.client
+    return f"http:{client.host}:{client.port}" if client else "http:unknown"
+
+
+CallerDependency = Callable[..., Awaitable[Caller]]
+
+
+def caller_dependency(auth: Authenticator, *, admin: bool) -> CallerDependency:
+    """A FastAPI dependency giving the authenticated caller (an admin when ``admin``)."""
+
+    async def caller(
+        request: Request,
+        user_id: str | None = Depends(_user_header),
+        access_key: str | None = Depends(_key_header),
+        bearer: HTTPAuthorizationCredentials | None = Depends(_bearer),
+    ) -> Caller:
+        who, key = parse_credentials(
+            user_id, access_key, bearer.credentials if bearer is not None else None
+        )
+        return await auth.caller(who, key, source=_source(request), admin=admin)
+
+    return caller

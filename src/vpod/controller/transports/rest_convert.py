@@ -1,0 +1,177 @@
+"""Between the service layer's values and the HTTP API's bodies (:mod:`.rest_models`).
+
+The HTTP twin of :mod:`.wire_convert`: pure functions, no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from vpod.domain.entities import Allocation, Cluster, User
+from vpod.domain.ipuof import ipuof_conf_file
+from vpod.domain.partitions import PartitionRequirements
+from vpod.store.records import PartitionRecord
+
+from .. import errors
+from .rest_models import (
+    AgentIpuAttributes,
+    AllocationOut,
+    CreatePartitionBody,
+    IpuAttributesOut,
+    IpuofConfigFile,
+    IpuofConfigSet,
+    Partition,
+    PartitionIpuOut,
+    PartitionStatus,
+)
+
+
+def requirements_of(body: CreatePartitionBody) -> PartitionRequirements:
+    """The domain's request from the JSON body (mirrors ``wire_convert.requirements_from_wire``)."""
+    ipus: tuple[tuple[int, int], ...] | None = None
+    if body.ipus:
+        if not body.cluster_id:
+            raise errors.InvalidArgument(
+                "explicit IPUs need cluster_id: name the cluster the IPUs belong to"
+            )
+        ordered = sorted(body.ipus, key=lambda i: i.routing_id)
+        if [i.routing_id for i in ordered] != list(range(len(ordered))):
+            raise errors.InvalidArgument("explicit IPUs must have routing ids 0..n-1, each once")
+        ipus = tuple((i.ipulink_domain_topology_id, i.topology_id) for i in ordered)
+    return PartitionRequirements(
+        id=body.id,
+        size=body.size,
+        allocation_id=body.allocation_id,
+        cluster_id=body.cluster_id,
+        num_segments=body.num_ipulink_segments,
+        num_gcds=body.num_gcds,
+        num_replicas=body.num_replicas,
+        reconfigurable=body.reconfigurable,
+        routing=body.ipulink_routing_type,
+        gw_routing=body.gw_routing_type,
+        sync_type=body.sync_type,
+        ipus=ipus,
+    )
+
+
+def partition_out(
+    record: PartitionRecord, cluster: Cluster, ipuof_server_version: str
+) -> Partition:
+    spec = record.spec
+    pod = cluster.pod()
+    ipus = []
+    for ipu in record.ipus:
+        ref = pod.ipu(ipu.slot)
+        ipus.append(
+            PartitionIpuOut(
+                routing_id=ipu.routing_id,
+                ipulink_domain_topology_id=ref.domain,
+                ipulink_domain_routing_id=ipu.segment,
+                topology_id=ref.position,
+                gcd=ipu.gcd,
+                agent_id=cluster.agent_of(ref.machine),
+                device_id=ref.device_id,
+            )
+        )
+    return Partition(
+        id=record.id,
+        allocation_id=record.allocation_id,
+        cluster_id=record.cluster_id,
+        size=spec.size,
+        num_ipulink_segments=spec.num_segments,
+        num_gcds=spec.num_gcds,
+        num_replicas=spec.num_replicas,
+        reconfigurable=spec.reconfigurable,
+        ipulink_routing_type=spec.routing.cli_name,
+        gw_routing_type=spec.gw_routing.cli_name if spec.gw_routing else None,
+        sync_type=spec.sync_type.cli_name,
+        ready_state=record.state.ready.name,
+        operation_state=record.state.operation.name,
+        disable_auto_reset=record.disable_auto_reset,
+        relocatable=record.relocatable,
+        ipuof_server_version=ipuof_server_version,
+        created_at=record.created_at,
+        updated_at=record.updated_at,
+        ipus=ipus,
+    )
+
+
+def partitions_out(
+    records: Iterable[PartitionRecord], clusters: Iterable[Cluster], ipuof_server_version: str
+) -> list[Partition]:
+    """Render records; a partition whose cluster vanished meanwhile is left out."""
+    by_id = {c.id: c for c in clusters}
+    return [
+        partition_out(r, by_id[r.cluster_id], ipuof_server_version)
+        for r in records
+        if r.cluster_id in by_id
+    ]
+
+
+def status_out(record: PartitionRecord) -> PartitionStatus:
+    return PartitionStatus(
+        partition_id=record.id,
+        ready_state=record.state.ready.name,
+        operation_state=record.state.operation.name,
+        errors=list(record.errors),
+        max_auto_reset_retries=record.max_auto_reset_retries,
+        auto_reset_retry_count=record.auto_reset_retry_count,
+        last_auto_reset_time=record.last_auto_reset_time,
+    )
+
+
+def ipuof_files(partition_id: str, config: Mapping[str, Any]) -> dict[str, IpuofConfigFile]:
+    """The static config file of each GCD in a ``PartitionConfig`` (vipu-system.md §5)."""
+    files: dict[str, IpuofConfigFile] = {}
+    for gcd in config["gcd_configs"]:
+        name, content = ipuof_conf_file(partition_id, gcd)
+        files[name] = IpuofConfigFile.model_validate(content)
+    return files
+
+
+def ipuof_set(partition_id: str, config: Mapping[str, Any]) -> IpuofConfigSet:
+    return IpuofConfigSet(
+        partition_id=partition_id,
+        ipuof_server_version=config["ipuof_server_version"],
+        files=ipuof_files(partition_id, config),
+    )
+
+
+def allocations_out(
+    allocations: Iterable[Allocation],
+    clusters: Iterable[Cluster],
+    users: Iterable[User],
+    partition_counts: Mapping[str, int],
+) -> list[AllocationOut]:
+    by_id = {c.id: c for c in clusters}
+    user_list = list(users)
+    out = []
+    for allocation in allocations:
+        cluster = by_id.get(allocation.cluster_id)
+        out.append(
+            AllocationOut(
+                id=allocation.id,
+                cluster_id=allocation.cluster_id,
+                agent_ids=list(allocation.agent_ids(cluster)) if cluster else [],
+                size=allocation.size,
+                user_ids=sorted(u.id for u in user_list if allocation.id in u.allocation_ids),
+                num_partitions=partition_counts.get(allocation.id, 0),
+            )
+        )
+    return out
+
+
+def attributes_out(
+    attributes: Mapping[str, Mapping[int, Mapping[str, str]]],
+) -> list[AgentIpuAttributes]:
+    return [
+        AgentIpuAttributes(
+            agent_id=agent_id,
+            ipus=[
+                IpuAttributesOut(device_id=device_id, attributes=dict(values))
+                for device_id, values in sorted(ipus.items())
+            ],
+        )
+        for agent_id, ipus in sorted(attributes.items())
+    ]
