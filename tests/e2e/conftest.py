@@ -103,13 +103,13 @@ def start_pod(data_dir: Path, *extra: str) -> Pod:
         ready.set()
 
     threading.Thread(target=pump, daemon=True).start()
-    if not ready.wait(READY_TIMEOUT_S) or not any(l.startswith("vpod is up:") for l in lines):
+    if not ready.wait(READY_TIMEOUT_S) or not any(x.startswith("vpod is up:") for x in lines):
         proc.kill()
         logs = "".join(lines)
         for log in (data_dir / "logs").glob("*.log"):
             logs += f"\n--- {log.name}\n" + log.read_text()[-3000:]
         raise AssertionError(f"vpod up did not become ready:\n{logs}")
-    line = next(l for l in lines if l.startswith("vpod is up:"))
+    line = next(x for x in lines if x.startswith("vpod is up:"))
     return Pod(data_dir=data_dir, proc=proc, ready_line=line.strip(), output=lines)
 
 
