@@ -133,6 +133,8 @@ class AllocationIndex:
     parts: Mapping[int, AllocationPart]
     levels: LevelSets
     partitions: frozenset[str] = field(default_factory=frozenset)
+    widest: int = 0
+    """The most IPUs the allocation holds in any one domain (fixed at creation)."""
 
     @classmethod
     def create(
@@ -161,7 +163,8 @@ class AllocationIndex:
             part = AllocationPart(region, taken, region & ~taken & ~down_slots.get(dom.index, 0))
             parts[dom.index] = part
         levels = levels_of(((d, part.profile) for d, part in parts.items()), SLOT_TOP_LEVEL)
-        return cls(allocation_id, ordered, parts, levels, partitions)
+        widest = max(part.region.bit_count() for part in parts.values())
+        return cls(allocation_id, ordered, parts, levels, partitions, widest)
 
     @property
     def ipus(self) -> int:
@@ -190,4 +193,5 @@ class AllocationIndex:
             parts,
             levels,
             self.partitions if partitions is None else partitions,
+            self.widest,
         )

@@ -70,12 +70,8 @@ def _placement(
 def _why_not(snapshot: Snapshot, shape: PartitionShape, alloc: AllocationIndex) -> tuple[str, ...]:
     """Reasons a partition of ``shape`` finds no room in ``alloc`` (which is large enough)."""
     size, k, per = shape.size, shape.segments, shape.segment_size
-    widest = max(part.region.bit_count() for part in alloc.parts.values())
-    holding = sum(1 for part in alloc.parts.values() if part.region.bit_count() >= per)
-    unavailable = sum(
-        (part.region & snapshot.domain_cells(d).down_slots).bit_count()
-        for d, part in alloc.parts.items()
-    )
+    widest = alloc.widest
+    unavailable = snapshot.unavailable_ipus(alloc.id)
     note = f" ({plural(unavailable, 'IPU')} of it unavailable)" if unavailable else ""
     if k == 1 and widest < per:
         hint = ""
@@ -101,6 +97,7 @@ def _why_not(snapshot: Snapshot, shape: PartitionShape, alloc: AllocationIndex) 
             f"allocation {alloc.id} spans {plural(len(alloc.parts), 'IPU-Link domain')}:"
             f" {k} segments need {k} distinct domains",
         )
+    holding = sum(1 for part in alloc.parts.values() if part.region.bit_count() >= per)
     if holding < k:
         return (
             f"only {plural(holding, 'IPU-Link domain')} of allocation {alloc.id}"

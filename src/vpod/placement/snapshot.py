@@ -454,6 +454,16 @@ class Snapshot:
             for m in positions(cells.free_machines)
         )
 
+    def unavailable_ipus(self, allocation_id: str) -> int:
+        """How many IPUs of the allocation are unavailable (counted from the few that are)."""
+        alloc = self._allocation(allocation_id)
+        down = set(self._unavailable_slots)
+        for machine in self._unavailable_machines:
+            down.update(self.pod.machine_slots(machine))
+        return sum(
+            1 for slot in down if self.allocation_of_machine(slot // IPUS_PER_MACHINE) == alloc.id
+        )
+
     def largest_free_block(self, allocation_id: str) -> FreeBlock | None:
         """The largest free aligned block of IPUs in the allocation (lowest first on ties)."""
         alloc = self._allocation(allocation_id)
