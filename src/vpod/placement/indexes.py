@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from vpod.domain.catalog import IPUS_PER_MACHINE
-from vpod.domain.topology import Domain
+from vpod.domain.topology import Pod
 
 from .buddy import SLOT_TOP_LEVEL, maximal_profile, positions
 
@@ -141,27 +141,29 @@ class AllocationIndex:
         cls,
         allocation_id: str,
         machines: Iterable[int],
-        domains: Iterable[Domain],
+        pod: Pod,
         down_slots: Mapping[int, int],
         used: Mapping[int, int] | None = None,
         partitions: frozenset[str] = frozenset(),
     ) -> AllocationIndex:
         """An allocation over ``machines``, ``used`` slots (per domain) taken by ``partitions``.
 
-        ``domains`` are the domains the machines lie in; ``down_slots`` gives
-        each one's unavailable IPUs.
+        ``down_slots`` gives the unavailable IPUs of (at least) the domains
+        the machines lie in.
         """
         ordered = tuple(sorted(machines))
+        machine_bits: dict[int, int] = {}
+        for machine in ordered:
+            dom = pod.domain_of_machine(machine)
+            bit = 1 << (machine - dom.first_machine)
+            machine_bits[dom.index] = machine_bits.get(dom.index, 0) | bit
         parts: dict[int, AllocationPart] = {}
-        for dom in sorted(domains, key=lambda d: d.index):
-            machine_bits = 0
-            for machine in ordered:
-                if dom.first_machine <= machine < dom.first_machine + dom.num_machines:
-                    machine_bits |= 1 << (machine - dom.first_machine)
-            region = machine_slot_bits(machine_bits)
-            taken = (used or {}).get(dom.index, 0)
-            part = AllocationPart(region, taken, region & ~taken & ~down_slots.get(dom.index, 0))
-            parts[dom.index] = part
+        for domain in sorted(machine_bits):
+            region = machine_slot_bits(machine_bits[domain])
+            taken = (used or {}).get(domain, 0)
+            parts[domain] = AllocationPart(
+                region, taken, region & ~taken & ~down_slots.get(domain, 0)
+            )
         levels = levels_of(((d, part.profile) for d, part in parts.items()), SLOT_TOP_LEVEL)
         widest = max(part.region.bit_count() for part in parts.values())
         return cls(allocation_id, ordered, parts, levels, partitions, widest)

@@ -184,28 +184,27 @@ class Snapshot:
                 )
             owned = used[footprint.allocation_id]
             for slot in _check_slots(pod, footprint.slots):
-                ref = pod.ipu(slot)
-                if (
-                    cells[ref.domain].owners[ref.machine - pod.domains[ref.domain].first_machine]
-                    != footprint.allocation_id
-                ):
+                dom = pod.domain_of_slot(slot)
+                owner = cells[dom.index].owners[slot // IPUS_PER_MACHINE - dom.first_machine]
+                if owner != footprint.allocation_id:
                     raise InvalidSpec(
                         f"partition {pid} holds IPU slot {slot} outside its allocation"
                         f" {footprint.allocation_id}"
                     )
-                bit = 1 << ref.position
-                if owned.get(ref.domain, 0) & bit:
+                bit = 1 << (slot - dom.first_slot)
+                if owned.get(dom.index, 0) & bit:
                     raise InvalidSpec(f"IPU slot {slot} is in two partitions (one is {pid})")
-                owned[ref.domain] = owned.get(ref.domain, 0) | bit
+                owned[dom.index] = owned.get(dom.index, 0) | bit
             held[footprint.allocation_id].add(pid)
+        down_slots = {dom.index: cells[dom.index].down_slots for dom in pod.domains}
         allocation_map = ShardedMap.from_items(
             (
                 aid,
                 AllocationIndex.create(
                     aid,
                     machines,
-                    {pod.domain_of_machine(m) for m in machines},
-                    {dom.index: cells[dom.index].down_slots for dom in pod.domains},
+                    pod,
+                    down_slots,
                     used[aid],
                     frozenset(held[aid]),
                 ),
@@ -275,7 +274,7 @@ class Snapshot:
         alloc = AllocationIndex.create(
             aid,
             machines,
-            [self.pod.domains[d] for d in changes],
+            self.pod,
             {d: self._cells[d].down_slots for d in changes},
         )
         return self._evolve(cells=changes, allocations=self._allocations.set(aid, alloc))
