@@ -256,7 +256,12 @@ class PartitionService:
     async def reset(self, caller: Caller, partition_id: str, *, relocatable: bool = False) -> None:
         record = await self.get(caller, partition_id)
         if relocatable and not record.relocatable:
-            record = await self._update(record, relocatable=True)
+            try:
+                record = await self._update(record, relocatable=True)
+            except Conflict:
+                raise errors.FailedPrecondition(
+                    f"partition {partition_id} changed while being reset: retry"
+                ) from None
         cluster = await self._ctx.inventory.cluster(record.cluster_id)
         record = await self._move(record, Event.RESET_REQUESTED)
         agents = await self._agents_of(cluster, record)
@@ -281,32 +286,46 @@ class PartitionService:
         *,
         errors_: Sequence[str] | None = None,
     ) -> PartitionRecord:
-        """Apply a life-cycle event with compare-and-set; refuse what the table refuses."""
-        try:
-            state: PartitionState = transition(record.state, event, partition_id=record.id)
-        except IllegalTransition as exc:
-            raise errors.FailedPrecondition(str(exc)) from None
-        if errors_ is None:
-            return await self._update(record, state=state)
-        return await self._update(record, state=state, errors=tuple(errors_))
+        """Apply a life-cycle event with compare-and-set; refuse what the table refuses.
+
+        The heartbeat monitor may mark the partition ERROR while an operation
+        runs (it changes the ready state, never the operation): then the event
+        is applied again to the fresh record, keeping the fault's reason.
+        """
+        ctx = self._ctx
+        for _ in range(RESERVE_ATTEMPTS):
+            try:
+                state: PartitionState = transition(record.state, event, partition_id=record.id)
+            except IllegalTransition as exc:
+                raise errors.FailedPrecondition(str(exc)) from None
+            try:
+                if errors_ is None:
+                    return await self._update(record, state=state)
+                kept = [e for e in record.errors if e not in errors_] if errors_ else []
+                return await self._update(record, state=state, errors=(*kept, *errors_))
+            except Conflict:
+                fresh = await ctx.db(ctx.db.store.find_partition, record.id)
+                if fresh is None or fresh.state.operation is not record.state.operation:
+                    break
+                record = fresh
+        raise errors.FailedPrecondition(
+            f"partition {record.id} was changed by another request at the same time:"
+            " check its status and retry"
+        )
 
     async def _update(
         self, record: PartitionRecord, **changes: Unpack[PartitionChanges]
     ) -> PartitionRecord:
+        """Compare-and-set write; raises Conflict when the record moved meanwhile."""
         ctx = self._ctx
-        try:
-            return await ctx.db(
-                ctx.db.store.update_partition,
-                record.id,
-                expected_version=record.version,
-                updated_at=ctx.clock.now(),
-                **changes,
-            )
-        except Conflict:
-            raise errors.FailedPrecondition(
-                f"partition {record.id} was changed by another request at the same time:"
-                " check its status and retry"
-            ) from None
+        updated: PartitionRecord = await ctx.db(
+            ctx.db.store.update_partition,
+            record.id,
+            expected_version=record.version,
+            updated_at=ctx.clock.now(),
+            **changes,
+        )
+        return updated
 
     async def _forget(self, cluster: Cluster, record: PartitionRecord) -> None:
         """Delete the partition and give its IPUs back to placement."""
