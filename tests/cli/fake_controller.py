@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from concurrent import futures
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from threading import Event
 from typing import Any
 
 import grpc
@@ -51,6 +52,9 @@ class FakeState:
     credentials: tuple[str, str] | None = None
     """When set, every call must carry this user id and access key."""
     fail_next: dict[str, tuple[grpc.StatusCode, str]] = field(default_factory=dict)
+    hang: set[str] = field(default_factory=set)
+    """Methods that do not answer until ``release`` is set (to make a deadline pass)."""
+    release: Event = field(default_factory=Event)
     calls: list[Call] = field(default_factory=list)
 
     def calls_to(self, method: str) -> list[Call]:
@@ -64,6 +68,8 @@ class _Base:
     def enter(self, method: str, request: Any, context: grpc.ServicerContext) -> None:
         metadata = {k: str(v) for k, v in context.invocation_metadata()}
         self.s.calls.append(Call(method, request, metadata))
+        if method in self.s.hang:
+            self.s.release.wait(timeout=30)
         if method in self.s.fail_next:
             code, message = self.s.fail_next.pop(method)
             context.abort(code, message)
@@ -477,5 +483,6 @@ def serve(
     try:
         yield RunningFake(state, user_port=ports[0], admin_port=ports[1])
     finally:
+        state.release.set()
         for server in servers:
             server.stop(grace=None)

@@ -35,21 +35,25 @@ EXIT_USAGE = 2
 
 Reply = TypeVar("Reply", bound=Message)
 
-_CONNECTION_FAILURES: tuple[tuple[str, str], ...] = (
-    ("Ssl handshake failed", "the TLS handshake failed"),
-    ("CERTIFICATE_VERIFY_FAILED", "the server's certificate is not signed by tls-ca"),
+_TLS_FAILURES: tuple[tuple[str, str], ...] = (
+    ("WRONG_VERSION_NUMBER", "the controller does not use TLS (unset tls-ca)"),
+    ("CERTIFICATE_VERIFY_FAILED", "the controller's certificate is not signed by tls-ca"),
+    ("handshake failed", "the TLS handshake failed"),
+)
+_CLOSED = ("Socket closed", "Connection reset", "Broken pipe")
+_NETWORK_FAILURES: tuple[tuple[str, str], ...] = (
     ("Connection refused", "connection refused"),
     ("DNS resolution failed", "cannot resolve the host name"),
+    ("errors resolving", "cannot resolve the host name"),
+    ("address lookup failed", "cannot resolve the host name"),
     ("Name or service not known", "cannot resolve the host name"),
-    ("Socket closed", "the connection was closed (TLS on one side only?)"),
-    ("Connection reset", "the connection was reset (TLS on one side only?)"),
-    ("Broken pipe", "the connection was closed"),
+    ("empty address list", "cannot resolve the host name"),
     ("No route to host", "no route to host"),
     ("Network is unreachable", "network is unreachable"),
     ("failed to connect to all addresses", "cannot connect"),
-    ("empty address list", "cannot resolve the host name"),
 )
 """Fragments of gRPC core's own UNAVAILABLE details, most specific first, and what to say."""
+TLS_HINT = "check tls-ca, tls-cert and tls-key"
 
 
 class CliError(Exception):
@@ -132,20 +136,38 @@ class Connection:
 
     # -- errors
 
-    def unreachable(self, reason: str) -> CliError:
-        return CliError(
-            f"cannot reach the V-IPU controller at {self.endpoint.target}: {reason};"
-            f" is it running? (check {self.hint})"
-        )
+    def unreachable(self, reason: str, *, tls_hint: str = "") -> CliError:
+        where = f"cannot reach the V-IPU controller at {self.endpoint.target}: {reason}"
+        if tls_hint:
+            return CliError(f"{where}; {tls_hint}")
+        return CliError(f"{where}; is it running? (check {self.hint})")
+
+    def _connection_failure(self, details: str) -> CliError | None:
+        """The error for gRPC core's own connection failure, or None for a server's status."""
+        text = details.lower()
+        for fragment, reason in _TLS_FAILURES:
+            if fragment.lower() in text:
+                return self.unreachable(reason, tls_hint=TLS_HINT)
+        if any(fragment.lower() in text for fragment in _CLOSED):
+            hint = (
+                "if it wants a client certificate, set tls-cert and tls-key"
+                if self.endpoint.secure
+                else "if it uses TLS, set tls-ca"
+            )
+            return self.unreachable("the controller closed the connection", tls_hint=hint)
+        for fragment, reason in _NETWORK_FAILURES:
+            if fragment.lower() in text:
+                return self.unreachable(reason)
+        return None
 
     def translate(self, exc: grpc.RpcError) -> CliError:
         """The one line and exit status for a failed call."""
         code: grpc.StatusCode = exc.code()
         details = one_line(exc.details() or "")
         if code is grpc.StatusCode.UNAVAILABLE:
-            for fragment, reason in _CONNECTION_FAILURES:
-                if fragment.lower() in details.lower():
-                    return self.unreachable(reason)
+            failure = self._connection_failure(details)
+            if failure is not None:
+                return failure
         if code is grpc.StatusCode.DEADLINE_EXCEEDED:
             return self._deadline()
         if code is grpc.StatusCode.INVALID_ARGUMENT:

@@ -12,6 +12,8 @@ from typing import NoReturn
 
 import click
 
+from vpod.cli import grpc_logging  # noqa: F401  (before anything imports grpc)
+
 from . import vipu_admin_inventory as inventory
 from . import vipu_admin_operations as operations
 from . import vipu_admin_users as users

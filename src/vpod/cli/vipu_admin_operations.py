@@ -163,7 +163,7 @@ def _fault(
         "slow": ("--delay-ms", delay_ms),
     }
     if kind in needs and needs[kind][1] is None:
-        raise CliError(f"a {kind} fault needs {needs[kind][0]}", EXIT_USAGE)
+        raise CliError(f"--kind {kind} needs {needs[kind][0]}", EXIT_USAGE)
     return agpb.Fault(
         kind=FAULT_KINDS[kind],
         device_id=device or 0,

@@ -13,6 +13,7 @@ from typing import Any, NoReturn
 
 import click
 
+from vpod.cli import grpc_logging  # noqa: F401  (before anything imports grpc)
 from vpod.domain.errors import InvalidSpec
 from vpod.domain.routing import parse_gw_routing, parse_ipulink_routing, parse_sync_type
 from vpod.wire import admin_pb2 as apb

@@ -1,0 +1,103 @@
+"""The installed console scripts, run as real processes against the controller double."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import grpc
+import pytest
+
+from tests.cli.conftest import endpoint_env, table_rows
+from tests.cli.fake_controller import FakeState, RunningFake, serve
+from tests.cli.test_errors import free_port
+from tests.cli.test_tls import issue_certificate
+
+BIN = Path(sys.executable).parent
+
+
+def run(
+    program: str, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run .venv/bin/<program>; GRPC_VERBOSITY is left unset to test the CLI's own default."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("VIPU_CLI_", "GRPC_"))}
+    return subprocess.run(
+        [str(BIN / program), *args],
+        env={**base, **(env or {})},
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.fixture(autouse=True)
+def _installed() -> None:
+    if not (BIN / "vipu").exists() or not (BIN / "vipu-admin").exists():
+        pytest.skip("the vipu console scripts are not installed in this environment")
+
+
+def test_help_of_both_scripts() -> None:
+    """--help works and shows examples; exit 0."""
+    vipu = run("vipu", "--help")
+    admin = run("vipu-admin", "--help")
+    assert (vipu.returncode, admin.returncode) == (0, 0)
+    assert "vipu create partition training --size 16" in vipu.stdout
+    assert "vipu-admin create user alice" in admin.stdout
+
+
+def test_partition_round_trip(fake: RunningFake) -> None:
+    """server version, create, list and remove through the real executable."""
+    env = endpoint_env(fake)
+    version = run("vipu", "--server-version", env=env)
+    assert version.stdout == f"version: 1.18.0\nhost: 127.0.0.1:{fake.user_port}\n"
+    assert run("vipu", "create", "partition", "p1", "--size", "4", env=env).returncode == 0
+    listed = run("vipu", "list", "partitions", env=env)
+    assert table_rows(listed.stdout)[1] == ["p1", "c1", "1", "-", "DNC", "4", "1", "ACTIVE"]
+    removed = run("vipu", "remove", "partition", "p1", env=env)
+    assert (removed.returncode, removed.stdout) == (0, "remove partition (p1): success.\n")
+
+
+def test_errors_are_one_line_with_exit_status() -> None:
+    """Unreachable controller: exit 1; usage error: exit 2; one stderr line each, no traceback."""
+    port = free_port()
+    down = run("vipu", "--api-port", str(port), "list", "partitions")
+    assert down.returncode == 1
+    assert down.stderr == (
+        f"vipu: error: cannot reach the V-IPU controller at localhost:{port}: connection refused;"
+        " is it running? (check --api-host/--api-port or vipu-cli.hcl)\n"
+    )
+    usage = run("vipu-admin", "create", "allocation", "a1", "--cluster", "c", "--size", "many")
+    assert usage.returncode == 2
+    assert usage.stderr.startswith("vipu-admin: error: Invalid value for '--size': 'many'")
+    assert len(usage.stderr.splitlines()) == 1
+
+
+def test_created_user_config_works_for_vipu(fake: RunningFake, tmp_path: Path) -> None:
+    """vipu-admin create user writes ./ID.vipu-cli.hcl; vipu --config with it gets in."""
+    created = run("vipu-admin", "create", "user", "dana", env=endpoint_env(fake), cwd=tmp_path)
+    assert created.returncode == 0, created.stderr
+    assert "access key: key-of-dana" in created.stdout
+    fake.state.credentials = ("dana", "key-of-dana")
+    listed = run("vipu", "--config", "dana.vipu-cli.hcl", "list", "partitions", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+
+
+def test_grpc_core_logs_stay_off_stderr(tmp_path: Path) -> None:
+    """A TLS handshake failure gives our one line only, not gRPC core's own log line."""
+    ca = issue_certificate("CA", None, ca=True)
+    server = issue_certificate("controller", ca)
+    stranger = tmp_path / "stranger.pem"
+    stranger.write_bytes(issue_certificate("another CA", None, ca=True).cert)
+    credentials = grpc.ssl_server_credentials([(server.key, server.cert)])
+    with serve(FakeState(), server_credentials=credentials) as fake:
+        env = {**endpoint_env(fake), "VIPU_CLI_TLS_CA": str(stranger)}
+        result = run("vipu", "list", "partitions", env=env)
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"vipu: error: cannot reach the V-IPU controller at 127.0.0.1:{fake.user_port}:"
+        " the controller's certificate is not signed by tls-ca; check tls-ca, tls-cert and tls-key"
+    ]
