@@ -231,6 +231,7 @@ async def test_channel_pool_shares_one_channel_per_address(host: AgentHost) -> N
         a = pool.client(host.address, agent_id="ag1")
         b = pool.client(host.address)
         assert pool.channel(host.address) is pool.channel(host.address)
+        assert pool.client(host.address, agent_id="ag1") is a
         assert len(pool) == 1
         assert a.timeout == 3
         await a.close()

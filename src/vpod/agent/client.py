@@ -11,6 +11,9 @@ the :class:`~vpod.agent.errors.AgentError` tree: gRPC errors never leak out.
                                               -> AgentRefused (.reason from "vpod-reason")
     anything else (INTERNAL, UNIMPLEMENTED ...) -> AgentFailed
 
+Every rpc of the agent protocol is idempotent, so channels retry calls that
+met UNAVAILABLE (up to 3 attempts within the call's deadline).
+
 Channels are expensive to open and cheap to share: a controller keeps one
 :class:`ChannelPool` and asks it for clients, so every call to an agent
 reuses that agent's HTTP/2 connection.
@@ -19,6 +22,7 @@ reuses that agent's HTTP/2 connection.
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from types import TracebackType
 from typing import Any, TypeVar
@@ -52,8 +56,28 @@ from .model import (
 )
 
 DEFAULT_TIMEOUT = 5.0
+RETRY_SERVICE_CONFIG = json.dumps(
+    {
+        "methodConfig": [
+            {
+                "name": [{"service": "vpod.agent.v1.AgentService"}],
+                "retryPolicy": {
+                    "maxAttempts": 3,
+                    "initialBackoff": "0.05s",
+                    "maxBackoff": "0.5s",
+                    "backoffMultiplier": 2,
+                    "retryableStatusCodes": ["UNAVAILABLE"],
+                },
+            }
+        ]
+    }
+)
+"""Every agent rpc is idempotent, so a call that found the agent unavailable (a dropped
+connection, an agent restarting) is tried again twice within its deadline."""
 CHANNEL_OPTIONS: tuple[tuple[str, Any], ...] = (
-    # Fail fast while an agent is down instead of queueing behind reconnect backoff.
+    ("grpc.enable_retries", 1),
+    ("grpc.service_config", RETRY_SERVICE_CONFIG),
+    # Reconnect quickly after an agent comes back.
     ("grpc.initial_reconnect_backoff_ms", 200),
     ("grpc.max_reconnect_backoff_ms", 5_000),
 )
@@ -262,6 +286,7 @@ class ChannelPool:
     def __init__(self, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         self.timeout = timeout
         self._channels: dict[str, grpc.aio.Channel] = {}
+        self._clients: dict[tuple[str, str | None, float], AgentClient] = {}
 
     def __len__(self) -> int:
         return len(self._channels)
@@ -276,16 +301,23 @@ class ChannelPool:
     def client(
         self, address: str, *, agent_id: str | None = None, timeout: float | None = None
     ) -> AgentClient:
-        """A client over the pooled channel (closing the client leaves the channel open)."""
-        return AgentClient(
-            address,
-            agent_id=agent_id,
-            timeout=self.timeout if timeout is None else timeout,
-            channel=self.channel(address),
-        )
+        """A client over the pooled channel (closing the client leaves the channel open).
+
+        Clients are cached too, so asking for one per call costs a dict lookup.
+        """
+        key = (address, agent_id, self.timeout if timeout is None else timeout)
+        client = self._clients.get(key)
+        if client is None:
+            client = AgentClient(
+                address, agent_id=agent_id, timeout=key[2], channel=self.channel(address)
+            )
+            self._clients[key] = client
+        return client
 
     async def discard(self, address: str) -> None:
         """Close the channel of ``address`` (e.g. when the agent was removed)."""
+        for key in [k for k in self._clients if k[0] == address]:
+            del self._clients[key]
         channel = self._channels.pop(address, None)
         if channel is not None:
             await channel.close()
@@ -293,6 +325,7 @@ class ChannelPool:
     async def close(self) -> None:
         channels = list(self._channels.values())
         self._channels.clear()
+        self._clients.clear()
         for channel in channels:
             await channel.close()
 

@@ -14,7 +14,7 @@ exempt, so a hung agent can always be healed.
 """
 
 # Method names and signatures are fixed by the generated servicer base class.
-# ruff: noqa: N802, ARG002
+# ruff: noqa: N802
 
 from __future__ import annotations
 
