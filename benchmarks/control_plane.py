@@ -1,0 +1,241 @@
+"""Control-plane throughput: create + remove partitions through the real gRPC API.
+
+Starts a real ``vipu-server`` (SQLite in a temporary directory) and a real
+``vipu-agent`` process hosting every emulated machine of the pod, builds the
+cluster and one allocation over the admin API, then runs closed-loop workers:
+each creates a partition of a random size, then removes it, as fast as it
+can. Sizes are drawn from 1, 2, 4, 8 and 16 IPUs, capped so that every
+worker's partition fits at once (pod IPUs / concurrency), so refusals measure
+nothing but bugs. Reports operations (create + remove pairs) per second and
+the create latency percentiles, per pod and concurrency, as a table and JSON.
+
+    .venv/bin/python benchmarks/control_plane.py [--json PATH] [--seconds 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import grpc
+
+from vpod.domain.topology import shape
+from vpod.wire import admin_pb2 as apb
+from vpod.wire import admin_pb2_grpc as apb_grpc
+from vpod.wire import virmgrpc_pb2 as pb
+from vpod.wire import virmgrpc_pb2_grpc as pb_grpc
+
+BIN = Path(sys.executable).parent
+SIZES = (1, 2, 4, 8, 16)
+
+
+@dataclass
+class Result:
+    pod: str
+    concurrency: int
+    ops: int
+    errors: int
+    ops_per_s: float
+    p50_ms: float
+    p99_ms: float
+
+
+def _spawn(argv: list[str], ready: str, timeout: float = 60) -> tuple[subprocess.Popen[str], str]:
+    """Start a process and wait for its ready line; returns both."""
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True
+    )
+    deadline = time.monotonic() + timeout
+    assert proc.stdout is not None
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if ready in line:
+            return proc, line
+        if not line and proc.poll() is not None:
+            break
+    proc.kill()
+    raise SystemExit(f"{argv[0]} did not start")
+
+
+def _port(line: str, label: str) -> int:
+    return int(line.split(label, 1)[1].split(",", 1)[0].strip().rsplit(":", 1)[1])
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+async def _run_load(
+    port: int, pod_ipus: int, concurrency: int, seconds: float, seed: int
+) -> Result:
+    cap = max(1, pod_ipus // concurrency)
+    sizes = [s for s in SIZES if s <= cap]
+    rnd = random.Random(seed)
+    latencies: list[float] = []
+    errors = 0
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        users = pb_grpc.UserServiceStub(channel)
+        deadline = time.perf_counter() + seconds
+        counter = 0
+
+        async def worker(w: int) -> None:
+            nonlocal counter, errors
+            while time.perf_counter() < deadline:
+                counter += 1
+                pid = f"bench-{w}-{counter}"
+                size = rnd.choice(sizes)
+                start = time.perf_counter()
+                try:
+                    await users.CreatePartition(
+                        pb.CreatePartitionRequest(
+                            requirements=pb.PartitionRequirements(id=pid, size=size)
+                        )
+                    )
+                except grpc.aio.AioRpcError:
+                    errors += 1
+                    continue
+                latencies.append(time.perf_counter() - start)
+                try:
+                    await users.RemovePartition(pb.RemovePartitionRequest(partition_id=pid))
+                except grpc.aio.AioRpcError:
+                    errors += 1
+
+        began = time.perf_counter()
+        await asyncio.gather(*(worker(w) for w in range(concurrency)))
+        elapsed = time.perf_counter() - began
+    return Result(
+        pod="",
+        concurrency=concurrency,
+        ops=len(latencies),
+        errors=errors,
+        ops_per_s=len(latencies) / elapsed,
+        p50_ms=_percentile(latencies, 0.50) * 1e3,
+        p99_ms=_percentile(latencies, 0.99) * 1e3,
+    )
+
+
+def _setup(admin_port: int, agent_ids: list[str], domains: int, ipus: int) -> None:
+    with grpc.insecure_channel(f"127.0.0.1:{admin_port}") as channel:
+        admin = apb_grpc.AdminServiceStub(channel)
+        deadline = time.monotonic() + 60
+        while len(admin.ListAgents(apb.ListAgentsRequest()).agents) < len(agent_ids):
+            if time.monotonic() > deadline:
+                raise SystemExit("agents did not register")
+            time.sleep(0.1)
+        admin.CreateCluster(
+            apb.CreateClusterRequest(
+                cluster_id="bench", agent_ids=agent_ids, num_ipulinkdomains=domains
+            )
+        )
+        admin.CreateAllocation(
+            apb.CreateAllocationRequest(allocation_id="bench", cluster_id="bench", size=ipus)
+        )
+
+
+def bench_pod(pod_name: str, concurrencies: list[int], seconds: float, net: int) -> list[Result]:
+    """Start a controller and the pod's agents, then measure each concurrency in turn."""
+    pod = shape(pod_name)
+    results: list[Result] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        server, line = _spawn(
+            [
+                str(BIN / "vipu-server"),
+                "--data-dir",
+                tmp,
+                "--port",
+                "0",
+                "--admin-port",
+                "0",
+                "--http-port",
+                "0",
+                "--log-level",
+                "warning",
+            ],
+            "vipu-server ready",
+        )
+        agents = None
+        try:
+            user_port, admin_port = _port(line, "user API"), _port(line, "admin API")
+            agents, _ = _spawn(
+                [
+                    str(BIN / "vipu-agent"),
+                    "--machines",
+                    str(pod.num_machines),
+                    "--address-base",
+                    f"127.{net}.0.1",
+                    "--agent-port",
+                    "0",
+                    "--register",
+                    f"127.0.0.1:{admin_port}",
+                ],
+                "vipu-agent ready",
+            )
+            ids = [f"ag{i}" for i in range(1, pod.num_machines + 1)]
+            _setup(admin_port, ids, len(pod.domains), pod.num_ipus)
+            for concurrency in concurrencies:
+                result = asyncio.run(
+                    _run_load(user_port, pod.num_ipus, concurrency, seconds, seed=concurrency)
+                )
+                result.pod = pod_name
+                results.append(result)
+                print(
+                    f"{pod_name:7} c={concurrency:<3} {result.ops_per_s:8.1f} ops/s"
+                    f"  p50 {result.p50_ms:7.1f} ms  p99 {result.p99_ms:7.1f} ms"
+                    f"  ({result.ops} ops, {result.errors} errors)",
+                    flush=True,
+                )
+        finally:
+            if agents is not None:
+                _stop(agents)
+            _stop(server)
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--json", type=Path, help="write the results here")
+    parser.add_argument("--seconds", type=float, default=8.0, help="duration of each run")
+    parser.add_argument("--pods", default="pod64,pod256", help="comma-separated pod shapes")
+    parser.add_argument("--concurrency", default="1,16,64", help="comma-separated levels")
+    args = parser.parse_args()
+    concurrencies = [int(c) for c in args.concurrency.split(",")]
+    results: list[Result] = []
+    for index, pod_name in enumerate(args.pods.split(",")):
+        results.extend(bench_pod(pod_name, concurrencies, args.seconds, net=231 + index))
+    print()
+    print(f"{'pod':8}{'concurrency':>12}{'ops/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'errors':>8}")
+    for r in results:
+        print(
+            f"{r.pod:8}{r.concurrency:>12}{r.ops_per_s:>10.1f}{r.p50_ms:>10.1f}"
+            f"{r.p99_ms:>10.1f}{r.errors:>8}"
+        )
+    target = next((r for r in results if r.pod == "pod64" and r.concurrency == 16), None)
+    if target is not None:
+        print(
+            f"\ntarget (pod64, concurrency 16): >= 500 ops/s and p99 <= 50 ms;"
+            f" measured {target.ops_per_s:.0f} ops/s, p99 {target.p99_ms:.1f} ms"
+        )
+    if args.json:
+        args.json.write_text(json.dumps({"results": [asdict(r) for r in results]}, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
