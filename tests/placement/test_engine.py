@@ -98,37 +98,62 @@ def test_best_fit_keeps_large_blocks_free_where_first_fit_splits_them() -> None:
     assert slots_of(place(snapshot, request, policy=FIRST_FIT)) == (0, 1)
 
 
-def test_best_fit_prefers_the_fullest_domain_on_equal_fits() -> None:
-    """Small jobs pile into the busier domain, so emptier domains stay whole."""
+def two_domains(light: int, heavy: int) -> Snapshot:
+    """A pod128 allocation with one used IPU in domain ``light`` and 33 in domain ``heavy``."""
+    first = 64 * heavy
+    return Snapshot.build(
+        shape("pod128"),
+        allocations={"a": range(32)},
+        partitions={
+            "light": PartitionFootprint("a", (64 * light,)),
+            "heavy": PartitionFootprint("a", (first, *range(first + 32, first + 64))),
+        },
+    )
+
+
+def test_equal_fits_go_to_the_lowest_domain_by_default() -> None:
+    """Among equally tight fits the default takes the lowest domain, however full."""
+    request = PartitionRequest("p", 1, "a")
+    assert slots_of(place(two_domains(light=0, heavy=1), request)) == (1,)
+    assert slots_of(place(two_domains(light=1, heavy=0), request)) == (1,)
+
+
+def test_policy_orders_are_tunable() -> None:
+    """Other orders rank equal fits by fullness, or ignore fit altogether."""
+    request = PartitionRequest("p", 1, "a")
+    fullest = Policy("fullest", order=("fit", "fullest"))
+    emptiest = Policy("emptiest", order=("emptiest",))
+    assert slots_of(place(two_domains(light=0, heavy=1), request, policy=fullest)) == (65,)
+    assert slots_of(place(two_domains(light=1, heavy=0), request, policy=fullest)) == (1,)
+    assert slots_of(place(two_domains(light=0, heavy=1), request, policy=emptiest)) == (1,)
+    assert slots_of(place(two_domains(light=1, heavy=0), request, policy=emptiest)) == (65,)
+
+
+def test_fit_beats_domain_order() -> None:
+    """A tight hole in a high domain wins over splitting a larger block in a low one."""
     snapshot = Snapshot.build(
         shape("pod128"),
         allocations={"a": range(32)},
-        partitions={
-            "light": PartitionFootprint("a", (64,)),
-            "heavy": PartitionFootprint("a", (0, *range(32, 64))),
-        },
+        partitions={"q": PartitionFootprint("a", (0, 1)), "r": PartitionFootprint("a", (65,))},
     )
-    assert slots_of(place(snapshot, PartitionRequest("p", 1, "a"))) == (1,)
-    by_index = Policy("best-fit-by-index", domain_order="index")
-    assert slots_of(place(snapshot, PartitionRequest("p", 1, "a"), policy=by_index)) == (1,)
-    lighter = Snapshot.build(
-        shape("pod128"),
-        allocations={"a": range(32)},
-        partitions={
-            "light": PartitionFootprint("a", (0,)),
-            "heavy": PartitionFootprint("a", (64, *range(96, 128))),
-        },
-    )
-    assert slots_of(place(lighter, PartitionRequest("p", 1, "a"))) == (65,)
-    assert slots_of(place(lighter, PartitionRequest("p", 1, "a"), policy=by_index)) == (1,)
+    assert slots_of(place(snapshot, PartitionRequest("p", 1, "a"))) == (64,)
+    first = place(snapshot, PartitionRequest("p", 1, "a"), policy=FIRST_FIT)
+    assert slots_of(first) == (2,)
 
 
-def test_allocations_prefer_the_fullest_domain_too() -> None:
-    """A small allocation goes to the domain with fewer free machines when fits are equal."""
-    snapshot = Snapshot.build(shape("pod128"), allocations={"x": range(16, 24)})
+def test_allocations_follow_the_same_policy() -> None:
+    """A small allocation fills the tightest run of machines, lowest domain on ties."""
+    snapshot = Snapshot.build(shape("pod128"), allocations={"x": range(16, 24), "y": range(1)})
     result = place(snapshot, AllocationRequest("b", size=4))
     assert isinstance(result, AllocationPlacement)
-    assert result.machines == (24,)
+    assert result.machines == (1,)
+    fullest = Policy("fullest", order=("fit", "fullest"))
+    result = place(snapshot, AllocationRequest("b", size=32))
+    assert isinstance(result, AllocationPlacement)
+    assert result.machines == tuple(range(8, 16))
+    result = place(snapshot, AllocationRequest("b", size=32), policy=fullest)
+    assert isinstance(result, AllocationPlacement)
+    assert result.machines == tuple(range(24, 32))
 
 
 def test_place_many_sees_earlier_successes_and_skips_rejections() -> None:
