@@ -17,7 +17,7 @@ from vpod.wire import agent_pb2 as agpb
 
 from .grpc_client import EXIT_USAGE, CliError, Connection
 from .render import enum_label, joined, message_dict, table
-from .vipu_group import WholeNumber, csv_list, echo_json, json_option, session_of
+from .vipu_group import PORT, WholeNumber, csv_list, echo_json, json_option, session_of
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -118,7 +118,7 @@ def allocation_row(info: apb.AllocationInfo) -> list[object]:
 @click.option(
     "--port",
     required=True,
-    type=click.IntRange(1, 65535),
+    type=PORT,
     metavar="P",
     help="The agent's gRPC port.",
 )

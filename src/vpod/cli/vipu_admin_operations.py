@@ -184,7 +184,7 @@ _KIND_CHOICE = click.Choice(sorted(FAULT_KINDS), case_sensitive=False)
 @click.command("fault", context_settings=CONTEXT)
 @click.option("--agent", required=True, metavar="A", help="The agent whose machine fails.")
 @click.option("--kind", required=True, type=_KIND_CHOICE, help="What fails.")
-@click.option("--device", type=click.IntRange(0, 3), metavar="N", help="IPU device id (ipu).")
+@click.option("--device", type=WholeNumber(0, 3), metavar="N", help="IPU device id (ipu).")
 @click.option("--link", metavar="L", help="Link id (link).")
 @click.option("--delay-ms", type=WholeNumber(), help="Answer delay (slow).")
 @click.option("--reason", metavar="TEXT", help="Shown in health and events.")
@@ -223,7 +223,7 @@ def inject_fault(
 @click.option("--agent", required=True, metavar="A", help="The agent to heal.")
 @click.option("--all", "clear_all", is_flag=True, help="Clear every active fault.")
 @click.option("--kind", type=_KIND_CHOICE, help="Clear the fault of this kind ...")
-@click.option("--device", type=click.IntRange(0, 3), metavar="N", help="... on this IPU (ipu).")
+@click.option("--device", type=WholeNumber(0, 3), metavar="N", help="... on this IPU (ipu).")
 @click.option("--link", metavar="L", help="... on this link (link).")
 @json_option
 @click.pass_context

@@ -24,7 +24,7 @@ from .config import DEFAULT_ADMIN_PORT, DEFAULT_USER_PORT, Endpoint, Settings, r
 from .grpc_client import EXIT_USAGE, CliError
 from .render import joined, message_dict, table, timestamp_text
 from .vipu_admin_inventory import CONTEXT, admin_stub, success
-from .vipu_group import csv_list, echo_json, json_option, session_of
+from .vipu_group import PORT, csv_list, echo_json, json_option, session_of
 
 USER_HEADERS = ("User", "Admin", "Allocations", "Created")
 CONFIG_SUFFIX = ".vipu-cli.hcl"
@@ -87,7 +87,7 @@ def write_private(path: Path, text: str) -> None:
 @click.option("--user-api-host", metavar="HOST", help="api-host to write [from your settings].")
 @click.option(
     "--user-api-port",
-    type=click.IntRange(1, 65535),
+    type=PORT,
     metavar="PORT",
     help="api-port to write [from your settings, else 8090].",
 )

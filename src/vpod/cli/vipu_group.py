@@ -92,10 +92,6 @@ class Session:
             self._connections["admin"] = Connection(endpoint, hint=hint)
         return self._connections["admin"]
 
-    def main(self) -> Connection:
-        """The endpoint this CLI talks to by default."""
-        return self.admin() if self.admin_cli else self.user()
-
     def _resolve(self, pick: Callable[[Settings], Any]) -> Any:
         try:
             return pick(self.settings())
@@ -134,7 +130,7 @@ def global_options(*, hidden: bool) -> Callable[[F], F]:
         (
             ("--api-port",),
             {
-                "type": click.IntRange(1, 65535),
+                "type": PORT,
                 "metavar": "PORT",
                 "help": "Controller port [env VIPU_CLI_API_PORT; default 8090, admin 8091].",
             },
@@ -152,7 +148,7 @@ def global_options(*, hidden: bool) -> Callable[[F], F]:
         (
             ("--timeout",),
             {
-                "type": click.FloatRange(min=0, min_open=True),
+                "type": Seconds(),
                 "metavar": "SECONDS",
                 "help": "Deadline of each call [env VIPU_CLI_TIMEOUT; default 60].",
             },
@@ -176,7 +172,10 @@ def global_options(*, hidden: bool) -> Callable[[F], F]:
 def json_option(command: F) -> F:
     """``--json``: print the wire reply as JSON instead of a table."""
     return click.option(
-        "--json", "as_json", is_flag=True, help="Print JSON (the wire reply) instead of a table."
+        "--json",
+        "as_json",
+        is_flag=True,
+        help="Print the reply as JSON (field names of the .proto).",
     )(command)
 
 
@@ -185,12 +184,13 @@ def echo_json(data: object) -> None:
 
 
 class WholeNumber(click.ParamType):  # type: ignore[type-arg]
-    """A whole number of at least ``minimum``, with a message that says so."""
+    """A whole number from ``minimum`` to ``maximum``, with messages that say so."""
 
     name = "N"
 
-    def __init__(self, minimum: int = 1) -> None:
+    def __init__(self, minimum: int = 1, maximum: int | None = None) -> None:
         self.minimum = minimum
+        self.maximum = maximum
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
         if isinstance(value, int):
@@ -202,7 +202,29 @@ class WholeNumber(click.ParamType):  # type: ignore[type-arg]
                 self.fail(f"{value!r} is not a whole number", param, ctx)
         if number < self.minimum:
             self.fail(f"{number} is too small: use {self.minimum} or more", param, ctx)
+        if self.maximum is not None and number > self.maximum:
+            self.fail(f"{number} is too large: use at most {self.maximum}", param, ctx)
         return number
+
+
+PORT = WholeNumber(1, 65535)
+
+
+class Seconds(click.ParamType):  # type: ignore[type-arg]
+    """A positive number of seconds (fractions allowed)."""
+
+    name = "SECONDS"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        try:
+            seconds = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        if not seconds > 0:
+            self.fail(f"{value!r} is not a positive number of seconds", param, ctx)
+        return seconds
 
 
 def csv_list(_ctx: click.Context, _param: click.Parameter, value: str | None) -> list[str]:
@@ -280,10 +302,3 @@ class VipuGroup(click.Group):
 
 def _fail(prog: str, message: str) -> None:
     click.echo(f"{prog}: error: {one_line(message)}", err=True)
-
-
-def run_command(ctx: click.Context, action: Callable[[Session], int | None]) -> None:
-    """Run ``action`` with the session; a non-zero result becomes the exit status."""
-    code = action(session_of(ctx))
-    if code:
-        ctx.exit(code)

@@ -22,7 +22,7 @@ from vpod.wire import virmgrpc_pb2 as pb
 from vpod.wire import virmgrpc_pb2_grpc as pb_grpc
 
 from .grpc_client import EXIT_USAGE, CliError, Connection
-from .render import details, message_dict, table
+from .render import details, joined, message_dict, table
 from .vipu_group import (
     SubcommandGroup,
     VipuGroup,
@@ -38,7 +38,6 @@ from .vipu_views import (
     IPU_ATTRIBUTE_HEADERS,
     IPU_HEADERS,
     PARTITION_HEADERS,
-    agents_cell,
     gcd_file,
     ipu_attribute_rows,
     ipu_rows,
@@ -255,7 +254,7 @@ def list_allocations(ctx: click.Context, as_json: bool) -> None:
         echo_json(message_dict(reply))
         return
     infos = sorted(reply.allocations, key=lambda info: info.allocation.id)
-    rows = [[i.allocation.id, agents_cell(i.allocation.spec.agent_ids)] for i in infos]
+    rows = [[i.allocation.id, joined(i.allocation.spec.agent_ids)] for i in infos]
     click.echo(table(ALLOCATION_HEADERS, rows))
 
 

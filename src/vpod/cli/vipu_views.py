@@ -7,14 +7,13 @@ same first eight columns as ``vipu list partitions``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from vpod.domain.ipuof import FILE_DEVICE_KEYS
 from vpod.domain.routing import SyncType
 from vpod.wire import virmgrpc_pb2 as pb
 
-from .render import EMPTY_CELL, enum_label, joined, timestamp_text
+from .render import EMPTY_CELL, enum_label, timestamp_text
 
 PARTITION_HEADERS: tuple[str, ...] = (
     "Partition",
@@ -163,7 +162,3 @@ def ipu_attribute_rows(reply: pb.ListIPUAttributesReply) -> list[list[object]]:
             attributes = entry.ipu_attributes[ipu].attributes
             rows += [[entry.agent, ipu, name, attributes[name]] for name in sorted(attributes)]
     return rows
-
-
-def agents_cell(agent_ids: Iterable[str]) -> str:
-    return joined(agent_ids)
