@@ -278,7 +278,7 @@ class PlacementMachine(RuleBasedStateMachine):
 
 
 PlacementMachine.TestCase.settings = settings(
-    max_examples=120,
+    max_examples=200,
     stateful_step_count=30,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
