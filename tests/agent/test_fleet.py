@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import socket
 
 import grpc
@@ -67,13 +68,8 @@ async def test_shared_address_mode_runs_machines_side_by_side() -> None:
 async def test_taken_port_fails_with_a_sentence(fleet: AgentFleet) -> None:
     """A second agent on a taken address:port refuses to start instead of sharing the port."""
     taken = fleet.hosts[0]
-    plan = ephemeral_plan(taken.host)
-    clash = AgentFleet(
-        FleetSettings(
-            agent_ids=("other",),
-            plan=type(plan)(plan.mode, plan.base_host, taken.port, 0, 0),
-        )
-    )
+    plan = dataclasses.replace(ephemeral_plan(taken.host), agent_port=taken.port)
+    clash = AgentFleet(FleetSettings(agent_ids=("other",), plan=plan))
     with pytest.raises(AgentStartError, match=f"cannot listen on {taken.address}"):
         await clash.start()
     await clash.stop()
