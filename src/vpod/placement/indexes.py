@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from vpod.domain.catalog import IPUS_PER_MACHINE
 from vpod.domain.topology import Pod
 
-from .buddy import SLOT_TOP_LEVEL, maximal_profile, positions
+from .buddy import MACHINE_TOP_LEVEL, SLOT_TOP_LEVEL, maximal_profile, positions
 
 LevelSets = tuple[frozenset[int], ...]
 """``sets[l]``: the keys (domain indexes) that hold a maximal free block of level ``l``."""
@@ -197,3 +197,34 @@ class AllocationIndex:
             self.partitions if partitions is None else partitions,
             self.widest,
         )
+
+
+def cells_of(
+    pod: Pod,
+    domain: int,
+    owners: tuple[str | None, ...],
+    bad_slots: frozenset[int],
+    bad_machines: frozenset[int],
+) -> DomainCells:
+    """The cells of ``domain`` given its machines' owners and the pod's unavailable hardware."""
+    dom = pod.domains[domain]
+    allocated = sum(1 << i for i, owner in enumerate(owners) if owner is not None)
+    machine_bits = sum(1 << (m - dom.first_machine) for m in dom.machines if m in bad_machines)
+    slot_bits = sum(1 << (s - dom.first_slot) for s in dom.slots if s in bad_slots)
+    cells = DomainCells((1 << dom.num_machines) - 1, owners, allocated)
+    return cells.with_down(machine_bits, slot_bits)
+
+
+def machine_profile(cells: DomainCells) -> int:
+    return maximal_profile(cells.free_machines, MACHINE_TOP_LEVEL)
+
+
+def is_whole_free(cells: DomainCells) -> bool:
+    return cells.free_machines == cells.all_machines
+
+
+def machine_index_of(cells: tuple[DomainCells, ...]) -> tuple[LevelSets, frozenset[int]]:
+    """Per machine-block level the domains with a maximal free run; and the wholly free domains."""
+    levels = levels_of(((d, machine_profile(c)) for d, c in enumerate(cells)), MACHINE_TOP_LEVEL)
+    whole = frozenset(d for d, c in enumerate(cells) if is_whole_free(c))
+    return levels, whole

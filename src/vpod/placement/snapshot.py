@@ -29,7 +29,6 @@ from .buddy import (
     SLOT_TOP_LEVEL,
     largest,
     maximal_blocks,
-    maximal_profile,
     positions,
 )
 from .indexes import (
@@ -37,7 +36,10 @@ from .indexes import (
     AllocationPart,
     DomainCells,
     LevelSets,
-    levels_of,
+    cells_of,
+    is_whole_free,
+    machine_index_of,
+    machine_profile,
     update_levels,
 )
 from .persistent import ShardedMap
@@ -123,7 +125,7 @@ class Snapshot:
         self._unavailable_machines = unavailable_machines
         self._machine_names = machine_names
         if machine_index is None:
-            machine_index = _machine_index(cells)
+            machine_index = machine_index_of(cells)
         self._machine_levels, self._whole_free = machine_index
         if domain_sizes is None:
             domain_sizes = tuple(sorted({dom.num_machines for dom in pod.domains}, reverse=True))
@@ -170,7 +172,7 @@ class Snapshot:
                 owners[dom.index][machine - dom.first_machine] = aid
             machines_of[aid] = machines
         cells = tuple(
-            _cells_of(pod, dom.index, tuple(owners[dom.index]), bad_slots, bad_machines)
+            cells_of(pod, dom.index, tuple(owners[dom.index]), bad_slots, bad_machines)
             for dom in pod.domains
         )
         used: dict[str, dict[int, int]] = {aid: {} for aid in machines_of}
@@ -336,7 +338,7 @@ class Snapshot:
         domains = {self.pod.domain_of_slot(s).index for s in touched_slots}
         domains |= {self.pod.domain_of_machine(m).index for m in touched_machines}
         cells = {
-            d: _cells_of(self.pod, d, self._cells[d].owners, bad_slots, bad_machines)
+            d: cells_of(self.pod, d, self._cells[d].owners, bad_slots, bad_machines)
             for d in sorted(domains)
         }
         allocations = self._allocations
@@ -374,8 +376,8 @@ class Snapshot:
             for domain in sorted(cells):
                 old, new = self._cells[domain], cells[domain]
                 listed[domain] = new
-                levels = update_levels(levels, domain, _machine_profile(old), _machine_profile(new))
-                whole = whole | {domain} if _is_whole_free(new) else whole - {domain}
+                levels = update_levels(levels, domain, machine_profile(old), machine_profile(new))
+                whole = whole | {domain} if is_whole_free(new) else whole - {domain}
             new_cells = tuple(listed)
             machine_index = (levels, whole)
         bad_slots, bad_machines = unavailable or (
@@ -580,32 +582,3 @@ def _check_machines(pod: Pod, machines: Iterable[int]) -> list[int]:
         if not 0 <= machine < pod.num_machines:
             raise InvalidSpec(f"machine {machine} is outside the pod (0..{pod.num_machines - 1})")
     return listed
-
-
-def _cells_of(
-    pod: Pod,
-    domain: int,
-    owners: tuple[str | None, ...],
-    bad_slots: frozenset[int],
-    bad_machines: frozenset[int],
-) -> DomainCells:
-    dom = pod.domains[domain]
-    allocated = sum(1 << i for i, owner in enumerate(owners) if owner is not None)
-    machine_bits = sum(1 << (m - dom.first_machine) for m in dom.machines if m in bad_machines)
-    slot_bits = sum(1 << (s - dom.first_slot) for s in dom.slots if s in bad_slots)
-    cells = DomainCells((1 << dom.num_machines) - 1, owners, allocated)
-    return cells.with_down(machine_bits, slot_bits)
-
-
-def _machine_profile(cells: DomainCells) -> int:
-    return maximal_profile(cells.free_machines, MACHINE_TOP_LEVEL)
-
-
-def _is_whole_free(cells: DomainCells) -> bool:
-    return cells.free_machines == cells.all_machines
-
-
-def _machine_index(cells: tuple[DomainCells, ...]) -> tuple[LevelSets, frozenset[int]]:
-    levels = levels_of(((d, _machine_profile(c)) for d, c in enumerate(cells)), MACHINE_TOP_LEVEL)
-    whole = frozenset(d for d, c in enumerate(cells) if _is_whole_free(c))
-    return levels, whole
