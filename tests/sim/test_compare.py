@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 from vpod.domain.errors import InvalidSpec
+from vpod.placement import FIRST_FIT as ENGINE_FIRST_FIT
 from vpod.sim.compare import BOUND, FIRST_FIT, compare, mean_wait_ratio, pod_for_ipus
+from vpod.sim.engine_placer import EnginePlacer
 from vpod.sim.first_fit import FirstFitPlacer
 from vpod.sim.metrics import Summary, percentile_nearest_rank
 from vpod.sim.placers import BoundPlacer
@@ -109,11 +111,9 @@ def test_window_averages_weigh_each_value_by_how_long_it_held() -> None:
 def test_engine_with_the_first_fit_policy_replays_like_first_fit(real_trace: Path) -> None:
     """Two independent first-fit implementations (the engine's baseline policy and the
     simulator's bit masks) start every job of a real trace slice at the same time."""
-    engine_placer = pytest.importorskip("vpod.sim.engine_placer")
-    placement = pytest.importorskip("vpod.placement")
     jobs = read_trace(real_trace)[:1500]
     pod = pod_for_ipus(64)
     for policy in Policy:
         ours = replay(jobs, FirstFitPlacer(pod), 64, policy)
-        theirs = replay(jobs, engine_placer.EnginePlacer(pod, placement.FIRST_FIT), 64, policy)
+        theirs = replay(jobs, EnginePlacer(pod, ENGINE_FIRST_FIT), 64, policy)
         assert ours.starts == theirs.starts

@@ -10,6 +10,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from vpod.sim.compare import pod_for_ipus
+from vpod.sim.engine_placer import EnginePlacer
 from vpod.sim.first_fit import FirstFitPlacer
 from vpod.sim.jobs import Job, make_job, split_oversized
 from vpod.sim.metrics import summarize
@@ -31,8 +32,7 @@ def _first_fit(ipus: int) -> tuple[Placer[Any], Any]:
 
 
 def _engine(ipus: int) -> tuple[Placer[Any], Any]:
-    engine_placer = pytest.importorskip("vpod.sim.engine_placer")
-    placer = engine_placer.EnginePlacer(pod_for_ipus(ipus))
+    placer = EnginePlacer(pod_for_ipus(ipus))
     return placer, placer.slots_of
 
 

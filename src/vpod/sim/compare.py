@@ -21,6 +21,7 @@ from vpod.domain.errors import InvalidSpec
 from vpod.domain.sizes import DOMAIN_MAX_IPUS
 from vpod.domain.topology import MAX_MACHINES_PER_DOMAIN, Pod, build_pod
 
+from .engine_placer import EnginePlacer
 from .first_fit import FirstFitPlacer
 from .jobs import Job, split_oversized
 from .metrics import Summary, summarize
@@ -32,14 +33,8 @@ PlacerFactory = Callable[[Pod], Placer[Any]]
 ENGINE, BOUND, FIRST_FIT = "engine", "bound", "first_fit"
 
 
-def _engine(pod: Pod) -> Placer[Any]:
-    from .engine_placer import EnginePlacer
-
-    return EnginePlacer(pod)
-
-
 DEFAULT_PLACERS: Mapping[str, PlacerFactory] = {
-    ENGINE: _engine,
+    ENGINE: EnginePlacer,
     BOUND: lambda pod: BoundPlacer(pod.num_ipus),
     FIRST_FIT: FirstFitPlacer,
 }
