@@ -178,7 +178,8 @@ def admin_routes(controller: Controller, admin: CallerDependency) -> APIRouter:
         return ClusterList(clusters=[cluster_out(cl) for cl in await c.inventory.list_clusters()])
 
     @router.delete("/clusters/{cluster_id}", tags=["admin: clusters"], status_code=204,
-                   response_class=Response, responses=error_responses(401, 403, 404, 409, 503))
+                   response_class=Response,
+                   responses=error_responses(400, 401, 403, 404, 409, 503))
     async def remove_cluster(caller: AsAdmin, cluster_id: IdPath,
                              force: ForceQuery = False) -> Response:
         """Remove a cluster; with `force`, its allocations and their partitions first."""
@@ -231,7 +232,8 @@ def admin_routes(controller: Controller, admin: CallerDependency) -> APIRouter:
         return AllocationList(allocations=await allocation_list(c, caller, cluster or None))
 
     @router.delete("/allocations/{allocation_id}", tags=["admin: allocations"], status_code=204,
-                   response_class=Response, responses=error_responses(401, 403, 404, 409, 503))
+                   response_class=Response,
+                   responses=error_responses(400, 401, 403, 404, 409, 503))
     async def remove_allocation_route(caller: AsAdmin, allocation_id: IdPath,
                                       force: ForceQuery = False) -> Response:
         """Remove an allocation; with `force`, its partitions first."""
