@@ -54,6 +54,8 @@ _NETWORK_FAILURES: tuple[tuple[str, str], ...] = (
 )
 """Fragments of gRPC core's own UNAVAILABLE details, most specific first, and what to say."""
 TLS_HINT = "check tls-ca, tls-cert and tls-key"
+READY_PROBE_S = 2.0
+"""After a deadline, how long to wait for a connection before calling the controller unreachable."""
 
 
 class CliError(Exception):
@@ -187,10 +189,8 @@ class Connection:
     def _deadline(self) -> CliError:
         """Deadline passed: a live but slow controller, or one that cannot be reached?"""
         timeout = f"{self.endpoint.timeout_s:g} s"
-        try:
-            grpc.channel_ready_future(self.channel).result(
-                timeout=min(2.0, self.endpoint.timeout_s)
-            )
+        try:  # a live controller connects at once; give a slow network a little longer
+            grpc.channel_ready_future(self.channel).result(timeout=READY_PROBE_S)
         except grpc.FutureTimeoutError:
             return self.unreachable(f"no connection within {timeout}")
         return CliError(
