@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from vpod.agent.errors import AgentError
-from vpod.agent.model import Fault, LinkTestKind, LinkTestResult, PartitionConfig
+from vpod.agent.model import Fault, LinkTestKind, LinkTestResult, MachineHealth, PartitionConfig
 from vpod.domain.entities import Agent, Cluster
 from vpod.domain.errors import DomainError
 from vpod.domain.partition_states import ReadyState
@@ -37,6 +37,8 @@ class HealthView:
     reachable: bool
     reason: str
     last_seen: datetime | None
+    faults: tuple[Fault, ...] = ()
+    """Active injected faults, as the last heartbeat saw them."""
 
 
 class Fleet:
@@ -44,6 +46,11 @@ class Fleet:
         self._ctx = ctx
         self._facts = facts
         self._boot_ids: dict[str, str] = {}
+        self._last_health: dict[str, MachineHealth] = {}
+
+    def note_health(self, agent_id: str, health: MachineHealth) -> None:
+        """Remember what an agent's last heartbeat said (faults, IPU and link state)."""
+        self._last_health[agent_id] = health
 
     async def register(self, agent: Agent, *, boot_id: str) -> tuple[bool, str]:
         known, message = await self._ctx.inventory.register_agent(agent)
@@ -69,10 +76,12 @@ class Fleet:
 
     async def health_of(self, agent_id: str) -> HealthView:
         health = await self._ctx.db(self._ctx.db.store.get_agent_health, agent_id)
+        last = self._last_health.get(agent_id)
         return HealthView(
             reachable=health.state is not AgentHealthState.UNREACHABLE,
             reason=health.reason,
             last_seen=health.last_heartbeat,
+            faults=last.faults if last is not None else (),
         )
 
     async def reconcile(self, agent: Agent) -> int:

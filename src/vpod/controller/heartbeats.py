@@ -55,7 +55,7 @@ class HeartbeatMonitor:
         self._last_ok.setdefault(agent.id, now)
         timeout = max(0.2, min(1.0, ctx.settings.unreachable_after_s / 3))
         try:
-            await ctx.gateway.health(agent, timeout=timeout)
+            health = await ctx.gateway.health(agent, timeout=timeout)
         except AgentError as exc:
             silent_for = now - self._last_ok[agent.id]
             if (
@@ -65,6 +65,7 @@ class HeartbeatMonitor:
                 await self._mark_unreachable(agent, exc.message, silent_for)
             return
         self._last_ok[agent.id] = now
+        self._c.fleet.note_health(agent.id, health)
         if self._state.get(agent.id) is not AgentHealthState.REACHABLE:
             await self._mark_reachable(agent)
 

@@ -27,7 +27,7 @@ from .settings import Settings
 from .transports.admin_grpc import add_admin_api
 from .transports.auth import GrpcAuthenticator
 from .transports.rest import create_http_app
-from .transports.user_grpc import add_user_api
+from .transports.user_grpc import add_user_api, add_version_api
 
 log = logging.getLogger("vpod.server")
 
@@ -89,8 +89,10 @@ async def serve(
 
     admin_server = grpc.aio.server(options=GRPC_OPTIONS)
     add_admin_api(admin_server, controller, auth)
+    add_version_api(admin_server, controller)
     reflection.enable_server_reflection(
         (
+            virmgrpc_pb2.DESCRIPTOR.services_by_name["VersionService"].full_name,
             admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name,
             admin_pb2.DESCRIPTOR.services_by_name["AgentRegistrationService"].full_name,
             reflection.SERVICE_NAME,

@@ -108,6 +108,7 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
             allocation_id=allocation_of.get(agent.id, ""),
             state=apb.AGENT_ONLINE if health.reachable else apb.AGENT_OFFLINE,
             state_detail=health.reason,
+            faults=agent_convert.faults_to_wire(health.faults),
         )
         if health.last_seen is not None:
             stamp = Timestamp()

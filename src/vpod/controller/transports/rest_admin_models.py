@@ -12,8 +12,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, model_validator
 
+from vpod.agent.addressing import split_host_port
 from vpod.agent.model import Fault, FaultKind, LinkTestKind
 from vpod.domain.catalog import IPUS_PER_MACHINE, MachineType
 from vpod.domain.entities import HOST_MAX_LENGTH
@@ -88,11 +89,23 @@ class AgentList(BaseModel):
     agents: list[AgentOut]
 
 
+def _host_port(address: str) -> str:
+    split_host_port(address)  # raises ValueError with a sentence
+    return address
+
+
+Address = Annotated[
+    str,
+    Field(min_length=3, max_length=HOST_MAX_LENGTH + 8,
+          pattern=r"^([^\s:\[\]]+|\[[0-9A-Fa-f:.]+\]):[0-9]{1,5}$"),
+    AfterValidator(_host_port),
+]
+
+
 class DiscoverBody(StrictBody):
-    addresses: list[
-        Annotated[str, Field(min_length=3, max_length=HOST_MAX_LENGTH + 6,
-                             pattern=r"^[^\s:]+:[0-9]{1,5}$|^\[[0-9A-Fa-f:.]+\]:[0-9]{1,5}$")]
-    ] = Field(min_length=1, max_length=256, description="`HOST:PORT` addresses to probe.")
+    addresses: list[Address] = Field(
+        min_length=1, max_length=256, description="`HOST:PORT` addresses to probe."
+    )
     add: bool = Field(default=False, description="Create the agents found.")
 
 

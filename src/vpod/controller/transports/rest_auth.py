@@ -20,6 +20,8 @@ from collections.abc import Awaitable, Callable
 from fastapi import Depends, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
+from vpod.domain.naming import ID_RULE, is_valid_id
+
 from .. import errors
 from ..auth import Authenticator
 from ..caller import Caller
@@ -52,8 +54,15 @@ def parse_credentials(
     """The (user id, access key) a request names; empty strings when it names none."""
     user_id = (user_id or "").strip()
     access_key = (access_key or "").strip()
-    if bearer is None:
-        return user_id, access_key
+    if bearer is not None:
+        user_id, access_key = _merge_bearer(user_id, access_key, bearer)
+    if user_id and not is_valid_id(user_id):
+        # Even without --secure the id names the caller in the audit log: keep it an id.
+        raise errors.Unauthenticated(f"{user_id[:40]!r} is not a user id: {ID_RULE}")
+    return user_id, access_key
+
+
+def _merge_bearer(user_id: str, access_key: str, bearer: str) -> tuple[str, str]:
     bearer_user, colon, bearer_key = bearer.strip().partition(":")
     if not colon or not bearer_user:
         raise errors.Unauthenticated(

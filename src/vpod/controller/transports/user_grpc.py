@@ -119,6 +119,11 @@ class UserServicer(pb_grpc.UserServiceServicer):
         return pb.GetPartitionStatusReply(status=status_to_wire(record))
 
 
-def add_user_api(server: grpc.aio.Server, controller: Controller, auth: GrpcAuthenticator) -> None:
+def add_version_api(server: grpc.aio.Server, controller: Controller) -> None:
+    """``GetVersion`` alone: the admin endpoint serves it too (``vipu-admin --server-version``)."""
     pb_grpc.add_VersionServiceServicer_to_server(VersionServicer(controller), server)
+
+
+def add_user_api(server: grpc.aio.Server, controller: Controller, auth: GrpcAuthenticator) -> None:
+    add_version_api(server, controller)
     pb_grpc.add_UserServiceServicer_to_server(UserServicer(controller, auth), server)

@@ -162,7 +162,8 @@ def cluster_test_reply(
                 if result.test is kind and not result.passed:
                     bad += 1
                     row.details.extend(
-                        f"{agent_id}: {line}" for line in (result.details or (result.summary,))
+                        line if line.startswith(f"{agent_id}:") else f"{agent_id}: {line}"
+                        for line in (result.details or (result.summary,))
                     )
         row.agents_failed = bad
         row.passed = bad == 0
