@@ -71,9 +71,9 @@ def test_discover_probes_addresses(http: httpx.Client, pod: LivePod) -> None:
     assert (entry["agent_id"], entry["known"], entry["added"], entry["error"]) == (
         "ag5", True, False, "",
     )
-    assert error_of(http.post(f"{ADMIN}/agents/discover", json={"addresses": ["nohost"]})) == (
-        400, "INVALID_ARGUMENT",
-    )
+    for bad in ("nohost", "host:99999", "two words:1"):
+        reply = http.post(f"{ADMIN}/agents/discover", json={"addresses": [bad]})
+        assert error_of(reply) == (400, "INVALID_ARGUMENT"), bad
 
 
 def test_clusters_are_created_listed_tested_and_removed(

@@ -38,6 +38,15 @@ def test_bearer_without_user_colon_key_is_refused(bearer: str) -> None:
         parse_credentials(None, None, bearer)
 
 
+@pytest.mark.parametrize("who", ["two words", "x" * 64, "-dash-first"])
+def test_a_user_id_that_is_not_an_id_is_refused(who: str) -> None:
+    """Even in open mode the id names the caller in the audit log, so it must follow the rule."""
+    with pytest.raises(errors.Unauthenticated, match="is not a user id"):
+        parse_credentials(who, None, None)
+    with pytest.raises(errors.Unauthenticated, match="is not a user id"):
+        parse_credentials(None, None, f"{who}:key")
+
+
 def test_headers_and_bearer_must_agree() -> None:
     """Both forms may be sent, but not naming two users or two keys."""
     assert parse_credentials("alice", "k", "alice:k") == ("alice", "k")
