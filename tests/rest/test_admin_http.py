@@ -7,6 +7,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from vpod.controller.heartbeats import HeartbeatMonitor
+
 from .live import LivePod
 
 ADMIN = "/api/v1/admin"
@@ -134,6 +136,26 @@ def test_one_fault_is_cleared_by_kind_and_target(http: httpx.Client) -> None:
     left = http.delete(f"{ADMIN}/agents/ag5/faults", params={"kind": "ipu", "device_id": 1})
     assert [f["device_id"] for f in left.json()["active_faults"]] == [2]
     assert http.delete(f"{ADMIN}/agents/ag5/faults").json()["active_faults"] == []
+
+
+def test_agents_show_faults_and_last_seen_after_a_heartbeat(
+    http: httpx.Client, pod: LivePod
+) -> None:
+    """After a heartbeat round the agent list shows when each agent answered and its faults."""
+    injected = http.post(f"{ADMIN}/agents/ag5/faults", json={"kind": "agent-slow",
+                                                             "delay_ms": 10})
+    assert injected.status_code == 200, injected.text
+    try:
+        pod.run(HeartbeatMonitor(pod.controller).tick())
+        agents = {a["id"]: a for a in http.get(f"{ADMIN}/agents").json()["agents"]}
+        assert [f["kind"] for f in agents["ag5"]["faults"]] == ["agent-slow"]
+        assert agents["ag5"]["faults"][0]["delay_ms"] == 10
+        assert agents["ag6"]["faults"] == []
+        assert all(a["last_seen"] is not None for a in agents.values())
+        page = http.get("/metrics").text
+        assert 'vpod_agents{state="reachable"} 6.0' in page
+    finally:
+        http.delete(f"{ADMIN}/agents/ag5/faults")
 
 
 def test_a_fault_without_its_target_is_400(http: httpx.Client) -> None:

@@ -78,6 +78,7 @@ def admin_routes(controller: Controller, admin: CallerDependency) -> APIRouter:
             machine_type=agent.machine_type.value, serial=agent.serial,
             cluster_id=cluster_of.get(agent.id), allocation_id=allocation_of.get(agent.id),
             reachable=health.reachable, state_detail=health.reason, last_seen=health.last_seen,
+            faults=[FaultOut.of(f) for f in health.faults],
         )
 
     async def remove_allocation(caller: Caller, allocation_id: str, *, force: bool) -> None:

@@ -83,6 +83,7 @@ class AgentOut(BaseModel):
     reachable: bool = Field(description="False once the agent stopped answering heartbeats.")
     state_detail: str = Field(description="Why it is unreachable.")
     last_seen: datetime | None
+    faults: list[FaultOut] = Field(description="Active injected faults, as last seen.")
 
 
 class AgentList(BaseModel):
