@@ -44,7 +44,7 @@ def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
 @pytest.fixture
 def sqlite_file_url(tmp_path: Path) -> str:
     """A fresh SQLite database file for this test."""
-    return f"sqlite:///{tmp_path / 'vpod.sqlite3'}"
+    return f"sqlite:///{tmp_path / 'vpod.db'}"
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])

@@ -42,7 +42,7 @@ def migrated(
     server: PostgresServer | None = None
     name = ""
     if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path_factory.mktemp('store') / 'vpod.sqlite3'}"
+        url = f"sqlite:///{tmp_path_factory.mktemp('store') / 'vpod.db'}"
     else:
         server = request.getfixturevalue("postgres_server")
         assert server is not None

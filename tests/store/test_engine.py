@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import socket
+import sqlite3
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from sqlalchemy import text
 
 from tests.pg import PostgresServer
 from vpod.store import Store, Unavailable, sqlite_url
+from vpod.store import engine as engine_module
 from vpod.store.engine import create_store_engine, normalise_url
 
 
@@ -21,9 +25,9 @@ def _closed_port() -> int:
 
 
 def test_sqlite_url_is_an_absolute_file_in_the_data_directory(tmp_path: Path) -> None:
-    """The default database is vpod.sqlite3 inside the data directory, by absolute path."""
+    """The default database is vpod.db inside the data directory, by absolute path."""
     url = sqlite_url(tmp_path)
-    assert url == f"sqlite:///{tmp_path.resolve() / 'vpod.sqlite3'}"
+    assert url == f"sqlite:///{tmp_path.resolve() / 'vpod.db'}"
 
 
 @pytest.mark.parametrize(
@@ -115,3 +119,38 @@ def test_store_reports_its_dialect_and_url(database_url: str) -> None:
     with Store.open(database_url) as store:
         assert store.dialect in ("sqlite", "postgresql")
         assert store.url.split(":")[0].startswith(store.dialect)
+
+
+def test_opening_a_fresh_sqlite_file_waits_for_another_writer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Switching a new file to WAL while another connection writes waits instead of failing.
+
+    SQLite refuses that switch at once ("database is locked") rather than
+    using the busy timeout; the store pauses and retries. The pause is
+    replaced here by the other writer committing, so the test never sleeps.
+    """
+    path = tmp_path / "vpod.db"
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("CREATE TABLE t (x)")
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("INSERT INTO t VALUES (1)")
+    pauses: list[float] = []
+
+    def commit_instead_of_sleeping(seconds: float) -> None:
+        pauses.append(seconds)
+        writer.commit()
+
+    monkeypatch.setattr(
+        engine_module,
+        "time",
+        SimpleNamespace(monotonic=time.monotonic, sleep=commit_instead_of_sleeping),
+    )
+    engine = create_store_engine(f"sqlite:///{path}")
+    try:
+        with engine.connect() as conn:
+            assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
+    finally:
+        engine.dispose()
+        writer.close()
+    assert len(pauses) == 1

@@ -25,6 +25,8 @@ several queries run in REPEATABLE READ so that they see one snapshot.
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -38,7 +40,7 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 from .errors import StoreError, Unavailable
 from .translate import ConstraintViolated, translate_errors
 
-SQLITE_FILE_NAME = "vpod.sqlite3"
+SQLITE_FILE_NAME = "vpod.db"
 URL_HELP = "use sqlite:///PATH or postgresql+psycopg://USER:PASSWORD@HOST:PORT/DATABASE"
 _WRITE_OPTION = "vpod_write"
 
@@ -60,6 +62,10 @@ class EngineOptions:
     """PostgreSQL: connections kept open per store (SQLite keeps one per thread in use)."""
     max_overflow: int = 10
     """PostgreSQL: extra connections opened under load, closed when idle."""
+    pre_ping: bool = True
+    """PostgreSQL: test a pooled connection before use (one round trip), so a restarted
+    server costs no failed request; without it the first use after a restart is
+    ``Unavailable`` and the pool reconnects."""
 
 
 def normalise_url(url: str) -> URL:
@@ -106,6 +112,26 @@ def _redact(url: str) -> str:
         return url if "@" not in url else "***" + url[url.rindex("@") :]
 
 
+def _enable_wal(cursor: Any, patience_s: float) -> None:
+    """Switch the file to WAL (a no-op once done: the mode is stored in the file).
+
+    The first switch needs the file to itself and, unlike other statements,
+    fails at once with "database is locked" instead of waiting for the busy
+    timeout when another connection is using a fresh file; so wait here.
+    """
+    deadline = time.monotonic() + patience_s
+    pause = 0.005
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.2)
+
+
 def _configure_sqlite(engine: Engine, options: EngineOptions) -> None:
     busy_ms = int(options.busy_timeout_s * 1000)
 
@@ -117,7 +143,7 @@ def _configure_sqlite(engine: Engine, options: EngineOptions) -> None:
         try:
             cursor.execute(f"PRAGMA busy_timeout = {busy_ms}")
             cursor.execute("PRAGMA foreign_keys = ON")
-            cursor.execute("PRAGMA journal_mode = WAL")
+            _enable_wal(cursor, options.busy_timeout_s)
             cursor.execute("PRAGMA synchronous = NORMAL")
         finally:
             cursor.close()
@@ -142,7 +168,7 @@ def create_store_engine(url: str, options: EngineOptions | None = None) -> Engin
             return engine
         return create_engine(
             parsed,
-            pool_pre_ping=True,
+            pool_pre_ping=options.pre_ping,
             pool_size=options.pool_size,
             max_overflow=options.max_overflow,
             connect_args={

@@ -3,8 +3,9 @@
 ``upgrade`` runs every pending revision in one transaction, so an upgrade is
 all or nothing, and serialises concurrent upgrades (two controller replicas
 starting at once): on PostgreSQL with a transaction-scoped advisory lock, on
-SQLite with ``BEGIN IMMEDIATE`` (the database's single write lock). The
-second upgrader then finds the schema at head and does nothing.
+SQLite with ``BEGIN IMMEDIATE`` (the database's single write lock), and
+within one process with a lock around Alembic. The second upgrader then
+finds the schema at head and does nothing.
 
 On SQLite, foreign keys are switched off for the duration of the upgrade, as
 SQLite's documentation prescribes for schema changes (a batch "alter" copies
@@ -15,6 +16,7 @@ commit so an upgrade cannot leave a dangling reference behind.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -34,6 +36,10 @@ from .translate import translate_errors
 
 SCRIPT_LOCATION = "vpod.store:migrations"
 _PG_MIGRATION_LOCK = 0x7670_6F64  # "vpod": the advisory lock key serialising upgrades
+_ALEMBIC_LOCK = threading.Lock()
+"""Alembic keeps its running migration context in module-level proxies (``alembic.op``,
+``alembic.context``), so two threads of one process must not run it at once; the
+database's locks only order different processes."""
 
 
 def _config(connection: Connection | None = None) -> Config:
@@ -72,7 +78,8 @@ def _sqlite_foreign_keys_off(conn: Connection) -> Iterator[None]:
 def upgrade(db: Database, revision: str = "head") -> None:
     """Bring the schema to ``revision`` (default: the newest) in one transaction."""
     try:
-        _upgrade(db, revision)
+        with _ALEMBIC_LOCK:
+            _upgrade(db, revision)
     except CommandError as exc:
         raise StoreError(
             f"the schema of database {db.description} cannot be upgraded ({exc}): it may have"
@@ -115,5 +122,5 @@ def new_revision(db: Database, message: str) -> None:
     A developer tool: point it at a database upgraded to head, review the
     generated script under ``vpod/store/migrations/versions/``, then commit it.
     """
-    with db.read() as conn:
+    with _ALEMBIC_LOCK, db.read() as conn:
         command.revision(_config(conn), message=message, autogenerate=True)
