@@ -25,6 +25,7 @@ from . import errors
 from .caller import Caller
 from .context import Context
 from .credentials import hash_key, new_access_key
+from .inventory_cache import InventoryCache
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,11 @@ def _invalid(exc: DomainError) -> errors.InvalidArgument:
 class Inventory:
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
+        self._cache = InventoryCache(ctx)
+
+    def invalidate(self) -> None:
+        """Forget the cached inventory (after a change this process made)."""
+        self._cache.invalidate()
 
     # ---------------------------------------------------------------- lookups
 
@@ -49,23 +55,35 @@ class Inventory:
         return self._ctx.db.store
 
     async def cluster(self, cluster_id: str) -> Cluster:
-        cluster: Cluster = await self._ctx.db(self._store.get_cluster, cluster_id)
+        view = await self._cache.view()
+        if cluster_id not in view.clusters:
+            view = await self._cache.view(fresh=True)
+        cluster = view.clusters.get(cluster_id)
+        if cluster is None:
+            raise errors.NotFound(
+                f"cluster {cluster_id} does not exist: `vipu-admin list clusters` shows them"
+            )
         return cluster
 
     async def agents(self, agent_ids: Iterable[str]) -> list[Agent]:
         wanted = list(agent_ids)
-        known = {a.id: a for a in await self._ctx.db(self._store.list_agents)}
-        missing = [a for a in wanted if a not in known]
+        view = await self._cache.view()
+        if any(a not in view.agents for a in wanted):
+            view = await self._cache.view(fresh=True)
+        missing = [a for a in wanted if a not in view.agents]
         if missing:
             raise errors.FailedPrecondition(
                 f"agent {missing[0]} is not registered any more: re-create it with"
                 " `vipu-admin create agent`"
             )
-        return [known[a] for a in wanted]
+        return [view.agents[a] for a in wanted]
 
     async def allocation_for(self, caller: Caller, allocation_id: str) -> Allocation:
         """An allocation the caller may use (NOT_FOUND also when it exists but is not theirs)."""
-        found: Allocation | None = await self._ctx.db(self._store.find_allocation, allocation_id)
+        view = await self._cache.view()
+        if allocation_id not in view.allocations:
+            view = await self._cache.view(fresh=True)
+        found = view.allocations.get(allocation_id)
         if found is None or not caller.may_use(allocation_id):
             raise errors.NotFound(
                 f"allocation {allocation_id} does not exist or is not granted to you:"
@@ -74,8 +92,10 @@ class Inventory:
         return found
 
     async def visible_allocations(self, caller: Caller) -> list[Allocation]:
-        allocations = await self._ctx.db(self._store.list_allocations)
-        return sorted((a for a in allocations if caller.may_use(a.id)), key=lambda a: a.id)
+        view = await self._cache.view()
+        return sorted(
+            (a for a in view.allocations.values() if caller.may_use(a.id)), key=lambda a: a.id
+        )
 
     async def candidate_allocations(
         self, caller: Caller, allocation_id: str | None, cluster_id: str | None
@@ -93,7 +113,7 @@ class Inventory:
                 f"you have no allocation{where} to create partitions in: ask an administrator"
                 " for one (`vipu-admin create allocation`)"
             )
-        clusters = {c.id: c for c in await self._ctx.db(self._store.list_clusters)}
+        clusters = (await self._cache.view()).clusters
         return [(a, clusters[a.cluster_id]) for a in allocations if a.cluster_id in clusters]
 
     # ----------------------------------------------------------------- agents
@@ -115,6 +135,7 @@ class Inventory:
         except DomainError as exc:
             raise _invalid(exc) from None
         await self._ctx.db(self._store.add_agent, agent)
+        self.invalidate()
         await self._ctx.audit(caller, "create_agent", agent_id, "ok", agent.address)
         return agent
 
@@ -123,6 +144,7 @@ class Inventory:
         existing = await self._ctx.db(self._store.find_agent, agent.id)
         if existing is None:
             await self._ctx.db(self._store.add_agent, agent)
+            self.invalidate()
             return False, f"agent {agent.id} registered at {agent.address}"
         if (existing.host, existing.port, existing.serial) != (
             agent.host,
@@ -130,6 +152,7 @@ class Inventory:
             agent.serial,
         ):
             await self._ctx.db(self._store.update_agent, agent)
+            self.invalidate()
         return True, f"agent {agent.id} known; address {agent.address}"
 
     async def list_agents(self) -> list[Agent]:
@@ -140,6 +163,7 @@ class Inventory:
             await self._ctx.db(self._store.remove_agent, agent_id)
         except Conflict as exc:
             raise errors.FailedPrecondition(str(exc)) from None
+        self.invalidate()
         await self._ctx.audit(caller, "remove_agent", agent_id, "ok")
 
     # --------------------------------------------------------------- clusters
@@ -178,6 +202,7 @@ class Inventory:
             await self._ctx.db(self._store.add_cluster, cluster)
         except Conflict as exc:
             raise errors.FailedPrecondition(str(exc)) from None
+        self.invalidate()
         await self._ctx.audit(
             caller,
             "create_cluster",
@@ -196,6 +221,7 @@ class Inventory:
         except Conflict as exc:
             raise errors.FailedPrecondition(str(exc)) from None
         self._ctx.occupancy.forget(cluster_id)
+        self.invalidate()
         await self._ctx.audit(caller, "remove_cluster", cluster_id, "ok")
 
     # ------------------------------------------------------------ allocations
@@ -247,6 +273,7 @@ class Inventory:
                 except Conflict:
                     continue
                 occupancy.put(cluster.id, snapshot.apply(placed))
+                self.invalidate()
                 await self._ctx.audit(
                     caller,
                     "create_allocation",
@@ -274,6 +301,7 @@ class Inventory:
             except Conflict as exc:
                 raise errors.FailedPrecondition(f"{exc}: remove its partitions first") from None
             self._ctx.occupancy.forget(allocation.cluster_id)
+        self.invalidate()
         await self._ctx.audit(caller, "remove_allocation", allocation_id, "ok")
 
     # ------------------------------------------------------------------ users
@@ -289,6 +317,7 @@ class Inventory:
             await self.allocation_for(caller, allocation_id)
         key = new_access_key()
         await self._ctx.db(self._store.add_user, user, hash_key(key))
+        self.invalidate()
         await self._ctx.audit(
             caller,
             "create_user",
@@ -303,4 +332,5 @@ class Inventory:
 
     async def remove_user(self, caller: Caller, user_id: str) -> None:
         await self._ctx.db(self._store.remove_user, user_id)
+        self.invalidate()
         await self._ctx.audit(caller, "remove_user", user_id, "ok")

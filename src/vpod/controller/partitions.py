@@ -44,6 +44,13 @@ from .context import Context
 RESERVE_ATTEMPTS = 3
 
 
+class _IdTaken(errors.AlreadyExists):
+    """A partition with the requested id exists (seen in the snapshot or by the store)."""
+
+    def __init__(self) -> None:
+        super().__init__("that partition id is taken: choose another id")
+
+
 class PartitionService:
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
@@ -91,10 +98,6 @@ class PartitionService:
             raise errors.InvalidArgument(
                 "partition size is required: use 1, 2, 4, 8, 16, 64 or a multiple of 64"
             )
-        existing = await self._ctx.db(self._ctx.db.store.find_partition, req.id)
-        if existing is not None:
-            return await self._repeat_of(caller, existing, req)
-
         candidates = await self._ctx.inventory.candidate_allocations(
             caller, req.allocation_id, req.cluster_id
         )
@@ -109,9 +112,20 @@ class PartitionService:
             except DomainError as exc:
                 spec_errors.append(str(exc))
                 continue
-            outcome = await self._reserve(
-                caller, cluster, allocation, spec, disable_auto_reset, relocatable
-            )
+            try:
+                outcome = await self._reserve(
+                    caller, cluster, allocation, spec, disable_auto_reset, relocatable
+                )
+            except _IdTaken:
+                existing = await self._ctx.db(self._ctx.db.store.find_partition, req.id)
+                if existing is None:
+                    # Removed meanwhile, or our snapshot was stale: reload and place again.
+                    self._ctx.occupancy.forget(cluster.id)
+                    outcome = await self._reserve(
+                        caller, cluster, allocation, spec, disable_auto_reset, relocatable
+                    )
+                else:
+                    return await self._repeat_of(caller, existing, req)
             if isinstance(outcome, Rejected):
                 reasons.extend(outcome.reasons)
                 continue
@@ -169,6 +183,8 @@ class PartitionService:
             result = Rejected(("not tried",))
             for attempt in range(RESERVE_ATTEMPTS):
                 snapshot = await ctx.occupancy.get(cluster, fresh=attempt > 0)
+                if snapshot.has_partition(spec.id):
+                    raise _IdTaken()
                 placed = place(snapshot, request)
                 if isinstance(placed, Rejected):
                     result = placed
@@ -192,10 +208,7 @@ class PartitionService:
                 except Conflict:
                     continue
                 except errors.AlreadyExists:
-                    raise errors.AlreadyExists(
-                        f"partition id {spec.id} was taken by a concurrent request: retry to"
-                        " see it, or choose another id"
-                    ) from None
+                    raise _IdTaken() from None
                 ctx.occupancy.put(cluster.id, snapshot.apply(placed))
                 await ctx.audit(
                     caller,

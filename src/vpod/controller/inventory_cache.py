@@ -1,0 +1,62 @@
+"""A short-lived in-memory view of the inventory (agents, clusters, allocations).
+
+Every partition request needs the caller's allocations, their clusters and
+agents; reading them from the store each time costs three queries on the
+hot path. They change rarely, so use-cases read them from this view, which
+this process invalidates on its own changes and reloads when older than a
+second. Another controller's change is therefore seen within a second, and a
+lookup that misses reloads at once (a new allocation is usable immediately);
+anything stale that matters is caught by the database's foreign keys.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from vpod.domain.entities import Agent, Allocation, Cluster
+
+from .context import Context
+
+TTL_S = 1.0
+
+
+@dataclass(frozen=True)
+class InventoryView:
+    agents: dict[str, Agent]
+    clusters: dict[str, Cluster]
+    allocations: dict[str, Allocation]
+    loaded_at: float
+
+
+class InventoryCache:
+    def __init__(self, ctx: Context, *, ttl_s: float = TTL_S) -> None:
+        self._ctx = ctx
+        self._ttl = ttl_s
+        self._view: InventoryView | None = None
+        self._lock = asyncio.Lock()
+
+    def invalidate(self) -> None:
+        self._view = None
+
+    async def view(self, *, fresh: bool = False) -> InventoryView:
+        now = self._ctx.clock.monotonic()
+        view = self._view
+        if not fresh and view is not None and now - view.loaded_at < self._ttl:
+            return view
+        async with self._lock:  # one reload at a time; the others reuse it
+            view = self._view
+            if view is not None and view.loaded_at >= now and not fresh:
+                return view
+            store = self._ctx.db.store
+            agents = await self._ctx.db(store.list_agents)
+            clusters = await self._ctx.db(store.list_clusters)
+            allocations = await self._ctx.db(store.list_allocations)
+            view = InventoryView(
+                agents={a.id: a for a in agents},
+                clusters={c.id: c for c in clusters},
+                allocations={a.id: a for a in allocations},
+                loaded_at=self._ctx.clock.monotonic(),
+            )
+            self._view = view
+            return view
