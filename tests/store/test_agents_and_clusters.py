@@ -24,6 +24,7 @@ def test_an_agent_comes_back_as_it_was_added(store: Store) -> None:
 
 
 def test_agents_are_listed_by_id_and_can_be_filtered(store: Store) -> None:
+    """Agents come back sorted by id; a list of ids narrows them (unknown ids are ignored)."""
     for agent_id in ("b", "a", "c"):
         store.add_agent(Agent(agent_id, "h", 1))
     assert [a.id for a in store.list_agents()] == ["a", "b", "c"]
@@ -31,6 +32,7 @@ def test_agents_are_listed_by_id_and_can_be_filtered(store: Store) -> None:
 
 
 def test_a_duplicate_agent_id_is_refused(store: Store) -> None:
+    """A second agent with a taken id is AlreadyExists and leaves the first untouched."""
     store.add_agent(Agent("a1", "h", 1))
     with pytest.raises(AlreadyExists, match="agent a1 exists already"):
         store.add_agent(Agent("a1", "other", 2))
@@ -38,6 +40,7 @@ def test_a_duplicate_agent_id_is_refused(store: Store) -> None:
 
 
 def test_updating_an_agent_replaces_address_and_serial(store: Store) -> None:
+    """update_agent replaces host, port and serial; an unknown agent is NotFound."""
     store.add_agent(Agent("a1", "h", 1))
     moved = Agent("a1", "h2", 2, serial="S9")
     store.update_agent(moved)
@@ -61,6 +64,7 @@ def test_health_starts_unknown_and_records_what_the_caller_says(store: Store) ->
 
 
 def test_removing_an_agent(store: Store) -> None:
+    """A removed agent is gone; removing it again is NotFound."""
     store.add_agent(Agent("a1", "h", 1))
     store.remove_agent("a1")
     assert store.list_agents() == []
@@ -98,6 +102,7 @@ def test_a_cluster_keeps_its_agents_in_cabling_order(store: Store) -> None:
 
 
 def test_a_cluster_of_unregistered_agents_is_refused(store: Store) -> None:
+    """A cluster naming unregistered agents is NotFound, listing them; nothing is stored."""
     store.add_agent(Agent("a1", "h", 1))
     with pytest.raises(NotFound, match="agents a2, a3, which are not registered"):
         store.add_cluster(Cluster("c1", ("a1", "a2", "a3", "a1b")[:3]))
@@ -114,6 +119,7 @@ def test_an_agent_belongs_to_one_cluster_only(store: Store) -> None:
 
 
 def test_a_duplicate_cluster_id_is_refused(store: Store) -> None:
+    """A second cluster with a taken id is AlreadyExists; the first keeps its agents."""
     add_cluster(store, "c1", machines=4)
     store.add_agent(Agent("x", "h", 1))
     with pytest.raises(AlreadyExists, match="cluster c1 exists already"):

@@ -10,6 +10,7 @@ from vpod.store import AlreadyExists, Conflict, NotFound, Store
 
 
 def test_an_allocation_comes_back_as_it_was_added(store: Store) -> None:
+    """get, find and list return the allocation that was stored."""
     add_cluster(store)
     allocation = add_allocation(store, "al1", (4, 5, 6, 7))
     assert store.get_allocation("al1") == allocation
@@ -44,6 +45,7 @@ def test_a_machine_is_in_one_allocation_only(store: Store) -> None:
 
 
 def test_an_allocation_must_use_machines_of_an_existing_cluster(store: Store) -> None:
+    """Machines beyond the cluster, or a missing cluster, are NotFound with the valid range."""
     add_cluster(store, machines=4)
     with pytest.raises(NotFound, match=r"cluster c1 has machines 0\.\.3, not machine 4"):
         store.add_allocation(Allocation("al1", "c1", (4,)))
@@ -53,6 +55,7 @@ def test_an_allocation_must_use_machines_of_an_existing_cluster(store: Store) ->
 
 
 def test_a_duplicate_allocation_id_is_refused(store: Store) -> None:
+    """A second allocation with a taken id is AlreadyExists."""
     add_cluster(store, machines=4)
     add_allocation(store, "al1", (0,))
     with pytest.raises(AlreadyExists, match="allocation al1 exists already"):
@@ -75,6 +78,7 @@ def test_an_allocation_with_partitions_cannot_be_removed(store: Store) -> None:
 
 
 def test_a_user_comes_back_with_its_grants_and_key_hash(store: Store) -> None:
+    """Users come back with sorted grants, admin flag and key hash; unknown users are None."""
     add_cluster(store, machines=4)
     add_allocation(store, "b", (0,))
     add_allocation(store, "a", (1,))
@@ -89,6 +93,7 @@ def test_a_user_comes_back_with_its_grants_and_key_hash(store: Store) -> None:
 
 
 def test_users_cannot_be_granted_missing_allocations(store: Store) -> None:
+    """Granting a missing allocation is NotFound, at creation or later; a taken id is refused."""
     with pytest.raises(NotFound, match="allocation nope does not exist"):
         store.add_user(User("u1", allocation_ids=("nope",)), "h")
     assert store.list_users() == []
@@ -100,6 +105,7 @@ def test_users_cannot_be_granted_missing_allocations(store: Store) -> None:
 
 
 def test_grant_and_revoke_are_idempotent(store: Store) -> None:
+    """Granting twice or revoking twice changes nothing; an unknown user is NotFound."""
     add_cluster(store, machines=4)
     add_allocation(store, "al1", (0,))
     store.add_user(User("u1"), "h")
@@ -112,6 +118,7 @@ def test_grant_and_revoke_are_idempotent(store: Store) -> None:
 
 
 def test_removing_an_allocation_revokes_its_grants(store: Store) -> None:
+    """Grants go with the allocation they name."""
     add_cluster(store, machines=4)
     add_allocation(store, "al1", (0,))
     store.add_user(User("u1", allocation_ids=("al1",)), "h")
@@ -120,6 +127,7 @@ def test_removing_an_allocation_revokes_its_grants(store: Store) -> None:
 
 
 def test_key_rotation_admin_flag_and_removal(store: Store) -> None:
+    """Key hash and admin flag can change; a removed user is NotFound everywhere."""
     store.add_user(User("u1"), "old")
     store.set_user_key_hash("u1", "new")
     assert store.get_user_key_hash("u1") == "new"

@@ -67,6 +67,7 @@ def test_overlapping_reservations_exactly_one_wins(store: Store, replica: Store)
 
 
 def test_overlapping_allocations_exactly_one_wins(store: Store, replica: Store) -> None:
+    """Two replicas allocate overlapping machines at once: one commits, the other conflicts."""
     add_cluster(store, machines=8)
     for n in range(ROUNDS):
         results = race(

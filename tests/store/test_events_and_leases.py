@@ -16,6 +16,7 @@ def _log(store: Store, t: float, actor: str, action: str, target: str) -> None:
 
 
 def test_events_come_back_newest_first_with_ids(store: Store) -> None:
+    """Appended events get ids and come back newest first, exactly as stored."""
     first = store.append_event(
         time=at(1),
         actor="u1",
@@ -54,6 +55,7 @@ def test_events_are_filtered_by_every_criterion_given(store: Store) -> None:
 
 
 def test_old_events_can_be_pruned(store: Store) -> None:
+    """prune_events deletes entries older than the cut-off and counts them."""
     for t in range(5):
         _log(store, t, "u", "a", "t")
     assert store.prune_events(before=at(3)) == 3
@@ -61,6 +63,7 @@ def test_old_events_can_be_pruned(store: Store) -> None:
 
 
 def test_long_details_are_cut(store: Store) -> None:
+    """Details longer than MAX_DETAIL_CHARS are cut, and stored cut."""
     event = store.append_event(
         time=at(0), actor="u", action="a", target="t", outcome="failed", detail="x" * 10_000
     )
@@ -79,6 +82,7 @@ def test_a_free_lease_is_acquired_and_held_against_others(store: Store) -> None:
 
 
 def test_the_holder_reacquires_without_changing_term(store: Store) -> None:
+    """Acquiring again by the holder extends the lease in the same term."""
     store.try_acquire_lease("leader", "ctl-a", at(0), 10)
     assert store.try_acquire_lease("leader", "ctl-a", at(20), 10) is True
     lease = store.get_lease("leader")
@@ -97,6 +101,7 @@ def test_an_expired_lease_passes_to_a_new_holder_with_a_new_term(store: Store) -
 
 
 def test_renewal_extends_only_a_live_lease(store: Store) -> None:
+    """Renewal extends a lease until it expires; an expired or missing lease cannot be renewed."""
     store.try_acquire_lease("leader", "ctl-a", at(0), 10)
     assert store.renew_lease("leader", "ctl-a", at(9), 10) is True
     lease = store.get_lease("leader")
@@ -107,6 +112,7 @@ def test_renewal_extends_only_a_live_lease(store: Store) -> None:
 
 
 def test_a_released_lease_is_free_at_once(store: Store) -> None:
+    """Only the holder can release; a released lease is taken at once, in a new term."""
     store.try_acquire_lease("leader", "ctl-a", at(0), 60)
     assert store.release_lease("leader", "ctl-b") is False
     assert store.release_lease("leader", "ctl-a") is True
@@ -117,5 +123,6 @@ def test_a_released_lease_is_free_at_once(store: Store) -> None:
 
 
 def test_a_lease_needs_a_positive_ttl(store: Store) -> None:
+    """A zero time to live is a caller bug (ValueError)."""
     with pytest.raises(ValueError, match="positive time to live"):
         store.try_acquire_lease("leader", "ctl-a", at(0), 0)

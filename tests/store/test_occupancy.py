@@ -17,6 +17,7 @@ from vpod.store import AgentHealthState, NotFound, PartitionRecord, Store, ipus_
 
 
 def test_an_empty_cluster_has_nothing_taken(store: Store) -> None:
+    """A new cluster's occupancy has the cluster, no allocations, no partitions, nothing down."""
     cluster = add_cluster(store)
     occupancy = store.occupancy("c1")
     assert occupancy.cluster == cluster
@@ -52,6 +53,7 @@ def test_machines_of_unreachable_agents_are_unavailable(store: Store) -> None:
 
 
 def test_unknown_cluster_has_no_occupancy(store: Store) -> None:
+    """Occupancy of a missing cluster is NotFound."""
     with pytest.raises(NotFound, match="cluster c9 does not exist"):
         store.occupancy("c9")
 

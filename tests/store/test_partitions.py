@@ -86,12 +86,14 @@ def test_a_partition_stays_inside_its_allocation(pod: Store) -> None:
 
 
 def test_a_duplicate_partition_id_is_refused(pod: Store) -> None:
+    """A second partition with a taken id is AlreadyExists."""
     pod.reserve_partition(record("p1", range(4)))
     with pytest.raises(AlreadyExists, match="partition p1 exists already"):
         pod.reserve_partition(record("p1", range(4, 8)))
 
 
 def test_a_partition_needs_its_allocation_in_its_cluster(pod: Store) -> None:
+    """A missing allocation, or one in another cluster, is NotFound."""
     add_cluster(pod, "c2", machines=4)
     with pytest.raises(NotFound, match="allocation al9 does not exist"):
         pod.reserve_partition(record("p1", range(4), allocation_id="al9"))
@@ -169,6 +171,7 @@ def test_release_frees_the_ipus_and_the_id(pod: Store) -> None:
 
 
 def test_release_can_insist_on_a_version(pod: Store) -> None:
+    """Releasing at a stale expected_version conflicts; at the current one it releases."""
     pod.reserve_partition(record("p1", range(4)))
     pod.update_partition("p1", expected_version=1, updated_at=at(1), state=ACTIVE)
     with pytest.raises(Conflict, match="version 1, now 2"):

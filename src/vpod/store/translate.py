@@ -45,7 +45,7 @@ def _translate_dbapi(exc: DBAPIError, database: str) -> StoreError:
     if sqlstate == _UNDEFINED_TABLE or "no such table" in lowered:
         return Unavailable(
             f"database {database} has no vpod schema yet ({message}): run the migrations"
-            " first (Store.migrate(), or start the server with --init)",
+            " first (Store.migrate(); vipu-server runs them when it starts)",
             retryable=False,
         )
     # psycopg reports failures while connecting without a SQLSTATE: read the server's words.
