@@ -1,6 +1,6 @@
 """A deliberately plain replay, to check the real one's shortcuts change nothing.
 
-It follows the rules of :mod:`vpod.sim.replay` word for word and skips every
+It follows the rules of :mod:`vpod.sim.event_replay` word for word and skips every
 shortcut: each pass re-tries the head and every queued job, even when
 nothing can have changed since the last pass. Only the reservation's
 lifetime (recomputed after a completion or when the head changes) is shared,
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from vpod.sim.event_replay import Policy
 from vpod.sim.jobs import Job
 from vpod.sim.placers import Placer, Reservation
-from vpod.sim.replay import Policy
 
 
 def reference_starts(

@@ -10,11 +10,11 @@ from vpod.domain.errors import InvalidSpec
 from vpod.placement import FIRST_FIT as ENGINE_FIRST_FIT
 from vpod.sim.compare import BOUND, FIRST_FIT, compare, mean_wait_ratio, pod_for_ipus
 from vpod.sim.engine_placer import EnginePlacer
+from vpod.sim.event_replay import Policy, replay
 from vpod.sim.first_fit import FirstFitPlacer
 from vpod.sim.metrics import Summary, percentile_nearest_rank
 from vpod.sim.placers import BoundPlacer
 from vpod.sim.plot import window_averages
-from vpod.sim.replay import Policy, replay
 from vpod.sim.trace_csv import read_trace
 
 from .helpers import trace

@@ -9,11 +9,11 @@ from __future__ import annotations
 import pytest
 
 from vpod.sim.compare import pod_for_ipus
+from vpod.sim.event_replay import Policy, Replay, replay
 from vpod.sim.first_fit import FirstFitPlacer
 from vpod.sim.jobs import Job
 from vpod.sim.metrics import summarize
 from vpod.sim.placers import BoundPlacer
-from vpod.sim.replay import Policy, Replay, replay
 
 from .helpers import Recording, trace
 

@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 
 from vpod.sim.compare import pod_for_ipus
 from vpod.sim.engine_placer import EnginePlacer
+from vpod.sim.event_replay import Policy, replay
 from vpod.sim.first_fit import FirstFitPlacer
 from vpod.sim.jobs import Job, make_job, split_oversized
 from vpod.sim.metrics import summarize
 from vpod.sim.placers import BoundPlacer, Placer
-from vpod.sim.replay import Policy, replay
 
 from .helpers import Recording
 from .reference_replay import reference_starts

@@ -24,8 +24,8 @@ from rich.table import Table
 
 from vpod.domain.errors import InvalidSpec
 from vpod.sim.compare import BOUND, Comparison, compare
+from vpod.sim.event_replay import Policy
 from vpod.sim.jobs import TraceError
-from vpod.sim.replay import Policy
 from vpod.sim.trace_csv import read_trace
 
 

@@ -15,11 +15,11 @@ definitions of every figure are in ``docs/simulator.md``.
 
 from .compare import BOUND, DEFAULT_PLACERS, ENGINE, FIRST_FIT, Comparison, compare, pod_for_ipus
 from .engine_placer import EnginePlacer
+from .event_replay import Policy, Replay, Timeline, replay
 from .first_fit import FirstFitPlacer
 from .jobs import Job, TraceError, jobs_from_rows, make_job, split_oversized
 from .metrics import Summary, summarize
 from .placers import BoundPlacer, Placer, Reservation
-from .replay import Policy, Replay, Timeline, replay
 from .trace_csv import read_trace
 
 __all__ = [

@@ -22,11 +22,11 @@ from vpod.domain.sizes import DOMAIN_MAX_IPUS
 from vpod.domain.topology import MAX_MACHINES_PER_DOMAIN, Pod, build_pod
 
 from .engine_placer import EnginePlacer
+from .event_replay import Policy, ProgressCallback, Replay, replay
 from .first_fit import FirstFitPlacer
 from .jobs import Job, split_oversized
 from .metrics import Summary, summarize
 from .placers import BoundPlacer, Placer
-from .replay import Policy, ProgressCallback, Replay, replay
 
 PlacerFactory = Callable[[Pod], Placer[Any]]
 

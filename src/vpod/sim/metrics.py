@@ -20,7 +20,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .replay import Replay
+from .event_replay import Replay
 
 
 @dataclass(frozen=True, slots=True)
