@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 
 from vpod.domain.entities import User
+from vpod.domain.naming import ID_RULE, is_valid_id
 
 from . import errors
 from .caller import ANONYMOUS, Caller
@@ -32,11 +33,11 @@ class Authenticator:
         return self._ctx.settings.secure
 
     async def caller(self, user_id: str, access_key: str, *, source: str, admin: bool) -> Caller:
+        if user_id and not is_valid_id(user_id):
+            raise errors.Unauthenticated(f"user id {user_id[:64]!r} is not valid: {ID_RULE}")
         if not self.secure:
             who = user_id or ANONYMOUS.user_id
-            return Caller(
-                user_id=who, admin=admin, allocation_ids=None, source=source
-            )
+            return Caller(user_id=who, admin=admin, allocation_ids=None, source=source)
         if not user_id or not access_key:
             raise errors.Unauthenticated(
                 "this controller runs with --secure: give --api-user-id and --api-access-key"

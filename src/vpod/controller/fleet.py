@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from vpod.agent.errors import AgentError
+from vpod.agent.errors import AgentError, AgentRefused
 from vpod.agent.model import Fault, LinkTestKind, LinkTestResult, MachineHealth, PartitionConfig
 from vpod.domain.entities import Agent, Cluster
 from vpod.domain.errors import DomainError
@@ -120,11 +120,12 @@ class Fleet:
         found: list[dict[str, Any]] = []
         for address in addresses:
             host, _, port_text = address.rpartition(":")
-            entry: dict[str, Any] = {"host": host, "port": int(port_text or 0)}
-            if not host or not port_text.isdigit():
-                entry["error"] = f"{address!r} is not HOST:PORT"
+            entry: dict[str, Any] = {"host": host, "port": 0}
+            if not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+                entry["error"] = f"{address!r} is not HOST:PORT with a port in 1..65535"
                 found.append(entry)
                 continue
+            entry["port"] = int(port_text)
             try:
                 facts = await self._ctx.gateway.identity_at(
                     address, timeout=self._ctx.settings.agent_timeout_s
@@ -156,7 +157,12 @@ class Fleet:
         return found
 
     async def _agent(self, agent_id: str) -> Agent:
-        agents = await self._ctx.inventory.agents([agent_id])
+        try:
+            agents = await self._ctx.inventory.agents([agent_id])
+        except errors.FailedPrecondition:
+            raise errors.NotFound(
+                f"agent {agent_id} does not exist: `vipu-admin list agents` shows them"
+            ) from None
         return agents[0]
 
     async def inject_fault(self, caller: Caller, agent_id: str, fault: Fault) -> list[Fault]:
@@ -165,6 +171,8 @@ class Fleet:
             faults = await self._ctx.gateway.inject_fault(
                 agent, fault, timeout=self._ctx.settings.agent_timeout_s
             )
+        except AgentRefused as exc:
+            raise errors.InvalidArgument(exc.message) from None
         except AgentError as exc:
             raise errors.Unavailable(exc.message) from None
         await self._ctx.audit(caller, "inject_fault", agent_id, "ok", fault.kind.name)
@@ -177,6 +185,8 @@ class Fleet:
             faults = await self._ctx.gateway.clear_fault(
                 agent, fault, timeout=self._ctx.settings.agent_timeout_s
             )
+        except AgentRefused as exc:
+            raise errors.InvalidArgument(exc.message) from None
         except AgentError as exc:
             raise errors.Unavailable(exc.message) from None
         await self._ctx.audit(caller, "clear_fault", agent_id, "ok")
@@ -187,7 +197,7 @@ class Fleet:
     ) -> tuple[Cluster, dict[str, list[LinkTestResult]], dict[str, AgentError]]:
         """Run the link tests on every agent of a cluster at once."""
         cluster = await self._ctx.inventory.cluster(cluster_id)
-        agents = await self._ctx.inventory.agents(cluster.agent_ids)
+        agents = [await self._agent(a) for a in cluster.agent_ids]
         timeout = self._ctx.settings.agent_timeout_s * 4
         done, failed = await fan_out(
             agents, lambda a: self._ctx.gateway.link_tests(a, kinds, timeout=timeout)

@@ -23,13 +23,18 @@ from vpod.wire import admin_pb2, virmgrpc_pb2
 from .agent_grpc import GrpcAgentGateway
 from .app import Controller, build_controller
 from .heartbeats import HeartbeatMonitor
+from .metrics import ControllerMetrics
 from .settings import Settings
 from .transports.admin_grpc import add_admin_api
 from .transports.auth import GrpcAuthenticator
+from .transports.http_health import Readiness
 from .transports.rest import create_http_app
 from .transports.user_grpc import add_user_api, add_version_api
 
 log = logging.getLogger("vpod.server")
+
+USER_API = "user gRPC API"
+ADMIN_API = "admin gRPC API"
 
 GRPC_OPTIONS = [
     ("grpc.so_reuseport", 0),
@@ -73,7 +78,10 @@ async def serve(
     controller = build_controller(settings, gateway)
     auth = GrpcAuthenticator(controller.auth)
 
-    user_server = grpc.aio.server(options=GRPC_OPTIONS)
+    metrics = ControllerMetrics(controller)
+    readiness = Readiness([USER_API, ADMIN_API])
+    interceptors = [metrics.grpc_interceptor()]
+    user_server = grpc.aio.server(options=GRPC_OPTIONS, interceptors=interceptors)
     add_user_api(user_server, controller, auth)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, user_server)
@@ -87,7 +95,7 @@ async def serve(
     )
     user_port = _bind(user_server, settings.host, settings.user_port, "user API")
 
-    admin_server = grpc.aio.server(options=GRPC_OPTIONS)
+    admin_server = grpc.aio.server(options=GRPC_OPTIONS, interceptors=interceptors)
     add_admin_api(admin_server, controller, auth)
     add_version_api(admin_server, controller)
     reflection.enable_server_reflection(
@@ -101,7 +109,7 @@ async def serve(
     )
     admin_port = _bind(admin_server, settings.admin_host, settings.admin_port, "admin API")
 
-    http_app = create_http_app(controller)
+    http_app = create_http_app(controller, readiness=readiness, metrics=metrics)
     http_config = uvicorn.Config(
         http_app,
         host=settings.http_host,
@@ -113,7 +121,9 @@ async def serve(
     monitor = HeartbeatMonitor(controller)
 
     await user_server.start()
+    readiness.started(USER_API)
     await admin_server.start()
+    readiness.started(ADMIN_API)
     http_task = asyncio.create_task(http_server.serve(), name="http")
     while not http_server.started:
         if http_task.done():
@@ -145,6 +155,8 @@ async def serve(
         monitor_task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await monitor_task
+        readiness.stopped(USER_API)
+        readiness.stopped(ADMIN_API)
         http_server.should_exit = True
         await user_server.stop(grace=2)
         await admin_server.stop(grace=2)
