@@ -10,11 +10,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import grpc
 import uvicorn
+from fastapi import APIRouter
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
@@ -40,6 +42,26 @@ GRPC_OPTIONS = [
     ("grpc.so_reuseport", 0),
     ("grpc.max_concurrent_streams", 1000),
 ]
+
+
+class ServerExtension(Protocol):
+    """Something served in the controller's process by a layer above it (the cloud layer).
+
+    The controller cannot import those layers; the command line that starts
+    the server builds extensions and hands them in.
+    """
+
+    def http_router(self) -> APIRouter | None:
+        """Routes to add to the HTTP API (None: none)."""
+
+    async def start(self) -> None:
+        """Start background work (called once the APIs listen)."""
+
+    async def stop(self) -> None:
+        """Stop background work (called before the APIs close)."""
+
+
+ExtensionFactory = Callable[[Controller], ServerExtension]
 
 
 @dataclass
@@ -72,10 +94,12 @@ async def serve(
     *,
     ready: Callable[[RunningServer], Awaitable[None] | None] | None = None,
     stop: asyncio.Event | None = None,
+    extensions: Sequence[ExtensionFactory] = (),
 ) -> None:
     """Serve until ``stop`` is set (or the task is cancelled)."""
     gateway = GrpcAgentGateway()
     controller = build_controller(settings, gateway)
+    extras = [make(controller) for make in extensions]
     auth = GrpcAuthenticator(controller.auth)
 
     metrics = ControllerMetrics(controller)
@@ -110,6 +134,10 @@ async def serve(
     admin_port = _bind(admin_server, settings.admin_host, settings.admin_port, "admin API")
 
     http_app = create_http_app(controller, readiness=readiness, metrics=metrics)
+    for extra in extras:
+        router = extra.http_router()
+        if router is not None:
+            http_app.include_router(router)
     http_config = uvicorn.Config(
         http_app,
         host=settings.http_host,
@@ -137,6 +165,8 @@ async def serve(
     http_port = http_server.servers[0].sockets[0].getsockname()[1]
     await health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
     monitor_task = asyncio.create_task(monitor.run(), name="heartbeats")
+    for extra in extras:
+        await extra.start()
     running = RunningServer(controller, user_port, admin_port, http_port)
     if not settings.secure:
         log.warning(
@@ -152,6 +182,8 @@ async def serve(
     try:
         await stop_event.wait()
     finally:
+        for extra in reversed(extras):
+            await extra.stop()
         monitor_task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await monitor_task
