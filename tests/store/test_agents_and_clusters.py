@@ -5,12 +5,14 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from sqlalchemy import text
 
+from tests.store.conftest import MigratedDatabase
 from tests.store.factories import add_allocation, add_cluster, agent_ids, at
 from vpod.domain.catalog import MachineType
 from vpod.domain.entities import Agent, Cluster
 from vpod.domain.topology import GwTopology, IldTopology
-from vpod.store import AgentHealthState, AlreadyExists, Conflict, NotFound, Store
+from vpod.store import AgentHealthState, AlreadyExists, Conflict, NotFound, Store, StoreError
 
 
 def test_an_agent_comes_back_as_it_was_added(store: Store) -> None:
@@ -147,3 +149,14 @@ def test_a_cluster_with_allocations_cannot_be_removed(store: Store) -> None:
         store.remove_cluster("c1")
     assert e.value.retryable is False
     assert store.get_cluster("c1").id == "c1"
+
+
+def test_rows_from_a_newer_vpod_are_reported_not_leaked(
+    store: Store, migrated: MigratedDatabase
+) -> None:
+    """A machine type this version does not know is a StoreError saying why, not a KeyError."""
+    store.add_agent(Agent("a1", "h", 1))
+    with migrated.engine.begin() as conn:
+        conn.execute(text("UPDATE agents SET machine_type = 'BOW3000' WHERE id = 'a1'"))
+    with pytest.raises(StoreError, match="written by a newer version"):
+        store.get_agent("a1")

@@ -197,3 +197,11 @@ def test_partitions_are_listed_by_id_and_filtered(pod: Store) -> None:
     assert ids(ids={"a", "c", "zz"}, cluster_id="c1") == ["a"]
     assert ids(allocation_ids=[]) == []
     assert pod.get_partition("d").slots == (7, 6, 5, 4)  # routing order, not slot order
+
+
+def test_only_the_listed_fields_can_be_updated(pod: Store) -> None:
+    """The spec and the times of creation are not changes: asking for them is a TypeError."""
+    pod.reserve_partition(record("p1", range(4)))
+    with pytest.raises(TypeError, match="cannot change size"):
+        pod.update_partition("p1", expected_version=1, updated_at=at(1), size=8)  # type: ignore[call-arg]
+    assert pod.get_partition("p1").version == 1

@@ -19,8 +19,10 @@ from vpod.domain.entities import Agent
 from .errors import AlreadyExists, Conflict, NotFound, StoreError
 from .records import AgentHealth, AgentHealthState
 from .schema import agents, cluster_agents
+from .translate import decoding
 
 
+@decoding("agent")
 def _agent(row: Row[Any]) -> Agent:
     return Agent(
         id=row.id,
@@ -31,6 +33,7 @@ def _agent(row: Row[Any]) -> Agent:
     )
 
 
+@decoding("agent health")
 def _health(row: Row[Any]) -> AgentHealth:
     return AgentHealth(
         agent_id=row.id,

@@ -17,6 +17,12 @@ from vpod.domain.entities import Allocation
 from . import clusters as cluster_rows
 from .errors import AlreadyExists, Conflict, NotFound, StoreError
 from .schema import allocation_machines, allocations, cluster_agents, partitions
+from .translate import decoding
+
+
+@decoding("allocation")
+def _allocation(allocation_id: str, cluster_id: str, machines: Sequence[int]) -> Allocation:
+    return Allocation(id=allocation_id, cluster_id=cluster_id, machines=tuple(machines))
 
 
 def insert_allocation(conn: Connection, allocation: Allocation) -> None:
@@ -80,7 +86,7 @@ def get_allocation(conn: Connection, allocation_id: str) -> Allocation:
         .where(allocation_machines.c.allocation_id == allocation_id)
         .order_by(allocation_machines.c.machine)
     ).all()
-    return Allocation(id=allocation_id, cluster_id=cluster_id, machines=tuple(machines))
+    return _allocation(allocation_id, cluster_id, machines)
 
 
 def list_allocations(
@@ -104,7 +110,7 @@ def list_allocations(
         query.order_by(allocations.c.id, allocation_machines.c.machine)
     ):
         machines[aid, cid].append(machine)
-    return [Allocation(id=a, cluster_id=c, machines=tuple(m)) for (a, c), m in machines.items()]
+    return [_allocation(a, c, m) for (a, c), m in machines.items()]
 
 
 def machines_by_allocation(conn: Connection, cluster_id: str) -> dict[str, tuple[int, ...]]:

@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Row, delete, insert, select
+from sqlalchemy import Connection, Row, RowMapping, delete, insert, select
 
 from vpod.domain.catalog import MachineType
 from vpod.domain.entities import Cluster
@@ -18,16 +18,23 @@ from vpod.domain.topology import GwTopology, IldTopology
 
 from .errors import AlreadyExists, Conflict, NotFound, StoreError
 from .schema import agents, allocations, cluster_agents, clusters
+from .translate import decoding
 
 
 def _cluster(row: Row[Any], agent_ids: Sequence[str]) -> Cluster:
+    return cluster_of(row._mapping, agent_ids)
+
+
+@decoding("cluster")
+def cluster_of(columns: RowMapping, agent_ids: Sequence[str]) -> Cluster:
+    """The cluster from its ``clusters`` columns and its agents in cabling order."""
     return Cluster(
-        id=row.id,
+        id=columns["id"],
         agent_ids=tuple(agent_ids),
-        num_domains=row.num_domains,
-        ild_topology=IldTopology[row.ild_topology],
-        gw_topology=GwTopology[row.gw_topology],
-        machine_type=MachineType[row.machine_type],
+        num_domains=columns["num_domains"],
+        ild_topology=IldTopology[columns["ild_topology"]],
+        gw_topology=GwTopology[columns["gw_topology"]],
+        machine_type=MachineType[columns["machine_type"]],
     )
 
 

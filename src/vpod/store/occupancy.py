@@ -11,10 +11,6 @@ from __future__ import annotations
 
 from sqlalchemy import Connection, select
 
-from vpod.domain.catalog import MachineType
-from vpod.domain.entities import Cluster
-from vpod.domain.topology import GwTopology, IldTopology
-
 from . import allocations as allocation_rows
 from . import clusters as cluster_rows
 from . import partitions as partition_rows
@@ -25,6 +21,7 @@ from .schema import agents, cluster_agents, clusters
 def read_occupancy(conn: Connection, cluster_id: str) -> Occupancy:
     rows = conn.execute(
         select(
+            clusters.c.id,
             clusters.c.num_domains,
             clusters.c.ild_topology,
             clusters.c.gw_topology,
@@ -40,15 +37,7 @@ def read_occupancy(conn: Connection, cluster_id: str) -> Occupancy:
     ).all()
     if not rows:
         raise cluster_rows.not_found(cluster_id)
-    first = rows[0]
-    cluster = Cluster(
-        id=cluster_id,
-        agent_ids=tuple(row.agent_id for row in rows),
-        num_domains=first.num_domains,
-        ild_topology=IldTopology[first.ild_topology],
-        gw_topology=GwTopology[first.gw_topology],
-        machine_type=MachineType[first.machine_type],
-    )
+    cluster = cluster_rows.cluster_of(rows[0]._mapping, [row.agent_id for row in rows])
     unreachable = frozenset(
         row.position for row in rows if row.health == AgentHealthState.UNREACHABLE.name
     )

@@ -28,6 +28,7 @@ from . import allocations as allocation_rows
 from .errors import AlreadyExists, Conflict, NotFound, StoreError
 from .records import PartitionChanges, PartitionIpu, PartitionRecord, check_partition_ipus
 from .schema import allocation_machines, allocations, partition_ipus, partitions
+from .translate import decoding
 
 _RETRY = "retry with a fresh snapshot"
 
@@ -69,6 +70,7 @@ def _spec(row: Row[Any]) -> PartitionSpec:
     )
 
 
+@decoding("partition")
 def _record(row: Row[Any], ipus: Iterable[PartitionIpu]) -> PartitionRecord:
     return PartitionRecord(
         spec=_spec(row),
@@ -285,6 +287,12 @@ def update_partition(
     changes: PartitionChanges,
 ) -> None:
     """Apply ``changes`` if the partition is still at ``expected_version``; bump the version."""
+    unknown = sorted(set(changes) - set(PartitionChanges.__annotations__))
+    if unknown:
+        raise TypeError(
+            f"update_partition cannot change {', '.join(unknown)}: it changes"
+            f" {', '.join(sorted(PartitionChanges.__annotations__))}"
+        )
     values: dict[str, Any] = {"updated_at": updated_at, "version": expected_version + 1}
     for key, value in changes.items():
         if key == "state":

@@ -7,13 +7,20 @@ a caller can act on (see :mod:`vpod.store.errors`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import ParamSpec, TypeVar
 
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
+from vpod.domain.errors import DomainError
+
 from .errors import Conflict, StoreError, Unavailable
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 # PostgreSQL SQLSTATE codes (https://www.postgresql.org/docs/current/errcodes-appendix.html).
 _SERIALIZATION_FAILURE = "40001"
@@ -110,3 +117,28 @@ def translate_errors(database: str) -> Iterator[None]:
         ) from exc
     except SQLAlchemyError as exc:
         raise StoreError(f"the store misused the database {database}: {exc}") from exc
+
+
+def decoding(kind: str) -> Callable[[Callable[P, T]], Callable[P, T]]:
+    """Mark a function that turns rows into a ``kind`` value.
+
+    A row this version cannot turn into a valid value (an enumeration member
+    it does not know, a rule that became stricter) was most likely written
+    by a newer vpod: say so with a :class:`StoreError` instead of letting a
+    ``KeyError`` or a domain error escape.
+    """
+
+    def wrap(convert: Callable[P, T]) -> Callable[P, T]:
+        @functools.wraps(convert)
+        def checked(*args: P.args, **kwargs: P.kwargs) -> T:
+            try:
+                return convert(*args, **kwargs)
+            except (KeyError, DomainError) as exc:
+                raise StoreError(
+                    f"a stored {kind} cannot be read by this version of vpod ({exc!s}): it was"
+                    " probably written by a newer version; run that version"
+                ) from exc
+
+        return checked
+
+    return wrap

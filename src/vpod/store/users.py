@@ -9,6 +9,7 @@ allocation revokes its grants (``ON DELETE CASCADE``). A user's
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 
 from sqlalchemy import Connection, delete, insert, select, update
 
@@ -17,6 +18,12 @@ from vpod.domain.entities import User
 from . import allocations as allocation_rows
 from .errors import AlreadyExists, Conflict, NotFound, StoreError
 from .schema import allocations, user_allocations, users
+from .translate import decoding
+
+
+@decoding("user")
+def _user(user_id: str, allocation_ids: Sequence[str], admin: object) -> User:
+    return User(id=user_id, allocation_ids=tuple(allocation_ids), admin=bool(admin))
 
 
 def insert_user(conn: Connection, user: User, key_hash: str) -> None:
@@ -51,7 +58,7 @@ def get_user(conn: Connection, user_id: str) -> User:
         .where(user_allocations.c.user_id == user_id)
         .order_by(user_allocations.c.allocation_id)
     ).all()
-    return User(id=user_id, allocation_ids=tuple(granted), admin=bool(admin))
+    return _user(user_id, granted, admin)
 
 
 def list_users(conn: Connection) -> list[User]:
@@ -63,7 +70,7 @@ def list_users(conn: Connection) -> list[User]:
     ):
         granted[user_id].append(allocation_id)
     return [
-        User(id=row.id, allocation_ids=tuple(granted[row.id]), admin=bool(row.admin))
+        _user(row.id, granted[row.id], row.admin)
         for row in conn.execute(select(users.c.id, users.c.admin).order_by(users.c.id))
     ]
 
