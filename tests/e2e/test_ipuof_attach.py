@@ -14,8 +14,6 @@ import json
 import socket
 from typing import Any
 
-import pytest
-
 from vpod.wire import virmgrpc_pb2 as pb
 
 from .conftest import Pod
@@ -178,11 +176,6 @@ def test_rdma_ports_are_taken_but_hold_no_conversation(api64: UserApi) -> None:
         assert sock.recv(16) == b""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="automatic reset after detach (vipu-system.md §4) is not implemented: the controller"
-    " never reads the agents' DETACHED events, so auto_reset_retry_count stays 0",
-)
 def test_detach_resets_a_partition_automatically(api64: UserApi) -> None:
     """A non-reconfigurable partition is reset when its application detaches; status counts it."""
     api64.create("auto", 1)
