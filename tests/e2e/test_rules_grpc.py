@@ -19,6 +19,7 @@ import pytest
 from vpod.wire import virmgrpc_pb2 as pb
 
 from .conftest import Pod
+from .fixtures_cli import parse_table
 from .fixtures_pods import (
     AdminView,
     UserApi,
@@ -162,6 +163,7 @@ def check_layout(pod: Pod, api: UserApi, pid: str, *, segments: int, gcds: int) 
     # IPUoF config: one device per IPU, GCD g holds routing ids g*gcd_size..
     config = api.config(pid)
     assert config.num_ipulink_segments == segments
+    assert config.ipuof_server_version == partition.ipuof_server_version != ""
     assert len(config.gcd_configs) == gcds
     for g, gcd in enumerate(config.gcd_configs):
         assert [d.routing_id for d in gcd.devices] == list(range(g * gcd_size, (g + 1) * gcd_size))
@@ -179,6 +181,8 @@ def check_layout(pod: Pod, api: UserApi, pid: str, *, segments: int, gcds: int) 
         assert device.rdma_port == RDMA_PORTS[device.device_id]
         assert device.ipu_arch_id == 2
         assert device.chip_id.startswith("0x")
+        assert device.gwsw_version
+        assert device.ipum_sw_version
         per_machine[location["agent_id"]].append(device.device_id)
     for agent_id, device_ids in per_machine.items():
         first = device_ids[0]
@@ -220,6 +224,8 @@ def test_multi_segment_partitions_span_domains_over_ring_gw_links(
     config = api256.config("multi")
     assert config.gw_routing_type == pb.GRT_RING
     check_layout(pod256, api256, "multi", segments=segments, gcds=fields["num_gcds"])
+    [row] = parse_table(pod256.run("vipu", "list", "partitions").stdout)[1]
+    assert (row["ILDs"], row["GW Routing"], row["Size"]) == (str(segments), "RING", str(size))
 
 
 def test_multi_gcd_partition_in_one_domain(pod256: Pod, api256: UserApi) -> None:
