@@ -46,7 +46,9 @@ class AgentGateway(Protocol):
         self, agent: Agent, *, timeout: float
     ) -> dict[int, dict[str, str]]: ...
 
-    async def health(self, agent: Agent, *, timeout: float) -> MachineHealth: ...
+    async def health(
+        self, agent: Agent, *, since_event: int = 0, timeout: float
+    ) -> MachineHealth: ...
 
     async def link_tests(
         self, agent: Agent, kinds: Iterable[LinkTestKind], *, timeout: float

@@ -48,8 +48,8 @@ class GrpcAgentGateway:
     async def ipu_attributes(self, agent: Agent, *, timeout: float) -> dict[int, dict[str, str]]:
         return await self._client(agent).list_ipu_attributes(timeout=timeout)
 
-    async def health(self, agent: Agent, *, timeout: float) -> MachineHealth:
-        return await self._client(agent).health(timeout=timeout)
+    async def health(self, agent: Agent, *, since_event: int = 0, timeout: float) -> MachineHealth:
+        return await self._client(agent).health(since_event, timeout=timeout)
 
     async def link_tests(
         self, agent: Agent, kinds: Iterable[LinkTestKind], *, timeout: float

@@ -22,6 +22,7 @@ from .db import Db
 from .fleet import Fleet
 from .inventory import Inventory
 from .occupancy import OccupancyCache
+from .partition_repair import PartitionRepair
 from .partition_views import AgentFactsCache, PartitionViews
 from .partitions import PartitionService
 from .settings import Settings
@@ -37,6 +38,7 @@ class Controller:
     facts: AgentFactsCache
     auth: Authenticator
     fleet: Fleet
+    repair: PartitionRepair
 
     def close(self) -> None:
         self.ctx.db.close()
@@ -61,9 +63,12 @@ def build_controller(
     # 100 ms: one thread serialises without waiting. PostgreSQL gets a small pool.
     db = Db(store, workers=1 if store.dialect == "sqlite" else 8)
 
+    fleets: list[Fleet] = []  # set below; the loader needs the fleet's fault view
+
     async def load(cluster: Cluster) -> Snapshot:
         occupancy = await db(store.occupancy, cluster.id)
-        return occupancy.snapshot()
+        faulty = fleets[0].faulty_slots(cluster) if fleets else frozenset()
+        return occupancy.snapshot(unavailable_slots=faulty)
 
     ctx = Context(
         settings=settings,
@@ -75,15 +80,19 @@ def build_controller(
     inventory = Inventory(ctx)
     ctx.inventory = inventory
     facts = AgentFactsCache(ctx)
+    fleet = Fleet(ctx, facts)
+    fleets.append(fleet)
+    partitions = PartitionService(ctx)
     return Controller(
         settings=settings,
         ctx=ctx,
         inventory=inventory,
-        partitions=PartitionService(ctx),
+        partitions=partitions,
         views=PartitionViews(ctx, facts),
         facts=facts,
         auth=Authenticator(ctx),
-        fleet=Fleet(ctx, facts),
+        fleet=fleet,
+        repair=PartitionRepair(ctx, partitions),
     )
 
 

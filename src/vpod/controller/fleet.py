@@ -19,7 +19,6 @@ from vpod.agent.errors import AgentError, AgentRefused
 from vpod.agent.model import Fault, LinkTestKind, LinkTestResult, MachineHealth, PartitionConfig
 from vpod.domain.entities import Agent, Cluster
 from vpod.domain.errors import DomainError
-from vpod.domain.partition_states import ReadyState
 from vpod.store.records import AgentHealthState
 
 from . import errors
@@ -38,6 +37,8 @@ class HealthView:
     reason: str
     last_seen: datetime | None
     faults: tuple[Fault, ...] = ()
+    boot_id: str = ""
+    ipuof_address: str = ""
     """Active injected faults, as the last heartbeat saw them."""
 
 
@@ -46,16 +47,66 @@ class Fleet:
         self._ctx = ctx
         self._facts = facts
         self._boot_ids: dict[str, str] = {}
+        self._ipuof_addresses: dict[str, str] = {}
         self._last_health: dict[str, MachineHealth] = {}
 
-    def note_health(self, agent_id: str, health: MachineHealth) -> None:
-        """Remember what an agent's last heartbeat said (faults, IPU and link state)."""
+    def note_health(self, agent_id: str, health: MachineHealth) -> bool:
+        """Remember an agent's last heartbeat; True when its IPU or link faults changed."""
+        before = self._fault_summary(agent_id)
         self._last_health[agent_id] = health
+        return self._fault_summary(agent_id) != before
 
-    async def register(self, agent: Agent, *, boot_id: str) -> tuple[bool, str]:
+    def _fault_summary(self, agent_id: str) -> tuple[dict[int, str], list[str]]:
+        return self.device_faults(agent_id), self.machine_link_faults(agent_id)
+
+    def device_faults(self, agent_id: str) -> dict[int, str]:
+        """IPUs of the agent's machine that are faulty or have an IPU-Link down, with why."""
+        health = self._last_health.get(agent_id)
+        if health is None:
+            return {}
+        faults: dict[int, str] = {}
+        for ipu in health.ipus:
+            if not ipu.healthy:
+                faults[ipu.device_id] = (
+                    f"IPU {ipu.device_id} of agent {agent_id} failed: {ipu.fault or 'unhealthy'}"
+                )
+        for link in health.links:
+            if not link.up and link.device_id is not None:
+                faults.setdefault(
+                    link.device_id,
+                    f"{link.link_id} of IPU {link.device_id} on agent {agent_id} is down:"
+                    f" {link.fault or 'link down'}",
+                )
+        return faults
+
+    def machine_link_faults(self, agent_id: str) -> list[str]:
+        """GW-Links and Sync-Links of the machine that are down, as sentences."""
+        health = self._last_health.get(agent_id)
+        if health is None:
+            return []
+        return [
+            f"{link.link_id} of agent {agent_id} is down: {link.fault or 'link down'}"
+            for link in health.links
+            if not link.up and link.device_id is None
+        ]
+
+    def faulty_slots(self, cluster: Cluster) -> frozenset[int]:
+        """Slots of the cluster's IPUs that heartbeats report faulty: placement avoids them."""
+        pod = cluster.pod()
+        slots: set[int] = set()
+        for machine, agent_id in enumerate(cluster.agent_ids):
+            for device in self.device_faults(agent_id):
+                slots.add(pod.slot_of_device(machine, device))
+        return frozenset(slots)
+
+    async def register(
+        self, agent: Agent, *, boot_id: str, ipuof_address: str = ""
+    ) -> tuple[bool, str]:
         known, message = await self._ctx.inventory.register_agent(agent)
         previous = self._boot_ids.get(agent.id)
         self._boot_ids[agent.id] = boot_id
+        if ipuof_address:
+            self._ipuof_addresses[agent.id] = ipuof_address
         if previous != boot_id:
             self._facts.forget(agent.id)
         await self._ctx.db(
@@ -82,32 +133,44 @@ class Fleet:
             reason=health.reason,
             last_seen=health.last_heartbeat,
             faults=last.faults if last is not None else (),
+            boot_id=last.boot_id if last is not None else self._boot_ids.get(agent_id, ""),
+            ipuof_address=self._ipuof_addresses.get(agent_id, ""),
         )
 
     async def reconcile(self, agent: Agent) -> int:
-        """Make one agent hold exactly the store's configurations; returns how many changed."""
+        """Make one agent hold exactly the store's configurations; returns how many changed.
+
+        The agent is read before the store: a configuration it holds was reserved in
+        the store before it was sent, so the store read that follows knows it (or knows
+        it is gone). Partitions with an operation under way are left to that operation.
+        """
         ctx = self._ctx
         timeout = ctx.settings.agent_timeout_s
         held = await ctx.gateway.configurations(agent, timeout=timeout)
         clusters = [c for c in await ctx.inventory.list_clusters() if agent.id in c.agent_ids]
         wanted: dict[str, PartitionConfig] = {}
+        busy: set[str] = set()
         for cluster in clusters:
             for record in await ctx.db(ctx.db.store.list_partitions, cluster_id=cluster.id):
-                if record.state.ready not in (ReadyState.ACTIVE, ReadyState.ERROR):
+                if record.state.busy:
+                    busy.add(record.id)  # an operation is under way: it decides
                     continue
                 config = machine_configs(cluster, record).get(agent.id)
                 if config is not None:
                     wanted[record.id] = config
         changed = 0
         held_ids = {c.config.partition_id: c.config for c in held}
-        for partition_id in sorted(set(held_ids) - set(wanted)):
+        for partition_id in sorted(set(held_ids) - set(wanted) - busy):
             await ctx.gateway.release(agent, partition_id, timeout=timeout)
             changed += 1
         for partition_id, config in sorted(wanted.items()):
             current = held_ids.get(partition_id)
-            if current is None or current.generation != config.generation:
-                await ctx.gateway.configure(agent, config, timeout=timeout)
-                changed += 1
+            if current is not None and _same_ipus(current, config):
+                continue
+            if current is not None:  # moved elsewhere meanwhile: an agent never edits in place
+                await ctx.gateway.release(agent, partition_id, timeout=timeout)
+            await ctx.gateway.configure(agent, config, timeout=timeout)
+            changed += 1
         if changed:
             await ctx.audit(SYSTEM, "reconcile_agent", agent.id, "ok", f"{changed} change(s)")
         return changed
@@ -204,3 +267,9 @@ class Fleet:
         )
         await self._ctx.audit(caller, "test_cluster", cluster_id, "failed" if failed else "ok")
         return cluster, done, failed
+
+
+def _same_ipus(held: PartitionConfig, wanted: PartitionConfig) -> bool:
+    return held.generation == wanted.generation and sorted(
+        (i.device_id, i.routing_id) for i in held.ipus
+    ) == sorted((i.device_id, i.routing_id) for i in wanted.ipus)

@@ -1,10 +1,16 @@
-"""Heartbeats: notice agents that stop answering, and ones that come back.
+"""Heartbeats: notice agents that stop answering or report faults, and applications detaching.
 
-Every ``heartbeat_interval_s`` the monitor asks each agent for its health
-with a short deadline. An agent silent for ``unreachable_after_s`` is marked
-unreachable: its machine leaves placement and the partitions on it go to
-ERROR with the reason in their status. When it answers again it is marked
-reachable and reconciled (it may have restarted and lost its state).
+Every round the leader asks each agent for its health with a short deadline.
+
+- An agent silent for ``unreachable_after_s`` is marked unreachable: its
+  machine leaves placement and the partitions on it go to ERROR with the
+  reason in their status. When it answers again it is marked reachable and
+  reconciled (it may have restarted and lost its state).
+- A change in the IPU or link faults an agent reports takes the faulty IPUs
+  out of placement and puts the partitions using them in ERROR.
+- ``DETACHED`` events (an application let go of an IPU) trigger the
+  automatic reset of non-reconfigurable partitions (vipu-system.md §4).
+
 Writes happen only on a change, so a healthy fleet costs no database writes.
 """
 
@@ -15,9 +21,9 @@ import logging
 from typing import TYPE_CHECKING
 
 from vpod.agent.errors import AgentError
-from vpod.domain.entities import Agent
-from vpod.domain.partition_states import Event, allowed, transition
-from vpod.store.errors import Conflict
+from vpod.agent.model import EventKind, MachineHealth
+from vpod.domain.entities import Agent, Cluster
+from vpod.domain.partition_states import ReadyState
 from vpod.store.records import AgentHealthState
 
 from .caller import SYSTEM
@@ -33,17 +39,8 @@ class HeartbeatMonitor:
         self._c = controller
         self._last_ok: dict[str, float] = {}
         self._state: dict[str, AgentHealthState] = {}
-
-    async def run(self) -> None:
-        interval = self._c.settings.heartbeat_interval_s
-        while True:
-            try:
-                await self.tick()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("heartbeat round failed; trying again")
-            await asyncio.sleep(interval)
+        self._events_seen: dict[str, tuple[str, int]] = {}
+        """Per agent: (boot id, sequence of the last event handled)."""
 
     async def tick(self) -> None:
         agents = await self._c.inventory.list_agents()
@@ -54,8 +51,9 @@ class HeartbeatMonitor:
         now = ctx.clock.monotonic()
         self._last_ok.setdefault(agent.id, now)
         timeout = max(0.2, min(1.0, ctx.settings.unreachable_after_s / 3))
+        boot, since = self._events_seen.get(agent.id, ("", 0))
         try:
-            health = await ctx.gateway.health(agent, timeout=timeout)
+            health = await ctx.gateway.health(agent, since_event=since, timeout=timeout)
         except AgentError as exc:
             silent_for = now - self._last_ok[agent.id]
             if (
@@ -65,9 +63,38 @@ class HeartbeatMonitor:
                 await self._mark_unreachable(agent, exc.message, silent_for)
             return
         self._last_ok[agent.id] = now
-        self._c.fleet.note_health(agent.id, health)
         if self._state.get(agent.id) is not AgentHealthState.REACHABLE:
             await self._mark_reachable(agent)
+        if self._c.fleet.note_health(agent.id, health):
+            ctx.occupancy.forget()
+            await self._fault_partitions(agent)
+        await self._handle_events(agent, health, boot)
+
+    async def _handle_events(self, agent: Agent, health: MachineHealth, boot: str) -> None:
+        batch = health.events
+        if batch is None:
+            return
+        if boot and batch.boot_id != boot:
+            # A new boot: its events start again at 1; earlier ones are gone with the machine.
+            self._events_seen[agent.id] = (batch.boot_id, 0)
+            return
+        self._events_seen[agent.id] = (batch.boot_id, batch.last_event)
+        if not boot:
+            return  # first contact: old events are history, not news
+        detached = {
+            e.partition_id
+            for e in batch.events
+            if e.kind is EventKind.DETACHED and e.partition_id and not e.evicted
+        }
+        for partition_id in sorted(detached):
+            record = await self._c.ctx.db(self._c.ctx.db.store.find_partition, partition_id)
+            if (
+                record is None
+                or record.spec.reconfigurable
+                or record.state.ready is not ReadyState.ACTIVE
+            ):
+                continue
+            await self._c.repair.auto_reset(record, f"an application detached from {agent.id}")
 
     async def _mark_unreachable(self, agent: Agent, cause: str, silent_for: float) -> None:
         ctx = self._c.ctx
@@ -83,7 +110,10 @@ class HeartbeatMonitor:
         ctx.occupancy.forget()
         log.warning("%s", reason)
         await ctx.audit(SYSTEM, "agent_unreachable", agent.id, "detected", reason)
-        await self._fault_partitions_on(agent, reason)
+        for cluster in await self._clusters_of(agent):
+            await self._c.repair.fault_partitions_on(
+                cluster, [cluster.machine_of(agent.id)], [], reason
+            )
 
     async def _mark_reachable(self, agent: Agent) -> None:
         ctx = self._c.ctx
@@ -104,27 +134,20 @@ class HeartbeatMonitor:
             except AgentError as exc:
                 log.warning("reconciling %s failed: %s", agent.id, exc)
 
-    async def _fault_partitions_on(self, agent: Agent, reason: str) -> None:
-        ctx = self._c.ctx
-        for cluster in await self._c.inventory.list_clusters():
-            if agent.id not in cluster.agent_ids:
-                continue
+    async def _fault_partitions(self, agent: Agent) -> None:
+        fleet = self._c.fleet
+        device_faults = fleet.device_faults(agent.id)
+        machine_faults = fleet.machine_link_faults(agent.id)
+        for cluster in await self._clusters_of(agent):
             machine = cluster.machine_of(agent.id)
-            records = await ctx.db(ctx.db.store.list_partitions, cluster_id=cluster.id)
-            for record in records:
-                if machine not in {ipu.machine for ipu in record.ipus}:
-                    continue
-                if not allowed(record.state, Event.FAULT_DETECTED):
-                    continue
-                state = transition(record.state, Event.FAULT_DETECTED, partition_id=record.id)
-                try:
-                    await ctx.db(
-                        ctx.db.store.update_partition,
-                        record.id,
-                        expected_version=record.version,
-                        updated_at=ctx.clock.now(),
-                        state=state,
-                        errors=(*record.errors, reason),
-                    )
-                except Conflict:
-                    continue  # changed meanwhile; the next round sees it again
+            pod = cluster.pod()
+            for device, reason in sorted(device_faults.items()):
+                slot = pod.slot_of_device(machine, device)
+                await self._c.repair.fault_partitions_on(cluster, [], [slot], reason)
+            for reason in machine_faults:
+                await self._c.repair.fault_partitions_on(
+                    cluster, [machine], [], reason, multi_segment_only=True
+                )
+
+    async def _clusters_of(self, agent: Agent) -> list[Cluster]:
+        return [c for c in await self._c.inventory.list_clusters() if agent.id in c.agent_ids]

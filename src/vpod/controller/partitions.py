@@ -143,11 +143,7 @@ class PartitionService:
         """A create for an id that exists: the same request again succeeds, another is refused."""
         if not caller.may_use(existing.allocation_id):
             raise errors.AlreadyExists(f"partition id {req.id} is taken: choose another id")
-        same = (
-            existing.spec.size == req.size
-            and (not req.allocation_id or req.allocation_id == existing.allocation_id)
-            and (not req.num_gcds or req.num_gcds == existing.spec.num_gcds)
-        )
+        same = await self._same_request(existing, req)
         if not same:
             raise errors.AlreadyExists(
                 f"partition {req.id} already exists with {existing.spec.size} IPUs in allocation"
@@ -159,6 +155,24 @@ class PartitionService:
             f"partition {req.id} already exists and is {existing.state.label}: wait for it to"
             " finish, or remove it with --force"
         )
+
+    async def _same_request(self, existing: PartitionRecord, req: PartitionRequirements) -> bool:
+        """Whether ``req`` resolves to exactly the spec ``existing`` was created with."""
+        if req.allocation_id and req.allocation_id != existing.allocation_id:
+            return False
+        if req.cluster_id and req.cluster_id != existing.cluster_id:
+            return False
+        cluster = await self._ctx.inventory.cluster(existing.cluster_id)
+        try:
+            spec = resolve_partition_spec(
+                dataclasses.replace(
+                    req, allocation_id=existing.allocation_id, cluster_id=existing.cluster_id
+                ),
+                pod=cluster.pod(),
+            )
+        except DomainError:
+            return False
+        return spec == existing.spec
 
     async def _reserve(
         self,
@@ -223,17 +237,17 @@ class PartitionService:
     async def _configure_new(
         self, caller: Caller, cluster: Cluster, record: PartitionRecord
     ) -> PartitionRecord:
-        agents = await self._agents_of(cluster, record)
+        agents = await self.agents_of(cluster, record)
         configs = _machine_configs(cluster, record)
         timeout = self._ctx.settings.agent_timeout_s
         _, failed = await fan_out(
             agents, lambda a: self._ctx.gateway.configure(a, configs[a.id], timeout=timeout)
         )
         if not failed:
-            return await self._move(record, Event.CONFIGURED, errors_=())
+            return await self.move_state(record, Event.CONFIGURED, errors_=())
         # Undo: release everywhere (release is idempotent), then give the IPUs back.
         await fan_out(agents, lambda a: self._ctx.gateway.release(a, record.id, timeout=timeout))
-        await self._forget(cluster, record)
+        await self.forget_partition(cluster, record)
         cause = describe_failures(failed)
         await self._ctx.audit(caller, "create_partition", record.id, "failed", cause)
         raise errors.Unavailable(
@@ -246,21 +260,21 @@ class PartitionService:
         record = await self.get(caller, partition_id)
         cluster = await self._ctx.inventory.cluster(record.cluster_id)
         event = Event.FORCE_REMOVE_REQUESTED if force else Event.REMOVE_REQUESTED
-        record = await self._move(record, event)
-        agents = await self._agents_of(cluster, record)
+        record = await self.move_state(record, event)
+        agents = await self.agents_of(cluster, record)
         timeout = self._ctx.settings.agent_timeout_s
         _, failed = await fan_out(
             agents, lambda a: self._ctx.gateway.release(a, record.id, timeout=timeout)
         )
         if failed and not force:
             cause = describe_failures(failed)
-            await self._move(record, Event.REMOVE_FAILED, errors_=(cause,))
+            await self.move_state(record, Event.REMOVE_FAILED, errors_=(cause,))
             await self._ctx.audit(caller, "remove_partition", partition_id, "failed", cause)
             raise errors.Unavailable(
                 f"partition {partition_id} could not be removed: {cause}; fix the agent or use"
                 " --force"
             )
-        await self._forget(cluster, record)
+        await self.forget_partition(cluster, record)
         detail = f"ignored: {describe_failures(failed)}" if failed else ""
         await self._ctx.audit(caller, "remove_partition", partition_id, "ok", detail)
 
@@ -270,29 +284,29 @@ class PartitionService:
         record = await self.get(caller, partition_id)
         if relocatable and not record.relocatable:
             try:
-                record = await self._update(record, relocatable=True)
+                record = await self.update_record(record, relocatable=True)
             except Conflict:
                 raise errors.FailedPrecondition(
                     f"partition {partition_id} changed while being reset: retry"
                 ) from None
         cluster = await self._ctx.inventory.cluster(record.cluster_id)
-        record = await self._move(record, Event.RESET_REQUESTED)
-        agents = await self._agents_of(cluster, record)
+        record = await self.move_state(record, Event.RESET_REQUESTED)
+        agents = await self.agents_of(cluster, record)
         timeout = self._ctx.settings.agent_timeout_s
         _, failed = await fan_out(
             agents, lambda a: self._ctx.gateway.reset(a, record.id, timeout=timeout)
         )
         if failed:
             cause = describe_failures(failed)
-            await self._move(record, Event.RESET_FAILED, errors_=(cause,))
+            await self.move_state(record, Event.RESET_FAILED, errors_=(cause,))
             await self._ctx.audit(caller, "reset_partition", partition_id, "failed", cause)
             raise errors.Unavailable(f"partition {partition_id} could not be reset: {cause}")
-        await self._move(record, Event.RESET_DONE, errors_=())
+        await self.move_state(record, Event.RESET_DONE, errors_=())
         await self._ctx.audit(caller, "reset_partition", partition_id, "ok", "")
 
     # ---------------------------------------------------------------- helpers
 
-    async def _move(
+    async def move_state(
         self,
         record: PartitionRecord,
         event: Event,
@@ -313,9 +327,9 @@ class PartitionService:
                 raise errors.FailedPrecondition(str(exc)) from None
             try:
                 if errors_ is None:
-                    return await self._update(record, state=state)
+                    return await self.update_record(record, state=state)
                 kept = [e for e in record.errors if e not in errors_] if errors_ else []
-                return await self._update(record, state=state, errors=(*kept, *errors_))
+                return await self.update_record(record, state=state, errors=(*kept, *errors_))
             except Conflict:
                 fresh = await ctx.db(ctx.db.store.find_partition, record.id)
                 if fresh is None or fresh.state.operation is not record.state.operation:
@@ -326,7 +340,7 @@ class PartitionService:
             " check its status and retry"
         )
 
-    async def _update(
+    async def update_record(
         self, record: PartitionRecord, **changes: Unpack[PartitionChanges]
     ) -> PartitionRecord:
         """Compare-and-set write; raises Conflict when the record moved meanwhile."""
@@ -340,7 +354,7 @@ class PartitionService:
         )
         return updated
 
-    async def _forget(self, cluster: Cluster, record: PartitionRecord) -> None:
+    async def forget_partition(self, cluster: Cluster, record: PartitionRecord) -> None:
         """Delete the partition and give its IPUs back to placement."""
         ctx = self._ctx
         async with ctx.occupancy.lock(cluster.id):
@@ -351,7 +365,7 @@ class PartitionService:
             except DomainError:
                 ctx.occupancy.forget(cluster.id)
 
-    async def _agents_of(self, cluster: Cluster, record: PartitionRecord) -> list[Agent]:
+    async def agents_of(self, cluster: Cluster, record: PartitionRecord) -> list[Agent]:
         machines = sorted({ipu.machine for ipu in record.ipus})
         return await self._ctx.inventory.agents(cluster.agent_of(m) for m in machines)
 

@@ -24,7 +24,7 @@ from vpod.wire import admin_pb2, virmgrpc_pb2
 
 from .agent_grpc import GrpcAgentGateway
 from .app import Controller, build_controller
-from .heartbeats import HeartbeatMonitor
+from .leader import LeaderLoop
 from .metrics import ControllerMetrics
 from .settings import Settings
 from .transports.admin_grpc import add_admin_api
@@ -146,7 +146,7 @@ async def serve(
         lifespan="off",
     )
     http_server = uvicorn.Server(http_config)
-    monitor = HeartbeatMonitor(controller)
+    leader = LeaderLoop(controller)
 
     await user_server.start()
     readiness.started(USER_API)
@@ -164,7 +164,7 @@ async def serve(
         await asyncio.sleep(0.02)
     http_port = http_server.servers[0].sockets[0].getsockname()[1]
     await health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
-    monitor_task = asyncio.create_task(monitor.run(), name="heartbeats")
+    monitor_task = asyncio.create_task(leader.run(), name="leader")
     for extra in extras:
         await extra.start()
     running = RunningServer(controller, user_port, admin_port, http_port)

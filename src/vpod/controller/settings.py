@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from vpod.store import sqlite_url
+
 VIPU_API_VERSION = "1.18.0"
 """The V-IPU release whose user API this controller serves (``GetVersion``)."""
 
@@ -28,6 +30,12 @@ class Settings:
     max_auto_reset_retries: int = 3
     heartbeat_interval_s: float = 1.0
     unreachable_after_s: float = 3.0
+    lease_ttl_s: float = 3.0
+    """How long the leader's lease lasts unless renewed (each heartbeat round renews it)."""
+    recovery_interval_s: float = 10.0
+    """How often the leader reconciles agents and finishes abandoned operations."""
+    operation_deadline_s: float = 30.0
+    """An operation older than this was abandoned by a controller that died."""
     api_version: str = VIPU_API_VERSION
     ipuof_server_version: str = IPUOF_SERVER_VERSION
     replica_id: str = ""
@@ -36,4 +44,4 @@ class Settings:
     def store_url(self) -> str:
         if self.database_url:
             return self.database_url
-        return f"sqlite:///{(self.data_dir / 'vpod.db').resolve()}"
+        return sqlite_url(self.data_dir)

@@ -109,6 +109,8 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
             state=apb.AGENT_ONLINE if health.reachable else apb.AGENT_OFFLINE,
             state_detail=health.reason,
             faults=agent_convert.faults_to_wire(health.faults),
+            boot_id=health.boot_id,
+            ipuof_address=health.ipuof_address,
         )
         if health.last_seen is not None:
             stamp = Timestamp()
@@ -178,7 +180,7 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         except MachineRefusal as exc:
             raise errors.InvalidArgument(exc.message) from None
         cluster, done, failed = await self._c.fleet.test_cluster(caller, request.cluster_id, kinds)
-        return cluster_test_reply(cluster.id, cluster.agent_ids, done, failed)
+        return cluster_test_reply(cluster.id, cluster.agent_ids, done, failed, kinds)
 
     # -- allocations
 
@@ -380,7 +382,9 @@ class RegistrationServicer(apb_grpc.AgentRegistrationServiceServicer):
             )
         except (DomainError, ValueError) as exc:
             raise errors.InvalidArgument(str(exc)) from None
-        known, message = await self._c.fleet.register(agent, boot_id=request.boot_id)
+        known, message = await self._c.fleet.register(
+            agent, boot_id=request.boot_id, ipuof_address=request.ipuof_address
+        )
         return apb.RegisterAgentReply(known=known, message=message)
 
 

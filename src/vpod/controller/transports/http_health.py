@@ -75,8 +75,9 @@ async def store_check(controller: Controller, timeout: float = STORE_TIMEOUT_S) 
     try:
         await asyncio.wait_for(db(db.store.ping), timeout)
     except TimeoutError:
-        return Check(name="store", ok=False,
-                     detail=f"the database did not answer within {timeout:g} s")
+        return Check(
+            name="store", ok=False, detail=f"the database did not answer within {timeout:g} s"
+        )
     except errors.ServiceError as exc:
         return Check(name="store", ok=False, detail=str(exc))
     return Check(name="store", ok=True)
@@ -100,12 +101,14 @@ def health_routes(controller: Controller, readiness: Readiness) -> APIRouter:
         checks = [await store_check(controller)]
         waiting = set(readiness.waiting)
         checks.extend(
-            Check(name=name, ok=name not in waiting,
-                  detail="not started" if name in waiting else "")
+            Check(
+                name=name, ok=name not in waiting, detail="not started" if name in waiting else ""
+            )
             for name in readiness.components
         )
         report = ReadinessReport(ready=all(ch.ok for ch in checks), checks=checks)
-        return JSONResponse(report.model_dump(mode="json"),
-                            status_code=200 if report.ready else 503)
+        return JSONResponse(
+            report.model_dump(mode="json"), status_code=200 if report.ready else 503
+        )
 
     return router

@@ -61,8 +61,12 @@ def metrics_routes(metrics: ControllerMetrics) -> APIRouter:
     @router.get(
         "/metrics",
         response_class=Response,
-        responses={200: {"content": {CONTENT_TYPE: {"schema": {"type": "string"}}},
-                         "description": "Prometheus text format."}},
+        responses={
+            200: {
+                "content": {CONTENT_TYPE: {"schema": {"type": "string"}}},
+                "description": "Prometheus text format.",
+            }
+        },
     )
     async def prometheus_metrics() -> Response:
         """Request counts and latencies, and the state gauges, in the Prometheus text format."""

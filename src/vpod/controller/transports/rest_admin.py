@@ -70,14 +70,21 @@ def admin_routes(controller: Controller, admin: CallerDependency) -> APIRouter:
     router = APIRouter(prefix=ADMIN_PREFIX, dependencies=[Depends(admin)])
     AsAdmin = Annotated[Caller, Depends(admin)]  # noqa: N806 - a type alias
 
-    async def agent_out(agent: Agent, cluster_of: dict[str, str], allocation_of: dict[str, str]
-                        ) -> AgentOut:
+    async def agent_out(
+        agent: Agent, cluster_of: dict[str, str], allocation_of: dict[str, str]
+    ) -> AgentOut:
         health = await c.fleet.health_of(agent.id)
         return AgentOut(
-            id=agent.id, host=agent.host, port=agent.port,
-            machine_type=agent.machine_type.value, serial=agent.serial,
-            cluster_id=cluster_of.get(agent.id), allocation_id=allocation_of.get(agent.id),
-            reachable=health.reachable, state_detail=health.reason, last_seen=health.last_seen,
+            id=agent.id,
+            host=agent.host,
+            port=agent.port,
+            machine_type=agent.machine_type.value,
+            serial=agent.serial,
+            cluster_id=cluster_of.get(agent.id),
+            allocation_id=allocation_of.get(agent.id),
+            reachable=health.reachable,
+            state_detail=health.reason,
+            last_seen=health.last_seen,
             faults=[FaultOut.of(f) for f in health.faults],
         )
 
@@ -89,19 +96,31 @@ def admin_routes(controller: Controller, admin: CallerDependency) -> APIRouter:
 
     # -- agents
 
-    @router.post("/agents", tags=["admin: agents"], response_model=AgentOut,
-                 status_code=status.HTTP_201_CREATED, responses=error_responses(400, 401, 403, 409,
-                                                                                503))
+    @router.post(
+        "/agents",
+        tags=["admin: agents"],
+        response_model=AgentOut,
+        status_code=status.HTTP_201_CREATED,
+        responses=error_responses(400, 401, 403, 409, 503),
+    )
     async def create_agent(caller: AsAdmin, body: CreateAgentBody) -> AgentOut:
         """Register the agent of one IPU-Machine (`vipu-admin create agent`)."""
         agent = await c.inventory.create_agent(
-            caller, body.id, body.host, body.port, machine_type=body.machine_type,
+            caller,
+            body.id,
+            body.host,
+            body.port,
+            machine_type=body.machine_type,
             serial=body.serial,
         )
         return await agent_out(agent, {}, {})
 
-    @router.get("/agents", tags=["admin: agents"], response_model=AgentList,
-                responses=error_responses(401, 403, 503))
+    @router.get(
+        "/agents",
+        tags=["admin: agents"],
+        response_model=AgentList,
+        responses=error_responses(401, 403, 503),
+    )
     async def list_agents(
         cluster: Annotated[str | None, Query(description="Only this cluster's.")] = None,
     ) -> AgentList:
@@ -119,30 +138,46 @@ def admin_routes(controller: Controller, admin: CallerDependency) -> APIRouter:
             agents = [a for a in agents if cluster_of.get(a.id) == cluster]
         return AgentList(agents=[await agent_out(a, cluster_of, allocation_of) for a in agents])
 
-    @router.delete("/agents/{agent_id}", tags=["admin: agents"], status_code=204,
-                   response_class=Response, responses=error_responses(401, 403, 404, 409, 503))
+    @router.delete(
+        "/agents/{agent_id}",
+        tags=["admin: agents"],
+        status_code=204,
+        response_class=Response,
+        responses=error_responses(401, 403, 404, 409, 503),
+    )
     async def remove_agent(caller: AsAdmin, agent_id: IdPath) -> Response:
         """Forget an agent that is in no cluster (`vipu-admin remove agent`)."""
         await c.inventory.remove_agent(caller, agent_id)
         return Response(status_code=204)
 
-    @router.post("/agents/discover", tags=["admin: agents"], response_model=DiscoveredAgentList,
-                 responses=error_responses(400, 401, 403, 503))
+    @router.post(
+        "/agents/discover",
+        tags=["admin: agents"],
+        response_model=DiscoveredAgentList,
+        responses=error_responses(400, 401, 403, 503),
+    )
     async def discover_agents(caller: AsAdmin, body: DiscoverBody) -> DiscoveredAgentList:
         """Probe `HOST:PORT` addresses for agents, optionally adding them."""
         found = await c.fleet.discover(caller, body.addresses, add=body.add)
         return DiscoveredAgentList(agents=[DiscoveredAgent.model_validate(d) for d in found])
 
-    @router.post("/agents/{agent_id}/faults", tags=["admin: faults"], response_model=AgentFaults,
-                 responses=error_responses(400, 401, 403, 404, 409, 503))
+    @router.post(
+        "/agents/{agent_id}/faults",
+        tags=["admin: faults"],
+        response_model=AgentFaults,
+        responses=error_responses(400, 401, 403, 404, 409, 503),
+    )
     async def inject_fault(caller: AsAdmin, agent_id: IdPath, body: FaultBody) -> AgentFaults:
         """Make an emulated machine misbehave (an IPU, a link, the agent itself)."""
         faults = await c.fleet.inject_fault(caller, agent_id, body.to_fault())
         return AgentFaults(agent_id=agent_id, active_faults=[FaultOut.of(f) for f in faults])
 
-    @router.delete("/agents/{agent_id}/faults", tags=["admin: faults"],
-                   response_model=AgentFaults,
-                   responses=error_responses(400, 401, 403, 404, 409, 503))
+    @router.delete(
+        "/agents/{agent_id}/faults",
+        tags=["admin: faults"],
+        response_model=AgentFaults,
+        responses=error_responses(400, 401, 403, 404, 409, 503),
+    )
     async def clear_fault(
         caller: AsAdmin,
         agent_id: IdPath,
@@ -161,28 +196,45 @@ def admin_routes(controller: Controller, admin: CallerDependency) -> APIRouter:
 
     # -- clusters
 
-    @router.post("/clusters", tags=["admin: clusters"], response_model=ClusterOut,
-                 status_code=status.HTTP_201_CREATED,
-                 responses=error_responses(400, 401, 403, 404, 409, 503))
+    @router.post(
+        "/clusters",
+        tags=["admin: clusters"],
+        response_model=ClusterOut,
+        status_code=status.HTTP_201_CREATED,
+        responses=error_responses(400, 401, 403, 404, 409, 503),
+    )
     async def create_cluster(caller: AsAdmin, body: CreateClusterBody) -> ClusterOut:
         """Cable agents into a cluster (`vipu-admin create cluster`)."""
         cluster = await c.inventory.create_cluster(
-            caller, body.id, list(body.agent_ids), num_domains=body.num_ipulinkdomains,
-            ild_topology=body.topology, gw_topology=body.cluster_topology,
+            caller,
+            body.id,
+            list(body.agent_ids),
+            num_domains=body.num_ipulinkdomains,
+            ild_topology=body.topology,
+            gw_topology=body.cluster_topology,
         )
         return cluster_out(cluster)
 
-    @router.get("/clusters", tags=["admin: clusters"], response_model=ClusterList,
-                responses=error_responses(401, 403, 503))
+    @router.get(
+        "/clusters",
+        tags=["admin: clusters"],
+        response_model=ClusterList,
+        responses=error_responses(401, 403, 503),
+    )
     async def list_clusters() -> ClusterList:
         """Every cluster (`vipu-admin list clusters`)."""
         return ClusterList(clusters=[cluster_out(cl) for cl in await c.inventory.list_clusters()])
 
-    @router.delete("/clusters/{cluster_id}", tags=["admin: clusters"], status_code=204,
-                   response_class=Response,
-                   responses=error_responses(400, 401, 403, 404, 409, 503))
-    async def remove_cluster(caller: AsAdmin, cluster_id: IdPath,
-                             force: ForceQuery = False) -> Response:
+    @router.delete(
+        "/clusters/{cluster_id}",
+        tags=["admin: clusters"],
+        status_code=204,
+        response_class=Response,
+        responses=error_responses(400, 401, 403, 404, 409, 503),
+    )
+    async def remove_cluster(
+        caller: AsAdmin, cluster_id: IdPath, force: ForceQuery = False
+    ) -> Response:
         """Remove a cluster; with `force`, its allocations and their partitions first."""
         if force:
             for allocation in await c.inventory.list_allocations(cluster_id):
@@ -190,11 +242,15 @@ def admin_routes(controller: Controller, admin: CallerDependency) -> APIRouter:
         await c.inventory.remove_cluster(caller, cluster_id)
         return Response(status_code=204)
 
-    @router.post("/clusters/{cluster_id}/test", tags=["admin: clusters"],
-                 response_model=ClusterTestReport,
-                 responses=error_responses(400, 401, 403, 404, 409, 503))
-    async def test_cluster(caller: AsAdmin, cluster_id: IdPath,
-                           body: TestClusterBody | None = None) -> ClusterTestReport:
+    @router.post(
+        "/clusters/{cluster_id}/test",
+        tags=["admin: clusters"],
+        response_model=ClusterTestReport,
+        responses=error_responses(400, 401, 403, 404, 409, 503),
+    )
+    async def test_cluster(
+        caller: AsAdmin, cluster_id: IdPath, body: TestClusterBody | None = None
+    ) -> ClusterTestReport:
         """Cabling, IPU-Link, GW-Link, Sync-Link and traffic tests (`vipu-admin test cluster`)."""
         kinds = [link_test_kind(t) for t in (body.tests if body else [])]
         cluster, done, failed = await c.fleet.test_cluster(caller, cluster_id, kinds)
@@ -204,8 +260,12 @@ def admin_routes(controller: Controller, admin: CallerDependency) -> APIRouter:
             passed=reply.passed,
             results=[
                 ClusterTestResult(
-                    test=r.name, passed=r.passed, summary=r.summary, details=list(r.details),
-                    agents_tested=r.agents_tested, agents_failed=r.agents_failed,
+                    test=r.name,
+                    passed=r.passed,
+                    summary=r.summary,
+                    details=list(r.details),
+                    agents_tested=r.agents_tested,
+                    agents_failed=r.agents_failed,
                 )
                 for r in reply.results
             ],
@@ -213,8 +273,13 @@ def admin_routes(controller: Controller, admin: CallerDependency) -> APIRouter:
 
     # -- allocations
 
-    @router.post("/allocations", tags=["admin: allocations"], response_model=AllocationOut,
-                 status_code=status.HTTP_201_CREATED, responses=error_responses())
+    @router.post(
+        "/allocations",
+        tags=["admin: allocations"],
+        response_model=AllocationOut,
+        status_code=status.HTTP_201_CREATED,
+        responses=error_responses(),
+    )
     async def create_allocation(caller: AsAdmin, body: CreateAllocationBody) -> AllocationOut:
         """Grant machines of a cluster to users (`vipu-admin create allocation`)."""
         allocation = await c.inventory.create_allocation(
@@ -223,8 +288,12 @@ def admin_routes(controller: Controller, admin: CallerDependency) -> APIRouter:
         cluster = await c.inventory.cluster(allocation.cluster_id)
         return allocations_out([allocation], [cluster], [], {})[0]
 
-    @router.get("/allocations", tags=["admin: allocations"], response_model=AllocationList,
-                responses=error_responses(401, 403, 503))
+    @router.get(
+        "/allocations",
+        tags=["admin: allocations"],
+        response_model=AllocationList,
+        responses=error_responses(401, 403, 503),
+    )
     async def list_allocations(
         caller: AsAdmin,
         cluster: Annotated[str | None, Query(description="Only this cluster's.")] = None,
@@ -232,20 +301,29 @@ def admin_routes(controller: Controller, admin: CallerDependency) -> APIRouter:
         """Every allocation, with its users and partition count (`vipu-admin list allocations`)."""
         return AllocationList(allocations=await allocation_list(c, caller, cluster or None))
 
-    @router.delete("/allocations/{allocation_id}", tags=["admin: allocations"], status_code=204,
-                   response_class=Response,
-                   responses=error_responses(400, 401, 403, 404, 409, 503))
-    async def remove_allocation_route(caller: AsAdmin, allocation_id: IdPath,
-                                      force: ForceQuery = False) -> Response:
+    @router.delete(
+        "/allocations/{allocation_id}",
+        tags=["admin: allocations"],
+        status_code=204,
+        response_class=Response,
+        responses=error_responses(400, 401, 403, 404, 409, 503),
+    )
+    async def remove_allocation_route(
+        caller: AsAdmin, allocation_id: IdPath, force: ForceQuery = False
+    ) -> Response:
         """Remove an allocation; with `force`, its partitions first."""
         await remove_allocation(caller, allocation_id, force=force)
         return Response(status_code=204)
 
     # -- users
 
-    @router.post("/users", tags=["admin: users"], response_model=CreatedUser,
-                 status_code=status.HTTP_201_CREATED,
-                 responses=error_responses(400, 401, 403, 404, 409, 503))
+    @router.post(
+        "/users",
+        tags=["admin: users"],
+        response_model=CreatedUser,
+        status_code=status.HTTP_201_CREATED,
+        responses=error_responses(400, 401, 403, 404, 409, 503),
+    )
     async def create_user(caller: AsAdmin, body: CreateUserBody) -> CreatedUser:
         """Create a user; the answer holds its access key, shown this once."""
         created = await c.inventory.create_user(
@@ -257,8 +335,12 @@ def admin_routes(controller: Controller, admin: CallerDependency) -> APIRouter:
             access_key=created.access_key,
         )
 
-    @router.get("/users", tags=["admin: users"], response_model=UserList,
-                responses=error_responses(401, 403, 503))
+    @router.get(
+        "/users",
+        tags=["admin: users"],
+        response_model=UserList,
+        responses=error_responses(401, 403, 503),
+    )
     async def list_users() -> UserList:
         """Every user and the allocations granted to it (never their keys)."""
         return UserList(
@@ -268,8 +350,13 @@ def admin_routes(controller: Controller, admin: CallerDependency) -> APIRouter:
             ]
         )
 
-    @router.delete("/users/{user_id}", tags=["admin: users"], status_code=204,
-                   response_class=Response, responses=error_responses(401, 403, 404, 503))
+    @router.delete(
+        "/users/{user_id}",
+        tags=["admin: users"],
+        status_code=204,
+        response_class=Response,
+        responses=error_responses(401, 403, 404, 503),
+    )
     async def remove_user(caller: AsAdmin, user_id: IdPath) -> Response:
         """Remove a user; its access key stops working at once."""
         await c.inventory.remove_user(caller, user_id)
@@ -278,8 +365,12 @@ def admin_routes(controller: Controller, admin: CallerDependency) -> APIRouter:
 
     # -- partitions and IPUs across allocations
 
-    @router.get("/partitions", tags=["admin: partitions"], response_model=AdminPartitionList,
-                responses=error_responses(400, 401, 403, 404, 503))
+    @router.get(
+        "/partitions",
+        tags=["admin: partitions"],
+        response_model=AdminPartitionList,
+        responses=error_responses(400, 401, 403, 404, 503),
+    )
     async def list_partitions(
         caller: AsAdmin,
         allocation: Annotated[str | None, Query(description="Only this allocation's.")] = None,
@@ -296,8 +387,12 @@ def admin_routes(controller: Controller, admin: CallerDependency) -> APIRouter:
             partitions=[PartitionWithStatus(partition=p, status=statuses[p.id]) for p in rendered]
         )
 
-    @router.get("/ipu-attributes", tags=["admin: partitions"], response_model=IpuAttributeList,
-                responses=error_responses(401, 403, 404, 503))
+    @router.get(
+        "/ipu-attributes",
+        tags=["admin: partitions"],
+        response_model=IpuAttributeList,
+        responses=error_responses(401, 403, 404, 503),
+    )
     async def list_ipu_attributes(
         caller: AsAdmin,
         agent: Annotated[list[str] | None, Query(description="Only these agents.")] = None,

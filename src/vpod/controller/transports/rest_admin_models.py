@@ -97,8 +97,11 @@ def _host_port(address: str) -> str:
 
 Address = Annotated[
     str,
-    Field(min_length=3, max_length=HOST_MAX_LENGTH + 8,
-          pattern=r"^([^\s:\[\]]+|\[[0-9A-Fa-f:.]+\]):[0-9]{1,5}$"),
+    Field(
+        min_length=3,
+        max_length=HOST_MAX_LENGTH + 8,
+        pattern=r"^([^\s:\[\]]+|\[[0-9A-Fa-f:.]+\]):[0-9]{1,5}$",
+    ),
     AfterValidator(_host_port),
 ]
 

@@ -71,9 +71,7 @@ _CODE_OF_STATUS: dict[int, str] = {
     503: "UNAVAILABLE",
 }
 
-INTERNAL_MESSAGE = (
-    "internal error in the controller: see its log; the request may be retried"
-)
+INTERNAL_MESSAGE = "internal error in the controller: see its log; the request may be retried"
 
 
 class FieldProblem(BaseModel):
@@ -153,8 +151,9 @@ def install_error_handlers(app: FastAPI) -> None:
     async def on_invalid_request(_request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
         problems = validation_problems(exc)
-        return error_response(400, "INVALID_ARGUMENT", validation_message(problems),
-                              details=problems)
+        return error_response(
+            400, "INVALID_ARGUMENT", validation_message(problems), details=problems
+        )
 
     async def on_http_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
@@ -162,8 +161,7 @@ def install_error_handlers(app: FastAPI) -> None:
         code = _CODE_OF_STATUS.get(status, "INTERNAL" if status >= 500 else "INVALID_ARGUMENT")
         if status == 404 and exc.detail == "Not Found":
             message = (
-                f"there is no endpoint {request.url.path}: see /docs for the endpoints of this"
-                " API"
+                f"there is no endpoint {request.url.path}: see /docs for the endpoints of this API"
             )
         elif status == 405:
             message = (
@@ -175,8 +173,7 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(status, code, message, headers=dict(exc.headers or {}) or None)
 
     async def on_bug(request: Request, exc: Exception) -> JSONResponse:
-        log.error("internal error serving %s %s", request.method, request.url.path,
-                  exc_info=exc)
+        log.error("internal error serving %s %s", request.method, request.url.path, exc_info=exc)
         return error_response(500, "INTERNAL", INTERNAL_MESSAGE)
 
     app.add_exception_handler(errors.ServiceError, on_service_error)

@@ -77,7 +77,7 @@ def _parser(parse: Callable[[str], E], prefix: str) -> Callable[[object], E | ob
             return value  # an enum member already, or a type error the model reports
         text = value.strip()
         if text.upper().startswith(prefix):
-            text = text[len(prefix):]
+            text = text[len(prefix) :]
         try:
             return parse(text)
         except InvalidSpec as exc:

@@ -62,7 +62,9 @@ def user_routes(controller: Controller, user: CallerDependency) -> APIRouter:
     # -- partitions
 
     @router.get(
-        "/partitions", tags=["partitions"], response_model=PartitionList,
+        "/partitions",
+        tags=["partitions"],
+        response_model=PartitionList,
         responses=error_responses(400, 401, 404, 503),
     )
     async def list_partitions(
@@ -79,8 +81,11 @@ def user_routes(controller: Controller, user: CallerDependency) -> APIRouter:
         )
 
     @router.post(
-        "/partitions", tags=["partitions"], response_model=Partition,
-        status_code=status.HTTP_201_CREATED, responses=error_responses(),
+        "/partitions",
+        tags=["partitions"],
+        response_model=Partition,
+        status_code=status.HTTP_201_CREATED,
+        responses=error_responses(),
     )
     async def create_partition(
         caller: AsUser, body: CreatePartitionBody, response: Response
@@ -100,7 +105,9 @@ def user_routes(controller: Controller, user: CallerDependency) -> APIRouter:
         return partition_out(record, cluster, c.settings.ipuof_server_version)
 
     @router.get(
-        "/partitions/{partition_id}", tags=["partitions"], response_model=Partition,
+        "/partitions/{partition_id}",
+        tags=["partitions"],
+        response_model=Partition,
         responses=error_responses(401, 404, 503),
     )
     async def get_partition(caller: AsUser, partition_id: PartitionIdPath) -> Partition:
@@ -110,8 +117,11 @@ def user_routes(controller: Controller, user: CallerDependency) -> APIRouter:
         return partition_out(record, cluster, c.settings.ipuof_server_version)
 
     @router.delete(
-        "/partitions/{partition_id}", tags=["partitions"], status_code=204,
-        response_class=Response, responses=error_responses(400, 401, 404, 409, 503),
+        "/partitions/{partition_id}",
+        tags=["partitions"],
+        status_code=204,
+        response_class=Response,
+        responses=error_responses(400, 401, 404, 409, 503),
     )
     async def remove_partition(
         caller: AsUser,
@@ -123,8 +133,11 @@ def user_routes(controller: Controller, user: CallerDependency) -> APIRouter:
         return Response(status_code=204)
 
     @router.post(
-        "/partitions/{partition_id}/reset", tags=["partitions"], status_code=204,
-        response_class=Response, responses=error_responses(400, 401, 404, 409, 503),
+        "/partitions/{partition_id}/reset",
+        tags=["partitions"],
+        status_code=204,
+        response_class=Response,
+        responses=error_responses(400, 401, 404, 409, 503),
     )
     async def reset_partition(
         caller: AsUser,
@@ -138,7 +151,9 @@ def user_routes(controller: Controller, user: CallerDependency) -> APIRouter:
         return Response(status_code=204)
 
     @router.get(
-        "/partitions/{partition_id}/status", tags=["partitions"], response_model=PartitionStatus,
+        "/partitions/{partition_id}/status",
+        tags=["partitions"],
+        response_model=PartitionStatus,
         responses=error_responses(401, 404, 503),
     )
     async def get_partition_status(
@@ -148,7 +163,8 @@ def user_routes(controller: Controller, user: CallerDependency) -> APIRouter:
         return status_out(await c.partitions.get(caller, partition_id))
 
     @router.get(
-        "/partitions/{partition_id}/ipuof-config", tags=["partitions"],
+        "/partitions/{partition_id}/ipuof-config",
+        tags=["partitions"],
         response_model=IpuofConfigFile | IpuofConfigSet,
         responses=error_responses(400, 401, 404, 409, 503),
     )
@@ -177,7 +193,9 @@ def user_routes(controller: Controller, user: CallerDependency) -> APIRouter:
     # -- allocations and IPUs
 
     @router.get(
-        "/allocations", tags=["allocations"], response_model=AllocationList,
+        "/allocations",
+        tags=["allocations"],
+        response_model=AllocationList,
         responses=error_responses(401, 503),
     )
     async def list_allocations(
@@ -188,7 +206,9 @@ def user_routes(controller: Controller, user: CallerDependency) -> APIRouter:
         return AllocationList(allocations=await allocation_list(c, caller, cluster or None))
 
     @router.get(
-        "/ipu-attributes", tags=["allocations"], response_model=IpuAttributeList,
+        "/ipu-attributes",
+        tags=["allocations"],
+        response_model=IpuAttributeList,
         responses=error_responses(401, 404, 503),
     )
     async def list_ipu_attributes(

@@ -145,10 +145,11 @@ def cluster_test_reply(
     agent_ids: Sequence[str],
     done: Mapping[str, Sequence[LinkTestResult]],
     failed: Mapping[str, AgentError],
+    kinds: Sequence[LinkTestKind] = (),
 ) -> apb.TestClusterReply:
     """Fold every agent's link-test results into one row per test, failures prefixed by agent."""
     reply = apb.TestClusterReply(cluster_id=cluster_id)
-    for kind in LinkTestKind:
+    for kind in kinds or tuple(LinkTestKind):
         row = apb.ClusterTestResult(
             test=_wire_enum(kind.value), name=kind.display_name, agents_tested=len(agent_ids)
         )
