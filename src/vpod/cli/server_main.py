@@ -76,6 +76,22 @@ def _configure_logging(level: str) -> None:
     help="Deadline in seconds for one call to one agent.",
 )
 @click.option(
+    "--operation-deadline",
+    type=click.FloatRange(1, 3600),
+    default=30.0,
+    show_default=True,
+    help="Seconds after which an unfinished create, remove or reset counts as abandoned"
+    " (its controller died) and the leader rolls it back or finishes it.",
+)
+@click.option(
+    "--recovery-interval",
+    type=click.FloatRange(0.5, 3600),
+    default=10.0,
+    show_default=True,
+    help="Seconds between the leader's rounds of reconciling agents and finishing"
+    " abandoned operations.",
+)
+@click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"]),
     default="info",
@@ -92,6 +108,8 @@ def main(
     http_port: int,
     secure: bool,
     agent_timeout: float,
+    operation_deadline: float,
+    recovery_interval: float,
     log_level: str,
 ) -> None:
     """Run the V-IPU controller until interrupted (Ctrl-C or SIGTERM stop it cleanly)."""
@@ -107,6 +125,8 @@ def main(
         http_port=http_port,
         secure=secure,
         agent_timeout_s=agent_timeout,
+        operation_deadline_s=operation_deadline,
+        recovery_interval_s=recovery_interval,
     )
     run_cli(lambda: asyncio.run(_run(settings)))
 
