@@ -12,8 +12,16 @@ import click
 
 from vpod.controller.server import RunningServer, serve
 from vpod.controller.settings import Settings
+from vpod.controller.tls import ServerTls
 
 from .errors import run_cli
+from .server_security import (
+    SecurityOptions,
+    check_options,
+    prepare_serving,
+    run_setup,
+    security_options,
+)
 
 
 def _configure_logging(level: str) -> None:
@@ -26,7 +34,9 @@ def _configure_logging(level: str) -> None:
 
 @click.command(
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
-    epilog="Example: vipu-server --data-dir /var/lib/vpod --port 8090 --admin-port 8091",
+    epilog="Examples: vipu-server --data-dir /var/lib/vpod --port 8090 --admin-port 8091;"
+    " secure with mutual TLS: vipu-server --tls-init --init --secure --tls-client-auth, then"
+    " vipu-server --secure --tls-client-auth (docs/security.md).",
 )
 @click.option(
     "--data-dir",
@@ -68,6 +78,7 @@ def _configure_logging(level: str) -> None:
     help="Port of the REST API, /healthz, /readyz and /metrics.",
 )
 @click.option("--secure", is_flag=True, help="Authenticate every call (user id + access key).")
+@security_options
 @click.option(
     "--agent-timeout",
     type=click.FloatRange(0.1, 600),
@@ -111,6 +122,7 @@ def main(
     operation_deadline: float,
     recovery_interval: float,
     log_level: str,
+    security: SecurityOptions,
 ) -> None:
     """Run the V-IPU controller until interrupted (Ctrl-C or SIGTERM stop it cleanly)."""
     _configure_logging(log_level)
@@ -128,24 +140,35 @@ def main(
         operation_deadline_s=operation_deadline,
         recovery_interval_s=recovery_interval,
     )
-    run_cli(lambda: asyncio.run(_run(settings)))
+    run_cli(lambda: _start(settings, security))
 
 
-async def _run(settings: Settings) -> None:
+def _start(settings: Settings, security: SecurityOptions) -> None:
+    check_options(settings, security)
+    if security.setup_only:
+        run_setup(settings, security)
+        return
+    tls = prepare_serving(settings, security)
+    asyncio.run(_run(settings, tls))
+
+
+async def _run(settings: Settings, tls: ServerTls | None) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
 
+    scheme = "https" if tls is not None else "http"
+
     def ready(running: RunningServer) -> None:
         print(
             f"vipu-server ready: user API {settings.host}:{running.user_port},"
             f" admin API {settings.admin_host}:{running.admin_port},"
-            f" HTTP http://{settings.http_host}:{running.http_port}",
+            f" HTTP {scheme}://{settings.http_host}:{running.http_port}",
             flush=True,
         )
 
-    await serve(settings, ready=ready, stop=stop)
+    await serve(settings, ready=ready, stop=stop, tls=tls)
 
 
 if __name__ == "__main__":

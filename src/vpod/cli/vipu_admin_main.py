@@ -14,6 +14,7 @@ import click
 
 from vpod.cli import grpc_logging  # noqa: F401  (before anything imports grpc)
 
+from . import vipu_admin_events as events
 from . import vipu_admin_inventory as inventory
 from . import vipu_admin_operations as operations
 from . import vipu_admin_users as users
@@ -47,6 +48,7 @@ def cli(ctx: click.Context, server_version: bool) -> None:
       vipu-admin create allocation team-a --cluster pod16 --size 8
       vipu-admin create user alice --allocations team-a
       vipu-admin list partitions
+      vipu-admin list events --since 2h
     """
     if server_version:
         print_server_version(session_of(ctx).admin())
@@ -72,13 +74,14 @@ _verb(
 )
 _verb(
     "list",
-    "List agents, clusters, allocations, users, partitions or IPU attributes.",
+    "List agents, clusters, allocations, users, partitions, IPU attrs, events.",
     inventory.list_agents,
     inventory.list_clusters,
     inventory.list_allocations,
     users.list_users,
     operations.list_partitions,
     operations.list_ipu_attrs,
+    events.list_events,
 )
 _verb(
     "remove",

@@ -6,10 +6,21 @@ without security. Secure mode: every call names a user id and access key;
 the key is checked against its slow salted hash, and a verified pair is
 remembered for a short while (keyed by a fast hash of the key, never the
 key itself) so that a busy client does not pay scrypt on every call.
+
+The scrypt check runs in a worker thread: it takes tens of milliseconds and
+would otherwise stall every other call on the event loop. An unknown user id
+costs the same check as a wrong key, so timing does not reveal which ids
+exist.
+
+Refusals (no credentials, a wrong key, a user on the admin endpoint) go to
+the audit log as ``authenticate`` events with outcome ``denied``, at most
+one per claimed user, endpoint and peer host per :data:`DENIAL_AUDIT_INTERVAL_S`,
+so a misconfigured client retrying in a loop cannot flood the store.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 
 from vpod.domain.entities import User
@@ -18,15 +29,22 @@ from vpod.domain.naming import ID_RULE, is_valid_id
 from . import errors
 from .caller import ANONYMOUS, Caller
 from .context import Context
-from .credentials import verify_key
+from .credentials import verify_key, verify_unknown
 
 VERIFIED_TTL_S = 30.0
+DENIAL_AUDIT_INTERVAL_S = 60.0
+MAX_KEY_CHARS = 256
+"""Longer than any key :func:`~.credentials.new_access_key` makes: refused before hashing."""
+_MAX_REMEMBERED_DENIALS = 1024
+
+WRONG_CREDENTIALS = "unknown user id or wrong access key: check api-user-id and api-access-key"
 
 
 class Authenticator:
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
         self._verified: dict[tuple[str, str], tuple[float, User]] = {}
+        self._denials: dict[tuple[str, bool, str], float] = {}
 
     @property
     def secure(self) -> bool:
@@ -39,37 +57,65 @@ class Authenticator:
             who = user_id or ANONYMOUS.user_id
             return Caller(user_id=who, admin=admin, allocation_ids=None, source=source)
         if not user_id or not access_key:
+            await self._deny(user_id, source, admin, "no credentials")
             raise errors.Unauthenticated(
                 "this controller runs with --secure: give --api-user-id and --api-access-key"
                 " (or api-user-id/api-access-key in vipu-cli.hcl)"
             )
         user = await self._check(user_id, access_key)
+        if user is None:
+            await self._deny(user_id, source, admin, "unknown user id or wrong access key")
+            raise errors.Unauthenticated(WRONG_CREDENTIALS)
         if admin and not user.admin:
+            await self._deny(user_id, source, admin, "not an administrator")
             raise errors.PermissionDenied(
                 f"user {user_id} is not an administrator: the admin endpoint is for admins only"
             )
         allocations = None if user.admin else frozenset(user.allocation_ids)
         return Caller(user_id=user.id, admin=user.admin, allocation_ids=allocations, source=source)
 
-    async def _check(self, user_id: str, access_key: str) -> User:
+    async def _check(self, user_id: str, access_key: str) -> User | None:
+        """The user whose id and key these are, or None."""
+        if len(access_key) > MAX_KEY_CHARS:
+            return None
         token = (user_id, hashlib.sha256(access_key.encode()).hexdigest())
         now = self._ctx.clock.monotonic()
         cached = self._verified.get(token)
         if cached is not None and now - cached[0] < VERIFIED_TTL_S:
             return cached[1]
         found = await self._ctx.db(self._ctx.db.store.find_user_with_hash, user_id)
-        denied = errors.Unauthenticated(
-            "unknown user id or wrong access key: check api-user-id and api-access-key"
-        )
         if found is None:
-            raise denied
+            await asyncio.to_thread(verify_unknown, access_key)
+            return None
         user, key_hash = found
-        if not verify_key(access_key, key_hash):
-            raise denied
+        if not await asyncio.to_thread(verify_key, access_key, key_hash):
+            return None
         self._verified[token] = (now, user)
         return user
+
+    async def _deny(self, user_id: str, source: str, admin: bool, why: str) -> None:
+        """Record a refusal in the audit log, unless the same one was recorded just now."""
+        now = self._ctx.clock.monotonic()
+        key = (user_id, admin, _host_of(source))
+        last = self._denials.get(key)
+        if last is not None and now - last < DENIAL_AUDIT_INTERVAL_S:
+            return
+        if len(self._denials) >= _MAX_REMEMBERED_DENIALS:
+            self._denials = {
+                k: t for k, t in self._denials.items() if now - t < DENIAL_AUDIT_INTERVAL_S
+            }
+        self._denials[key] = now
+        who = Caller(user_id=user_id or ANONYMOUS.user_id, source=source)
+        endpoint = "admin endpoint" if admin else "user endpoint"
+        await self._ctx.audit(who, "authenticate", endpoint, "denied", why)
 
     def forget(self, user_id: str) -> None:
         """Drop remembered verifications of a user (after removal or a grant change)."""
         for token in [t for t in self._verified if t[0] == user_id]:
             del self._verified[token]
+
+
+def _host_of(source: str) -> str:
+    """``grpc:ipv4:10.0.0.5:51234`` -> ``grpc:ipv4:10.0.0.5``: one peer, whatever its port."""
+    head = source.split(" ", 1)[0]
+    return head.rsplit(":", 1)[0] if ":" in head else head

@@ -2,7 +2,9 @@
 
 One asyncio loop serves all three; background work (heartbeats) runs on the
 same loop. :func:`serve` returns when asked to stop, after every endpoint
-has closed.
+has closed. With a :class:`~.tls.ServerTls` all three serve TLS from the same
+files, and with ``require_client_auth`` all three demand a client
+certificate signed by its CA (see docs/security.md).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from .app import Controller, build_controller
 from .leader import LeaderLoop
 from .metrics import ControllerMetrics
 from .settings import Settings
+from .tls import ServerTls
 from .transports.admin_grpc import add_admin_api
 from .transports.auth import GrpcAuthenticator
 from .transports.http_health import Readiness
@@ -76,9 +79,19 @@ class RunningServer:
         self._stop.set()
 
 
-def _bind(server: grpc.aio.Server, host: str, port: int, what: str) -> int:
+def _bind(
+    server: grpc.aio.Server,
+    host: str,
+    port: int,
+    what: str,
+    credentials: grpc.ServerCredentials | None = None,
+) -> int:
+    address = f"{host}:{port}"
     try:
-        bound = server.add_insecure_port(f"{host}:{port}")
+        if credentials is None:
+            bound = server.add_insecure_port(address)
+        else:
+            bound = server.add_secure_port(address, credentials)
     except RuntimeError as exc:
         raise OSError(f"cannot listen for the {what} on {host}:{port}: {exc}") from None
     if bound == 0:
@@ -95,8 +108,10 @@ async def serve(
     ready: Callable[[RunningServer], Awaitable[None] | None] | None = None,
     stop: asyncio.Event | None = None,
     extensions: Sequence[ExtensionFactory] = (),
+    tls: ServerTls | None = None,
 ) -> None:
-    """Serve until ``stop`` is set (or the task is cancelled)."""
+    """Serve until ``stop`` is set (or the task is cancelled); over TLS when ``tls`` is given."""
+    credentials = tls.grpc_credentials() if tls is not None else None
     gateway = GrpcAgentGateway()
     controller = build_controller(settings, gateway)
     extras = [make(controller) for make in extensions]
@@ -117,7 +132,7 @@ async def serve(
         ),
         user_server,
     )
-    user_port = _bind(user_server, settings.host, settings.user_port, "user API")
+    user_port = _bind(user_server, settings.host, settings.user_port, "user API", credentials)
 
     admin_server = grpc.aio.server(options=GRPC_OPTIONS, interceptors=interceptors)
     add_admin_api(admin_server, controller, auth)
@@ -131,7 +146,9 @@ async def serve(
         ),
         admin_server,
     )
-    admin_port = _bind(admin_server, settings.admin_host, settings.admin_port, "admin API")
+    admin_port = _bind(
+        admin_server, settings.admin_host, settings.admin_port, "admin API", credentials
+    )
 
     http_app = create_http_app(controller, readiness=readiness, metrics=metrics)
     for extra in extras:
@@ -144,6 +161,7 @@ async def serve(
         port=settings.http_port,
         log_level="warning",
         lifespan="off",
+        **(tls.uvicorn_options() if tls is not None else {}),
     )
     http_server = uvicorn.Server(http_config)
     leader = LeaderLoop(controller)
@@ -168,10 +186,7 @@ async def serve(
     for extra in extras:
         await extra.start()
     running = RunningServer(controller, user_port, admin_port, http_port)
-    if not settings.secure:
-        log.warning(
-            "running without --secure: every caller may use every allocation and the admin API"
-        )
+    _warn_about_exposure(settings, tls)
     stop_event = stop or running._stop
     if stop is not None:
         running._stop = stop
@@ -196,3 +211,20 @@ async def serve(
             await http_task
         await gateway.close()
         controller.close()
+
+
+def _warn_about_exposure(settings: Settings, tls: ServerTls | None) -> None:
+    """Say at start what this configuration leaves open (docs/security.md explains each)."""
+    if not settings.secure:
+        log.warning(
+            "running without --secure: every caller may use every allocation and the admin API"
+        )
+    elif tls is None:
+        log.warning(
+            "running with --secure but without --tls: access keys cross the network in clear"
+        )
+    if tls is None or not tls.require_client_auth:
+        log.info(
+            "agent registration on the admin endpoint is not authenticated: serve with"
+            " --tls-client-auth to admit only holders of a client certificate"
+        )

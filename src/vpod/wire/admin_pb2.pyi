@@ -1215,3 +1215,125 @@ class ClearFaultReply(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ClearFaultReply: _TypeAlias = ClearFaultReply  # noqa: Y015
+
+@_typing.final
+class AuditEvent(_message.Message):
+    """--------------------------------------------------------------- audit log"""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    TIME_FIELD_NUMBER: _builtins.int
+    ACTOR_FIELD_NUMBER: _builtins.int
+    ACTION_FIELD_NUMBER: _builtins.int
+    TARGET_FIELD_NUMBER: _builtins.int
+    OUTCOME_FIELD_NUMBER: _builtins.int
+    SOURCE_FIELD_NUMBER: _builtins.int
+    DETAIL_FIELD_NUMBER: _builtins.int
+    id: _builtins.int
+    """grows in append order"""
+    actor: _builtins.str
+    """a user id, "anonymous" (open mode) or "system" """
+    action: _builtins.str
+    """e.g. "create_partition", "authenticate" """
+    target: _builtins.str
+    """what it was done to, e.g. a partition id"""
+    outcome: _builtins.str
+    """"ok", "failed", "denied", "detected" ..."""
+    source: _builtins.str
+    """transport and peer, e.g. "grpc:ipv4:10.0.0.5:51234" """
+    detail: _builtins.str
+    """the particulars, one sentence"""
+    @_builtins.property
+    def time(self) -> _timestamp_pb2.Timestamp: ...
+    def __init__(
+        self,
+        *,
+        id: _builtins.int = ...,
+        time: _timestamp_pb2.Timestamp | None = ...,
+        actor: _builtins.str = ...,
+        action: _builtins.str = ...,
+        target: _builtins.str = ...,
+        outcome: _builtins.str = ...,
+        source: _builtins.str = ...,
+        detail: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["time", b"time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "actor", b"actor", "detail", b"detail", "id", b"id", "outcome", b"outcome", "source", b"source", "target", b"target", "time", b"time"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AuditEvent: _TypeAlias = AuditEvent  # noqa: Y015
+
+@_typing.final
+class ListEventsRequest(_message.Message):
+    """Every filter given must match; unset filters match everything."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SINCE_FIELD_NUMBER: _builtins.int
+    UNTIL_FIELD_NUMBER: _builtins.int
+    ACTOR_FIELD_NUMBER: _builtins.int
+    ACTION_FIELD_NUMBER: _builtins.int
+    TARGET_FIELD_NUMBER: _builtins.int
+    OUTCOME_FIELD_NUMBER: _builtins.int
+    LIMIT_FIELD_NUMBER: _builtins.int
+    BEFORE_ID_FIELD_NUMBER: _builtins.int
+    actor: _builtins.str
+    action: _builtins.str
+    target: _builtins.str
+    outcome: _builtins.str
+    limit: _builtins.int
+    """0 = 100; at most 1000"""
+    before_id: _builtins.int
+    """page back: the smallest id of the previous page"""
+    @_builtins.property
+    def since(self) -> _timestamp_pb2.Timestamp:
+        """inclusive"""
+
+    @_builtins.property
+    def until(self) -> _timestamp_pb2.Timestamp:
+        """exclusive"""
+
+    def __init__(
+        self,
+        *,
+        since: _timestamp_pb2.Timestamp | None = ...,
+        until: _timestamp_pb2.Timestamp | None = ...,
+        actor: _builtins.str = ...,
+        action: _builtins.str = ...,
+        target: _builtins.str = ...,
+        outcome: _builtins.str = ...,
+        limit: _builtins.int = ...,
+        before_id: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["since", b"since", "until", b"until"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "actor", b"actor", "before_id", b"before_id", "limit", b"limit", "outcome", b"outcome", "since", b"since", "target", b"target", "until", b"until"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListEventsRequest: _TypeAlias = ListEventsRequest  # noqa: Y015
+
+@_typing.final
+class ListEventsReply(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EVENTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def events(self) -> _containers.RepeatedCompositeFieldContainer[Global___AuditEvent]:
+        """newest first"""
+
+    def __init__(
+        self,
+        *,
+        events: _abc.Iterable[Global___AuditEvent] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["events", b"events"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListEventsReply: _TypeAlias = ListEventsReply  # noqa: Y015

@@ -125,6 +125,11 @@ class AdminServiceStub:
                 request_serializer=vpod_dot_wire_dot_virmgrpc__pb2.ListIPUAttributesRequest.SerializeToString,
                 response_deserializer=vpod_dot_wire_dot_virmgrpc__pb2.ListIPUAttributesReply.FromString,
                 _registered_method=True)
+        self.ListEvents = channel.unary_unary(
+                '/vpod.admin.v1.AdminService/ListEvents',
+                request_serializer=vpod_dot_wire_dot_admin__pb2.ListEventsRequest.SerializeToString,
+                response_deserializer=vpod_dot_wire_dot_admin__pb2.ListEventsReply.FromString,
+                _registered_method=True)
 
 
 class AdminServiceServicer:
@@ -247,6 +252,13 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListEvents(self, request, context):
+        """The audit log: every change, who asked, from where and how it ended; newest first.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -339,6 +351,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.ListIpuAttributes,
                     request_deserializer=vpod_dot_wire_dot_virmgrpc__pb2.ListIPUAttributesRequest.FromString,
                     response_serializer=vpod_dot_wire_dot_virmgrpc__pb2.ListIPUAttributesReply.SerializeToString,
+            ),
+            'ListEvents': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListEvents,
+                    request_deserializer=vpod_dot_wire_dot_admin__pb2.ListEventsRequest.FromString,
+                    response_serializer=vpod_dot_wire_dot_admin__pb2.ListEventsReply.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -827,6 +844,33 @@ class AdminService:
             '/vpod.admin.v1.AdminService/ListIpuAttributes',
             vpod_dot_wire_dot_virmgrpc__pb2.ListIPUAttributesRequest.SerializeToString,
             vpod_dot_wire_dot_virmgrpc__pb2.ListIPUAttributesReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListEvents(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vpod.admin.v1.AdminService/ListEvents',
+            vpod_dot_wire_dot_admin__pb2.ListEventsRequest.SerializeToString,
+            vpod_dot_wire_dot_admin__pb2.ListEventsReply.FromString,
             options,
             channel_credentials,
             insecure,

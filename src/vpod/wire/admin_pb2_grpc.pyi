@@ -68,6 +68,8 @@ class AdminServiceStub:
     ClearFault: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ClearFaultRequest, _admin_pb2.ClearFaultReply]
     ListIpuAttributes: _grpc.UnaryUnaryMultiCallable[_virmgrpc_pb2.ListIPUAttributesRequest, _virmgrpc_pb2.ListIPUAttributesReply]
     """IPU attributes of every agent (or the agents named), as the user API shapes them."""
+    ListEvents: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ListEventsRequest, _admin_pb2.ListEventsReply]
+    """The audit log: every change, who asked, from where and how it ended; newest first."""
 
 @_typing.type_check_only
 class AdminServiceAsyncStub(AdminServiceStub):
@@ -99,6 +101,8 @@ class AdminServiceAsyncStub(AdminServiceStub):
     ClearFault: _aio.UnaryUnaryMultiCallable[_admin_pb2.ClearFaultRequest, _admin_pb2.ClearFaultReply]  # type: ignore[assignment]
     ListIpuAttributes: _aio.UnaryUnaryMultiCallable[_virmgrpc_pb2.ListIPUAttributesRequest, _virmgrpc_pb2.ListIPUAttributesReply]  # type: ignore[assignment]
     """IPU attributes of every agent (or the agents named), as the user API shapes them."""
+    ListEvents: _aio.UnaryUnaryMultiCallable[_admin_pb2.ListEventsRequest, _admin_pb2.ListEventsReply]  # type: ignore[assignment]
+    """The audit log: every change, who asked, from where and how it ended; newest first."""
 
 class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -235,6 +239,14 @@ class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_virmgrpc_pb2.ListIPUAttributesReply, _abc.Awaitable[_virmgrpc_pb2.ListIPUAttributesReply]]:
         """IPU attributes of every agent (or the agents named), as the user API shapes them."""
+
+    @_abc_1.abstractmethod
+    def ListEvents(
+        self,
+        request: _admin_pb2.ListEventsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.ListEventsReply, _abc.Awaitable[_admin_pb2.ListEventsReply]]:
+        """The audit log: every change, who asked, from where and how it ended; newest first."""
 
 def add_AdminServiceServicer_to_server(servicer: AdminServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
 

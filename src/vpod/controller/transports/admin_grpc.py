@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC
+
 import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
 
@@ -17,6 +19,7 @@ from vpod.wire import virmgrpc_pb2 as pb
 
 from .. import errors
 from ..app import Controller
+from ..audit_log import DEFAULT_LIMIT, AuditLog, EventFilter
 from ..caller import Caller
 from .auth import GrpcAuthenticator
 from .grpc_errors import grpc_errors
@@ -360,6 +363,37 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
             entry = reply.entries.add(agent=agent_id)
             for device_id, values in ipus.items():
                 entry.ipu_attributes[device_id].attributes.update(values)
+        return reply
+
+    # -- audit log
+
+    @grpc_errors
+    async def ListEvents(  # noqa: N802
+        self, request: apb.ListEventsRequest, context: grpc.aio.ServicerContext
+    ) -> apb.ListEventsReply:
+        caller = await self._auth.admin(context)
+        wanted = EventFilter(
+            since=request.since.ToDatetime(UTC) if request.HasField("since") else None,
+            until=request.until.ToDatetime(UTC) if request.HasField("until") else None,
+            actor=request.actor,
+            action=request.action,
+            target=request.target,
+            outcome=request.outcome,
+            limit=request.limit or DEFAULT_LIMIT,
+            before_id=request.before_id or None,
+        )
+        reply = apb.ListEventsReply()
+        for event in await AuditLog(self._c.ctx).list_events(caller, wanted):
+            wire = reply.events.add(
+                id=event.id,
+                actor=event.actor,
+                action=event.action,
+                target=event.target,
+                outcome=event.outcome,
+                source=event.source,
+                detail=event.detail,
+            )
+            wire.time.FromDatetime(event.time)
         return reply
 
 

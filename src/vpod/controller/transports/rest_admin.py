@@ -4,6 +4,7 @@ Every endpoint needs an administrator when the controller runs with
 ``--secure`` (403 otherwise); without it, everyone is one.
 """
 
+from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query, Response, status
@@ -11,6 +12,7 @@ from fastapi import APIRouter, Depends, Path, Query, Response, status
 from vpod.domain.entities import Agent, Cluster
 
 from ..app import Controller
+from ..audit_log import DEFAULT_LIMIT, MAX_LIMIT, AuditLog, EventFilter
 from ..caller import Caller
 from .rest_admin_models import (
     AdminPartitionList,
@@ -29,6 +31,8 @@ from .rest_admin_models import (
     DiscoverBody,
     DiscoveredAgent,
     DiscoveredAgentList,
+    EventList,
+    EventOut,
     FaultBody,
     FaultKindName,
     FaultOut,
@@ -400,5 +404,57 @@ def admin_routes(controller: Controller, admin: CallerDependency) -> APIRouter:
         """Attributes of every IPU of every agent (or of the agents named)."""
         attributes = await c.views.ipu_attributes(caller, agent or [])
         return IpuAttributeList(agents=attributes_out(attributes))
+
+    # -- audit log
+
+    audit_log = AuditLog(c.ctx)
+    Filter = Annotated[str, Query(max_length=200)]  # noqa: N806 - a type alias
+
+    @router.get(
+        "/events",
+        tags=["admin: audit log"],
+        response_model=EventList,
+        responses=error_responses(400, 401, 403, 503),
+    )
+    async def list_events(
+        caller: AsAdmin,
+        since: Annotated[datetime | None, Query(description="Inclusive (RFC 3339).")] = None,
+        until: Annotated[datetime | None, Query(description="Exclusive (RFC 3339).")] = None,
+        actor: Filter = "",
+        action: Filter = "",
+        target: Filter = "",
+        outcome: Filter = "",
+        limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
+        before_id: Annotated[
+            int | None, Query(ge=1, description="Page back: the smallest id seen so far.")
+        ] = None,
+    ) -> EventList:
+        """The audit log, newest first: who changed what, from where, and how it ended."""
+        wanted = EventFilter(
+            since=since,
+            until=until,
+            actor=actor,
+            action=action,
+            target=target,
+            outcome=outcome,
+            limit=limit,
+            before_id=before_id,
+        )
+        events = await audit_log.list_events(caller, wanted)
+        return EventList(
+            events=[
+                EventOut(
+                    id=e.id,
+                    time=e.time,
+                    actor=e.actor,
+                    action=e.action,
+                    target=e.target,
+                    outcome=e.outcome,
+                    source=e.source,
+                    detail=e.detail,
+                )
+                for e in events
+            ]
+        )
 
     return router

@@ -1,0 +1,112 @@
+"""Reading the audit log: filters checked once, for every transport; admins only.
+
+Every change the controller makes is appended by :meth:`.context.Context.audit`
+(who, what, which target, outcome, from where, when); refused credentials are
+appended by :class:`.auth.Authenticator`. This use-case lists them, newest
+first. The store filters by time, actor, action and target; the outcome
+filter is applied here, reading further pages until ``limit`` events match
+or the log is exhausted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from vpod.store.records import AuditEvent
+
+from . import errors
+from .caller import Caller
+from .context import Context
+
+DEFAULT_LIMIT = 100
+MAX_LIMIT = 1000
+_FILTER_CHARS = 200
+_PAGE = 500
+
+
+@dataclass(frozen=True)
+class EventFilter:
+    """Which events to list: every field given must match (empty strings match all)."""
+
+    since: datetime | None = None
+    """Inclusive."""
+    until: datetime | None = None
+    """Exclusive."""
+    actor: str = ""
+    action: str = ""
+    target: str = ""
+    outcome: str = ""
+    limit: int = DEFAULT_LIMIT
+    before_id: int | None = None
+    """Page back: only events older than this id (the smallest id of the previous page)."""
+
+    def checked(self) -> EventFilter:
+        """This filter with naive times read as UTC; InvalidArgument when it cannot match sense."""
+        if not 1 <= self.limit <= MAX_LIMIT:
+            raise errors.InvalidArgument(
+                f"limit must be between 1 and {MAX_LIMIT}, not {self.limit}: page further back"
+                " with before_id"
+            )
+        for name in ("actor", "action", "target", "outcome"):
+            if len(getattr(self, name)) > _FILTER_CHARS:
+                raise errors.InvalidArgument(
+                    f"the {name} filter is longer than {_FILTER_CHARS} characters"
+                )
+        since, until = _utc(self.since), _utc(self.until)
+        if since is not None and until is not None and since >= until:
+            raise errors.InvalidArgument(
+                f"since ({since.isoformat()}) must be before until ({until.isoformat()})"
+            )
+        if self.before_id is not None and self.before_id < 1:
+            raise errors.InvalidArgument(f"before_id must be positive, not {self.before_id}")
+        return EventFilter(
+            since=since,
+            until=until,
+            actor=self.actor,
+            action=self.action,
+            target=self.target,
+            outcome=self.outcome,
+            limit=self.limit,
+            before_id=self.before_id,
+        )
+
+
+def _utc(moment: datetime | None) -> datetime | None:
+    if moment is None or moment.tzinfo is not None:
+        return moment
+    return moment.replace(tzinfo=UTC)
+
+
+class AuditLog:
+    """The audit log's read side (writing is :meth:`Context.audit`)."""
+
+    def __init__(self, ctx: Context) -> None:
+        self._ctx = ctx
+
+    async def list_events(self, caller: Caller, wanted: EventFilter) -> list[AuditEvent]:
+        """Events matching ``wanted``, newest first; PermissionDenied unless ``caller`` is admin."""
+        if not caller.admin:
+            raise errors.PermissionDenied(
+                f"user {caller.user_id} is not an administrator: only admins may read the audit log"
+            )
+        wanted = wanted.checked()
+        found: list[AuditEvent] = []
+        before = wanted.before_id
+        page = wanted.limit if not wanted.outcome else max(wanted.limit, _PAGE)
+        while len(found) < wanted.limit:
+            batch = await self._ctx.db(
+                self._ctx.db.store.list_events,
+                since=wanted.since,
+                until=wanted.until,
+                actor=wanted.actor or None,
+                action=wanted.action or None,
+                target=wanted.target or None,
+                before_id=before,
+                limit=page,
+            )
+            found.extend(e for e in batch if not wanted.outcome or e.outcome == wanted.outcome)
+            if len(batch) < page or not batch[-1].id:
+                break
+            before = batch[-1].id
+        return found[: wanted.limit]
