@@ -35,8 +35,9 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+from sqlalchemy.exc import ArgumentError, DBAPIError, InvalidatePoolError, NoSuchModuleError
 
+from .checkpoint import SAFETY_NET_PAGES, WalCheckpointer
 from .errors import StoreError, Unavailable
 from .translate import ConstraintViolated, translate_errors
 
@@ -62,10 +63,19 @@ class EngineOptions:
     """PostgreSQL: connections kept open per store (SQLite keeps one per thread in use)."""
     max_overflow: int = 10
     """PostgreSQL: extra connections opened under load, closed when idle."""
+    sqlite_checkpoint_every: int = 200
+    """SQLite: checkpoint the WAL on a background thread after this many write transactions
+    (see :mod:`vpod.store.checkpoint`); 0 leaves it to SQLite, inside the committing writer."""
     pre_ping: bool = True
     """PostgreSQL: test a pooled connection before use (one round trip), so a restarted
     server costs no failed request; without it the first use after a restart is
     ``Unavailable`` and the pool reconnects."""
+    pre_ping_idle_s: float = 1.0
+    """PostgreSQL: with ``pre_ping``, test only connections idle for at least this long
+    (0: every checkout). Under load a connection comes back within milliseconds and the
+    round trip would cost a tenth of a partition write; a server restart is still
+    noticed, at worst by one request that then fails as ``Unavailable`` (retryable) and
+    makes the pool reconnect every connection."""
 
 
 def normalise_url(url: str) -> URL:
@@ -145,13 +155,55 @@ def _configure_sqlite(engine: Engine, options: EngineOptions) -> None:
             cursor.execute("PRAGMA foreign_keys = ON")
             _enable_wal(cursor, options.busy_timeout_s)
             cursor.execute("PRAGMA synchronous = NORMAL")
+            if options.sqlite_checkpoint_every:
+                cursor.execute(f"PRAGMA wal_autocheckpoint = {SAFETY_NET_PAGES}")
         finally:
             cursor.close()
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Connection) -> None:
         write = connection.get_execution_options().get(_WRITE_OPTION, False)
-        connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+        _begin_sqlite(connection, "BEGIN IMMEDIATE" if write else "BEGIN")
+
+
+def _begin_sqlite(connection: Connection, statement: str) -> None:
+    """Send ``BEGIN`` straight to the driver: every transaction pays for this call.
+
+    Going through ``exec_driver_sql`` would cost a full SQLAlchemy execution
+    (a third of an empty transaction); a driver error is wrapped as
+    SQLAlchemy would wrap it, so :func:`translate_errors` still names it.
+    """
+    driver = connection.connection.driver_connection
+    assert driver is not None
+    try:
+        driver.execute(statement)
+    except sqlite3.Error as exc:
+        raise DBAPIError.instance(statement, None, exc, sqlite3.Error) from exc
+
+
+_IDLE_SINCE = "vpod_idle_since"
+
+
+def _ping_when_idle(engine: Engine, idle_s: float) -> None:
+    """Pre-ping a pooled connection only if it sat unused for ``idle_s`` or longer."""
+    dialect = engine.dialect
+
+    @event.listens_for(engine, "checkin")
+    def _on_checkin(_dbapi_connection: Any, record: Any) -> None:
+        record.info[_IDLE_SINCE] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _on_checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        idle_since = record.info.get(_IDLE_SINCE)
+        if idle_since is None or time.monotonic() - idle_since < idle_s:
+            return  # just connected, or in use a moment ago
+        try:
+            dialect.do_ping(dbapi_connection)
+        except dialect.loaded_dbapi.Error as exc:
+            if dialect.is_disconnect(exc, dbapi_connection, None):
+                # The pool reconnects this connection, and every older one.
+                raise InvalidatePoolError(f"the pooled connection was lost: {exc}") from exc
+            raise
 
 
 def create_store_engine(url: str, options: EngineOptions | None = None) -> Engine:
@@ -166,9 +218,9 @@ def create_store_engine(url: str, options: EngineOptions | None = None) -> Engin
             )
             _configure_sqlite(engine, options)
             return engine
-        return create_engine(
+        engine = create_engine(
             parsed,
-            pool_pre_ping=options.pre_ping,
+            pool_pre_ping=options.pre_ping and options.pre_ping_idle_s <= 0,
             pool_size=options.pool_size,
             max_overflow=options.max_overflow,
             connect_args={
@@ -176,6 +228,9 @@ def create_store_engine(url: str, options: EngineOptions | None = None) -> Engin
                 "application_name": "vpod",
             },
         )
+        if options.pre_ping and options.pre_ping_idle_s > 0:
+            _ping_when_idle(engine, options.pre_ping_idle_s)
+        return engine
     except (ArgumentError, NoSuchModuleError, TypeError) as exc:
         raise Unavailable(
             f"database URL {_redact(url)!r} cannot be used ({exc}): {URL_HELP}", retryable=False
@@ -190,10 +245,20 @@ to find out why and return the exception to raise."""
 class Database:
     """An engine plus the store's two kinds of transaction."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, options: EngineOptions | None = None) -> None:
+        """``options`` should be those the engine was created with."""
+        options = options or EngineOptions()
         self.engine = engine
         self.dialect = engine.dialect.name
         self.description = engine.url.render_as_string(hide_password=True)
+        self.checkpointer = (
+            WalCheckpointer(engine, options.sqlite_checkpoint_every)
+            if self.dialect == "sqlite" and options.sqlite_checkpoint_every
+            else None
+        )
+        # The same pool, with the option that makes SQLite begin with BEGIN IMMEDIATE
+        # set once here rather than on every connection of every write.
+        self._write_engine = engine.execution_options(**{_WRITE_OPTION: True})
 
     @contextmanager
     def read(self, *, snapshot: bool = False) -> Iterator[Connection]:
@@ -213,14 +278,20 @@ class Database:
         :class:`~vpod.store.errors.Conflict` without ``explain``.
         """
         try:
-            with translate_errors(self.description), self.engine.connect() as conn:
-                conn.execution_options(**{_WRITE_OPTION: True})
-                with conn.begin():
-                    yield conn
+            with (
+                translate_errors(self.description),
+                self._write_engine.connect() as conn,
+                conn.begin(),
+            ):
+                yield conn
         except ConstraintViolated as exc:
             if explain is None:
                 raise
             raise explain() from exc.__cause__
+        if self.checkpointer is not None:
+            self.checkpointer.note_commit()
 
     def dispose(self) -> None:
+        if self.checkpointer is not None:
+            self.checkpointer.close()
         self.engine.dispose()

@@ -6,6 +6,7 @@ order events that share a timestamp; listing is by id, newest first.
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 
 from sqlalchemy import Connection, delete, insert, select
@@ -17,33 +18,28 @@ MAX_DETAIL_CHARS = 4000
 """Longer details are cut: the log is for people, not for dumps."""
 
 
+_INSERT = insert(events).returning(events.c.id)
+"""Built once: SQLAlchemy reuses its compiled form (events are written on every change)."""
+
+
 def append(conn: Connection, event: AuditEvent) -> AuditEvent:
+    """Insert ``event`` (its detail cut to :data:`MAX_DETAIL_CHARS`); return it with its id."""
     detail = event.detail
     if len(detail) > MAX_DETAIL_CHARS:
         detail = detail[: MAX_DETAIL_CHARS - 3] + "..."
     new_id = conn.execute(
-        insert(events)
-        .values(
-            time=event.time,
-            actor=event.actor,
-            action=event.action,
-            target=event.target,
-            outcome=event.outcome,
-            source=event.source,
-            detail=detail,
-        )
-        .returning(events.c.id)
+        _INSERT,
+        {
+            "time": event.time,
+            "actor": event.actor,
+            "action": event.action,
+            "target": event.target,
+            "outcome": event.outcome,
+            "source": event.source,
+            "detail": detail,
+        },
     ).scalar_one()
-    return AuditEvent(
-        time=event.time,
-        actor=event.actor,
-        action=event.action,
-        target=event.target,
-        outcome=event.outcome,
-        source=event.source,
-        detail=detail,
-        id=int(new_id),
-    )
+    return dataclasses.replace(event, detail=detail, id=int(new_id))
 
 
 def list_events(

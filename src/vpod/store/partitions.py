@@ -7,16 +7,23 @@ to ``allocation_machines`` keeps every IPU on a machine of the partition's
 allocation. Updates are compare-and-set on ``version``. Releasing deletes the
 IPU rows and the partition row: a removed partition is not kept (the audit
 log remembers it), and its id can be used again.
+
+Creating and removing partitions is the controller's hot path, so the
+statements it runs are built once below, with bind parameters (SQLAlchemy
+then reuses their compiled form), the version check lives in the WHERE
+clause of the UPDATE or DELETE (a separate read only when it matched no
+row, to say why), and nothing is read back that the caller already knows.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Collection, Iterable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, Select, delete, insert, select, update
+from sqlalchemy import Connection, Row, Select, bindparam, delete, insert, select, update
 
 from vpod.domain.catalog import IPUS_PER_MACHINE
 from vpod.domain.partition_states import OperationState, PartitionState, ReadyState
@@ -26,7 +33,7 @@ from vpod.placement.snapshot import PartitionFootprint
 
 from . import allocations as allocation_rows
 from .errors import AlreadyExists, Conflict, NotFound, StoreError
-from .records import PartitionChanges, PartitionIpu, PartitionRecord, check_partition_ipus
+from .records import PartitionChanges, PartitionIpu, PartitionRecord
 from .schema import allocation_machines, allocations, partition_ipus, partitions
 from .translate import decoding
 
@@ -109,18 +116,45 @@ def _ipus_by_partition(conn: Connection, query: Select[Any]) -> dict[str, list[P
     return found
 
 
+# -- statements of the hot path, built once -------------------------------------------------
+# Bind parameter names start with "b_" so that they never clash with the columns an
+# UPDATE sets from the execution's parameters.
+
+_INSERT_PARTITION = insert(partitions)
+_INSERT_IPUS = insert(partition_ipus)
+_SELECT_PARTITION = select(partitions).where(partitions.c.id == bindparam("b_id"))
+_SELECT_IPUS = _ipu_query().where(partition_ipus.c.partition_id == bindparam("b_id"))
+_SELECT_VERSION = select(partitions.c.version).where(partitions.c.id == bindparam("b_id"))
+_AT_VERSION = (partitions.c.id == bindparam("b_id"), partitions.c.version == bindparam("b_version"))
+_UPDATE_AT_VERSION = update(partitions).where(*_AT_VERSION)
+_UPDATE_AT_VERSION_RETURNING = _UPDATE_AT_VERSION.returning(*partitions.c)
+_DELETE_AT_VERSION = delete(partitions).where(*_AT_VERSION)
+_DELETE_RETURNING = (
+    delete(partitions).where(partitions.c.id == bindparam("b_id")).returning(*partitions.c)
+)
+_DELETE_AT_VERSION_RETURNING = _DELETE_AT_VERSION.returning(*partitions.c)
+_DELETE_IPUS = delete(partition_ipus).where(partition_ipus.c.partition_id == bindparam("b_id"))
+_DELETE_IPUS_RETURNING = _DELETE_IPUS.returning(
+    partition_ipus.c.slot,
+    partition_ipus.c.routing_id,
+    partition_ipus.c.segment,
+    partition_ipus.c.gcd,
+)
+
+
 # -- reserve --------------------------------------------------------------------------------
 
 
 def _insert_ipus(conn: Connection, record: PartitionRecord, ipus: tuple[PartitionIpu, ...]) -> None:
+    cid, pid, aid = record.cluster_id, record.id, record.allocation_id
     conn.execute(
-        insert(partition_ipus),
+        _INSERT_IPUS,
         [
             {
-                "cluster_id": record.cluster_id,
+                "cluster_id": cid,
                 "slot": ipu.slot,
-                "partition_id": record.id,
-                "allocation_id": record.allocation_id,
+                "partition_id": pid,
+                "allocation_id": aid,
                 "machine": ipu.slot // IPUS_PER_MACHINE,
                 "routing_id": ipu.routing_id,
                 "segment": ipu.segment,
@@ -134,22 +168,23 @@ def _insert_ipus(conn: Connection, record: PartitionRecord, ipus: tuple[Partitio
 def insert_partition(conn: Connection, record: PartitionRecord) -> None:
     """Insert the partition at version 1 with its IPUs; constraints refuse a taken IPU."""
     conn.execute(
-        insert(partitions).values(
-            id=record.id,
-            cluster_id=record.cluster_id,
-            allocation_id=record.allocation_id,
+        _INSERT_PARTITION,
+        {
+            "id": record.id,
+            "cluster_id": record.cluster_id,
+            "allocation_id": record.allocation_id,
             **_spec_values(record.spec),
             **_state_values(record.state),
-            errors=list(record.errors),
-            disable_auto_reset=record.disable_auto_reset,
-            relocatable=record.relocatable,
-            max_auto_reset_retries=record.max_auto_reset_retries,
-            auto_reset_retry_count=record.auto_reset_retry_count,
-            last_auto_reset_time=record.last_auto_reset_time,
-            created_at=record.created_at,
-            updated_at=record.updated_at,
-            version=1,
-        )
+            "errors": list(record.errors),
+            "disable_auto_reset": record.disable_auto_reset,
+            "relocatable": record.relocatable,
+            "max_auto_reset_retries": record.max_auto_reset_retries,
+            "auto_reset_retry_count": record.auto_reset_retry_count,
+            "last_auto_reset_time": record.last_auto_reset_time,
+            "created_at": record.created_at,
+            "updated_at": record.updated_at,
+            "version": 1,
+        },
     )
     _insert_ipus(conn, record, record.ipus)
 
@@ -205,11 +240,19 @@ def explain_ipus_refused(
 
 
 def get_partition(conn: Connection, partition_id: str) -> PartitionRecord:
-    row = conn.execute(select(partitions).where(partitions.c.id == partition_id)).first()
+    row = conn.execute(_SELECT_PARTITION, {"b_id": partition_id}).first()
     if row is None:
         raise not_found(partition_id)
-    ipus = _ipus_by_partition(conn, _ipu_query().where(partition_ipus.c.partition_id == row.id))
-    return _record(row, ipus[row.id])
+    return _record(row, _ipus_of(conn, partition_id))
+
+
+def _ipus_of(conn: Connection, partition_id: str) -> list[PartitionIpu]:
+    return [
+        PartitionIpu(slot=slot, routing_id=routing_id, segment=segment, gcd=gcd)
+        for _pid, slot, routing_id, segment, gcd in conn.execute(
+            _SELECT_IPUS, {"b_id": partition_id}
+        )
+    ]
 
 
 def list_partitions(
@@ -268,7 +311,7 @@ def footprints(conn: Connection, cluster_id: str) -> dict[str, PartitionFootprin
 
 def _check_version(conn: Connection, partition_id: str, expected_version: int) -> None:
     """Raise NotFound or Conflict for a compare-and-set that matched no row."""
-    current = conn.scalar(select(partitions.c.version).where(partitions.c.id == partition_id))
+    current = conn.scalar(_SELECT_VERSION, {"b_id": partition_id})
     if current is None:
         raise not_found(partition_id)
     if current != expected_version:
@@ -278,22 +321,15 @@ def _check_version(conn: Connection, partition_id: str, expected_version: int) -
         )
 
 
-def update_partition(
-    conn: Connection,
-    partition_id: str,
-    *,
-    expected_version: int,
-    updated_at: datetime,
-    changes: PartitionChanges,
-) -> None:
-    """Apply ``changes`` if the partition is still at ``expected_version``; bump the version."""
-    unknown = sorted(set(changes) - set(PartitionChanges.__annotations__))
+def _update_values(changes: PartitionChanges) -> dict[str, Any]:
+    """The columns ``changes`` set (``ipus`` are rows of their own); TypeError for others."""
+    unknown = [key for key in changes if key not in _CHANGEABLE]
     if unknown:
         raise TypeError(
-            f"update_partition cannot change {', '.join(unknown)}: it changes"
-            f" {', '.join(sorted(PartitionChanges.__annotations__))}"
+            f"update_partition cannot change {', '.join(sorted(unknown))}: it changes"
+            f" {', '.join(sorted(_CHANGEABLE))}"
         )
-    values: dict[str, Any] = {"updated_at": updated_at, "version": expected_version + 1}
+    values: dict[str, Any] = {}
     for key, value in changes.items():
         if key == "state":
             assert isinstance(value, PartitionState)
@@ -303,38 +339,124 @@ def update_partition(
             values["errors"] = list(value)
         elif key != "ipus":
             values[key] = value
-    done = conn.execute(
-        update(partitions)
-        .where(partitions.c.id == partition_id, partitions.c.version == expected_version)
-        .values(**values)
+    return values
+
+
+_CHANGEABLE = frozenset(PartitionChanges.__annotations__)
+
+
+def _set_at_version(
+    conn: Connection,
+    partition_id: str,
+    expected_version: int,
+    updated_at: datetime,
+    changes: PartitionChanges,
+    *,
+    returning: bool,
+) -> Row[Any] | None:
+    """The compare-and-set UPDATE; NotFound or Conflict (rolling back) if it matched no row."""
+    params = _update_values(changes)
+    params.update(
+        b_id=partition_id,
+        b_version=expected_version,
+        updated_at=updated_at,
+        version=expected_version + 1,
     )
-    if done.rowcount == 0:
+    if returning:
+        row = conn.execute(_UPDATE_AT_VERSION_RETURNING, params).first()
+        matched = row is not None
+    else:
+        row = None
+        matched = conn.execute(_UPDATE_AT_VERSION, params).rowcount == 1
+    if not matched:
         _check_version(conn, partition_id, expected_version)
         raise Conflict(f"partition {partition_id} changed while it was updated: retry")
+    return row
+
+
+def _replace_ipus(
+    conn: Connection, record: PartitionRecord, ipus: tuple[PartitionIpu, ...]
+) -> None:
+    conn.execute(_DELETE_IPUS, {"b_id": record.id})
+    _insert_ipus(conn, record, ipus)
+
+
+def update_partition(
+    conn: Connection,
+    partition_id: str,
+    *,
+    expected_version: int,
+    updated_at: datetime,
+    changes: PartitionChanges,
+) -> PartitionRecord:
+    """Apply ``changes`` if the partition is still at ``expected_version``; return it.
+
+    Two statements: the UPDATE returns the new row, then the IPUs are read
+    (or, for a relocation, replaced by the new ones).
+    """
+    row = _set_at_version(conn, partition_id, expected_version, updated_at, changes, returning=True)
+    assert row is not None
+    new_ipus = changes.get("ipus")
+    if new_ipus is None:
+        return _record(row, _ipus_of(conn, partition_id))
+    updated = _record(row, new_ipus)  # refuses IPUs that do not fit the spec (ValueError)
+    _replace_ipus(conn, updated, new_ipus)
+    return updated
+
+
+def update_partition_from(
+    conn: Connection, record: PartitionRecord, *, updated_at: datetime, changes: PartitionChanges
+) -> PartitionRecord:
+    """Apply ``changes`` to ``record`` if it is still current; one statement, no read-back.
+
+    The new record is computed here: at ``record.version`` the row holds
+    exactly ``record`` (every write bumps the version), so the UPDATE's
+    WHERE clause is all the checking needed.
+    """
+    _update_values(changes)  # a TypeError for an unknown change, before replace() sees it
+    updated = dataclasses.replace(
+        record, updated_at=updated_at, version=record.version + 1, **changes
+    )
+    _set_at_version(conn, record.id, record.version, updated_at, changes, returning=False)
     new_ipus = changes.get("ipus")
     if new_ipus is not None:
-        current = get_partition(conn, partition_id)
-        check_partition_ipus(current.spec, new_ipus)
-        conn.execute(delete(partition_ipus).where(partition_ipus.c.partition_id == partition_id))
-        _insert_ipus(conn, current, new_ipus)
+        _replace_ipus(conn, updated, new_ipus)
+    return updated
 
 
 def delete_partition(
     conn: Connection, partition_id: str, *, expected_version: int | None
 ) -> PartitionRecord:
-    """Delete the partition and its IPU rows; return it as it was."""
-    record = get_partition(conn, partition_id)
-    if expected_version is not None and record.version != expected_version:
-        _check_version(conn, partition_id, expected_version)
-    conn.execute(delete(partition_ipus).where(partition_ipus.c.partition_id == partition_id))
-    done = conn.execute(
-        delete(partitions).where(
-            partitions.c.id == partition_id, partitions.c.version == record.version
-        )
+    """Delete the partition and its IPU rows; return it as it was (two statements)."""
+    ipus = sorted(
+        (
+            PartitionIpu(slot=slot, routing_id=routing_id, segment=segment, gcd=gcd)
+            for slot, routing_id, segment, gcd in conn.execute(
+                _DELETE_IPUS_RETURNING, {"b_id": partition_id}
+            )
+        ),
+        key=lambda ipu: ipu.routing_id,
     )
-    if done.rowcount == 0:
+    if expected_version is None:
+        row = conn.execute(_DELETE_RETURNING, {"b_id": partition_id}).first()
+    else:
+        row = conn.execute(
+            _DELETE_AT_VERSION_RETURNING, {"b_id": partition_id, "b_version": expected_version}
+        ).first()
+    if row is None:  # raising rolls the deletion of the IPU rows back
+        if expected_version is None:
+            raise not_found(partition_id)
+        _check_version(conn, partition_id, expected_version)
         raise Conflict(f"partition {partition_id} changed while it was released: retry")
-    return record
+    return _record(row, ipus)
+
+
+def delete_partition_at(conn: Connection, record: PartitionRecord) -> None:
+    """Delete ``record`` if it is still current; its IPU rows go by ``ON DELETE CASCADE``."""
+    done = conn.execute(_DELETE_AT_VERSION, {"b_id": record.id, "b_version": record.version})
+    if done.rowcount != 1:
+        _check_version(conn, record.id, record.version)
+        raise Conflict(f"partition {record.id} changed while it was released: retry")
 
 
 def not_found(partition_id: str) -> NotFound:
