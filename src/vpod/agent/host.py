@@ -29,7 +29,13 @@ from .addressing import AddressPlan, MachineAddress, agent_ids, join_host_port
 from .emulated import EmulatedMachine
 from .ipuof import IpuofEndpoints
 from .model import MachineEndpoints
-from .registration import Backoff, register_until_answered, registration_request
+from .registration import (
+    Backoff,
+    RegistrationTls,
+    register_until_answered,
+    registration_channel,
+    registration_request,
+)
 from .service import AgentService
 
 log = logging.getLogger(__name__)
@@ -146,6 +152,8 @@ class FleetSettings:
     listen_rdma: bool = True
     register: str | None = None
     """``HOST:PORT`` of a controller's registration endpoint, or None."""
+    register_tls: RegistrationTls | None = None
+    """TLS towards that endpoint (its CA, our client certificate); None: plain."""
     advertise_host: str | None = None
     """Host the controller should dial, when not the address the agent listens on."""
     register_backoff: Backoff = field(default_factory=Backoff)
@@ -209,7 +217,7 @@ class AgentFleet:
             self._start_registration(self.settings.register)
 
     def _start_registration(self, target: str) -> None:
-        self._register_channel = grpc.aio.insecure_channel(target)
+        self._register_channel = registration_channel(target, self.settings.register_tls)
         for host in self.hosts:
             request = registration_request(
                 host.machine.identity(),

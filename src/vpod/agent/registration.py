@@ -5,6 +5,11 @@ controller may start later, restart, or not implement registration yet. So
 each agent retries with exponential backoff (with jitter, so a pod of agents
 does not knock in step) until the controller answers, then stops. Sleep and
 randomness are injected for tests.
+
+When the controller's admin endpoint serves TLS (``vipu-server --tls``), the
+agent dials it with :class:`RegistrationTls`: the CA that signed the
+controller's certificate, and, when the controller requires client
+certificates (``--tls-client-auth``), the agent's own certificate and key.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import logging
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import grpc
 
@@ -52,6 +58,51 @@ class _Delays:
         self._next = min(b.maximum, base * b.factor)
         spread = 1.0 + b.jitter * (2.0 * self._rand() - 1.0)
         return max(0.0, base * spread)
+
+
+@dataclass(frozen=True)
+class RegistrationTls:
+    """PEM bytes for a TLS channel to the controller: its CA, and our client pair if any."""
+
+    ca: bytes
+    cert: bytes | None = None
+    key: bytes | None = None
+
+    @classmethod
+    def from_files(
+        cls, ca: Path | None, cert: Path | None = None, key: Path | None = None
+    ) -> RegistrationTls | None:
+        """Read the files (None when no CA is named); ValueError says what is wrong."""
+        if (cert is None) != (key is None):
+            raise ValueError("give --tls-cert and --tls-key together (a certificate and its key)")
+        if ca is None:
+            if cert is not None:
+                raise ValueError(
+                    "--tls-cert needs --tls-ca: the CA that signed the controller's certificate"
+                )
+            return None
+
+        def read(path: Path, option: str) -> bytes:
+            try:
+                return path.read_bytes()
+            except OSError as exc:
+                raise ValueError(f"cannot read {option} file {path}: {exc.strerror}") from None
+
+        return cls(
+            ca=read(ca, "--tls-ca"),
+            cert=read(cert, "--tls-cert") if cert is not None else None,
+            key=read(key, "--tls-key") if key is not None else None,
+        )
+
+
+def registration_channel(target: str, tls: RegistrationTls | None) -> grpc.aio.Channel:
+    """A channel to the controller's admin endpoint: plain, or TLS (mutual with a client pair)."""
+    if tls is None:
+        return grpc.aio.insecure_channel(target)
+    credentials = grpc.ssl_channel_credentials(
+        root_certificates=tls.ca, private_key=tls.key, certificate_chain=tls.cert
+    )
+    return grpc.aio.secure_channel(target, credentials)
 
 
 def registration_request(

@@ -7,6 +7,7 @@ Examples::
     vipu-agent --machines 4 --single-address 127.0.0.1 --agent-port 9100 \\
                --ipuof-server-port 51000 --ipuof-rdma-port 52000
     vipu-agent --machines 2 --agent-port 0 --ipuof-server-port 0 --ipuof-rdma-port 0
+    vipu-agent --register ctl:8091 --tls-ca ca.crt --tls-cert client.crt --tls-key client.key
 
 Prints one line when every agent is serving (``vipu-agent ready: ag1=HOST:PORT
 ...``) and stops cleanly on SIGINT or SIGTERM.
@@ -18,6 +19,7 @@ import asyncio
 import logging
 import signal
 import sys
+from pathlib import Path
 
 import click
 
@@ -31,6 +33,7 @@ from vpod.agent.addressing import (
     split_host_port,
 )
 from vpod.agent.host import AgentFleet, AgentStartError, FleetSettings
+from vpod.agent.registration import RegistrationTls
 from vpod.domain.catalog import machine_spec
 
 log = logging.getLogger("vpod.agent")
@@ -52,6 +55,9 @@ async def serve(settings: FleetSettings) -> None:
         await fleet.stop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
+
+
+_PEM = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
 def _port(value: int, option: str) -> int:
@@ -110,6 +116,19 @@ def _port(value: int, option: str) -> int:
     "--advertise-host", default=None, help="Host the controller should dial, if not ours."
 )
 @click.option(
+    "--tls-ca",
+    type=_PEM,
+    default=None,
+    help="Register over TLS: the CA that signed the controller's certificate.",
+)
+@click.option(
+    "--tls-cert",
+    type=_PEM,
+    default=None,
+    help="Client certificate, for a controller with --tls-client-auth (with --tls-key).",
+)
+@click.option("--tls-key", type=_PEM, default=None, help="Key of --tls-cert.")
+@click.option(
     "--log-level",
     default="warning",
     show_default=True,
@@ -131,6 +150,9 @@ def cli(
     no_rdma_listen: bool,
     register: str | None,
     advertise_host: str | None,
+    tls_ca: Path | None,
+    tls_cert: Path | None,
+    tls_key: Path | None,
     log_level: str,
 ) -> None:
     """Run emulated IPU-Machine agents (V-IPU agents) until SIGINT or SIGTERM."""
@@ -148,6 +170,12 @@ def cli(
             split_host_port(register)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--register") from None
+    try:
+        register_tls = RegistrationTls.from_files(tls_ca, tls_cert, tls_key)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    if register_tls is not None and register is None:
+        raise click.UsageError("--tls-ca is for registration: give --register HOST:PORT too")
     mode = AddressMode.SHARED if single_address else AddressMode.PER_MACHINE
     plan = AddressPlan(
         mode=mode,
@@ -167,6 +195,7 @@ def cli(
         plan=plan,
         listen_rdma=not no_rdma_listen,
         register=register,
+        register_tls=register_tls,
         advertise_host=advertise_host,
     )
     try:

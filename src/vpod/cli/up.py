@@ -11,6 +11,14 @@ boot ids and the controller configures them again from its store.
 
 What ``vpod up`` decided the first time (pod shape, agent addresses) is kept in
 ``DATA_DIR/up.json`` so a restart reuses it.
+
+With ``--secure`` the first run initialises the store with
+``vipu-server --init --secure``, which creates the administrator ``admin``
+and writes its key into ``DATA_DIR/admin.vipu-cli.hcl`` (mode 0600). Every
+run reads that file for its own admin calls and rewrites it with the ports
+actually in use; ``vipu-cli.hcl`` gets the default user's credentials, as
+without ``--secure``. A data directory set up with ``--secure`` must be
+started with ``--secure`` again (the controller refuses otherwise).
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import grpc
 
@@ -40,14 +48,17 @@ from vpod.domain.topology import Pod, shape
 from vpod.wire import admin_pb2 as apb
 from vpod.wire import admin_pb2_grpc as apb_grpc
 
-from .config import render_hcl
+from .config import parse_hcl, render_hcl
 from .errors import CliFailure, fail
+from .vipu_admin_users import write_private
 
 CLUSTER_ID = "cluster"
 ALLOCATION_ID = "default"
 USER_ID = "default"
 AGENT_PORT = 8092
 START_TIMEOUT_S = 60.0
+ADMIN_CONFIG = "admin.vipu-cli.hcl"
+"""Written by ``vipu-server --init --secure``: the administrator's endpoint and credentials."""
 
 
 @dataclass
@@ -270,6 +281,63 @@ def _ensure_user(admin: apb_grpc.AdminServiceStub, state: UpState) -> tuple[str,
     return USER_ID, reply.access_key
 
 
+class _Credentials(grpc.UnaryUnaryClientInterceptor):  # type: ignore[misc]
+    """Adds the administrator's user id and access key to every call on a channel."""
+
+    def __init__(self, user_id: str, access_key: str) -> None:
+        self._metadata = (("vipu-user-id", user_id), ("vipu-access-key", access_key))
+
+    def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        metadata = (*(details.metadata or ()), *self._metadata)
+        return continuation(details._replace(metadata=metadata), request)
+
+
+def _admin_credentials(options: UpOptions, log_path: Path) -> tuple[str, str]:
+    """The administrator's (user id, key) from admin.vipu-cli.hcl (--init writes it first)."""
+    path = options.data_dir / ADMIN_CONFIG
+    if not path.exists():
+        done = subprocess.run(
+            [_bin("vipu-server"), "--init", "--secure", "--data-dir", str(options.data_dir)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        with log_path.open("a") as log:
+            log.write(done.stderr)
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+            fail(f"vipu-server --init --secure failed: {last}")
+        if not path.exists():
+            fail(
+                f"the administrator of {options.data_dir} exists but its key is not in {path}:"
+                f" give it a new one with vipu-server --init --secure --new-admin-key"
+                f" --data-dir {options.data_dir}"
+            )
+    values = parse_hcl(path.read_text())
+    user_id, key = values.get("api-user-id", ""), values.get("api-access-key", "")
+    if not user_id or not key:
+        fail(f"{path} has no api-user-id and api-access-key: remove it and run vpod up again")
+    return user_id, key
+
+
+def _write_admin_config(
+    options: UpOptions, user_port: int, admin_port: int, credentials: tuple[str, str]
+) -> Path:
+    path = options.data_dir / ADMIN_CONFIG
+    values: dict[str, str | int] = {
+        "api-host": options.host,
+        "api-port": user_port,
+        "admin-api-host": options.host,
+        "admin-api-port": admin_port,
+        "api-user-id": credentials[0],
+        "api-access-key": credentials[1],
+    }
+    write_private(
+        path, "# vipu-cli.hcl for the administrator (vpod up --secure)\n" + render_hcl(values)
+    )
+    return path
+
+
 def _port_of(ready_line: str, label: str) -> int:
     # "vipu-server ready: user API 127.0.0.1:8090, admin API 127.0.0.1:8091, HTTP http://..."
     part = ready_line.split(label, 1)[1].split(",", 1)[0].strip()
@@ -299,8 +367,12 @@ def run_up(options: UpOptions, *, echo: bool = True) -> None:
             "--http-port",
             str(options.http_port),
         ]
+        admin: tuple[str, str] | None = None
         if options.secure:
             server_argv.append("--secure")
+            admin = _admin_credentials(options, logs / "controller.log")
+        elif (data_dir / ADMIN_CONFIG).exists():
+            fail(f"{data_dir} was set up with --secure: run vpod up --secure", 2)
         children: list[_Child] = []
         stop = threading.Event()
         previous = {
@@ -333,21 +405,28 @@ def run_up(options: UpOptions, *, echo: bool = True) -> None:
             agents = _Child("vipu-agent", agent_argv, logs / "agents.log")
             children.append(agents)
             agents.wait_ready(START_TIMEOUT_S)
-            with grpc.insecure_channel(f"{options.host}:{admin_port}") as channel:
-                admin = apb_grpc.AdminServiceStub(channel)
-                _wait_for_agents(admin, ids, START_TIMEOUT_S)
-                _ensure_cluster(admin, pod, ids)
-                _ensure_allocation(admin, pod)
-                credentials = _ensure_user(admin, state)
+            with grpc.insecure_channel(f"{options.host}:{admin_port}") as plain:
+                channel = (
+                    plain if admin is None else grpc.intercept_channel(plain, _Credentials(*admin))
+                )
+                stub = apb_grpc.AdminServiceStub(channel)
+                _wait_for_agents(stub, ids, START_TIMEOUT_S)
+                _ensure_cluster(stub, pod, ids)
+                _ensure_allocation(stub, pod)
+                credentials = _ensure_user(stub, state)
             _save_state(data_dir, state)
             config = _write_cli_config(options, user_port, admin_port, credentials)
+            admin_hint = ""
+            if admin is not None:
+                admin_config = _write_admin_config(options, user_port, admin_port, admin)
+                admin_hint = f" (admin: vipu-admin --config {admin_config} list events)"
             if echo:
                 print(
                     f"vpod is up: {pod.machine_type.value} {state.pod}"
                     f" ({pod.num_machines} machines, {pod.num_machines * IPUS_PER_MACHINE} IPUs),"
                     f" user API {options.host}:{user_port}, admin API {options.host}:{admin_port},"
                     f" HTTP http://{options.host}:{http_port}. Next: export"
-                    f" VIPU_CLI_CONFIG={config} && vipu create partition p1 --size 4",
+                    f" VIPU_CLI_CONFIG={config} && vipu create partition p1 --size 4" + admin_hint,
                     flush=True,
                 )
             while not stop.is_set():
