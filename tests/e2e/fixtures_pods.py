@@ -72,10 +72,13 @@ class UserApi:
     def close(self) -> None:
         self.channel.close()
 
-    def create(self, pid: str, size: int, **fields: Any) -> str:
+    def create(
+        self, pid: str, size: int, *, disable_auto_reset: bool = False, **fields: Any
+    ) -> str:
         """Create a partition; ``fields`` are further ``PartitionRequirements`` fields."""
         request = pb.CreatePartitionRequest(
-            requirements=pb.PartitionRequirements(id=pid, size=size, **fields)
+            requirements=pb.PartitionRequirements(id=pid, size=size, **fields),
+            disable_auto_reset=disable_auto_reset,
         )
         reply = self.users.CreatePartition(request, timeout=CALL_TIMEOUT_S)
         return str(reply.partition_id)

@@ -210,11 +210,6 @@ def test_list_agents_shows_machines_and_active_faults(pod64: Pod) -> None:
     wait_until(lambda: faults() == "-", "ag9 lists no fault once cleared")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="controller/transports/admin_grpc.py _agent_to_wire leaves Agent.ipuof_address"
-    " (and boot_id) empty, though agents report them when they register",
-)
 def test_list_agents_names_the_ipuof_address(clean: Pod) -> None:
     """``list agents --json`` gives each machine's IPUoF address, the ip its devices carry."""
     sh(clean, "vipu create partition x --size 4")
@@ -244,11 +239,6 @@ def test_list_clusters_and_test_cluster(pod64: Pod) -> None:
     }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="controller/transports/wire_convert.py cluster_test_reply emits a row for every"
-    " LinkTestKind, so tests that were not asked for (and not run) are reported as passed",
-)
 def test_test_cluster_runs_only_the_tests_asked_for(pod64: Pod) -> None:
     """``--tests cabling,sync-link`` prints those two rows only."""
     done = sh(pod64, "vipu-admin test cluster cluster --tests cabling,sync-link")

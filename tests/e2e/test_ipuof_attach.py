@@ -5,7 +5,7 @@ generated gRPC client, or the static file ``vipu get partition
 --ipuof-configs`` writes), then connects to each device's ``ip:server_port``
 on the emulated machine that holds the IPU. Only IPUs of an ACTIVE
 partition attach, one application per IPU, until it detaches or the
-partition is reset or removed.
+partition is reset or removed; a detach resets a plain partition (§4).
 """
 
 from __future__ import annotations
@@ -176,19 +176,34 @@ def test_rdma_ports_are_taken_but_hold_no_conversation(api64: UserApi) -> None:
         assert sock.recv(16) == b""
 
 
-def test_detach_resets_a_partition_automatically(api64: UserApi) -> None:
-    """A non-reconfigurable partition is reset when its application detaches; status counts it."""
-    api64.create("auto", 1)
-    device = devices_of(api64.config("auto"))[0]
+def detach_once(device: pb.IpuofDevice, partition_id: str) -> None:
+    """An application attaches the device, then detaches cleanly."""
     connection = IpuConnection.to(device)
     try:
-        assert connection.attach("auto") is not None
+        assert connection.attach(partition_id) is not None
         assert connection.request("DETACH") == Answer("BYE", "detached")
     finally:
         connection.close()
+
+
+def test_detach_resets_only_partitions_that_want_it(api64: UserApi) -> None:
+    """A detach resets a plain partition (status counts it), not one with auto-reset disabled
+    nor a reconfigurable one.
+
+    All three sit on one machine and are detached in this order, so once the
+    last one's reset is seen the agent's earlier detach events were handled too.
+    """
+    api64.create("keep", 1, disable_auto_reset=True)
+    api64.create("shared", 1, reconfigurable=True)
+    api64.create("auto", 1)
+    devices = {pid: devices_of(api64.config(pid))[0] for pid in ("keep", "shared", "auto")}
+    assert len({d.ip for d in devices.values()}) == 1, "best fit packs them on one machine"
+    for pid, device in devices.items():
+        detach_once(device, pid)
     wait_until(
         lambda: api64.status("auto").auto_reset_retry_count == 1,
         "the detach is followed by an automatic reset",
-        within_s=5,
     )
     assert api64.status("auto").last_auto_reset_time.seconds > 0
+    assert api64.status("keep").auto_reset_retry_count == 0
+    assert api64.status("shared").auto_reset_retry_count == 0

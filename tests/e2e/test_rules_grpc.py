@@ -296,28 +296,14 @@ def test_duplicate_id_is_already_exists_and_an_identical_repeat_is_accepted(
     assert "remove it first or choose another id" in failure.details
 
 
-REPEAT_BUG = pytest.mark.xfail(
-    strict=True,
-    reason="controller/partitions.py _repeat_of compares only size, allocation and num_gcds:"
-    " a create differing in num_replicas, reconfigurable, sync type or routing is accepted as"
-    " a repeat and returns the existing, different partition",
-)
-
-
 @pytest.mark.parametrize(
     "different",
     [
         pytest.param({"num_gcds": 1}, id="num_gcds"),
-        pytest.param({"num_gcds": 2, "num_replicas": 4}, id="num_replicas", marks=REPEAT_BUG),
-        pytest.param(
-            {"num_gcds": 2, "reconfigurable": True}, id="reconfigurable", marks=REPEAT_BUG
-        ),
-        pytest.param(
-            {"num_gcds": 2, "sync_type": pb.ST_POD_NATIVE_DEFAULT}, id="sync_type", marks=REPEAT_BUG
-        ),
-        pytest.param(
-            {"num_gcds": 2, "ipulink_routing_type": pb.IRT_BTNC}, id="routing", marks=REPEAT_BUG
-        ),
+        pytest.param({"num_gcds": 2, "num_replicas": 4}, id="num_replicas"),
+        pytest.param({"num_gcds": 2, "reconfigurable": True}, id="reconfigurable"),
+        pytest.param({"num_gcds": 2, "sync_type": pb.ST_POD_NATIVE_DEFAULT}, id="sync_type"),
+        pytest.param({"num_gcds": 2, "ipulink_routing_type": pb.IRT_BTNC}, id="routing"),
     ],
 )
 def test_a_create_differing_in_any_field_is_not_a_repeat(
