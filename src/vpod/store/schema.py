@@ -275,3 +275,6 @@ leases = Table(
     Column("expires_at", UtcDateTime, nullable=False),
     Column("term", BigInteger, nullable=False, comment="fencing token: +1 per new holder"),
 )
+
+# The cloud layer's tables join the same metadata (migration 0002); imported last on purpose.
+from . import cloud_schema as _cloud_schema  # noqa: E402, F401

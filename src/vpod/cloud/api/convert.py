@@ -1,0 +1,232 @@
+"""Store records and service values to the API's JSON shapes."""
+
+from __future__ import annotations
+
+from vpod.store.cloud_records import (
+    ClusterRecord,
+    HostUsage,
+    ProjectRecord,
+    TaskRecord,
+    TokenRecord,
+    VolumeRecord,
+)
+
+from ..billing import Invoice
+from ..drivers import ShellAccess
+from ..flavors import CURRENCY, Flavor, find_flavor, images_for
+from ..quotas import Exceeded
+from ..services.clusters import ClusterView
+from ..states import Operation, phases_of
+from .models import (
+    ClusterOut,
+    ExceededOut,
+    FlavorOut,
+    HostOut,
+    InvoiceLineOut,
+    InvoiceOut,
+    PhaseOut,
+    ProjectOut,
+    ServerOut,
+    ShellOut,
+    TaskOut,
+    TokenOut,
+    VipuOut,
+    VolumeOut,
+)
+
+
+def task_out(task: TaskRecord) -> TaskOut:
+    expected = ["FINISHED"]
+    if task.resource_type == "cluster":
+        is_vpod = bool(task.params.get("vpod", True))
+        expected = [p.value for p in phases_of(Operation(task.operation), is_vpod)]
+    return TaskOut(
+        id=task.id,
+        project_id=task.project_id,
+        operation=task.operation,
+        resource_type=task.resource_type,
+        resource_id=task.resource_id,
+        resource_name=task.resource_name,
+        state=task.state,
+        detailed_state=task.detailed_state,
+        phases=[PhaseOut(phase=p, at=at) for p, at in task.phases],
+        expected_phases=expected,
+        error=task.error,
+        warnings=list(task.warnings),
+        params=dict(task.params),
+        created_at=task.created_at,
+        updated_at=task.updated_at,
+        finished_at=task.finished_at,
+    )
+
+
+def volume_out(volume: VolumeRecord) -> VolumeOut:
+    return VolumeOut(
+        id=volume.id,
+        name=volume.name,
+        size_gib=volume.size_gib,
+        volume_type=volume.volume_type,
+        boot=volume.boot,
+        status=volume.status,
+        cluster_id=volume.cluster_id,
+        server_id=volume.server_id,
+        task_id=volume.active_task_id,
+        created_at=volume.created_at,
+    )
+
+
+def _vipu(cluster: ClusterRecord) -> VipuOut:
+    return VipuOut(
+        cluster_id=cluster.vipu_cluster_id,
+        allocation_id=cluster.allocation_id,
+        user_id=cluster.vipu_user_id,
+    )
+
+
+def cluster_out(view: ClusterView) -> ClusterOut:
+    c = view.cluster
+    flavor = find_flavor(c.flavor)
+    return ClusterOut(
+        id=c.id,
+        name=c.name,
+        flavor=c.flavor,
+        kind=c.kind,
+        status=c.status,
+        image=c.image,
+        server_count=c.server_count,
+        ipus=c.ipus,
+        gpus=c.gpus,
+        gpu_family=c.gpu_family,
+        interfaces=list(c.interfaces),
+        network=dict(c.network),
+        metadata=dict(c.metadata),
+        vipu=_vipu(c) if flavor.is_vpod else None,
+        saved_partitions=[p["id"] for p in c.saved_partitions]
+        if c.saved_partitions is not None
+        else None,
+        fabric=c.fabric,
+        task_id=c.active_task_id,
+        error=c.error,
+        created_at=c.created_at,
+        updated_at=c.updated_at,
+        servers=[
+            ServerOut(
+                id=s.id,
+                name=s.name,
+                position=s.position,
+                status=s.status,
+                image=s.image,
+                address=s.address,
+                host_id=s.host_id,
+            )
+            for s in view.servers
+        ],
+        volumes=[volume_out(v) for v in view.volumes],
+    )
+
+
+def flavor_out(flavor: Flavor, capacity: int) -> FlavorOut:
+    return FlavorOut(
+        name=flavor.name,
+        kind=flavor.kind.value,
+        description=flavor.description,
+        vcpus=flavor.vcpus,
+        ram_gib=flavor.ram_gib,
+        disk_gib=flavor.disk_gib,
+        network=flavor.network,
+        accelerators=flavor.accelerators,
+        ipus=flavor.ipus,
+        gpus_per_server=flavor.gpus_per_server,
+        host_model=flavor.host_model,
+        poplar_count=flavor.poplar_count,
+        infiniband=flavor.infiniband,
+        bare_metal=flavor.bare_metal,
+        takes_volumes=flavor.takes_volumes,
+        price_per_hour=str(flavor.price_per_hour),
+        price_per_month=str(flavor.price_per_month),
+        currency=CURRENCY,
+        capacity=capacity,
+        images=list(images_for(flavor)),
+    )
+
+
+def exceeded_out(over: Exceeded) -> ExceededOut:
+    return ExceededOut(
+        quota=over.quota,
+        limit=over.limit,
+        used=over.used,
+        requested=over.requested,
+        message=over.sentence(),
+    )
+
+
+def project_out(project: ProjectRecord, usage: dict[str, int]) -> ProjectOut:
+    return ProjectOut(
+        id=project.id,
+        name=project.name,
+        quotas=dict(project.quotas),
+        usage=usage,
+        created_at=project.created_at,
+    )
+
+
+def token_out(record: TokenRecord, token: str | None = None) -> TokenOut:
+    return TokenOut(
+        id=record.id,
+        project_id=record.project_id,
+        label=record.label,
+        created_at=record.created_at,
+        token=token,
+    )
+
+
+def invoice_out(invoice: Invoice) -> InvoiceOut:
+    return InvoiceOut(
+        project_id=invoice.project_id,
+        start=invoice.start,
+        end=invoice.end,
+        currency=invoice.currency,
+        total=str(invoice.total),
+        minutes=invoice.minutes,
+        lines=[
+            InvoiceLineOut(
+                resource_type=line.resource_type,
+                resource_id=line.resource_id,
+                resource_name=line.resource_name,
+                item=line.item,
+                quantity=line.quantity,
+                unit_price_per_hour=str(line.unit_price_per_hour),
+                minutes=line.minutes,
+                amount=str(line.amount),
+            )
+            for line in invoice.lines
+        ],
+        by_item={item: str(amount) for item, amount in invoice.by_item.items()},
+    )
+
+
+def shell_out(access: ShellAccess) -> ShellOut:
+    return ShellOut(
+        kind=access.kind,
+        cwd=access.cwd,
+        env=dict(access.env),
+        command=list(access.command),
+        host=access.host,
+        port=access.port,
+        user=access.user,
+    )
+
+
+def host_out(usage: HostUsage) -> HostOut:
+    host = usage.host
+    return HostOut(
+        id=host.id,
+        role=host.role,
+        model=host.model,
+        slots=host.slots,
+        free_slots=len(usage.free),
+        fabric=host.fabric,
+        address=host.address,
+        enabled=host.enabled,
+        registered_at=host.registered_at,
+    )

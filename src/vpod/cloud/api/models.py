@@ -1,0 +1,295 @@
+"""The JSON shapes of the cloud API (requests and responses), with their OpenAPI descriptions."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..validation import BOOT_VOLUME_DEFAULT_GIB
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# -- requests -------------------------------------------------------------------------------
+
+
+class InterfaceIn(_In):
+    type: str = Field("external", description="`external`, `subnet` or `any_subnet`.")
+
+
+class ClusterVolumeIn(_In):
+    """A new volume (`name` and `size_gib`), or an existing available one (`id`: id or name)."""
+
+    id: str | None = Field(None, description="Attach this available volume (id or name).")
+    name: str | None = Field(None, description="Create a new data volume with this name.")
+    size_gib: int | None = Field(None, ge=1, description="Size of the new volume.")
+    volume_type: str = Field("standard", description="`standard` or `ssd`.")
+
+
+class ClusterCreateIn(_In):
+    name: str = Field(description="3 to 63 characters: letters, digits, `.`, `_`, `-`.")
+    flavor: str = Field(description="A flavor name from `GET /flavors`.")
+    image: str | None = Field(None, description="Boot image; default: the flavor's first.")
+    server_count: int | None = Field(
+        None, description="GPU clusters: how many servers (default 1). vPODs: leave out."
+    )
+    interfaces: list[InterfaceIn] | None = Field(
+        None, description="Network interfaces, at least one (default: one external)."
+    )
+    volumes: list[ClusterVolumeIn] = Field(
+        default_factory=list, description="Data volumes (VM flavors only)."
+    )
+    boot_volume_gib: int = Field(BOOT_VOLUME_DEFAULT_GIB, description="Per server (VMs).")
+    metadata: dict[str, str] = Field(default_factory=dict)
+
+
+class LimitsIn(_In):
+    flavor: str
+    server_count: int | None = None
+    volumes_gib: list[int] = Field(default_factory=list, description="Sizes of new volumes.")
+    boot_volume_gib: int = BOOT_VOLUME_DEFAULT_GIB
+
+
+class ResizeIn(_In):
+    server_count: int = Field(ge=1, description="The cluster's new number of servers.")
+
+
+class RebuildIn(_In):
+    image: str | None = Field(None, description="New image; default: the flavor's first.")
+
+
+class MetadataIn(_In):
+    metadata: dict[str, str]
+    replace: bool = Field(False, description="Replace all metadata instead of merging.")
+
+
+class VolumeCreateIn(_In):
+    name: str
+    size_gib: int = Field(ge=1)
+    volume_type: str = "standard"
+
+
+class AttachIn(_In):
+    cluster: str = Field(description="Cluster id or name.")
+    server: int = Field(1, ge=1, description="Which server of the cluster (1 = the first).")
+
+
+class ProjectCreateIn(_In):
+    id: str
+    name: str = ""
+    quotas: dict[str, int] = Field(default_factory=dict, description="-1 means unlimited.")
+
+
+class QuotasIn(_In):
+    quotas: dict[str, int]
+
+
+class TokenIn(_In):
+    label: str = ""
+
+
+class HostIn(_In):
+    id: str
+    role: str = Field(description="`baremetal` or `hypervisor`.")
+    model: str = Field(description="`poplar`, `h100-80`, `a100-80`, `a100-40`, `l40s-48`.")
+    fabric: str | None = Field(None, description="InfiniBand fabric id, if on one.")
+    address: str = ""
+    slots: int | None = Field(None, description="GPUs (default 8; 1 for Poplar hosts).")
+
+
+class HostEnabledIn(_In):
+    enabled: bool
+
+
+# -- responses ------------------------------------------------------------------------------
+
+
+class PhaseOut(BaseModel):
+    phase: str
+    at: datetime
+
+
+class TaskOut(BaseModel):
+    id: str
+    project_id: str
+    operation: str
+    resource_type: str
+    resource_id: str
+    resource_name: str
+    state: str = Field(description="NEW, RUNNING, FINISHED or ERROR.")
+    detailed_state: str | None = Field(description="The phase it is in (or ended in).")
+    phases: list[PhaseOut] = Field(description="Every phase entered so far, with when.")
+    expected_phases: list[str] = Field(description="The phases this operation walks, in order.")
+    error: str = ""
+    warnings: list[str] = Field(default_factory=list)
+    params: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime
+    updated_at: datetime
+    finished_at: datetime | None = None
+
+
+class ServerOut(BaseModel):
+    id: str
+    name: str
+    position: int
+    status: str = Field(description="Nova's: BUILD, ACTIVE, SHUTOFF, SHELVED_OFFLOADED, ...")
+    image: str
+    address: str
+    host_id: str | None
+
+
+class VolumeOut(BaseModel):
+    id: str
+    name: str
+    size_gib: int
+    volume_type: str
+    boot: bool
+    status: str = Field(description="Cinder's: creating, available, attaching, in-use, ...")
+    cluster_id: str | None
+    server_id: str | None
+    task_id: str | None
+    created_at: datetime
+
+
+class VipuOut(BaseModel):
+    cluster_id: str | None
+    allocation_id: str | None
+    user_id: str | None
+
+
+class ClusterOut(BaseModel):
+    id: str
+    name: str
+    flavor: str
+    kind: str
+    status: str
+    image: str
+    server_count: int
+    ipus: int
+    gpus: int
+    gpu_family: str | None
+    interfaces: list[dict[str, str]]
+    network: dict[str, Any]
+    metadata: dict[str, str]
+    vipu: VipuOut | None
+    saved_partitions: list[str] | None = Field(
+        description="Ids of the partitions kept while SUSPENDED (null otherwise)."
+    )
+    fabric: str | None
+    task_id: str | None = Field(description="The task running on it now, if any.")
+    error: str
+    created_at: datetime
+    updated_at: datetime
+    servers: list[ServerOut]
+    volumes: list[VolumeOut]
+
+
+class FlavorOut(BaseModel):
+    name: str
+    kind: str
+    description: str
+    vcpus: int
+    ram_gib: int
+    disk_gib: int
+    network: str
+    accelerators: str
+    ipus: int
+    gpus_per_server: int
+    host_model: str | None
+    poplar_count: int
+    infiniband: bool
+    bare_metal: bool
+    takes_volumes: bool
+    price_per_hour: str
+    price_per_month: str
+    currency: str
+    capacity: int = Field(description="How many more fit now (servers, for GPU flavors).")
+    images: list[str]
+
+
+class ExceededOut(BaseModel):
+    quota: str
+    limit: int
+    used: int
+    requested: int
+    message: str
+
+
+class LimitsOut(BaseModel):
+    fits: bool
+    exceeded: list[ExceededOut]
+    usage: dict[str, int]
+
+
+class ProjectOut(BaseModel):
+    id: str
+    name: str
+    quotas: dict[str, int]
+    usage: dict[str, int]
+    created_at: datetime
+
+
+class TokenOut(BaseModel):
+    id: str
+    project_id: str | None
+    label: str
+    created_at: datetime
+    token: str | None = Field(None, description="The token itself: shown only when made.")
+
+
+class ProjectCreatedOut(BaseModel):
+    project: ProjectOut
+    token: TokenOut
+
+
+class InvoiceLineOut(BaseModel):
+    resource_type: str
+    resource_id: str
+    resource_name: str
+    item: str
+    quantity: int
+    unit_price_per_hour: str
+    minutes: int
+    amount: str
+
+
+class InvoiceOut(BaseModel):
+    project_id: str
+    start: datetime
+    end: datetime
+    currency: str
+    total: str
+    minutes: int
+    lines: list[InvoiceLineOut]
+    by_item: dict[str, str]
+
+
+class ShellOut(BaseModel):
+    kind: str = Field(description="`local`: run `command` with `env` in `cwd`; `ssh`.")
+    cwd: str
+    env: dict[str, str]
+    command: list[str]
+    host: str
+    port: int
+    user: str
+
+
+class HostOut(BaseModel):
+    id: str
+    role: str
+    model: str
+    slots: int
+    free_slots: int
+    fabric: str | None
+    address: str
+    enabled: bool
+    registered_at: datetime
+
+
+class MetadataOut(BaseModel):
+    task: TaskOut
+    metadata: dict[str, str]

@@ -1,0 +1,115 @@
+"""The cloud's composition root: :func:`build_cloud` wires a :class:`Cloud` onto a controller.
+
+The cloud runs inside the controller's process and event loop (see
+:mod:`.extension`): it calls the controller's use-cases in-process, shares
+its database (its own tables, ``vpod.store.cloud_store``) and adds its HTTP
+routes under ``/api/cloud/v1``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from vpod.controller.app import Controller
+from vpod.controller.clock import Clock
+from vpod.store.cloud_store import CloudStore
+
+from .drivers import ComputeDriver, VolumeDriver, build_drivers
+from .ids import IdGenerator, RandomIds
+from .metering import JsonlSink, MeteringSink, NoSink
+from .operations import all_operations
+from .runner import TaskRunner
+from .services.billing import Billing
+from .services.capacity import Capacity
+from .services.clusters import Clusters
+from .services.context import CloudContext
+from .services.health import check_vpods
+from .services.hosts import Hosts
+from .services.projects import Projects
+from .services.tasks import Tasks
+from .services.volumes import Volumes
+from .settings import CloudSettings
+from .vipu import VipuPort
+
+log = logging.getLogger("vpod.cloud")
+
+
+@dataclass
+class Cloud:
+    ctx: CloudContext
+    projects: Projects
+    clusters: Clusters
+    volumes: Volumes
+    tasks: Tasks
+    billing: Billing
+    hosts: Hosts
+    capacity: Capacity
+    runner: TaskRunner
+
+    async def start(self) -> str | None:
+        """Start running tasks; make the first admin token if there is none (returned)."""
+        token = await self.projects.ensure_admin_token(self.ctx.settings.admin_token_path)
+        if token is not None:
+            log.warning(
+                "cloud: first administrator token written to %s",
+                self.ctx.settings.admin_token_path,
+            )
+        await self.runner.start()
+        if not self.ctx.controller.settings.secure:
+            log.warning(
+                "cloud: the controller runs without --secure, so a vPOD's V-IPU user can see"
+                " every allocation; run it with --secure to isolate tenants"
+            )
+        return token
+
+    async def stop(self) -> None:
+        await self.runner.stop()
+
+
+def build_cloud(
+    controller: Controller,
+    settings: CloudSettings,
+    *,
+    clock: Clock | None = None,
+    ids: IdGenerator | None = None,
+    compute: ComputeDriver | None = None,
+    volumes: VolumeDriver | None = None,
+    sink: MeteringSink | None = None,
+) -> Cloud:
+    default_compute, default_volumes = build_drivers(settings)
+    if sink is None:
+        sink = (
+            JsonlSink(settings.cloud_dir / "metering.jsonl")
+            if settings.metering_sink == "jsonl"
+            else NoSink()
+        )
+    vipu = VipuPort(controller, settings.vipu_clusters)
+    ctx = CloudContext(
+        settings=settings,
+        controller=controller,
+        store=CloudStore.of(controller.ctx.db.store),
+        clock=clock or controller.ctx.clock,
+        ids=ids or RandomIds(),
+        compute=compute or default_compute,
+        volumes=volumes or default_volumes,
+        vipu=vipu,
+        sink=sink,
+    )
+    holder = controller.settings.replica_id or "vpod-cloud"
+    runner = TaskRunner(ctx, all_operations(), holder=holder)
+    runner.on_health_check(lambda: check_vpods(ctx))
+    ctx.submit = runner.submit
+    capacity = Capacity(ctx)
+    clusters = Clusters(ctx, capacity)
+    return Cloud(
+        ctx=ctx,
+        projects=Projects(ctx),
+        clusters=clusters,
+        volumes=Volumes(ctx, clusters),
+        tasks=Tasks(ctx, runner.wait),
+        billing=Billing(ctx),
+        hosts=Hosts(ctx),
+        capacity=capacity,
+        runner=runner,
+    )

@@ -1,0 +1,135 @@
+"""What the cloud asks of compute and volume back ends: two small Protocols.
+
+The embedded default is :mod:`.local_compute` and :mod:`.local_volumes`; an
+OpenStack pair would implement the same calls (see docs/cloud.md, "Drivers"):
+
+=====================  ===============================  ==============================
+call                   local                            OpenStack
+=====================  ===============================  ==============================
+``create_server``      a workspace directory            Nova boot (Ironic for bare metal)
+``shelve``/``unshelve`` mark offloaded / back            Nova shelve-offload / unshelve
+``stop``/``start``     mark SHUTOFF / ACTIVE            Nova stop / start (bare metal)
+``rebuild``            re-image the workspace           Nova rebuild
+``setup``              write env, hosts, vipu-cli.hcl   cloud-init / ssh script
+``shell``              a local bash in the workspace    ssh to the floating IP
+volume ``create``      a directory                      Cinder create
+volume ``attach``      a link under ``/mnt``             Nova volume attachment
+=====================  ===============================  ==============================
+
+Every call is idempotent (creating what exists, or deleting what is gone,
+succeeds), because a task interrupted by a controller restart runs again
+from the start. Failures raise :class:`DriverError` with a sentence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+class DriverError(Exception):
+    """A back end could not do what was asked; the message says what and why."""
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    server_id: str
+    name: str
+    """Host name, e.g. ``train-1-poplar-1``."""
+    cluster_id: str
+    cluster_name: str
+    image: str
+    flavor: str
+    bare_metal: bool
+    address: str
+    """Private address on the cluster's network."""
+    host_id: str | None = None
+    """The registered host it must run on (bare metal, GPU VMs)."""
+    boot_volume_id: str | None = None
+    """VMs boot from a volume; bare metal from its local disk."""
+
+
+@dataclass(frozen=True)
+class VipuAccess:
+    """How a Poplar server reaches the V-IPU controller, for ``vipu`` and Poplar."""
+
+    host: str
+    port: int
+    user_id: str
+    access_key: str | None
+    """None: keep the key the server already holds (resume, reconfiguration)."""
+
+
+@dataclass(frozen=True)
+class ServerSetup:
+    """What POST_DEPLOY_SETUP puts on a server."""
+
+    cluster_name: str
+    peers: tuple[tuple[str, str], ...]
+    """(host name, address) of every server of the cluster."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    vipu: VipuAccess | None = None
+
+
+@dataclass(frozen=True)
+class SetupResult:
+    has_vipu_credentials: bool
+    """False when ``vipu.access_key`` was None and the server holds no key: issue one."""
+
+
+@dataclass(frozen=True)
+class ShellAccess:
+    """How to open a shell on a server: a local process, or ssh."""
+
+    kind: str
+    """``local`` (run ``command`` with ``env`` in ``cwd``) or ``ssh``."""
+    cwd: str = ""
+    env: Mapping[str, str] = field(default_factory=dict)
+    command: tuple[str, ...] = ()
+    """The interactive shell; a one-off command is run with ``bash -c`` in the same env."""
+    host: str = ""
+    port: int = 22
+    user: str = ""
+
+
+class ComputeDriver(Protocol):
+    name: str
+
+    async def create_server(self, spec: ServerSpec) -> None: ...
+
+    async def delete_server(self, server_id: str) -> None: ...
+
+    async def shelve(self, server_id: str) -> None:
+        """Release the server's compute, keeping its boot volume (VMs)."""
+
+    async def unshelve(self, server_id: str) -> None: ...
+
+    async def stop(self, server_id: str) -> None:
+        """Power off, keeping the machine (bare metal)."""
+
+    async def start(self, server_id: str) -> None: ...
+
+    async def rebuild(self, server_id: str, image: str) -> None:
+        """Re-image the boot disk; attached data volumes stay."""
+
+    async def reboot(self, server_id: str) -> None: ...
+
+    async def setup(self, server_id: str, setup: ServerSetup) -> SetupResult: ...
+
+    async def shell(self, server_id: str) -> ShellAccess: ...
+
+
+class VolumeDriver(Protocol):
+    name: str
+
+    async def create(
+        self, volume_id: str, size_gib: int, volume_type: str, image: str | None
+    ) -> None: ...
+
+    async def delete(self, volume_id: str) -> None: ...
+
+    async def attach(self, volume_id: str, server_id: str, mount_name: str) -> str:
+        """Attach to a server; returns where it appears there (device or mount point)."""
+
+    async def detach(self, volume_id: str, server_id: str) -> None: ...

@@ -1,0 +1,232 @@
+"""The embedded compute driver: a server is a sandboxed workspace on this host.
+
+A server is a directory tree (see :mod:`.workspace`) with its own HOME,
+environment and ``vipu-cli.hcl``; ``vpod cluster ssh`` runs a real ``bash``
+there, started with a clean environment (only the server's variables, plus
+``TERM`` and ``LANG`` of the terminal), HOME and working directory inside
+the workspace. That is the sandbox: separate HOME, environment and working
+directory. It is not a security boundary against a hostile tenant on the same
+host (no namespaces: bubblewrap is not required by the embedded default); an
+OpenStack driver gives each server its own VM or machine.
+
+Shelving (suspension) keeps the server's root, which lives on its boot
+volume, and marks the server SHELVED_OFFLOADED: it has no shell until
+unshelved. Bare-metal servers are stopped instead (SHUTOFF), keeping their
+local disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from .base import DriverError, ServerSetup, ServerSpec, SetupResult, ShellAccess
+from .workspace import (
+    Layout,
+    parse_env,
+    parse_hcl,
+    read_json,
+    render_bashrc,
+    render_env,
+    render_hcl,
+    write_json,
+    write_private,
+)
+
+T = TypeVar("T")
+
+ACTIVE, SHUTOFF, SHELVED = "ACTIVE", "SHUTOFF", "SHELVED_OFFLOADED"
+HCL_PATH = "etc/vipu/vipu-cli.hcl"
+ENV_PATH = "etc/environment"
+PASSED_THROUGH = ("TERM", "LANG", "LC_ALL", "COLORTERM")
+"""Variables of the caller's terminal a shell keeps; everything else comes from the server."""
+
+
+def _default_path() -> str:
+    """PATH of a server: this installation's scripts (vipu, vipu-admin...), then the system's."""
+    return ":".join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"])
+
+
+class LocalCompute:
+    name = "local"
+
+    def __init__(self, layout: Layout, *, path: str | None = None) -> None:
+        self._layout = layout
+        self._path = path or _default_path()
+
+    async def _run(self, fn: Callable[[], T]) -> T:
+        try:
+            return await asyncio.to_thread(fn)
+        except OSError as exc:
+            raise DriverError(f"local compute: {exc}") from exc
+
+    # -- life cycle ---------------------------------------------------------------------------
+
+    async def create_server(self, spec: ServerSpec) -> None:
+        await self._run(lambda: self._create(spec))
+
+    def _create(self, spec: ServerSpec) -> None:
+        server_dir = self._layout.server_dir(spec.server_id)
+        state_path = server_dir / "state.json"
+        if read_json(state_path) is not None:
+            return
+        server_dir.mkdir(parents=True, exist_ok=True)
+        if spec.boot_volume_id is not None:
+            target = self._layout.volume_data(spec.boot_volume_id)
+            if not target.is_dir():
+                raise DriverError(
+                    f"boot volume {spec.boot_volume_id} of server {spec.name} does not exist"
+                )
+        else:
+            target = server_dir / "disk"
+            target.mkdir(exist_ok=True)
+        root = server_dir / "root"
+        if not root.is_symlink():
+            root.symlink_to(target, target_is_directory=True)
+        if not (root / "etc" / "image").exists():
+            _install_image(root, spec.image, spec.name)
+        write_json(
+            state_path,
+            {
+                "status": ACTIVE,
+                "image": spec.image,
+                "name": spec.name,
+                "cluster": spec.cluster_name,
+                "bare_metal": spec.bare_metal,
+                "host": spec.host_id,
+                "address": spec.address,
+            },
+        )
+
+    async def delete_server(self, server_id: str) -> None:
+        await self._run(lambda: shutil.rmtree(self._layout.server_dir(server_id), True))
+
+    def _set_status(self, server_id: str, status: str) -> None:
+        state = self._state(server_id)
+        state["status"] = status
+        write_json(self._layout.server_dir(server_id) / "state.json", state)
+
+    def _state(self, server_id: str) -> dict[str, object]:
+        state = read_json(self._layout.server_dir(server_id) / "state.json")
+        if state is None:
+            raise DriverError(f"server {server_id} does not exist on this host")
+        return state
+
+    async def shelve(self, server_id: str) -> None:
+        await self._run(lambda: self._set_status(server_id, SHELVED))
+
+    async def unshelve(self, server_id: str) -> None:
+        await self._run(lambda: self._set_status(server_id, ACTIVE))
+
+    async def stop(self, server_id: str) -> None:
+        await self._run(lambda: self._set_status(server_id, SHUTOFF))
+
+    async def start(self, server_id: str) -> None:
+        await self._run(lambda: self._set_status(server_id, ACTIVE))
+
+    async def rebuild(self, server_id: str, image: str) -> None:
+        await self._run(lambda: self._rebuild(server_id, image))
+
+    def _rebuild(self, server_id: str, image: str) -> None:
+        state = self._state(server_id)
+        root = self._layout.server_root(server_id)
+        for entry in root.iterdir():
+            if entry.name == "mnt":
+                continue  # attached data volumes stay attached
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+        _install_image(root, image, str(state.get("name", server_id)))
+        state.update(image=image, status=ACTIVE)
+        write_json(self._layout.server_dir(server_id) / "state.json", state)
+
+    async def reboot(self, server_id: str) -> None:
+        def reboot() -> None:
+            self._state(server_id)
+            tmp = self._layout.server_root(server_id) / "tmp"
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir(parents=True, exist_ok=True)
+            self._set_status(server_id, ACTIVE)
+
+        await self._run(reboot)
+
+    # -- setup and shell ----------------------------------------------------------------------
+
+    async def setup(self, server_id: str, setup: ServerSetup) -> SetupResult:
+        return await self._run(lambda: self._setup(server_id, setup))
+
+    def _setup(self, server_id: str, setup: ServerSetup) -> SetupResult:
+        state = self._state(server_id)
+        root = self._layout.server_root(server_id)
+        name = str(state.get("name", server_id))
+        hosts = "".join(f"{address}\t{host}\n" for host, address in setup.peers)
+        (root / "etc" / "hosts").write_text("127.0.0.1\tlocalhost\n" + hosts)
+        env = {
+            "HOME": str(root / "home"),
+            "PATH": self._path,
+            "VPOD_CLUSTER": setup.cluster_name,
+            "VPOD_SERVER": name,
+            **setup.env,
+        }
+        has_key = True
+        if setup.vipu is not None:
+            hcl_path = root / HCL_PATH
+            existing = parse_hcl(hcl_path.read_text()) if hcl_path.exists() else {}
+            key = setup.vipu.access_key or existing.get("api-access-key")
+            has_key = bool(key) and (
+                setup.vipu.access_key is not None
+                or existing.get("api-user-id") == setup.vipu.user_id
+            )
+            values: dict[str, str | int] = {
+                "api-host": setup.vipu.host,
+                "api-port": setup.vipu.port,
+                "api-user-id": setup.vipu.user_id,
+            }
+            if has_key and key:
+                values["api-access-key"] = key
+            write_private(hcl_path, render_hcl(values))
+            env.update(
+                VIPU_CLI_CONFIG=str(hcl_path),
+                IPUOF_VIPU_API_HOST=setup.vipu.host,
+                IPUOF_VIPU_API_PORT=str(setup.vipu.port),
+            )
+        (root / "etc" / "environment").write_text(render_env(env))
+        (root / "home" / ".bashrc").write_text(
+            render_bashrc(setup.cluster_name, name, root / ENV_PATH)
+        )
+        return SetupResult(has_vipu_credentials=has_key)
+
+    async def shell(self, server_id: str) -> ShellAccess:
+        return await self._run(lambda: self._shell(server_id))
+
+    def _shell(self, server_id: str) -> ShellAccess:
+        state = self._state(server_id)
+        if state.get("status") != ACTIVE:
+            raise DriverError(
+                f"server {state.get('name', server_id)} is {state.get('status')}: it has no"
+                " shell until it runs again (resume or start the cluster)"
+            )
+        root = self._layout.server_root(server_id).resolve()
+        env_file = root / ENV_PATH
+        env = parse_env(env_file.read_text()) if env_file.exists() else {}
+        env.setdefault("HOME", str(root / "home"))
+        env.setdefault("PATH", self._path)
+        return ShellAccess(
+            kind="local",
+            cwd=str(root / "home"),
+            env=env,
+            command=("bash", "--rcfile", str(root / "home" / ".bashrc"), "-i"),
+        )
+
+
+def _install_image(root: Path, image: str, host_name: str) -> None:
+    """Lay down what a freshly imaged server holds."""
+    for sub in ("etc/vipu", "home", "mnt", "tmp"):
+        (root / sub).mkdir(parents=True, exist_ok=True)
+    (root / "etc" / "image").write_text(image + "\n")
+    (root / "etc" / "hostname").write_text(host_name + "\n")

@@ -1,0 +1,80 @@
+"""The embedded volume driver: a volume is a directory; attaching links it into a server.
+
+Sizes are recorded, not enforced (a directory has no size limit): the
+emulated cloud bills and counts GiB as a real one would. A boot volume is
+the root a VM server lives in (the local compute driver links it); a data
+volume appears in the server as ``/mnt/<volume name>``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from collections.abc import Callable
+from typing import TypeVar
+
+from .base import DriverError
+from .workspace import Layout, read_json, write_json
+
+T = TypeVar("T")
+
+
+class LocalVolumes:
+    name = "local"
+
+    def __init__(self, layout: Layout) -> None:
+        self._layout = layout
+
+    async def _run(self, fn: Callable[[], T]) -> T:
+        try:
+            return await asyncio.to_thread(fn)
+        except OSError as exc:
+            raise DriverError(f"local volumes: {exc}") from exc
+
+    async def create(
+        self, volume_id: str, size_gib: int, volume_type: str, image: str | None
+    ) -> None:
+        def create() -> None:
+            meta = self._layout.volume_dir(volume_id) / "meta.json"
+            if read_json(meta) is not None:
+                return
+            self._layout.volume_data(volume_id).mkdir(parents=True, exist_ok=True)
+            write_json(meta, {"size_gib": size_gib, "type": volume_type, "image": image})
+
+        await self._run(create)
+
+    async def delete(self, volume_id: str) -> None:
+        await self._run(lambda: shutil.rmtree(self._layout.volume_dir(volume_id), True))
+
+    async def attach(self, volume_id: str, server_id: str, mount_name: str) -> str:
+        def attach() -> str:
+            data = self._layout.volume_data(volume_id)
+            if not data.is_dir():
+                raise DriverError(f"volume {volume_id} does not exist on this host")
+            root = self._layout.server_root(server_id)
+            if not root.exists():
+                raise DriverError(f"server {server_id} does not exist on this host")
+            mount = root / "mnt" / mount_name
+            mount.parent.mkdir(parents=True, exist_ok=True)
+            if mount.is_symlink() and mount.resolve() == data.resolve():
+                return f"/mnt/{mount_name}"
+            if mount.exists() or mount.is_symlink():
+                raise DriverError(
+                    f"/mnt/{mount_name} on server {server_id} is taken by something else"
+                )
+            mount.symlink_to(data, target_is_directory=True)
+            return f"/mnt/{mount_name}"
+
+        return await self._run(attach)
+
+    async def detach(self, volume_id: str, server_id: str) -> None:
+        def detach() -> None:
+            data = self._layout.volume_data(volume_id).resolve()
+            mnt = self._layout.server_root(server_id) / "mnt"
+            if not mnt.is_dir():
+                return
+            for entry in mnt.iterdir():
+                if entry.is_symlink() and entry.resolve() == data:
+                    entry.unlink()
+
+        await self._run(detach)

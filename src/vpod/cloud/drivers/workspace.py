@@ -1,0 +1,131 @@
+"""The files a server holds, in the local drivers' layout (what a Poplar server would have).
+
+Layout under the cloud directory (``DATA_DIR/cloud``)::
+
+    servers/<server-id>/state.json       status, image, host name (the driver's own record)
+    servers/<server-id>/root             the server's file system: a link to its boot
+                                         volume (VMs) or to servers/<server-id>/disk (bare metal)
+    volumes/<volume-id>/meta.json        size, type, image
+    volumes/<volume-id>/data/            the volume's contents
+
+and inside a server's root::
+
+    etc/image  etc/hostname  etc/hosts   what it runs, what it is called, its peers
+    etc/environment                      IPUOF_VIPU_API_HOST/PORT, VIPU_CLI_CONFIG, ...
+    etc/vipu/vipu-cli.hcl                api-host, api-port, api-user-id, api-access-key (0600)
+    home/                                HOME of the shell, with a .bashrc that reads the env
+    mnt/<volume-name>                    attached data volumes (links)
+    tmp/                                 emptied by reboot
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Paths of the local drivers under one cloud directory."""
+
+    base: Path
+
+    def server_dir(self, server_id: str) -> Path:
+        return self.base / "servers" / server_id
+
+    def server_root(self, server_id: str) -> Path:
+        return self.server_dir(server_id) / "root"
+
+    def volume_dir(self, volume_id: str) -> Path:
+        return self.base / "volumes" / volume_id
+
+    def volume_data(self, volume_id: str) -> Path:
+        return self.volume_dir(volume_id) / "data"
+
+
+def write_json(path: Path, value: Any) -> None:
+    """Write atomically (temp file, then rename), so a crash never leaves half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(value, indent=2, sort_keys=True) + "\n")
+    tmp.replace(path)
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        loaded = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    return loaded if isinstance(loaded, dict) else None
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write a secret-holding file readable by its owner only."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+    tmp.replace(path)
+
+
+# -- vipu-cli.hcl -----------------------------------------------------------------------------
+
+_HCL_LINE = re.compile(r'^\s*([A-Za-z][A-Za-z0-9_-]*)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|(\S+))')
+
+
+def render_hcl(values: Mapping[str, str | int]) -> str:
+    lines = ["# written by the vpod cloud for this vPOD; vipu reads it via VIPU_CLI_CONFIG"]
+    for key, value in values.items():
+        if isinstance(value, int):
+            lines.append(f"{key} = {value}")
+        else:
+            escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+            lines.append(f'{key} = "{escaped}"')
+    return "\n".join(lines) + "\n"
+
+
+def parse_hcl(text: str) -> dict[str, str]:
+    values = {}
+    for line in text.splitlines():
+        match = _HCL_LINE.match(line)
+        if match:
+            quoted, bare = match[2], match[3]
+            values[match[1]] = (
+                quoted.replace('\\"', '"').replace("\\\\", "\\") if quoted is not None else bare
+            )
+    return values
+
+
+# -- environment ----------------------------------------------------------------------------
+
+
+def render_env(env: Mapping[str, str]) -> str:
+    """``KEY='value'`` lines, shell-quoted: ``set -a; . etc/environment`` exports them."""
+    return "".join(f"{key}={shlex.quote(value)}\n" for key, value in sorted(env.items()))
+
+
+def parse_env(text: str) -> dict[str, str]:
+    env = {}
+    for line in text.splitlines():
+        if "=" not in line or line.lstrip().startswith("#"):
+            continue
+        key, _, value = line.partition("=")
+        parts = shlex.split(value) if value else [""]
+        env[key.strip()] = parts[0] if parts else ""
+    return env
+
+
+def render_bashrc(cluster_name: str, host_name: str, env_file: Path) -> str:
+    return (
+        "# written by the vpod cloud: the environment of this server\n"
+        f"set -a; . {shlex.quote(str(env_file))}; set +a\n"
+        f"PS1='[{cluster_name}] {host_name}:\\w\\$ '\n"
+        'cd "$HOME"\n'
+    )

@@ -1,0 +1,104 @@
+"""Metering entries for every state change of a billed resource, and where copies go.
+
+The entries in the store are the record invoices are computed from
+(:mod:`.billing`); a *sink* receives a copy of each entry once it is
+committed, for an external billing system (``jsonl``: one JSON object per
+line in ``DATA_DIR/cloud/metering.jsonl``; ``none``: no copy).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Protocol
+
+from vpod.store.cloud_records import ClusterRecord, MeterEntry, VolumeRecord
+
+from .flavors import VOLUME_PRICE_PER_GIB_HOUR, find_flavor, volume_item
+from .states import ClusterStatus, VolumeStatus, billable, volume_billable
+
+
+def cluster_entry(
+    cluster: ClusterRecord,
+    status: ClusterStatus,
+    at: datetime,
+    *,
+    server_count: int | None = None,
+    holds_servers: bool = True,
+) -> MeterEntry:
+    """The entry for ``cluster`` entering ``status`` at ``at``."""
+    flavor = find_flavor(cluster.flavor)
+    count = cluster.server_count if server_count is None else server_count
+    return MeterEntry(
+        time=at,
+        project_id=cluster.project_id,
+        resource_type="cluster",
+        resource_id=cluster.id,
+        resource_name=cluster.name,
+        item=flavor.name,
+        quantity=flavor.meter_quantity(count),
+        unit_price_per_hour=flavor.price_per_hour,
+        billable=billable(flavor, status, holds_servers=holds_servers),
+        state=status.value,
+    )
+
+
+def volume_entry(volume: VolumeRecord, status: VolumeStatus, at: datetime) -> MeterEntry:
+    return MeterEntry(
+        time=at,
+        project_id=volume.project_id,
+        resource_type="volume",
+        resource_id=volume.id,
+        resource_name=volume.name,
+        item=volume_item(volume.volume_type),
+        quantity=volume.size_gib,
+        unit_price_per_hour=VOLUME_PRICE_PER_GIB_HOUR[volume.volume_type],
+        billable=volume_billable(status),
+        state=status.value,
+    )
+
+
+class MeteringSink(Protocol):
+    def publish(self, entries: Sequence[MeterEntry]) -> None: ...
+
+
+class NoSink:
+    def publish(self, _entries: Sequence[MeterEntry]) -> None:
+        return None
+
+
+class JsonlSink:
+    """Appends each entry as one JSON line (prices as decimal strings, times in ISO 8601)."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._lock = threading.Lock()
+
+    def publish(self, entries: Sequence[MeterEntry]) -> None:
+        if not entries:
+            return
+        lines = "".join(
+            json.dumps(
+                {
+                    "time": e.time.isoformat(),
+                    "project_id": e.project_id,
+                    "resource_type": e.resource_type,
+                    "resource_id": e.resource_id,
+                    "resource_name": e.resource_name,
+                    "item": e.item,
+                    "quantity": e.quantity,
+                    "unit_price_per_hour": str(e.unit_price_per_hour),
+                    "billable": e.billable,
+                    "state": e.state,
+                }
+            )
+            + "\n"
+            for e in entries
+        )
+        with self._lock:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            with self._path.open("a") as handle:
+                handle.write(lines)

@@ -1,0 +1,295 @@
+"""Steps several operations share, each idempotent: running it twice does it once.
+
+A step looks at what exists (store rows, driver state) before acting, so a
+task that a controller restart interrupted can simply run again from the
+start: servers already created are not created again, an allocation that
+exists is reused, a volume already attached stays attached.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Sequence
+
+from vpod.controller import errors
+from vpod.placement import Rejected
+from vpod.store.cloud_records import ClusterRecord, ServerRecord, VolumeRecord
+from vpod.store.errors import Conflict
+
+from ..drivers import ServerSetup, ServerSpec, VipuAccess
+from ..flavors import Flavor, HostRole, find_flavor
+from ..host_placement import HostView, place_servers
+from ..metering import cluster_entry, volume_entry
+from ..runner import Job
+from ..states import ClusterStatus, ServerStatus, VolumeStatus
+from ..vipu import saved_spec, user_id_of
+
+PLACE_ATTEMPTS = 3
+
+
+def flavor_of(cluster: ClusterRecord) -> Flavor:
+    return find_flavor(cluster.flavor)
+
+
+async def servers_of(job: Job, cluster_id: str) -> list[ServerRecord]:
+    return await job.ctx.db(job.ctx.store.list_servers, [cluster_id])
+
+
+async def volumes_of(job: Job, cluster_id: str) -> list[VolumeRecord]:
+    return await job.ctx.db(job.ctx.store.list_volumes, cluster_id=cluster_id)
+
+
+def server_address(cluster: ClusterRecord, position: int) -> str:
+    network = ipaddress.ip_network(cluster.network.get("cidr", "10.0.0.0/24"))
+    return str(network.network_address + 10 + position)
+
+
+def boot_volume_of(server: ServerRecord, volumes: Sequence[VolumeRecord]) -> VolumeRecord | None:
+    return next((v for v in volumes if v.boot and v.server_id == server.id), None)
+
+
+async def set_status(
+    job: Job, cluster: ClusterRecord, status: ClusterStatus, *, holds_servers: bool = True
+) -> ClusterRecord:
+    """Move the cluster to ``status`` now, with its metering entry."""
+    entry = cluster_entry(cluster, status, job.now, holds_servers=holds_servers)
+    updated = await job.ctx.db(
+        job.ctx.store.update_cluster,
+        cluster.id,
+        meter=[entry],
+        status=status.value,
+        updated_at=job.now,
+    )
+    job.ctx.published([entry])
+    return updated
+
+
+async def set_server_status(job: Job, server: ServerRecord, status: ServerStatus) -> None:
+    await job.ctx.db(
+        job.ctx.store.update_server, server.id, status=status.value, updated_at=job.now
+    )
+
+
+# -- hosts --------------------------------------------------------------------------------------
+
+
+async def place_on_hosts(job: Job, cluster: ClusterRecord, servers: Sequence[ServerRecord]) -> None:
+    """Give each server without a host the host slots its flavor needs (NoCapacity if none)."""
+    flavor = flavor_of(cluster)
+    if flavor.host_role is None:
+        return
+    waiting = [s for s in servers if s.host_id is None]
+    if not waiting:
+        return
+    store = job.ctx.store
+    for _ in range(PLACE_ATTEMPTS):
+        usage = await job.ctx.db(store.list_host_usage)
+        views = [
+            HostView(
+                id=u.host.id,
+                role=HostRole(u.host.role),
+                model=u.host.model,
+                fabric=u.host.fabric,
+                slots=u.host.slots,
+                free=u.free,
+                enabled=u.host.enabled,
+            )
+            for u in usage
+        ]
+        chosen = place_servers(views, flavor, len(waiting), fabric=cluster.fabric)
+        if isinstance(chosen, Rejected):
+            raise errors.NoCapacity(f"no capacity for cluster {cluster.name}: {chosen}")
+        try:
+            for server, choice in zip(waiting, chosen, strict=True):
+                await job.ctx.db(store.take_slots, server.id, choice.host_id, choice.slots)
+        except Conflict:
+            for server in waiting:
+                await job.ctx.db(store.release_slots, server.id)
+            continue
+        fabric = chosen[0].fabric if flavor.infiniband else None
+        if fabric and fabric != cluster.fabric:
+            await job.ctx.db(store.update_cluster, cluster.id, fabric=fabric)
+        return
+    raise errors.Unavailable(
+        f"cluster {cluster.name}: other requests kept taking the chosen hosts; retry"
+    )
+
+
+# -- servers and volumes --------------------------------------------------------------------
+
+
+async def build_servers(job: Job, cluster: ClusterRecord, servers: Sequence[ServerRecord]) -> None:
+    """Create boot volumes and servers that do not exist yet; mark them ACTIVE."""
+    flavor = flavor_of(cluster)
+    volumes = await volumes_of(job, cluster.id)
+    for server in servers:
+        boot = boot_volume_of(server, volumes)
+        if boot is not None and boot.status == VolumeStatus.CREATING:
+            await job.ctx.volumes.create(boot.id, boot.size_gib, boot.volume_type, boot.image)
+            await _volume_status(job, boot, VolumeStatus.IN_USE)
+        await job.ctx.compute.create_server(
+            ServerSpec(
+                server_id=server.id,
+                name=server.name,
+                cluster_id=cluster.id,
+                cluster_name=cluster.name,
+                image=server.image,
+                flavor=flavor.name,
+                bare_metal=flavor.bare_metal,
+                address=server.address,
+                host_id=server.host_id,
+                boot_volume_id=boot.id if boot is not None else None,
+            )
+        )
+        if server.status != ServerStatus.ACTIVE:
+            await set_server_status(job, server, ServerStatus.ACTIVE)
+
+
+async def _volume_status(job: Job, volume: VolumeRecord, status: VolumeStatus) -> VolumeRecord:
+    entry = volume_entry(volume, status, job.now)
+    updated = await job.ctx.db(
+        job.ctx.store.update_volume, volume.id, meter=[entry], status=status.value,
+        updated_at=job.now,
+    )  # fmt: skip
+    job.ctx.published([entry])
+    return updated
+
+
+async def attach_data_volumes(
+    job: Job, cluster: ClusterRecord, servers: Sequence[ServerRecord], volume_ids: Sequence[str]
+) -> None:
+    """Create (if new) and attach the cluster's data volumes to its first server."""
+    if not volume_ids or not servers:
+        return
+    target = servers[0]
+    for volume_id in volume_ids:
+        volume = await job.ctx.db(job.ctx.store.get_volume, volume_id)
+        if volume.status == VolumeStatus.CREATING:
+            await job.ctx.volumes.create(volume.id, volume.size_gib, volume.volume_type, None)
+            volume = await _volume_status(job, volume, VolumeStatus.ATTACHING)
+        await job.ctx.volumes.attach(volume.id, target.id, volume.name)
+        if volume.status != VolumeStatus.IN_USE or volume.server_id != target.id:
+            await job.ctx.db(
+                job.ctx.store.update_volume, volume.id, cluster_id=cluster.id,
+                server_id=target.id, updated_at=job.now,
+            )  # fmt: skip
+            await _volume_status(job, volume, VolumeStatus.IN_USE)
+
+
+async def remove_servers(
+    job: Job, servers: Sequence[ServerRecord], *, delete_data_volumes: bool
+) -> None:
+    """Delete servers: detach their data volumes (or delete them), delete boot volumes."""
+    for server in servers:
+        for volume in await volumes_of(job, server.cluster_id):
+            if volume.server_id != server.id:
+                continue
+            if volume.boot or volume.delete_with_cluster or delete_data_volumes:
+                await delete_volume(job, volume, server_id=server.id)
+            else:
+                await job.ctx.volumes.detach(volume.id, server.id)
+                await job.ctx.db(
+                    job.ctx.store.update_volume, volume.id, cluster_id=None, server_id=None,
+                    updated_at=job.now,
+                )  # fmt: skip
+                await _volume_status(job, volume, VolumeStatus.AVAILABLE)
+        await job.ctx.compute.delete_server(server.id)
+        await job.ctx.db(job.ctx.store.delete_server, server.id)
+
+
+async def delete_volume(job: Job, volume: VolumeRecord, *, server_id: str | None = None) -> None:
+    if server_id is not None and not volume.boot:
+        await job.ctx.volumes.detach(volume.id, server_id)
+    await job.ctx.volumes.delete(volume.id)
+    entry = volume_entry(volume, VolumeStatus.DELETED, job.now)
+    await job.ctx.db(job.ctx.store.delete_volume, volume.id, [entry])
+    job.ctx.published([entry])
+
+
+# -- configuration --------------------------------------------------------------------------
+
+
+def _gpu_env(cluster: ClusterRecord, flavor: Flavor) -> dict[str, str]:
+    return {
+        "CUDA_VISIBLE_DEVICES": ",".join(str(i) for i in range(flavor.gpus_per_server)),
+        "VPOD_GPU_MODEL": flavor.host_model or "",
+        "VPOD_IB_FABRIC": cluster.fabric or "",
+    }
+
+
+async def configure_servers(
+    job: Job, cluster: ClusterRecord, servers: Sequence[ServerRecord]
+) -> None:
+    """POST_DEPLOY_SETUP: environment, peers and, for vPODs, vipu-cli.hcl on every server.
+
+    The V-IPU access key is written only to the servers (never to the store):
+    a key created by this task is used if the task still holds it; servers
+    that already hold the user's key keep it; if any server lacks one (a
+    restart lost the new key, a rebuild wiped it), a new key is issued and
+    written to every server.
+    """
+    flavor = flavor_of(cluster)
+    peers = tuple((s.name, s.address) for s in servers)
+    compute = job.ctx.compute
+    if not flavor.is_vpod:
+        for server in servers:
+            await compute.setup(
+                server.id, ServerSetup(cluster.name, peers, _gpu_env(cluster, flavor))
+            )
+        return
+    host, port = await job.ctx.vipu.user_api()
+    user_id = cluster.vipu_user_id or user_id_of(cluster.id)
+
+    async def write(key: str | None) -> bool:
+        access = VipuAccess(host=host, port=port, user_id=user_id, access_key=key)
+        results = [
+            await compute.setup(server.id, ServerSetup(cluster.name, peers, vipu=access))
+            for server in servers
+        ]
+        return all(r.has_vipu_credentials for r in results)
+
+    if not await write(job.secrets.get("vipu_key")):
+        job.secrets["vipu_key"] = await job.ctx.vipu.new_key(user_id)
+        await write(job.secrets["vipu_key"])
+
+
+# -- the V-IPU side of a vPOD ---------------------------------------------------------------
+
+
+async def save_and_remove_partitions(job: Job, cluster: ClusterRecord) -> ClusterRecord:
+    """Keep every partition's spec on the cluster, then remove the partitions (idempotent).
+
+    Specs are stored before anything is removed and merged with what an
+    earlier, interrupted attempt saved, so a restart never loses one.
+    """
+    allocation_id = cluster.allocation_id
+    if allocation_id is None:
+        return cluster
+    saved = {p["id"]: p for p in cluster.saved_partitions or []}
+    for _ in range(3):
+        records = await job.ctx.vipu.partitions(allocation_id)
+        if not records:
+            break
+        for record in records:
+            saved.setdefault(record.id, saved_spec(record))
+        cluster = await job.ctx.db(
+            job.ctx.store.update_cluster, cluster.id, saved_partitions=list(saved.values())
+        )
+        for record in records:
+            await job.ctx.vipu.remove_partition(record.id)
+    if cluster.saved_partitions is None:
+        cluster = await job.ctx.db(job.ctx.store.update_cluster, cluster.id, saved_partitions=[])
+    return cluster
+
+
+async def release_vipu(job: Job, cluster: ClusterRecord, *, remove_user: bool) -> None:
+    """Remove the vPOD's partitions (not saved) and allocation, and its user if asked."""
+    user_id = cluster.vipu_user_id
+    if cluster.allocation_id is not None:
+        if user_id is not None:
+            await job.ctx.vipu.revoke(user_id, cluster.allocation_id)
+        for record in await job.ctx.vipu.partitions(cluster.allocation_id):
+            await job.ctx.vipu.remove_partition(record.id)
+        await job.ctx.vipu.remove_allocation(cluster.allocation_id)
+    if remove_user and user_id is not None:
+        await job.ctx.vipu.remove_user(user_id)

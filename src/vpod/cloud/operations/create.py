@@ -1,0 +1,126 @@
+"""Creating a cluster, phase by phase; rolled back to an ERROR cluster holding nothing on failure.
+
+vPOD (the spec's order): NETWORK (the network record), VIPU_CONTROLLER (the
+V-IPU allocation of the flavor's size and a V-IPU user scoped to it),
+IPU_SERVERS (the allocation's IPU-Machines answer), POPLAR_SERVERS (boot
+volumes, servers, data volumes), POST_DEPLOY_SETUP (``vipu-cli.hcl`` and the
+``IPUOF_VIPU_API_*`` environment on every server). GPU clusters skip the
+V-IPU phases and take host slots in POPLAR_SERVERS (the phase names the
+cluster's servers, whatever they are).
+"""
+
+from __future__ import annotations
+
+from vpod.controller import errors
+
+from ..metering import cluster_entry
+from ..runner import Job, Outcome
+from ..states import ClusterStatus, Phase, VolumeStatus
+from ..validation import network_cidr
+from ..vipu import allocation_id_of, user_id_of
+from .common import (
+    attach_data_volumes,
+    build_servers,
+    configure_servers,
+    delete_volume,
+    flavor_of,
+    place_on_hosts,
+    release_vipu,
+    remove_servers,
+    servers_of,
+    set_status,
+)
+
+
+class CreateCluster:
+    async def run(self, job: Job) -> Outcome:
+        ctx = job.ctx
+        cluster = await job.cluster()
+        flavor = flavor_of(cluster)
+        if cluster.status != ClusterStatus.CREATING:
+            cluster = await set_status(job, cluster, ClusterStatus.CREATING)
+
+        await job.phase(Phase.NETWORK)
+        if not cluster.network:
+            network = {
+                "name": f"{cluster.name}-net",
+                "cidr": network_cidr(cluster.id),
+                "interfaces": cluster.interfaces,
+            }
+            cluster = await ctx.db(ctx.store.update_cluster, cluster.id, network=network)
+
+        if flavor.is_vpod:
+            await job.phase(Phase.VIPU_CONTROLLER)
+            allocation = await ctx.vipu.ensure_allocation(
+                allocation_id_of(cluster.id), flavor.ipus, prefer=cluster.vipu_cluster_id
+            )
+            user_id = user_id_of(cluster.id)
+            cluster = await ctx.db(
+                ctx.store.update_cluster,
+                cluster.id,
+                allocation_id=allocation.id,
+                vipu_cluster_id=allocation.cluster_id,
+                vipu_user_id=user_id,
+            )
+            key = await ctx.vipu.ensure_user(user_id, allocation.id)
+            if key is not None:
+                job.secrets["vipu_key"] = key
+
+            await job.phase(Phase.IPU_SERVERS)
+            silent = await ctx.vipu.unreachable_agents(allocation)
+            if silent:
+                raise errors.Unavailable(
+                    f"the IPU-Machines of cluster {cluster.name} do not answer"
+                    f" ({', '.join(silent)}): retry once they are back"
+                )
+
+        await job.phase(Phase.POPLAR_SERVERS)
+        await place_on_hosts(job, cluster, await servers_of(job, cluster.id))
+        cluster = await job.cluster()
+        servers = await servers_of(job, cluster.id)
+        await build_servers(job, cluster, servers)
+        await attach_data_volumes(job, cluster, servers, job.params.get("data_volume_ids", []))
+
+        await job.phase(Phase.POST_DEPLOY_SETUP)
+        await configure_servers(job, cluster, servers)
+        entry = cluster_entry(cluster, ClusterStatus.ACTIVE, job.now)
+        return Outcome(
+            cluster_changes={"status": "ACTIVE", "error": "", "updated_at": job.now},
+            meter=[entry],
+        )
+
+    async def fail(self, job: Job, error: str) -> Outcome:
+        """Undo everything: the cluster stays, in ERROR, holding nothing and billed nothing."""
+        ctx = job.ctx
+        cluster = await job.cluster()
+        if flavor_of(cluster).is_vpod:
+            cluster = await ctx.db(
+                ctx.store.update_cluster,
+                cluster.id,
+                allocation_id=cluster.allocation_id or allocation_id_of(cluster.id),
+                vipu_user_id=cluster.vipu_user_id or user_id_of(cluster.id),
+            )
+            await release_vipu(job, cluster, remove_user=True)
+        await remove_servers(job, await servers_of(job, cluster.id), delete_data_volumes=False)
+        new_ids = set(job.params.get("new_volume_ids", []))
+        released: dict[str, dict[str, object]] = {}
+        for volume in await ctx.db(ctx.store.list_volumes, project_id=cluster.project_id):
+            if volume.id in new_ids:
+                await delete_volume(job, volume)
+            elif volume.id in job.params.get("data_volume_ids", []):
+                released[volume.id] = {
+                    "status": VolumeStatus.AVAILABLE.value,
+                    "cluster_id": None,
+                    "server_id": None,
+                }
+        entry = cluster_entry(cluster, ClusterStatus.ERROR, job.now, holds_servers=False)
+        return Outcome(
+            cluster_changes={
+                "status": "ERROR",
+                "error": error,
+                "allocation_id": None,
+                "updated_at": job.now,
+            },
+            volume_changes=released,
+            meter=[entry],
+        )

@@ -1,0 +1,170 @@
+"""Resize (GPU clusters), rebuild, reboot and delete.
+
+Resize: the API call already recorded the new server count (so quotas see
+it at once), the new servers (BUILD) and their boot volumes, or which
+servers go. CLUSTER_RESIZE takes host slots in the cluster's InfiniBand
+fabric and builds the new servers, or deletes the leaving ones (their data
+volumes are detached, not deleted); POST_DEPLOY_SETUP tells every server its
+new peers. A failed growth removes what it added and leaves the cluster
+ACTIVE at its old size; the task says why.
+
+Rebuild re-images every server (data volumes stay attached) and, for vPODs,
+writes a fresh ``vipu-cli.hcl`` with a new access key. Reboot restarts
+every server. Delete releases the V-IPU side, deletes servers and boot
+volumes, detaches data volumes (or deletes them when asked) and forgets the
+cluster; metering keeps its history.
+"""
+
+from __future__ import annotations
+
+from vpod.controller import errors
+
+from ..metering import cluster_entry
+from ..runner import Job, Outcome
+from ..states import ClusterStatus, Phase, ServerStatus
+from .common import (
+    build_servers,
+    configure_servers,
+    flavor_of,
+    place_on_hosts,
+    release_vipu,
+    remove_servers,
+    servers_of,
+    set_server_status,
+)
+
+
+class ResizeCluster:
+    async def run(self, job: Job) -> Outcome:
+        cluster = await job.cluster()
+        await job.phase(Phase.CLUSTER_RESIZE)
+        new_ids = set(job.params.get("new_server_ids", []))
+        leaving = set(job.params.get("remove_server_ids", []))
+        servers = await servers_of(job, cluster.id)
+        if new_ids:
+            await place_on_hosts(job, cluster, [s for s in servers if s.id in new_ids])
+            cluster = await job.cluster()
+            servers = await servers_of(job, cluster.id)
+            await build_servers(job, cluster, [s for s in servers if s.id in new_ids])
+        if leaving:
+            await remove_servers(
+                job, [s for s in servers if s.id in leaving], delete_data_volumes=False
+            )
+        remaining = await servers_of(job, cluster.id)
+        await job.phase(Phase.POST_DEPLOY_SETUP)
+        await configure_servers(job, cluster, remaining)
+        entry = cluster_entry(cluster, ClusterStatus.ACTIVE, job.now)
+        return Outcome(
+            cluster_changes={"status": "ACTIVE", "error": "", "updated_at": job.now},
+            meter=[entry],
+        )
+
+    async def fail(self, job: Job, error: str) -> Outcome:
+        cluster = await job.cluster()
+        new_ids = set(job.params.get("new_server_ids", []))
+        if not new_ids:
+            entry = cluster_entry(cluster, ClusterStatus.ERROR, job.now)
+            return Outcome(
+                cluster_changes={"status": "ERROR", "error": f"resize failed: {error}"},
+                meter=[entry],
+            )
+        servers = await servers_of(job, cluster.id)
+        await remove_servers(
+            job, [s for s in servers if s.id in new_ids], delete_data_volumes=False
+        )
+        previous = int(job.params["previous"])
+        flavor = flavor_of(cluster)
+        entry = cluster_entry(cluster, ClusterStatus.ACTIVE, job.now, server_count=previous)
+        return Outcome(
+            cluster_changes={
+                "status": "ACTIVE",
+                "server_count": previous,
+                "gpus": previous * flavor.gpus_per_server,
+                "updated_at": job.now,
+            },
+            meter=[entry],
+        )
+
+
+class RebuildCluster:
+    async def run(self, job: Job) -> Outcome:
+        cluster = await job.cluster()
+        image = str(job.params["image"])
+        await job.phase(Phase.CLUSTER_REBUILD)
+        servers = await servers_of(job, cluster.id)
+        for server in servers:
+            await job.ctx.compute.rebuild(server.id, image)
+            await job.ctx.db(
+                job.ctx.store.update_server,
+                server.id,
+                image=image,
+                status=ServerStatus.ACTIVE.value,
+                updated_at=job.now,
+            )
+        cluster = await job.ctx.db(job.ctx.store.update_cluster, cluster.id, image=image)
+        await job.phase(Phase.POST_DEPLOY_SETUP)
+        await configure_servers(job, cluster, await servers_of(job, cluster.id))
+        entry = cluster_entry(cluster, ClusterStatus.ACTIVE, job.now)
+        return Outcome(
+            cluster_changes={"status": "ACTIVE", "error": "", "updated_at": job.now},
+            meter=[entry],
+        )
+
+    async def fail(self, job: Job, error: str) -> Outcome:
+        cluster = await job.cluster()
+        entry = cluster_entry(cluster, ClusterStatus.ERROR, job.now)
+        return Outcome(
+            cluster_changes={"status": "ERROR", "error": f"rebuild failed: {error}"},
+            meter=[entry],
+        )
+
+
+class RebootCluster:
+    async def run(self, job: Job) -> Outcome:
+        cluster = await job.cluster()
+        await job.phase(Phase.POPLAR_SERVERS)
+        for server in await servers_of(job, cluster.id):
+            await set_server_status(job, server, ServerStatus.REBOOT)
+            await job.ctx.compute.reboot(server.id)
+            await set_server_status(job, server, ServerStatus.ACTIVE)
+        entry = cluster_entry(cluster, ClusterStatus.ACTIVE, job.now)
+        return Outcome(
+            cluster_changes={"status": "ACTIVE", "error": "", "updated_at": job.now},
+            meter=[entry],
+        )
+
+    async def fail(self, job: Job, error: str) -> Outcome:
+        cluster = await job.cluster()
+        entry = cluster_entry(cluster, ClusterStatus.ERROR, job.now)
+        return Outcome(
+            cluster_changes={"status": "ERROR", "error": f"reboot failed: {error}"},
+            meter=[entry],
+        )
+
+
+class DeleteCluster:
+    async def run(self, job: Job) -> Outcome:
+        try:
+            cluster = await job.cluster()
+        except errors.NotFound:
+            return Outcome()  # gone already: a restart interrupted the task after the end
+        await job.phase(Phase.CLUSTER_CLEAN_UP)
+        if flavor_of(cluster).is_vpod:
+            await release_vipu(job, cluster, remove_user=True)
+        await remove_servers(
+            job,
+            await servers_of(job, cluster.id),
+            delete_data_volumes=bool(job.params.get("delete_volumes")),
+        )
+        entry = cluster_entry(cluster, ClusterStatus.DELETED, job.now, holds_servers=False)
+        await job.ctx.db(job.ctx.store.delete_cluster, cluster.id, [entry])
+        job.ctx.published([entry])
+        return Outcome()
+
+    async def fail(self, job: Job, error: str) -> Outcome:
+        cluster = await job.cluster()
+        entry = cluster_entry(cluster, ClusterStatus.ERROR, job.now)
+        return Outcome(
+            cluster_changes={"status": "ERROR", "error": f"delete failed: {error}; delete again"},
+            meter=[entry],
+        )

@@ -1,0 +1,101 @@
+"""Volume tasks: create, delete, attach and detach (no phases: NEW, RUNNING, then the end).
+
+Attach and detach claim the cluster too, so nothing else changes it
+meanwhile. Only VMs take external volumes: the API refuses bare-metal
+clusters before a task exists. A data volume appears on the cluster's first
+server (or the one named) as ``/mnt/<volume name>``.
+"""
+
+from __future__ import annotations
+
+from vpod.controller import errors
+
+from ..metering import volume_entry
+from ..runner import Job, Outcome
+from ..states import VolumeStatus
+from .common import delete_volume, servers_of
+
+
+class CreateVolume:
+    async def run(self, job: Job) -> Outcome:
+        volume = await job.ctx.db(job.ctx.store.get_volume, job.task.resource_id)
+        await job.ctx.volumes.create(volume.id, volume.size_gib, volume.volume_type, volume.image)
+        entry = volume_entry(volume, VolumeStatus.AVAILABLE, job.now)
+        return Outcome(
+            volume_changes={volume.id: {"status": "available", "updated_at": job.now}},
+            meter=[entry],
+        )
+
+    async def fail(self, job: Job, _error: str) -> Outcome:
+        volume = await job.ctx.db(job.ctx.store.get_volume, job.task.resource_id)
+        return Outcome(
+            volume_changes={volume.id: {"status": "error"}},
+            meter=[volume_entry(volume, VolumeStatus.ERROR, job.now)],
+        )
+
+
+class DeleteVolume:
+    async def run(self, job: Job) -> Outcome:
+        try:
+            volume = await job.ctx.db(job.ctx.store.get_volume, job.task.resource_id)
+        except errors.NotFound:
+            return Outcome()
+        await delete_volume(job, volume)
+        return Outcome()
+
+    async def fail(self, job: Job, _error: str) -> Outcome:
+        return Outcome(volume_changes={job.task.resource_id: {"status": "error"}})
+
+
+class AttachVolume:
+    async def run(self, job: Job) -> Outcome:
+        volume = await job.ctx.db(job.ctx.store.get_volume, job.task.resource_id)
+        cluster_id = str(job.params["cluster_id"])
+        servers = await servers_of(job, cluster_id)
+        position = int(job.params.get("server", 1))
+        server = next((s for s in servers if s.position == position), None)
+        if server is None:
+            raise errors.NotFound(f"the cluster has no server {position}")
+        await job.ctx.volumes.attach(volume.id, server.id, volume.name)
+        entry = volume_entry(volume, VolumeStatus.IN_USE, job.now)
+        return Outcome(
+            volume_changes={
+                volume.id: {
+                    "status": "in-use",
+                    "cluster_id": cluster_id,
+                    "server_id": server.id,
+                    "updated_at": job.now,
+                }
+            },
+            meter=[entry],
+        )
+
+    async def fail(self, job: Job, _error: str) -> Outcome:
+        volume = await job.ctx.db(job.ctx.store.get_volume, job.task.resource_id)
+        return Outcome(
+            volume_changes={volume.id: {"status": "available", "cluster_id": None}},
+            meter=[volume_entry(volume, VolumeStatus.AVAILABLE, job.now)],
+        )
+
+
+class DetachVolume:
+    async def run(self, job: Job) -> Outcome:
+        volume = await job.ctx.db(job.ctx.store.get_volume, job.task.resource_id)
+        if volume.server_id is not None:
+            await job.ctx.volumes.detach(volume.id, volume.server_id)
+        entry = volume_entry(volume, VolumeStatus.AVAILABLE, job.now)
+        return Outcome(
+            volume_changes={
+                volume.id: {
+                    "status": "available",
+                    "cluster_id": None,
+                    "server_id": None,
+                    "updated_at": job.now,
+                }
+            },
+            meter=[entry],
+        )
+
+    async def fail(self, job: Job, _error: str) -> Outcome:
+        volume = await job.ctx.db(job.ctx.store.get_volume, job.task.resource_id)
+        return Outcome(volume_changes={volume.id: {"status": "in-use"}})

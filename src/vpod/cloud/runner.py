@@ -1,0 +1,252 @@
+"""The task runner: runs every NEW or RUNNING task to its end, across controller restarts.
+
+A mutating call records its task (NEW) in the same transaction that claims
+the cluster or volume, then hands it to the runner. The runner runs it as a
+:class:`Job`: the operation's ``run`` walks its phases, each recorded in the
+store as it is entered (``detailed_state`` and the phase history). The task
+ends FINISHED with the operation's final changes, or, when ``run`` raises,
+the operation's ``fail`` brings the resources to a defined state (rolls a
+creation back, keeps a failed resume SUSPENDED) and the task ends ERROR with
+the sentence of what went wrong.
+
+Restarts: a task is only ever RUNNING in the store while a runner works on
+it. When the controller stops (or dies) mid-task, the task stays RUNNING;
+the next runner to start finds it and runs the operation again from the
+beginning. Operations are written so that running them twice is harmless:
+every step checks what exists before doing anything (see ``operations/``).
+
+Several controller replicas: only the holder of the ``cloud-tasks`` lease
+runs tasks; the others record theirs (NEW) and the holder picks them up
+within ``task_poll_s``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from vpod.controller import errors
+from vpod.store.cloud_records import ClusterRecord, MeterEntry, TaskRecord
+
+from .drivers import DriverError
+from .services.context import CloudContext
+from .states import Phase, TaskState
+
+log = logging.getLogger("vpod.cloud.tasks")
+
+LEASE = "cloud-tasks"
+INTERNAL = "internal error while running task {task}: see the controller log; the cluster was"
+
+
+@dataclass
+class Outcome:
+    """What a finished (or rolled back) operation leaves behind, applied with the task's end."""
+
+    cluster_changes: dict[str, Any] | None = None
+    volume_changes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    meter: list[MeterEntry] = field(default_factory=list)
+
+
+class Job:
+    """A task being run: its record, its context, and how it reports progress."""
+
+    def __init__(self, ctx: CloudContext, task: TaskRecord) -> None:
+        self.ctx = ctx
+        self.task = task
+        self.secrets: dict[str, str] = {}
+        """Values that must never reach the store (a new V-IPU access key)."""
+        self.warnings: list[str] = []
+
+    @property
+    def now(self) -> datetime:
+        return self.ctx.clock.now()
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return self.task.params
+
+    async def begin(self) -> None:
+        if self.task.state != TaskState.RUNNING:
+            self.task = await self.ctx.db(
+                self.ctx.store.update_task,
+                self.task.id,
+                state=TaskState.RUNNING.value,
+                updated_at=self.now,
+            )
+
+    async def phase(self, phase: Phase) -> None:
+        """Enter ``phase``: the task's ``detailed_state`` shows it from now on."""
+        self.task = await self.ctx.db(
+            self.ctx.store.enter_phase,
+            self.task.id,
+            phase.value,
+            self.now,
+            state=TaskState.RUNNING.value,
+        )
+
+    def warn(self, sentence: str) -> None:
+        self.warnings.append(sentence)
+
+    async def cluster(self) -> ClusterRecord:
+        return await self.ctx.db(self.ctx.store.get_cluster, self.task.resource_id)
+
+
+class Operation(Protocol):
+    async def run(self, job: Job) -> Outcome:
+        """Do the work; raise a ServiceError or DriverError with a sentence to fail."""
+
+    async def fail(self, job: Job, error: str, /) -> Outcome:
+        """Bring the resources to the operation's defined failure state."""
+
+
+class TaskRunner:
+    def __init__(
+        self, ctx: CloudContext, operations: Mapping[str, Operation], *, holder: str
+    ) -> None:
+        self._ctx = ctx
+        self._operations = operations
+        self._holder = holder
+        self._wake = asyncio.Event()
+        self._running: dict[str, asyncio.Task[None]] = {}
+        self._finished: dict[str, asyncio.Event] = {}
+        self._loop_task: asyncio.Task[None] | None = None
+        self._health: Callable[[], Awaitable[None]] | None = None
+
+    def on_health_check(self, check: Callable[[], Awaitable[None]]) -> None:
+        """A coroutine function run every ``health_check_s`` by the lease holder."""
+        self._health = check
+
+    async def start(self) -> None:
+        if self._loop_task is None:
+            self._loop_task = asyncio.create_task(self._loop(), name="cloud-tasks")
+
+    async def stop(self) -> None:
+        """Stop looking for tasks and interrupt the running ones (they resume on restart)."""
+        loop_task, self._loop_task = self._loop_task, None
+        tasks = [t for t in (loop_task, *self._running.values()) if t is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._running.clear()
+        store = self._ctx.controller.ctx.db.store
+        with contextlib.suppress(errors.ServiceError):
+            await self._ctx.db(store.release_lease, LEASE, self._holder)
+
+    def submit(self, task_id: str) -> None:
+        """A task was recorded: look for it now rather than at the next poll."""
+        self._finished.setdefault(task_id, asyncio.Event())
+        self._wake.set()
+
+    async def wait(self, task_id: str, timeout_s: float | None = None) -> TaskRecord:
+        """The task once it has ended (FINISHED or ERROR)."""
+
+        async def until_done() -> TaskRecord:
+            while True:
+                task = await self._ctx.db(self._ctx.store.get_task, task_id)
+                if TaskState(task.state).done:
+                    return task
+                event = self._finished.setdefault(task_id, asyncio.Event())
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(event.wait(), self._ctx.settings.task_poll_s)
+
+        return await asyncio.wait_for(until_done(), timeout_s)
+
+    @property
+    def running(self) -> list[str]:
+        return sorted(self._running)
+
+    async def _loop(self) -> None:
+        store = self._ctx.controller.ctx.db.store
+        ttl = self._ctx.settings.lease_ttl_s
+        next_health = 0.0
+        while True:
+            self._wake.clear()
+            try:
+                now = self._ctx.clock.now()
+                held = await self._ctx.db(store.try_acquire_lease, LEASE, self._holder, now, ttl)
+                if held:
+                    for task in await self._ctx.db(self._ctx.store.unfinished_tasks):
+                        if task.id not in self._running:
+                            self._spawn(task)
+                    if self._health is not None and self._ctx.clock.monotonic() >= next_health:
+                        next_health = (
+                            self._ctx.clock.monotonic() + self._ctx.settings.health_check_s
+                        )
+                        await self._health()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # the loop must survive a database hiccup; it retries next round
+                log.exception("cloud task runner: looking for tasks failed; retrying")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self._ctx.settings.task_poll_s)
+
+    def _spawn(self, task: TaskRecord) -> None:
+        runner = asyncio.create_task(self._execute(task), name=f"cloud-task-{task.id}")
+        self._running[task.id] = runner
+
+        def forget(_done: asyncio.Task[None], task_id: str = task.id) -> None:
+            self._running.pop(task_id, None)
+
+        runner.add_done_callback(forget)
+
+    async def _execute(self, task: TaskRecord) -> None:
+        operation = self._operations.get(task.operation)
+        job = Job(self._ctx, task)
+        if operation is None:
+            await self._finish(job, TaskState.ERROR, f"no operation {task.operation}", Outcome())
+            return
+        try:
+            await job.begin()
+            outcome = await operation.run(job)
+        except asyncio.CancelledError:
+            raise
+        except (errors.ServiceError, DriverError) as exc:
+            log.info("task %s (%s %s) failed: %s", task.id, task.operation, task.resource_name, exc)
+            await self._finish(
+                job, TaskState.ERROR, str(exc), await self._fail(operation, job, str(exc))
+            )
+            return
+        except Exception:
+            log.exception("task %s (%s) failed unexpectedly", task.id, task.operation)
+            message = INTERNAL.format(task=task.id) + " left in a defined state"
+            await self._finish(
+                job, TaskState.ERROR, message, await self._fail(operation, job, message)
+            )
+            return
+        await self._finish(job, TaskState.FINISHED, "", outcome)
+
+    async def _fail(self, operation: Operation, job: Job, error: str) -> Outcome:
+        try:
+            return await operation.fail(job, error)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.exception("task %s: cleaning up after a failure failed too", job.task.id)
+            sentence = f"{error}; cleaning up failed too ({exc}): delete the resource and retry"
+            if job.task.resource_type == "cluster":
+                return Outcome(cluster_changes={"status": "ERROR", "error": sentence})
+            return Outcome(volume_changes={job.task.resource_id: {"status": "error"}})
+
+    async def _finish(self, job: Job, state: TaskState, error: str, outcome: Outcome) -> None:
+        phase = Phase.FINISHED if state is TaskState.FINISHED else Phase.ERROR
+        await self._ctx.db(
+            self._ctx.store.finish_task,
+            job.task.id,
+            state=state.value,
+            at=job.now,
+            detailed_state=phase.value,
+            error=error,
+            warnings=job.warnings,
+            cluster_changes=outcome.cluster_changes,
+            volume_changes=outcome.volume_changes,
+            meter=outcome.meter,
+        )
+        self._ctx.published(outcome.meter)
+        self._finished.setdefault(job.task.id, asyncio.Event()).set()

@@ -1,0 +1,1 @@
+"""Cloud use-cases: projects, clusters, volumes, tasks, billing, hosts, capacity."""

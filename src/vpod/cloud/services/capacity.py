@@ -1,0 +1,75 @@
+"""Live capacity: how many more clusters of a flavor fit now, and refusing what does not.
+
+vPODs need a V-IPU allocation of their size (placement tried on each
+cloud V-IPU cluster's current snapshot, one allocation after another) and,
+when dedicated, whole bare-metal Poplar hosts; GPU clusters need host slots
+(see :mod:`..host_placement`). Virtual Poplar servers need no registered
+host: the local compute driver has no limit. These are answers for now: the
+task that creates the cluster reserves for real and may still find the room
+gone, and then ends in ERROR with the reason.
+"""
+
+from __future__ import annotations
+
+from vpod.controller import errors
+from vpod.placement import Rejected
+
+from ..flavors import CATALOG, Flavor, HostRole
+from ..host_placement import HostView, capacity, place_servers
+from .context import CloudContext
+
+MAX_COUNTED = 64
+"""Capacity is counted up to this many clusters per flavor."""
+
+
+class Capacity:
+    def __init__(self, ctx: CloudContext) -> None:
+        self._ctx = ctx
+
+    async def _hosts(self) -> list[HostView]:
+        usage = await self._ctx.db(self._ctx.store.list_host_usage)
+        return [
+            HostView(
+                id=u.host.id,
+                role=HostRole(u.host.role),
+                model=u.host.model,
+                fabric=u.host.fabric,
+                slots=u.host.slots,
+                free=u.free,
+                enabled=u.host.enabled,
+            )
+            for u in usage
+        ]
+
+    async def of(self, flavor: Flavor, hosts: list[HostView] | None = None) -> int:
+        """Clusters of ``flavor`` (one server each for GPU flavors) that fit now."""
+        if hosts is None and flavor.host_role is not None:
+            hosts = await self._hosts()
+        if flavor.is_vpod:
+            fits = await self._ctx.vipu.capacity(flavor.ipus, limit=MAX_COUNTED)
+            if flavor.host_role is not None:
+                assert hosts is not None
+                fits = min(fits, capacity(hosts, flavor) // max(flavor.poplar_count, 1))
+            return fits
+        assert hosts is not None
+        return min(capacity(hosts, flavor), MAX_COUNTED)
+
+    async def catalog(self) -> list[tuple[Flavor, int]]:
+        hosts = await self._hosts()
+        return [(flavor, await self.of(flavor, hosts)) for flavor in CATALOG]
+
+    async def require(self, flavor: Flavor, count: int, *, fabric: str | None = None) -> None:
+        """NoCapacity with the reason unless ``count`` servers of ``flavor`` fit now."""
+        if flavor.is_vpod:
+            if await self._ctx.vipu.capacity(flavor.ipus, limit=1) == 0:
+                raise errors.NoCapacity(
+                    f"no capacity for {flavor.name} now: no V-IPU cluster of the cloud has"
+                    f" {flavor.ipus} free IPUs in one allocation; try a smaller flavor or later"
+                )
+            if flavor.host_role is None:
+                return
+            count = flavor.poplar_count
+        hosts = await self._hosts()
+        placed = place_servers(hosts, flavor, count, fabric=fabric)
+        if isinstance(placed, Rejected):
+            raise errors.NoCapacity(f"no capacity for {flavor.name} now: {placed}")

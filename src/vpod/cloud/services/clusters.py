@@ -1,0 +1,499 @@
+"""Cluster use-cases: check a request, record it with its task, hand the task to the runner.
+
+Every mutating call validates what it can without touching anything (name,
+flavor, image, volumes, state), checks quotas and capacity, then records in
+one transaction the cluster's new state and a NEW task that claims the
+cluster; the runner does the work (see ``operations/``). The call returns
+the task. A project sees only its own clusters: another project's cluster
+is "not found", whether or not it exists.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from vpod.controller import errors
+from vpod.store.cloud_records import ClusterRecord, ServerRecord, TaskRecord, VolumeRecord
+
+from ..drivers import DriverError, ShellAccess
+from ..flavors import Flavor, check_image, find_flavor
+from ..metering import cluster_entry
+from ..quotas import Exceeded, check_limits, cluster_demand, refuse_if_exceeded, server_demand
+from ..states import (
+    ALLOWED_FROM,
+    ClusterStatus,
+    Operation,
+    ServerStatus,
+    TaskState,
+    VolumeStatus,
+)
+from ..states import check_operation as check_state
+from ..validation import (
+    BOOT_VOLUME_DEFAULT_GIB,
+    check_interfaces,
+    check_metadata,
+    check_name,
+    check_server_count,
+    check_volume_size,
+    check_volume_type,
+    network_cidr,
+)
+from .capacity import Capacity
+from .context import CloudContext
+from .projects import Principal
+from .tasks import new_task
+
+
+@dataclass(frozen=True)
+class NewVolume:
+    name: str
+    size_gib: int
+    volume_type: str = "standard"
+
+
+@dataclass(frozen=True)
+class ClusterRequest:
+    name: str
+    flavor: str
+    image: str | None = None
+    server_count: int | None = None
+    interfaces: Sequence[Mapping[str, str]] | None = None
+    new_volumes: Sequence[NewVolume] = ()
+    attach_volumes: Sequence[str] = ()
+    """Ids or names of the project's available volumes."""
+    boot_volume_gib: int = BOOT_VOLUME_DEFAULT_GIB
+    metadata: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    cluster: ClusterRecord
+    servers: list[ServerRecord]
+    volumes: list[VolumeRecord]
+
+    @property
+    def busy_with(self) -> str | None:
+        return self.cluster.active_task_id
+
+
+# Claim rules: the statuses the store accepts per operation (idempotent suspend/resume included).
+_CLAIMABLE: dict[Operation, frozenset[ClusterStatus]] = {
+    **ALLOWED_FROM,
+    Operation.SUSPEND: ALLOWED_FROM[Operation.SUSPEND] | {ClusterStatus.SUSPENDED},
+    Operation.RESUME: ALLOWED_FROM[Operation.RESUME]
+    | {ClusterStatus.ACTIVE, ClusterStatus.DEGRADED},
+}
+
+
+def _statuses(operation: Operation) -> list[str]:
+    return sorted(s.value for s in _CLAIMABLE[operation])
+
+
+def server_name(cluster_name: str, flavor: Flavor, position: int) -> str:
+    return f"{cluster_name[:48]}-{'poplar' if flavor.is_vpod else 'gpu'}-{position}"
+
+
+class Clusters:
+    def __init__(self, ctx: CloudContext, capacity: Capacity) -> None:
+        self._ctx = ctx
+        self._capacity = capacity
+
+    # -- reading --------------------------------------------------------------------------------
+
+    async def find(self, principal: Principal, ref: str) -> ClusterRecord:
+        project_id = principal.project()
+        found = await self._ctx.db(self._ctx.store.find_cluster, project_id, ref)
+        if found is None:
+            raise errors.NotFound(
+                f"cluster {ref} does not exist in project {project_id}: `vpod cluster list`"
+                " shows yours"
+            )
+        return found
+
+    async def view(self, cluster: ClusterRecord) -> ClusterView:
+        servers = await self._ctx.db(self._ctx.store.list_servers, [cluster.id])
+        volumes = await self._ctx.db(self._ctx.store.list_volumes, cluster_id=cluster.id)
+        return ClusterView(cluster, servers, volumes)
+
+    async def get(self, principal: Principal, ref: str) -> ClusterView:
+        return await self.view(await self.find(principal, ref))
+
+    async def list_clusters(self, principal: Principal) -> list[ClusterView]:
+        clusters = await self._ctx.db(self._ctx.store.list_clusters, principal.project())
+        servers = await self._ctx.db(self._ctx.store.list_servers, [c.id for c in clusters])
+        volumes = await self._ctx.db(self._ctx.store.list_volumes, project_id=principal.project())
+        return [
+            ClusterView(
+                c,
+                [s for s in servers if s.cluster_id == c.id],
+                [v for v in volumes if v.cluster_id == c.id],
+            )
+            for c in clusters
+        ]
+
+    # -- create ---------------------------------------------------------------------------------
+
+    async def check_limits(
+        self, principal: Principal, request: ClusterRequest
+    ) -> tuple[list[Exceeded], dict[str, int]]:
+        """What the request would overrun (empty: it fits), and what the project uses now."""
+        project_id = principal.project()
+        flavor = find_flavor(request.flavor)
+        count = self._server_count(flavor, request.server_count)
+        sizes = [v.size_gib for v in request.new_volumes]
+        if flavor.takes_volumes:
+            sizes += [request.boot_volume_gib] * count
+        project = await self._ctx.db(self._ctx.store.get_project, project_id)
+        used = await self._ctx.db(self._ctx.store.project_usage, project_id)
+        return check_limits(project.quotas, used, cluster_demand(flavor, count, sizes)), used
+
+    def _server_count(self, flavor: Flavor, requested: int | None) -> int:
+        if flavor.is_vpod:
+            if requested not in (None, flavor.poplar_count):
+                raise errors.InvalidArgument(
+                    f"{flavor.name} comes with {flavor.poplar_count} Poplar server(s): leave"
+                    " server_count out for vPODs"
+                )
+            return flavor.poplar_count
+        return check_server_count(1 if requested is None else requested)
+
+    async def create(self, principal: Principal, request: ClusterRequest) -> TaskRecord:
+        ctx = self._ctx
+        project_id = principal.project()
+        name = check_name("cluster", request.name)
+        flavor = find_flavor(request.flavor)
+        image = check_image(flavor, request.image)
+        interfaces = check_interfaces(
+            request.interfaces if request.interfaces is not None else [{"type": "external"}]
+        )
+        count = self._server_count(flavor, request.server_count)
+        metadata = check_metadata(request.metadata)
+        if not flavor.takes_volumes and (request.new_volumes or request.attach_volumes):
+            raise errors.InvalidArgument(
+                f"{flavor.name} is bare metal: it takes no external volumes (it boots from its"
+                " local disk); leave volumes out, or pick a virtual flavor"
+            )
+        for volume in request.new_volumes:
+            check_name("volume", volume.name)
+            check_volume_size(volume.size_gib)
+            check_volume_type(volume.volume_type)
+        attach = [await self._available_volume(project_id, ref) for ref in request.attach_volumes]
+        await self._capacity.require(flavor, count)
+
+        now = ctx.clock.now()
+        cluster_id = ctx.ids.new("cl")
+        cidr = network_cidr(cluster_id)
+        cluster = ClusterRecord(
+            id=cluster_id,
+            project_id=project_id,
+            name=name,
+            flavor=flavor.name,
+            kind=flavor.kind.value,
+            status=ClusterStatus.NEW.value,
+            image=image,
+            server_count=count,
+            ipus=flavor.ipus,
+            gpu_family=flavor.gpu_family,
+            gpus=count * flavor.gpus_per_server,
+            created_at=now,
+            updated_at=now,
+            interfaces=interfaces,
+            metadata=metadata,
+        )
+        servers = [self._server(cluster, flavor, n, cidr) for n in range(1, count + 1)]
+        volumes = [
+            self._volume(project_id, v.name, v.size_gib, v.volume_type, cluster_id=cluster_id)
+            for v in request.new_volumes
+        ]
+        boot = (
+            [self._boot_volume(cluster, s, request.boot_volume_gib) for s in servers]
+            if flavor.takes_volumes
+            else []
+        )
+        data_ids = [v.id for v in volumes] + [v.id for v in attach]
+        task = new_task(
+            ctx,
+            project_id,
+            Operation.CREATE,
+            "cluster",
+            cluster_id,
+            name,
+            {
+                "vpod": flavor.is_vpod,
+                "data_volume_ids": data_ids,
+                "new_volume_ids": [v.id for v in volumes + boot],
+            },
+        )
+        sizes = [v.size_gib for v in volumes + boot]
+        demand = cluster_demand(flavor, count, sizes)
+        claims = {
+            v.id: (
+                [VolumeStatus.AVAILABLE.value],
+                {"status": VolumeStatus.ATTACHING.value, "cluster_id": cluster_id},
+            )
+            for v in attach
+        }
+        entry = cluster_entry(cluster, ClusterStatus.NEW, now)
+        await ctx.db(
+            ctx.store.create_cluster,
+            cluster,
+            servers,
+            task,
+            new_volumes=volumes + boot,
+            attach=claims,
+            meter=[entry],
+            admit=lambda project, used: refuse_if_exceeded(
+                project.id, check_limits(project.quotas, used, demand)
+            ),
+        )
+        ctx.published([entry])
+        ctx.submit(task.id)
+        return task
+
+    def _server(
+        self, cluster: ClusterRecord, flavor: Flavor, position: int, cidr: str
+    ) -> ServerRecord:
+        address = ipaddress.ip_network(cidr).network_address + 10 + position
+        return ServerRecord(
+            id=self._ctx.ids.new("sv"),
+            cluster_id=cluster.id,
+            position=position,
+            name=server_name(cluster.name, flavor, position),
+            status=ServerStatus.BUILD.value,
+            image=cluster.image,
+            created_at=cluster.created_at,
+            updated_at=cluster.created_at,
+            address=str(address),
+        )
+
+    def _volume(
+        self,
+        project_id: str,
+        name: str,
+        size_gib: int,
+        volume_type: str,
+        *,
+        cluster_id: str | None = None,
+    ) -> VolumeRecord:
+        now = self._ctx.clock.now()
+        return VolumeRecord(
+            id=self._ctx.ids.new("vol"),
+            project_id=project_id,
+            name=name,
+            size_gib=size_gib,
+            volume_type=volume_type,
+            boot=False,
+            status=VolumeStatus.CREATING.value,
+            created_at=now,
+            updated_at=now,
+            cluster_id=cluster_id,
+        )
+
+    def _boot_volume(self, cluster: ClusterRecord, server: ServerRecord, size: int) -> VolumeRecord:
+        check_volume_size(size)
+        volume = self._volume(cluster.project_id, f"{server.name}-boot", size, "standard")
+        return replace(
+            volume,
+            boot=True,
+            image=cluster.image,
+            cluster_id=cluster.id,
+            server_id=server.id,
+            delete_with_cluster=True,
+        )
+
+    async def _available_volume(self, project_id: str, ref: str) -> VolumeRecord:
+        volume = await self._ctx.db(self._ctx.store.find_volume, project_id, ref)
+        if volume is None:
+            raise errors.NotFound(f"volume {ref} does not exist: `vpod volume list` shows yours")
+        if volume.status != VolumeStatus.AVAILABLE or volume.active_task_id:
+            raise errors.FailedPrecondition(
+                f"volume {volume.name} is {volume.status}: only an available volume can be"
+                " attached; detach it first"
+            )
+        return volume
+
+    # -- operations on an existing cluster ------------------------------------------------------
+
+    async def _start(
+        self,
+        principal: Principal,
+        ref: str,
+        operation: Operation,
+        params: dict[str, object] | None = None,
+        *,
+        changes: Mapping[str, object] | None = None,
+    ) -> TaskRecord:
+        cluster = await self.find(principal, ref)
+        flavor = find_flavor(cluster.flavor)
+        check_state(operation, ClusterStatus(cluster.status), flavor, cluster.name)
+        return await self._claim(cluster, operation, params or {}, changes=changes)
+
+    async def _claim(
+        self,
+        cluster: ClusterRecord,
+        operation: Operation,
+        params: Mapping[str, object],
+        *,
+        changes: Mapping[str, object] | None = None,
+        new_servers: Sequence[ServerRecord] = (),
+        new_volumes: Sequence[VolumeRecord] = (),
+        demand: Mapping[str, int] | None = None,
+    ) -> TaskRecord:
+        ctx = self._ctx
+        is_vpod = find_flavor(cluster.flavor).is_vpod
+        task = new_task(
+            ctx,
+            cluster.project_id,
+            operation,
+            "cluster",
+            cluster.id,
+            cluster.name,
+            {"vpod": is_vpod, **params},
+        )
+        changes = dict(changes or {})
+        meter = []
+        status = changes.get("status")
+        if isinstance(status, str) and status != cluster.status:
+            meter.append(cluster_entry(cluster, ClusterStatus(status), ctx.clock.now()))
+            changes["updated_at"] = ctx.clock.now()
+        wanted = dict(demand or {})
+        await ctx.db(
+            ctx.store.start_cluster_task,
+            cluster.id,
+            task,
+            allowed=_statuses(operation),
+            changes=changes,
+            new_servers=new_servers,
+            new_volumes=new_volumes,
+            meter=meter,
+            admit=(
+                (
+                    lambda project, used: refuse_if_exceeded(
+                        project.id, check_limits(project.quotas, used, wanted)
+                    )
+                )
+                if wanted
+                else None
+            ),
+        )
+        ctx.published(meter)
+        ctx.submit(task.id)
+        return task
+
+    async def suspend(self, principal: Principal, ref: str) -> TaskRecord:
+        return await self._start(principal, ref, Operation.SUSPEND)
+
+    async def resume(self, principal: Principal, ref: str) -> TaskRecord:
+        return await self._start(principal, ref, Operation.RESUME)
+
+    async def reboot(self, principal: Principal, ref: str) -> TaskRecord:
+        return await self._start(
+            principal, ref, Operation.REBOOT, changes={"status": ClusterStatus.REBOOTING.value}
+        )
+
+    async def rebuild(self, principal: Principal, ref: str, image: str | None) -> TaskRecord:
+        cluster = await self.find(principal, ref)
+        chosen = check_image(find_flavor(cluster.flavor), image)
+        return await self._start(
+            principal,
+            ref,
+            Operation.REBUILD,
+            {"image": chosen},
+            changes={"status": ClusterStatus.REBUILDING.value},
+        )
+
+    async def delete(self, principal: Principal, ref: str, *, delete_volumes: bool) -> TaskRecord:
+        return await self._start(
+            principal,
+            ref,
+            Operation.DELETE,
+            {"delete_volumes": delete_volumes},
+            changes={"status": ClusterStatus.DELETING.value},
+        )
+
+    async def resize(self, principal: Principal, ref: str, server_count: int) -> TaskRecord:
+        cluster = await self.find(principal, ref)
+        flavor = find_flavor(cluster.flavor)
+        check_state(Operation.RESIZE, ClusterStatus(cluster.status), flavor, cluster.name)
+        target = check_server_count(server_count)
+        current = cluster.server_count
+        if target == current:
+            raise errors.InvalidArgument(
+                f"cluster {cluster.name} has {current} servers already: give another count"
+            )
+        changes: dict[str, object] = {
+            "status": ClusterStatus.RESIZING.value,
+            "server_count": target,
+            "gpus": target * flavor.gpus_per_server,
+        }
+        params: dict[str, object] = {"server_count": target, "previous": current}
+        servers = await self._ctx.db(self._ctx.store.list_servers, [cluster.id])
+        if target < current:
+            leaving = [s.id for s in servers if s.position > target]
+            params["remove_server_ids"] = leaving
+            return await self._claim(cluster, Operation.RESIZE, params, changes=changes)
+        await self._capacity.require(flavor, target - current, fabric=cluster.fabric)
+        cidr = cluster.network.get("cidr") or network_cidr(cluster.id)
+        taken = max((s.position for s in servers), default=0)
+        new = [
+            self._server(cluster, flavor, n, cidr)
+            for n in range(taken + 1, taken + 1 + target - current)
+        ]
+        boot = (
+            [self._boot_volume(cluster, s, BOOT_VOLUME_DEFAULT_GIB) for s in new]
+            if flavor.takes_volumes
+            else []
+        )
+        params["new_server_ids"] = [s.id for s in new]
+        demand = server_demand(flavor, target - current)
+        if boot:
+            demand.update(volumes=len(boot), volume_gib=sum(v.size_gib for v in boot))
+        return await self._claim(
+            cluster,
+            Operation.RESIZE,
+            params,
+            changes=changes,
+            new_servers=new,
+            new_volumes=boot,
+            demand=demand,
+        )
+
+    async def set_metadata(
+        self, principal: Principal, ref: str, metadata: Mapping[str, str], *, replace: bool
+    ) -> tuple[TaskRecord, ClusterRecord]:
+        """Change metadata at once (no resource changes): the task is recorded FINISHED."""
+        cluster = await self.find(principal, ref)
+        check_state(
+            Operation.SET_METADATA, ClusterStatus(cluster.status), find_flavor(cluster.flavor),
+            cluster.name,
+        )  # fmt: skip
+        merged = dict(metadata) if replace else {**cluster.metadata, **metadata}
+        checked = check_metadata(merged)
+        updated = await self._ctx.db(
+            self._ctx.store.update_cluster, cluster.id, metadata=checked,
+            updated_at=self._ctx.clock.now(),
+        )  # fmt: skip
+        task = new_task(
+            self._ctx, cluster.project_id, Operation.SET_METADATA, "cluster", cluster.id,
+            cluster.name, {"metadata": checked}, state=TaskState.FINISHED,
+        )  # fmt: skip
+        await self._ctx.db(self._ctx.store.add_task, task)
+        return task, updated
+
+    async def shell(self, principal: Principal, ref: str, position: int = 1) -> ShellAccess:
+        view = await self.get(principal, ref)
+        server = next((s for s in view.servers if s.position == position), None)
+        if server is None:
+            raise errors.NotFound(
+                f"cluster {view.cluster.name} has no server {position}: it has {len(view.servers)}"
+            )
+        if view.cluster.status == ClusterStatus.SUSPENDED:
+            raise errors.FailedPrecondition(
+                f"cluster {view.cluster.name} is SUSPENDED: resume it first (`vpod cluster resume`)"
+            )
+        try:
+            return await self._ctx.compute.shell(server.id)
+        except DriverError as exc:
+            raise errors.FailedPrecondition(str(exc)) from None

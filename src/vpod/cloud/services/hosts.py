@@ -1,0 +1,66 @@
+"""Registered hosts: GPU servers and bare-metal Poplar servers the cloud hands out whole or
+in slices. Emulated hosts register like agents do, through the admin API (``vpod up``
+registers a few of each model in two InfiniBand fabrics)."""
+
+from __future__ import annotations
+
+from vpod.controller import errors
+from vpod.domain.naming import ID_RULE, is_valid_id
+from vpod.store.cloud_records import HostRecord, HostUsage
+
+from ..flavors import HOST_MODELS, HostRole
+from .context import CloudContext
+
+GPUS_PER_HOST = 8
+
+
+class Hosts:
+    def __init__(self, ctx: CloudContext) -> None:
+        self._ctx = ctx
+
+    async def register(
+        self,
+        host_id: str,
+        role: str,
+        model: str,
+        *,
+        fabric: str | None = None,
+        address: str = "",
+        slots: int | None = None,
+    ) -> HostRecord:
+        if not is_valid_id(host_id):
+            raise errors.InvalidArgument(f"host id {host_id[:70]!r} is not valid: {ID_RULE}")
+        if role not in {r.value for r in HostRole}:
+            raise errors.InvalidArgument(
+                f"host role {role!r} is not known: use {', '.join(r.value for r in HostRole)}"
+            )
+        if model not in HOST_MODELS:
+            raise errors.InvalidArgument(
+                f"host model {model!r} is not known: use {', '.join(HOST_MODELS)}"
+            )
+        if model == "poplar" and role != HostRole.BAREMETAL:
+            raise errors.InvalidArgument("Poplar hosts are bare metal: use role baremetal")
+        default = 1 if model == "poplar" else GPUS_PER_HOST
+        count = default if slots is None else slots
+        if not 1 <= count <= 64:
+            raise errors.InvalidArgument(f"a host has 1 to 64 slots (GPUs), not {count}")
+        host = HostRecord(
+            id=host_id,
+            role=role,
+            model=model,
+            slots=count,
+            fabric=fabric or None,
+            address=address,
+            enabled=True,
+            registered_at=self._ctx.clock.now(),
+        )
+        return await self._ctx.db(self._ctx.store.add_host, host)
+
+    async def list_hosts(self) -> list[HostUsage]:
+        return await self._ctx.db(self._ctx.store.list_host_usage)
+
+    async def set_enabled(self, host_id: str, enabled: bool) -> None:
+        await self._ctx.db(self._ctx.store.set_host_enabled, host_id, enabled)
+
+    async def remove(self, host_id: str) -> None:
+        await self._ctx.db(self._ctx.store.remove_host, host_id)

@@ -1,0 +1,183 @@
+"""Projects (tenants), quotas and API tokens; who is calling.
+
+A token reads ``vpod_<id>.<secret>``: the id finds the stored record, the
+secret is checked against its slow salted hash (the controller's
+``credentials``: scrypt), and a verified token is remembered for a short
+while (by a fast hash of the token, never the token) so a busy client does
+not pay scrypt on every call. An administrator's token belongs to no
+project; it manages projects, quotas, tokens and hosts. A project's token
+sees that project only.
+
+The first administrator token is made when the cloud first starts on a
+database that has none, and written to ``DATA_DIR/cloud-admin.token``
+(mode 0600): the operator's starting point, as ``vpod up`` uses it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from vpod.controller import errors
+from vpod.controller.credentials import hash_key, verify_key
+from vpod.domain.naming import ID_RULE, is_valid_id
+from vpod.store.cloud_records import ProjectRecord, TokenRecord
+
+from ..drivers.workspace import write_private
+from ..quotas import check_quota_names, with_defaults
+from .context import CloudContext
+
+TOKEN_PREFIX = "vpod_"
+VERIFIED_TTL_S = 30.0
+
+
+@dataclass(frozen=True)
+class Principal:
+    """An authenticated caller of the cloud API."""
+
+    token_id: str
+    project_id: str | None
+    """None for an administrator."""
+
+    @property
+    def admin(self) -> bool:
+        return self.project_id is None
+
+    def project(self) -> str:
+        """The caller's project; PermissionDenied for an administrator's token."""
+        if self.project_id is None:
+            raise errors.PermissionDenied(
+                "this is an administrator's token: project endpoints take a project's token"
+                " (`POST /api/cloud/v1/admin/projects/{id}/tokens` makes one)"
+            )
+        return self.project_id
+
+
+@dataclass(frozen=True)
+class NewToken:
+    record: TokenRecord
+    token: str
+    """Shown once; only the hash of its secret is stored."""
+
+
+def split_token(token: str) -> tuple[str, str]:
+    body = token.strip().removeprefix(TOKEN_PREFIX)
+    token_id, dot, secret = body.partition(".")
+    if not token.strip().startswith(TOKEN_PREFIX) or not dot or not token_id or not secret:
+        raise errors.Unauthenticated(
+            "that is not a vpod cloud token (vpod_ID.SECRET): check VPOD_TOKEN or --token"
+        )
+    return token_id, secret
+
+
+class Projects:
+    def __init__(self, ctx: CloudContext) -> None:
+        self._ctx = ctx
+        self._verified: dict[str, tuple[float, Principal]] = {}
+
+    # -- authentication -----------------------------------------------------------------------
+
+    async def authenticate(self, token: str | None) -> Principal:
+        if not token:
+            raise errors.Unauthenticated(
+                "the cloud API needs a token: send `Authorization: Bearer vpod_...`"
+                " (the vpod CLI reads --token, VPOD_TOKEN or its config file)"
+            )
+        fingerprint = hashlib.sha256(token.encode()).hexdigest()
+        now = self._ctx.clock.monotonic()
+        cached = self._verified.get(fingerprint)
+        if cached is not None and now - cached[0] < VERIFIED_TTL_S:
+            return cached[1]
+        token_id, secret = split_token(token)
+        record = await self._ctx.db(self._ctx.store.find_token, token_id)
+        if record is None or not verify_key(secret, record.key_hash):
+            raise errors.Unauthenticated(
+                "unknown or revoked token: ask your administrator for a new one"
+            )
+        principal = Principal(token_id=record.id, project_id=record.project_id)
+        self._verified[fingerprint] = (now, principal)
+        return principal
+
+    @staticmethod
+    def require_admin(principal: Principal) -> None:
+        if not principal.admin:
+            raise errors.PermissionDenied(
+                "only an administrator's token may do this: yours belongs to project"
+                f" {principal.project_id}"
+            )
+
+    # -- tokens ---------------------------------------------------------------------------------
+
+    def _new_token(self, project_id: str | None, label: str) -> NewToken:
+        token_id = secrets.token_hex(8)
+        secret = secrets.token_urlsafe(32)
+        record = TokenRecord(
+            id=token_id,
+            project_id=project_id,
+            key_hash=hash_key(secret),
+            label=label[:255],
+            created_at=self._ctx.clock.now(),
+        )
+        return NewToken(record=record, token=f"{TOKEN_PREFIX}{token_id}.{secret}")
+
+    async def issue_token(self, project_id: str | None, label: str = "") -> NewToken:
+        new = self._new_token(project_id, label)
+        await self._ctx.db(self._ctx.store.add_token, new.record)
+        return new
+
+    async def revoke_token(self, token_id: str) -> None:
+        await self._ctx.db(self._ctx.store.remove_token, token_id)
+        self._verified = {k: v for k, v in self._verified.items() if v[1].token_id != token_id}
+
+    async def list_tokens(self, project_id: str | None) -> list[TokenRecord]:
+        if project_id is not None:
+            await self.get(project_id)
+        return await self._ctx.db(
+            self._ctx.store.list_tokens, project_id=project_id, admin=project_id is None
+        )
+
+    async def ensure_admin_token(self, path: Path) -> str | None:
+        """Make the first administrator token if there is none; write it to ``path``."""
+        if await self._ctx.db(self._ctx.store.list_tokens, admin=True):
+            return None
+        new = await self.issue_token(None, "first administrator token")
+        write_private(path, new.token + "\n")
+        return new.token
+
+    # -- projects -------------------------------------------------------------------------------
+
+    async def create(
+        self, project_id: str, name: str = "", quotas: Mapping[str, int] | None = None
+    ) -> tuple[ProjectRecord, NewToken]:
+        if not is_valid_id(project_id):
+            raise errors.InvalidArgument(f"project id {project_id[:70]!r} is not valid: {ID_RULE}")
+        project = ProjectRecord(
+            id=project_id,
+            name=name or project_id,
+            quotas=with_defaults(check_quota_names(quotas or {})),
+            created_at=self._ctx.clock.now(),
+        )
+        token = self._new_token(project_id, "first token")
+        await self._ctx.db(self._ctx.store.add_project, project, token.record)
+        return project, token
+
+    async def get(self, project_id: str) -> ProjectRecord:
+        return await self._ctx.db(self._ctx.store.get_project, project_id)
+
+    async def list_projects(self) -> list[ProjectRecord]:
+        return await self._ctx.db(self._ctx.store.list_projects)
+
+    async def set_quotas(self, project_id: str, quotas: Mapping[str, int]) -> ProjectRecord:
+        current = await self.get(project_id)
+        merged = {**current.quotas, **check_quota_names(quotas)}
+        return await self._ctx.db(self._ctx.store.set_quotas, project_id, with_defaults(merged))
+
+    async def remove(self, project_id: str) -> None:
+        await self._ctx.db(self._ctx.store.remove_project, project_id)
+        self._verified = {k: v for k, v in self._verified.items() if v[1].project_id != project_id}
+
+    async def usage(self, project_id: str) -> dict[str, int]:
+        return await self._ctx.db(self._ctx.store.project_usage, project_id)

@@ -1,0 +1,94 @@
+"""Reading tasks (a project sees only its own), and making the record of a new one."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from vpod.controller import errors
+from vpod.store.cloud_records import TaskRecord
+
+from ..states import Operation, TaskState
+from .context import CloudContext
+from .projects import Principal
+
+MAX_WAIT_S = 600.0
+
+
+def new_task(
+    ctx: CloudContext,
+    project_id: str,
+    operation: Operation,
+    resource_type: str,
+    resource_id: str,
+    resource_name: str,
+    params: dict[str, Any] | None = None,
+    *,
+    state: TaskState = TaskState.NEW,
+) -> TaskRecord:
+    now = ctx.clock.now()
+    return TaskRecord(
+        id=ctx.ids.new("task"),
+        project_id=project_id,
+        operation=operation.value,
+        resource_type=resource_type,
+        resource_id=resource_id,
+        resource_name=resource_name,
+        state=state.value,
+        created_at=now,
+        updated_at=now,
+        params=dict(params or {}),
+        finished_at=now if state.done else None,
+        detailed_state="FINISHED" if state is TaskState.FINISHED else None,
+    )
+
+
+Waiter = Callable[[str, float | None], Awaitable[TaskRecord]]
+
+
+class Tasks:
+    def __init__(self, ctx: CloudContext, wait: Waiter) -> None:
+        self._ctx = ctx
+        self._wait = wait
+
+    async def get(self, principal: Principal, task_id: str) -> TaskRecord:
+        try:
+            task = await self._ctx.db(self._ctx.store.get_task, task_id)
+        except errors.NotFound:
+            task = None
+        if task is None or (not principal.admin and task.project_id != principal.project_id):
+            raise errors.NotFound(f"task {task_id} does not exist: `vpod task list` shows yours")
+        return task
+
+    async def list_tasks(
+        self,
+        principal: Principal,
+        *,
+        resource_id: str | None = None,
+        state: str | None = None,
+        limit: int = 50,
+    ) -> list[TaskRecord]:
+        if state is not None and state not in {s.value for s in TaskState}:
+            raise errors.InvalidArgument(
+                f"task state {state!r} is not known: use {', '.join(s.value for s in TaskState)}"
+            )
+        return await self._ctx.db(
+            self._ctx.store.list_tasks,
+            project_id=principal.project_id,
+            resource_id=resource_id,
+            states=[state] if state else None,
+            limit=max(1, min(limit, 500)),
+        )
+
+    async def wait(self, principal: Principal, task_id: str, timeout_s: float) -> TaskRecord:
+        """The task once ended, or as it is when ``timeout_s`` runs out."""
+        task = await self.get(principal, task_id)
+        if TaskState(task.state).done or timeout_s <= 0:
+            return task
+        try:
+            return await self._wait(task_id, min(timeout_s, MAX_WAIT_S))
+        except TimeoutError:
+            return await self.get(principal, task_id)
+        except asyncio.CancelledError:
+            raise

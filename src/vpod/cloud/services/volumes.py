@@ -1,0 +1,166 @@
+"""Volume use-cases: create, attach, detach, delete (each returns a task), and reading.
+
+Only VMs take external volumes: attaching to a dedicated vPOD or a bare-metal
+GPU cluster is refused before anything happens. Boot volumes belong to their
+server: they cannot be detached or deleted on their own (deleting the
+cluster deletes them).
+"""
+
+from __future__ import annotations
+
+from vpod.controller import errors
+from vpod.store.cloud_records import TaskRecord, VolumeRecord
+
+from ..flavors import find_flavor
+from ..metering import volume_entry
+from ..quotas import check_limits, refuse_if_exceeded, volume_demand
+from ..states import ALLOWED_FROM, ClusterStatus, Operation, VolumeStatus
+from ..states import check_operation as check_state
+from ..validation import check_name, check_volume_size, check_volume_type
+from .clusters import Clusters
+from .context import CloudContext
+from .projects import Principal
+from .tasks import new_task
+
+
+class Volumes:
+    def __init__(self, ctx: CloudContext, clusters: Clusters) -> None:
+        self._ctx = ctx
+        self._clusters = clusters
+
+    async def find(self, principal: Principal, ref: str) -> VolumeRecord:
+        project_id = principal.project()
+        found = await self._ctx.db(self._ctx.store.find_volume, project_id, ref)
+        if found is None:
+            raise errors.NotFound(
+                f"volume {ref} does not exist in project {project_id}: `vpod volume list` shows"
+                " yours"
+            )
+        return found
+
+    async def list_volumes(self, principal: Principal) -> list[VolumeRecord]:
+        return await self._ctx.db(self._ctx.store.list_volumes, project_id=principal.project())
+
+    async def create(
+        self, principal: Principal, name: str, size_gib: int, volume_type: str = "standard"
+    ) -> TaskRecord:
+        ctx = self._ctx
+        project_id = principal.project()
+        check_name("volume", name)
+        check_volume_size(size_gib)
+        check_volume_type(volume_type)
+        now = ctx.clock.now()
+        volume = VolumeRecord(
+            id=ctx.ids.new("vol"),
+            project_id=project_id,
+            name=name,
+            size_gib=size_gib,
+            volume_type=volume_type,
+            boot=False,
+            status=VolumeStatus.CREATING.value,
+            created_at=now,
+            updated_at=now,
+        )
+        task = new_task(ctx, project_id, Operation.VOLUME_CREATE, "volume", volume.id, name)
+        entry = volume_entry(volume, VolumeStatus.CREATING, now)
+        demand = volume_demand([size_gib])
+        await ctx.db(
+            ctx.store.create_volume,
+            volume,
+            task,
+            meter=[entry],
+            admit=lambda project, used: refuse_if_exceeded(
+                project.id, check_limits(project.quotas, used, demand)
+            ),
+        )
+        ctx.published([entry])
+        ctx.submit(task.id)
+        return task
+
+    def _not_boot(self, volume: VolumeRecord, doing: str) -> None:
+        if volume.boot:
+            raise errors.FailedPrecondition(
+                f"volume {volume.name} is the boot volume of a server: it cannot be {doing} on"
+                " its own; delete the cluster to delete it"
+            )
+
+    async def delete(self, principal: Principal, ref: str) -> TaskRecord:
+        volume = await self.find(principal, ref)
+        self._not_boot(volume, "deleted")
+        if volume.status == VolumeStatus.IN_USE:
+            raise errors.FailedPrecondition(
+                f"volume {volume.name} is attached: detach it first (`vpod volume detach`)"
+            )
+        return await self._claim(
+            volume, Operation.VOLUME_DELETE, [VolumeStatus.AVAILABLE, VolumeStatus.ERROR],
+            VolumeStatus.DELETING,
+        )  # fmt: skip
+
+    async def attach(
+        self, principal: Principal, ref: str, cluster_ref: str, server: int = 1
+    ) -> TaskRecord:
+        volume = await self.find(principal, ref)
+        cluster = await self._clusters.find(principal, cluster_ref)
+        flavor = find_flavor(cluster.flavor)
+        if not flavor.takes_volumes:
+            raise errors.FailedPrecondition(
+                f"cluster {cluster.name} is bare metal ({flavor.name}): bare-metal servers take"
+                " no external volumes; use their local disk, or a virtual cluster"
+            )
+        self._not_boot(volume, "attached elsewhere")
+        if volume.status != VolumeStatus.AVAILABLE:
+            raise errors.FailedPrecondition(
+                f"volume {volume.name} is {volume.status}: only an available volume can be attached"
+            )
+        check_state(Operation.VOLUME_ATTACH, ClusterStatus(cluster.status), flavor, cluster.name)
+        if not 1 <= server <= cluster.server_count:
+            raise errors.InvalidArgument(
+                f"cluster {cluster.name} has servers 1 to {cluster.server_count}, not {server}"
+            )
+        return await self._claim(
+            volume, Operation.VOLUME_ATTACH, [VolumeStatus.AVAILABLE], VolumeStatus.ATTACHING,
+            cluster=(cluster.id, ALLOWED_FROM[Operation.VOLUME_ATTACH]),
+            params={"cluster_id": cluster.id, "server": server},
+        )  # fmt: skip
+
+    async def detach(self, principal: Principal, ref: str) -> TaskRecord:
+        volume = await self.find(principal, ref)
+        self._not_boot(volume, "detached")
+        if volume.status != VolumeStatus.IN_USE or volume.cluster_id is None:
+            raise errors.FailedPrecondition(
+                f"volume {volume.name} is {volume.status}: only an attached (in-use) volume can"
+                " be detached"
+            )
+        return await self._claim(
+            volume, Operation.VOLUME_DETACH, [VolumeStatus.IN_USE], VolumeStatus.DETACHING,
+            cluster=(volume.cluster_id, ALLOWED_FROM[Operation.VOLUME_DETACH]),
+            params={"cluster_id": volume.cluster_id},
+        )  # fmt: skip
+
+    async def _claim(
+        self,
+        volume: VolumeRecord,
+        operation: Operation,
+        allowed: list[VolumeStatus],
+        status: VolumeStatus,
+        *,
+        cluster: tuple[str, frozenset[ClusterStatus]] | None = None,
+        params: dict[str, object] | None = None,
+    ) -> TaskRecord:
+        ctx = self._ctx
+        task = new_task(
+            ctx, volume.project_id, operation, "volume", volume.id, volume.name, params or {}
+        )
+        entry = volume_entry(volume, status, ctx.clock.now())
+        await ctx.db(
+            ctx.store.start_volume_task,
+            volume.id,
+            task,
+            allowed=[s.value for s in allowed],
+            changes={"status": status.value, "updated_at": ctx.clock.now()},
+            cluster=(cluster[0], sorted(s.value for s in cluster[1])) if cluster else None,
+            meter=[entry],
+        )
+        ctx.published([entry])
+        ctx.submit(task.id)
+        return task

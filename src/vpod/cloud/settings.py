@@ -1,0 +1,114 @@
+"""Cloud settings: one frozen value, read from ``DATA_DIR/cloud.toml`` when it exists.
+
+Every key is optional::
+
+    # DATA_DIR/cloud.toml (or the file named by VPOD_CLOUD_CONFIG)
+    vipu_clusters = ["cloud"]     # V-IPU clusters vPODs are carved from (default: all)
+    compute_driver = "local"      # "local" (embedded); an OpenStack driver would be "openstack"
+    volume_driver = "local"       # "local"; "cinder" with OpenStack
+    metering_sink = "none"        # "none", or "jsonl" (DATA_DIR/cloud/metering.jsonl)
+    user_api_host = ""            # address servers dial for the V-IPU user API
+    task_poll_s = 1.0             # how often a runner looks for tasks another replica queued
+    health_check_s = 2.0          # how often ACTIVE vPODs are checked for unreachable machines
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from vpod.controller import errors
+
+CONFIG_FILE = "cloud.toml"
+CONFIG_ENV = "VPOD_CLOUD_CONFIG"
+ADMIN_TOKEN_FILE = "cloud-admin.token"
+DRIVERS = {"compute_driver": ("local",), "volume_driver": ("local",)}
+SINKS = ("none", "jsonl")
+
+
+@dataclass(frozen=True)
+class CloudSettings:
+    data_dir: Path = field(default_factory=lambda: Path("vpod-data"))
+    vipu_clusters: tuple[str, ...] = ()
+    """V-IPU clusters vPOD allocations come from; empty: every cluster, by id."""
+    compute_driver: str = "local"
+    volume_driver: str = "local"
+    metering_sink: str = "none"
+    user_api_host: str = ""
+    """Where servers reach the V-IPU user API; empty: the controller's own --host."""
+    task_poll_s: float = 1.0
+    health_check_s: float = 2.0
+    lease_ttl_s: float = 10.0
+    """Only one controller replica runs cloud tasks: the holder of this lease."""
+
+    @property
+    def cloud_dir(self) -> Path:
+        """Where local drivers keep servers and volumes, and sinks write."""
+        return self.data_dir / "cloud"
+
+    @property
+    def admin_token_path(self) -> Path:
+        """Written once, when the first administrator token is made (mode 0600)."""
+        return self.data_dir / ADMIN_TOKEN_FILE
+
+
+def load_settings(data_dir: Path, path: Path | None = None) -> CloudSettings:
+    """Settings for a controller on ``data_dir``: from ``path``, ``$VPOD_CLOUD_CONFIG`` or
+    ``DATA_DIR/cloud.toml`` (the first that is given), else the defaults."""
+    if path is None and os.environ.get(CONFIG_ENV):
+        path = Path(os.environ[CONFIG_ENV])
+    if path is None:
+        path = data_dir / CONFIG_FILE
+        if not path.exists():
+            return CloudSettings(data_dir=data_dir)
+    try:
+        raw = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise errors.InvalidArgument(f"cloud settings {path} cannot be read: {exc}") from None
+    return parse_settings(raw, data_dir=data_dir, source=str(path))
+
+
+def parse_settings(raw: dict[str, Any], *, data_dir: Path, source: str) -> CloudSettings:
+    known = {f.name for f in fields(CloudSettings)} - {"data_dir"}
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise errors.InvalidArgument(
+            f"{source}: unknown key {unknown[0]!r}; the keys are {', '.join(sorted(known))}"
+        )
+    settings = CloudSettings(data_dir=data_dir)
+    values: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key == "vipu_clusters":
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise errors.InvalidArgument(f"{source}: vipu_clusters is a list of cluster ids")
+            values[key] = tuple(value)
+        elif key in DRIVERS and value not in DRIVERS[key]:
+            raise errors.InvalidArgument(
+                f"{source}: {key} = {value!r} is not available here: use {', '.join(DRIVERS[key])}"
+            )
+        elif key == "metering_sink" and value not in SINKS:
+            raise errors.InvalidArgument(f"{source}: metering_sink is one of {', '.join(SINKS)}")
+        else:
+            expected = type(getattr(settings, key))
+            if expected is float and isinstance(value, int):
+                value = float(value)
+            if not isinstance(value, expected):
+                raise errors.InvalidArgument(
+                    f"{source}: {key} must be a {expected.__name__}, not {value!r}"
+                )
+            values[key] = value
+    return replace(settings, **values)
+
+
+def render_settings(vipu_clusters: tuple[str, ...]) -> str:
+    """A minimal ``cloud.toml`` (what ``vpod up`` writes)."""
+    listed = ", ".join(f'"{c}"' for c in vipu_clusters)
+    return (
+        "# vpod cloud layer settings (see docs/cloud.md)\n"
+        f"vipu_clusters = [{listed}]\n"
+        'compute_driver = "local"\n'
+        'volume_driver = "local"\n'
+    )

@@ -1,0 +1,98 @@
+"""Rules for what tenants name and send: cluster and volume names, metadata, interfaces. Pure."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from vpod.controller import errors
+
+NAME_RULE = "use 3 to 63 characters: a letter or digit first, then letters, digits, '.', '_' or '-'"
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{2,62}")
+
+METADATA_MAX_ITEMS = 50
+METADATA_KEY = re.compile(r"[A-Za-z0-9_.:-]{1,255}")
+METADATA_VALUE_MAX = 1024
+
+INTERFACE_TYPES = ("external", "subnet", "any_subnet")
+
+VOLUME_TYPES = ("standard", "ssd")
+VOLUME_MIN_GIB = 1
+VOLUME_MAX_GIB = 16_384
+BOOT_VOLUME_DEFAULT_GIB = 50
+SERVER_COUNT_MAX = 32
+
+
+def check_name(kind: str, name: str) -> str:
+    """``name`` if it is a valid cluster or volume name; InvalidArgument saying the rule."""
+    if not isinstance(name, str) or _NAME.fullmatch(name) is None:
+        shown = repr(name[:70]) if isinstance(name, str) else type(name).__name__
+        raise errors.InvalidArgument(f"{kind} name {shown} is not valid: {NAME_RULE}")
+    return name
+
+
+def check_metadata(metadata: Mapping[str, str]) -> dict[str, str]:
+    if len(metadata) > METADATA_MAX_ITEMS:
+        raise errors.InvalidArgument(
+            f"metadata has {len(metadata)} items: keep at most {METADATA_MAX_ITEMS}"
+        )
+    for key, value in metadata.items():
+        if METADATA_KEY.fullmatch(key) is None:
+            raise errors.InvalidArgument(
+                f"metadata key {key[:40]!r} is not valid: use 1 to 255 letters, digits,"
+                " '_', '.', ':' or '-'"
+            )
+        if not isinstance(value, str) or len(value) > METADATA_VALUE_MAX:
+            raise errors.InvalidArgument(
+                f"metadata value of {key!r} must be a string of at most {METADATA_VALUE_MAX}"
+                " characters"
+            )
+    return dict(metadata)
+
+
+def check_interfaces(interfaces: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
+    """At least one interface; each of a known type (the spec: one network interface or more)."""
+    if not interfaces:
+        raise errors.InvalidArgument(
+            'a cluster needs at least one network interface: give [{"type": "external"}]'
+        )
+    checked = []
+    for interface in interfaces:
+        kind = interface.get("type", "")
+        if kind not in INTERFACE_TYPES:
+            raise errors.InvalidArgument(
+                f"interface type {kind!r} is not known: use {', '.join(INTERFACE_TYPES)}"
+            )
+        checked.append(dict(interface))
+    return checked
+
+
+def check_volume_size(size_gib: int) -> int:
+    if not VOLUME_MIN_GIB <= size_gib <= VOLUME_MAX_GIB:
+        raise errors.InvalidArgument(
+            f"volume size {size_gib} GiB is out of range: use {VOLUME_MIN_GIB} to"
+            f" {VOLUME_MAX_GIB} GiB"
+        )
+    return size_gib
+
+
+def check_volume_type(volume_type: str) -> str:
+    if volume_type not in VOLUME_TYPES:
+        raise errors.InvalidArgument(
+            f"volume type {volume_type!r} is not known: use {', '.join(VOLUME_TYPES)}"
+        )
+    return volume_type
+
+
+def check_server_count(count: int) -> int:
+    if not 1 <= count <= SERVER_COUNT_MAX:
+        raise errors.InvalidArgument(
+            f"a GPU cluster has 1 to {SERVER_COUNT_MAX} servers, not {count}"
+        )
+    return count
+
+
+def network_cidr(cluster_id: str) -> str:
+    """A private /24 for the cluster's network, derived from its id (stable across restarts)."""
+    digest = sum((i + 1) * ord(c) for i, c in enumerate(cluster_id))
+    return f"10.{(digest >> 8) % 250 + 1}.{digest % 256}.0/24"

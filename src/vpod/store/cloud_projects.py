@@ -1,0 +1,150 @@
+"""Cloud projects (tenants), their quotas and API tokens, and what they use.
+
+Tokens are stored as a public id plus the slow salted hash of the secret
+(hashing is the caller's job, as for V-IPU users). ``usage`` sums what a
+project holds, for quota checks; it runs inside the transaction that adds
+a cluster or volume, after locking the project row, so two concurrent
+requests of one project are checked one after the other.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection, delete, func, insert, select, update
+
+from .cloud_records import ProjectRecord, TokenRecord
+from .cloud_schema import cloud_clusters, cloud_projects, cloud_tokens, cloud_volumes
+from .errors import Conflict, NotFound
+
+
+def not_found(project_id: str) -> NotFound:
+    return NotFound(
+        f"project {project_id} does not exist: `GET /api/cloud/v1/admin/projects` lists them"
+    )
+
+
+def _project(row: Any) -> ProjectRecord:
+    return ProjectRecord(
+        id=row.id,
+        name=row.name,
+        quotas={str(k): int(v) for k, v in dict(row.quotas).items()},
+        created_at=row.created_at,
+    )
+
+
+def insert_project(conn: Connection, project: ProjectRecord) -> None:
+    conn.execute(
+        insert(cloud_projects).values(
+            id=project.id,
+            name=project.name,
+            quotas=dict(project.quotas),
+            created_at=project.created_at,
+        )
+    )
+
+
+def get_project(conn: Connection, project_id: str, *, lock: bool = False) -> ProjectRecord:
+    query = select(cloud_projects).where(cloud_projects.c.id == project_id)
+    if lock:
+        query = query.with_for_update()
+    row = conn.execute(query).one_or_none()
+    if row is None:
+        raise not_found(project_id)
+    return _project(row)
+
+
+def list_projects(conn: Connection) -> list[ProjectRecord]:
+    rows = conn.execute(select(cloud_projects).order_by(cloud_projects.c.id))
+    return [_project(row) for row in rows]
+
+
+def set_quotas(conn: Connection, project_id: str, quotas: dict[str, int]) -> None:
+    done = conn.execute(
+        update(cloud_projects).where(cloud_projects.c.id == project_id).values(quotas=quotas)
+    )
+    if done.rowcount == 0:
+        raise not_found(project_id)
+
+
+def delete_project(conn: Connection, project_id: str) -> None:
+    get_project(conn, project_id)
+    used = usage(conn, project_id)
+    if used["clusters"] or used["volumes"]:
+        raise Conflict(
+            f"project {project_id} still holds {used['clusters']} clusters and"
+            f" {used['volumes']} volumes: delete them first",
+            retryable=False,
+        )
+    conn.execute(delete(cloud_projects).where(cloud_projects.c.id == project_id))
+
+
+def usage(conn: Connection, project_id: str) -> dict[str, int]:
+    """What the project holds, by quota name (every cluster and volume, whatever its status)."""
+    clusters = conn.execute(
+        select(
+            func.count(),
+            func.coalesce(func.sum(cloud_clusters.c.ipus), 0),
+        ).where(cloud_clusters.c.project_id == project_id)
+    ).one()
+    used = {"clusters": int(clusters[0]), "ipus": int(clusters[1])}
+    for family, gpus in conn.execute(
+        select(cloud_clusters.c.gpu_family, func.sum(cloud_clusters.c.gpus))
+        .where(cloud_clusters.c.project_id == project_id, cloud_clusters.c.gpu_family.is_not(None))
+        .group_by(cloud_clusters.c.gpu_family)
+    ):
+        used[f"gpus_{family}"] = int(gpus)
+    volumes = conn.execute(
+        select(func.count(), func.coalesce(func.sum(cloud_volumes.c.size_gib), 0)).where(
+            cloud_volumes.c.project_id == project_id
+        )
+    ).one()
+    used["volumes"] = int(volumes[0])
+    used["volume_gib"] = int(volumes[1])
+    return used
+
+
+# -- tokens -----------------------------------------------------------------------------------
+
+
+def _token(row: Any) -> TokenRecord:
+    return TokenRecord(
+        id=row.id,
+        project_id=row.project_id,
+        key_hash=row.key_hash,
+        label=row.label,
+        created_at=row.created_at,
+    )
+
+
+def insert_token(conn: Connection, token: TokenRecord) -> None:
+    if token.project_id is not None:
+        get_project(conn, token.project_id)
+    conn.execute(
+        insert(cloud_tokens).values(
+            id=token.id,
+            project_id=token.project_id,
+            key_hash=token.key_hash,
+            label=token.label,
+            created_at=token.created_at,
+        )
+    )
+
+
+def find_token(conn: Connection, token_id: str) -> TokenRecord | None:
+    row = conn.execute(select(cloud_tokens).where(cloud_tokens.c.id == token_id)).one_or_none()
+    return None if row is None else _token(row)
+
+
+def list_tokens(conn: Connection, *, admin: bool, project_id: str | None) -> list[TokenRecord]:
+    query = select(cloud_tokens).order_by(cloud_tokens.c.created_at, cloud_tokens.c.id)
+    if admin:
+        query = query.where(cloud_tokens.c.project_id.is_(None))
+    elif project_id is not None:
+        query = query.where(cloud_tokens.c.project_id == project_id)
+    return [_token(row) for row in conn.execute(query)]
+
+
+def delete_token(conn: Connection, token_id: str) -> None:
+    if conn.execute(delete(cloud_tokens).where(cloud_tokens.c.id == token_id)).rowcount == 0:
+        raise NotFound(f"token {token_id} does not exist (or was revoked already)")

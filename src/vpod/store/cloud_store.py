@@ -1,0 +1,522 @@
+"""The :class:`CloudStore`: the cloud layer's persistent facts, one transaction per call.
+
+It shares the controller's database (and its engine) and follows the same
+habits as :class:`~vpod.store.store.Store`: synchronous, thread-safe,
+frozen values in and out, constraint violations explained as
+``AlreadyExists``/``NotFound``/``Conflict``. Methods are shaped after the
+cloud's use-cases, so that what must change together changes in one
+transaction: a cluster with its servers, volumes, first task and metering
+entries; a task's end with its cluster's new status and the metering entry
+that status implies.
+
+Quota checks run inside those transactions: the caller passes ``admit``, a
+function of (project, usage) that raises to refuse; the project row is
+locked first (``SELECT ... FOR UPDATE`` on PostgreSQL; SQLite's write
+transaction holds the database lock from its first statement).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+from sqlalchemy import Connection, select
+
+from . import cloud_clusters as clusters
+from . import cloud_projects as projects
+from . import cloud_tasks as tasks
+from . import cloud_volumes as volumes
+from .cloud_records import (
+    ClusterRecord,
+    HostRecord,
+    HostUsage,
+    MeterEntry,
+    ProjectRecord,
+    ServerRecord,
+    TaskRecord,
+    TokenRecord,
+    VolumeRecord,
+)
+from .cloud_schema import cloud_clusters, cloud_projects, cloud_volumes
+from .engine import Database
+from .errors import AlreadyExists, Conflict, StoreError
+from .store import Store
+
+Admit = Callable[[ProjectRecord, dict[str, int]], None]
+"""Raises to refuse a request that would overrun the project's quotas."""
+
+VolumeClaims = Mapping[str, tuple[Sequence[str], Mapping[str, Any]]]
+"""Volume id -> (statuses it may be in, changes to apply when claimed)."""
+
+
+class CloudStore:
+    """Projects, tokens, clusters, servers, hosts, volumes, tasks and metering."""
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    @classmethod
+    def of(cls, store: Store) -> CloudStore:
+        """The cloud tables of ``store``'s database (same engine, same pool)."""
+        return cls(store._db)
+
+    def _explain(self, explain: Callable[[Connection], StoreError]) -> StoreError:
+        with self._db.read() as conn:
+            return explain(conn)
+
+    # -- projects and tokens ------------------------------------------------------------------
+
+    def add_project(
+        self, project: ProjectRecord, token: TokenRecord | None = None
+    ) -> ProjectRecord:
+        def explain(conn: Connection) -> StoreError:
+            if conn.scalar(select(cloud_projects.c.id).where(cloud_projects.c.id == project.id)):
+                return AlreadyExists(f"project {project.id} exists already: pick another id")
+            return Conflict(f"project {project.id} could not be added: retry")
+
+        with self._db.write(partial(self._explain, explain)) as conn:
+            projects.insert_project(conn, project)
+            if token is not None:
+                projects.insert_token(conn, token)
+        return project
+
+    def get_project(self, project_id: str) -> ProjectRecord:
+        with self._db.read() as conn:
+            return projects.get_project(conn, project_id)
+
+    def list_projects(self) -> list[ProjectRecord]:
+        with self._db.read() as conn:
+            return projects.list_projects(conn)
+
+    def set_quotas(self, project_id: str, quotas: Mapping[str, int]) -> ProjectRecord:
+        with self._db.write() as conn:
+            projects.set_quotas(conn, project_id, dict(quotas))
+            return projects.get_project(conn, project_id)
+
+    def remove_project(self, project_id: str) -> None:
+        """Delete a project and its tokens; Conflict while it holds clusters or volumes."""
+        with self._db.write() as conn:
+            projects.delete_project(conn, project_id)
+
+    def project_usage(self, project_id: str) -> dict[str, int]:
+        with self._db.read(snapshot=True) as conn:
+            projects.get_project(conn, project_id)
+            return projects.usage(conn, project_id)
+
+    def add_token(self, token: TokenRecord) -> TokenRecord:
+        with self._db.write() as conn:
+            projects.insert_token(conn, token)
+        return token
+
+    def find_token(self, token_id: str) -> TokenRecord | None:
+        with self._db.read() as conn:
+            return projects.find_token(conn, token_id)
+
+    def list_tokens(
+        self, *, project_id: str | None = None, admin: bool = False
+    ) -> list[TokenRecord]:
+        """Admin tokens (``admin``), a project's tokens, or every token."""
+        with self._db.read() as conn:
+            return projects.list_tokens(conn, admin=admin, project_id=project_id)
+
+    def remove_token(self, token_id: str) -> None:
+        with self._db.write() as conn:
+            projects.delete_token(conn, token_id)
+
+    # -- clusters -----------------------------------------------------------------------------
+
+    def create_cluster(
+        self,
+        cluster: ClusterRecord,
+        servers: Sequence[ServerRecord],
+        task: TaskRecord,
+        *,
+        new_volumes: Sequence[VolumeRecord] = (),
+        attach: VolumeClaims | None = None,
+        meter: Iterable[MeterEntry] = (),
+        admit: Admit | None = None,
+    ) -> ClusterRecord:
+        """Record a new cluster with its servers, volumes and task, if the quotas admit it.
+
+        AlreadyExists if the project has a cluster (or a volume) of that name;
+        ``attach`` claims existing volumes for the task (Conflict if one is busy
+        or not in an allowed status).
+        """
+
+        def explain(conn: Connection) -> StoreError:
+            if clusters.find_cluster_by_name(conn, cluster.project_id, cluster.name):
+                return AlreadyExists(
+                    f"project {cluster.project_id} has a cluster named {cluster.name} already:"
+                    " pick another name"
+                )
+            for volume in new_volumes:
+                if volumes.find_volume_by_name(conn, volume.project_id, volume.name):
+                    return AlreadyExists(
+                        f"project {volume.project_id} has a volume named {volume.name} already:"
+                        " pick another name"
+                    )
+            return Conflict(f"cluster {cluster.name} could not be recorded: retry")
+
+        with self._db.write(partial(self._explain, explain)) as conn:
+            self._admit(conn, cluster.project_id, admit)
+            clusters.insert_cluster(conn, cluster)
+            clusters.insert_servers(conn, servers)
+            volumes.insert_volumes(conn, new_volumes)
+            self._claim_volumes(conn, task.id, attach or {})
+            tasks.insert_task(conn, task)
+            tasks.append_meter(conn, meter)
+        return cluster
+
+    def _admit(self, conn: Connection, project_id: str, admit: Admit | None) -> None:
+        project = projects.get_project(conn, project_id, lock=True)
+        if admit is not None:
+            admit(project, projects.usage(conn, project_id))
+
+    def _claim_volumes(self, conn: Connection, task_id: str, claims: VolumeClaims) -> None:
+        for volume_id, (allowed, changes) in claims.items():
+            volumes.claim(conn, volume_id, task_id, allowed, changes)
+
+    def get_cluster(self, cluster_id: str) -> ClusterRecord:
+        with self._db.read() as conn:
+            return clusters.get_cluster(conn, cluster_id)
+
+    def find_cluster(self, project_id: str, id_or_name: str) -> ClusterRecord | None:
+        """The project's cluster with that id, else with that name, else None."""
+        with self._db.read() as conn:
+            found = conn.execute(
+                select(cloud_clusters.c.id).where(
+                    cloud_clusters.c.id == id_or_name, cloud_clusters.c.project_id == project_id
+                )
+            ).scalar()
+            if found is not None:
+                return clusters.get_cluster(conn, found)
+            return clusters.find_cluster_by_name(conn, project_id, id_or_name)
+
+    def list_clusters(self, project_id: str | None = None) -> list[ClusterRecord]:
+        with self._db.read() as conn:
+            return clusters.list_clusters(conn, project_id)
+
+    def update_cluster(
+        self, cluster_id: str, *, meter: Iterable[MeterEntry] = (), **changes: Any
+    ) -> ClusterRecord:
+        """Change a cluster's columns, and record the metering entries that go with it."""
+        with self._db.write() as conn:
+            clusters.update_cluster(conn, cluster_id, changes)
+            tasks.append_meter(conn, meter)
+            return clusters.get_cluster(conn, cluster_id)
+
+    def update_idle_cluster(
+        self,
+        cluster_id: str,
+        from_statuses: Sequence[str],
+        *,
+        meter: Iterable[MeterEntry] = (),
+        **changes: Any,
+    ) -> bool:
+        """Change a cluster no task holds, if its status is in ``from_statuses``; True if done.
+
+        For changes made outside tasks (health checks), which must never
+        overwrite a status a task set meanwhile.
+        """
+        with self._db.write() as conn:
+            done = clusters.set_status_if_idle(conn, cluster_id, from_statuses, changes)
+            if done:
+                tasks.append_meter(conn, meter)
+            return done
+
+    def start_cluster_task(
+        self,
+        cluster_id: str,
+        task: TaskRecord,
+        *,
+        allowed: Sequence[str],
+        changes: Mapping[str, Any] | None = None,
+        new_servers: Sequence[ServerRecord] = (),
+        new_volumes: Sequence[VolumeRecord] = (),
+        attach: VolumeClaims | None = None,
+        meter: Iterable[MeterEntry] = (),
+        admit: Admit | None = None,
+    ) -> TaskRecord:
+        """Claim the cluster (and volumes) for ``task`` and record it, all or nothing.
+
+        Conflict (not retryable) when the cluster is busy or in a status not
+        in ``allowed``; the message says which.
+        """
+        with self._db.write() as conn:
+            current = clusters.get_cluster(conn, cluster_id)
+            self._admit(conn, current.project_id, admit)
+            clusters.claim(conn, cluster_id, task.id, allowed, dict(changes or {}))
+            clusters.insert_servers(conn, new_servers)
+            volumes.insert_volumes(conn, new_volumes)
+            self._claim_volumes(conn, task.id, attach or {})
+            tasks.insert_task(conn, task)
+            tasks.append_meter(conn, meter)
+        return task
+
+    def delete_cluster(self, cluster_id: str, meter: Iterable[MeterEntry] = ()) -> None:
+        """Forget a cluster, its servers and their host slots (metering keeps its history)."""
+        with self._db.write() as conn:
+            clusters.delete_cluster(conn, cluster_id)
+            tasks.append_meter(conn, meter)
+
+    # -- servers and hosts ----------------------------------------------------------------------
+
+    def list_servers(self, cluster_ids: Iterable[str]) -> list[ServerRecord]:
+        with self._db.read() as conn:
+            return clusters.list_servers(conn, list(cluster_ids))
+
+    def add_servers(self, servers: Sequence[ServerRecord]) -> None:
+        with self._db.write() as conn:
+            clusters.insert_servers(conn, servers)
+
+    def update_server(self, server_id: str, **changes: Any) -> None:
+        with self._db.write() as conn:
+            clusters.update_server(conn, server_id, changes)
+
+    def delete_server(self, server_id: str) -> None:
+        """Forget a server and free its host slots."""
+        with self._db.write() as conn:
+            clusters.delete_server(conn, server_id)
+
+    def add_host(self, host: HostRecord) -> HostRecord:
+        def explain(_conn: Connection) -> StoreError:
+            return AlreadyExists(f"host {host.id} is registered already: pick another id")
+
+        with self._db.write(partial(self._explain, explain)) as conn:
+            clusters.insert_host(conn, host)
+        return host
+
+    def list_host_usage(self) -> list[HostUsage]:
+        """Every registered host with the slots its servers hold, from one snapshot."""
+        with self._db.read(snapshot=True) as conn:
+            return clusters.host_usage(conn)
+
+    def set_host_enabled(self, host_id: str, enabled: bool) -> None:
+        with self._db.write() as conn:
+            clusters.set_host_enabled(conn, host_id, enabled)
+
+    def remove_host(self, host_id: str) -> None:
+        """Unregister a host; Conflict (not retryable) while a server runs on it."""
+        with self._db.write() as conn:
+            clusters.delete_host(conn, host_id)
+
+    def take_slots(self, server_id: str, host_id: str, slots: Sequence[int]) -> None:
+        """Give host slots to a server; Conflict (retryable) if one was taken meanwhile."""
+        with self._db.write() as conn:
+            clusters.take_slots(conn, server_id, host_id, slots)
+
+    def release_slots(self, server_id: str) -> None:
+        with self._db.write() as conn:
+            clusters.release_slots(conn, server_id)
+
+    # -- volumes ------------------------------------------------------------------------------
+
+    def create_volume(
+        self,
+        volume: VolumeRecord,
+        task: TaskRecord,
+        *,
+        meter: Iterable[MeterEntry] = (),
+        admit: Admit | None = None,
+    ) -> VolumeRecord:
+        def explain(conn: Connection) -> StoreError:
+            if volumes.find_volume_by_name(conn, volume.project_id, volume.name):
+                return AlreadyExists(
+                    f"project {volume.project_id} has a volume named {volume.name} already:"
+                    " pick another name"
+                )
+            return Conflict(f"volume {volume.name} could not be recorded: retry")
+
+        with self._db.write(partial(self._explain, explain)) as conn:
+            self._admit(conn, volume.project_id, admit)
+            volumes.insert_volumes(conn, [volume])
+            tasks.insert_task(conn, task)
+            tasks.append_meter(conn, meter)
+        return volume
+
+    def get_volume(self, volume_id: str) -> VolumeRecord:
+        with self._db.read() as conn:
+            return volumes.get_volume(conn, volume_id)
+
+    def find_volume(self, project_id: str, id_or_name: str) -> VolumeRecord | None:
+        with self._db.read() as conn:
+            found = conn.execute(
+                select(cloud_volumes.c.id).where(
+                    cloud_volumes.c.id == id_or_name, cloud_volumes.c.project_id == project_id
+                )
+            ).scalar()
+            if found is not None:
+                return volumes.get_volume(conn, found)
+            return volumes.find_volume_by_name(conn, project_id, id_or_name)
+
+    def list_volumes(
+        self, *, project_id: str | None = None, cluster_id: str | None = None
+    ) -> list[VolumeRecord]:
+        with self._db.read() as conn:
+            return volumes.list_volumes(conn, project_id=project_id, cluster_id=cluster_id)
+
+    def update_volume(
+        self, volume_id: str, *, meter: Iterable[MeterEntry] = (), **changes: Any
+    ) -> VolumeRecord:
+        with self._db.write() as conn:
+            volumes.update_volume(conn, volume_id, changes)
+            tasks.append_meter(conn, meter)
+            return volumes.get_volume(conn, volume_id)
+
+    def add_volumes(self, new: Sequence[VolumeRecord], meter: Iterable[MeterEntry] = ()) -> None:
+        """Record volumes a running task makes (boot volumes of servers a resize adds)."""
+        with self._db.write() as conn:
+            volumes.insert_volumes(conn, new)
+            tasks.append_meter(conn, meter)
+
+    def start_volume_task(
+        self,
+        volume_id: str,
+        task: TaskRecord,
+        *,
+        allowed: Sequence[str],
+        changes: Mapping[str, Any] | None = None,
+        cluster: tuple[str, Sequence[str]] | None = None,
+        meter: Iterable[MeterEntry] = (),
+    ) -> TaskRecord:
+        """Claim the volume (and ``cluster``: id, allowed statuses) for ``task``; record it."""
+        with self._db.write() as conn:
+            volumes.claim(conn, volume_id, task.id, allowed, dict(changes or {}))
+            if cluster is not None:
+                clusters.claim(conn, cluster[0], task.id, cluster[1], {})
+            tasks.insert_task(conn, task)
+            tasks.append_meter(conn, meter)
+        return task
+
+    def delete_volume(self, volume_id: str, meter: Iterable[MeterEntry] = ()) -> None:
+        with self._db.write() as conn:
+            volumes.delete_volume(conn, volume_id)
+            tasks.append_meter(conn, meter)
+
+    # -- tasks --------------------------------------------------------------------------------
+
+    def add_task(self, task: TaskRecord) -> TaskRecord:
+        with self._db.write() as conn:
+            tasks.insert_task(conn, task)
+        return task
+
+    def get_task(self, task_id: str) -> TaskRecord:
+        with self._db.read() as conn:
+            return tasks.get_task(conn, task_id)
+
+    def list_tasks(
+        self,
+        *,
+        project_id: str | None = None,
+        resource_id: str | None = None,
+        states: Sequence[str] | None = None,
+        limit: int = 100,
+    ) -> list[TaskRecord]:
+        """Tasks matching every filter given, newest first."""
+        with self._db.read() as conn:
+            return tasks.list_tasks(
+                conn, project_id=project_id, resource_id=resource_id, states=states, limit=limit
+            )
+
+    def update_task(self, task_id: str, **changes: Any) -> TaskRecord:
+        with self._db.write() as conn:
+            tasks.update_task(conn, task_id, changes)
+            return tasks.get_task(conn, task_id)
+
+    def enter_phase(self, task_id: str, phase: str, at: datetime, *, state: str) -> TaskRecord:
+        """Record that the task reached ``phase`` (appended to its phase history)."""
+        with self._db.write() as conn:
+            current = tasks.get_task(conn, task_id)
+            phases = list(current.phases)
+            if not phases or phases[-1][0] != phase:
+                phases.append((phase, at))
+            tasks.update_task(
+                conn,
+                task_id,
+                {"detailed_state": phase, "phases": phases, "state": state, "updated_at": at},
+            )
+            return dataclasses.replace(
+                current, detailed_state=phase, phases=phases, state=state, updated_at=at
+            )
+
+    def finish_task(
+        self,
+        task_id: str,
+        *,
+        state: str,
+        at: datetime,
+        detailed_state: str | None,
+        error: str = "",
+        warnings: Sequence[str] = (),
+        cluster_changes: Mapping[str, Any] | None = None,
+        volume_changes: Mapping[str, Mapping[str, Any]] | None = None,
+        meter: Iterable[MeterEntry] = (),
+    ) -> TaskRecord:
+        """End a task, apply its last changes and free what it claimed, in one transaction."""
+        with self._db.write() as conn:
+            current = tasks.get_task(conn, task_id)
+            phases = list(current.phases)
+            if detailed_state is not None and (not phases or phases[-1][0] != detailed_state):
+                phases.append((detailed_state, at))
+            tasks.update_task(
+                conn,
+                task_id,
+                {
+                    "state": state,
+                    "detailed_state": detailed_state,
+                    "phases": phases,
+                    "error": error,
+                    "warnings": list(warnings),
+                    "updated_at": at,
+                    "finished_at": at,
+                },
+            )
+            if current.resource_type == "cluster":
+                self._end_cluster(conn, current, cluster_changes)
+            volumes.unclaim_all(conn, task_id)
+            for volume_id, changes in (volume_changes or {}).items():
+                volumes.update_volume(conn, volume_id, changes)
+            if current.resource_type == "volume" and current.params.get("cluster_id"):
+                clusters.unclaim(conn, str(current.params["cluster_id"]), task_id)
+            tasks.append_meter(conn, meter)
+            return tasks.get_task(conn, task_id)
+
+    def _end_cluster(
+        self, conn: Connection, task: TaskRecord, changes: Mapping[str, Any] | None
+    ) -> None:
+        found = conn.scalar(
+            select(cloud_clusters.c.id).where(cloud_clusters.c.id == task.resource_id)
+        )
+        if found is None:
+            return  # deleted by the task itself
+        clusters.unclaim(conn, task.resource_id, task.id)
+        if changes:
+            clusters.update_cluster(conn, task.resource_id, changes)
+
+    def unfinished_tasks(self) -> list[TaskRecord]:
+        """Tasks NEW or RUNNING, oldest first: what a (re)starting runner must carry on."""
+        with self._db.read() as conn:
+            found = tasks.list_tasks(conn, states=("NEW", "RUNNING"), limit=10_000)
+        return sorted(found, key=lambda t: (t.created_at, t.id))
+
+    # -- metering -----------------------------------------------------------------------------
+
+    def append_meter(self, entries: Iterable[MeterEntry]) -> None:
+        with self._db.write() as conn:
+            tasks.append_meter(conn, entries)
+
+    def list_meter(
+        self,
+        *,
+        project_id: str | None = None,
+        resource_id: str | None = None,
+        before: datetime | None = None,
+    ) -> list[MeterEntry]:
+        """Metering entries in time order, filtered by every criterion given."""
+        with self._db.read() as conn:
+            return tasks.list_meter(
+                conn, project_id=project_id, resource_id=resource_id, before=before
+            )
