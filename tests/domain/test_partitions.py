@@ -59,6 +59,7 @@ VALID = [
     ("pod64", {"size": 8, "routing": BTNC}, (1, 1, 1, BTNC, None, GS2)),
     ("pod64", {"size": 4, "routing": SWNC}, (1, 1, 1, SWNC, None, GS2)),
     ("pod128", {"size": 128, "num_gcds": 2}, (2, 2, 2, RINGSWNC, GwRouting.RING, GS2)),
+    ("pod128", {"size": 128}, (2, 2, 2, RINGSWNC, GwRouting.RING, GS2)),  # one GCD per segment
     (
         "pod128",
         {"size": 128, "num_segments": 2, "num_gcds": 2, "gw_routing": GwRouting.RING},
@@ -201,12 +202,12 @@ INVALID = [
     ),
     (
         "pod128",
-        {"size": 128},
+        {"size": 128, "num_gcds": 1},
         "1 GCD cannot split a partition of 128 IPUs.*use num_gcds 2, 8, 16, 32, 64 or 128",
     ),
     (
         "pod128",
-        {"size": 16, "num_segments": 2},
+        {"size": 16, "num_segments": 2, "num_gcds": 1},
         "a GCD of 16 IPUs would span IPU-Link domains .each segment holds 8 IPUs.*"
         "use num_gcds 2, 4, 8 or 16",
     ),

@@ -40,11 +40,37 @@ class HeartbeatMonitor:
         self._last_ok: dict[str, float] = {}
         self._state: dict[str, AgentHealthState] = {}
         self._events_seen: dict[str, tuple[str, int]] = {}
-        """Per agent: (boot id, sequence of the last event handled)."""
+        """Per agent: (boot id, sequence of the last event read)."""
+        self._detached: dict[str, tuple[str, int]] = {}
+        """Partitions an application detached from, waiting for their auto-reset: why, tries."""
 
     async def tick(self) -> None:
         agents = await self._c.inventory.list_agents()
         await asyncio.gather(*(self._check(a) for a in agents))
+        await self._reset_detached()
+
+    async def _reset_detached(self) -> None:
+        """Auto-reset partitions applications detached from; a reset that lost a race is
+        tried again next round (up to three rounds), so a detach is never silently lost."""
+        for partition_id, (why, tries) in sorted(self._detached.items()):
+            record = await self._c.ctx.db(self._c.ctx.db.store.find_partition, partition_id)
+            if (
+                record is None
+                or record.spec.reconfigurable
+                or record.state.ready is not ReadyState.ACTIVE
+                or not self._c.repair.may_auto_reset(record)
+            ):
+                del self._detached[partition_id]
+                continue
+            try:
+                done = await self._c.repair.auto_reset(record, why)
+            except Exception:
+                log.exception("auto-reset of %s after a detach failed", partition_id)
+                done = False
+            if done or tries >= 2:
+                del self._detached[partition_id]
+            else:
+                self._detached[partition_id] = (why, tries + 1)
 
     async def _check(self, agent: Agent) -> None:
         ctx = self._c.ctx
@@ -86,15 +112,10 @@ class HeartbeatMonitor:
             for e in batch.events
             if e.kind is EventKind.DETACHED and e.partition_id and not e.evicted
         }
-        for partition_id in sorted(detached):
-            record = await self._c.ctx.db(self._c.ctx.db.store.find_partition, partition_id)
-            if (
-                record is None
-                or record.spec.reconfigurable
-                or record.state.ready is not ReadyState.ACTIVE
-            ):
-                continue
-            await self._c.repair.auto_reset(record, f"an application detached from {agent.id}")
+        for partition_id in detached:
+            self._detached.setdefault(
+                partition_id, (f"an application detached from {agent.id}", 0)
+            )
 
     async def _mark_unreachable(self, agent: Agent, cause: str, silent_for: float) -> None:
         ctx = self._c.ctx

@@ -296,7 +296,9 @@ def _resolve_sync_type(req: PartitionRequirements) -> SyncType:
 
 
 def _resolve_num_gcds(req: PartitionRequirements, segment_size: int) -> int:
-    size, gcds = req.size, req.num_gcds or 1
+    # Unset: one GCD per segment. The wire's default of 1 is that for every partition that
+    # fits one domain; a larger one cannot have a single GCD (no GCD spans domains).
+    size, gcds = req.size, req.num_gcds or req.size // segment_size
     if size % gcds or size // gcds not in GCD_SIZES:
         raise InvalidSpec(
             f"{gcds} GCD{'s' if gcds > 1 else ''} cannot split a partition of {size} IPUs:"
