@@ -182,13 +182,13 @@ MULTI_DOMAIN_REFUSALS: list[tuple[str, int, dict[str, Any], list[str]]] = [
     (
         "gcd-spanning-domains",
         16,
-        {"num_ipulink_segments": 2},
+        {"num_ipulink_segments": 2, "num_gcds": 1},
         ["a GCD of 16 IPUs would span IPU-Link domains", "use num_gcds 2, 4, 8 or 16"],
     ),
     (
         "one-gcd-of-128",
         128,
-        {},
+        {"num_gcds": 1},
         ["1 GCD cannot split a partition of 128 IPUs", "use num_gcds 2, 8, 16, 32, 64 or 128"],
     ),
     (
