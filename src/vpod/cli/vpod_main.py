@@ -8,6 +8,7 @@ import click
 
 from vpod import __version__
 
+from .cloud_commands import CLOUD_COMMANDS
 from .errors import run_cli
 from .sim_command import sim
 from .up import UpOptions, run_up
@@ -108,6 +109,8 @@ def up(
 
 
 cli.add_command(sim)
+for _command in CLOUD_COMMANDS:
+    cli.add_command(_command)
 
 
 def main() -> None:

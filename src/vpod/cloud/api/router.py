@@ -115,7 +115,7 @@ def _period(
 def cloud_router(cloud: Cloud) -> APIRouter:
     """Every route of the cloud API, bound to ``cloud``."""
     router = APIRouter(prefix=PREFIX, tags=["cloud"])
-    admin = APIRouter(prefix=PREFIX + "/admin", tags=["cloud admin"])
+    admin = APIRouter(prefix="/admin", tags=["cloud admin"])
 
     async def principal(
         credentials: HTTPAuthorizationCredentials | None = Depends(_bearer),

@@ -1,0 +1,211 @@
+"""``vpod cluster ...``: create, list, show, suspend, resume, resize, rebuild, reboot,
+delete, metadata and ssh (a shell on the cluster's server)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+
+from vpod.cloud.drivers.local_compute import PASSED_THROUGH
+
+from .cloud_client import CloudClient
+from .cloud_options import connection_options, report_task, wait_option
+from .cloud_output import cluster_text, clusters_table, emit
+from .errors import CliFailure
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+@click.group("cluster", context_settings=CONTEXT)
+def cluster() -> None:
+    """AI clusters: vPODs (virtual or dedicated) and GPU clusters.
+
+    \b
+      vpod cluster create train-1 --flavor g2a-ai-fast-v1pod-16 --volume data:200 --wait
+      vpod cluster ssh train-1 -- vipu create partition p1 --size 4
+      vpod cluster suspend train-1 --wait
+    """
+
+
+def _volumes(specs: tuple[str, ...], attach: tuple[str, ...]) -> list[dict[str, Any]]:
+    volumes: list[dict[str, Any]] = []
+    for spec in specs:
+        parts = spec.split(":")
+        if len(parts) not in (2, 3) or not parts[1].isdigit():
+            raise click.BadParameter(
+                f"{spec!r}: use NAME:GIB or NAME:GIB:TYPE, e.g. data:200", param_hint="--volume"
+            )
+        volume: dict[str, Any] = {"name": parts[0], "size_gib": int(parts[1])}
+        if len(parts) == 3:
+            volume["volume_type"] = parts[2]
+        volumes.append(volume)
+    return volumes + [{"id": ref} for ref in attach]
+
+
+def _metadata(pairs: tuple[str, ...], option: str) -> dict[str, str]:
+    metadata = {}
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        if not eq or not key:
+            raise click.BadParameter(f"{pair!r}: use KEY=VALUE", param_hint=option)
+        metadata[key] = value
+    return metadata
+
+
+@cluster.command("create")
+@click.argument("name")
+@click.option("--flavor", required=True, help="A flavor from `vpod flavors`.")
+@click.option("--image", default=None, help="Boot image (default: the flavor's first).")
+@click.option("--servers", type=click.IntRange(1, 32), default=None, help="GPU clusters only.")
+@click.option("--volume", "volume_specs", multiple=True, metavar="NAME:GIB[:TYPE]",
+              help="A new data volume (repeatable; VM flavors only).")  # fmt: skip
+@click.option("--attach", multiple=True, metavar="VOLUME", help="An available volume to attach.")
+@click.option("--boot-gib", type=click.IntRange(1), default=50, show_default=True,
+              help="Boot volume size per server (VM flavors).")  # fmt: skip
+@click.option("--meta", multiple=True, metavar="KEY=VALUE", help="Metadata (repeatable).")
+@wait_option
+@connection_options
+def create(
+    client: CloudClient,
+    name: str,
+    flavor: str,
+    image: str | None,
+    servers: int | None,
+    volume_specs: tuple[str, ...],
+    attach: tuple[str, ...],
+    boot_gib: int,
+    meta: tuple[str, ...],
+    wait: bool,
+    as_json: bool,
+) -> None:
+    """Create cluster NAME of a flavor (prints the task; --wait follows it to the end)."""
+    body = {
+        "name": name,
+        "flavor": flavor,
+        "image": image,
+        "server_count": servers,
+        "volumes": _volumes(volume_specs, attach),
+        "boot_volume_gib": boot_gib,
+        "metadata": _metadata(meta, "--meta"),
+    }
+    report_task(client, client.post("/clusters", body), wait=wait, as_json=as_json)
+
+
+@cluster.command("list")
+@connection_options
+def list_clusters(client: CloudClient, as_json: bool) -> None:
+    """Your project's clusters."""
+    emit(client.get("/clusters"), as_json, clusters_table)
+
+
+@cluster.command("show")
+@click.argument("cluster_ref", metavar="CLUSTER")
+@connection_options
+def show(client: CloudClient, cluster_ref: str, as_json: bool) -> None:
+    """One cluster (by name or id) with its servers and volumes."""
+    emit(client.get(f"/clusters/{cluster_ref}"), as_json, cluster_text)
+
+
+def _action(name: str, doc: str) -> None:
+    @cluster.command(name, help=doc)
+    @click.argument("cluster_ref", metavar="CLUSTER")
+    @wait_option
+    @connection_options
+    def command(client: CloudClient, cluster_ref: str, wait: bool, as_json: bool) -> None:
+        task = client.post(f"/clusters/{cluster_ref}/{name}")
+        report_task(client, task, wait=wait, as_json=as_json)
+
+
+_action("suspend", "Suspend CLUSTER: free its compute (and IPUs), keep its volumes, stop paying.")
+_action("resume", "Resume CLUSTER: new IPUs, servers back, partitions re-created.")
+_action("reboot", "Reboot every server of CLUSTER.")
+
+
+@cluster.command("resize")
+@click.argument("cluster_ref", metavar="CLUSTER")
+@click.option("--servers", type=click.IntRange(1, 32), required=True, help="New server count.")
+@wait_option
+@connection_options
+def resize(client: CloudClient, cluster_ref: str, servers: int, wait: bool, as_json: bool) -> None:
+    """Change the number of servers of a GPU cluster."""
+    task = client.post(f"/clusters/{cluster_ref}/resize", {"server_count": servers})
+    report_task(client, task, wait=wait, as_json=as_json)
+
+
+@cluster.command("rebuild")
+@click.argument("cluster_ref", metavar="CLUSTER")
+@click.option("--image", default=None, help="New image (default: the flavor's first).")
+@wait_option
+@connection_options
+def rebuild(
+    client: CloudClient, cluster_ref: str, image: str | None, wait: bool, as_json: bool
+) -> None:
+    """Re-image every server of CLUSTER (data volumes stay)."""
+    task = client.post(f"/clusters/{cluster_ref}/rebuild", {"image": image})
+    report_task(client, task, wait=wait, as_json=as_json)
+
+
+@cluster.command("delete")
+@click.argument("cluster_ref", metavar="CLUSTER")
+@click.option("--with-volumes", is_flag=True, help="Delete its data volumes too.")
+@wait_option
+@connection_options
+def delete(
+    client: CloudClient, cluster_ref: str, with_volumes: bool, wait: bool, as_json: bool
+) -> None:
+    """Delete CLUSTER (data volumes are detached and kept unless --with-volumes)."""
+    task = client.delete(f"/clusters/{cluster_ref}", delete_volumes=str(with_volumes).lower())
+    report_task(client, task, wait=wait, as_json=as_json)
+
+
+@cluster.command("metadata")
+@click.argument("cluster_ref", metavar="CLUSTER")
+@click.argument("pairs", nargs=-1, metavar="[KEY=VALUE]...")
+@click.option("--replace", is_flag=True, help="Replace all metadata with PAIRS.")
+@connection_options
+def metadata(
+    client: CloudClient, cluster_ref: str, pairs: tuple[str, ...], replace: bool, as_json: bool
+) -> None:
+    """Show CLUSTER's metadata, or set KEY=VALUE pairs."""
+    if pairs or replace:
+        body = {"metadata": _metadata(pairs, "KEY=VALUE"), "replace": replace}
+        current = client.put(f"/clusters/{cluster_ref}/metadata", body)["metadata"]
+    else:
+        current = client.get(f"/clusters/{cluster_ref}/metadata")
+    emit(current, as_json, lambda m: "\n".join(f"{k}={v}" for k, v in sorted(m.items())))
+
+
+@cluster.command("ssh", context_settings={"ignore_unknown_options": True})
+@click.argument("cluster_ref", metavar="CLUSTER")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+@click.option("--server", type=click.IntRange(1), default=1, show_default=True,
+              help="Which server of the cluster.")  # fmt: skip
+@connection_options
+def ssh(
+    client: CloudClient, cluster_ref: str, command: tuple[str, ...], server: int, as_json: bool
+) -> None:
+    """Open a shell on CLUSTER's server; with `-- COMMAND...`, run that command there."""
+    access = client.get(f"/clusters/{cluster_ref}/shell", server=server)
+    if as_json:
+        emit(access, True, str)
+        return
+    if access["kind"] == "ssh":
+        target = f"{access['user']}@{access['host']}" if access["user"] else access["host"]
+        argv = ["ssh", "-p", str(access["port"]), target, *command]
+        os.execvp("ssh", argv)
+    cwd = Path(access["cwd"])
+    if not cwd.is_dir():
+        raise CliFailure(
+            f"the server's workspace {cwd} is not on this host: the local compute driver keeps"
+            " servers where the controller runs; run `vpod cluster ssh` there"
+        )
+    env = dict(access["env"])
+    env.update({k: os.environ[k] for k in PASSED_THROUGH if k in os.environ})
+    os.chdir(cwd)
+    if command:
+        # As ssh does: the words are joined by spaces and run by the server's shell.
+        os.execvpe("bash", ["bash", "-c", " ".join(command)], env)
+    os.execvpe(access["command"][0], access["command"], env)

@@ -1,0 +1,10 @@
+"""The ``vpod`` cloud commands, for ``vpod_main`` to register (see docs/cloud.md, "CLI")."""
+
+from __future__ import annotations
+
+import click
+
+from .cloud_cluster import cluster
+from .cloud_more import flavors, invoice, project, task, volume
+
+CLOUD_COMMANDS: tuple[click.Command, ...] = (flavors, cluster, volume, task, invoice, project)

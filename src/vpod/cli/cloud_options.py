@@ -1,0 +1,57 @@
+"""Options every ``vpod`` cloud command takes: where the API is, the token, output, waiting."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from .cloud_client import CloudClient, resolve
+from .cloud_output import emit, started, task_text, wait_for
+from .errors import run_cli
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def connection_options(command: F) -> F:
+    """``--url``, ``--token``, ``--config`` and ``--json``; passes ``client`` and ``as_json``."""
+
+    @click.option("--url", default=None, metavar="URL", help="Cloud API base URL (VPOD_URL).")
+    @click.option("--token", default=None, metavar="TOKEN", help="API token (VPOD_TOKEN).")
+    @click.option(
+        "--config",
+        "config",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help="Config file (VPOD_CONFIG; default: vpod-data/vpod-cli.toml).",
+    )
+    @click.option("--json", "as_json", is_flag=True, help="Print the API's JSON.")
+    @functools.wraps(command)
+    def wrapper(url: str | None, token: str | None, config: Path | None, **kwargs: Any) -> None:
+        def body() -> None:
+            with CloudClient(resolve(url, token, config)) as client:
+                command(client=client, **kwargs)
+
+        run_cli(body)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def wait_option(command: F) -> F:
+    return click.option(
+        "--wait", is_flag=True, help="Block until the task ends, showing its phases."
+    )(command)
+
+
+def report_task(client: CloudClient, task: dict[str, Any], *, wait: bool, as_json: bool) -> None:
+    """After a mutating call: wait if asked, then print the task (or how to follow it)."""
+    if wait:
+        task = wait_for(client, task, quiet=as_json)
+        emit(task, as_json, task_text)
+    elif as_json:
+        emit(task, True, task_text)
+    else:
+        click.echo(started(task))
