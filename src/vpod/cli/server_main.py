@@ -10,6 +10,8 @@ from pathlib import Path
 
 import click
 
+from vpod.cloud.extension import CloudServer
+from vpod.cloud.settings import load_settings
 from vpod.controller.server import RunningServer, serve
 from vpod.controller.settings import Settings
 from vpod.controller.tls import ServerTls
@@ -103,6 +105,12 @@ def _configure_logging(level: str) -> None:
     " abandoned operations.",
 )
 @click.option(
+    "--cloud/--no-cloud",
+    default=True,
+    show_default=True,
+    help="Serve the cloud layer too (/api/cloud/v1; settings in DATA_DIR/cloud.toml).",
+)
+@click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"]),
     default="info",
@@ -121,6 +129,7 @@ def main(
     agent_timeout: float,
     operation_deadline: float,
     recovery_interval: float,
+    cloud: bool,
     log_level: str,
     security: SecurityOptions,
 ) -> None:
@@ -140,19 +149,19 @@ def main(
         operation_deadline_s=operation_deadline,
         recovery_interval_s=recovery_interval,
     )
-    run_cli(lambda: _start(settings, security))
+    run_cli(lambda: _start(settings, security, cloud))
 
 
-def _start(settings: Settings, security: SecurityOptions) -> None:
+def _start(settings: Settings, security: SecurityOptions, cloud: bool = True) -> None:
     check_options(settings, security)
     if security.setup_only:
         run_setup(settings, security)
         return
     tls = prepare_serving(settings, security)
-    asyncio.run(_run(settings, tls))
+    asyncio.run(_run(settings, tls, cloud))
 
 
-async def _run(settings: Settings, tls: ServerTls | None) -> None:
+async def _run(settings: Settings, tls: ServerTls | None, cloud: bool = True) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -160,7 +169,11 @@ async def _run(settings: Settings, tls: ServerTls | None) -> None:
 
     scheme = "https" if tls is not None else "http"
 
+    cloud_server = CloudServer(load_settings(settings.data_dir)) if cloud else None
+
     def ready(running: RunningServer) -> None:
+        if cloud_server is not None:
+            cloud_server.listening(running)
         print(
             f"vipu-server ready: user API {settings.host}:{running.user_port},"
             f" admin API {settings.admin_host}:{running.admin_port},"
@@ -168,7 +181,8 @@ async def _run(settings: Settings, tls: ServerTls | None) -> None:
             flush=True,
         )
 
-    await serve(settings, ready=ready, stop=stop, tls=tls)
+    extensions = [cloud_server] if cloud_server is not None else []
+    await serve(settings, ready=ready, stop=stop, tls=tls, extensions=extensions)
 
 
 if __name__ == "__main__":
