@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import enum
 import heapq
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -135,6 +136,10 @@ class _Replayer(Generic[G]):
         self.failed_head: tuple[int, int] = (-1, -1)
         self.smallest_failed: tuple[int, int] = (num_ipus + 1, -1)
         self.reservation: tuple[int, int, Reservation[G] | None] = (-1, -1, None)
+        # Jobs the reservation turned away, with the pod's version (epoch,
+        # starts so far) at the time: see _backfill.
+        self.started = 0
+        self.denied: dict[int, tuple[int, int]] = {}
 
     def run(self) -> Replay:
         arrivals = sorted(self.jobs, key=lambda job: (job.submit, job.index))
@@ -181,6 +186,7 @@ class _Replayer(Generic[G]):
         )
 
     def _start(self, job: Job, grant: G, now: float) -> None:
+        self.started += 1
         self.placer.commit(job, grant)
         self.busy += job.size
         self.starts[job.index] = now
@@ -213,30 +219,44 @@ class _Replayer(Generic[G]):
         return fragmented
 
     def _backfill(self, now: float, head: Job) -> None:
-        """Start jobs behind the blocked ``head`` that leave its reservation intact."""
+        """Start jobs behind the blocked ``head`` that leave its reservation intact.
+
+        Sizes at or above ``limit`` cannot start now: more than the free IPUs,
+        or no smaller than a size that found no block in this epoch. A job
+        the reservation turned away stays turned away until the pod changes
+        (a start or a completion): the placer would propose the same block,
+        and its end only moves further past the reservation.
+        """
         if self.smallest_failed[1] != self.epoch:
             self.smallest_failed = (self.num_ipus + 1, self.epoch)
-        smallest_failed = self.smallest_failed[0]
-        if smallest_failed <= 1 or self.busy == self.num_ipus:
+        limit = min(self.smallest_failed[0], self.num_ipus - self.busy + 1)
+        if limit <= 1:
             return
-        reservation = self._reservation_for(head)
-        queue = self.queue
-        kept = [head]
-        for job in queue[1:]:
-            if job.size >= smallest_failed or job.size > self.num_ipus - self.busy:
-                kept.append(job)
+        reservation: Reservation[G] | None = None  # computed when first needed
+        version = (self.epoch, self.started)
+        denied = self.denied
+        started: set[int] = set()
+        for job in itertools.islice(self.queue, 1, None):
+            if limit <= 1:
+                break
+            if job.size >= limit or denied.get(job.index) == version:
                 continue
             grant = self.placer.propose(job)
             if grant is None:
-                smallest_failed = job.size
-                kept.append(job)
-            elif now + job.duration <= reservation.start or reservation.admits(job, grant):
+                limit = job.size
+                self.smallest_failed = (job.size, self.epoch)
+                continue
+            if reservation is None:
+                reservation = self._reservation_for(head)
+            if now + job.duration <= reservation.start or reservation.admits(job, grant):
                 self._start(job, grant, now)
+                started.add(job.index)
+                version = (self.epoch, self.started)
+                limit = min(limit, self.num_ipus - self.busy + 1)
             else:
-                kept.append(job)
-        self.smallest_failed = (smallest_failed, self.epoch)
-        if len(kept) != len(queue):
-            self.queue[:] = kept
+                denied[job.index] = version
+        if started:
+            self.queue[:] = [job for job in self.queue if job.index not in started]
 
     def _reservation_for(self, head: Job) -> Reservation[G]:
         index, epoch, cached = self.reservation
