@@ -49,6 +49,9 @@ CALL_TIMEOUT_S = 30.0
 AGENT_PORT = 8092
 IPUOF_SERVER_PORT = 50052
 IPUS_PER_MACHINE = 4
+CHANNEL_OPTIONS = [("grpc.use_local_subchannel_pool", 1)]
+"""Each channel its own connections: by default channels to one address share them, so a
+new channel after a controller restart would inherit the old one's reconnect backoff."""
 
 
 def wait_until(check: Callable[[], bool], what: str, within_s: float = 30.0) -> float:
@@ -215,7 +218,7 @@ class ControllerProcess:
         return client
 
     def admin(self) -> apb_grpc.AdminServiceStub:
-        channel = grpc.insecure_channel(f"127.0.0.1:{self.admin_port}")
+        channel = grpc.insecure_channel(f"127.0.0.1:{self.admin_port}", options=CHANNEL_OPTIONS)
         self._channels.append(channel)
         return apb_grpc.AdminServiceStub(channel)
 
@@ -321,7 +324,7 @@ class UserClient:
     """The V-IPU user API through stubs generated from the public proto (open mode)."""
 
     def __init__(self, port: int) -> None:
-        self.channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+        self.channel = grpc.insecure_channel(f"127.0.0.1:{port}", options=CHANNEL_OPTIONS)
         self.users = pb_grpc.UserServiceStub(self.channel)
         self.version = pb_grpc.VersionServiceStub(self.channel)
 
@@ -399,7 +402,7 @@ class Holding:
 
 def agent_holdings(address: str, timeout: float = 15.0) -> tuple[str, list[Holding]]:
     """Ask one agent directly which partitions it has configured: (boot id, holdings)."""
-    with grpc.insecure_channel(address) as channel:
+    with grpc.insecure_channel(address, options=CHANNEL_OPTIONS) as channel:
         stub = agpb_grpc.AgentServiceStub(channel)
         reply = stub.ListConfigurations(agpb.ListConfigurationsRequest(), timeout=timeout)
     return reply.boot_id, [
@@ -411,6 +414,16 @@ def agent_holdings(address: str, timeout: float = 15.0) -> tuple[str, list[Holdi
         )
         for p in reply.partitions
     ]
+
+
+def agent_fault(address: str, fault: agpb.Fault | None) -> None:
+    """Inject ``fault`` into one agent directly (None: clear every fault), controller or not."""
+    with grpc.insecure_channel(address, options=CHANNEL_OPTIONS) as channel:
+        stub = agpb_grpc.AgentServiceStub(channel)
+        if fault is None:
+            stub.ClearFault(agpb.ClearFaultRequest(all=True), timeout=15)
+        else:
+            stub.InjectFault(agpb.InjectFaultRequest(fault=fault), timeout=15)
 
 
 def agent_states(admin: apb_grpc.AdminServiceStub) -> dict[str, apb.Agent]:
@@ -432,6 +445,12 @@ def audit_count(database_url: str, action: str, target: str) -> int:
     """How many audit-log entries of ``action`` on ``target`` the store holds."""
     with Store.open(database_url) as store:
         return len(store.list_events(action=action, target=target, limit=10_000))
+
+
+def audit_actions(database_url: str, action: str) -> int:
+    """How many audit-log entries of ``action`` (on any target) the store holds."""
+    with Store.open(database_url) as store:
+        return len(store.list_events(action=action, limit=100_000))
 
 
 def inject(admin: apb_grpc.AdminServiceStub, agent_id: str, fault: agpb.Fault) -> None:
