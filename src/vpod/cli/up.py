@@ -48,6 +48,7 @@ from vpod.domain.topology import Pod, shape
 from vpod.wire import admin_pb2 as apb
 from vpod.wire import admin_pb2_grpc as apb_grpc
 
+from . import cloud_up
 from .config import parse_hcl, render_hcl
 from .errors import CliFailure, fail
 from .vipu_admin_users import write_private
@@ -68,6 +69,7 @@ class UpState:
     pod: str
     address_base: str
     user_created: bool = False
+    cloud_pod: str | None = None
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,8 @@ class UpOptions:
     http_port: int
     address_base: str | None
     secure: bool = False
+    cloud: bool = True
+    cloud_pod: str | None = None
 
 
 def _bin(name: str) -> str:
@@ -338,6 +342,20 @@ def _write_admin_config(
     return path
 
 
+def _cloud_pod(state: UpState, options: UpOptions) -> Pod | None:
+    """The cloud's pod (None without the cloud); the first run's choice is kept in up.json."""
+    if not options.cloud:
+        return None
+    if state.cloud_pod is None:
+        state.cloud_pod = options.cloud_pod or cloud_up.DEFAULT_CLOUD_POD
+    elif options.cloud_pod and options.cloud_pod != state.cloud_pod:
+        fail(f"{options.data_dir} has a {state.cloud_pod} cloud pod: leave --cloud-pod out", 2)
+    try:
+        return shape(state.cloud_pod)
+    except InvalidSpec as exc:
+        fail(f"--cloud-pod: {exc}", 2)
+
+
 def _port_of(ready_line: str, label: str) -> int:
     # "vipu-server ready: user API 127.0.0.1:8090, admin API 127.0.0.1:8091, HTTP http://..."
     part = ready_line.split(label, 1)[1].split(",", 1)[0].strip()
@@ -373,6 +391,11 @@ def run_up(options: UpOptions, *, echo: bool = True) -> None:
             admin = _admin_credentials(options, logs / "controller.log")
         elif (data_dir / ADMIN_CONFIG).exists():
             fail(f"{data_dir} was set up with --secure: run vpod up --secure", 2)
+        cloud_pod = _cloud_pod(state, options)
+        if cloud_pod is not None:
+            cloud_up.write_cloud_settings(data_dir)
+        else:
+            server_argv.append("--no-cloud")
         children: list[_Child] = []
         stop = threading.Event()
         previous = {
@@ -405,17 +428,30 @@ def run_up(options: UpOptions, *, echo: bool = True) -> None:
             agents = _Child("vipu-agent", agent_argv, logs / "agents.log")
             children.append(agents)
             agents.wait_ready(START_TIMEOUT_S)
+            cloud_ids: list[str] = []
+            if cloud_pod is not None:
+                argv = cloud_up.cloud_agent_argv(agent_argv, cloud_pod, state.address_base)
+                cloud_agents = _Child("vipu-agent (cloud pod)", argv, logs / "cloud-agents.log")
+                children.append(cloud_agents)
+                cloud_agents.wait_ready(START_TIMEOUT_S)
+                cloud_ids = cloud_up.cloud_agent_ids(cloud_pod)
             with grpc.insecure_channel(f"{options.host}:{admin_port}") as plain:
                 channel = (
                     plain if admin is None else grpc.intercept_channel(plain, _Credentials(*admin))
                 )
                 stub = apb_grpc.AdminServiceStub(channel)
-                _wait_for_agents(stub, ids, START_TIMEOUT_S)
+                _wait_for_agents(stub, ids + cloud_ids, START_TIMEOUT_S)
                 _ensure_cluster(stub, pod, ids)
+                if cloud_pod is not None:
+                    cloud_up.ensure_cloud_cluster(stub, cloud_pod, cloud_ids)
                 _ensure_allocation(stub, pod)
                 credentials = _ensure_user(stub, state)
             _save_state(data_dir, state)
             config = _write_cli_config(options, user_port, admin_port, credentials)
+            cloud_line = ""
+            if cloud_pod is not None:
+                cloud_url = f"http://{options.host}:{http_port}"
+                cloud_line = cloud_up.bootstrap_cloud(data_dir, cloud_url)
             admin_hint = ""
             if admin is not None:
                 admin_config = _write_admin_config(options, user_port, admin_port, admin)
@@ -429,6 +465,8 @@ def run_up(options: UpOptions, *, echo: bool = True) -> None:
                     f" VIPU_CLI_CONFIG={config} && vipu create partition p1 --size 4" + admin_hint,
                     flush=True,
                 )
+                if cloud_line:
+                    print(cloud_line, flush=True)
             while not stop.is_set():
                 for child in children:
                     code = child.proc.poll()

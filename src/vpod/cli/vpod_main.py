@@ -84,6 +84,18 @@ def cli() -> None:
     help="First loopback address of the emulated machines (default: a free 127.N.0.1).",
 )
 @click.option("--secure", is_flag=True, help="Run the controller with authentication.")
+@click.option(
+    "--cloud/--no-cloud",
+    default=True,
+    show_default=True,
+    help="Serve the cloud API with its own emulated pod, GPU hosts and a default project.",
+)
+@click.option(
+    "--cloud-pod",
+    default=None,
+    metavar="SHAPE",
+    help="Shape of the cloud's pod (default pod16; kept from the first run).",
+)
 def up(
     data_dir: Path,
     pod_shape: str | None,
@@ -93,6 +105,8 @@ def up(
     http_port: int,
     address_base: str | None,
     secure: bool,
+    cloud: bool,
+    cloud_pod: str | None,
 ) -> None:
     """Run a controller on SQLite and an emulated pod until Ctrl-C."""
     options = UpOptions(
@@ -104,6 +118,8 @@ def up(
         http_port=http_port,
         address_base=address_base,
         secure=secure,
+        cloud=cloud,
+        cloud_pod=cloud_pod,
     )
     run_cli(lambda: run_up(options))
 

@@ -1,0 +1,142 @@
+"""The cloud part of ``vpod up``: a pod for vPODs, emulated GPU hosts, a default project.
+
+``vpod up`` keeps its V-IPU pod (cluster ``cluster``, allocation ``default``)
+as it was and adds, for the cloud layer:
+
+- a second emulated pod (default ``pod16``: 4 Bow-2000, ``--cloud-pod`` to
+  change) in V-IPU cluster ``cloud``, its agents ``cag1``... in their own
+  ``vipu-agent`` process on the loopback block 1024 addresses above the main
+  pod's; ``DATA_DIR/cloud.toml`` tells the cloud to carve vPODs from it;
+- emulated GPU hosts (H100 and A100 bare metal in two InfiniBand fabrics,
+  A100 PCIe and L40S bare metal, one hypervisor per GPU model) and four
+  bare-metal Poplar hosts, registered through the cloud's admin API with the
+  administrator token the controller wrote (``DATA_DIR/cloud-admin.token``);
+- project ``default`` and ``DATA_DIR/vpod-cli.toml`` (URL and token, 0600)
+  for the ``vpod`` commands.
+
+Everything is created once and found again on the next run.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+
+import httpx
+
+from vpod.cloud.settings import ADMIN_TOKEN_FILE, CONFIG_FILE, render_settings
+from vpod.domain.topology import Pod
+from vpod.wire import admin_pb2 as apb
+from vpod.wire import admin_pb2_grpc as apb_grpc
+
+from .cloud_client import API_PREFIX, CONFIG_NAME, read_config, write_config
+from .errors import CliFailure
+
+CLOUD_CLUSTER = "cloud"
+CLOUD_AGENT_PREFIX = "cag"
+DEFAULT_CLOUD_POD = "pod16"
+DEFAULT_PROJECT = "default"
+ADDRESS_OFFSET = 1024
+
+# (id, role, model, fabric)
+EMULATED_HOSTS: tuple[tuple[str, str, str, str | None], ...] = (
+    *((f"bm-h100-{i}", "baremetal", "h100-80", f"ib-{1 + (i - 1) // 3}") for i in range(1, 7)),
+    *((f"bm-a100-{i}", "baremetal", "a100-80", f"ib-{1 + (i - 1) // 3}") for i in range(1, 7)),
+    ("bm-a100pcie-1", "baremetal", "a100-40", None),
+    ("bm-a100pcie-2", "baremetal", "a100-40", None),
+    ("bm-l40s-1", "baremetal", "l40s-48", None),
+    ("bm-l40s-2", "baremetal", "l40s-48", None),
+    ("hv-h100-1", "hypervisor", "h100-80", None),
+    ("hv-a100-1", "hypervisor", "a100-80", None),
+    ("hv-l40s-1", "hypervisor", "l40s-48", None),
+    *((f"poplar-{i}", "baremetal", "poplar", None) for i in range(1, 5)),
+)
+
+
+def write_cloud_settings(data_dir: Path) -> None:
+    """``DATA_DIR/cloud.toml`` naming the cloud's V-IPU cluster (kept if it exists)."""
+    path = data_dir / CONFIG_FILE
+    if not path.exists():
+        path.write_text(render_settings((CLOUD_CLUSTER,)))
+
+
+def cloud_address_base(main_base: str) -> str:
+    return str(ipaddress.IPv4Address(main_base) + ADDRESS_OFFSET)
+
+
+def cloud_agent_ids(pod: Pod) -> list[str]:
+    return [f"{CLOUD_AGENT_PREFIX}{i}" for i in range(1, pod.num_machines + 1)]
+
+
+def cloud_agent_argv(agent_argv: list[str], pod: Pod, main_base: str) -> list[str]:
+    """The main pod's ``vipu-agent`` command line, for the cloud pod's machines."""
+    replaced = {
+        "--machines": str(pod.num_machines),
+        "--id-prefix": CLOUD_AGENT_PREFIX,
+        "--machine-type": pod.machine_type.name.lower(),
+        "--address-base": cloud_address_base(main_base),
+    }
+    argv = list(agent_argv)
+    for index, word in enumerate(argv[:-1]):
+        if word in replaced:
+            argv[index + 1] = replaced[word]
+    return argv
+
+
+def ensure_cloud_cluster(admin: apb_grpc.AdminServiceStub, pod: Pod, ids: list[str]) -> None:
+    clusters = admin.ListClusters(apb.ListClustersRequest(), timeout=10).clusters
+    if any(c.id == CLOUD_CLUSTER for c in clusters):
+        return
+    admin.CreateCluster(
+        apb.CreateClusterRequest(
+            cluster_id=CLOUD_CLUSTER, agent_ids=ids, num_ipulinkdomains=len(pod.domains)
+        ),
+        timeout=30,
+    )
+
+
+def bootstrap_cloud(data_dir: Path, url: str) -> str:
+    """Hosts, project ``default`` and ``vpod-cli.toml``; returns the line to print."""
+    token_file = data_dir / ADMIN_TOKEN_FILE
+    if not token_file.exists():
+        return (
+            f"vpod cloud: {url}{API_PREFIX} is up, but {token_file} is missing, so the default"
+            " project was not set up"
+        )
+    admin_token = token_file.read_text().strip()
+    config = data_dir / CONFIG_NAME
+    with httpx.Client(
+        base_url=url + API_PREFIX,
+        headers={"Authorization": f"Bearer {admin_token}"},
+        timeout=30,
+    ) as http:
+        known = {h["id"] for h in _ok(http.get("/admin/hosts")).json()}
+        for host_id, role, model, fabric in EMULATED_HOSTS:
+            if host_id not in known:
+                body = {"id": host_id, "role": role, "model": model, "fabric": fabric}
+                _ok(http.post("/admin/hosts", json=body))
+        token = None
+        if http.get(f"/admin/projects/{DEFAULT_PROJECT}").status_code == 404:
+            created = _ok(http.post("/admin/projects", json={"id": DEFAULT_PROJECT})).json()
+            token = created["token"]["token"]
+        elif config.exists():
+            token = read_config(config).get("token")
+        if not token:
+            body = {"label": "vpod up"}
+            token = _ok(http.post(f"/admin/projects/{DEFAULT_PROJECT}/tokens", json=body)).json()[
+                "token"
+            ]
+    write_config(config, url, str(token), DEFAULT_PROJECT)
+    return (
+        f"vpod cloud: {url}{API_PREFIX} (project {DEFAULT_PROJECT}). Next: export"
+        f" VPOD_CONFIG={config} && vpod flavors"
+    )
+
+
+def _ok(reply: httpx.Response) -> httpx.Response:
+    if reply.status_code >= 400:
+        raise CliFailure(
+            f"setting up the cloud failed: {reply.request.method} {reply.request.url.path}"
+            f" answered {reply.status_code}: {reply.text[:200]}"
+        )
+    return reply
