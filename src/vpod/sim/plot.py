@@ -79,8 +79,8 @@ def comparison_figure(comparison: Comparison, *, windows: int = DEFAULT_WINDOWS)
     util_axes.set_title(
         f"{comparison.num_ipus} IPUs, {comparison.policy} — means over windows of {width_h:.1f} h"
     )
-    util_axes.legend(loc="upper right")
-    queue_axes.legend(loc="upper right")
+    util_axes.legend(loc="best")
+    queue_axes.legend(loc="best")
     for axes in (util_axes, queue_axes):
         axes.grid(alpha=0.3)
     return figure
