@@ -138,10 +138,13 @@ def server_tls(options: SecurityOptions, data_dir: Path) -> ServerTls | None:
     if not (options.tls or options.tls_client_auth or any(named)):
         return None
     files = TlsFiles.in_data_dir(data_dir)
+    ca = options.tls_ca
+    if ca is None and (options.tls_client_auth or files.ca_cert.exists()):
+        ca = files.ca_cert  # without client certificates to check, no CA is needed
     return ServerTls(
         cert=options.tls_cert or files.server_cert,
         key=options.tls_key or files.server_key,
-        ca=options.tls_ca or files.ca_cert,
+        ca=ca,
         require_client_auth=options.tls_client_auth,
     )
 
