@@ -1,0 +1,128 @@
+"""Invoices from metering records: the minute rule, suspension, bare metal, periods that add up."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vpod.cloud.billing import MeterRecord, compute_invoice
+from vpod.controller import errors
+
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
+PRICE = Decimal("6.00")  # 0.10 per minute
+
+
+def at(minutes: float) -> datetime:
+    return T0 + timedelta(minutes=minutes)
+
+
+def record(
+    minute: float, billable: bool, *, resource: str = "c1", quantity: int = 1,
+    project: str = "p", price: Decimal = PRICE, state: str = "ACTIVE",
+) -> MeterRecord:  # fmt: skip
+    return MeterRecord(
+        time=at(minute), project_id=project, resource_type="cluster", resource_id=resource,
+        resource_name=resource, item="flavor-x", quantity=quantity, unit_price_per_hour=price,
+        billable=billable, state=state,
+    )  # fmt: skip
+
+
+def invoice(records: list[MeterRecord], start: float, end: float, until: float | None = None):  # type: ignore[no-untyped-def]
+    return compute_invoice(
+        records, project_id="p", start=at(start), end=at(end),
+        until=at(until) if until is not None else None,
+    )  # fmt: skip
+
+
+def test_the_minute_of_creation_is_charged_the_minute_of_deletion_is_not() -> None:
+    """Created at 10.5 min, deleted at 20.2 min: minutes 10..19 are charged (10 minutes)."""
+    bill = invoice([record(10.5, True), record(20.2, False, state="DELETED")], 0, 60)
+    assert bill.minutes == 10
+    assert bill.total == Decimal("1.00")
+    [line] = bill.lines
+    assert (line.item, line.quantity, line.minutes, line.amount) == (
+        "flavor-x", 1, 10, Decimal("1.000000"),
+    )  # fmt: skip
+
+
+def test_a_cluster_living_less_than_a_minute_within_one_minute_costs_nothing() -> None:
+    """Create and delete inside the same minute: the last record of the minute says not billed."""
+    assert invoice([record(5.1, True), record(5.9, False)], 0, 60).minutes == 0
+
+
+def test_suspension_stops_billing_and_resume_restarts_it() -> None:
+    """Active 0-10, suspended 10-40 (not billable), active again 40-45: 15 minutes."""
+    history = [
+        record(0, True), record(10, False, state="SUSPENDED"), record(40, True),
+        record(45, False, state="DELETED"),
+    ]  # fmt: skip
+    assert invoice(history, 0, 60).minutes == 15
+
+
+def test_bare_metal_keeps_billing_while_suspended() -> None:
+    """A SUSPENDED record that stays billable (dedicated vPOD) is charged like ACTIVE."""
+    history = [record(0, True), record(10, True, state="SUSPENDED"), record(45, False)]
+    assert invoice(history, 0, 60).minutes == 45
+
+
+def test_quantity_and_price_changes_split_lines() -> None:
+    """A resize from 2 to 3 servers at minute 20 gives one line per configuration."""
+    history = [record(0, True, quantity=2), record(20, True, quantity=3), record(30, False)]
+    bill = invoice(history, 0, 60)
+    assert [(line.quantity, line.minutes) for line in bill.lines] == [(2, 20), (3, 10)]
+    assert bill.total == Decimal("4.00") + Decimal("3.00")
+
+
+def test_the_period_cuts_the_history_and_nothing_after_now_is_charged() -> None:
+    """Records before the period set the state at its start; ``until`` stops the charge."""
+    history = [record(-100, True)]
+    assert invoice(history, 0, 60).minutes == 60
+    assert invoice(history, 0, 60, until=25.5).minutes == 25
+
+
+def test_other_projects_are_not_on_the_invoice() -> None:
+    """Only the project's own records count."""
+    history = [record(0, True), record(0, True, project="other", resource="c2")]
+    assert [line.resource_id for line in invoice(history, 0, 10).lines] == ["c1"]
+
+
+def test_volumes_are_charged_per_gib() -> None:
+    """100 GiB for 60 minutes at 0.00012 per GiB-hour is 0.012."""
+    volume = MeterRecord(
+        time=at(0), project_id="p", resource_type="volume", resource_id="v1", resource_name="data",
+        item="volume:standard", quantity=100, unit_price_per_hour=Decimal("0.00012"),
+        billable=True, state="available",
+    )  # fmt: skip
+    bill = invoice([volume], 0, 60)
+    assert bill.by_item == {"volume:standard": Decimal("0.012000")}
+
+
+def test_a_period_must_end_after_it_starts() -> None:
+    """start >= end is refused with both times in the sentence."""
+    with pytest.raises(errors.InvalidArgument, match="ends .* before it starts"):
+        invoice([], 10, 10)
+
+
+changes = st.lists(
+    st.tuples(st.integers(0, 24 * 60 * 60), st.booleans(), st.integers(1, 4)),
+    max_size=12,
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(changes, st.integers(0, 24 * 60 * 60), st.integers(0, 24 * 60 * 60))
+def test_invoices_of_consecutive_periods_add_up(
+    history: list[tuple[int, bool, int]], cut_a: int, cut_b: int
+) -> None:
+    """[a, c) bills exactly what [a, b) and [b, c) bill together, minute for minute."""
+    records = [record(s / 60, b, quantity=q) for s, b, q in history]
+    a, c = 0, 24 * 60 + 1
+    b = min(cut_a, cut_b) / 60
+    whole = invoice(records, a, c)
+    first, second = invoice(records, a, b if b > a else a + 1), invoice(records, b if b > a else a + 1, c)
+    assert first.minutes + second.minutes == whole.minutes
+    assert sum(x.amount for x in first.lines + second.lines) == sum(x.amount for x in whole.lines)

@@ -1,0 +1,141 @@
+"""The embedded drivers: servers as workspaces, volumes as directories; every call idempotent."""
+
+from __future__ import annotations
+
+import asyncio
+import stat
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from vpod.cloud.drivers import (
+    DriverError,
+    Layout,
+    LocalCompute,
+    LocalVolumes,
+    ServerSetup,
+    ServerSpec,
+    VipuAccess,
+)
+from vpod.cloud.drivers.workspace import parse_env, parse_hcl
+
+T = TypeVar("T")
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    return asyncio.run(coro)
+
+
+@pytest.fixture
+def layout(tmp_path: Path) -> Layout:
+    return Layout(tmp_path / "cloud")
+
+
+def spec(boot: str | None = "vol-boot") -> ServerSpec:
+    return ServerSpec(
+        server_id="sv-1", name="c1-poplar-1", cluster_id="cl-1", cluster_name="c1",
+        image="ubuntu-22.04-poplar-3.4", flavor="g2a-ai-fast-v1pod-4", bare_metal=boot is None,
+        address="10.0.0.11", boot_volume_id=boot,
+    )  # fmt: skip
+
+
+def access(key: str | None) -> ServerSetup:
+    vipu = VipuAccess(host="127.0.0.1", port=8090, user_id="vpod-cl-1", access_key=key)
+    return ServerSetup("c1", (("c1-poplar-1", "10.0.0.11"),), vipu=vipu)
+
+
+def test_a_vm_server_lives_on_its_boot_volume(layout: Layout) -> None:
+    """The server's root is the boot volume's data: it survives the server."""
+    volumes, compute = LocalVolumes(layout), LocalCompute(layout)
+    run(volumes.create("vol-boot", 50, "standard", "img"))
+    run(compute.create_server(spec()))
+    run(compute.create_server(spec()))  # idempotent
+    root = layout.server_root("sv-1")
+    assert root.resolve() == layout.volume_data("vol-boot").resolve()
+    assert (root / "etc" / "image").read_text() == "ubuntu-22.04-poplar-3.4\n"
+    run(compute.delete_server("sv-1"))
+    run(compute.delete_server("sv-1"))
+    assert (layout.volume_data("vol-boot") / "etc" / "image").exists()
+
+
+def test_setup_writes_a_private_hcl_and_the_ipuof_environment(layout: Layout) -> None:
+    """vipu-cli.hcl (0600) holds endpoint and key; the env points vipu and Poplar at it."""
+    compute = LocalCompute(layout, path="/bin")
+    run(compute.create_server(spec(boot=None)))
+    result = run(compute.setup("sv-1", access("KEY1")))
+    root = layout.server_root("sv-1")
+    hcl = root / "etc" / "vipu" / "vipu-cli.hcl"
+    assert result.has_vipu_credentials
+    assert stat.S_IMODE(hcl.stat().st_mode) == 0o600
+    assert parse_hcl(hcl.read_text()) == {
+        "api-host": "127.0.0.1", "api-port": "8090", "api-user-id": "vpod-cl-1",
+        "api-access-key": "KEY1",
+    }  # fmt: skip
+    env = parse_env((root / "etc" / "environment").read_text())
+    assert env["IPUOF_VIPU_API_HOST"] == "127.0.0.1"
+    assert env["IPUOF_VIPU_API_PORT"] == "8090"
+    assert env["VIPU_CLI_CONFIG"] == str(hcl)
+    assert env["HOME"] == str(root / "home")
+
+
+def test_setup_without_a_key_keeps_the_one_the_server_holds(layout: Layout) -> None:
+    """Resume rewrites the endpoint (it may move) but keeps the user's key."""
+    compute = LocalCompute(layout)
+    run(compute.create_server(spec(boot=None)))
+    run(compute.setup("sv-1", access("KEY1")))
+    moved = ServerSetup("c1", (), vipu=VipuAccess("127.0.0.2", 9000, "vpod-cl-1", None))
+    assert run(compute.setup("sv-1", moved)).has_vipu_credentials
+    values = parse_hcl((layout.server_root("sv-1") / "etc/vipu/vipu-cli.hcl").read_text())
+    assert (values["api-port"], values["api-access-key"]) == ("9000", "KEY1")
+
+
+def test_a_rebuilt_server_has_no_key_but_keeps_its_volumes(layout: Layout) -> None:
+    """Rebuild re-images the root except /mnt; setup then reports the key missing."""
+    volumes, compute = LocalVolumes(layout), LocalCompute(layout)
+    run(volumes.create("vol-boot", 50, "standard", None))
+    run(volumes.create("vol-data", 10, "standard", None))
+    run(compute.create_server(spec()))
+    run(compute.setup("sv-1", access("KEY1")))
+    assert run(volumes.attach("vol-data", "sv-1", "data")) == "/mnt/data"
+    (layout.volume_data("vol-data") / "weights.bin").write_text("w")
+    run(compute.rebuild("sv-1", "ubuntu-20.04-poplar-3.3"))
+    root = layout.server_root("sv-1")
+    assert (root / "etc" / "image").read_text() == "ubuntu-20.04-poplar-3.3\n"
+    assert (root / "mnt" / "data" / "weights.bin").read_text() == "w"
+    assert not run(compute.setup("sv-1", access(None))).has_vipu_credentials
+
+
+def test_a_shelved_server_has_no_shell_until_unshelved(layout: Layout) -> None:
+    """Shell access is refused with the reason while shelved; back after unshelve."""
+    compute = LocalCompute(layout)
+    run(compute.create_server(spec(boot=None)))
+    run(compute.setup("sv-1", access("K")))
+    run(compute.shelve("sv-1"))
+    with pytest.raises(DriverError, match="is SHELVED_OFFLOADED: it has no shell"):
+        run(compute.shell("sv-1"))
+    run(compute.unshelve("sv-1"))
+    shell = run(compute.shell("sv-1"))
+    assert shell.kind == "local"
+    assert shell.cwd.endswith("/home") and shell.env["VPOD_CLUSTER"] == "c1"
+    assert shell.command[0] == "bash"
+
+
+def test_volume_attach_and_detach_are_idempotent(layout: Layout) -> None:
+    """Attaching twice or detaching twice is harmless; a taken mount point is refused."""
+    volumes, compute = LocalVolumes(layout), LocalCompute(layout)
+    run(compute.create_server(spec(boot=None)))
+    run(volumes.create("v1", 1, "standard", None))
+    run(volumes.create("v2", 1, "standard", None))
+    run(volumes.attach("v1", "sv-1", "data"))
+    run(volumes.attach("v1", "sv-1", "data"))
+    with pytest.raises(DriverError, match="taken by something else"):
+        run(volumes.attach("v2", "sv-1", "data"))
+    run(volumes.detach("v1", "sv-1"))
+    run(volumes.detach("v1", "sv-1"))
+    assert not (layout.server_root("sv-1") / "mnt" / "data").exists()
+    run(volumes.delete("v1"))
+    run(volumes.delete("v1"))
+    with pytest.raises(DriverError, match="volume v1 does not exist"):
+        run(volumes.attach("v1", "sv-1", "data"))
