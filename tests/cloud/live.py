@@ -47,7 +47,9 @@ POD_CLUSTER = "pod"
 class LoopThread:
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, name="live-cloud", daemon=True)
+        self._thread = threading.Thread(
+            target=self.loop.run_forever, name="live-cloud", daemon=True
+        )
         self._thread.start()
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float = CALL_TIMEOUT_S) -> T:
@@ -76,7 +78,8 @@ class LiveCloud:
 
     @property
     def cloud(self) -> Cloud:
-        assert self.server is not None and self.server.cloud is not None
+        assert self.server is not None
+        assert self.server.cloud is not None
         return self.server.cloud
 
     @property

@@ -103,7 +103,7 @@ def test_volumes_are_charged_per_gib() -> None:
 
 def test_a_period_must_end_after_it_starts() -> None:
     """start >= end is refused with both times in the sentence."""
-    with pytest.raises(errors.InvalidArgument, match="ends .* before it starts"):
+    with pytest.raises(errors.InvalidArgument, match=r"ends .* before it starts"):
         invoice([], 10, 10)
 
 
@@ -123,6 +123,9 @@ def test_invoices_of_consecutive_periods_add_up(
     a, c = 0, 24 * 60 + 1
     b = min(cut_a, cut_b) / 60
     whole = invoice(records, a, c)
-    first, second = invoice(records, a, b if b > a else a + 1), invoice(records, b if b > a else a + 1, c)
+    first, second = (
+        invoice(records, a, b if b > a else a + 1),
+        invoice(records, b if b > a else a + 1, c),
+    )
     assert first.minutes + second.minutes == whole.minutes
     assert sum(x.amount for x in first.lines + second.lines) == sum(x.amount for x in whole.lines)

@@ -76,7 +76,8 @@ def test_a_cluster_is_recorded_with_servers_volumes_task_and_metering(store: Clo
         "clusters": 1, "ipus": 8, "volumes": 1, "volume_gib": 50,
     }  # fmt: skip
     [kept] = store.list_meter(project_id="acme")
-    assert kept.unit_price_per_hour == Decimal("4.60") and kept.id > 0
+    assert kept.unit_price_per_hour == Decimal("4.60")
+    assert kept.id > 0
     assert store.find_cluster("acme", "c1") == store.find_cluster("acme", "cl-1")
 
 
@@ -91,10 +92,13 @@ def test_admit_sees_usage_and_can_refuse_leaving_nothing_behind(store: CloudStor
 
     store.create_cluster(cluster("cl-1", "c1"), [], task("t1"), admit=admit)
     with pytest.raises(Refused):
-        store.create_cluster(cluster("cl-2", "c2"), [server("sv-2", "cl-2")], task("t2"), admit=admit)
+        store.create_cluster(
+            cluster("cl-2", "c2"), [server("sv-2", "cl-2")], task("t2"), admit=admit
+        )
     assert [c.id for c in store.list_clusters("acme")] == ["cl-1"]
     assert store.list_tasks(project_id="acme") == [store.get_task("t1")]
-    assert seen[0]["clusters"] == 0 and seen[1]["clusters"] == 1
+    assert seen[0]["clusters"] == 0
+    assert seen[1]["clusters"] == 1
 
 
 def test_names_are_unique_per_project(store: CloudStore) -> None:

@@ -37,8 +37,15 @@ def test_catalog_has_every_kind_the_issue_lists() -> None:
     for size in (4, 8, 16, 64):
         assert (ClusterKind.VIRTUAL_VPOD, size) in kinds
     assert {(ClusterKind.DEDICATED_VPOD, n) for n in (4, 16, 64)} <= kinds
-    bare_metal = {(f.host_model, f.infiniband) for f in CATALOG if f.kind is ClusterKind.GPU_BAREMETAL}
-    assert {("h100-80", True), ("a100-80", True), ("a100-40", False), ("l40s-48", False)} <= bare_metal
+    bare_metal = {
+        (f.host_model, f.infiniband) for f in CATALOG if f.kind is ClusterKind.GPU_BAREMETAL
+    }
+    assert {
+        ("h100-80", True),
+        ("a100-80", True),
+        ("a100-40", False),
+        ("l40s-48", False),
+    } <= bare_metal
     assert any(f.kind is ClusterKind.GPU_VM for f in CATALOG)
 
 
@@ -75,7 +82,10 @@ def test_prices_are_per_cluster_for_vpods_and_per_server_for_gpus() -> None:
 
 def test_an_unknown_flavor_is_refused_with_close_names() -> None:
     """A typo gets the nearest names and where to look."""
-    with pytest.raises(errors.InvalidArgument, match=r"did you mean g2a-ai-fast-v1pod-64 or g2a-ai-fast-v1pod-16.*vpod flavors"):
+    with pytest.raises(
+        errors.InvalidArgument,
+        match=r"did you mean g2a-ai-fast-v1pod-64 or g2a-ai-fast-v1pod-16.*vpod flavors",
+    ):
         find_flavor("g2a-ai-fast-v1pod-61")
     with pytest.raises(errors.InvalidArgument, match="there is no flavor 'x'"):
         find_flavor("x")

@@ -27,14 +27,18 @@ def hosts_of(result: list[ServerChoice] | Rejected) -> list[str]:
 
 def test_an_ib_cluster_stays_in_one_fabric_the_fullest_that_fits() -> None:
     """Two servers: fabric B (2 free) is chosen over A (3 free) - best fit keeps A whole."""
-    hosts = [host(f"a{i}", fabric="A") for i in range(3)] + [host(f"b{i}", fabric="B") for i in range(2)]
+    hosts = [host(f"a{i}", fabric="A") for i in range(3)] + [
+        host(f"b{i}", fabric="B") for i in range(2)
+    ]
     assert hosts_of(place_servers(hosts, H100_BM, 2)) == ["b0", "b1"]
     assert hosts_of(place_servers(hosts, H100_BM, 3)) == ["a0", "a1", "a2"]
 
 
 def test_no_fabric_has_room_even_if_all_fabrics_together_would() -> None:
     """Four servers never split across two fabrics of 3 and 2 free hosts."""
-    hosts = [host(f"a{i}", fabric="A") for i in range(3)] + [host(f"b{i}", fabric="B") for i in range(2)]
+    hosts = [host(f"a{i}", fabric="A") for i in range(3)] + [
+        host(f"b{i}", fabric="B") for i in range(2)
+    ]
     result = place_servers(hosts, H100_BM, 4)
     assert isinstance(result, Rejected)
     assert "no InfiniBand fabric has room for 4 servers" in str(result)
@@ -45,7 +49,8 @@ def test_growing_a_cluster_is_pinned_to_its_fabric() -> None:
     hosts = [host("a0", fabric="A"), host("b0", fabric="B"), host("b1", fabric="B")]
     assert hosts_of(place_servers(hosts, H100_BM, 1, fabric="A")) == ["a0"]
     refused = place_servers(hosts, H100_BM, 2, fabric="A")
-    assert isinstance(refused, Rejected) and "fabric A, where the cluster's servers are" in str(refused)
+    assert isinstance(refused, Rejected)
+    assert "fabric A, where the cluster's servers are" in str(refused)
 
 
 def test_bare_metal_takes_whole_free_hosts_of_its_model_only() -> None:
@@ -56,7 +61,8 @@ def test_bare_metal_takes_whole_free_hosts_of_its_model_only() -> None:
     ]  # fmt: skip
     result = place_servers(hosts, A100_PCIE, 1)
     assert hosts_of(result) == ["free"]
-    assert not isinstance(result, Rejected) and result[0].slots == tuple(range(8))
+    assert not isinstance(result, Rejected)
+    assert result[0].slots == tuple(range(8))
     assert isinstance(place_servers(hosts, A100_PCIE, 2), Rejected)
 
 

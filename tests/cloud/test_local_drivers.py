@@ -118,7 +118,8 @@ def test_a_shelved_server_has_no_shell_until_unshelved(layout: Layout) -> None:
     run(compute.unshelve("sv-1"))
     shell = run(compute.shell("sv-1"))
     assert shell.kind == "local"
-    assert shell.cwd.endswith("/home") and shell.env["VPOD_CLUSTER"] == "c1"
+    assert shell.cwd.endswith("/home")
+    assert shell.env["VPOD_CLUSTER"] == "c1"
     assert shell.command[0] == "bash"
 
 

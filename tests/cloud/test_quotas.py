@@ -37,12 +37,16 @@ def test_within_limits_nothing_is_exceeded() -> None:
 
 def test_every_overrun_quota_is_reported_in_order() -> None:
     """Each exceeded quota says its limit, use and request."""
-    over = check_limits({"clusters": 1, "ipus": 8}, {"clusters": 1, "ipus": 4}, {"clusters": 1, "ipus": 8})
+    over = check_limits(
+        {"clusters": 1, "ipus": 8}, {"clusters": 1, "ipus": 4}, {"clusters": 1, "ipus": 8}
+    )
     assert [(e.quota, e.limit, e.used, e.requested) for e in over] == [
         ("clusters", 1, 1, 1),
         ("ipus", 8, 4, 8),
     ]
-    assert over[1].sentence() == "quota ipus is 8 and 4 are in use, so 4 are left but 8 were asked for"
+    assert (
+        over[1].sentence() == "quota ipus is 8 and 4 are in use, so 4 are left but 8 were asked for"
+    )
 
 
 def test_minus_one_is_unlimited_and_missing_limits_take_the_defaults() -> None:

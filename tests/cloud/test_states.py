@@ -75,7 +75,8 @@ def test_virtual_clusters_are_not_billed_while_suspended_bare_metal_is() -> None
     assert not billable(VIRTUAL, S.SUSPENDED)
     assert not billable(GPU_VM, S.SUSPENDED)
     assert billable(DEDICATED, S.SUSPENDED)
-    assert billable(VIRTUAL, S.CREATING) and billable(VIRTUAL, S.DEGRADED)
+    assert billable(VIRTUAL, S.CREATING)
+    assert billable(VIRTUAL, S.DEGRADED)
     assert not billable(GPU_BM, S.NEW)
     assert not billable(GPU_BM, S.DELETED)
 
@@ -88,5 +89,6 @@ def test_an_error_cluster_is_billed_only_while_it_holds_servers() -> None:
 
 def test_volumes_are_billed_from_creation_to_deletion() -> None:
     """Attached or not, a volume costs its size until it is deleted."""
-    assert volume_billable(VolumeStatus.AVAILABLE) and volume_billable(VolumeStatus.IN_USE)
+    assert volume_billable(VolumeStatus.AVAILABLE)
+    assert volume_billable(VolumeStatus.IN_USE)
     assert not volume_billable(VolumeStatus.DELETED)

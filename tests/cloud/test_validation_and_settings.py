@@ -27,13 +27,16 @@ def test_valid_names(name: str) -> None:
 @pytest.mark.parametrize("name", ["ab", "x" * 64, "-abc", "has space", "ünï", ""])
 def test_invalid_names_say_the_rule(name: str) -> None:
     """The refusal names the kind and the rule."""
-    with pytest.raises(errors.InvalidArgument, match="cluster name .* is not valid: use 3 to 63"):
+    with pytest.raises(errors.InvalidArgument, match=r"cluster name .* is not valid: use 3 to 63"):
         check_name("cluster", name)
 
 
 def test_metadata_keys_values_and_count_are_bounded() -> None:
     """Keys are short identifiers, values strings of at most 1 KiB, at most 50 items."""
-    assert check_metadata({"team": "ml", "cost:center": "42"}) == {"team": "ml", "cost:center": "42"}
+    assert check_metadata({"team": "ml", "cost:center": "42"}) == {
+        "team": "ml",
+        "cost:center": "42",
+    }
     with pytest.raises(errors.InvalidArgument, match="metadata key"):
         check_metadata({"bad key": "x"})
     with pytest.raises(errors.InvalidArgument, match="at most 1024"):
@@ -63,7 +66,8 @@ def test_sizes_and_counts_have_ranges() -> None:
 def test_a_cluster_network_is_a_stable_private_slash_24() -> None:
     """The same id always gives the same 10.x.y.0/24."""
     assert network_cidr("cl-abc") == network_cidr("cl-abc")
-    assert network_cidr("cl-abc").startswith("10.") and network_cidr("cl-abc").endswith(".0/24")
+    assert network_cidr("cl-abc").startswith("10.")
+    assert network_cidr("cl-abc").endswith(".0/24")
 
 
 def test_settings_default_without_a_file(tmp_path: Path) -> None:
