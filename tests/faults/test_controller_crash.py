@@ -68,7 +68,14 @@ def test_controller_killed_mid_operations_recovers_without_losing_anything(
     pod = crash_pod
     controller = pod.controller
     slow_agent = pod.address(pod.agent_ids[0])
-    workload = Workload([controller.user()], sizes=(1, 2, 4, 8), prefix="crash", seed=7, keep=3)
+    workload = Workload(
+        [controller.user()],
+        sizes=(1, 2, 4, 8),
+        prefix="crash",
+        seed=7,
+        keep=3,
+        stop_on_unknown=True,
+    )
     rng = random.Random(11)
     for round_no in range(ROUNDS):
         in_flight_kill = round_no % 2 == 0

@@ -107,6 +107,8 @@ class Workload:
     keep: int = 4
     """A worker removes once it holds this many partitions (and at random before)."""
     call_timeout_s: float = 60.0
+    stop_on_unknown: bool = False
+    """A worker stops at its first call of unknown outcome (the controller is gone)."""
     ledger: Ledger = field(default_factory=Ledger)
     _held: dict[int, list[str]] = field(default_factory=dict)
     _serial: dict[int, int] = field(default_factory=dict)
@@ -137,6 +139,8 @@ class Workload:
                 self.ledger.note("remove", pid, code, message)
                 if code is not grpc.StatusCode.OK and code not in UNKNOWN_OUTCOME:
                     held.append(pid)  # refused (e.g. busy): still ours, try again later
+                if code in UNKNOWN_OUTCOME and self.stop_on_unknown:
+                    return
             else:
                 serial = self._serial.get(index, 0)
                 self._serial[index] = serial + 1
@@ -147,6 +151,8 @@ class Workload:
                 self.ledger.note("create", pid, code, message)
                 if code is grpc.StatusCode.OK or code in UNKNOWN_OUTCOME:
                     held.append(pid)
+                if code in UNKNOWN_OUTCOME and self.stop_on_unknown:
+                    return
 
     def forget_unknown(self, existing: Iterable[str]) -> None:
         """Drop from the workers' hands the partitions the store says are gone."""
