@@ -97,8 +97,9 @@ class LiveCloud:
 
     def client(self, token: str | None = None) -> httpx.Client:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        return httpx.Client(base_url=self.url + "/api/cloud/v1", headers=headers,
-                            timeout=CALL_TIMEOUT_S)  # fmt: skip
+        return httpx.Client(
+            base_url=self.url + "/api/cloud/v1", headers=headers, timeout=CALL_TIMEOUT_S
+        )
 
     def admin(self) -> httpx.Client:
         return self.client(self.admin_token)
@@ -126,9 +127,13 @@ class LiveCloud:
 
     async def _serve(self) -> None:
         settings = Settings(
-            data_dir=self.data_dir, user_port=0, admin_port=0, http_port=0, secure=True,
+            data_dir=self.data_dir,
+            user_port=0,
+            admin_port=0,
+            http_port=0,
+            secure=True,
             agent_timeout_s=5.0,
-        )  # fmt: skip
+        )
         overrides: dict[str, Any] = {"clock": self.clock, "ids": SequentialIds()}
         if self.compute is not None:
             overrides["compute"] = self.compute
@@ -182,15 +187,22 @@ def start_cloud(
 
     async def start() -> LiveCloud:
         plan = AddressPlan(
-            mode=AddressMode.PER_MACHINE, base_host="127.0.0.1", agent_port=0, server_port=0,
+            mode=AddressMode.PER_MACHINE,
+            base_host="127.0.0.1",
+            agent_port=0,
+            server_port=0,
             rdma_port=0,
-        )  # fmt: skip
+        )
         fleet = AgentFleet(FleetSettings(machines=machines, plan=plan, stop_grace=0))
         await fleet.start()
         live = LiveCloud(
-            loop=loop, fleet=fleet, data_dir=data_dir, clock=FakeClock(), machines=machines,
+            loop=loop,
+            fleet=fleet,
+            data_dir=data_dir,
+            clock=FakeClock(),
+            machines=machines,
             compute=compute,
-        )  # fmt: skip
+        )
         await live._serve()
         return live
 

@@ -21,21 +21,37 @@ def at(minutes: float) -> datetime:
 
 
 def record(
-    minute: float, billable: bool, *, resource: str = "c1", quantity: int = 1,
-    project: str = "p", price: Decimal = PRICE, state: str = "ACTIVE",
-) -> MeterRecord:  # fmt: skip
+    minute: float,
+    billable: bool,
+    *,
+    resource: str = "c1",
+    quantity: int = 1,
+    project: str = "p",
+    price: Decimal = PRICE,
+    state: str = "ACTIVE",
+) -> MeterRecord:
     return MeterRecord(
-        time=at(minute), project_id=project, resource_type="cluster", resource_id=resource,
-        resource_name=resource, item="flavor-x", quantity=quantity, unit_price_per_hour=price,
-        billable=billable, state=state,
-    )  # fmt: skip
+        time=at(minute),
+        project_id=project,
+        resource_type="cluster",
+        resource_id=resource,
+        resource_name=resource,
+        item="flavor-x",
+        quantity=quantity,
+        unit_price_per_hour=price,
+        billable=billable,
+        state=state,
+    )
 
 
 def invoice(records: list[MeterRecord], start: float, end: float, until: float | None = None):  # type: ignore[no-untyped-def]
     return compute_invoice(
-        records, project_id="p", start=at(start), end=at(end),
+        records,
+        project_id="p",
+        start=at(start),
+        end=at(end),
         until=at(until) if until is not None else None,
-    )  # fmt: skip
+    )
 
 
 def test_the_minute_of_creation_is_charged_the_minute_of_deletion_is_not() -> None:
@@ -45,8 +61,11 @@ def test_the_minute_of_creation_is_charged_the_minute_of_deletion_is_not() -> No
     assert bill.total == Decimal("1.00")
     [line] = bill.lines
     assert (line.item, line.quantity, line.minutes, line.amount) == (
-        "flavor-x", 1, 10, Decimal("1.000000"),
-    )  # fmt: skip
+        "flavor-x",
+        1,
+        10,
+        Decimal("1.000000"),
+    )
 
 
 def test_a_cluster_living_less_than_a_minute_within_one_minute_costs_nothing() -> None:
@@ -57,9 +76,11 @@ def test_a_cluster_living_less_than_a_minute_within_one_minute_costs_nothing() -
 def test_suspension_stops_billing_and_resume_restarts_it() -> None:
     """Active 0-10, suspended 10-40 (not billable), active again 40-45: 15 minutes."""
     history = [
-        record(0, True), record(10, False, state="SUSPENDED"), record(40, True),
+        record(0, True),
+        record(10, False, state="SUSPENDED"),
+        record(40, True),
         record(45, False, state="DELETED"),
-    ]  # fmt: skip
+    ]
     assert invoice(history, 0, 60).minutes == 15
 
 
@@ -93,10 +114,17 @@ def test_other_projects_are_not_on_the_invoice() -> None:
 def test_volumes_are_charged_per_gib() -> None:
     """100 GiB for 60 minutes at 0.00012 per GiB-hour is 0.012."""
     volume = MeterRecord(
-        time=at(0), project_id="p", resource_type="volume", resource_id="v1", resource_name="data",
-        item="volume:standard", quantity=100, unit_price_per_hour=Decimal("0.00012"),
-        billable=True, state="available",
-    )  # fmt: skip
+        time=at(0),
+        project_id="p",
+        resource_type="volume",
+        resource_id="v1",
+        resource_name="data",
+        item="volume:standard",
+        quantity=100,
+        unit_price_per_hour=Decimal("0.00012"),
+        billable=True,
+        state="available",
+    )
     bill = invoice([volume], 0, 60)
     assert bill.by_item == {"volume:standard": Decimal("0.012000")}
 

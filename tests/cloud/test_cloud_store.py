@@ -44,10 +44,20 @@ def store(tmp_path: Path) -> Iterator[CloudStore]:
 
 def cluster(cid: str = "cl-1", name: str = "c1", **changes: object) -> ClusterRecord:
     base = ClusterRecord(
-        id=cid, project_id="acme", name=name, flavor="g2a-ai-fast-v1pod-8", kind="virtual_vpod",
-        status="NEW", image="img", server_count=1, ipus=8, gpu_family=None, gpus=0,
-        created_at=NOW, updated_at=NOW,
-    )  # fmt: skip
+        id=cid,
+        project_id="acme",
+        name=name,
+        flavor="g2a-ai-fast-v1pod-8",
+        kind="virtual_vpod",
+        status="NEW",
+        image="img",
+        server_count=1,
+        ipus=8,
+        gpu_family=None,
+        gpus=0,
+        created_at=NOW,
+        updated_at=NOW,
+    )
     return replace(base, **changes)  # type: ignore[arg-type]
 
 
@@ -73,8 +83,11 @@ def test_a_cluster_is_recorded_with_servers_volumes_task_and_metering(store: Clo
     assert store.get_cluster("cl-1").status == "NEW"
     assert [s.id for s in store.list_servers(["cl-1"])] == ["sv-1"]
     assert store.project_usage("acme") == {
-        "clusters": 1, "ipus": 8, "volumes": 1, "volume_gib": 50,
-    }  # fmt: skip
+        "clusters": 1,
+        "ipus": 8,
+        "volumes": 1,
+        "volume_gib": 50,
+    }
     [kept] = store.list_meter(project_id="acme")
     assert kept.unit_price_per_hour == Decimal("4.60")
     assert kept.id > 0
@@ -117,9 +130,12 @@ def test_a_cluster_runs_one_task_at_a_time(store: CloudStore) -> None:
         store.start_cluster_task("cl-1", task("t2", operation="reboot"), allowed=["ACTIVE"])
     assert not busy.value.retryable
     done = store.finish_task(
-        "t1", state="FINISHED", at=NOW, detailed_state="FINISHED",
+        "t1",
+        state="FINISHED",
+        at=NOW,
+        detailed_state="FINISHED",
         cluster_changes={"status": "SUSPENDED"},
-    )  # fmt: skip
+    )
     assert (done.state, done.finished_at) == ("FINISHED", NOW)
     assert store.get_cluster("cl-1").active_task_id is None
     with pytest.raises(Conflict, match="is SUSPENDED"):
@@ -181,19 +197,26 @@ def test_attaching_claims_volume_and_cluster_together(store: CloudStore) -> None
     store.finish_task("t0", state="FINISHED", at=NOW, detailed_state="FINISHED")
     store.create_volume(volume("v1", "data"), task("tv", "v1", "volume_create"))
     store.finish_task("tv", state="FINISHED", at=NOW, detailed_state="FINISHED")
-    attach = replace(task("ta", "v1", "volume_attach"), resource_type="volume",
-                     params={"cluster_id": "cl-1"})  # fmt: skip
+    attach = replace(
+        task("ta", "v1", "volume_attach"), resource_type="volume", params={"cluster_id": "cl-1"}
+    )
     store.start_volume_task(
-        "v1", attach, allowed=["available"], changes={"status": "attaching"},
+        "v1",
+        attach,
+        allowed=["available"],
+        changes={"status": "attaching"},
         cluster=("cl-1", ["ACTIVE"]),
-    )  # fmt: skip
+    )
     assert store.get_cluster("cl-1").active_task_id == "ta"
     with pytest.raises(Conflict, match="volume data is busy with task ta"):
         store.start_volume_task("v1", task("tb", "v1"), allowed=["attaching"])
     store.finish_task(
-        "ta", state="FINISHED", at=NOW, detailed_state="FINISHED",
+        "ta",
+        state="FINISHED",
+        at=NOW,
+        detailed_state="FINISHED",
         volume_changes={"v1": {"status": "in-use", "cluster_id": "cl-1"}},
-    )  # fmt: skip
+    )
     assert store.get_cluster("cl-1").active_task_id is None
     assert store.get_volume("v1").status == "in-use"
     assert store.get_volume("v1").active_task_id is None

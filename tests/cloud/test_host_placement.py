@@ -14,9 +14,15 @@ BM, HV = HostRole.BAREMETAL, HostRole.HYPERVISOR
 
 
 def host(
-    host_id: str, model: str = "h100-80", fabric: str | None = None, *, role: HostRole = BM,
-    slots: int = 8, used: int = 0, enabled: bool = True,
-) -> HostView:  # fmt: skip
+    host_id: str,
+    model: str = "h100-80",
+    fabric: str | None = None,
+    *,
+    role: HostRole = BM,
+    slots: int = 8,
+    used: int = 0,
+    enabled: bool = True,
+) -> HostView:
     return HostView(host_id, role, model, fabric, slots, tuple(range(used, slots)), enabled)
 
 
@@ -56,9 +62,11 @@ def test_growing_a_cluster_is_pinned_to_its_fabric() -> None:
 def test_bare_metal_takes_whole_free_hosts_of_its_model_only() -> None:
     """A partly used, disabled or other-model host is never given to bare metal."""
     hosts = [
-        host("used", "a100-40", used=1), host("off", "a100-40", enabled=False),
-        host("other", "l40s-48"), host("free", "a100-40"),
-    ]  # fmt: skip
+        host("used", "a100-40", used=1),
+        host("off", "a100-40", enabled=False),
+        host("other", "l40s-48"),
+        host("free", "a100-40"),
+    ]
     result = place_servers(hosts, A100_PCIE, 1)
     assert hosts_of(result) == ["free"]
     assert not isinstance(result, Rejected)
@@ -72,8 +80,10 @@ def test_vms_pack_onto_the_fullest_hypervisor() -> None:
     result = place_servers(hosts, H100_VM2, 3)
     assert not isinstance(result, Rejected)
     assert [(c.host_id, c.slots) for c in result] == [
-        ("hv1", (4, 5)), ("hv1", (6, 7)), ("hv2", (0, 1)),
-    ]  # fmt: skip
+        ("hv1", (4, 5)),
+        ("hv1", (6, 7)),
+        ("hv2", (0, 1)),
+    ]
 
 
 def test_no_registered_host_of_the_model_says_so() -> None:

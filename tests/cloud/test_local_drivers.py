@@ -35,10 +35,16 @@ def layout(tmp_path: Path) -> Layout:
 
 def spec(boot: str | None = "vol-boot") -> ServerSpec:
     return ServerSpec(
-        server_id="sv-1", name="c1-poplar-1", cluster_id="cl-1", cluster_name="c1",
-        image="ubuntu-22.04-poplar-3.4", flavor="g2a-ai-fast-v1pod-4", bare_metal=boot is None,
-        address="10.0.0.11", boot_volume_id=boot,
-    )  # fmt: skip
+        server_id="sv-1",
+        name="c1-poplar-1",
+        cluster_id="cl-1",
+        cluster_name="c1",
+        image="ubuntu-22.04-poplar-3.4",
+        flavor="g2a-ai-fast-v1pod-4",
+        bare_metal=boot is None,
+        address="10.0.0.11",
+        boot_volume_id=boot,
+    )
 
 
 def access(key: str | None) -> ServerSetup:
@@ -70,9 +76,11 @@ def test_setup_writes_a_private_hcl_and_the_ipuof_environment(layout: Layout) ->
     assert result.has_vipu_credentials
     assert stat.S_IMODE(hcl.stat().st_mode) == 0o600
     assert parse_hcl(hcl.read_text()) == {
-        "api-host": "127.0.0.1", "api-port": "8090", "api-user-id": "vpod-cl-1",
+        "api-host": "127.0.0.1",
+        "api-port": "8090",
+        "api-user-id": "vpod-cl-1",
         "api-access-key": "KEY1",
-    }  # fmt: skip
+    }
     env = parse_env((root / "etc" / "environment").read_text())
     assert env["IPUOF_VIPU_API_HOST"] == "127.0.0.1"
     assert env["IPUOF_VIPU_API_PORT"] == "8090"

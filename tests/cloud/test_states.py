@@ -61,9 +61,13 @@ def test_operations_start_only_from_their_statuses(
 def test_vpod_creation_walks_the_spec_phases_in_order() -> None:
     """NETWORK, VIPU_CONTROLLER, IPU_SERVERS, POPLAR_SERVERS, POST_DEPLOY_SETUP, FINISHED."""
     assert [p.value for p in phases_of(Operation.CREATE, True)] == [
-        "NETWORK", "VIPU_CONTROLLER", "IPU_SERVERS", "POPLAR_SERVERS", "POST_DEPLOY_SETUP",
+        "NETWORK",
+        "VIPU_CONTROLLER",
+        "IPU_SERVERS",
+        "POPLAR_SERVERS",
+        "POST_DEPLOY_SETUP",
         "FINISHED",
-    ]  # fmt: skip
+    ]
     assert Phase.VIPU_CONTROLLER not in phases_of(Operation.CREATE, False)
     assert phases_of(Operation.SUSPEND, True)[0] is Phase.CLUSTER_SUSPEND
     assert phases_of(Operation.DELETE, False)[0] is Phase.CLUSTER_CLEAN_UP

@@ -60,11 +60,21 @@ def _metadata(pairs: tuple[str, ...], option: str) -> dict[str, str]:
 @click.option("--flavor", required=True, help="A flavor from `vpod flavors`.")
 @click.option("--image", default=None, help="Boot image (default: the flavor's first).")
 @click.option("--servers", type=click.IntRange(1, 32), default=None, help="GPU clusters only.")
-@click.option("--volume", "volume_specs", multiple=True, metavar="NAME:GIB[:TYPE]",
-              help="A new data volume (repeatable; VM flavors only).")  # fmt: skip
+@click.option(
+    "--volume",
+    "volume_specs",
+    multiple=True,
+    metavar="NAME:GIB[:TYPE]",
+    help="A new data volume (repeatable; VM flavors only).",
+)
 @click.option("--attach", multiple=True, metavar="VOLUME", help="An available volume to attach.")
-@click.option("--boot-gib", type=click.IntRange(1), default=50, show_default=True,
-              help="Boot volume size per server (VM flavors).")  # fmt: skip
+@click.option(
+    "--boot-gib",
+    type=click.IntRange(1),
+    default=50,
+    show_default=True,
+    help="Boot volume size per server (VM flavors).",
+)
 @click.option("--meta", multiple=True, metavar="KEY=VALUE", help="Metadata (repeatable).")
 @wait_option
 @connection_options
@@ -181,8 +191,13 @@ def metadata(
 @cluster.command("ssh", context_settings={"ignore_unknown_options": True})
 @click.argument("cluster_ref", metavar="CLUSTER")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-@click.option("--server", type=click.IntRange(1), default=1, show_default=True,
-              help="Which server of the cluster.")  # fmt: skip
+@click.option(
+    "--server",
+    type=click.IntRange(1),
+    default=1,
+    show_default=True,
+    help="Which server of the cluster.",
+)
 @connection_options
 def ssh(
     client: CloudClient, cluster_ref: str, command: tuple[str, ...], server: int, as_json: bool

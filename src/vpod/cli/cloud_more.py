@@ -41,8 +41,9 @@ def volume() -> None:
 @volume.command("create")
 @click.argument("name")
 @click.option("--size", "size_gib", type=click.IntRange(1), required=True, help="GiB.")
-@click.option("--type", "volume_type", default="standard", show_default=True,
-              help="standard or ssd.")  # fmt: skip
+@click.option(
+    "--type", "volume_type", default="standard", show_default=True, help="standard or ssd."
+)
 @wait_option
 @connection_options
 def volume_create(
@@ -75,9 +76,13 @@ def volume_show(client: CloudClient, volume_ref: str, as_json: bool) -> None:
 @wait_option
 @connection_options
 def volume_attach(
-    client: CloudClient, volume_ref: str, cluster_ref: str, server: int, wait: bool,
+    client: CloudClient,
+    volume_ref: str,
+    cluster_ref: str,
+    server: int,
+    wait: bool,
     as_json: bool,
-) -> None:  # fmt: skip
+) -> None:
     """Attach VOLUME to a server of CLUSTER (it appears as /mnt/VOLUME)."""
     task = client.post(f"/volumes/{volume_ref}/attach", {"cluster": cluster_ref, "server": server})
     report_task(client, task, wait=wait, as_json=as_json)
@@ -152,8 +157,13 @@ def _moment(value: str | None, option: str) -> str | None:
 
 
 @click.command("invoice", context_settings=CONTEXT)
-@click.option("--from", "start", default=None, metavar="DATE",
-              help="Start (UTC unless zoned; default: the 1st of the month).")  # fmt: skip
+@click.option(
+    "--from",
+    "start",
+    default=None,
+    metavar="DATE",
+    help="Start (UTC unless zoned; default: the 1st of the month).",
+)
 @click.option("--to", "end", default=None, metavar="DATE", help="End, excluded (default: now).")
 @connection_options
 def invoice(client: CloudClient, start: str | None, end: str | None, as_json: bool) -> None:
@@ -172,8 +182,12 @@ def _project_text(project: dict[str, Any]) -> str:
 
 
 @click.command("project", context_settings=CONTEXT)
-@click.option("--check-flavor", default=None, metavar="FLAVOR",
-              help="Also say whether a cluster of FLAVOR would fit the quotas.")  # fmt: skip
+@click.option(
+    "--check-flavor",
+    default=None,
+    metavar="FLAVOR",
+    help="Also say whether a cluster of FLAVOR would fit the quotas.",
+)
 @click.option("--servers", type=click.IntRange(1, 32), default=None, help="With --check-flavor.")
 @connection_options
 def project(

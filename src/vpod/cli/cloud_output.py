@@ -34,14 +34,34 @@ def _when(stamp: str | None) -> str:
 
 def flavors_table(flavors: Sequence[dict[str, Any]]) -> str:
     return table(
-        ["Flavor", "Kind", "vCPUs", "RAM GiB", "Disk GiB", "Accelerators", "Poplar",
-         "Price/h", "Price/month", "Capacity"],
         [
-            [f["name"], f["kind"], f["vcpus"], f["ram_gib"], f["disk_gib"], f["accelerators"],
-             f["poplar_count"], f["price_per_hour"], f["price_per_month"], f["capacity"]]
+            "Flavor",
+            "Kind",
+            "vCPUs",
+            "RAM GiB",
+            "Disk GiB",
+            "Accelerators",
+            "Poplar",
+            "Price/h",
+            "Price/month",
+            "Capacity",
+        ],
+        [
+            [
+                f["name"],
+                f["kind"],
+                f["vcpus"],
+                f["ram_gib"],
+                f["disk_gib"],
+                f["accelerators"],
+                f["poplar_count"],
+                f["price_per_hour"],
+                f["price_per_month"],
+                f["capacity"],
+            ]
             for f in flavors
         ],
-    )  # fmt: skip
+    )
 
 
 def _size(cluster: dict[str, Any]) -> str:
@@ -54,11 +74,19 @@ def clusters_table(clusters: Sequence[dict[str, Any]]) -> str:
     return table(
         ["Cluster", "Id", "Flavor", "Status", "Servers", "Accelerators", "Task", "Created"],
         [
-            [c["name"], c["id"], c["flavor"], c["status"], c["server_count"], _size(c),
-             c["task_id"], _when(c["created_at"])]
+            [
+                c["name"],
+                c["id"],
+                c["flavor"],
+                c["status"],
+                c["server_count"],
+                _size(c),
+                c["task_id"],
+                _when(c["created_at"]),
+            ]
             for c in clusters
         ],
-    )  # fmt: skip
+    )
 
 
 def cluster_text(c: dict[str, Any]) -> str:
@@ -93,22 +121,37 @@ def volumes_table(volumes: Sequence[dict[str, Any]]) -> str:
     return table(
         ["Volume", "Id", "Size GiB", "Type", "Boot", "Status", "Cluster", "Task"],
         [
-            [v["name"], v["id"], v["size_gib"], v["volume_type"], v["boot"], v["status"],
-             v["cluster_id"], v["task_id"]]
+            [
+                v["name"],
+                v["id"],
+                v["size_gib"],
+                v["volume_type"],
+                v["boot"],
+                v["status"],
+                v["cluster_id"],
+                v["task_id"],
+            ]
             for v in volumes
         ],
-    )  # fmt: skip
+    )
 
 
 def tasks_table(tasks: Sequence[dict[str, Any]]) -> str:
     return table(
         ["Task", "Operation", "Resource", "State", "Phase", "Created", "Error"],
         [
-            [t["id"], t["operation"], t["resource_name"], t["state"], t["detailed_state"],
-             _when(t["created_at"]), t["error"] or None]
+            [
+                t["id"],
+                t["operation"],
+                t["resource_name"],
+                t["state"],
+                t["detailed_state"],
+                _when(t["created_at"]),
+                t["error"] or None,
+            ]
             for t in tasks
         ],
-    )  # fmt: skip
+    )
 
 
 def task_text(t: dict[str, Any]) -> str:
@@ -131,11 +174,18 @@ def invoice_text(inv: dict[str, Any]) -> str:
     lines = table(
         ["Resource", "Type", "Item", "Quantity", "Price/h", "Minutes", "Amount"],
         [
-            [line["resource_name"], line["resource_type"], line["item"], line["quantity"],
-             line["unit_price_per_hour"], line["minutes"], line["amount"]]
+            [
+                line["resource_name"],
+                line["resource_type"],
+                line["item"],
+                line["quantity"],
+                line["unit_price_per_hour"],
+                line["minutes"],
+                line["amount"],
+            ]
             for line in inv["lines"]
         ],
-    )  # fmt: skip
+    )
     head = (
         f"Invoice of project {inv['project_id']} from {_when(inv['start'])} to"
         f" {_when(inv['end'])} (UTC)"

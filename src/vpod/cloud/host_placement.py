@@ -89,9 +89,11 @@ def place_servers(
     what = f"{count} server{'s' if count != 1 else ''} of {flavor.name}"
     if not usable:
         return Rejected(
-            (f"no {flavor.host_role} host of model {flavor.host_model} is registered for"
-             f" {flavor.name}: ask the administrator to add some",)
-        )  # fmt: skip
+            (
+                f"no {flavor.host_role} host of model {flavor.host_model} is registered for"
+                f" {flavor.name}: ask the administrator to add some",
+            )
+        )
     if not flavor.infiniband:
         chosen = _fill(usable, flavor, count)
         if chosen is None:
@@ -105,9 +107,11 @@ def place_servers(
         chosen = _fill(fabrics.get(fabric, []), flavor, count)
         if chosen is None:
             return Rejected(
-                (f"InfiniBand fabric {fabric}, where the cluster's servers are, has no room"
-                 f" for {what}",)
-            )  # fmt: skip
+                (
+                    f"InfiniBand fabric {fabric}, where the cluster's servers are, has no room"
+                    f" for {what}",
+                )
+            )
         return chosen
     options = []
     for name, members in fabrics.items():
@@ -118,9 +122,8 @@ def place_servers(
     if not options:
         largest = max((sum(h.whole_free for h in m) for m in fabrics.values()), default=0)
         return Rejected(
-            (f"no InfiniBand fabric has room for {what}: the emptiest has {largest} free"
-             " hosts",)
-        )  # fmt: skip
+            (f"no InfiniBand fabric has room for {what}: the emptiest has {largest} free hosts",)
+        )
     return min(options, key=lambda o: (o[0], o[1]))[2]
 
 

@@ -148,9 +148,12 @@ async def build_servers(job: Job, cluster: ClusterRecord, servers: Sequence[Serv
 async def _volume_status(job: Job, volume: VolumeRecord, status: VolumeStatus) -> VolumeRecord:
     entry = volume_entry(volume, status, job.now)
     updated = await job.ctx.db(
-        job.ctx.store.update_volume, volume.id, meter=[entry], status=status.value,
+        job.ctx.store.update_volume,
+        volume.id,
+        meter=[entry],
+        status=status.value,
         updated_at=job.now,
-    )  # fmt: skip
+    )
     job.ctx.published([entry])
     return updated
 
@@ -170,9 +173,12 @@ async def attach_data_volumes(
         await job.ctx.volumes.attach(volume.id, target.id, volume.name)
         if volume.status != VolumeStatus.IN_USE or volume.server_id != target.id:
             await job.ctx.db(
-                job.ctx.store.update_volume, volume.id, cluster_id=cluster.id,
-                server_id=target.id, updated_at=job.now,
-            )  # fmt: skip
+                job.ctx.store.update_volume,
+                volume.id,
+                cluster_id=cluster.id,
+                server_id=target.id,
+                updated_at=job.now,
+            )
             await _volume_status(job, volume, VolumeStatus.IN_USE)
 
 
@@ -189,9 +195,12 @@ async def remove_servers(
             else:
                 await job.ctx.volumes.detach(volume.id, server.id)
                 await job.ctx.db(
-                    job.ctx.store.update_volume, volume.id, cluster_id=None, server_id=None,
+                    job.ctx.store.update_volume,
+                    volume.id,
+                    cluster_id=None,
+                    server_id=None,
                     updated_at=job.now,
-                )  # fmt: skip
+                )
                 await _volume_status(job, volume, VolumeStatus.AVAILABLE)
         await job.ctx.compute.delete_server(server.id)
         await job.ctx.db(job.ctx.store.delete_server, server.id)

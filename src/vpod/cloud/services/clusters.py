@@ -226,6 +226,7 @@ class Clusters:
                 "new_volume_ids": [v.id for v in volumes + boot],
             },
         )
+        cluster = replace(cluster, active_task_id=task.id)  # the cluster is busy until created
         sizes = [v.size_gib for v in volumes + boot]
         demand = cluster_demand(flavor, count, sizes)
         claims = {
@@ -466,19 +467,29 @@ class Clusters:
         """Change metadata at once (no resource changes): the task is recorded FINISHED."""
         cluster = await self.find(principal, ref)
         check_state(
-            Operation.SET_METADATA, ClusterStatus(cluster.status), find_flavor(cluster.flavor),
+            Operation.SET_METADATA,
+            ClusterStatus(cluster.status),
+            find_flavor(cluster.flavor),
             cluster.name,
-        )  # fmt: skip
+        )
         merged = dict(metadata) if replace else {**cluster.metadata, **metadata}
         checked = check_metadata(merged)
         updated = await self._ctx.db(
-            self._ctx.store.update_cluster, cluster.id, metadata=checked,
+            self._ctx.store.update_cluster,
+            cluster.id,
+            metadata=checked,
             updated_at=self._ctx.clock.now(),
-        )  # fmt: skip
+        )
         task = new_task(
-            self._ctx, cluster.project_id, Operation.SET_METADATA, "cluster", cluster.id,
-            cluster.name, {"metadata": checked}, state=TaskState.FINISHED,
-        )  # fmt: skip
+            self._ctx,
+            cluster.project_id,
+            Operation.SET_METADATA,
+            "cluster",
+            cluster.id,
+            cluster.name,
+            {"metadata": checked},
+            state=TaskState.FINISHED,
+        )
         await self._ctx.db(self._ctx.store.add_task, task)
         return task, updated
 

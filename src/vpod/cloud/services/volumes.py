@@ -92,9 +92,11 @@ class Volumes:
                 f"volume {volume.name} is attached: detach it first (`vpod volume detach`)"
             )
         return await self._claim(
-            volume, Operation.VOLUME_DELETE, [VolumeStatus.AVAILABLE, VolumeStatus.ERROR],
+            volume,
+            Operation.VOLUME_DELETE,
+            [VolumeStatus.AVAILABLE, VolumeStatus.ERROR],
             VolumeStatus.DELETING,
-        )  # fmt: skip
+        )
 
     async def attach(
         self, principal: Principal, ref: str, cluster_ref: str, server: int = 1
@@ -118,10 +120,13 @@ class Volumes:
                 f"cluster {cluster.name} has servers 1 to {cluster.server_count}, not {server}"
             )
         return await self._claim(
-            volume, Operation.VOLUME_ATTACH, [VolumeStatus.AVAILABLE], VolumeStatus.ATTACHING,
+            volume,
+            Operation.VOLUME_ATTACH,
+            [VolumeStatus.AVAILABLE],
+            VolumeStatus.ATTACHING,
             cluster=(cluster.id, ALLOWED_FROM[Operation.VOLUME_ATTACH]),
             params={"cluster_id": cluster.id, "server": server},
-        )  # fmt: skip
+        )
 
     async def detach(self, principal: Principal, ref: str) -> TaskRecord:
         volume = await self.find(principal, ref)
@@ -132,10 +137,13 @@ class Volumes:
                 " be detached"
             )
         return await self._claim(
-            volume, Operation.VOLUME_DETACH, [VolumeStatus.IN_USE], VolumeStatus.DETACHING,
+            volume,
+            Operation.VOLUME_DETACH,
+            [VolumeStatus.IN_USE],
+            VolumeStatus.DETACHING,
             cluster=(volume.cluster_id, ALLOWED_FROM[Operation.VOLUME_DETACH]),
             params={"cluster_id": volume.cluster_id},
-        )  # fmt: skip
+        )
 
     async def _claim(
         self,

@@ -1,0 +1,73 @@
+"""Fixtures of the cloud tests: a live cloud per module, and helpers to drive it.
+
+``live`` is a secure controller serving the cloud over four emulated Bow-2000
+machines (one 16-IPU V-IPU cluster, ``pod``), shared by the tests of a
+module; tests use their own project ids so they do not see each other.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from .live import LiveCloud, start_cloud, stop_cloud
+
+SHELL_TIMEOUT_S = 120
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCloud]:
+    cloud = start_cloud(tmp_path_factory.mktemp("cloud"))
+    try:
+        yield cloud
+    finally:
+        stop_cloud(cloud)
+
+
+def ok(reply: httpx.Response, status: int = 200) -> Any:
+    """The JSON of a reply that must have ``status``."""
+    assert reply.status_code == status, f"{reply.status_code}: {reply.text}"
+    return reply.json() if reply.content else None
+
+
+def error(reply: httpx.Response, status: int, code: str) -> str:
+    """The message of an error reply that must have ``status`` and ``code``."""
+    assert reply.status_code == status, f"{reply.status_code}: {reply.text}"
+    body = reply.json()["error"]
+    assert body["code"] == code, body
+    return str(body["message"])
+
+
+def run_task(live: LiveCloud, http: httpx.Client, method: str, path: str, **kwargs: Any) -> Any:
+    """Start a task (202) and return its JSON once it has ended."""
+    task = ok(http.request(method, path, **kwargs), 202)
+    return live.wait(task["id"])
+
+
+def in_shell(
+    http: httpx.Client, cluster: str, command: str, *, server: int = 1
+) -> subprocess.CompletedProcess[str]:
+    """Run ``command`` in the cluster's server shell, as ``vpod cluster ssh`` does."""
+    access = ok(http.get(f"/clusters/{cluster}/shell", params={"server": server}))
+    assert access["kind"] == "local"
+    return subprocess.run(
+        ["bash", "-c", command],
+        env=access["env"],
+        cwd=access["cwd"],
+        capture_output=True,
+        text=True,
+        timeout=SHELL_TIMEOUT_S,
+        check=False,
+    )
+
+
+def partition_ids(listing: str) -> list[str]:
+    """Partition ids from the ``vipu list partitions`` table in ``listing``."""
+    lines = listing.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("Partition |"))
+    rows = [line.split("|")[0].strip() for line in lines[header + 2 :] if "|" in line]
+    return sorted(r for r in rows if r)
