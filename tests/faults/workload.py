@@ -49,6 +49,8 @@ class Ledger:
     """(rpc, status code name) -> calls; OK included."""
     messages: dict[tuple[str, str], str] = field(default_factory=dict)
     """One example message per (rpc, code) that was not OK."""
+    failures: list[tuple[str, str, str]] = field(default_factory=list)
+    """Every call that was not OK: (rpc, code name, message)."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -63,6 +65,7 @@ class Ledger:
             self.codes[(rpc, code.name)] += 1
             if code is not grpc.StatusCode.OK:
                 self.messages.setdefault((rpc, code.name), message)
+                self.failures.append((rpc, code.name, message))
             if code is grpc.StatusCode.OK:
                 (self.created if rpc == "create" else self.removed).add(pid)
                 self.unknown.discard(pid)
