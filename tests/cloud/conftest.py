@@ -14,6 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
+from vpod.store.cloud_records import MeterEntry
+
 from .live import LiveCloud, start_cloud, stop_cloud
 
 SHELL_TIMEOUT_S = 120
@@ -63,6 +65,12 @@ def in_shell(
         timeout=SHELL_TIMEOUT_S,
         check=False,
     )
+
+
+def meter_of(live: LiveCloud, resource_id: str) -> list[MeterEntry]:
+    """Every metering entry of a cluster or volume, oldest first."""
+    ctx = live.cloud.ctx
+    return live.run(ctx.db(ctx.store.list_meter, resource_id=resource_id))
 
 
 def partition_ids(listing: str) -> list[str]:

@@ -1,4 +1,4 @@
-"""A compute driver whose chosen call stops at a gate: a task caught in the middle.
+"""A compute driver whose chosen call stops at a gate (a task caught in the middle) or fails.
 
 ``hold("create_server")`` makes the next ``create_server`` wait until the
 test opens the gate (or the controller stops, which cancels the wait, as a
@@ -11,7 +11,14 @@ import asyncio
 import threading
 from typing import Any
 
-from vpod.cloud.drivers import LocalCompute, ServerSetup, ServerSpec, SetupResult, ShellAccess
+from vpod.cloud.drivers import (
+    DriverError,
+    LocalCompute,
+    ServerSetup,
+    ServerSpec,
+    SetupResult,
+    ShellAccess,
+)
 
 WAIT_S = 60.0
 
@@ -46,12 +53,20 @@ class GatedCompute:
     def __init__(self, inner: LocalCompute) -> None:
         self.inner = inner
         self._gates: dict[str, Gate] = {}
+        self._failures: dict[str, str] = {}
 
     def hold(self, method: str) -> Gate:
         gate = self._gates[method] = Gate()
         return gate
 
+    def fail_next(self, method: str, message: str) -> None:
+        """The next call of ``method`` raises DriverError(message)."""
+        self._failures[method] = message
+
     async def _through(self, method: str) -> None:
+        message = self._failures.pop(method, None)
+        if message is not None:
+            raise DriverError(message)
         gate = self._gates.pop(method, None)
         if gate is not None:
             await gate.wait()

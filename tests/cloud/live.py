@@ -75,6 +75,7 @@ class LiveCloud:
     _stop: asyncio.Event | None = None
     _serving: asyncio.Future[None] | None = None
     _tokens: dict[str, str] = field(default_factory=dict)
+    _ids: SequentialIds = field(default_factory=SequentialIds)
 
     @property
     def cloud(self) -> Cloud:
@@ -134,7 +135,7 @@ class LiveCloud:
             secure=True,
             agent_timeout_s=5.0,
         )
-        overrides: dict[str, Any] = {"clock": self.clock, "ids": SequentialIds()}
+        overrides: dict[str, Any] = {"clock": self.clock, "ids": self._ids}
         if self.compute is not None:
             overrides["compute"] = self.compute
         cloud_settings = CloudSettings(

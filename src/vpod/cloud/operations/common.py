@@ -101,7 +101,7 @@ async def place_on_hosts(job: Job, cluster: ClusterRecord, servers: Sequence[Ser
             raise errors.NoCapacity(f"no capacity for cluster {cluster.name}: {chosen}")
         try:
             for server, choice in zip(waiting, chosen, strict=True):
-                await job.ctx.db(store.take_slots, server.id, choice.host_id, choice.slots)
+                await job.ctx.db_racing(store.take_slots, server.id, choice.host_id, choice.slots)
         except Conflict:
             for server in waiting:
                 await job.ctx.db(store.release_slots, server.id)

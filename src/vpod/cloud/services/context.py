@@ -2,9 +2,9 @@
 
 Built once by :func:`vpod.cloud.app.build_cloud`; no globals. Store calls go
 through the controller's thread pool (``db``), which also turns store errors
-into service errors, except ``Conflict``, which :meth:`CloudContext.db`
-turns into ``FailedPrecondition`` with the store's sentence (a busy cluster,
-a status an operation cannot start from) unless the caller asks to see it.
+into service errors; :meth:`CloudContext.db` also turns the store's
+``Conflict`` into ``FailedPrecondition`` (a busy cluster, a status an
+operation cannot start from) or, for a lost race, ``Unavailable``.
 """
 
 from __future__ import annotations
@@ -45,7 +45,20 @@ class CloudContext:
     """Hands a new task to the runner (set by ``build_cloud``)."""
 
     async def db(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        """Run a store call off the event loop; a refused claim becomes FailedPrecondition."""
+        """Run a store call off the event loop, every store error as a service error.
+
+        A refused claim (not retryable) is FailedPrecondition with the store's
+        sentence; a lost race (retryable) is Unavailable: the caller may retry.
+        """
+        try:
+            return await self.controller.ctx.db(fn, *args, **kwargs)
+        except Conflict as exc:
+            if exc.retryable:
+                raise errors.Unavailable(f"{exc}; retry the request") from None
+            raise errors.FailedPrecondition(str(exc)) from None
+
+    async def db_racing(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """Like :meth:`db`, but a lost race stays a store ``Conflict`` for the caller to retry."""
         try:
             return await self.controller.ctx.db(fn, *args, **kwargs)
         except Conflict as exc:
