@@ -80,6 +80,58 @@ def test_a_write_lock_held_too_long_is_unavailable_and_retryable(tmp_path: Path)
         store.add_agent(Agent("a1", "10.0.0.1", 8091))
 
 
+def test_sqlite_writes_take_the_write_lock_at_once_and_reads_see_one_snapshot(
+    tmp_path: Path,
+) -> None:
+    """The store's own BEGIN: IMMEDIATE for writes (lock held from the start), deferred for reads.
+
+    Another connection cannot start writing while a store write is open, even
+    before it wrote anything; during a store read it can, and the read keeps
+    seeing the state it started with.
+    """
+    url = sqlite_url(tmp_path)
+    db = _database(url, EngineOptions())
+    other = sqlite3.connect(tmp_path / "vpod.db", isolation_level=None, timeout=0)
+    try:
+        with db.write() as conn:
+            conn.execute(text("CREATE TABLE t (x INTEGER)"))
+        with db.write() as conn:
+            conn.execute(text("SELECT count(*) FROM t"))
+            with pytest.raises(sqlite3.OperationalError, match="locked"):
+                other.execute("BEGIN IMMEDIATE")
+        with db.read() as conn:
+            assert conn.execute(text("SELECT count(*) FROM t")).scalar() == 0
+            other.execute("BEGIN IMMEDIATE")
+            other.execute("INSERT INTO t VALUES (1)")
+            other.execute("COMMIT")
+            assert conn.execute(text("SELECT count(*) FROM t")).scalar() == 0
+        with db.read() as conn:
+            assert conn.execute(text("SELECT count(*) FROM t")).scalar() == 1
+    finally:
+        other.close()
+        db.dispose()
+
+
+def test_a_failed_sqlite_write_leaves_nothing_behind(tmp_path: Path) -> None:
+    """An error inside a write rolls back every statement before it (one transaction)."""
+    db = _database(sqlite_url(tmp_path), EngineOptions())
+    try:
+        with db.write() as conn:
+            conn.execute(text("CREATE TABLE t (x INTEGER)"))
+
+        def insert_then_fail() -> None:
+            with db.write() as conn:
+                conn.execute(text("INSERT INTO t VALUES (1)"))
+                raise RuntimeError("a bug after the first statement")
+
+        with pytest.raises(RuntimeError):
+            insert_then_fail()
+        with db.read() as conn:
+            assert conn.execute(text("SELECT count(*) FROM t")).scalar() == 0
+    finally:
+        db.dispose()
+
+
 def _drop_other_connections(url: str) -> int:
     """Terminate every other session on the database of ``url`` (a server restart, in small)."""
     with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://")) as admin:

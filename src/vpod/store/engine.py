@@ -13,14 +13,21 @@ Two kinds of database are supported, chosen by URL:
   and ``postgres://`` are accepted and use psycopg 3 as well).
 
 Every store operation runs in one transaction opened by :meth:`Database.read`
-or :meth:`Database.write`. On SQLite, SQLAlchemy takes over ``BEGIN`` from
-the sqlite3 module (whose legacy mode starts transactions only at the first
-write): a write transaction starts with ``BEGIN IMMEDIATE`` and so holds the
-write lock from its first read, which makes read-then-write transactions
-serializable without retry loops; a read transaction starts with a plain
-``BEGIN`` and sees one snapshot. On PostgreSQL, writes run in READ COMMITTED
-and rely on unique constraints and compare-and-set updates; reads that issue
-several queries run in REPEATABLE READ so that they see one snapshot.
+or :meth:`Database.write`. On SQLite, the store sends ``BEGIN`` itself (the
+sqlite3 module's legacy mode, which starts transactions only at the first
+write, is switched off): a write transaction starts with ``BEGIN IMMEDIATE``
+and so holds the write lock from its first read, which makes read-then-write
+transactions serializable without retry loops; a read transaction starts
+with a plain ``BEGIN`` and sees one snapshot. ``BEGIN`` goes straight to the
+driver from :meth:`Database.transaction`, not from a SQLAlchemy ``begin``
+event: any connection event makes SQLAlchemy dispatch events around every
+statement, a sixth of the CPU of a partition write. So a transaction on a
+store's SQLite engine must be opened with :meth:`Database.transaction`; a
+bare ``conn.begin()`` there would leave each statement to commit alone.
+
+On PostgreSQL, writes run in READ COMMITTED and rely on unique constraints
+and compare-and-set updates; reads that issue several queries run in
+REPEATABLE READ so that they see one snapshot.
 """
 
 from __future__ import annotations
@@ -43,7 +50,6 @@ from .translate import ConstraintViolated, translate_errors
 
 SQLITE_FILE_NAME = "vpod.db"
 URL_HELP = "use sqlite:///PATH or postgresql+psycopg://USER:PASSWORD@HOST:PORT/DATABASE"
-_WRITE_OPTION = "vpod_write"
 
 
 def sqlite_url(data_dir: str | Path) -> str:
@@ -147,7 +153,7 @@ def _configure_sqlite(engine: Engine, options: EngineOptions) -> None:
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
-        # Let SQLAlchemy emit BEGIN (see _on_begin) instead of sqlite3's legacy mode.
+        # No legacy mode: Database.transaction sends BEGIN (IMMEDIATE) itself.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         try:
@@ -160,11 +166,6 @@ def _configure_sqlite(engine: Engine, options: EngineOptions) -> None:
         finally:
             cursor.close()
 
-    @event.listens_for(engine, "begin")
-    def _on_begin(connection: Connection) -> None:
-        write = connection.get_execution_options().get(_WRITE_OPTION, False)
-        _begin_sqlite(connection, "BEGIN IMMEDIATE" if write else "BEGIN")
-
 
 def _begin_sqlite(connection: Connection, statement: str) -> None:
     """Send ``BEGIN`` straight to the driver: every transaction pays for this call.
@@ -172,6 +173,8 @@ def _begin_sqlite(connection: Connection, statement: str) -> None:
     Going through ``exec_driver_sql`` would cost a full SQLAlchemy execution
     (a third of an empty transaction); a driver error is wrapped as
     SQLAlchemy would wrap it, so :func:`translate_errors` still names it.
+    SQLAlchemy's commit and rollback end the transaction (sqlite3's
+    ``commit()`` commits whatever transaction is open).
     """
     driver = connection.connection.driver_connection
     assert driver is not None
@@ -256,9 +259,18 @@ class Database:
             if self.dialect == "sqlite" and options.sqlite_checkpoint_every
             else None
         )
-        # The same pool, with the option that makes SQLite begin with BEGIN IMMEDIATE
-        # set once here rather than on every connection of every write.
-        self._write_engine = engine.execution_options(**{_WRITE_OPTION: True})
+
+    @contextmanager
+    def transaction(self, conn: Connection, *, write: bool) -> Iterator[Connection]:
+        """Begin a transaction on ``conn``; commit if the block ends without error.
+
+        On SQLite a ``write`` transaction starts with ``BEGIN IMMEDIATE`` (the
+        write lock at once), a read with ``BEGIN``; see the module docstring.
+        """
+        with conn.begin():
+            if self.dialect == "sqlite":
+                _begin_sqlite(conn, "BEGIN IMMEDIATE" if write else "BEGIN")
+            yield conn
 
     @contextmanager
     def read(self, *, snapshot: bool = False) -> Iterator[Connection]:
@@ -266,7 +278,7 @@ class Database:
         with translate_errors(self.description), self.engine.connect() as conn:
             if snapshot and self.dialect == "postgresql":
                 conn.execution_options(isolation_level="REPEATABLE READ")
-            with conn.begin():
+            with self.transaction(conn, write=False):
                 yield conn
 
     @contextmanager
@@ -280,8 +292,8 @@ class Database:
         try:
             with (
                 translate_errors(self.description),
-                self._write_engine.connect() as conn,
-                conn.begin(),
+                self.engine.connect() as conn,
+                self.transaction(conn, write=True),
             ):
                 yield conn
         except ConstraintViolated as exc:

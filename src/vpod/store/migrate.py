@@ -65,7 +65,7 @@ def current_revision(db: Database) -> str | None:
 @contextmanager
 def _sqlite_foreign_keys_off(conn: Connection) -> Iterator[None]:
     # The pragma is a no-op inside a transaction, so it goes straight to the driver
-    # (in autocommit mode, see engine.py) before SQLAlchemy emits BEGIN.
+    # (in autocommit mode, see engine.py) before the transaction begins.
     driver = conn.connection.driver_connection
     assert driver is not None
     driver.execute("PRAGMA foreign_keys = OFF")
@@ -89,9 +89,8 @@ def upgrade(db: Database, revision: str = "head") -> None:
 
 def _upgrade(db: Database, revision: str) -> None:
     with translate_errors(db.description), db.engine.connect() as conn:
-        conn.execution_options(vpod_write=True)
         if db.dialect == "sqlite":
-            with _sqlite_foreign_keys_off(conn), conn.begin():
+            with _sqlite_foreign_keys_off(conn), db.transaction(conn, write=True):
                 command.upgrade(_config(conn), revision)
                 dangling = conn.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
                 if dangling:
@@ -100,7 +99,7 @@ def _upgrade(db: Database, revision: str) -> None:
                         f" rows ({dangling[:5]}): it was rolled back; report this as a bug"
                     )
         else:
-            with conn.begin():
+            with db.transaction(conn, write=True):
                 conn.execute(
                     text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK}
                 )
