@@ -63,6 +63,7 @@ def test_admin_service_covers_vipu_admin_commands() -> None:
         "InjectFault",
         "ClearFault",
         "ListIpuAttributes",
+        "ListEvents",
     }
     assert methods["ListIpuAttributes"][:2] == (
         "ListIPUAttributesRequest",

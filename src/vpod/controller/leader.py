@@ -19,6 +19,7 @@ from vpod.agent.errors import AgentError
 from vpod.domain.entities import Cluster
 from vpod.store.errors import StoreError
 
+from . import errors
 from .heartbeats import HeartbeatMonitor
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ class LeaderLoop:
                         clock.now(),
                         settings.lease_ttl_s,
                     )
-                except StoreError as exc:  # database down: nobody can lead through it
+                except (StoreError, errors.ServiceError) as exc:  # database down: nobody leads
                     log.warning("cannot reach the store for the leader lease: %s", exc)
                     held = False
                 if held and not self.is_leader:

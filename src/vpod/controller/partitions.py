@@ -42,6 +42,9 @@ from .caller import Caller
 from .context import Context
 
 RESERVE_ATTEMPTS = 3
+"""State moves retried after a concurrent change (see ``move_state``)."""
+CONFLICT_ATTEMPTS = 50
+"""Reservations retried on a fresh snapshot after losing a race for the same IPUs."""
 
 
 class _IdTaken(errors.AlreadyExists):
@@ -194,14 +197,18 @@ class PartitionService:
             ipus=spec.ipus,
         )
         async with ctx.occupancy.lock(cluster.id):
-            result = Rejected(("not tried",))
-            for attempt in range(RESERVE_ATTEMPTS):
+            rejected_fresh = False
+            for attempt in range(CONFLICT_ATTEMPTS):
+                # A refusal on the cached snapshot is checked once on a fresh one; a lost race
+                # (another controller took the IPUs first) is placed again on a fresh one.
                 snapshot = await ctx.occupancy.get(cluster, fresh=attempt > 0)
                 if snapshot.has_partition(spec.id):
                     raise _IdTaken()
                 placed = place(snapshot, request)
                 if isinstance(placed, Rejected):
-                    result = placed
+                    if rejected_fresh or attempt > 0:
+                        return placed
+                    rejected_fresh = True
                     continue
                 assert isinstance(placed, PartitionPlacement)
                 now = ctx.clock.now()
@@ -232,7 +239,10 @@ class PartitionService:
                     f"{spec.size} IPUs in allocation {allocation.id}",
                 )
                 return stored
-            return result
+        raise errors.Unavailable(
+            f"partition {spec.id}: cluster {cluster.id} changed under {CONFLICT_ATTEMPTS}"
+            " placements in a row (other controllers are busy there); retry"
+        )
 
     async def _configure_new(
         self, caller: Caller, cluster: Cluster, record: PartitionRecord
