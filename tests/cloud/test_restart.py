@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from vpod.cloud.drivers import Layout, LocalCompute
+from vpod.cloud.server_setup import refresh_endpoints
 from vpod.controller.caller import SYSTEM
 
 from .conftest import in_shell, ok, partition_ids, run_task
@@ -69,6 +70,23 @@ def test_a_creation_interrupted_by_a_restart_finishes_afterwards(
         )
         assert made.returncode == 0, made.stderr
         assert partition_ids(made.stdout) == ["after"]
+
+
+def test_after_a_restart_on_another_port_servers_are_told_the_new_endpoint(
+    gated: tuple[LiveCloud, GatedCompute],
+) -> None:
+    """The user API moved (port 0 picks a new one): the endpoint refresh rewrites vipu-cli.hcl
+    and the environment, keeping the key, and vipu works again."""
+    live = gated[0]
+    old_port = live.user_port
+    live.restart()
+    assert live.user_port != old_port
+    live.run(refresh_endpoints(live.cloud.ctx))
+    with live.client(live.project("patient")) as http:
+        listed = in_shell(http, "phoenix", "echo $IPUOF_VIPU_API_PORT; vipu list partitions")
+        assert listed.returncode == 0, listed.stderr
+        assert listed.stdout.split()[0] == str(live.user_port)
+        assert partition_ids(listed.stdout) == ["after"]
 
 
 def test_a_suspension_interrupted_by_a_restart_finishes_and_resume_brings_partitions_back(

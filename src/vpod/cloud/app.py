@@ -20,6 +20,7 @@ from .ids import IdGenerator, RandomIds
 from .metering import JsonlSink, MeteringSink, NoSink
 from .operations import all_operations
 from .runner import TaskRunner
+from .server_setup import refresh_endpoints
 from .services.billing import Billing
 from .services.capacity import Capacity
 from .services.clusters import Clusters
@@ -98,7 +99,12 @@ def build_cloud(
     )
     holder = controller.settings.replica_id or "vpod-cloud"
     runner = TaskRunner(ctx, all_operations(), holder=holder)
-    runner.on_health_check(lambda: check_vpods(ctx))
+
+    async def health() -> None:
+        await refresh_endpoints(ctx)
+        await check_vpods(ctx)
+
+    runner.on_health_check(health)
     ctx.submit = runner.submit
     capacity = Capacity(ctx)
     clusters = Clusters(ctx, capacity)

@@ -94,6 +94,11 @@ class VipuPort:
         self._api = (host, port)
         self._api_known.set()
 
+    @property
+    def known_user_api(self) -> tuple[str, int] | None:
+        """Where the user API listens, if the server said so already."""
+        return self._api
+
     async def user_api(self, timeout_s: float = 30.0) -> tuple[str, int]:
         try:
             await asyncio.wait_for(self._api_known.wait(), timeout_s)

@@ -16,13 +16,14 @@ from vpod.placement import Rejected
 from vpod.store.cloud_records import ClusterRecord, ServerRecord, VolumeRecord
 from vpod.store.errors import Conflict
 
-from ..drivers import ServerSetup, ServerSpec, VipuAccess
+from .. import server_setup
+from ..drivers import ServerSpec
 from ..flavors import Flavor, HostRole, find_flavor
 from ..host_placement import HostView, place_servers
 from ..metering import cluster_entry, volume_entry
 from ..runner import Job
 from ..states import ClusterStatus, ServerStatus, VolumeStatus
-from ..vipu import saved_spec, user_id_of
+from ..vipu import saved_spec
 
 PLACE_ATTEMPTS = 3
 
@@ -218,48 +219,11 @@ async def delete_volume(job: Job, volume: VolumeRecord, *, server_id: str | None
 # -- configuration --------------------------------------------------------------------------
 
 
-def _gpu_env(cluster: ClusterRecord, flavor: Flavor) -> dict[str, str]:
-    return {
-        "CUDA_VISIBLE_DEVICES": ",".join(str(i) for i in range(flavor.gpus_per_server)),
-        "VPOD_GPU_MODEL": flavor.host_model or "",
-        "VPOD_IB_FABRIC": cluster.fabric or "",
-    }
-
-
 async def configure_servers(
     job: Job, cluster: ClusterRecord, servers: Sequence[ServerRecord]
 ) -> None:
-    """POST_DEPLOY_SETUP: environment, peers and, for vPODs, vipu-cli.hcl on every server.
-
-    The V-IPU access key is written only to the servers (never to the store):
-    a key created by this task is used if the task still holds it; servers
-    that already hold the user's key keep it; if any server lacks one (a
-    restart lost the new key, a rebuild wiped it), a new key is issued and
-    written to every server.
-    """
-    flavor = flavor_of(cluster)
-    peers = tuple((s.name, s.address) for s in servers)
-    compute = job.ctx.compute
-    if not flavor.is_vpod:
-        for server in servers:
-            await compute.setup(
-                server.id, ServerSetup(cluster.name, peers, _gpu_env(cluster, flavor))
-            )
-        return
-    host, port = await job.ctx.vipu.user_api()
-    user_id = cluster.vipu_user_id or user_id_of(cluster.id)
-
-    async def write(key: str | None) -> bool:
-        access = VipuAccess(host=host, port=port, user_id=user_id, access_key=key)
-        results = [
-            await compute.setup(server.id, ServerSetup(cluster.name, peers, vipu=access))
-            for server in servers
-        ]
-        return all(r.has_vipu_credentials for r in results)
-
-    if not await write(job.secrets.get("vipu_key")):
-        job.secrets["vipu_key"] = await job.ctx.vipu.new_key(user_id)
-        await write(job.secrets["vipu_key"])
+    """POST_DEPLOY_SETUP (see :func:`..server_setup.configure_servers`)."""
+    await server_setup.configure_servers(job.ctx, cluster, servers, job.secrets)
 
 
 # -- the V-IPU side of a vPOD ---------------------------------------------------------------

@@ -20,6 +20,7 @@ log = logging.getLogger("vpod.cloud.health")
 
 
 async def check_vpods(ctx: CloudContext) -> None:
+    """Mark vPODs DEGRADED or ACTIVE by their machines' health."""
     for cluster in await ctx.db(ctx.store.list_clusters):
         if cluster.active_task_id or cluster.allocation_id is None:
             continue

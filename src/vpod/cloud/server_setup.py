@@ -1,0 +1,85 @@
+"""POST_DEPLOY_SETUP: what every server of a cluster is told, and keeping it current.
+
+vPOD servers get ``vipu-cli.hcl`` and the ``IPUOF_VIPU_API_*`` environment
+pointing at the V-IPU user API with the vPOD's own V-IPU user; GPU servers
+get their GPUs and fabric in the environment; every server gets its peers.
+The V-IPU access key is written only to the servers, never to the store: a
+key made by the running task is used while the task holds it; servers that
+hold the user's key keep it; if any server lacks one (a restart lost the new
+key, a rebuild wiped it) a new key is issued and written to every server.
+
+The endpoint the servers were given is remembered on the cluster
+(``network.vipu_api``): when the controller comes back on another address,
+:func:`refresh_endpoints` rewrites it on idle ACTIVE vPODs, keeping keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import MutableMapping, Sequence
+
+from vpod.store.cloud_records import ClusterRecord, ServerRecord
+
+from .drivers import ServerSetup, VipuAccess
+from .flavors import Flavor, find_flavor
+from .services.context import CloudContext
+from .states import ClusterStatus
+from .vipu import user_id_of
+
+
+def _gpu_env(cluster: ClusterRecord, flavor: Flavor) -> dict[str, str]:
+    return {
+        "CUDA_VISIBLE_DEVICES": ",".join(str(i) for i in range(flavor.gpus_per_server)),
+        "VPOD_GPU_MODEL": flavor.host_model or "",
+        "VPOD_IB_FABRIC": cluster.fabric or "",
+    }
+
+
+async def configure_servers(
+    ctx: CloudContext,
+    cluster: ClusterRecord,
+    servers: Sequence[ServerRecord],
+    secrets: MutableMapping[str, str],
+) -> None:
+    flavor = find_flavor(cluster.flavor)
+    peers = tuple((s.name, s.address) for s in servers)
+    if not flavor.is_vpod:
+        for server in servers:
+            setup = ServerSetup(cluster.name, peers, _gpu_env(cluster, flavor))
+            await ctx.compute.setup(server.id, setup)
+        return
+    host, port = await ctx.vipu.user_api()
+    user_id = cluster.vipu_user_id or user_id_of(cluster.id)
+
+    async def write(key: str | None) -> bool:
+        access = VipuAccess(host=host, port=port, user_id=user_id, access_key=key)
+        results = [
+            await ctx.compute.setup(server.id, ServerSetup(cluster.name, peers, vipu=access))
+            for server in servers
+        ]
+        return all(r.has_vipu_credentials for r in results)
+
+    if not await write(secrets.get("vipu_key")):
+        secrets["vipu_key"] = await ctx.vipu.new_key(user_id)
+        await write(secrets["vipu_key"])
+    endpoint = f"{host}:{port}"
+    if cluster.network.get("vipu_api") != endpoint:
+        network = {**cluster.network, "vipu_api": endpoint}
+        await ctx.db(ctx.store.update_cluster, cluster.id, network=network)
+
+
+async def refresh_endpoints(ctx: CloudContext) -> None:
+    """Rewrite a moved V-IPU endpoint on the servers of idle ACTIVE or DEGRADED vPODs."""
+    known = ctx.vipu.known_user_api
+    if known is None:
+        return  # not listening yet: the next round will do it
+    host, port = known
+    endpoint = f"{host}:{port}"
+    for cluster in await ctx.db(ctx.store.list_clusters):
+        if cluster.active_task_id or cluster.allocation_id is None:
+            continue
+        if cluster.status not in (ClusterStatus.ACTIVE, ClusterStatus.DEGRADED):
+            continue
+        if cluster.network.get("vipu_api") in (None, endpoint):
+            continue
+        servers = await ctx.db(ctx.store.list_servers, [cluster.id])
+        await configure_servers(ctx, cluster, servers, {})
