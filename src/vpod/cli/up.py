@@ -457,6 +457,8 @@ def run_up(options: UpOptions, *, echo: bool = True) -> None:
                 admin_config = _write_admin_config(options, user_port, admin_port, admin)
                 admin_hint = f" (admin: vipu-admin --config {admin_config} list events)"
             if echo:
+                if cloud_line:  # before the ready line, which says everything is up
+                    print(cloud_line, flush=True)
                 print(
                     f"vpod is up: {pod.machine_type.value} {state.pod}"
                     f" ({pod.num_machines} machines, {pod.num_machines * IPUS_PER_MACHINE} IPUs),"
@@ -465,8 +467,6 @@ def run_up(options: UpOptions, *, echo: bool = True) -> None:
                     f" VIPU_CLI_CONFIG={config} && vipu create partition p1 --size 4" + admin_hint,
                     flush=True,
                 )
-                if cloud_line:
-                    print(cloud_line, flush=True)
             while not stop.is_set():
                 for child in children:
                     code = child.proc.poll()
