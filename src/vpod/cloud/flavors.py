@@ -153,7 +153,8 @@ def _vpod(
         ram_gib=ram,
         disk_gib=1920 if dedicated else 0,
         network="2 × 100 GbE RoCE to the IPU-Machines, 10 GbE external",
-        accelerators=f"vPOD-{ipus}: {ipus} × Bow IPU ({ipus // 4} IPU-Machines)",
+        accelerators=f"vPOD-{ipus}: {ipus} × Bow IPU ({ipus // 4} IPU-Machine"
+        + ("s)" if ipus > 4 else ")"),
         price_per_hour=Decimal(hour),
         price_per_month=(Decimal(hour) * HOURS_PER_MONTH * Decimal("0.85")).quantize(
             Decimal("0.01")
