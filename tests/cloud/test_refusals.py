@@ -207,3 +207,36 @@ def test_the_openapi_document_lists_the_cloud_routes(live: LiveCloud) -> None:
     ):
         assert path in paths, path
     assert "CloudToken" in document["components"]["securitySchemes"]
+
+
+def test_a_vpod_whose_machines_do_not_answer_is_degraded_until_they_do(
+    live: LiveCloud, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The health check marks an idle ACTIVE vPOD DEGRADED (still billed) and back ACTIVE."""
+    from vpod.cloud.services.health import check_vpods
+
+    from .conftest import meter_of
+
+    with live.client(live.project("healthy")) as http:
+        body = {"name": "frail", "flavor": VPOD4}
+        assert run_task(live, http, "POST", "/clusters", json=body)["state"] == "FINISHED"
+        cluster_id = ok(http.get("/clusters/frail"))["id"]
+
+        async def silent(_allocation: object) -> list[str]:
+            return ["ag1"]
+
+        monkeypatch.setattr(live.cloud.ctx.vipu, "unreachable_agents", silent)
+        live.run(check_vpods(live.cloud.ctx))
+        cluster = ok(http.get("/clusters/frail"))
+        assert (cluster["status"], cluster["error"]) == (
+            "DEGRADED",
+            "IPU-Machines not answering: ag1",
+        )
+        assert (meter_of(live, cluster_id)[-1].state, meter_of(live, cluster_id)[-1].billable) == (
+            "DEGRADED",
+            True,
+        )
+        monkeypatch.undo()
+        live.run(check_vpods(live.cloud.ctx))
+        assert ok(http.get("/clusters/frail"))["status"] == "ACTIVE"
+        assert run_task(live, http, "DELETE", "/clusters/frail")["state"] == "FINISHED"
