@@ -240,3 +240,36 @@ def test_a_vpod_whose_machines_do_not_answer_is_degraded_until_they_do(
         live.run(check_vpods(live.cloud.ctx))
         assert ok(http.get("/clusters/frail"))["status"] == "ACTIVE"
         assert run_task(live, http, "DELETE", "/clusters/frail")["state"] == "FINISHED"
+
+
+def test_a_failed_creation_is_rolled_back_to_an_error_cluster_holding_nothing(
+    gated: tuple[LiveCloud, GatedCompute],
+) -> None:
+    """The server cannot be built: the task ends ERROR with the driver's sentence; allocation,
+    V-IPU user, servers and the new volume are gone; it is not billed; only delete is left."""
+    from .conftest import meter_of
+
+    live, compute = gated
+    controller = live.cloud.ctx.controller
+    compute.fail_next("create_server", "the hypervisor refused the VM: out of memory")
+    with live.client(live.project("unlucky")) as http:
+        body = {
+            "name": "doomed",
+            "flavor": VPOD4,
+            "volumes": [{"name": "doomed-data", "size_gib": 5}],
+        }
+        task = run_task(live, http, "POST", "/clusters", json=body)
+        assert (task["state"], task["detailed_state"]) == ("ERROR", "ERROR")
+        assert task["error"] == "the hypervisor refused the VM: out of memory"
+        cluster = ok(http.get("/clusters/doomed"))
+        assert (cluster["status"], cluster["servers"], cluster["volumes"]) == ("ERROR", [], [])
+        assert ok(http.get("/volumes")) == []
+        user_id = f"vpod-{cluster['id']}"
+        store = controller.ctx.db.store
+        assert live.run(controller.ctx.db(store.find_allocation, user_id)) is None
+        assert live.run(controller.ctx.db(store.find_user_with_hash, user_id)) is None
+        assert not any(m.billable for m in meter_of(live, cluster["id"]) if m.state == "ERROR")
+        message = error(http.post("/clusters/doomed/suspend"), 409, "FAILED_PRECONDITION")
+        assert "holds nothing (its creation failed: the hypervisor refused" in message
+        assert run_task(live, http, "DELETE", "/clusters/doomed")["state"] == "FINISHED"
+        assert ok(http.get("/invoice"))["total"] == "0.00"

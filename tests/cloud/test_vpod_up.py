@@ -36,7 +36,7 @@ def test_vpod_up_serves_the_cloud_and_a_restart_mid_task_loses_nothing(tmp_path:
     """The ready output names the cloud config; a vPOD created just before a restart of
     `vpod up` is ACTIVE afterwards, and its V-IPU user sees only its own partitions."""
     data_dir = tmp_path / "up"
-    pod: Pod = start_pod(data_dir, "--secure", "--pod", "pod16")
+    pod: Pod = start_pod(data_dir, "--secure", "--pod", "pod16", "--cloud-pod", "pod16")
     try:
         cloud_line = next(line for line in pod.output if line.startswith("vpod cloud:"))
         config = data_dir / "vpod-cli.toml"

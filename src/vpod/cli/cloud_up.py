@@ -1,12 +1,14 @@
 """The cloud part of ``vpod up``: a pod for vPODs, emulated GPU hosts, a default project.
 
-``vpod up`` keeps its V-IPU pod (cluster ``cluster``, allocation ``default``)
-as it was and adds, for the cloud layer:
+``vpod up`` keeps its V-IPU pod (cluster ``cluster``, allocation ``default``,
+which takes every IPU) as it was and adds, for the cloud layer:
 
-- a second emulated pod (default ``pod16``: 4 Bow-2000, ``--cloud-pod`` to
-  change) in V-IPU cluster ``cloud``, its agents ``cag1``... in their own
-  ``vipu-agent`` process on the loopback block 1024 addresses above the main
-  pod's; ``DATA_DIR/cloud.toml`` tells the cloud to carve vPODs from it;
+- ``DATA_DIR/cloud.toml`` telling the cloud to carve vPODs from V-IPU cluster
+  ``cloud`` only, and, with ``--cloud-pod SHAPE`` (e.g. ``pod16``), that
+  second emulated pod: agents ``cag1``... in their own ``vipu-agent`` process
+  on the loopback block 1024 addresses above the main pod's. Without it vPOD
+  flavors have no capacity (the V-IPU pod stays whole for ``vipu``) while GPU
+  flavors work;
 - emulated GPU hosts (H100 and A100 bare metal in two InfiniBand fabrics,
   A100 PCIe and L40S bare metal, one hypervisor per GPU model) and four
   bare-metal Poplar hosts, registered through the cloud's admin API with the
@@ -34,7 +36,6 @@ from .errors import CliFailure
 
 CLOUD_CLUSTER = "cloud"
 CLOUD_AGENT_PREFIX = "cag"
-DEFAULT_CLOUD_POD = "pod16"
 DEFAULT_PROJECT = "default"
 ADDRESS_OFFSET = 1024
 

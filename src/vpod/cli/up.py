@@ -343,13 +343,15 @@ def _write_admin_config(
 
 
 def _cloud_pod(state: UpState, options: UpOptions) -> Pod | None:
-    """The cloud's pod (None without the cloud); the first run's choice is kept in up.json."""
+    """The cloud's own pod, if it has one (``--cloud-pod``; the choice is kept in up.json)."""
     if not options.cloud:
         return None
     if state.cloud_pod is None:
-        state.cloud_pod = options.cloud_pod or cloud_up.DEFAULT_CLOUD_POD
+        state.cloud_pod = options.cloud_pod
     elif options.cloud_pod and options.cloud_pod != state.cloud_pod:
         fail(f"{options.data_dir} has a {state.cloud_pod} cloud pod: leave --cloud-pod out", 2)
+    if state.cloud_pod is None:
+        return None
     try:
         return shape(state.cloud_pod)
     except InvalidSpec as exc:
@@ -392,7 +394,7 @@ def run_up(options: UpOptions, *, echo: bool = True) -> None:
         elif (data_dir / ADMIN_CONFIG).exists():
             fail(f"{data_dir} was set up with --secure: run vpod up --secure", 2)
         cloud_pod = _cloud_pod(state, options)
-        if cloud_pod is not None:
+        if options.cloud:
             cloud_up.write_cloud_settings(data_dir)
         else:
             server_argv.append("--no-cloud")
@@ -449,7 +451,7 @@ def run_up(options: UpOptions, *, echo: bool = True) -> None:
             _save_state(data_dir, state)
             config = _write_cli_config(options, user_port, admin_port, credentials)
             cloud_line = ""
-            if cloud_pod is not None:
+            if options.cloud:
                 cloud_url = f"http://{options.host}:{http_port}"
                 cloud_line = cloud_up.bootstrap_cloud(data_dir, cloud_url)
             admin_hint = ""

@@ -94,7 +94,7 @@ def cli() -> None:
     "--cloud-pod",
     default=None,
     metavar="SHAPE",
-    help="Shape of the cloud's pod (default pod16; kept from the first run).",
+    help="Give the cloud its own emulated pod for vPODs, e.g. pod16 (kept from the first run).",
 )
 def up(
     data_dir: Path,

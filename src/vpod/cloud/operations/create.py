@@ -119,6 +119,7 @@ class CreateCluster:
                 "status": "ERROR",
                 "error": error,
                 "allocation_id": None,
+                "vipu_user_id": None,
                 "updated_at": job.now,
             },
             volume_changes=released,

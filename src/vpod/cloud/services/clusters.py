@@ -329,6 +329,12 @@ class Clusters:
         cluster = await self.find(principal, ref)
         flavor = find_flavor(cluster.flavor)
         check_state(operation, ClusterStatus(cluster.status), flavor, cluster.name)
+        failed = operation is not Operation.DELETE and cluster.status == ClusterStatus.ERROR
+        if failed and not await self._ctx.db(self._ctx.store.list_servers, [cluster.id]):
+            raise errors.FailedPrecondition(
+                f"cluster {cluster.name} holds nothing (its creation failed: {cluster.error});"
+                " delete it and create it again"
+            )
         return await self._claim(cluster, operation, params or {}, changes=changes)
 
     async def _claim(
