@@ -112,13 +112,6 @@ def test_database_outage_under_load_answers_unavailable_then_serves_again(
     print(f"postgres outage: {ledger.table()}")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="leader.py: LeaderLoop.run catches StoreError around try_acquire_lease, but Db "
-    "turns store errors into controller errors.Unavailable, so the first lease attempt during "
-    "a database outage ends the leader task for good: no heartbeats, auto-reset, recovery or "
-    "reconciliation until the process restarts (and SIGTERM then exits with status 1)",
-)
 def test_background_work_resumes_after_a_database_outage(
     pg_pod: tuple[LivePod, RestartablePostgres],
 ) -> None:
