@@ -32,12 +32,16 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
+
+import grpc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the test suite's helpers
 
 from tests.faults.live import (
     LivePod,
+    UserClient,
     agent_states,
     build_pod,
     live_pod,
@@ -47,6 +51,7 @@ from tests.faults.live import (
 )
 from vpod.store import Store
 from vpod.wire import admin_pb2 as apb
+from vpod.wire import admin_pb2_grpc as apb_grpc
 from vpod.wire import virmgrpc_pb2 as pb
 
 POLL_S = 0.05
@@ -98,6 +103,20 @@ def postgres(url: str | None) -> Iterator[str]:
         server.stop()
 
 
+def _created(user: UserClient, pid: str) -> bool:
+    """Create ``pid``; False while it fails (a just-restarted agent may refuse for a moment)."""
+    code, _ = rpc_code(lambda: user.create(pid, 4))
+    return code is grpc.StatusCode.OK
+
+
+def _agent_is(admin: apb_grpc.AdminServiceStub, agent_id: str, state: int) -> bool:
+    return int(agent_states(admin)[agent_id].state) == state
+
+
+def _partition_is(user: UserClient, pid: str, state: int) -> bool:
+    return int(user.status(pid).ready_state) == state
+
+
 def dead_agent_trials(workdir: Path, url: str, trials: int) -> list[Measurement]:
     offline: list[float] = []
     error: list[float] = []
@@ -106,22 +125,17 @@ def dead_agent_trials(workdir: Path, url: str, trials: int) -> list[Measurement]
         user = pod.controller.user()
         for n in range(trials):
             pid = f"watched{n}"
-            # A just-restarted agent may refuse for a few seconds (reconnect backoff).
-            wait_until(lambda p=pid: rpc_code(lambda: user.create(p, 4))[0].name == "OK", pid)
+            wait_until(partial(_created, user, pid), f"{pid} created")
             (agent_id,) = {a for a, _ in locations(admin, pid)}
             proc = pod.agent_process(agent_id)
             proc.kill()
             killed = time.monotonic()
-            time_until(lambda a=agent_id: agent_states(admin)[a].state == apb.AGENT_OFFLINE)
+            time_until(partial(_agent_is, admin, agent_id, apb.AGENT_OFFLINE))
             offline.append(time.monotonic() - killed)
-            time_until(lambda p=pid: user.status(p).ready_state == pb.PS_ERROR)
+            time_until(partial(_partition_is, user, pid, pb.PS_ERROR))
             error.append(time.monotonic() - killed)
             proc.restart(pod.controller.admin_address)
-            wait_until(
-                lambda a=agent_id: agent_states(admin)[a].state == apb.AGENT_ONLINE,
-                "agent back",
-                60,
-            )
+            wait_until(partial(_agent_is, admin, agent_id, apb.AGENT_ONLINE), "agent back", 60)
             user.remove(pid, force=True)
     return [
         summarise("dead agent -> marked offline", offline),
@@ -133,6 +147,10 @@ def _holder(url: str) -> str:
     with Store.open(url) as store:
         lease = store.get_lease("leader")
     return lease.holder if lease is not None else ""
+
+
+def _holds(url: str, replica_id: str) -> bool:
+    return _holder(url) == replica_id
 
 
 def failover_trials(workdir: Path, url: str, trials: int) -> list[Measurement]:
@@ -150,7 +168,7 @@ def failover_trials(workdir: Path, url: str, trials: int) -> list[Measurement]:
                 else:
                     leader.child.signal(signal.SIGTERM)
                 stopped = time.monotonic()
-                time_until(lambda o=other: _holder(url) == o.replica_id)
+                time_until(partial(_holds, url, other.replica_id))
                 results[how].append(time.monotonic() - stopped)
                 leader.child.proc.wait(timeout=60)
                 leader.restart()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 
 import grpc
 import pytest
@@ -84,7 +85,7 @@ def pod(fault_pod: FaultPod) -> FaultPod:
             proc.resume()
     for agent_id in live.agent_ids:
         # A restarted agent may need a moment before the controller's channel reconnects.
-        wait_until(lambda a=agent_id: _cleared(fault_pod, a), f"faults of {agent_id} cleared")
+        wait_until(partial(_cleared, fault_pod, agent_id), f"faults of {agent_id} cleared")
     fault_pod.user.remove_all()
     wait_until(
         lambda: fault_pod.healthy() and not fault_pod.user.ids(),

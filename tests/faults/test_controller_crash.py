@@ -16,6 +16,7 @@ import random
 import threading
 import time
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import grpc
@@ -53,6 +54,10 @@ def _agree(pod: LivePod) -> bool:
     return not disagreements(pod.database_url, _addresses(pod))
 
 
+def _ops_beyond(workload: Workload, count: int) -> bool:
+    return workload.ledger.ops >= count
+
+
 def _operation_in_flight(pod: LivePod) -> bool:
     return any(r.state.busy for r in read_store(pod.database_url).records.values())
 
@@ -85,7 +90,7 @@ def test_controller_killed_mid_operations_recovers_without_losing_anything(
         load = threading.Thread(target=workload.run, args=(4, 10_000, stop), daemon=True)
         before = workload.ledger.ops
         load.start()
-        wait_until(lambda before=before: workload.ledger.ops >= before + 8, "load under way")
+        wait_until(partial(_ops_beyond, workload, before + 8), "load under way")
         if in_flight_kill:
             wait_until(lambda: _operation_in_flight(pod), "an operation in flight", 30)
         else:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from functools import partial
 
 import grpc
 import pytest
@@ -145,7 +146,7 @@ def test_follower_places_around_faulty_ipus(duo: LivePod) -> None:
     inject(admin, agent_id, agpb.Fault(kind=agpb.FAULT_IPU, device_id=device))
     wait_until(lambda: bool(agent_states(admin)[agent_id].faults), "the leader saw the fault")
     try:
-        outcomes = [rpc_code(lambda n=n: user.create(f"one{n}", 1))[0] for n in range(16)]
+        outcomes = [rpc_code(partial(user.create, f"one{n}", 1))[0] for n in range(16)]
     finally:
         user.remove_all()
         clear_all(admin, agent_id)

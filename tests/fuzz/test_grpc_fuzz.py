@@ -66,7 +66,7 @@ FUZZ = settings(
 UINT32 = st.integers(0, 2**32 - 1)
 ENUM = st.integers(-(2**31), 2**31 - 1)
 """proto3 enums are open: any int32 travels, named or not."""
-ODD_TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=40)
+ODD_TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=40)
 """Any Unicode but lone surrogates (which protobuf cannot encode): NUL, controls, RTL, emoji."""
 IDS = st.one_of(
     st.sampled_from(["", SEED, "p1", "a" * 65, "../x", "x y", "é", "\x00", "-", "_a", "A1"]),
@@ -141,7 +141,9 @@ WILD = {
 def requirements(draw: st.DrawFn) -> pb.PartitionRequirements:
     """Plausible requirements with 0 to 12 of their fields replaced by wild values."""
     wild = set(draw(st.lists(st.sampled_from(sorted(WILD)), max_size=12)))
-    fields = {name: draw(WILD[name] if name in wild else PLAUSIBLE[name]) for name in PLAUSIBLE}
+    fields: dict[str, Any] = {
+        name: draw(WILD[name] if name in wild else PLAUSIBLE[name]) for name in PLAUSIBLE
+    }
     if fields["ipus"] and draw(st.booleans()):
         fields["cluster_id"] = "c1"
         fields["size"] = len(fields["ipus"])
