@@ -53,11 +53,12 @@ class Tasks:
         self._wait = wait
 
     async def get(self, principal: Principal, task_id: str) -> TaskRecord:
+        project_id = principal.project()
         try:
             task = await self._ctx.db(self._ctx.store.get_task, task_id)
         except errors.NotFound:
             task = None
-        if task is None or (not principal.admin and task.project_id != principal.project_id):
+        if task is None or task.project_id != project_id:
             raise errors.NotFound(f"task {task_id} does not exist: `vpod task list` shows yours")
         return task
 
@@ -75,7 +76,7 @@ class Tasks:
             )
         return await self._ctx.db(
             self._ctx.store.list_tasks,
-            project_id=principal.project_id,
+            project_id=principal.project(),
             resource_id=resource_id,
             states=[state] if state else None,
             limit=max(1, min(limit, 500)),
