@@ -140,13 +140,6 @@ def test_hung_agent_process_is_unreachable_then_recovers_with_its_state(pod: Fau
     assert pod.user.status("victim").auto_reset_retry_count == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="heartbeats.py: Fleet.register marks an agent REACHABLE in the store, but "
-    "HeartbeatMonitor keeps it UNREACHABLE in memory and only writes on a change, so an "
-    "agent that registers and dies again is never marked unreachable again; meanwhile "
-    "repair_round auto-resets its partitions against the dead agent, using up retries",
-)
 def test_agent_that_registers_and_dies_again_is_unreachable_again(pod: FaultPod) -> None:
     """An agent in a crash loop (registers with a new boot id, dies before answering): it is
     marked unreachable again within the bound, its machine stays out of placement, and no
@@ -229,13 +222,6 @@ def test_slow_agent_over_the_deadline_fails_the_create_and_leaves_nothing(
     pod.user.create("late", 16)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="agent/client.py + fleet.py: a restarted agent is reported online as soon as it "
-    "registers, but the controller's pooled channel to it is still in reconnect backoff "
-    "(up to grpc.max_reconnect_backoff_ms = 5 s); a create placed on it meanwhile fails "
-    "UNAVAILABLE 'Connection refused' (registration should reset the channel's backoff)",
-)
 def test_restarted_agent_takes_creates_as_soon_as_it_is_online(pod: FaultPod) -> None:
     """Kill the agent of an empty machine while the others are full; restart it; as soon as the
     admin API reports it online, a create that can only go on it succeeds."""

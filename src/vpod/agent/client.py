@@ -314,6 +314,13 @@ class ChannelPool:
             self._clients[key] = client
         return client
 
+    def detach(self, address: str) -> grpc.aio.Channel | None:
+        """Take the channel of ``address`` out of the pool (the next call dials anew) and
+        hand it to the caller to close."""
+        for key in [k for k in self._clients if k[0] == address]:
+            del self._clients[key]
+        return self._channels.pop(address, None)
+
     async def discard(self, address: str) -> None:
         """Close the channel of ``address`` (e.g. when the agent was removed)."""
         for key in [k for k in self._clients if k[0] == address]:

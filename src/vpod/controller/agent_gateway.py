@@ -60,6 +60,9 @@ class AgentGateway(Protocol):
         self, agent: Agent, fault: Fault | None, *, timeout: float
     ) -> list[Fault]: ...
 
+    async def reconnect(self, agent: Agent) -> None:
+        """Drop the connection to an agent (it restarted): the next call dials afresh."""
+
     async def close(self) -> None: ...
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 
 from vpod.agent.client import AgentClient, ChannelPool
@@ -22,6 +23,7 @@ class GrpcAgentGateway:
 
     def __init__(self) -> None:
         self._pool = ChannelPool()
+        self._closing: set[asyncio.Task[None]] = set()
 
     def _client(self, agent: Agent) -> AgentClient:
         return self._pool.client(agent.address, agent_id=agent.id)
@@ -63,6 +65,16 @@ class GrpcAgentGateway:
         self, agent: Agent, fault: Fault | None, *, timeout: float
     ) -> list[Fault]:
         return await self._client(agent).clear_fault(fault, timeout=timeout)
+
+    async def reconnect(self, agent: Agent) -> None:
+        # A pooled channel to a restarted agent may sit in reconnect backoff for seconds:
+        # dial a new one. The old one is closed in the background, as closing waits for
+        # the calls still on it.
+        old = self._pool.detach(agent.address)
+        if old is not None:
+            task = asyncio.get_running_loop().create_task(old.close(grace=1.0))
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
 
     async def close(self) -> None:
         await self._pool.close()

@@ -92,7 +92,7 @@ def build_controller(
         facts=facts,
         auth=Authenticator(ctx),
         fleet=fleet,
-        repair=PartitionRepair(ctx, partitions),
+        repair=PartitionRepair(ctx, partitions, fleet.steadily_answering),
     )
 
 

@@ -49,6 +49,13 @@ class Fleet:
         self._boot_ids: dict[str, str] = {}
         self._ipuof_addresses: dict[str, str] = {}
         self._last_health: dict[str, MachineHealth] = {}
+        self.reachability: dict[str, AgentHealthState] = {}
+        """What this controller last recorded in the store for each agent (heartbeats and
+        registrations both write it, so neither acts on a stale belief)."""
+        self.last_answer: dict[str, float] = {}
+        """Monotonic time of each agent's last answer (a registration counts)."""
+        self.heartbeat_streak: dict[str, int] = {}
+        """Heartbeats answered in a row since the last silence or registration."""
 
     def note_health(self, agent_id: str, health: MachineHealth) -> bool:
         """Remember an agent's last heartbeat; True when its IPU or link faults changed."""
@@ -90,6 +97,11 @@ class Fleet:
             if not link.up and link.device_id is None
         ]
 
+    def steadily_answering(self, agent_id: str) -> bool:
+        """Answered at least two heartbeats in a row: a registration alone does not count,
+        so an agent in a crash loop does not use up its partitions' auto-reset attempts."""
+        return self.heartbeat_streak.get(agent_id, 0) >= 2
+
     def faulty_slots(self, cluster: Cluster) -> frozenset[int]:
         """Slots of the cluster's IPUs that heartbeats report faulty: placement avoids them."""
         pod = cluster.pod()
@@ -109,6 +121,8 @@ class Fleet:
             self._ipuof_addresses[agent.id] = ipuof_address
         if previous != boot_id:
             self._facts.forget(agent.id)
+            await self._ctx.gateway.reconnect(agent)
+        self.heartbeat_streak[agent.id] = 0
         await self._ctx.db(
             self._ctx.db.store.set_agent_health,
             agent.id,
@@ -116,6 +130,9 @@ class Fleet:
             at=self._ctx.clock.now(),
             reason="",
         )
+        self.reachability[agent.id] = AgentHealthState.REACHABLE
+        self.last_answer[agent.id] = self._ctx.clock.monotonic()
+        self._ctx.occupancy.forget()
         try:
             changed = await self.reconcile(agent)
         except AgentError as exc:

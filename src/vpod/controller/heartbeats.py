@@ -37,8 +37,6 @@ log = logging.getLogger("vpod.heartbeats")
 class HeartbeatMonitor:
     def __init__(self, controller: Controller) -> None:
         self._c = controller
-        self._last_ok: dict[str, float] = {}
-        self._state: dict[str, AgentHealthState] = {}
         self._events_seen: dict[str, tuple[str, int]] = {}
         """Per agent: (boot id, sequence of the last event read)."""
         self._detached: dict[str, tuple[str, int]] = {}
@@ -74,22 +72,25 @@ class HeartbeatMonitor:
 
     async def _check(self, agent: Agent) -> None:
         ctx = self._c.ctx
+        fleet = self._c.fleet
         now = ctx.clock.monotonic()
-        self._last_ok.setdefault(agent.id, now)
+        fleet.last_answer.setdefault(agent.id, now)
         timeout = max(0.2, min(1.0, ctx.settings.unreachable_after_s / 3))
         boot, since = self._events_seen.get(agent.id, ("", 0))
         try:
             health = await ctx.gateway.health(agent, since_event=since, timeout=timeout)
         except AgentError as exc:
-            silent_for = now - self._last_ok[agent.id]
+            fleet.heartbeat_streak[agent.id] = 0
+            silent_for = now - fleet.last_answer[agent.id]
             if (
                 silent_for >= ctx.settings.unreachable_after_s
-                and self._state.get(agent.id) is not AgentHealthState.UNREACHABLE
+                and fleet.reachability.get(agent.id) is not AgentHealthState.UNREACHABLE
             ):
                 await self._mark_unreachable(agent, exc.message, silent_for)
             return
-        self._last_ok[agent.id] = now
-        if self._state.get(agent.id) is not AgentHealthState.REACHABLE:
+        fleet.last_answer[agent.id] = now
+        fleet.heartbeat_streak[agent.id] = fleet.heartbeat_streak.get(agent.id, 0) + 1
+        if fleet.reachability.get(agent.id) is not AgentHealthState.REACHABLE:
             await self._mark_reachable(agent)
         if self._c.fleet.note_health(agent.id, health):
             ctx.occupancy.forget()
@@ -120,7 +121,7 @@ class HeartbeatMonitor:
     async def _mark_unreachable(self, agent: Agent, cause: str, silent_for: float) -> None:
         ctx = self._c.ctx
         reason = f"agent {agent.id} has not answered for {silent_for:.1f} s: {cause}"
-        self._state[agent.id] = AgentHealthState.UNREACHABLE
+        self._c.fleet.reachability[agent.id] = AgentHealthState.UNREACHABLE
         await ctx.db(
             ctx.db.store.set_agent_health,
             agent.id,
@@ -138,8 +139,8 @@ class HeartbeatMonitor:
 
     async def _mark_reachable(self, agent: Agent) -> None:
         ctx = self._c.ctx
-        was = self._state.get(agent.id)
-        self._state[agent.id] = AgentHealthState.REACHABLE
+        was = self._c.fleet.reachability.get(agent.id)
+        self._c.fleet.reachability[agent.id] = AgentHealthState.REACHABLE
         await ctx.db(
             ctx.db.store.set_agent_health,
             agent.id,

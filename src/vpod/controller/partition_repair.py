@@ -23,7 +23,7 @@ user's remove cannot both win.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from vpod.domain.entities import Cluster
 from vpod.domain.errors import IllegalTransition
@@ -50,9 +50,15 @@ log = logging.getLogger("vpod.repair")
 
 
 class PartitionRepair:
-    def __init__(self, ctx: Context, partitions: PartitionService) -> None:
+    def __init__(
+        self,
+        ctx: Context,
+        partitions: PartitionService,
+        steadily_answering: Callable[[str], bool],
+    ) -> None:
         self._ctx = ctx
         self._p = partitions
+        self._steadily_answering = steadily_answering
 
     # ----------------------------------------------------------------- faults
 
@@ -68,6 +74,9 @@ class PartitionRepair:
         await self._ctx.audit(SYSTEM, "partition_fault", record.id, "detected", reason)
 
     # ------------------------------------------------------------- auto-reset
+
+    def _steady(self, agent_id: str) -> bool:
+        return self._steadily_answering(agent_id)
 
     def may_auto_reset(self, record: PartitionRecord) -> bool:
         return (
@@ -92,10 +101,7 @@ class PartitionRepair:
         except Conflict:
             return False  # someone else acted on it; the next round looks again
         agents = await self._p.agents_of(cluster, record)
-        timeout = ctx.settings.agent_timeout_s
-        _, failed = await fan_out(
-            agents, lambda a: ctx.gateway.reset(a, record.id, timeout=timeout)
-        )
+        _, failed = await self._p.reset_on_agents(cluster, record, agents)
         if failed:
             cause = describe_failures(failed)
             await self._p.move_state(record, Event.RESET_FAILED, errors_=(cause,))
@@ -178,11 +184,16 @@ class PartitionRepair:
                 continue
             bad = faulty_slots.get(record.cluster_id, frozenset())
             unreachable = await self._unreachable_machines(record)
+            cluster = await ctx.inventory.cluster(record.cluster_id)
+            unreachable |= {
+                m
+                for m in {ipu.machine for ipu in record.ipus}
+                if not self._steady(cluster.agent_of(m))
+            }
             touched = bad.intersection(record.slots)
             if not touched and not unreachable:
                 await self.auto_reset(record, "its hardware is healthy again")
             elif record.relocatable:
-                cluster = await ctx.inventory.cluster(record.cluster_id)
                 avoid = bad | _slots_of_machines(cluster, unreachable)
                 await self.relocate(record, frozenset(avoid))
 
@@ -232,9 +243,7 @@ class PartitionRepair:
                 f"abandoned {operation.name.lower()} {what}",
             )
             return
-        _, failed = await fan_out(
-            agents, lambda a: ctx.gateway.reset(a, record.id, timeout=timeout)
-        )
+        _, failed = await self._p.reset_on_agents(cluster, record, agents)
         if failed:
             await self._p.move_state(
                 record, Event.RESET_FAILED, errors_=(describe_failures(failed),)

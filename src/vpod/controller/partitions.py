@@ -18,6 +18,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Unpack
 
+from vpod.agent.errors import AgentError, AgentRefused, Reason
 from vpod.agent.model import IpuAssignment, PartitionConfig
 from vpod.domain.entities import Agent, Allocation, Cluster
 from vpod.domain.errors import DomainError, IllegalTransition, InvalidSpec
@@ -302,10 +303,7 @@ class PartitionService:
         cluster = await self._ctx.inventory.cluster(record.cluster_id)
         record = await self.move_state(record, Event.RESET_REQUESTED)
         agents = await self.agents_of(cluster, record)
-        timeout = self._ctx.settings.agent_timeout_s
-        _, failed = await fan_out(
-            agents, lambda a: self._ctx.gateway.reset(a, record.id, timeout=timeout)
-        )
+        _, failed = await self.reset_on_agents(cluster, record, agents)
         if failed:
             cause = describe_failures(failed)
             await self.move_state(record, Event.RESET_FAILED, errors_=(cause,))
@@ -315,6 +313,25 @@ class PartitionService:
         await self._ctx.audit(caller, "reset_partition", partition_id, "ok", "")
 
     # ---------------------------------------------------------------- helpers
+
+    async def reset_on_agents(
+        self, cluster: Cluster, record: PartitionRecord, agents: list[Agent]
+    ) -> tuple[dict[str, None], dict[str, AgentError]]:
+        """Reset the partition on every agent; one that lost it (it restarted) is given
+        its configuration again first, since a reset means "as freshly configured"."""
+        ctx = self._ctx
+        timeout = ctx.settings.agent_timeout_s
+        configs = _machine_configs(cluster, record)
+
+        async def reset(agent: Agent) -> None:
+            try:
+                await ctx.gateway.reset(agent, record.id, timeout=timeout)
+            except AgentRefused as exc:
+                if exc.reason is not Reason.UNKNOWN_PARTITION:
+                    raise
+                await ctx.gateway.configure(agent, configs[agent.id], timeout=timeout)
+
+        return await fan_out(agents, reset)
 
     async def move_state(
         self,
