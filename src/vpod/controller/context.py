@@ -9,6 +9,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from vpod.store.records import AuditEvent
+
 from .agent_gateway import AgentGateway
 from .caller import Caller
 from .clock import Clock
@@ -31,6 +33,21 @@ class Context:
     occupancy: OccupancyCache
     inventory: Inventory = field(init=False)
     """Set right after construction (it needs the context itself)."""
+
+    def audit_event(
+        self, caller: Caller, action: str, target: str, outcome: str, detail: str = ""
+    ) -> AuditEvent:
+        """An audit entry to commit in the same transaction as the change it describes."""
+        log.info("%s %s %s %s %s", caller.user_id, action, target, outcome, detail)
+        return AuditEvent(
+            time=self.clock.now(),
+            actor=caller.user_id,
+            action=action,
+            target=target,
+            outcome=outcome,
+            source=caller.source,
+            detail=detail,
+        )
 
     async def audit(
         self, caller: Caller, action: str, target: str, outcome: str, detail: str = ""

@@ -56,12 +56,12 @@ class HeartbeatMonitor:
                 record is None
                 or record.spec.reconfigurable
                 or record.state.ready is not ReadyState.ACTIVE
-                or not self._c.repair.may_auto_reset(record)
+                or record.disable_auto_reset
             ):
                 del self._detached[partition_id]
                 continue
             try:
-                done = await self._c.repair.auto_reset(record, why)
+                done = await self._c.repair.auto_reset(record, why, fresh=tries == 0)
             except Exception:
                 log.exception("auto-reset of %s after a detach failed", partition_id)
                 done = False
@@ -114,9 +114,7 @@ class HeartbeatMonitor:
             if e.kind is EventKind.DETACHED and e.partition_id and not e.evicted
         }
         for partition_id in detached:
-            self._detached.setdefault(
-                partition_id, (f"an application detached from {agent.id}", 0)
-            )
+            self._detached.setdefault(partition_id, (f"an application detached from {agent.id}", 0))
 
     async def _mark_unreachable(self, agent: Agent, cause: str, silent_for: float) -> None:
         ctx = self._c.ctx

@@ -12,6 +12,10 @@ user's remove cannot both win.
   still faulty is moved to healthy IPUs of its allocation, keeping its id.
   Each attempt counts in ``auto_reset_retry_count`` and stamps
   ``last_auto_reset_time``; attempts stop at ``max_auto_reset_retries``.
+  The count is per episode: it restarts from zero when trouble begins on a
+  healthy (ACTIVE) partition — a fault, or an application detaching — and
+  when a user resets the partition, so the maximum bounds the retries of one
+  problem, not the automatic resets of a partition's whole life.
   An application detaching from a non-reconfigurable ACTIVE partition also
   triggers an auto-reset (vipu-system.md §4).
 - Abandoned operations (the controller that ran them died): creates are
@@ -22,6 +26,7 @@ user's remove cannot both win.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Iterable
 
@@ -38,7 +43,7 @@ from vpod.domain.partition_states import (
 from vpod.placement import Rejected, relocate
 from vpod.placement.results import PartitionPlacement
 from vpod.store.errors import Conflict
-from vpod.store.records import PartitionRecord, ipus_of_placement
+from vpod.store.records import PartitionChanges, PartitionRecord, ipus_of_placement
 
 from . import errors
 from .agent_gateway import describe_failures, fan_out
@@ -66,8 +71,12 @@ class PartitionRepair:
         """Put a partition in ERROR with ``reason`` (harmless if it already is)."""
         if not allowed(record.state, Event.FAULT_DETECTED) or reason in record.errors:
             return
+        # Trouble on a healthy partition starts a new episode: its automatic attempts
+        # count from zero, so a long-lived partition is not left without any.
+        fresh_episode = record.state.ready is ReadyState.ACTIVE
+        also: PartitionChanges = {"auto_reset_retry_count": 0} if fresh_episode else {}
         try:
-            await self._p.move_state(record, Event.FAULT_DETECTED, errors_=(reason,))
+            await self._p.move_state(record, Event.FAULT_DETECTED, errors_=(reason,), also=also)
         except errors.ServiceError as exc:
             log.info("partition %s not marked faulty: %s", record.id, exc)
             return
@@ -85,9 +94,15 @@ class PartitionRepair:
             and record.auto_reset_retry_count < record.max_auto_reset_retries
         )
 
-    async def auto_reset(self, record: PartitionRecord, why: str) -> bool:
-        """Reset without a user asking; True when the partition is ACTIVE/IDLE afterwards."""
+    async def auto_reset(self, record: PartitionRecord, why: str, *, fresh: bool = False) -> bool:
+        """Reset without a user asking; True when the partition is ACTIVE/IDLE afterwards.
+
+        ``fresh``: the reason is new (an application detached from a healthy partition),
+        so this is attempt 1 of a new episode rather than one more retry.
+        """
         ctx = self._ctx
+        if fresh and record.state.ready is ReadyState.ACTIVE:
+            record = dataclasses.replace(record, auto_reset_retry_count=0)
         if not self.may_auto_reset(record) or not allowed(record.state, Event.AUTO_RESET_REQUESTED):
             return False
         cluster = await ctx.inventory.cluster(record.cluster_id)

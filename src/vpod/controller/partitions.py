@@ -35,7 +35,7 @@ from vpod.domain.partitions import PartitionRequirements, PartitionSpec, resolve
 from vpod.placement import PartitionRequest, Rejected, place
 from vpod.placement.results import PartitionPlacement
 from vpod.store.errors import Conflict
-from vpod.store.records import PartitionChanges, PartitionRecord, ipus_of_placement
+from vpod.store.records import AuditEvent, PartitionChanges, PartitionRecord, ipus_of_placement
 
 from . import errors
 from .agent_gateway import describe_failures, fan_out
@@ -58,12 +58,23 @@ class _IdTaken(errors.AlreadyExists):
 class PartitionService:
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
+        self._recent: dict[str, PartitionRecord] = {}
+        """The last version of each live partition this controller wrote."""
 
     # ---------------------------------------------------------------- reading
 
-    async def get(self, caller: Caller, partition_id: str) -> PartitionRecord:
-        """The partition, if it exists and the caller may see it (else NOT_FOUND either way)."""
-        record = await self._ctx.db(self._ctx.db.store.find_partition, partition_id)
+    async def get(
+        self, caller: Caller, partition_id: str, *, for_change: bool = False
+    ) -> PartitionRecord:
+        """The partition, if it exists and the caller may see it (else NOT_FOUND either way).
+
+        ``for_change``: the caller is about to change it with compare-and-set, so the
+        copy this controller last wrote will do — if another controller changed it since,
+        the write fails and is decided again on a fresh read.
+        """
+        record = self._recent.get(partition_id) if for_change else None
+        if record is None:
+            record = await self._ctx.db(self._ctx.db.store.find_partition, partition_id)
         if record is None or not caller.may_use(record.allocation_id):
             raise errors.NotFound(
                 f"partition {partition_id} does not exist: `vipu list partitions` shows yours"
@@ -225,20 +236,21 @@ class PartitionService:
                     relocatable=relocatable,
                     max_auto_reset_retries=ctx.settings.max_auto_reset_retries,
                 )
-                try:
-                    stored = await ctx.db(ctx.db.store.reserve_partition, record)
-                except Conflict:
-                    continue
-                except errors.AlreadyExists:
-                    raise _IdTaken() from None
-                ctx.occupancy.put(cluster.id, snapshot.apply(placed))
-                await ctx.audit(
+                event = ctx.audit_event(
                     caller,
                     "create_partition",
                     spec.id,
                     "reserved",
                     f"{spec.size} IPUs in allocation {allocation.id}",
                 )
+                try:
+                    stored = await ctx.db(ctx.db.store.reserve_partition, record, event=event)
+                except Conflict:
+                    continue
+                except errors.AlreadyExists:
+                    raise _IdTaken() from None
+                ctx.occupancy.put(cluster.id, snapshot.apply(placed))
+                self._recent[stored.id] = stored
                 return stored
         raise errors.Unavailable(
             f"partition {spec.id}: cluster {cluster.id} changed under {CONFLICT_ATTEMPTS}"
@@ -268,10 +280,10 @@ class PartitionService:
     # ----------------------------------------------------------------- remove
 
     async def remove(self, caller: Caller, partition_id: str, *, force: bool = False) -> None:
-        record = await self.get(caller, partition_id)
+        record = await self.get(caller, partition_id, for_change=True)
         cluster = await self._ctx.inventory.cluster(record.cluster_id)
-        event = Event.FORCE_REMOVE_REQUESTED if force else Event.REMOVE_REQUESTED
-        record = await self.move_state(record, event)
+        request = Event.FORCE_REMOVE_REQUESTED if force else Event.REMOVE_REQUESTED
+        record = await self.move_state(record, request)
         agents = await self.agents_of(cluster, record)
         timeout = self._ctx.settings.agent_timeout_s
         _, failed = await fan_out(
@@ -285,9 +297,9 @@ class PartitionService:
                 f"partition {partition_id} could not be removed: {cause}; fix the agent or use"
                 " --force"
             )
-        await self.forget_partition(cluster, record)
         detail = f"ignored: {describe_failures(failed)}" if failed else ""
-        await self._ctx.audit(caller, "remove_partition", partition_id, "ok", detail)
+        entry = self._ctx.audit_event(caller, "remove_partition", partition_id, "ok", detail)
+        await self.forget_partition(cluster, record, event=entry)
 
     # ------------------------------------------------------------------ reset
 
@@ -309,7 +321,10 @@ class PartitionService:
             await self.move_state(record, Event.RESET_FAILED, errors_=(cause,))
             await self._ctx.audit(caller, "reset_partition", partition_id, "failed", cause)
             raise errors.Unavailable(f"partition {partition_id} could not be reset: {cause}")
-        await self.move_state(record, Event.RESET_DONE, errors_=())
+        # A person reset it: automatic attempts start counting again.
+        await self.move_state(
+            record, Event.RESET_DONE, errors_=(), also={"auto_reset_retry_count": 0}
+        )
         await self._ctx.audit(caller, "reset_partition", partition_id, "ok", "")
 
     # ---------------------------------------------------------------- helpers
@@ -339,8 +354,11 @@ class PartitionService:
         event: Event,
         *,
         errors_: Sequence[str] | None = None,
+        also: PartitionChanges | None = None,
     ) -> PartitionRecord:
         """Apply a life-cycle event with compare-and-set; refuse what the table refuses.
+
+        ``also``: further changes written in the same update.
 
         The heartbeat monitor may mark the partition ERROR while an operation
         runs (it changes the ready state, never the operation): then the event
@@ -352,14 +370,19 @@ class PartitionService:
                 state: PartitionState = transition(record.state, event, partition_id=record.id)
             except IllegalTransition as exc:
                 raise errors.FailedPrecondition(str(exc)) from None
-            try:
-                if errors_ is None:
-                    return await self.update_record(record, state=state)
+            changes: PartitionChanges = {**(also or {}), "state": state}
+            if errors_ is not None:
                 kept = [e for e in record.errors if e not in errors_] if errors_ else []
-                return await self.update_record(record, state=state, errors=(*kept, *errors_))
+                changes["errors"] = (*kept, *errors_)
+            try:
+                return await self.update_record(record, **changes)
             except Conflict:
                 fresh = await ctx.db(ctx.db.store.find_partition, record.id)
-                if fresh is None or fresh.state.operation is not record.state.operation:
+                if fresh is None:
+                    raise errors.NotFound(
+                        f"partition {record.id} does not exist (it was removed meanwhile)"
+                    ) from None
+                if fresh.state.operation is not record.state.operation:
                     break
                 record = fresh
         raise errors.FailedPrecondition(
@@ -372,20 +395,29 @@ class PartitionService:
     ) -> PartitionRecord:
         """Compare-and-set write; raises Conflict when the record moved meanwhile."""
         ctx = self._ctx
-        updated: PartitionRecord = await ctx.db(
-            ctx.db.store.update_partition,
-            record.id,
-            expected_version=record.version,
-            updated_at=ctx.clock.now(),
-            **changes,
-        )
+        try:
+            updated: PartitionRecord = await ctx.db(
+                ctx.db.store.update_partition_from, record, updated_at=ctx.clock.now(), **changes
+            )
+        except (Conflict, errors.NotFound):
+            self._recent.pop(record.id, None)
+            raise
+        self._recent[updated.id] = updated
         return updated
 
-    async def forget_partition(self, cluster: Cluster, record: PartitionRecord) -> None:
-        """Delete the partition and give its IPUs back to placement."""
+    async def forget_partition(
+        self, cluster: Cluster, record: PartitionRecord, *, event: AuditEvent | None = None
+    ) -> None:
+        """Delete the partition (committing ``event`` with it); give its IPUs back."""
         ctx = self._ctx
+        self._recent.pop(record.id, None)
         async with ctx.occupancy.lock(cluster.id):
-            await ctx.db(ctx.db.store.release_partition, record.id)
+            try:
+                await ctx.db(ctx.db.store.release_partition_from, record, event=event)
+            except Conflict:  # changed meanwhile (e.g. marked ERROR): release what is there
+                await ctx.db(ctx.db.store.release_partition, record.id, event=event)
+            except errors.NotFound:
+                pass  # already gone (a concurrent forced remove): nothing to give back
             snapshot = await ctx.occupancy.get(cluster)
             try:
                 ctx.occupancy.put(cluster.id, snapshot.release_partition(record.id))
