@@ -7,11 +7,13 @@ import threading
 from datetime import UTC, datetime
 
 import pytest
+from alembic.config import Config
+from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, inspect, text
 
 from vpod.store import Store, StoreError
 from vpod.store.engine import Database, create_store_engine, normalise_url
-from vpod.store.migrate import head_revision, schema_differences
+from vpod.store.migrate import SCRIPT_LOCATION, head_revision, schema_differences
 from vpod.store.schema import metadata
 
 
@@ -98,4 +100,28 @@ def test_revision_scripts_ship_inside_the_package() -> None:
     assert {"env.py", "script.py.mako", "versions"} <= names
     versions = {entry.name for entry in root.joinpath("versions").iterdir()}
     assert any(name.startswith("0001_") for name in versions)
-    assert head_revision() == "0001"
+
+
+def test_revisions_form_one_chain_ending_at_the_newest_file() -> None:
+    """Revisions are numbered 0001, 0002, ... in file names and ids, each revising the one
+    before, and the head is the newest file: no branch, no gap, no stray script."""
+    root = importlib.resources.files("vpod.store.migrations").joinpath("versions")
+    numbered = sorted(
+        entry.name[:4]
+        for entry in root.iterdir()
+        if entry.name.endswith(".py") and entry.name[:4].isdigit()
+    )
+    assert numbered == [f"{n:04d}" for n in range(1, len(numbered) + 1)]
+    scripts = ScriptDirectory.from_config(_alembic_config())
+    chain = [script.revision for script in scripts.walk_revisions()]  # head first
+    assert chain == list(reversed(numbered))
+    for newer, older in zip(chain, chain[1:], strict=False):
+        assert scripts.get_revision(newer).down_revision == older
+    assert scripts.get_revision(chain[-1]).down_revision is None
+    assert head_revision() == numbered[-1]
+
+
+def _alembic_config() -> Config:
+    config = Config()
+    config.set_main_option("script_location", SCRIPT_LOCATION)
+    return config
