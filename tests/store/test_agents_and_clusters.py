@@ -160,3 +160,43 @@ def test_rows_from_a_newer_vpod_are_reported_not_leaked(
         conn.execute(text("UPDATE agents SET machine_type = 'BOW3000' WHERE id = 'a1'"))
     with pytest.raises(StoreError, match="written by a newer version"):
         store.get_agent("a1")
+
+
+def test_device_faults_are_replaced_whole_and_read_by_every_reader(store: Store) -> None:
+    """set_agent_faults replaces an agent's faulty IPUs; agent_faults and the agent's health
+    report them by device id; an empty mapping clears them."""
+    store.add_agent(Agent("a1", "h", 1))
+    store.add_agent(Agent("a2", "h", 2))
+    assert store.agent_faults() == {}
+    assert store.get_agent_health("a1").device_faults == ()
+    store.set_agent_faults("a1", {3: "IPU 3 failed: ECC", 0: "link 0 down"})
+    assert store.agent_faults() == {"a1": {0: "link 0 down", 3: "IPU 3 failed: ECC"}}
+    assert store.get_agent_health("a1").device_faults == (
+        (0, "link 0 down"),
+        (3, "IPU 3 failed: ECC"),
+    )
+    store.set_agent_faults("a1", {2: "IPU 2 failed"})
+    assert store.agent_faults() == {"a1": {2: "IPU 2 failed"}}
+    store.set_agent_faults("a1", {})
+    assert store.agent_faults() == {}
+
+
+def test_faults_of_a_missing_agent_or_device_are_refused(store: Store) -> None:
+    """A missing agent is NotFound; a device id outside 0..3 is a caller bug (ValueError)."""
+    store.add_agent(Agent("a1", "h", 1))
+    with pytest.raises(NotFound, match="agent ghost does not exist"):
+        store.set_agent_faults("ghost", {0: "x"})
+    with pytest.raises(ValueError, match=r"device ids are 0\.\.3"):
+        store.set_agent_faults("a1", {4: "x"})
+    assert store.agent_faults() == {}
+
+
+def test_agents_from_before_revision_0003_have_no_faults(
+    store: Store, migrated: MigratedDatabase
+) -> None:
+    """A row whose device_faults is NULL (written before the column existed) reads as none."""
+    store.add_agent(Agent("a1", "h", 1))
+    with migrated.engine.begin() as conn:
+        conn.execute(text("UPDATE agents SET device_faults = NULL"))
+    assert store.get_agent_health("a1").device_faults == ()
+    assert store.agent_faults() == {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.store.factories import add_allocation, add_cluster, record
+from tests.store.factories import add_allocation, add_cluster, at, record
 from vpod.domain.entities import Allocation, User
 from vpod.store import AlreadyExists, Conflict, NotFound, Store
 
@@ -141,3 +141,13 @@ def test_key_rotation_admin_flag_and_removal(store: Store) -> None:
     ):
         with pytest.raises(NotFound, match="user u1 does not exist"):
             call()
+
+
+def test_users_keep_the_creation_time_the_caller_gives(store: Store) -> None:
+    """add_user stores created_at; user_times reports it by user id, None when none was given
+    (users created before vpod kept it)."""
+    store.add_user(User("u1"), "hash1", created_at=at(5))
+    store.add_user(User("old"), "hash2")
+    assert store.user_times() == {"old": None, "u1": at(5)}
+    store.remove_user("u1")
+    assert store.user_times() == {"old": None}

@@ -54,6 +54,18 @@ def test_events_are_filtered_by_every_criterion_given(store: Store) -> None:
         store.list_events(limit=0)
 
 
+def test_events_are_filtered_by_outcome(store: Store) -> None:
+    """The outcome filter matches exactly and combines with the others; paging keeps it."""
+    for n, outcome in enumerate(["ok", "refused", "ok", "failed", "refused"]):
+        store.append_event(time=at(n), actor="u1", action="create", target=f"p{n}", outcome=outcome)
+    refused = store.list_events(outcome="refused")
+    assert [e.target for e in refused] == ["p4", "p1"]
+    assert [e.target for e in store.list_events(outcome="ok", since=at(1))] == ["p2"]
+    first = store.list_events(outcome="refused", limit=1)
+    assert [e.target for e in store.list_events(outcome="refused", before_id=first[0].id)] == ["p1"]
+    assert store.list_events(outcome="OK") == []
+
+
 def test_old_events_can_be_pruned(store: Store) -> None:
     """prune_events deletes entries older than the cut-off and counts them."""
     for t in range(5):

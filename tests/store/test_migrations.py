@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.resources
+import itertools
 import threading
 from datetime import UTC, datetime
 
@@ -115,7 +116,7 @@ def test_revisions_form_one_chain_ending_at_the_newest_file() -> None:
     scripts = ScriptDirectory.from_config(_alembic_config())
     chain = [script.revision for script in scripts.walk_revisions()]  # head first
     assert chain == list(reversed(numbered))
-    for newer, older in zip(chain, chain[1:], strict=False):
+    for newer, older in itertools.pairwise(chain):
         assert scripts.get_revision(newer).down_revision == older
     assert scripts.get_revision(chain[-1]).down_revision is None
     assert head_revision() == numbered[-1]

@@ -86,3 +86,28 @@ def test_a_committed_placement_reads_back_as_the_snapshot_it_was_applied_to(stor
     store.release_partition("p1")
     assert store.occupancy("c1").snapshot() == before
     assert isinstance(before, Snapshot)
+
+
+def test_stored_ipu_faults_are_unavailable_slots(store: Store) -> None:
+    """The faulty IPUs an agent last reported are occupancy's faulty slots (slot of device d on
+    machine m is 4m + 3 - d), and its snapshot keeps them out of placement together with
+    the caller's own unavailable slots."""
+    cluster = add_cluster(store, machines=4)
+    add_allocation(store, "al1", (0, 1, 2, 3))
+    store.set_agent_faults(cluster.agent_ids[2], {0: "IPU 0 failed", 3: "link down"})
+    occupancy = store.occupancy("c1")
+    assert occupancy.faulty_slots == frozenset({11, 8})
+    snapshot = occupancy.snapshot(unavailable_slots=frozenset({1}))
+    assert snapshot.unavailable_slots == frozenset({1, 8, 11})
+    assert 8 not in snapshot.free_slots("al1")
+    store.set_agent_faults(cluster.agent_ids[2], {})
+    assert store.occupancy("c1").faulty_slots == frozenset()
+
+
+def test_faults_of_agents_in_other_clusters_do_not_count(store: Store) -> None:
+    """Only the cluster's own agents' faults make its slots unavailable."""
+    add_cluster(store, machines=2)
+    other = add_cluster(store, "c2", machines=2)
+    store.set_agent_faults(other.agent_ids[0], {1: "IPU 1 failed"})
+    assert store.occupancy("c1").faulty_slots == frozenset()
+    assert store.occupancy("c2").faulty_slots == frozenset({2})

@@ -7,13 +7,13 @@ begin and end.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, Row, delete, insert, select, update
 
-from vpod.domain.catalog import MachineType
+from vpod.domain.catalog import IPUS_PER_MACHINE, MachineType
 from vpod.domain.entities import Agent
 
 from .errors import AlreadyExists, Conflict, NotFound, StoreError
@@ -40,7 +40,25 @@ def _health(row: Row[Any]) -> AgentHealth:
         state=AgentHealthState[row.health],
         last_heartbeat=row.last_heartbeat,
         reason=row.health_reason,
+        device_faults=decode_faults(row.device_faults),
     )
+
+
+def decode_faults(stored: Any) -> tuple[tuple[int, str], ...]:
+    """The ``device_faults`` column as (device id, reason) pairs by device; NULL is none."""
+    if not stored:
+        return ()
+    return tuple(sorted((int(device), str(reason)) for device, reason in stored))
+
+
+def _encode_faults(agent_id: str, faults: Mapping[int, str]) -> list[list[int | str]]:
+    for device in faults:
+        if not 0 <= device < IPUS_PER_MACHINE:
+            raise ValueError(
+                f"agent {agent_id} reported a fault on IPU device {device}: device ids are"
+                f" 0..{IPUS_PER_MACHINE - 1}"
+            )
+    return [[device, faults[device]] for device in sorted(faults)]
 
 
 def _values(agent: Agent) -> dict[str, Any]:
@@ -59,6 +77,7 @@ def insert_agent(conn: Connection, agent: Agent) -> None:
             health=AgentHealthState.UNKNOWN.name,
             last_heartbeat=None,
             health_reason="",
+            device_faults=[],
             **_values(agent),
         )
     )
@@ -134,6 +153,21 @@ def set_health(
     done = conn.execute(update(agents).where(agents.c.id == agent_id).values(**values))
     if done.rowcount == 0:
         raise _not_found(agent_id)
+
+
+def set_faults(conn: Connection, agent_id: str, faults: Mapping[int, str]) -> None:
+    """Replace the faulty IPUs of an agent's machine (device id -> why) with ``faults``."""
+    encoded = _encode_faults(agent_id, faults)
+    done = conn.execute(update(agents).where(agents.c.id == agent_id).values(device_faults=encoded))
+    if done.rowcount == 0:
+        raise _not_found(agent_id)
+
+
+def list_faults(conn: Connection) -> dict[str, dict[int, str]]:
+    """The agents that last reported faulty IPUs, each with device id -> why."""
+    rows = conn.execute(select(agents.c.id, agents.c.device_faults).order_by(agents.c.id))
+    found = {row.id: dict(decode_faults(row.device_faults)) for row in rows}
+    return {agent_id: faults for agent_id, faults in found.items() if faults}
 
 
 def get_health(conn: Connection, agent_id: str) -> AgentHealth:

@@ -50,6 +50,7 @@ def list_events(
     actor: str | None = None,
     action: str | None = None,
     target: str | None = None,
+    outcome: str | None = None,
     before_id: int | None = None,
     limit: int = 100,
 ) -> list[AuditEvent]:
@@ -71,6 +72,8 @@ def list_events(
         query = query.where(events.c.action == action)
     if target is not None:
         query = query.where(events.c.target == target)
+    if outcome is not None:
+        query = query.where(events.c.outcome == outcome)
     if before_id is not None:
         query = query.where(events.c.id < before_id)
     return [

@@ -45,6 +45,8 @@ class AgentHealth:
     """When the agent last answered (given by the caller's clock)."""
     reason: str = ""
     """Why it is unreachable, as a sentence; empty when reachable."""
+    device_faults: tuple[tuple[int, str], ...] = ()
+    """The faulty IPUs its machine last reported, as (device id, why) by device id."""
 
 
 # -- partitions -----------------------------------------------------------------------------
@@ -173,13 +175,16 @@ class Occupancy:
 
     Field names match :meth:`vpod.placement.Snapshot.build`; :meth:`snapshot`
     builds it. ``unavailable_machines`` are the machines whose agent is
-    unreachable (an agent never heard from counts as available).
+    unreachable (an agent never heard from counts as available);
+    ``faulty_slots`` the IPUs whose agent last reported them faulty (or with
+    an IPU-Link down), as the leader stored them from heartbeats.
     """
 
     cluster: Cluster
     allocations: Mapping[str, tuple[int, ...]]
     partitions: Mapping[str, PartitionFootprint]
     unavailable_machines: frozenset[int]
+    faulty_slots: frozenset[int] = frozenset()
 
     @property
     def machine_names(self) -> tuple[str, ...]:
@@ -187,12 +192,16 @@ class Occupancy:
         return self.cluster.agent_ids
 
     def snapshot(self, *, unavailable_slots: frozenset[int] = frozenset()) -> Snapshot:
-        """The placement snapshot of this occupancy (IPU faults come from elsewhere)."""
+        """The placement snapshot of this occupancy.
+
+        Placement avoids the stored ``faulty_slots`` and ``unavailable_slots``
+        too (the caller's fresher view, e.g. the leader's latest heartbeats).
+        """
         return Snapshot.build(
             self.cluster.pod(),
             allocations=self.allocations,
             partitions=self.partitions,
-            unavailable_slots=unavailable_slots,
+            unavailable_slots=self.faulty_slots | unavailable_slots,
             unavailable_machines=self.unavailable_machines,
             machine_names=self.machine_names,
         )

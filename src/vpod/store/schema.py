@@ -109,6 +109,12 @@ agents = Table(
     Column("health", NAME, nullable=False),
     Column("last_heartbeat", UtcDateTime, nullable=True),
     Column("health_reason", Text, nullable=False),
+    Column(
+        "device_faults",
+        JSON,
+        nullable=True,
+        comment="[[device_id, reason], ...] last reported; NULL (older rows): none",
+    ),
 )
 
 clusters = Table(
@@ -166,6 +172,7 @@ users = Table(
     Column("id", ID, primary_key=True),
     Column("key_hash", TEXT_SHORT, nullable=False),
     Column("admin", Boolean, nullable=False),
+    Column("created_at", UtcDateTime, nullable=True, comment="NULL for users older than 0003"),
 )
 
 user_allocations = Table(

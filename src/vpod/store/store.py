@@ -12,7 +12,7 @@ decide (see :mod:`vpod.store.schema`), and the loser gets a
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from functools import partial
 from types import TracebackType
@@ -155,6 +155,20 @@ class Store:
             agent_rows.set_health(conn, agent_id, state, at=at, reason=reason)
             return agent_rows.get_health(conn, agent_id)
 
+    def set_agent_faults(self, agent_id: str, faults: Mapping[int, str]) -> None:
+        """Replace the faulty IPUs an agent's machine reports: device id (0..3) -> why.
+
+        Every replica's :meth:`occupancy` then keeps those IPUs out of placement.
+        Call it when the faults change (a heartbeat that differs), not every round.
+        """
+        with self._db.write() as conn:
+            agent_rows.set_faults(conn, agent_id, faults)
+
+    def agent_faults(self) -> dict[str, dict[int, str]]:
+        """The agents whose machine last reported faulty IPUs: agent id -> device id -> why."""
+        with self._db.read() as conn:
+            return agent_rows.list_faults(conn)
+
     def get_agent_health(self, agent_id: str) -> AgentHealth:
         with self._db.read() as conn:
             return agent_rows.get_health(conn, agent_id)
@@ -222,11 +236,14 @@ class Store:
 
     # -- users ------------------------------------------------------------------------------
 
-    def add_user(self, user: User, key_hash: str) -> User:
-        """Record a user with the hash of its access key and its granted allocations."""
+    def add_user(self, user: User, key_hash: str, *, created_at: datetime | None = None) -> User:
+        """Record a user with the hash of its access key and its granted allocations.
+
+        ``created_at`` (the caller's clock) is what :meth:`user_times` reports.
+        """
         explain = partial(self._explain, user_rows.explain_insert_refused, user)
         with self._db.write(explain) as conn:
-            user_rows.insert_user(conn, user, key_hash)
+            user_rows.insert_user(conn, user, key_hash, created_at)
             return user_rows.get_user(conn, user.id)
 
     def get_user(self, user_id: str) -> User:
@@ -244,6 +261,11 @@ class Store:
     def list_users(self) -> list[User]:
         with self._db.read(snapshot=True) as conn:
             return user_rows.list_users(conn)
+
+    def user_times(self) -> dict[str, datetime | None]:
+        """When each user was created, by user id; ``None`` if created before vpod kept it."""
+        with self._db.read() as conn:
+            return user_rows.creation_times(conn)
 
     def get_user_key_hash(self, user_id: str) -> str:
         with self._db.read() as conn:
@@ -447,6 +469,7 @@ class Store:
         actor: str | None = None,
         action: str | None = None,
         target: str | None = None,
+        outcome: str | None = None,
         before_id: int | None = None,
         limit: int = 100,
     ) -> list[AuditEvent]:
@@ -459,6 +482,7 @@ class Store:
                 actor=actor,
                 action=action,
                 target=target,
+                outcome=outcome,
                 before_id=before_id,
                 limit=limit,
             )

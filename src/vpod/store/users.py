@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from datetime import datetime
 
 from sqlalchemy import Connection, delete, insert, select, update
 
@@ -26,8 +27,12 @@ def _user(user_id: str, allocation_ids: Sequence[str], admin: object) -> User:
     return User(id=user_id, allocation_ids=tuple(allocation_ids), admin=bool(admin))
 
 
-def insert_user(conn: Connection, user: User, key_hash: str) -> None:
-    conn.execute(insert(users).values(id=user.id, key_hash=key_hash, admin=user.admin))
+def insert_user(
+    conn: Connection, user: User, key_hash: str, created_at: datetime | None = None
+) -> None:
+    conn.execute(
+        insert(users).values(id=user.id, key_hash=key_hash, admin=user.admin, created_at=created_at)
+    )
     if user.allocation_ids:
         conn.execute(
             insert(user_allocations),
@@ -73,6 +78,14 @@ def list_users(conn: Connection) -> list[User]:
         _user(row.id, granted[row.id], row.admin)
         for row in conn.execute(select(users.c.id, users.c.admin).order_by(users.c.id))
     ]
+
+
+def creation_times(conn: Connection) -> dict[str, datetime | None]:
+    """When each user was created; ``None`` for users created before the store kept it."""
+    return {
+        row.id: row.created_at
+        for row in conn.execute(select(users.c.id, users.c.created_at).order_by(users.c.id))
+    }
 
 
 def get_key_hash(conn: Connection, user_id: str) -> str:
