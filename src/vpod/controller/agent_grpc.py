@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TypeVar
 
 from vpod.agent.client import AgentClient, ChannelPool
+from vpod.agent.errors import AgentUnavailable
 from vpod.agent.model import (
     ConfiguredPartition,
     Fault,
@@ -16,6 +18,8 @@ from vpod.agent.model import (
     PartitionConfig,
 )
 from vpod.domain.entities import Agent
+
+T = TypeVar("T")
 
 
 class GrpcAgentGateway:
@@ -28,43 +32,55 @@ class GrpcAgentGateway:
     def _client(self, agent: Agent) -> AgentClient:
         return self._pool.client(agent.address, agent_id=agent.id)
 
+    async def _call(self, agent: Agent, call: Callable[[AgentClient], Awaitable[T]]) -> T:
+        """One call; if its channel was swapped for a fresh one meanwhile (the agent
+        restarted, see :meth:`reconnect`), it is made once more on the new channel."""
+        client = self._client(agent)
+        try:
+            return await call(client)
+        except AgentUnavailable:
+            fresh = self._client(agent)
+            if fresh is client:
+                raise
+            return await call(fresh)
+
     async def configure(self, agent: Agent, config: PartitionConfig, *, timeout: float) -> None:
-        await self._client(agent).configure_partition(config, timeout=timeout)
+        await self._call(agent, lambda c: c.configure_partition(config, timeout=timeout))
 
     async def release(self, agent: Agent, partition_id: str, *, timeout: float) -> None:
-        await self._client(agent).release_partition(partition_id, timeout=timeout)
+        await self._call(agent, lambda c: c.release_partition(partition_id, timeout=timeout))
 
     async def reset(self, agent: Agent, partition_id: str, *, timeout: float) -> None:
-        await self._client(agent).reset_partition(partition_id, timeout=timeout)
+        await self._call(agent, lambda c: c.reset_partition(partition_id, timeout=timeout))
 
     async def identity(self, agent: Agent, *, timeout: float) -> MachineIdentity:
-        return await self._client(agent).get_identity(timeout=timeout)
+        return await self._call(agent, lambda c: c.get_identity(timeout=timeout))
 
     async def identity_at(self, address: str, *, timeout: float) -> MachineIdentity:
         async with AgentClient(address) as client:
             return await client.get_identity(timeout=timeout)
 
     async def configurations(self, agent: Agent, *, timeout: float) -> list[ConfiguredPartition]:
-        return await self._client(agent).list_configurations(timeout=timeout)
+        return await self._call(agent, lambda c: c.list_configurations(timeout=timeout))
 
     async def ipu_attributes(self, agent: Agent, *, timeout: float) -> dict[int, dict[str, str]]:
-        return await self._client(agent).list_ipu_attributes(timeout=timeout)
+        return await self._call(agent, lambda c: c.list_ipu_attributes(timeout=timeout))
 
     async def health(self, agent: Agent, *, since_event: int = 0, timeout: float) -> MachineHealth:
-        return await self._client(agent).health(since_event, timeout=timeout)
+        return await self._call(agent, lambda c: c.health(since_event, timeout=timeout))
 
     async def link_tests(
         self, agent: Agent, kinds: Iterable[LinkTestKind], *, timeout: float
     ) -> list[LinkTestResult]:
-        return await self._client(agent).run_link_tests(kinds, timeout=timeout)
+        return await self._call(agent, lambda c: c.run_link_tests(kinds, timeout=timeout))
 
     async def inject_fault(self, agent: Agent, fault: Fault, *, timeout: float) -> list[Fault]:
-        return await self._client(agent).inject_fault(fault, timeout=timeout)
+        return await self._call(agent, lambda c: c.inject_fault(fault, timeout=timeout))
 
     async def clear_fault(
         self, agent: Agent, fault: Fault | None, *, timeout: float
     ) -> list[Fault]:
-        return await self._client(agent).clear_fault(fault, timeout=timeout)
+        return await self._call(agent, lambda c: c.clear_fault(fault, timeout=timeout))
 
     async def reconnect(self, agent: Agent) -> None:
         # A pooled channel to a restarted agent may sit in reconnect backoff for seconds:
