@@ -295,11 +295,6 @@ def test_create_user_writes_a_config_file_that_works(pod64: Pod, tmp_path: Path)
     assert "alice" not in sh(pod64, "vipu-admin list users").stdout
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="controller/transports/admin_grpc.py ListUsers/CreateUser never set User.created_at,"
-    " so the Created column is always '-'",
-)
 def test_list_users_says_when_each_user_was_created(pod64: Pod) -> None:
     """The Created column holds an RFC 3339 time for every user."""
     users = rows(sh(pod64, "vipu-admin list users").stdout)

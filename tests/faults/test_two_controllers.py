@@ -125,13 +125,6 @@ def test_exactly_one_controller_leads(duo: LivePod) -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="heartbeats.py/fleet.py: the IPU and link faults heartbeats report live only in "
-    "the leader's memory (Fleet._last_health); a follower's placement snapshot never marks "
-    "them unavailable, so a create through the follower is placed on a faulty IPU and fails "
-    "UNAVAILABLE instead of being placed on healthy IPUs",
-)
 def test_follower_places_around_faulty_ipus(duo: LivePod) -> None:
     """With one IPU faulty, filling the pod with 1-IPU partitions through the controller that
     does not lead gives 15 partitions and then RESOURCE_EXHAUSTED, never a failed create."""

@@ -7,7 +7,8 @@ Every round the leader asks each agent for its health with a short deadline.
   reason in their status. When it answers again it is marked reachable and
   reconciled (it may have restarted and lost its state).
 - A change in the IPU or link faults an agent reports takes the faulty IPUs
-  out of placement and puts the partitions using them in ERROR.
+  out of placement and puts the partitions using them in ERROR. The faulty
+  IPUs are stored too, so the replicas that do not lead place around them.
 - ``DETACHED`` events (an application let go of an IPU) trigger the
   automatic reset of non-reconfigurable partitions (vipu-system.md §4).
 
@@ -26,6 +27,7 @@ from vpod.domain.entities import Agent, Cluster
 from vpod.domain.partition_states import ReadyState
 from vpod.store.records import AgentHealthState
 
+from . import errors
 from .caller import SYSTEM
 
 if TYPE_CHECKING:
@@ -41,6 +43,13 @@ class HeartbeatMonitor:
         """Per agent: (boot id, sequence of the last event read)."""
         self._detached: dict[str, tuple[str, int]] = {}
         """Partitions an application detached from, waiting for their auto-reset: why, tries."""
+        self._faults_stored: dict[str, dict[int, str]] = {}
+        """Per agent: the faulty IPUs this monitor last wrote to the store."""
+
+    def forget_stored_faults(self) -> None:
+        """Write every agent's faults again next round (call on becoming leader: another
+        leader may have written since)."""
+        self._faults_stored.clear()
 
     async def tick(self) -> None:
         agents = await self._c.inventory.list_agents()
@@ -92,10 +101,28 @@ class HeartbeatMonitor:
         fleet.heartbeat_streak[agent.id] = fleet.heartbeat_streak.get(agent.id, 0) + 1
         if fleet.reachability.get(agent.id) is not AgentHealthState.REACHABLE:
             await self._mark_reachable(agent)
-        if self._c.fleet.note_health(agent.id, health):
+        changed = self._c.fleet.note_health(agent.id, health)
+        await self._store_faults(agent)
+        if changed:
             ctx.occupancy.forget()
             await self._fault_partitions(agent)
         await self._handle_events(agent, health, boot)
+
+    async def _store_faults(self, agent: Agent) -> None:
+        """Write the agent's faulty IPUs to the store when they differ from what this monitor
+        wrote last: on a change, and once per agent after the monitor starts (a previous
+        leader may have left faults that cleared since). A failed write is tried next round."""
+        faults = self._c.fleet.device_faults(agent.id)
+        if self._faults_stored.get(agent.id) == faults:
+            return
+        try:
+            await self._c.ctx.db(self._c.ctx.db.store.set_agent_faults, agent.id, faults)
+        except (errors.Unavailable, errors.NotFound) as exc:
+            log.warning(
+                "storing the IPU faults of %s failed (next round retries): %s", agent.id, exc
+            )
+            return
+        self._faults_stored[agent.id] = faults
 
     async def _handle_events(self, agent: Agent, health: MachineHealth, boot: str) -> None:
         batch = health.events

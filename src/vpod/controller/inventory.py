@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 
 from vpod.domain.catalog import MachineType
 from vpod.domain.entities import Agent, Allocation, Cluster, User
@@ -33,6 +34,7 @@ class NewUser:
     user: User
     access_key: str
     """Shown once; only its hash is stored."""
+    created_at: datetime | None = None
 
 
 def _invalid(exc: DomainError) -> errors.InvalidArgument:
@@ -316,7 +318,8 @@ class Inventory:
         for allocation_id in allocation_ids:
             await self.allocation_for(caller, allocation_id)
         key = new_access_key()
-        await self._ctx.db(self._store.add_user, user, hash_key(key))
+        now = self._ctx.clock.now()
+        await self._ctx.db(self._store.add_user, user, hash_key(key), created_at=now)
         self.invalidate()
         await self._ctx.audit(
             caller,
@@ -325,10 +328,14 @@ class Inventory:
             "ok",
             f"allocations: {', '.join(allocation_ids) or 'none'}",
         )
-        return NewUser(user=user, access_key=key)
+        return NewUser(user=user, access_key=key, created_at=now)
 
     async def list_users(self) -> list[User]:
         return sorted(await self._ctx.db(self._store.list_users), key=lambda u: u.id)
+
+    async def user_times(self) -> dict[str, datetime | None]:
+        """When each user was created; None for users created before vpod kept it."""
+        return await self._ctx.db(self._store.user_times)
 
     async def remove_user(self, caller: Caller, user_id: str) -> None:
         await self._ctx.db(self._store.remove_user, user_id)

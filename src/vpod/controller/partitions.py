@@ -55,6 +55,11 @@ class _IdTaken(errors.AlreadyExists):
         super().__init__("that partition id is taken: choose another id")
 
 
+class _PlacedOnFaultyIpu(errors.Unavailable):
+    """An agent refused a new partition because one of its IPUs is faulty: the snapshot that
+    placed it predates the fault (another replica heard of it), so placing again may work."""
+
+
 class PartitionService:
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
@@ -105,6 +110,20 @@ class PartitionService:
         relocatable: bool = False,
     ) -> PartitionRecord:
         """Create and configure a partition; repeating an identical request is harmless."""
+        try:
+            return await self._create_once(caller, req, disable_auto_reset, relocatable)
+        except _PlacedOnFaultyIpu:
+            # The IPUs were released and the stale snapshot dropped: place once more, on a
+            # snapshot that has the stored faults.
+            return await self._create_once(caller, req, disable_auto_reset, relocatable)
+
+    async def _create_once(
+        self,
+        caller: Caller,
+        req: PartitionRequirements,
+        disable_auto_reset: bool,
+        relocatable: bool,
+    ) -> PartitionRecord:
         try:
             check_id("partition", req.id)
         except InvalidSpec as exc:
@@ -273,9 +292,13 @@ class PartitionService:
         await self.forget_partition(cluster, record)
         cause = describe_failures(failed)
         await self._ctx.audit(caller, "create_partition", record.id, "failed", cause)
-        raise errors.Unavailable(
-            f"partition {record.id} could not be created and its IPUs were released: {cause}"
-        )
+        message = f"partition {record.id} could not be created and its IPUs were released: {cause}"
+        if any(
+            isinstance(e, AgentRefused) and e.reason is Reason.IPU_FAULTED for e in failed.values()
+        ):
+            self._ctx.occupancy.forget(cluster.id)
+            raise _PlacedOnFaultyIpu(message)
+        raise errors.Unavailable(message)
 
     # ----------------------------------------------------------------- remove
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC
+from datetime import UTC, datetime
 
 import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -10,7 +10,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from vpod.agent import convert as agent_convert
 from vpod.agent.errors import MachineRefusal
 from vpod.domain.catalog import machine_spec
-from vpod.domain.entities import Agent, Allocation, Cluster
+from vpod.domain.entities import Agent, Allocation, Cluster, User
 from vpod.domain.errors import DomainError
 from vpod.domain.topology import GwTopology, IldTopology
 from vpod.wire import admin_pb2 as apb
@@ -261,9 +261,8 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         created = await self._c.inventory.create_user(
             caller, request.user_id, list(request.allocation_ids), admin=request.admin
         )
-        user = created.user
         return apb.CreateUserReply(
-            user=apb.User(id=user.id, allocation_ids=list(user.allocation_ids), admin=user.admin),
+            user=_user_to_wire(created.user, created.created_at),
             access_key=created.access_key,
         )
 
@@ -273,12 +272,8 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
     ) -> apb.ListUsersReply:
         await self._auth.admin(context)
         users = await self._c.inventory.list_users()
-        return apb.ListUsersReply(
-            users=[
-                apb.User(id=u.id, allocation_ids=list(u.allocation_ids), admin=u.admin)
-                for u in users
-            ]
-        )
+        times = await self._c.inventory.user_times()
+        return apb.ListUsersReply(users=[_user_to_wire(u, times.get(u.id)) for u in users])
 
     @grpc_errors
     async def RemoveUser(  # noqa: N802
@@ -427,3 +422,11 @@ def add_admin_api(server: grpc.aio.Server, controller: Controller, auth: GrpcAut
     apb_grpc.add_AgentRegistrationServiceServicer_to_server(
         RegistrationServicer(controller), server
     )
+
+
+def _user_to_wire(user: User, created_at: datetime | None) -> apb.User:
+    """A user on the wire; ``created_at`` stays unset for users older than the store's record."""
+    wire = apb.User(id=user.id, allocation_ids=list(user.allocation_ids), admin=user.admin)
+    if created_at is not None:
+        wire.created_at.FromDatetime(created_at)
+    return wire
