@@ -136,7 +136,7 @@ def _ensure_admin(store: Store, clock: Clock, admin_id: str, *, new_key: bool) -
         return ""
     key = new_access_key()
     if found is None:
-        store.add_user(User(id=admin_id, admin=True), hash_key(key))
+        store.add_user(User(id=admin_id, admin=True), hash_key(key), created_at=clock.now())
         action, detail = "create_user", "administrator created by vipu-server --init --secure"
     else:
         store.set_user_key_hash(admin_id, hash_key(key))

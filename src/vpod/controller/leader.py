@@ -66,6 +66,7 @@ class LeaderLoop:
                 if held and not self.is_leader:
                     log.info("%s is now the leader", holder)
                     self._c.ctx.occupancy.forget()
+                    self.monitor.forget_stored_faults()
                     next_recovery = 0.0
                 elif not held and self.is_leader:
                     log.warning("%s lost the leader lease", holder)
