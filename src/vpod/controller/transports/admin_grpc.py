@@ -23,7 +23,12 @@ from ..audit_log import DEFAULT_LIMIT, AuditLog, EventFilter
 from ..caller import Caller
 from .auth import GrpcAuthenticator
 from .grpc_errors import grpc_errors
-from .wire_convert import cluster_test_reply, partition_to_wire, status_to_wire
+from .wire_convert import (
+    attributes_to_wire,
+    cluster_test_reply,
+    partition_to_wire,
+    status_to_wire,
+)
 
 _ILD = {apb.ILD_TOPOLOGY_TORUS: IldTopology.TORUS, apb.ILD_TOPOLOGY_MESH: IldTopology.MESH}
 _GW = {
@@ -353,12 +358,7 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
     ) -> pb.ListIPUAttributesReply:
         caller = await self._auth.admin(context)
         attributes = await self._c.views.ipu_attributes(caller, request.agents)
-        reply = pb.ListIPUAttributesReply()
-        for agent_id, ipus in attributes.items():
-            entry = reply.entries.add(agent=agent_id)
-            for device_id, values in ipus.items():
-                entry.ipu_attributes[device_id].attributes.update(values)
-        return reply
+        return attributes_to_wire(attributes)
 
     # -- audit log
 

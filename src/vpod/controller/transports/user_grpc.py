@@ -15,6 +15,7 @@ from ..app import Controller
 from .auth import GrpcAuthenticator
 from .grpc_errors import grpc_errors
 from .wire_convert import (
+    attributes_to_wire,
     ipuof_config_to_wire,
     partition_to_wire,
     requirements_from_wire,
@@ -62,12 +63,7 @@ class UserServicer(pb_grpc.UserServiceServicer):
     ) -> pb.ListIPUAttributesReply:
         caller = await self._auth.user(context)
         attributes = await self._c.views.ipu_attributes(caller, request.agents)
-        reply = pb.ListIPUAttributesReply()
-        for agent_id, ipus in attributes.items():
-            entry = reply.entries.add(agent=agent_id)
-            for device_id, values in ipus.items():
-                entry.ipu_attributes[device_id].attributes.update(values)
-        return reply
+        return attributes_to_wire(attributes)
 
     @grpc_errors
     async def CreatePartition(  # noqa: N802

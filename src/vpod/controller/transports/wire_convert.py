@@ -176,3 +176,15 @@ def cluster_test_reply(
         reply.results.append(row)
     reply.passed = all(r.passed for r in reply.results)
     return reply
+
+
+def attributes_to_wire(
+    attributes: Mapping[str, Mapping[int, Mapping[str, str]]],
+) -> pb.ListIPUAttributesReply:
+    """IPU attributes by agent and device id, as the user and admin APIs both answer them."""
+    reply = pb.ListIPUAttributesReply()
+    for agent_id, ipus in attributes.items():
+        entry = reply.entries.add(agent=agent_id)
+        for device_id, values in ipus.items():
+            entry.ipu_attributes[device_id].attributes.update(values)
+    return reply
