@@ -9,6 +9,7 @@ from vpod.domain.topology import shape
 from vpod.placement import (
     BEST_FIT,
     FIRST_FIT,
+    TIGHTEST_FIT,
     AllocationPlacement,
     AllocationRequest,
     PartitionFootprint,
@@ -129,14 +130,16 @@ def test_policy_orders_are_tunable() -> None:
     assert slots_of(place(two_domains(light=1, heavy=0), request, policy=emptiest)) == (65,)
 
 
-def test_fit_beats_domain_order() -> None:
-    """A tight hole in a high domain wins over splitting a larger block in a low one."""
+def test_fit_beats_domain_order_under_tightest_fit() -> None:
+    """Under TIGHTEST_FIT a tight hole in a high domain wins over splitting a block in a low one."""
     snapshot = Snapshot.build(
         shape("pod128"),
         allocations={"a": range(32)},
         partitions={"q": PartitionFootprint("a", (0, 1)), "r": PartitionFootprint("a", (65,))},
     )
-    assert slots_of(place(snapshot, PartitionRequest("p", 1, "a"))) == (64,)
+    tightest = place(snapshot, PartitionRequest("p", 1, "a"), policy=TIGHTEST_FIT)
+    assert slots_of(tightest) == (64,)
+    assert slots_of(place(snapshot, PartitionRequest("p", 1, "a"))) == (2,)
     first = place(snapshot, PartitionRequest("p", 1, "a"), policy=FIRST_FIT)
     assert slots_of(first) == (2,)
 

@@ -21,17 +21,32 @@ from vpod.domain.errors import InvalidSpec
 from vpod.domain.sizes import SEGMENT_SIZES, is_allocation_size
 from vpod.domain.topology import IldTopology, Pod, build_pod
 from vpod.placement import (
+    BEST_FIT,
+    FIRST_FIT,
+    TIGHTEST_FIT,
     AllocationPlacement,
     AllocationRequest,
     PartitionFootprint,
     PartitionPlacement,
     PartitionRequest,
+    Policy,
     Rejected,
     place,
     place_many,
 )
+from vpod.placement.policy import rank_domains
 
 from .oracle import Facts
+
+POLICIES = [
+    BEST_FIT,
+    FIRST_FIT,
+    TIGHTEST_FIT,
+    Policy("drain-fit", order=("occupied", "drain", "fit")),
+    Policy("fullest", order=("fit", "fullest"), block="first"),
+    Policy("emptiest", order=("emptiest", "drain")),
+]
+"""Policies the machine also places under: any order must find a block whenever one exists."""
 
 
 @st.composite
@@ -168,6 +183,36 @@ class PlacementMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: self.facts.allocations)
     @rule(data=st.data())
+    def create_partition_under_any_policy(self, data: st.DataObject) -> None:
+        """Every policy finds a valid place exactly when one exists, whatever it prefers."""
+        aid = data.draw(st.sampled_from(sorted(self.facts.allocations)))
+        size, segments = self.draw_shape(data)
+        policy = data.draw(st.sampled_from(POLICIES))
+        request = PartitionRequest(
+            self.new_id("p"), size, aid, num_segments=segments, num_gcds=segments
+        )
+        result = place(self.snapshot, request, policy=policy)
+        assert isinstance(result, PartitionPlacement) == self.facts.partition_fits(
+            aid, size, segments
+        ), result
+        if isinstance(result, PartitionPlacement):
+            check_partition(self.facts, request, result)
+            self.commit_partition(result)
+
+    @precondition(lambda self: self.facts.allocations)
+    @rule(data=st.data())
+    def first_choice_is_the_head_of_the_ranking(self, data: st.DataObject) -> None:
+        """The set-filtering shortcut for one domain agrees with the full key ranking."""
+        aid = data.draw(st.sampled_from(sorted(self.facts.allocations)))
+        index = self.snapshot.allocation_index(aid)
+        assert index is not None
+        level = data.draw(st.integers(0, 6))
+        policy = data.draw(st.sampled_from(POLICIES))
+        ranked = rank_domains(policy.order, index.levels, level, index, len(index.parts))
+        assert rank_domains(policy.order, index.levels, level, index, 1) == ranked[:1]
+
+    @precondition(lambda self: self.facts.allocations)
+    @rule(data=st.data())
     def create_partition_on_named_ipus(self, data: st.DataObject) -> None:
         pod = self.facts.pod
         aid = data.draw(st.sampled_from(sorted(self.facts.allocations)))
@@ -268,6 +313,20 @@ class PlacementMachine(RuleBasedStateMachine):
         assert set(self.snapshot.free_machines()) == self.facts.free_machines()
         for aid in self.facts.allocations:
             assert set(self.snapshot.free_slots(aid)) == self.facts.free_slots(aid)
+
+    @invariant()
+    def partition_counts_per_domain_match_the_model(self) -> None:
+        """The engine's per-domain partition counts (used by ``drain``) equal a recount."""
+        pod = self.facts.pod
+        for aid in self.facts.allocations:
+            counted: dict[int, int] = {}
+            for footprint in self.facts.partitions.values():
+                if footprint.allocation_id == aid:
+                    for domain in {pod.domain_of_slot(slot).index for slot in footprint.slots}:
+                        counted[domain] = counted.get(domain, 0) + 1
+            index = self.snapshot.allocation_index(aid)
+            assert index is not None
+            assert dict(index.occupancy()) == counted
 
     @invariant()
     def nothing_is_held_twice(self) -> None:

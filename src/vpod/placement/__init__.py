@@ -15,7 +15,7 @@ the same answer. See ``docs/placement.md`` for the model and the policy.
 """
 
 from .engine import place, place_many, relocate
-from .policy import BEST_FIT, FIRST_FIT, Policy
+from .policy import BEST_FIT, FIRST_FIT, TIGHTEST_FIT, Policy
 from .requests import AllocationRequest, PartitionRequest
 from .results import (
     AllocationPlacement,
@@ -30,6 +30,7 @@ from .snapshot import FreeBlock, FreeRun, PartitionFootprint, PlacementConflict,
 __all__ = [
     "BEST_FIT",
     "FIRST_FIT",
+    "TIGHTEST_FIT",
     "AllocationPlacement",
     "AllocationRequest",
     "FreeBlock",

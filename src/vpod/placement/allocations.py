@@ -10,6 +10,9 @@ never given out.
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
+from functools import cached_property
+
 from vpod.domain.catalog import IPUS_PER_MACHINE
 from vpod.domain.errors import InvalidSpec
 
@@ -45,11 +48,8 @@ def _place_run(
     snapshot: Snapshot, request: AllocationRequest, machines: int, policy: Policy
 ) -> AllocationPlacement | Rejected:
     level = level_of(machines)
-
-    def free_machines(domain: int) -> int:
-        return snapshot.domain_cells(domain).free_machines.bit_count()
-
-    chosen = rank_domains(policy, snapshot.machine_levels, level, free_machines, 1)
+    view = _MachineView(snapshot)
+    chosen = rank_domains(policy.machine_order, snapshot.machine_levels, level, view, 1)
     if not chosen:
         name = snapshot.pod.name
         run = snapshot.largest_free_run()
@@ -69,6 +69,39 @@ def _place_run(
         policy, free, level, MACHINE_TOP_LEVEL
     )
     return AllocationPlacement(request, tuple(range(first, first + machines)))
+
+
+class _MachineView:
+    """The pod's domains as an allocation policy ranks them: free machines, allocations held.
+
+    Only policies that ask for ``occupied`` or ``drain`` over machines pay
+    for the scan of every domain, once per request.
+    """
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+
+    def free_count(self, domain: int) -> int:
+        return self.snapshot.domain_cells(domain).free_machines.bit_count()
+
+    @cached_property
+    def holders(self) -> dict[int, int]:
+        """Allocations per domain, for the domains holding any."""
+        counts = {}
+        for domain in range(len(self.snapshot.pod.domains)):
+            cells = self.snapshot.domain_cells(domain)
+            if cells.allocated:
+                counts[domain] = len({owner for owner in cells.owners if owner is not None})
+        return counts
+
+    @property
+    def occupied(self) -> AbstractSet[int]:
+        return frozenset(self.holders)
+
+    def draining(self) -> int | None:
+        if not self.holders:
+            return None
+        return min(self.holders, key=lambda domain: (self.holders[domain], -domain))
 
 
 def _place_whole_domains(

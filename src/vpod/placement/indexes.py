@@ -15,7 +15,7 @@ tight is the tightest fit" without looking at domains that cannot.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from vpod.domain.catalog import IPUS_PER_MACHINE
@@ -109,11 +109,17 @@ class DomainCells:
 
 @dataclass(frozen=True, slots=True)
 class AllocationPart:
-    """An allocation's share of one domain (slot positions relative to the domain)."""
+    """An allocation's share of one domain (slot positions relative to the domain).
+
+    ``held`` counts the partitions with IPUs here (a multi-segment partition
+    counts once in each of its domains): the placement policy uses it to
+    tell which domain is closest to draining.
+    """
 
     region: int
     used: int
     free: int
+    held: int = 0
 
     @property
     def profile(self) -> int:
@@ -135,6 +141,10 @@ class AllocationIndex:
     partitions: frozenset[str] = field(default_factory=frozenset)
     widest: int = 0
     """The most IPUs the allocation holds in any one domain (fixed at creation)."""
+    occupied: frozenset[int] = field(default_factory=frozenset)
+    """The domains where at least one partition holds IPUs."""
+    by_holders: Mapping[int, frozenset[int]] = field(default_factory=dict)
+    """Partition count (1 or more) -> the domains holding exactly that many partitions."""
 
     @classmethod
     def create(
@@ -145,11 +155,12 @@ class AllocationIndex:
         down_slots: Mapping[int, int],
         used: Mapping[int, int] | None = None,
         partitions: frozenset[str] = frozenset(),
+        held: Mapping[int, int] | None = None,
     ) -> AllocationIndex:
         """An allocation over ``machines``, ``used`` slots (per domain) taken by ``partitions``.
 
         ``down_slots`` gives the unavailable IPUs of (at least) the domains
-        the machines lie in.
+        the machines lie in; ``held`` how many partitions have IPUs in each.
         """
         ordered = tuple(sorted(machines))
         machine_bits: dict[int, int] = {}
@@ -162,11 +173,20 @@ class AllocationIndex:
             region = machine_slot_bits(machine_bits[domain])
             taken = (used or {}).get(domain, 0)
             parts[domain] = AllocationPart(
-                region, taken, region & ~taken & ~down_slots.get(domain, 0)
+                region,
+                taken,
+                region & ~taken & ~down_slots.get(domain, 0),
+                (held or {}).get(domain, 0),
             )
         levels = levels_of(((d, part.profile) for d, part in parts.items()), SLOT_TOP_LEVEL)
         widest = max(part.region.bit_count() for part in parts.values())
-        return cls(allocation_id, ordered, parts, levels, partitions, widest)
+        grouped: dict[int, set[int]] = {}
+        for domain, part in parts.items():
+            if part.held:
+                grouped.setdefault(part.held, set()).add(domain)
+        by_holders = {count: frozenset(grouped[count]) for count in sorted(grouped)}
+        occupied = frozenset(d for d, part in parts.items() if part.held)
+        return cls(allocation_id, ordered, parts, levels, partitions, widest, occupied, by_holders)
 
     @property
     def ipus(self) -> int:
@@ -179,16 +199,38 @@ class AllocationIndex:
     def free_count(self, domain: int) -> int:
         return self.parts[domain].free.bit_count()
 
+    def holders(self, domain: int) -> int:
+        """How many partitions have IPUs in ``domain``."""
+        return self.parts[domain].held
+
+    def occupancy(self) -> Iterator[tuple[int, int]]:
+        """``(domain, partitions holding IPUs there)`` for every domain that holds any."""
+        return ((domain, part.held) for domain, part in self.parts.items() if part.held)
+
+    def draining(self) -> int | None:
+        """The occupied domain holding the fewest partitions (the highest on ties), if any.
+
+        See :func:`vpod.placement.policy.draining_domain` for why.
+        """
+        if not self.by_holders:
+            return None
+        return max(self.by_holders[min(self.by_holders)])
+
     def with_parts(
         self, changes: Mapping[int, AllocationPart], partitions: frozenset[str] | None = None
     ) -> AllocationIndex:
         """This allocation with some domain shares replaced (and maybe its partition set)."""
         parts = dict(self.parts)
         levels = self.levels
+        occupied = self.occupied
+        by_holders: Mapping[int, frozenset[int]] = self.by_holders
         for domain in sorted(changes):
             old, new = parts[domain], changes[domain]
             parts[domain] = new
             levels = update_levels(levels, domain, old.profile, new.profile)
+            if old.held != new.held:
+                by_holders = _moved(by_holders, domain, old.held, new.held)
+                occupied = occupied | {domain} if new.held else occupied - {domain}
         return AllocationIndex(
             self.id,
             self.machines,
@@ -196,7 +238,25 @@ class AllocationIndex:
             levels,
             self.partitions if partitions is None else partitions,
             self.widest,
+            occupied,
+            by_holders,
         )
+
+
+def _moved(
+    by_holders: Mapping[int, frozenset[int]], domain: int, old: int, new: int
+) -> dict[int, frozenset[int]]:
+    """``by_holders`` with ``domain`` moved from count ``old`` to count ``new`` (0: absent)."""
+    out = dict(by_holders)
+    if old:
+        remaining = out[old] - {domain}
+        if remaining:
+            out[old] = remaining
+        else:
+            del out[old]
+    if new:
+        out[new] = out.get(new, frozenset()) | {domain}
+    return out
 
 
 def cells_of(

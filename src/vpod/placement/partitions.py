@@ -43,9 +43,7 @@ def place_partition(
                 f" {shape.size} needs an allocation of at least {shape.size}",
             )
         )
-    domains = rank_domains(
-        policy, alloc.levels, shape.segment_level, alloc.free_count, shape.segments
-    )
+    domains = rank_domains(policy.order, alloc.levels, shape.segment_level, alloc, shape.segments)
     if len(domains) < shape.segments:
         return Rejected(_why_not(snapshot, shape, alloc))
     segments = []

@@ -177,6 +177,7 @@ class Snapshot:
         )
         used: dict[str, dict[int, int]] = {aid: {} for aid in machines_of}
         held: dict[str, set[str]] = {aid: set() for aid in machines_of}
+        holders: dict[str, dict[int, int]] = {aid: {} for aid in machines_of}
         for pid in sorted(partitions or {}):
             footprint = (partitions or {})[pid]
             if footprint.allocation_id not in machines_of:
@@ -185,6 +186,7 @@ class Snapshot:
                     " not exist"
                 )
             owned = used[footprint.allocation_id]
+            touched: set[int] = set()
             for slot in _check_slots(pod, footprint.slots):
                 dom = pod.domain_of_slot(slot)
                 owner = cells[dom.index].owners[slot // IPUS_PER_MACHINE - dom.first_machine]
@@ -197,7 +199,11 @@ class Snapshot:
                 if owned.get(dom.index, 0) & bit:
                     raise InvalidSpec(f"IPU slot {slot} is in two partitions (one is {pid})")
                 owned[dom.index] = owned.get(dom.index, 0) | bit
+                touched.add(dom.index)
             held[footprint.allocation_id].add(pid)
+            counts = holders[footprint.allocation_id]
+            for domain in touched:
+                counts[domain] = counts.get(domain, 0) + 1
         down_slots = {dom.index: cells[dom.index].down_slots for dom in pod.domains}
         allocation_map = ShardedMap.from_items(
             (
@@ -209,6 +215,7 @@ class Snapshot:
                     down_slots,
                     used[aid],
                     frozenset(held[aid]),
+                    holders[aid],
                 ),
             )
             for aid, machines in machines_of.items()
@@ -249,7 +256,9 @@ class Snapshot:
                     f"partition {pid} wants IPUs of domain {domain} that are not free in"
                     f" allocation {aid}"
                 )
-            changes[domain] = AllocationPart(part.region, part.used | bits, part.free & ~bits)
+            changes[domain] = AllocationPart(
+                part.region, part.used | bits, part.free & ~bits, part.held + 1
+            )
         footprint = PartitionFootprint(
             aid, placement.slots, placement.request.num_gcds, placement.request.reconfigurable
         )
@@ -290,7 +299,7 @@ class Snapshot:
             part = alloc.parts[domain]
             used = part.used & ~bits
             free = part.region & ~used & ~self._cells[domain].down_slots
-            changes[domain] = AllocationPart(part.region, used, free)
+            changes[domain] = AllocationPart(part.region, used, free, part.held - 1)
         return self._evolve(
             allocations=self._allocations.set(
                 alloc.id, alloc.with_parts(changes, alloc.partitions - {partition_id})
@@ -349,6 +358,7 @@ class Snapshot:
                     alloc.parts[d].region,
                     alloc.parts[d].used,
                     alloc.parts[d].region & ~alloc.parts[d].used & ~cells[d].down_slots,
+                    alloc.parts[d].held,
                 )
                 for d in sorted(domains)
                 if d in alloc.parts
