@@ -1,6 +1,6 @@
 """The generated V-IPU user API matches the wire spec field for field.
 
-The tables below are transcribed from ``/work/shared/spec/vipu-user-api.md``.
+The tables below are transcribed from the V-IPU user API spec (``spec/vipu-user-api.md``).
 Field types are written the way the spec writes them: a scalar name, a
 message or enum name, ``repeated X`` or ``map<K,V>``.
 """

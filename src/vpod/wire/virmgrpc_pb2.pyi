@@ -4,7 +4,7 @@ isort:skip_file
 The V-IPU user API: what Poplar's IPUoF client, poprun, the Kubernetes IPU
 operator and other V-IPU clients speak to a controller on its user port.
 
-Written from /work/shared/spec/vipu-user-api.md. Names, field numbers and
+Written from the V-IPU user API spec (spec/vipu-user-api.md). Names, field numbers and
 types must stay exactly as the spec gives them: existing clients depend on
 the numbers, JSON transcoding and reflection depend on the names.
 tests/wire/test_virmgrpc_descriptors.py checks every field against the spec.
