@@ -53,14 +53,5 @@ class Context:
         self, caller: Caller, action: str, target: str, outcome: str, detail: str = ""
     ) -> None:
         """Record a change in the audit log (who, what, when, outcome, from where)."""
-        log.info("%s %s %s %s %s", caller.user_id, action, target, outcome, detail)
-        await self.db(
-            self.db.store.append_event,
-            time=self.clock.now(),
-            actor=caller.user_id,
-            action=action,
-            target=target,
-            outcome=outcome,
-            source=caller.source,
-            detail=detail,
-        )
+        entry = self.audit_event(caller, action, target, outcome, detail)
+        await self.db(self.db.store.append_events, [entry])

@@ -13,7 +13,6 @@ from vpod.domain.ipuof import ipuof_conf_file
 from vpod.domain.partitions import PartitionRequirements
 from vpod.store.records import PartitionRecord
 
-from .. import errors
 from .rest_models import (
     AgentIpuAttributes,
     AllocationOut,
@@ -25,20 +24,12 @@ from .rest_models import (
     PartitionIpuOut,
     PartitionStatus,
 )
+from .wire_convert import explicit_ipus
 
 
 def requirements_of(body: CreatePartitionBody) -> PartitionRequirements:
     """The domain's request from the JSON body (mirrors ``wire_convert.requirements_from_wire``)."""
-    ipus: tuple[tuple[int, int], ...] | None = None
-    if body.ipus:
-        if not body.cluster_id:
-            raise errors.InvalidArgument(
-                "explicit IPUs need cluster_id: name the cluster the IPUs belong to"
-            )
-        ordered = sorted(body.ipus, key=lambda i: i.routing_id)
-        if [i.routing_id for i in ordered] != list(range(len(ordered))):
-            raise errors.InvalidArgument("explicit IPUs must have routing ids 0..n-1, each once")
-        ipus = tuple((i.ipulink_domain_topology_id, i.topology_id) for i in ordered)
+    ipus = explicit_ipus(body.ipus or [], body.cluster_id)
     return PartitionRequirements(
         id=body.id,
         size=body.size,

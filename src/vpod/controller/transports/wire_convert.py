@@ -7,7 +7,7 @@ by number; 0 (``*_UNDEFINED``) means "not given".
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
@@ -38,17 +38,37 @@ def _enum(kind: type[Any], number: int, what: str) -> Any:
         raise errors.InvalidArgument(f"{what} {number} is not known: use {allowed}") from None
 
 
+class ExplicitIpu(Protocol):
+    """One IPU a user chose, as both the wire and the REST body carry it."""
+
+    @property
+    def ipulink_domain_topology_id(self) -> int: ...
+
+    @property
+    def topology_id(self) -> int: ...
+
+    @property
+    def routing_id(self) -> int: ...
+
+
+def explicit_ipus(
+    ipus: Sequence[ExplicitIpu], cluster_id: str | None
+) -> tuple[tuple[int, int], ...] | None:
+    """(domain, position) pairs in routing order, or None when the user chose none."""
+    if not ipus:
+        return None
+    if not cluster_id:
+        raise errors.InvalidArgument(
+            "explicit IPUs need cluster_id: name the cluster the IPUs belong to"
+        )
+    ordered = sorted(ipus, key=lambda i: i.routing_id)
+    if [i.routing_id for i in ordered] != list(range(len(ordered))):
+        raise errors.InvalidArgument("explicit IPUs must have routing ids 0..n-1, each once")
+    return tuple((i.ipulink_domain_topology_id, i.topology_id) for i in ordered)
+
+
 def requirements_from_wire(req: pb.PartitionRequirements) -> PartitionRequirements:
-    ipus: tuple[tuple[int, int], ...] | None = None
-    if req.ipus:
-        if not req.cluster_id:
-            raise errors.InvalidArgument(
-                "explicit IPUs need cluster_id: name the cluster the IPUs belong to"
-            )
-        ordered = sorted(req.ipus, key=lambda i: i.routing_id)
-        if [i.routing_id for i in ordered] != list(range(len(ordered))):
-            raise errors.InvalidArgument("explicit IPUs must have routing ids 0..n-1, each once")
-        ipus = tuple((i.ipulink_domain_topology_id, i.topology_id) for i in ordered)
+    ipus = explicit_ipus(req.ipus, req.cluster_id)
     return PartitionRequirements(
         id=req.id,
         size=req.size,
