@@ -72,8 +72,11 @@ async def refresh_endpoints(ctx: CloudContext) -> None:
     known = ctx.vipu.known_user_api
     if known is None:
         return  # not listening yet: the next round will do it
-    host, port = known
-    endpoint = f"{host}:{port}"
+    async with ctx.endpoint_refresh:
+        await _refresh_endpoints(ctx, f"{known[0]}:{known[1]}")
+
+
+async def _refresh_endpoints(ctx: CloudContext, endpoint: str) -> None:
     for cluster in await ctx.db(ctx.store.list_clusters):
         if cluster.active_task_id or cluster.allocation_id is None:
             continue

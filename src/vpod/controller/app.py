@@ -59,9 +59,8 @@ def build_controller(
         store.migrate()
     if not settings.replica_id:
         settings = _with_replica_id(settings)
-    # SQLite takes one writer at a time and its busy handler sleeps in steps of up to
-    # 100 ms: one thread serialises without waiting. PostgreSQL gets a small pool.
-    db = Db(store, workers=1 if store.dialect == "sqlite" else 8)
+    # SQLite: calls run on the event loop (see Db). PostgreSQL: a small pool of threads.
+    db = Db(store, workers=8)
 
     fleets: list[Fleet] = []  # set below; the loader needs the fleet's fault view
 

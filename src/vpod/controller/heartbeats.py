@@ -10,7 +10,12 @@ Every round the leader asks each agent for its health with a short deadline.
   out of placement and puts the partitions using them in ERROR. The faulty
   IPUs are stored too, so the replicas that do not lead place around them.
 - ``DETACHED`` events (an application let go of an IPU) trigger the
-  automatic reset of non-reconfigurable partitions (vipu-system.md §4).
+  automatic reset of non-reconfigurable partitions (vipu-system.md §4),
+  unless a later event of the partition (reset, release, configuration, a
+  new attach) superseded the detach. That rule also reads the agent's whole
+  log at first contact, so a detach that happened before this leader's first
+  round (or while no controller listened) still gets its reset, and one a
+  previous leader already answered with a reset gets no second one.
 
 Writes happen only on a change, so a healthy fleet costs no database writes.
 """
@@ -19,10 +24,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from vpod.agent.errors import AgentError
-from vpod.agent.model import EventKind, MachineHealth
+from vpod.agent.model import AgentEvent, EventKind, MachineHealth
 from vpod.domain.entities import Agent, Cluster
 from vpod.domain.partition_states import ReadyState
 from vpod.store.records import AgentHealthState
@@ -34,6 +40,26 @@ if TYPE_CHECKING:
     from .app import Controller
 
 log = logging.getLogger("vpod.heartbeats")
+
+_LIFE_CYCLE = frozenset(
+    {
+        EventKind.ATTACHED,
+        EventKind.DETACHED,
+        EventKind.CONFIGURED,
+        EventKind.RELEASED,
+        EventKind.RESET,
+    }
+)
+
+
+def awaiting_reset(events: Iterable[AgentEvent]) -> set[str]:
+    """Partitions whose latest life-cycle event is an application detaching (not the agent
+    evicting it): nothing reset, released, reconfigured or attached them since."""
+    latest: dict[str, AgentEvent] = {}
+    for event in events:
+        if event.partition_id and event.kind in _LIFE_CYCLE:
+            latest[event.partition_id] = event
+    return {pid for pid, e in latest.items() if e.kind is EventKind.DETACHED and not e.evicted}
 
 
 class HeartbeatMonitor:
@@ -133,14 +159,7 @@ class HeartbeatMonitor:
             self._events_seen[agent.id] = (batch.boot_id, 0)
             return
         self._events_seen[agent.id] = (batch.boot_id, batch.last_event)
-        if not boot:
-            return  # first contact: old events are history, not news
-        detached = {
-            e.partition_id
-            for e in batch.events
-            if e.kind is EventKind.DETACHED and e.partition_id and not e.evicted
-        }
-        for partition_id in detached:
+        for partition_id in awaiting_reset(batch.events):
             self._detached.setdefault(partition_id, (f"an application detached from {agent.id}", 0))
 
     async def _mark_unreachable(self, agent: Agent, cause: str, silent_for: float) -> None:

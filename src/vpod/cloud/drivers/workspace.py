@@ -24,6 +24,7 @@ import json
 import os
 import re
 import shlex
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,12 +50,24 @@ class Layout:
         return self.volume_dir(volume_id) / "data"
 
 
-def write_json(path: Path, value: Any) -> None:
-    """Write atomically (temp file, then rename), so a crash never leaves half a file."""
+def _write_atomically(path: Path, text: str, mode: int) -> None:
+    """Write a temp file of its own, then rename it over ``path``: a crash never leaves
+    half a file, and two writers of one file never rename each other's temp file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(value, indent=2, sort_keys=True) + "\n")
-    tmp.replace(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json(path: Path, value: Any) -> None:
+    """Write atomically, so a crash never leaves half a file."""
+    _write_atomically(path, json.dumps(value, indent=2, sort_keys=True) + "\n", 0o644)
 
 
 def read_json(path: Path) -> dict[str, Any] | None:
@@ -66,13 +79,8 @@ def read_json(path: Path) -> dict[str, Any] | None:
 
 
 def write_private(path: Path, text: str) -> None:
-    """Write a secret-holding file readable by its owner only."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-    tmp.replace(path)
+    """Write a secret-holding file readable by its owner only, atomically."""
+    _write_atomically(path, text, 0o600)
 
 
 # -- vipu-cli.hcl -----------------------------------------------------------------------------

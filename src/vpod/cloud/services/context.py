@@ -1,14 +1,16 @@
 """What every cloud use-case shares: settings, clock, ids, store, drivers, the V-IPU port.
 
 Built once by :func:`vpod.cloud.app.build_cloud`; no globals. Store calls go
-through the controller's thread pool (``db``), which also turns store errors
-into service errors; :meth:`CloudContext.db` also turns the store's
-``Conflict`` into ``FailedPrecondition`` (a busy cluster, a status an
-operation cannot start from) or, for a lost race, ``Unavailable``.
+through the controller's ``Db`` (on the event loop for SQLite, in threads for
+PostgreSQL), which also turns store errors into service errors;
+:meth:`CloudContext.db` also turns the store's ``Conflict`` into
+``FailedPrecondition`` (a busy cluster, a status an operation cannot start
+from) or, for a lost race, ``Unavailable``.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import ParamSpec, TypeVar
@@ -43,9 +45,12 @@ class CloudContext:
     sink: MeteringSink = field(default_factory=NoSink)
     submit: Callable[[str], None] = field(default=lambda _task_id: None)
     """Hands a new task to the runner (set by ``build_cloud``)."""
+    endpoint_refresh: asyncio.Lock = field(default_factory=asyncio.Lock)
+    """One endpoint refresh at a time: two would each issue a V-IPU key and could leave
+    the servers holding the one revoked by the other."""
 
     async def db(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        """Run a store call off the event loop, every store error as a service error.
+        """Run a store call through the controller's ``Db``, every store error as a service error.
 
         A refused claim (not retryable) is FailedPrecondition with the store's
         sentence; a lost race (retryable) is Unavailable: the caller may retry.
