@@ -11,6 +11,7 @@ from datetime import datetime
 
 from sqlalchemy import Connection, delete, insert, select
 
+from . import prepared
 from .records import AuditEvent
 from .schema import events
 
@@ -27,7 +28,8 @@ def append(conn: Connection, event: AuditEvent) -> AuditEvent:
     detail = event.detail
     if len(detail) > MAX_DETAIL_CHARS:
         detail = detail[: MAX_DETAIL_CHARS - 3] + "..."
-    new_id = conn.execute(
+    new_id = prepared.execute(
+        conn,
         _INSERT,
         {
             "time": event.time,

@@ -32,6 +32,7 @@ from vpod.domain.routing import GwRouting, IpuLinkRouting, SyncType
 from vpod.placement.snapshot import PartitionFootprint
 
 from . import allocations as allocation_rows
+from . import prepared
 from .errors import AlreadyExists, Conflict, NotFound, StoreError
 from .records import PartitionChanges, PartitionIpu, PartitionRecord
 from .schema import allocation_machines, allocations, partition_ipus, partitions
@@ -147,7 +148,8 @@ _DELETE_IPUS_RETURNING = _DELETE_IPUS.returning(
 
 def _insert_ipus(conn: Connection, record: PartitionRecord, ipus: tuple[PartitionIpu, ...]) -> None:
     cid, pid, aid = record.cluster_id, record.id, record.allocation_id
-    conn.execute(
+    prepared.execute_many(
+        conn,
         _INSERT_IPUS,
         [
             {
@@ -167,7 +169,8 @@ def _insert_ipus(conn: Connection, record: PartitionRecord, ipus: tuple[Partitio
 
 def insert_partition(conn: Connection, record: PartitionRecord) -> None:
     """Insert the partition at version 1 with its IPUs; constraints refuse a taken IPU."""
-    conn.execute(
+    prepared.execute(
+        conn,
         _INSERT_PARTITION,
         {
             "id": record.id,
@@ -367,7 +370,7 @@ def _set_at_version(
         matched = row is not None
     else:
         row = None
-        matched = conn.execute(_UPDATE_AT_VERSION, params).rowcount == 1
+        matched = prepared.execute(conn, _UPDATE_AT_VERSION, params).rowcount == 1
     if not matched:
         _check_version(conn, partition_id, expected_version)
         raise Conflict(f"partition {partition_id} changed while it was updated: retry")
@@ -453,7 +456,9 @@ def delete_partition(
 
 def delete_partition_at(conn: Connection, record: PartitionRecord) -> None:
     """Delete ``record`` if it is still current; its IPU rows go by ``ON DELETE CASCADE``."""
-    done = conn.execute(_DELETE_AT_VERSION, {"b_id": record.id, "b_version": record.version})
+    done = prepared.execute(
+        conn, _DELETE_AT_VERSION, {"b_id": record.id, "b_version": record.version}
+    )
     if done.rowcount != 1:
         _check_version(conn, record.id, record.version)
         raise Conflict(f"partition {record.id} changed while it was released: retry")
