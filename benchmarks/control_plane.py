@@ -15,6 +15,11 @@ caches and compile its SQL, and a cold start would otherwise land in the
 99th percentile of a short run. Only pairs whose create starts inside the
 measured window count, over that window.
 
+Throughput on a shared machine moves with whatever else runs on it, so each
+row also gives the CPU time per pair of the controller, the agent process and
+this benchmark's client over the same window (Linux ``/proc``; blank
+elsewhere): that is what each component costs, and it barely moves with load.
+
     .venv/bin/python benchmarks/control_plane.py [--json PATH] [--seconds 10] [--warmup 1]
 """
 
@@ -23,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import signal
 import subprocess
@@ -53,6 +59,10 @@ class Result:
     ops_per_s: float
     p50_ms: float
     p99_ms: float
+    server_cpu_ms: float = float("nan")
+    """CPU time of the controller process per pair (all its threads)."""
+    agent_cpu_ms: float = float("nan")
+    client_cpu_ms: float = float("nan")
 
 
 def _spawn(argv: list[str], ready: str, timeout: float = 60) -> tuple[subprocess.Popen[str], str]:
@@ -84,14 +94,30 @@ def _stop(proc: subprocess.Popen[str]) -> None:
         proc.kill()
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (NaN where /proc is missing)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
 async def _run_load(
-    port: int, pod_ipus: int, concurrency: int, seconds: float, seed: int, warmup: float = 0.0
+    port: int,
+    pod_ipus: int,
+    concurrency: int,
+    seconds: float,
+    seed: int,
+    warmup: float = 0.0,
+    pids: tuple[int, int] | None = None,
 ) -> Result:
+    """Closed-loop load; ``pids`` (controller, agents) adds their CPU time per pair."""
     cap = max(1, pod_ipus // concurrency)
     sizes = [s for s in SIZES if s <= cap]
     rnd = random.Random(seed)
@@ -127,8 +153,19 @@ async def _run_load(
                 except grpc.aio.AioRpcError:
                     errors += 1 if counted else 0
 
+        def cpu_now() -> tuple[float, float, float]:
+            server, agents = pids if pids else (-1, -1)
+            return (_cpu_seconds(server), _cpu_seconds(agents), time.process_time())
+
+        async def sample_at_start() -> tuple[float, float, float]:
+            await asyncio.sleep(max(0.0, measured_from - time.perf_counter()))
+            return cpu_now()
+
+        started = asyncio.create_task(sample_at_start())
         await asyncio.gather(*(worker(w) for w in range(concurrency)))
         elapsed = time.perf_counter() - measured_from
+        used = [b - a for a, b in zip(await started, cpu_now(), strict=True)]
+    per_pair = [1e3 * u / len(latencies) if latencies else float("nan") for u in used]
     return Result(
         pod="",
         concurrency=concurrency,
@@ -137,6 +174,9 @@ async def _run_load(
         ops_per_s=len(latencies) / elapsed,
         p50_ms=_percentile(latencies, 0.50) * 1e3,
         p99_ms=_percentile(latencies, 0.99) * 1e3,
+        server_cpu_ms=per_pair[0],
+        agent_cpu_ms=per_pair[1],
+        client_cpu_ms=per_pair[2],
     )
 
 
@@ -202,14 +242,24 @@ def bench_pod(
             _setup(admin_port, ids, len(pod.domains), pod.num_ipus)
             for concurrency in concurrencies:
                 result = asyncio.run(
-                    _run_load(user_port, pod.num_ipus, concurrency, seconds, concurrency, warmup)
+                    _run_load(
+                        user_port,
+                        pod.num_ipus,
+                        concurrency,
+                        seconds,
+                        concurrency,
+                        warmup,
+                        pids=(server.pid, agents.pid),
+                    )
                 )
                 result.pod = pod_name
                 results.append(result)
                 print(
                     f"{pod_name:7} c={concurrency:<3} {result.ops_per_s:8.1f} ops/s"
                     f"  p50 {result.p50_ms:7.1f} ms  p99 {result.p99_ms:7.1f} ms"
-                    f"  ({result.ops} ops, {result.errors} errors)",
+                    f"  ({result.ops} ops, {result.errors} errors;"
+                    f" CPU ms/pair: controller {result.server_cpu_ms:.2f},"
+                    f" agents {result.agent_cpu_ms:.2f}, client {result.client_cpu_ms:.2f})",
                     flush=True,
                 )
         finally:
@@ -236,12 +286,17 @@ def main() -> None:
             bench_pod(pod_name, concurrencies, args.seconds, net=231 + index, warmup=args.warmup)
         )
     print()
-    print(f"{'pod':8}{'concurrency':>12}{'ops/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'errors':>8}")
+    print(
+        f"{'pod':8}{'concurrency':>12}{'ops/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'errors':>8}"
+        f"{'ctl CPU ms':>12}{'agent CPU ms':>14}{'client CPU ms':>15}"
+    )
     for r in results:
         print(
             f"{r.pod:8}{r.concurrency:>12}{r.ops_per_s:>10.1f}{r.p50_ms:>10.1f}"
-            f"{r.p99_ms:>10.1f}{r.errors:>8}"
+            f"{r.p99_ms:>10.1f}{r.errors:>8}{r.server_cpu_ms:>12.2f}{r.agent_cpu_ms:>14.2f}"
+            f"{r.client_cpu_ms:>15.2f}"
         )
+    print("(CPU ms: CPU time per create+remove pair of each process, all threads)")
     target = next((r for r in results if r.pod == "pod64" and r.concurrency == 16), None)
     if target is not None:
         print(
