@@ -18,7 +18,10 @@ measured window count, over that window.
 Throughput on a shared machine moves with whatever else runs on it, so each
 row also gives the CPU time per pair of the controller, the agent process and
 this benchmark's client over the same window (Linux ``/proc``; blank
-elsewhere): that is what each component costs, and it barely moves with load.
+elsewhere), and a baseline measured just before it in the same run: pairs of
+``GetVersion`` calls (no store, no agents) to the same controller at the same
+concurrency, the most this client and gRPC stack can do on this machine at
+that moment. ``vs baseline`` is the share of it the partition path reaches.
 
     .venv/bin/python benchmarks/control_plane.py [--json PATH] [--seconds 10] [--warmup 1]
 """
@@ -59,6 +62,8 @@ class Result:
     ops_per_s: float
     p50_ms: float
     p99_ms: float
+    baseline_ops_per_s: float = float("nan")
+    """Pairs of GetVersion calls per second, same controller and concurrency, just before."""
     server_cpu_ms: float = float("nan")
     """CPU time of the controller process per pair (all its threads)."""
     agent_cpu_ms: float = float("nan")
@@ -116,8 +121,13 @@ async def _run_load(
     seed: int,
     warmup: float = 0.0,
     pids: tuple[int, int] | None = None,
+    *,
+    baseline: bool = False,
 ) -> Result:
-    """Closed-loop load; ``pids`` (controller, agents) adds their CPU time per pair."""
+    """Closed-loop load; ``pids`` (controller, agents) adds their CPU time per pair.
+
+    ``baseline``: each pair is two ``GetVersion`` calls instead of a create and a remove.
+    """
     cap = max(1, pod_ipus // concurrency)
     sizes = [s for s in SIZES if s <= cap]
     rnd = random.Random(seed)
@@ -125,6 +135,7 @@ async def _run_load(
     errors = 0
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
         users = pb_grpc.UserServiceStub(channel)
+        versions = pb_grpc.VersionServiceStub(channel)
         measured_from = time.perf_counter() + warmup
         deadline = measured_from + seconds
         counter = 0
@@ -137,6 +148,12 @@ async def _run_load(
                 size = rnd.choice(sizes)
                 start = time.perf_counter()
                 counted = start >= measured_from
+                if baseline:
+                    await versions.GetVersion(pb.VersionRequest())
+                    if counted:
+                        latencies.append(time.perf_counter() - start)
+                    await versions.GetVersion(pb.VersionRequest())
+                    continue
                 try:
                     await users.CreatePartition(
                         pb.CreatePartitionRequest(
@@ -241,6 +258,11 @@ def bench_pod(
             ids = [f"ag{i}" for i in range(1, pod.num_machines + 1)]
             _setup(admin_port, ids, len(pod.domains), pod.num_ipus)
             for concurrency in concurrencies:
+                reference = asyncio.run(
+                    _run_load(
+                        user_port, pod.num_ipus, concurrency, seconds / 2, 0, 0.5, baseline=True
+                    )
+                )
                 result = asyncio.run(
                     _run_load(
                         user_port,
@@ -253,11 +275,13 @@ def bench_pod(
                     )
                 )
                 result.pod = pod_name
+                result.baseline_ops_per_s = reference.ops_per_s
                 results.append(result)
                 print(
                     f"{pod_name:7} c={concurrency:<3} {result.ops_per_s:8.1f} ops/s"
                     f"  p50 {result.p50_ms:7.1f} ms  p99 {result.p99_ms:7.1f} ms"
-                    f"  ({result.ops} ops, {result.errors} errors;"
+                    f"  (baseline {result.baseline_ops_per_s:.0f}; {result.ops} ops,"
+                    f" {result.errors} errors;"
                     f" CPU ms/pair: controller {result.server_cpu_ms:.2f},"
                     f" agents {result.agent_cpu_ms:.2f}, client {result.client_cpu_ms:.2f})",
                     flush=True,
@@ -288,15 +312,21 @@ def main() -> None:
     print()
     print(
         f"{'pod':8}{'concurrency':>12}{'ops/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'errors':>8}"
-        f"{'ctl CPU ms':>12}{'agent CPU ms':>14}{'client CPU ms':>15}"
+        f"{'baseline':>10}{'vs baseline':>13}{'ctl CPU ms':>12}{'agent CPU ms':>14}"
+        f"{'client CPU ms':>15}"
     )
     for r in results:
         print(
             f"{r.pod:8}{r.concurrency:>12}{r.ops_per_s:>10.1f}{r.p50_ms:>10.1f}"
-            f"{r.p99_ms:>10.1f}{r.errors:>8}{r.server_cpu_ms:>12.2f}{r.agent_cpu_ms:>14.2f}"
+            f"{r.p99_ms:>10.1f}{r.errors:>8}{r.baseline_ops_per_s:>10.0f}"
+            f"{r.ops_per_s / r.baseline_ops_per_s:>13.2f}"
+            f"{r.server_cpu_ms:>12.2f}{r.agent_cpu_ms:>14.2f}"
             f"{r.client_cpu_ms:>15.2f}"
         )
-    print("(CPU ms: CPU time per create+remove pair of each process, all threads)")
+    print(
+        "(baseline: pairs of GetVersion calls/s to the same controller just before; CPU ms:"
+        " CPU time per create+remove pair of each process, all threads)"
+    )
     target = next((r for r in results if r.pod == "pod64" and r.concurrency == 16), None)
     if target is not None:
         print(
