@@ -65,19 +65,16 @@ class _Compiled:
         missing = set(self.order) - set(names)
         if missing:  # e.g. a column default SQLAlchemy would have filled in
             raise ValueError(f"{self.sql!r} needs parameters {sorted(missing)} not given")
-        processors: dict[str, Callable[[Any], Any]] = {}
-        for name, bind in compiled.binds.items():
-            process = bind.type.dialect_impl(dialect).bind_processor(dialect)
-            if process is not None:
-                processors[name] = process
-        self.processors = processors
-
-    def values(self, params: Mapping[str, Any]) -> tuple[Any, ...]:
-        processors = self.processors
-        return tuple(
-            processors[name](params[name]) if name in processors else params[name]
+        self.steps: tuple[tuple[str, Callable[[Any], Any] | None], ...] = tuple(
+            (name, compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect))
             for name in self.order
         )
+
+    def values(self, params: Mapping[str, Any]) -> list[Any]:
+        return [
+            params[name] if process is None else process(params[name])
+            for name, process in self.steps
+        ]
 
 
 _cache: dict[tuple[int, frozenset[str]], _Compiled] = {}
