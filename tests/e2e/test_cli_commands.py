@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.faults.live import agent_holdings
+
 from .conftest import Pod
 from .fixtures_cli import (
     EXTRA_PREFIX,
@@ -388,6 +390,41 @@ def test_cluster_and_allocation_life_cycle(pod64: Pod, extra_agents: ExtraAgents
     assert removed.stdout == "remove cluster (c2): success.\n", removed.stderr
     clusters = json.loads(sh(pod64, "vipu-admin list clusters --json").stdout)["clusters"]
     assert "c2" not in [c["id"] for c in clusters]
+
+
+def test_remove_agent_with_force_takes_its_cluster_along(
+    pod64: Pod, extra_agents: ExtraAgents
+) -> None:
+    """An agent in a cluster is refused without ``--force``; with it the cluster goes first
+    (its allocation and partition with it) and the cluster's other agents stay registered."""
+    agents = ",".join(extra_agents.ids)
+    victim = extra_agents.ids[0]
+    host, port = extra_agents.addresses[victim]
+    sh(pod64, f"vipu-admin create cluster c3 --agents {agents} --num-ipulinkdomains 1")
+    try:
+        sh(pod64, "vipu-admin create allocation a3 --cluster c3 --size 8")
+        sh(pod64, "vipu create partition on-c3 --size 8 --allocation a3")
+        holders = {loc["agent_id"] for loc in AdminView(pod64).locations("on-c3")}
+        refused = sh(pod64, f"vipu-admin remove agent {victim}", check=False)
+        assert_one_line_error(refused, REFUSED, victim)
+        done = sh(pod64, f"vipu-admin remove agent {victim} --force").stdout
+        assert done == f"remove agent ({victim}): success.\n"
+        registered = AdminView(pod64).agents()
+        assert victim not in registered
+        assert set(extra_agents.ids[1:]) <= set(registered)
+        clusters = json.loads(sh(pod64, "vipu-admin list clusters --json").stdout)["clusters"]
+        assert "c3" not in [c["id"] for c in clusters]
+        partitions = rows(sh(pod64, "vipu list partitions").stdout)
+        assert "on-c3" not in [r["Partition"] for r in partitions]
+        for holder in holders:  # released on its agent, not just forgotten
+            _, held = agent_holdings(extra_agents.address(holder))
+            assert [h.partition_id for h in held] == []
+    finally:
+        sh(pod64, "vipu remove partition on-c3 --force", check=False)
+        sh(pod64, "vipu-admin remove allocation a3", check=False)
+        sh(pod64, "vipu-admin remove cluster c3", check=False)
+        if victim not in AdminView(pod64).agents():
+            sh(pod64, f"vipu-admin create agent {victim} --host {host} --port {port}")
 
 
 # ------------------------------------------------------------ JSON and errors

@@ -340,7 +340,7 @@ def test_admin_creates_and_lists(target: FuzzTarget, request: Any) -> None:
         return
     undo: dict[type, Callable[[], object]] = {
         apb.CreateAgentRequest: lambda: admin.RemoveAgent(
-            apb.RemoveAgentRequest(agent_id=request.agent_id, force=True), timeout=30
+            apb.RemoveAgentRequest(agent_id=request.agent_id), timeout=30
         ),
         apb.CreateClusterRequest: lambda: admin.RemoveCluster(
             apb.RemoveClusterRequest(cluster_id=request.cluster_id, force=True), timeout=30
@@ -397,7 +397,7 @@ def test_agent_registration(target: FuzzTarget, request: apb.RegisterAgentReques
     code, _ = answer("RegisterAgent", target.registration.RegisterAgent, request)
     if code is grpc.StatusCode.OK:
         target.admin.RemoveAgent(
-            apb.RemoveAgentRequest(agent_id=request.agent_id, force=True), timeout=30
+            apb.RemoveAgentRequest(agent_id=request.agent_id), timeout=30
         )
 
 

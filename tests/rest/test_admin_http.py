@@ -55,6 +55,28 @@ def test_an_agent_in_a_cluster_cannot_be_removed(http: httpx.Client) -> None:
     assert error_of(http.delete(f"{ADMIN}/agents/ag1")) == (409, "FAILED_PRECONDITION")
 
 
+def test_forced_agent_removal_takes_its_cluster_along(
+    http: httpx.Client, spare_cluster: str
+) -> None:
+    """DELETE /agents/ag6?force=true removes cluster spare (allocation and all) first; ag5
+    stays registered; ag6 is registered again afterwards (its agent still runs)."""
+    reply = http.post(
+        f"{ADMIN}/allocations", json={"id": "alloc-f", "cluster_id": spare_cluster, "size": 8}
+    )
+    assert reply.status_code == 201, reply.text
+    ag6 = {a["id"]: a for a in http.get(f"{ADMIN}/agents").json()["agents"]}["ag6"]
+    assert http.delete(f"{ADMIN}/agents/ag6", params={"force": "true"}).status_code == 204
+    agents = [a["id"] for a in http.get(f"{ADMIN}/agents").json()["agents"]]
+    assert "ag6" not in agents
+    assert "ag5" in agents
+    clusters = [c["id"] for c in http.get(f"{ADMIN}/clusters").json()["clusters"]]
+    assert spare_cluster not in clusters
+    allocations = [a["id"] for a in http.get(f"{ADMIN}/allocations").json()["allocations"]]
+    assert "alloc-f" not in allocations
+    again = {"id": "ag6", "host": ag6["host"], "port": ag6["port"]}
+    assert http.post(f"{ADMIN}/agents", json=again).status_code == 201
+
+
 def test_invalid_agent_is_400(http: httpx.Client) -> None:
     """A port out of range or a host with spaces is refused before anything is stored."""
     assert error_of(http.post(f"{ADMIN}/agents", json={"id": "a", "host": "h", "port": 0})) == (

@@ -157,7 +157,12 @@ def list_agents(ctx: click.Context, cluster: str | None, as_json: bool) -> None:
 
 @click.command("agent", context_settings=CONTEXT)
 @click.argument("agent_id", metavar="ID")
-@click.option("--force", is_flag=True, help="Remove it even when it is in a cluster.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="If it is in a cluster, remove that cluster first, with its allocations and"
+    " partitions.",
+)
 @click.pass_context
 def remove_agent(ctx: click.Context, agent_id: str, force: bool) -> None:
     """Forget agent ID."""

@@ -26,6 +26,7 @@ from .partition_repair import PartitionRepair
 from .partition_views import AgentFactsCache, PartitionViews
 from .partitions import PartitionService
 from .settings import Settings
+from .teardown import Teardown
 
 
 @dataclass
@@ -39,6 +40,7 @@ class Controller:
     auth: Authenticator
     fleet: Fleet
     repair: PartitionRepair
+    teardown: Teardown
 
     def close(self) -> None:
         self.ctx.db.close()
@@ -92,6 +94,7 @@ def build_controller(
         auth=Authenticator(ctx),
         fleet=fleet,
         repair=PartitionRepair(ctx, partitions, fleet.steadily_answering),
+        teardown=Teardown(inventory, partitions),
     )
 
 

@@ -20,7 +20,6 @@ from vpod.wire import virmgrpc_pb2 as pb
 from .. import errors
 from ..app import Controller
 from ..audit_log import DEFAULT_LIMIT, AuditLog, EventFilter
-from ..caller import Caller
 from .auth import GrpcAuthenticator
 from .grpc_errors import grpc_errors
 from .wire_convert import (
@@ -131,7 +130,7 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         self, request: apb.RemoveAgentRequest, context: grpc.aio.ServicerContext
     ) -> apb.RemoveAgentReply:
         caller = await self._auth.admin(context)
-        await self._c.inventory.remove_agent(caller, request.agent_id)
+        await self._c.teardown.remove_agent(caller, request.agent_id, force=request.force)
         return apb.RemoveAgentReply()
 
     @grpc_errors
@@ -172,10 +171,7 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         self, request: apb.RemoveClusterRequest, context: grpc.aio.ServicerContext
     ) -> apb.RemoveClusterReply:
         caller = await self._auth.admin(context)
-        if request.force:
-            for allocation in await self._c.inventory.list_allocations(request.cluster_id):
-                await self._remove_allocation(caller, allocation.id, force=True)
-        await self._c.inventory.remove_cluster(caller, request.cluster_id)
+        await self._c.teardown.remove_cluster(caller, request.cluster_id, force=request.force)
         return apb.RemoveClusterReply()
 
     @grpc_errors
@@ -245,16 +241,8 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         self, request: apb.RemoveAllocationRequest, context: grpc.aio.ServicerContext
     ) -> apb.RemoveAllocationReply:
         caller = await self._auth.admin(context)
-        await self._remove_allocation(caller, request.allocation_id, force=request.force)
+        await self._c.teardown.remove_allocation(caller, request.allocation_id, force=request.force)
         return apb.RemoveAllocationReply()
-
-    async def _remove_allocation(self, caller: Caller, allocation_id: str, *, force: bool) -> None:
-        if force:
-            for record in await self._c.partitions.list_partitions(
-                caller, allocation_id=allocation_id
-            ):
-                await self._c.partitions.remove(caller, record.id, force=True)
-        await self._c.inventory.remove_allocation(caller, allocation_id)
 
     # -- users
 

@@ -92,12 +92,6 @@ def admin_routes(controller: Controller, admin: CallerDependency) -> APIRouter:
             faults=[FaultOut.of(f) for f in health.faults],
         )
 
-    async def remove_allocation(caller: Caller, allocation_id: str, *, force: bool) -> None:
-        if force:
-            for record in await c.partitions.list_partitions(caller, allocation_id=allocation_id):
-                await c.partitions.remove(caller, record.id, force=True)
-        await c.inventory.remove_allocation(caller, allocation_id)
-
     # -- agents
 
     @router.post(
@@ -147,11 +141,14 @@ def admin_routes(controller: Controller, admin: CallerDependency) -> APIRouter:
         tags=["admin: agents"],
         status_code=204,
         response_class=Response,
-        responses=error_responses(401, 403, 404, 409, 503),
+        responses=error_responses(400, 401, 403, 404, 409, 503),
     )
-    async def remove_agent(caller: AsAdmin, agent_id: IdPath) -> Response:
-        """Forget an agent that is in no cluster (`vipu-admin remove agent`)."""
-        await c.inventory.remove_agent(caller, agent_id)
+    async def remove_agent(
+        caller: AsAdmin, agent_id: IdPath, force: ForceQuery = False
+    ) -> Response:
+        """Forget an agent (`vipu-admin remove agent`); with `force`, the cluster it is in
+        first, with that cluster's allocations and their partitions."""
+        await c.teardown.remove_agent(caller, agent_id, force=force)
         return Response(status_code=204)
 
     @router.post(
@@ -240,10 +237,7 @@ def admin_routes(controller: Controller, admin: CallerDependency) -> APIRouter:
         caller: AsAdmin, cluster_id: IdPath, force: ForceQuery = False
     ) -> Response:
         """Remove a cluster; with `force`, its allocations and their partitions first."""
-        if force:
-            for allocation in await c.inventory.list_allocations(cluster_id):
-                await remove_allocation(caller, allocation.id, force=True)
-        await c.inventory.remove_cluster(caller, cluster_id)
+        await c.teardown.remove_cluster(caller, cluster_id, force=force)
         return Response(status_code=204)
 
     @router.post(
@@ -316,7 +310,7 @@ def admin_routes(controller: Controller, admin: CallerDependency) -> APIRouter:
         caller: AsAdmin, allocation_id: IdPath, force: ForceQuery = False
     ) -> Response:
         """Remove an allocation; with `force`, its partitions first."""
-        await remove_allocation(caller, allocation_id, force=force)
+        await c.teardown.remove_allocation(caller, allocation_id, force=force)
         return Response(status_code=204)
 
     # -- users
