@@ -8,6 +8,7 @@ import socket
 import grpc
 import pytest
 
+from vpod.agent.addressing import AddressMode, AddressPlan
 from vpod.agent.client import AgentClient, ChannelPool
 from vpod.agent.errors import (
     AgentFailed,
@@ -16,7 +17,7 @@ from vpod.agent.errors import (
     AgentUnavailable,
     Reason,
 )
-from vpod.agent.host import AgentHost
+from vpod.agent.host import AgentFleet, AgentHost, FleetSettings
 from vpod.agent.model import (
     EventKind,
     Fault,
@@ -238,3 +239,34 @@ async def test_channel_pool_shares_one_channel_per_address(host: AgentHost) -> N
         assert (await b.get_identity()).agent_id == "ag1"
         await pool.discard(host.address)
         assert len(pool) == 0
+
+
+async def test_a_fresh_channel_does_not_inherit_a_dead_agents_backoff() -> None:
+    """An agent comes back on the address where connections were refused: the pool's fresh
+    channel (what the controller dials when an agent re-registers) reaches it at once, while
+    the old channel's connection is still waiting out its reconnect backoff."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    address = f"127.0.0.1:{port}"
+    plan = AddressPlan(
+        mode=AddressMode.PER_MACHINE,
+        base_host="127.0.0.1",
+        agent_port=port,
+        server_port=0,
+        rdma_port=0,
+    )
+    async with ChannelPool(timeout=0.5) as pool:
+        for _ in range(4):  # every refused attempt lengthens the old connection's backoff
+            with pytest.raises(AgentUnavailable):
+                await pool.client(address).get_identity()
+            await asyncio.sleep(0.3)
+        fleet = AgentFleet(FleetSettings(machines=1, plan=plan, stop_grace=0))
+        await fleet.start()
+        old = pool.detach(address)
+        try:
+            assert (await pool.client(address).get_identity()).agent_id == "ag1"
+        finally:
+            if old is not None:
+                await old.close()
+            await fleet.stop()

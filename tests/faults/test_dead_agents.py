@@ -234,4 +234,5 @@ def test_restarted_agent_takes_creates_as_soon_as_it_is_online(pod: FaultPod) ->
     wait_until(lambda: pod.offline(free_agent), f"{free_agent} marked offline", 30)
     proc.restart(pod.live.controller.admin_address)
     wait_until(lambda: pod.online(free_agent), f"{free_agent} online again", 30)
-    assert rpc_code(lambda: pod.user.create("on-restarted", 4)) == (grpc.StatusCode.OK, "")
+    outcome = rpc_code(lambda: pod.user.create("on-restarted", 4))
+    assert outcome == (grpc.StatusCode.OK, ""), outcome[1]

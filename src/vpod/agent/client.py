@@ -80,6 +80,11 @@ CHANNEL_OPTIONS: tuple[tuple[str, Any], ...] = (
     # Reconnect quickly after an agent comes back.
     ("grpc.initial_reconnect_backoff_ms", 200),
     ("grpc.max_reconnect_backoff_ms", 5_000),
+    # gRPC shares connections (subchannels) between channels to the same address by default,
+    # so a fresh channel to a restarted agent would inherit the old one's connection, still
+    # waiting out its reconnect backoff, and fail at once with the old "connection refused".
+    # Each channel dials on its own instead (ChannelPool keeps one channel per address anyway).
+    ("grpc.use_local_subchannel_pool", 1),
 )
 
 _UNAVAILABLE = {
