@@ -160,8 +160,7 @@ def list_agents(ctx: click.Context, cluster: str | None, as_json: bool) -> None:
 @click.option(
     "--force",
     is_flag=True,
-    help="If it is in a cluster, remove that cluster first, with its allocations and"
-    " partitions.",
+    help="If it is in a cluster, remove that cluster first, with its allocations and partitions.",
 )
 @click.pass_context
 def remove_agent(ctx: click.Context, agent_id: str, force: bool) -> None:
