@@ -15,7 +15,9 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, insert, select, update
 
+from . import cloud_rows
 from .cloud_records import ClusterRecord, HostRecord, HostUsage, ServerRecord
+from .cloud_rows import update_by_id
 from .cloud_schema import cloud_clusters, cloud_host_slots, cloud_hosts, cloud_servers
 from .errors import Conflict, NotFound
 
@@ -70,14 +72,15 @@ def list_clusters(conn: Connection, project_id: str | None = None) -> list[Clust
 
 
 def update_cluster(conn: Connection, cluster_id: str, changes: Mapping[str, Any]) -> None:
-    unknown = set(changes) - set(_CLUSTER_FIELDS)
-    if unknown:
-        raise ValueError(f"clusters have no column {sorted(unknown)[0]}")
-    done = conn.execute(
-        update(cloud_clusters).where(cloud_clusters.c.id == cluster_id).values(**changes)
+    update_by_id(
+        conn,
+        cloud_clusters,
+        cluster_id,
+        changes,
+        columns=_CLUSTER_FIELDS,
+        plural="clusters",
+        not_found=cluster_not_found,
     )
-    if done.rowcount == 0:
-        raise cluster_not_found(cluster_id)
 
 
 def claim(
@@ -92,27 +95,15 @@ def claim(
     Refused with a non-retryable Conflict when another task holds the
     cluster or its status is not in ``allowed``: the message says which.
     """
-    done = conn.execute(
-        update(cloud_clusters)
-        .where(
-            cloud_clusters.c.id == cluster_id,
-            cloud_clusters.c.active_task_id.is_(None),
-            cloud_clusters.c.status.in_(list(allowed)),
-        )
-        .values(active_task_id=task_id, **changes)
-    )
-    if done.rowcount:
-        return
-    current = get_cluster(conn, cluster_id)
-    if current.active_task_id is not None:
-        raise Conflict(
-            f"cluster {current.name} is busy with task {current.active_task_id}: wait for it"
-            f" to finish (`vpod task show {current.active_task_id} --wait`)",
-            retryable=False,
-        )
-    raise Conflict(
-        f"cluster {current.name} is {current.status}: the operation cannot start from there",
-        retryable=False,
+    cloud_rows.claim(
+        conn,
+        cloud_clusters,
+        cluster_id,
+        task_id,
+        allowed,
+        changes,
+        kind="cluster",
+        current=lambda: get_cluster(conn, cluster_id),
     )
 
 

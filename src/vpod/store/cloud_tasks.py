@@ -8,9 +8,10 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, insert, select
 
 from .cloud_records import MeterEntry, TaskRecord
+from .cloud_rows import update_by_id
 from .cloud_schema import cloud_metering, cloud_tasks
 from .errors import NotFound
 
@@ -79,12 +80,15 @@ def update_task(conn: Connection, task_id: str, changes: Mapping[str, Any]) -> N
     values = dict(changes)
     if "phases" in values:
         values["phases"] = _phases_out(values["phases"])
-    unknown = set(values) - set(_TASK_FIELDS)
-    if unknown:
-        raise ValueError(f"tasks have no column {sorted(unknown)[0]}")
-    done = conn.execute(update(cloud_tasks).where(cloud_tasks.c.id == task_id).values(**values))
-    if done.rowcount == 0:
-        raise task_not_found(task_id)
+    update_by_id(
+        conn,
+        cloud_tasks,
+        task_id,
+        values,
+        columns=_TASK_FIELDS,
+        plural="tasks",
+        not_found=task_not_found,
+    )
 
 
 # -- metering ---------------------------------------------------------------------------------

@@ -14,9 +14,11 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, insert, select, update
 
+from . import cloud_rows
 from .cloud_records import VolumeRecord
+from .cloud_rows import update_by_id
 from .cloud_schema import cloud_volumes
-from .errors import Conflict, NotFound
+from .errors import NotFound
 
 _FIELDS = [f.name for f in dataclasses.fields(VolumeRecord)]
 
@@ -63,14 +65,15 @@ def list_volumes(
 
 
 def update_volume(conn: Connection, volume_id: str, changes: Mapping[str, Any]) -> None:
-    unknown = set(changes) - set(_FIELDS)
-    if unknown:
-        raise ValueError(f"volumes have no column {sorted(unknown)[0]}")
-    done = conn.execute(
-        update(cloud_volumes).where(cloud_volumes.c.id == volume_id).values(**changes)
+    update_by_id(
+        conn,
+        cloud_volumes,
+        volume_id,
+        changes,
+        columns=_FIELDS,
+        plural="volumes",
+        not_found=volume_not_found,
     )
-    if done.rowcount == 0:
-        raise volume_not_found(volume_id)
 
 
 def claim(
@@ -81,27 +84,15 @@ def claim(
     changes: Mapping[str, Any],
 ) -> None:
     """Make ``task_id`` the volume's one running task (and apply ``changes``), or refuse."""
-    done = conn.execute(
-        update(cloud_volumes)
-        .where(
-            cloud_volumes.c.id == volume_id,
-            cloud_volumes.c.active_task_id.is_(None),
-            cloud_volumes.c.status.in_(list(allowed)),
-        )
-        .values(active_task_id=task_id, **changes)
-    )
-    if done.rowcount:
-        return
-    current = get_volume(conn, volume_id)
-    if current.active_task_id is not None:
-        raise Conflict(
-            f"volume {current.name} is busy with task {current.active_task_id}: wait for it"
-            f" to finish (`vpod task show {current.active_task_id} --wait`)",
-            retryable=False,
-        )
-    raise Conflict(
-        f"volume {current.name} is {current.status}: the operation cannot start from there",
-        retryable=False,
+    cloud_rows.claim(
+        conn,
+        cloud_volumes,
+        volume_id,
+        task_id,
+        allowed,
+        changes,
+        kind="volume",
+        current=lambda: get_volume(conn, volume_id),
     )
 
 
