@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import TypeVar
 
 import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -61,6 +63,18 @@ def _allocation_to_wire(
         user_ids=users,
         num_partitions=partitions,
     )
+
+
+W = TypeVar("W")
+T = TypeVar("T")
+
+
+def _decoded(convert: Callable[[W], T], wire: W) -> T:
+    """An agent-protocol value from an admin request; a malformed one is INVALID_ARGUMENT."""
+    try:
+        return convert(wire)
+    except MachineRefusal as exc:
+        raise errors.InvalidArgument(exc.message) from None
 
 
 class AdminServicer(apb_grpc.AdminServiceServicer):
@@ -179,10 +193,7 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         self, request: apb.TestClusterRequest, context: grpc.aio.ServicerContext
     ) -> apb.TestClusterReply:
         caller = await self._auth.admin(context)
-        try:
-            kinds = agent_convert.link_tests_from_wire(request.tests)
-        except MachineRefusal as exc:
-            raise errors.InvalidArgument(exc.message) from None
+        kinds = _decoded(agent_convert.link_tests_from_wire, request.tests)
         cluster, done, failed = await self._c.fleet.test_cluster(caller, request.cluster_id, kinds)
         return cluster_test_reply(cluster.id, cluster.agent_ids, done, failed, kinds)
 
@@ -315,10 +326,7 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         self, request: apb.InjectFaultRequest, context: grpc.aio.ServicerContext
     ) -> apb.InjectFaultReply:
         caller = await self._auth.admin(context)
-        try:
-            fault = agent_convert.fault_from_wire(request.fault)
-        except MachineRefusal as exc:
-            raise errors.InvalidArgument(exc.message) from None
+        fault = _decoded(agent_convert.fault_from_wire, request.fault)
         faults = await self._c.fleet.inject_fault(caller, request.agent_id, fault)
         return apb.InjectFaultReply(
             agent_id=request.agent_id, active_faults=agent_convert.faults_to_wire(faults)
@@ -331,10 +339,7 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         caller = await self._auth.admin(context)
         fault = None
         if request.HasField("fault") and not request.all:
-            try:
-                fault = agent_convert.fault_from_wire(request.fault)
-            except MachineRefusal as exc:
-                raise errors.InvalidArgument(exc.message) from None
+            fault = _decoded(agent_convert.fault_from_wire, request.fault)
         faults = await self._c.fleet.clear_fault(caller, request.agent_id, fault)
         return apb.ClearFaultReply(
             agent_id=request.agent_id, active_faults=agent_convert.faults_to_wire(faults)
