@@ -77,20 +77,17 @@ class _Compiled:
         ]
 
 
-_cache: dict[tuple[int, frozenset[str]], _Compiled] = {}
-"""Compiled forms by statement and parameter names. Statements are module constants, so the
-cache stays as small as the set of hot statements (their ``id`` is stable for the process)."""
-_pinned: dict[int, ClauseElement] = {}
-"""Keeps every cached statement alive, so its ``id`` is never reused by another object."""
+_cache: dict[tuple[ClauseElement, frozenset[str]], _Compiled] = {}
+"""Compiled forms by statement (INSERT, UPDATE and DELETE compare and hash by identity) and
+parameter names. The statements are module constants, so the cache stays as small as the
+set of hot statements."""
 
 
 def _compiled(statement: ClauseElement, dialect: Dialect, params: Mapping[str, Any]) -> _Compiled:
-    key = (id(statement), frozenset(params))
+    key = (statement, frozenset(params))
     found = _cache.get(key)
     if found is None:
-        found = _Compiled(statement, dialect, list(params))
-        _pinned[id(statement)] = statement
-        _cache[key] = found
+        found = _cache[key] = _Compiled(statement, dialect, list(params))
     return found
 
 
