@@ -1,7 +1,7 @@
 """The cloud layer's tables, in the store's one ``metadata`` (migration ``0002_cloud``).
 
-Imported at the end of :mod:`vpod.store.schema`, so Alembic and the
-"migrations match the models" test see them. What the database enforces:
+:mod:`vpod.store.schema` imports it, so Alembic and the "migrations match
+the models" test see them. What the database enforces:
 
 - a cluster or volume name is unique within its project
   (``uq_cloud_clusters_project_id_name``, ``uq_cloud_volumes_project_id_name``);
@@ -34,7 +34,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-from .schema import ID, LABEL, NAME, TEXT_SHORT, UtcDateTime, metadata
+from .columns import ID, LABEL, NAME, TEXT_SHORT, UtcDateTime, metadata
 
 TOKEN_ID = String(32)
 PRICE = String(32)

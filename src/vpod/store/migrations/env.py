@@ -14,7 +14,8 @@ from typing import Any, Literal
 from alembic import context
 from alembic.autogenerate.api import AutogenContext
 
-from vpod.store.schema import UtcDateTime, metadata
+from vpod.store.columns import UtcDateTime
+from vpod.store.schema import metadata
 
 
 def _render_item(kind: str, obj: Any, _autogen: AutogenContext) -> str | Literal[False]:
