@@ -16,6 +16,7 @@ from vpod.store.store import Store
 
 from .agent_gateway import AgentGateway
 from .auth import Authenticator
+from .change_feed import ChangeFeed
 from .clock import Clock, SystemClock
 from .context import Context
 from .db import Db
@@ -25,6 +26,7 @@ from .occupancy import OccupancyCache
 from .partition_repair import PartitionRepair
 from .partition_views import AgentFactsCache, PartitionViews
 from .partitions import PartitionService
+from .pod_map import PodMapService
 from .settings import Settings
 from .teardown import Teardown
 
@@ -41,6 +43,8 @@ class Controller:
     fleet: Fleet
     repair: PartitionRepair
     teardown: Teardown
+    pod_map: PodMapService
+    changes: ChangeFeed
 
     def close(self) -> None:
         self.ctx.db.close()
@@ -95,6 +99,8 @@ def build_controller(
         fleet=fleet,
         repair=PartitionRepair(ctx, partitions, fleet.steadily_answering),
         teardown=Teardown(inventory, partitions),
+        pod_map=PodMapService(ctx, partitions, fleet),
+        changes=ChangeFeed(ctx, fleet),
     )
 
 

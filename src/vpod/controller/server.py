@@ -204,6 +204,7 @@ async def serve(
             await monitor_task
         readiness.stopped(USER_API)
         readiness.stopped(ADMIN_API)
+        await controller.changes.close()  # open event streams end, so HTTP can stop
         http_server.should_exit = True
         await user_server.stop(grace=2)
         await admin_server.stop(grace=2)

@@ -54,12 +54,14 @@ def list_events(
     target: str | None = None,
     outcome: str | None = None,
     before_id: int | None = None,
+    after_id: int | None = None,
     limit: int = 100,
 ) -> list[AuditEvent]:
     """Events matching every filter given, newest first, at most ``limit``.
 
     ``since`` is inclusive, ``until`` exclusive; ``before_id`` pages further
-    back (pass the smallest id of the previous page).
+    back (pass the smallest id of the previous page); ``after_id`` keeps only
+    entries newer than that id (a follower's last seen).
     """
     if limit < 1:
         raise ValueError(f"limit must be at least 1, not {limit}")
@@ -78,6 +80,8 @@ def list_events(
         query = query.where(events.c.outcome == outcome)
     if before_id is not None:
         query = query.where(events.c.id < before_id)
+    if after_id is not None:
+        query = query.where(events.c.id > after_id)
     return [
         AuditEvent(
             time=row.time,

@@ -471,6 +471,7 @@ class Store:
         target: str | None = None,
         outcome: str | None = None,
         before_id: int | None = None,
+        after_id: int | None = None,
         limit: int = 100,
     ) -> list[AuditEvent]:
         """Audit entries matching every filter given, newest first (see ``events.list_events``)."""
@@ -484,6 +485,7 @@ class Store:
                 target=target,
                 outcome=outcome,
                 before_id=before_id,
+                after_id=after_id,
                 limit=limit,
             )
 

@@ -27,6 +27,7 @@ from .http_health import Readiness, health_routes
 from .http_metrics import RequestMetricsMiddleware, metrics_routes
 from .rest_admin import admin_routes
 from .rest_auth import caller_dependency
+from .rest_console import console_routes
 from .rest_errors import install_error_handlers
 from .rest_user import user_routes
 
@@ -86,6 +87,13 @@ def create_http_app(
     auth = controller.auth
     app.include_router(user_routes(controller, caller_dependency(auth, admin=False)))
     app.include_router(admin_routes(controller, caller_dependency(auth, admin=True)))
+    app.include_router(
+        console_routes(
+            controller,
+            caller_dependency(auth, admin=False),
+            caller_dependency(auth, admin=True),
+        )
+    )
     app.include_router(health_routes(controller, readiness))
     app.include_router(metrics_routes(metrics))
 

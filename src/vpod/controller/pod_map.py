@@ -1,0 +1,311 @@
+"""The pod as an operator sees it: clusters → IPU-Link domains → machines → IPUs.
+
+One read-only use-case for every view of the whole fabric (the web console's
+map, a script drawing its own): each cluster with its domains in order, each
+domain's machines in ladder order, each machine's four IPUs with the
+partition holding them, their health and, when the agents report it, their
+utilisation; allocations as runs of machines; GW-Links between domains.
+
+Also the fragmentation of an allocation: its largest free aligned block and
+what a partition of each size would get right now (placement asked on the
+cluster's current snapshot, nothing reserved).
+
+Health comes from the store (reachability and faulty IPUs, written by the
+leader's heartbeats, so every replica answers alike) and, for GW-Links and
+Sync-Links that are down, from this controller's last heartbeat.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from vpod.domain.entities import Allocation, Cluster
+from vpod.domain.sizes import DOMAIN_MAX_IPUS, SEGMENT_SIZES
+from vpod.placement import PartitionRequest, Rejected, place
+from vpod.placement.results import PartitionPlacement
+from vpod.store.records import AgentHealth, AgentHealthState, PartitionRecord
+
+from . import errors
+from .caller import Caller
+from .context import Context
+from .partitions import PartitionService
+
+
+class LinkHealth(Protocol):
+    """What the fleet knows beyond the store: links down on each machine."""
+
+    def machine_link_faults(self, agent_id: str) -> list[str]: ...
+
+
+@dataclass(frozen=True)
+class IpuCell:
+    slot: int
+    device_id: int
+    position: int
+    """Position in ladder order inside its IPU-Link domain."""
+    partition_id: str | None
+    fault: str
+    """Why the IPU is out of placement (empty when healthy)."""
+    utilisation: float | None
+    """Percent busy from the agent's telemetry; None when the agent does not report it."""
+
+
+@dataclass(frozen=True)
+class MachineCell:
+    index: int
+    agent_id: str
+    allocation_id: str | None
+    reachable: bool
+    state: str
+    """``reachable``, ``unreachable`` or ``unknown`` (never heard from)."""
+    reason: str
+    links_down: tuple[str, ...]
+    ipus: tuple[IpuCell, ...]
+
+
+@dataclass(frozen=True)
+class DomainView:
+    index: int
+    topology: str
+    machines: tuple[MachineCell, ...]
+
+
+@dataclass(frozen=True)
+class AllocationView:
+    id: str
+    machines: tuple[int, ...]
+    size: int
+
+
+@dataclass(frozen=True)
+class PartitionSummary:
+    """Enough of a partition to colour the map; details come from the partition endpoints."""
+
+    id: str
+    allocation_id: str
+    cluster_id: str
+    size: int
+    ready_state: str
+    operation_state: str
+    slots: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class GwLink:
+    """Domain ``a`` is cabled to domain ``b`` through GW-Links."""
+
+    a: int
+    b: int
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    id: str
+    machine_type: str
+    ild_topology: str
+    gw_topology: str
+    num_ipus: int
+    domains: tuple[DomainView, ...]
+    gw_links: tuple[GwLink, ...]
+    allocations: tuple[AllocationView, ...]
+    partitions: tuple[PartitionSummary, ...]
+
+
+@dataclass(frozen=True)
+class SizeOutlook:
+    """What a partition of ``size`` IPUs would get in the allocation now."""
+
+    size: int
+    fits: bool
+    slots: tuple[int, ...]
+    reasons: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Fragmentation:
+    allocation_id: str
+    cluster_id: str
+    size: int
+    free_ipus: int
+    unavailable_ipus: int
+    largest_free_block: int
+    largest_free_block_slots: tuple[int, ...]
+    free_blocks: dict[int, int]
+    """Maximal free aligned blocks per size, as a buddy allocator's free lists."""
+    sizes: tuple[SizeOutlook, ...]
+
+
+def partition_summary(record: PartitionRecord) -> PartitionSummary:
+    return PartitionSummary(
+        id=record.id,
+        allocation_id=record.allocation_id,
+        cluster_id=record.cluster_id,
+        size=record.spec.size,
+        ready_state=record.state.ready.name,
+        operation_state=record.state.operation.name,
+        slots=tuple(sorted(ipu.slot for ipu in record.ipus)),
+    )
+
+
+def gw_links(cluster: Cluster) -> tuple[GwLink, ...]:
+    """Neighbouring domains are cabled; looped closes the ring, switched joins all to a switch
+    (shown as the chain of neighbours: every pair reaches every other through it)."""
+    n = cluster.num_domains
+    links = [GwLink(i, i + 1) for i in range(n - 1)]
+    if cluster.gw_topology.value == "looped" and n > 2:
+        links.append(GwLink(n - 1, 0))
+    return tuple(links)
+
+
+def partition_sizes_up_to(size: int) -> tuple[int, ...]:
+    """Every partition size a partition of an allocation of ``size`` IPUs may take."""
+    small = tuple(s for s in SEGMENT_SIZES if s <= size)
+    large = tuple(range(2 * DOMAIN_MAX_IPUS, size + 1, DOMAIN_MAX_IPUS))
+    return small + large
+
+
+class PodMapService:
+    """Read-only views of the whole fabric, for administrators."""
+
+    def __init__(self, ctx: Context, partitions: PartitionService, links: LinkHealth) -> None:
+        self._ctx = ctx
+        self._partitions = partitions
+        self._links = links
+
+    async def pod_map(self, caller: Caller, cluster_id: str | None = None) -> list[ClusterView]:
+        _require_admin(caller)
+        inventory = self._ctx.inventory
+        clusters = await inventory.list_clusters()
+        if cluster_id:
+            clusters = [c for c in clusters if c.id == cluster_id]
+            if not clusters:
+                raise errors.NotFound(
+                    f"cluster {cluster_id} does not exist: `vipu-admin list clusters` shows them"
+                )
+        allocations = await inventory.list_allocations()
+        records = await self._partitions.list_partitions(caller)
+        store = self._ctx.db.store
+        health = {h.agent_id: h for h in await self._ctx.db(store.list_agent_health)}
+        faults = await self._ctx.db(store.agent_faults)
+        views = []
+        for cluster in clusters:
+            views.append(
+                self._cluster_view(
+                    cluster,
+                    [a for a in allocations if a.cluster_id == cluster.id],
+                    [r for r in records if r.cluster_id == cluster.id],
+                    health,
+                    faults,
+                )
+            )
+        return views
+
+    def _cluster_view(
+        self,
+        cluster: Cluster,
+        allocations: list[Allocation],
+        records: list[PartitionRecord],
+        health: dict[str, AgentHealth],
+        faults: dict[str, dict[int, str]],
+    ) -> ClusterView:
+        pod = cluster.pod()
+        holder = {ipu.slot: r.id for r in records for ipu in r.ipus}
+        allocation_of = {m: a.id for a in allocations for m in a.machines}
+        domains = []
+        for domain in pod.domains:
+            machines = []
+            for machine in domain.machines:
+                agent_id = cluster.agent_ids[machine]
+                known = health.get(agent_id)
+                state = known.state if known is not None else AgentHealthState.UNKNOWN
+                device_faults = faults.get(agent_id, {})
+                ipus = []
+                for slot in pod.machine_slots(machine):
+                    ref = pod.ipu(slot)
+                    ipus.append(
+                        IpuCell(
+                            slot=slot,
+                            device_id=ref.device_id,
+                            position=ref.position,
+                            partition_id=holder.get(slot),
+                            fault=device_faults.get(ref.device_id, ""),
+                            utilisation=None,
+                        )
+                    )
+                machines.append(
+                    MachineCell(
+                        index=machine,
+                        agent_id=agent_id,
+                        allocation_id=allocation_of.get(machine),
+                        reachable=state is not AgentHealthState.UNREACHABLE,
+                        state=state.name.lower(),
+                        reason=known.reason if known is not None else "",
+                        links_down=tuple(self._links.machine_link_faults(agent_id)),
+                        ipus=tuple(ipus),
+                    )
+                )
+            domains.append(
+                DomainView(
+                    index=domain.index, topology=domain.topology.value, machines=tuple(machines)
+                )
+            )
+        return ClusterView(
+            id=cluster.id,
+            machine_type=cluster.machine_type.value,
+            ild_topology=cluster.ild_topology.value,
+            gw_topology=cluster.gw_topology.value,
+            num_ipus=cluster.num_ipus,
+            domains=tuple(domains),
+            gw_links=gw_links(cluster),
+            allocations=tuple(
+                AllocationView(a.id, a.machines, a.size)
+                for a in sorted(allocations, key=lambda a: a.machines[0] if a.machines else 0)
+            ),
+            partitions=tuple(partition_summary(r) for r in records),
+        )
+
+    async def fragmentation(self, caller: Caller, allocation_id: str) -> Fragmentation:
+        _require_admin(caller)
+        allocation = await self._ctx.inventory.allocation_for(caller, allocation_id)
+        cluster = await self._ctx.inventory.cluster(allocation.cluster_id)
+        snapshot = await self._ctx.occupancy.get(cluster, fresh=True)
+        block = snapshot.largest_free_block(allocation.id)
+        outlook = []
+        for size in partition_sizes_up_to(allocation.size):
+            request = PartitionRequest(id="what-if", size=size, allocation_id=allocation.id)
+            result = place(snapshot, request)
+            if isinstance(result, Rejected):
+                outlook.append(SizeOutlook(size, False, (), result.reasons))
+            elif isinstance(result, PartitionPlacement):
+                outlook.append(SizeOutlook(size, True, tuple(sorted(result.slots)), ()))
+        unavailable = snapshot.unavailable_ipus(allocation.id)
+        return Fragmentation(
+            allocation_id=allocation.id,
+            cluster_id=cluster.id,
+            size=allocation.size,
+            free_ipus=len(snapshot.free_slots(allocation.id)),
+            unavailable_ipus=unavailable,
+            largest_free_block=block.size if block is not None else 0,
+            largest_free_block_slots=tuple(block.slots) if block is not None else (),
+            free_blocks={
+                size: n for size, n in snapshot.free_block_counts(allocation.id).items() if n
+            },
+            sizes=tuple(outlook),
+        )
+
+
+def _require_admin(caller: Caller) -> None:
+    if not caller.admin:
+        raise errors.PermissionDenied(
+            f"user {caller.user_id} is not an administrator: the pod map is for admins only"
+        )
+
+
+__all__ = [
+    "ClusterView",
+    "Fragmentation",
+    "PartitionSummary",
+    "PodMapService",
+    "partition_summary",
+]
