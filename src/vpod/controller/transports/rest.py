@@ -23,6 +23,7 @@ from fastapi.openapi.utils import get_openapi
 
 from ..app import Controller
 from ..metrics import ControllerMetrics
+from .http_docs import ASSETS_URL, docs_assets, docs_routes
 from .http_health import Readiness, health_routes
 from .http_metrics import RequestMetricsMiddleware, metrics_routes
 from .rest_admin import admin_routes
@@ -73,7 +74,7 @@ def create_http_app(
         title=TITLE,
         description=DESCRIPTION,
         version=f"{API_VERSION} (V-IPU {controller.settings.api_version})",
-        docs_url="/docs",
+        docs_url=None,  # served by docs_routes, with local assets
         redoc_url=None,
         openapi_url="/openapi.json",
     )
@@ -96,6 +97,8 @@ def create_http_app(
     )
     app.include_router(health_routes(controller, readiness))
     app.include_router(metrics_routes(metrics))
+    app.include_router(docs_routes(TITLE))
+    app.mount(ASSETS_URL, docs_assets(), name="docs-assets")
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
