@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vpod.cloud.billing import MeterRecord, compute_invoice
-from vpod.controller import errors
+from vpod.cloud.model import errors
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 PRICE = Decimal("6.00")  # 0.10 per minute

@@ -16,7 +16,7 @@ from vpod.cloud.flavors import (
     check_image,
     find_flavor,
 )
-from vpod.controller import errors
+from vpod.cloud.model import errors
 
 
 def test_names_are_unique_and_follow_the_public_patterns() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from vpod.cloud.flavors import find_flavor
+from vpod.cloud.model import errors
 from vpod.cloud.quotas import (
     DEFAULT_QUOTAS,
     QUOTA_NAMES,
@@ -15,7 +16,6 @@ from vpod.cloud.quotas import (
     refuse_if_exceeded,
     with_defaults,
 )
-from vpod.controller import errors
 
 
 def test_a_vpod_asks_for_a_cluster_its_ipus_and_its_volumes() -> None:

@@ -250,7 +250,7 @@ def test_a_failed_creation_is_rolled_back_to_an_error_cluster_holding_nothing(
     from .conftest import meter_of
 
     live, compute = gated
-    controller = live.cloud.ctx.controller
+    controller = live.running.controller
     compute.fail_next("create_server", "the hypervisor refused the VM: out of memory")
     with live.client(live.project("unlucky")) as http:
         body = {

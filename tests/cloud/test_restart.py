@@ -35,7 +35,7 @@ def gated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveCloud,
 
 
 def allocations(live: LiveCloud) -> list[str]:
-    controller = live.cloud.ctx.controller
+    controller = live.running.controller
     return [a.id for a in live.run(controller.inventory.list_allocations())]
 
 
@@ -115,7 +115,7 @@ def test_a_suspension_interrupted_by_a_restart_finishes_and_resume_brings_partit
         assert (cluster["status"], cluster["saved_partitions"]) == ("SUSPENDED", ["nap"])
         assert cluster["servers"][0]["status"] == "SHELVED_OFFLOADED"
         assert run_task(live, http, "POST", "/clusters/dozer/resume")["state"] == "FINISHED"
-        controller = live.cloud.ctx.controller
+        controller = live.running.controller
         [record] = live.run(
             controller.partitions.list_partitions(SYSTEM, allocation_id=allocation_id)
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from vpod.cloud.flavors import find_flavor
+from vpod.cloud.model import errors
 from vpod.cloud.states import (
     ClusterStatus,
     Operation,
@@ -15,7 +16,6 @@ from vpod.cloud.states import (
     phases_of,
     volume_billable,
 )
-from vpod.controller import errors
 
 VIRTUAL = find_flavor("g2a-ai-fast-v1pod-8")
 DEDICATED = find_flavor("bm1-ai-small-v1pod-4")

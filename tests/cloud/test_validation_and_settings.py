@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from vpod.cloud.model import errors
 from vpod.cloud.settings import CloudSettings, load_settings, parse_settings, render_settings
 from vpod.cloud.validation import (
     check_interfaces,
@@ -15,7 +16,6 @@ from vpod.cloud.validation import (
     check_volume_size,
     network_cidr,
 )
-from vpod.controller import errors
 
 
 @pytest.mark.parametrize("name", ["abc", "train-1", "A.b_c-9", "x" * 63])

@@ -35,7 +35,7 @@ def _hcl(live: LiveCloud, cluster: dict[str, object]) -> str:
 def test_the_vpod_story_through_the_rest_api(live: LiveCloud) -> None:
     """Create, attach, partitions in the shell, suspend, resume (refused, then done), delete."""
     acme, globex, initech = (live.client(live.project(p)) for p in ("acme", "globex", "initech"))
-    controller = live.cloud.ctx.controller
+    controller = live.running.controller
 
     # 1. acme creates a virtual vPOD-8 with a new data volume: the spec's phases, in order.
     body = {"name": "train", "flavor": VPOD8, "volumes": [{"name": "data", "size_gib": 100}]}

@@ -83,8 +83,17 @@ def start_pod(data_dir: Path, *extra: str) -> Pod:
     """Start `vpod up` on free ports and wait for its ready line."""
     proc = subprocess.Popen(
         [
-            str(BIN / "vpod"), "up", "--data-dir", str(data_dir),
-            "--port", "0", "--admin-port", "0", "--http-port", "0", *extra,
+            str(BIN / "vpod"),
+            "up",
+            "--data-dir",
+            str(data_dir),
+            "--port",
+            "0",
+            "--admin-port",
+            "0",
+            "--http-port",
+            "0",
+            *extra,
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -42,8 +42,9 @@ def test_agent_hanging_mid_create_leaves_nothing_behind(pod64: Pod) -> None:
 
 def test_slow_agent_within_the_deadline_still_succeeds(pod64: Pod) -> None:
     """An agent that answers late, but before the deadline, does not fail the create."""
-    pod64.run("vipu-admin", "inject", "fault", "--agent", "ag1", "--kind", "slow",
-              "--delay-ms", "300")
+    pod64.run(
+        "vipu-admin", "inject", "fault", "--agent", "ag1", "--kind", "slow", "--delay-ms", "300"
+    )
     try:
         _retry_create(pod64, "slowpoke", "--size", "64")
         assert "slowpoke" in _partitions(pod64)

@@ -396,9 +396,7 @@ def test_agent_registration(target: FuzzTarget, request: apb.RegisterAgentReques
     removed) or a refusal."""
     code, _ = answer("RegisterAgent", target.registration.RegisterAgent, request)
     if code is grpc.StatusCode.OK:
-        target.admin.RemoveAgent(
-            apb.RemoveAgentRequest(agent_id=request.agent_id), timeout=30
-        )
+        target.admin.RemoveAgent(apb.RemoveAgentRequest(agent_id=request.agent_id), timeout=30)
 
 
 def test_the_pod_survived_the_fuzzing(target: FuzzTarget) -> None:

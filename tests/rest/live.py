@@ -118,7 +118,10 @@ class LivePod:
 
 async def _start(loop: LoopThread, data_dir: Path, machines: int, secure: bool) -> LivePod:
     plan = AddressPlan(
-        mode=AddressMode.PER_MACHINE, base_host="127.0.0.1", agent_port=0, server_port=0,
+        mode=AddressMode.PER_MACHINE,
+        base_host="127.0.0.1",
+        agent_port=0,
+        server_port=0,
         rdma_port=0,
     )
     fleet = AgentFleet(FleetSettings(machines=machines, plan=plan, stop_grace=0))
@@ -140,8 +143,13 @@ async def _start(loop: LoopThread, data_dir: Path, machines: int, secure: bool) 
     served = await serve(app)
     return LivePod(
         loop=loop,
-        fleet=fleet, controller=controller, app=app, url=served.url, admin_key=admin_key,
-        _served=[served], _gateway=gateway,
+        fleet=fleet,
+        controller=controller,
+        app=app,
+        url=served.url,
+        admin_key=admin_key,
+        _served=[served],
+        _gateway=gateway,
     )
 
 

@@ -80,7 +80,8 @@ def test_forced_agent_removal_takes_its_cluster_along(
 def test_invalid_agent_is_400(http: httpx.Client) -> None:
     """A port out of range or a host with spaces is refused before anything is stored."""
     assert error_of(http.post(f"{ADMIN}/agents", json={"id": "a", "host": "h", "port": 0})) == (
-        400, "INVALID_ARGUMENT",
+        400,
+        "INVALID_ARGUMENT",
     )
     reply = http.post(f"{ADMIN}/agents", json={"id": "a", "host": "two words", "port": 1})
     assert error_of(reply) == (400, "INVALID_ARGUMENT")
@@ -93,7 +94,10 @@ def test_discover_probes_addresses(http: httpx.Client, pod: LivePod) -> None:
     assert found.status_code == 200, found.text
     (entry,) = found.json()["agents"]
     assert (entry["agent_id"], entry["known"], entry["added"], entry["error"]) == (
-        "ag5", True, False, "",
+        "ag5",
+        True,
+        False,
+        "",
     )
     for bad in ("nohost", "host:99999", "two words:1"):
         reply = http.post(f"{ADMIN}/agents/discover", json={"addresses": [bad]})
@@ -119,17 +123,20 @@ def test_clusters_are_created_listed_tested_and_removed(
     body = report.json()
     assert body["passed"] is True
     assert [r["test"] for r in body["results"]] == [
-        "cabling", "IPU-Link", "GW-Link", "Sync-Link", "traffic",
+        "cabling",
+        "IPU-Link",
+        "GW-Link",
+        "Sync-Link",
+        "traffic",
     ]
     assert all(r["agents_tested"] == 2 for r in body["results"])
     assert error_of(http.post(f"{ADMIN}/clusters/spare/test", json={"tests": ["smoke"]})) == (
-        400, "INVALID_ARGUMENT",
+        400,
+        "INVALID_ARGUMENT",
     )
 
 
-def test_a_link_fault_fails_the_ipu_link_test(
-    http: httpx.Client, spare_cluster: str
-) -> None:
+def test_a_link_fault_fails_the_ipu_link_test(http: httpx.Client, spare_cluster: str) -> None:
     """An injected link-down shows in the agent's faults and fails the IPU-Link test row."""
     injected = http.post(
         f"{ADMIN}/agents/ag6/faults",
@@ -139,7 +146,9 @@ def test_a_link_fault_fails_the_ipu_link_test(
         assert injected.status_code == 200, injected.text
         (fault,) = injected.json()["active_faults"]
         assert (fault["kind"], fault["link_id"], fault["reason"]) == (
-            "link-down", "ipulink0", "cable pulled",
+            "link-down",
+            "ipulink0",
+            "cable pulled",
         )
         rows = http.post(f"{ADMIN}/clusters/spare/test").json()["results"]
         ipu_link = next(r for r in rows if r["test"] == "IPU-Link")
@@ -164,8 +173,7 @@ def test_agents_show_faults_and_last_seen_after_a_heartbeat(
     http: httpx.Client, pod: LivePod
 ) -> None:
     """After a heartbeat round the agent list shows when each agent answered and its faults."""
-    injected = http.post(f"{ADMIN}/agents/ag5/faults", json={"kind": "agent-slow",
-                                                             "delay_ms": 10})
+    injected = http.post(f"{ADMIN}/agents/ag5/faults", json={"kind": "agent-slow", "delay_ms": 10})
     assert injected.status_code == 200, injected.text
     try:
         pod.run(HeartbeatMonitor(pod.controller).tick())
@@ -186,20 +194,20 @@ def test_a_fault_without_its_target_is_400(http: httpx.Client) -> None:
     assert "device_id" in reply.json()["error"]["message"]
 
 
-def test_allocations_are_created_listed_and_removed(
-    http: httpx.Client, spare_cluster: str
-) -> None:
+def test_allocations_are_created_listed_and_removed(http: httpx.Client, spare_cluster: str) -> None:
     """An allocation by size is placed on whole machines; removing it with force drops its
     partitions first."""
-    created = http.post(f"{ADMIN}/allocations",
-                        json={"id": "alloc-s", "cluster_id": "spare", "size": 4})
+    created = http.post(
+        f"{ADMIN}/allocations", json={"id": "alloc-s", "cluster_id": "spare", "size": 4}
+    )
     assert created.status_code == 201, created.text
     assert created.json()["size"] == 4
     assert len(created.json()["agent_ids"]) == 1
     listed = http.get(f"{ADMIN}/allocations", params={"cluster": "spare"}).json()["allocations"]
     assert [a["id"] for a in listed] == ["alloc-s"]
-    part = http.post("/api/v1/partitions", json={"id": "sp1", "size": 4,
-                                                 "allocation_id": "alloc-s"})
+    part = http.post(
+        "/api/v1/partitions", json={"id": "sp1", "size": 4, "allocation_id": "alloc-s"}
+    )
     assert part.status_code == 201, part.text
     assert error_of(http.delete(f"{ADMIN}/allocations/alloc-s")) == (409, "FAILED_PRECONDITION")
     assert http.delete(f"{ADMIN}/allocations/alloc-s", params={"force": "true"}).status_code == 204
@@ -240,8 +248,12 @@ def test_user_with_an_unknown_allocation_is_404(http: httpx.Client) -> None:
 
 def test_admin_partition_list_has_status_and_locations(http: httpx.Client) -> None:
     """GET /admin/partitions lists partitions of every allocation with their status."""
-    assert http.post("/api/v1/partitions",
-                     json={"id": "ad1", "size": 1, "allocation_id": "alloc-b"}).status_code == 201
+    assert (
+        http.post(
+            "/api/v1/partitions", json={"id": "ad1", "size": 1, "allocation_id": "alloc-b"}
+        ).status_code
+        == 201
+    )
     try:
         listed = http.get(f"{ADMIN}/partitions", params={"cluster": "pod"}).json()["partitions"]
         entry = next(p for p in listed if p["partition"]["id"] == "ad1")

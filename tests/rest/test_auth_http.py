@@ -62,8 +62,9 @@ def test_headers_and_bearer_must_agree() -> None:
 @pytest.fixture(scope="module")
 def user_key(secure_pod: LivePod) -> str:
     """Access key of ``ann``, a plain user granted alloc-a only."""
-    with secure_pod.client(**{"X-Vipu-User-Id": "root",
-                              "X-Vipu-Access-Key": secure_pod.admin_key}) as admin:
+    with secure_pod.client(
+        **{"X-Vipu-User-Id": "root", "X-Vipu-Access-Key": secure_pod.admin_key}
+    ) as admin:
         reply = admin.post(f"{API}/admin/users", json={"id": "ann", "allocation_ids": ["alloc-a"]})
     assert reply.status_code == 201, reply.text
     key: str = reply.json()["access_key"]
@@ -111,14 +112,18 @@ def test_a_user_creates_in_her_allocation_only(ann: httpx.Client) -> None:
     assert created.status_code == 201, created.text
     assert created.json()["allocation_id"] == "alloc-a"
     assert ann.delete(f"{API}/partitions/ann1").status_code == 204
-    reply = ann.post(f"{API}/partitions", json={"id": "ann2", "size": 1,
-                                                "allocation_id": "alloc-b"})
+    reply = ann.post(
+        f"{API}/partitions", json={"id": "ann2", "size": 1, "allocation_id": "alloc-b"}
+    )
     assert reply.status_code == 404
 
 
 def test_a_plain_user_on_the_admin_api_is_403(ann: httpx.Client) -> None:
-    for reply in (ann.get(f"{API}/admin/agents"), ann.get(f"{API}/admin/users"),
-                  ann.post(f"{API}/admin/users", json={"id": "eve"})):
+    for reply in (
+        ann.get(f"{API}/admin/agents"),
+        ann.get(f"{API}/admin/users"),
+        ann.post(f"{API}/admin/users", json={"id": "eve"}),
+    ):
         assert reply.status_code == 403
         assert reply.json()["error"]["code"] == "PERMISSION_DENIED"
 

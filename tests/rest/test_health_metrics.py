@@ -104,8 +104,7 @@ def test_without_a_database_alive_but_not_ready(storeless: str) -> None:
         assert partitions.json()["error"]["code"] == "UNAVAILABLE"
         page = client.get("/metrics").text
     assert value(page, "vpod_state_up") == 0
-    assert value(page, "vpod_http_requests_total", method="GET", route="/readyz",
-                 status="503") == 1
+    assert value(page, "vpod_http_requests_total", method="GET", route="/readyz", status="503") == 1
 
 
 # -- metrics over HTTP --------------------------------------------------------------------------
@@ -117,26 +116,46 @@ def test_requests_are_counted_by_route_template_and_status(http: httpx.Client) -
         http.get(f"/api/v1/partitions/{pid}/status")
     http.get("/no/such/thing")
     page = http.get("/metrics").text
-    assert value(page, "vpod_http_requests_total", method="GET",
-                 route="/api/v1/partitions/{partition_id}/status", status="404") == 2
-    assert value(page, "vpod_http_requests_total", method="GET", route="<unmatched>",
-                 status="404") == 1
-    assert value(page, "vpod_http_request_duration_seconds_count", method="GET",
-                 route="/api/v1/partitions/{partition_id}/status") == 2
+    assert (
+        value(
+            page,
+            "vpod_http_requests_total",
+            method="GET",
+            route="/api/v1/partitions/{partition_id}/status",
+            status="404",
+        )
+        == 2
+    )
+    assert (
+        value(page, "vpod_http_requests_total", method="GET", route="<unmatched>", status="404")
+        == 1
+    )
+    assert (
+        value(
+            page,
+            "vpod_http_request_duration_seconds_count",
+            method="GET",
+            route="/api/v1/partitions/{partition_id}/status",
+        )
+        == 2
+    )
 
 
 def test_state_gauges_follow_partitions(http: httpx.Client) -> None:
     """A partition of 4 IPUs shows as 4 used IPUs and one ACTIVE/IDLE partition, then goes."""
     before = http.get("/metrics").text
     used_before = value(before, "vpod_ipus", cluster="pod", state="used") or 0
-    created = http.post("/api/v1/partitions",
-                        json={"id": "gauge4", "size": 4, "allocation_id": "alloc-b"})
+    created = http.post(
+        "/api/v1/partitions", json={"id": "gauge4", "size": 4, "allocation_id": "alloc-b"}
+    )
     assert created.status_code == 201, created.text
     page = http.get("/metrics").text
     assert value(page, "vpod_ipus", cluster="pod", state="used") == used_before + 4
     assert value(page, "vpod_ipus", cluster="pod", state="free") == 16 - used_before - 4
-    assert value(page, "vpod_partitions", cluster="pod", ready_state="ACTIVE",
-                 operation_state="IDLE") == used_before / 4 + 1
+    assert (
+        value(page, "vpod_partitions", cluster="pod", ready_state="ACTIVE", operation_state="IDLE")
+        == used_before / 4 + 1
+    )
     assert value(page, "vpod_ipus_allocated", cluster="pod") == 16
     assert value(page, "vpod_agents", state="unknown") == 6
     assert value(page, "vpod_state_up") == 1
@@ -150,8 +169,10 @@ def test_each_app_has_its_own_registry(pod: LivePod) -> None:
     url = pod.serve_app(create_http_app(pod.controller))
     with httpx.Client(base_url=url) as client:
         page = client.get("/metrics").text
-    assert value(page, "vpod_http_requests_total", method="GET", route="/healthz",
-                 status="200") is None
+    assert (
+        value(page, "vpod_http_requests_total", method="GET", route="/healthz", status="200")
+        is None
+    )
 
 
 # -- the pure parts and the gRPC helper ------------------------------------------------------
@@ -178,7 +199,8 @@ def test_state_snapshot_counts_agents_by_reachability_and_ipus_per_cluster() -> 
 
 def test_split_rpc_method() -> None:
     assert split_rpc_method("/virmgrpc.UserService/GetVersion") == (
-        "virmgrpc.UserService", "GetVersion",
+        "virmgrpc.UserService",
+        "GetVersion",
     )
     assert split_rpc_method("Odd") == ("", "Odd")
 

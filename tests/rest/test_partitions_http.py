@@ -62,12 +62,18 @@ def test_enums_take_cli_spellings_and_wire_names(http: httpx.Client) -> None:
     for pid, routing, sync in (("e1", "dnc", "c2-compatible"), ("e2", "IRT_DNC", "ST_GS2_DEFAULT")):
         reply = http.post(
             f"{API}/partitions",
-            json={"id": pid, "size": 2, "allocation_id": "alloc-a",
-                  "ipulink_routing_type": routing, "sync_type": sync},
+            json={
+                "id": pid,
+                "size": 2,
+                "allocation_id": "alloc-a",
+                "ipulink_routing_type": routing,
+                "sync_type": sync,
+            },
         )
         assert reply.status_code == 201, reply.text
         assert (reply.json()["ipulink_routing_type"], reply.json()["sync_type"]) == (
-            "dnc", "c2-compatible",
+            "dnc",
+            "c2-compatible",
         )
     for pid in ("e1", "e2"):
         assert http.delete(f"{API}/partitions/{pid}").status_code == 204
@@ -101,8 +107,16 @@ def test_ipuof_config_of_one_gcd_is_the_static_file(http: httpx.Client, partitio
     assert set(body) == {"devices", "attributes"}
     assert [d["routing_id"] for d in body["devices"]] == [2, 3]
     assert set(body["devices"][0]) == {
-        "ip", "server_port", "rdma_port", "device_id", "ipulink_segment_id", "routing_id",
-        "ipu_arch_id", "ipu_id", "chip_id", "gwsw_version",
+        "ip",
+        "server_port",
+        "rdma_port",
+        "device_id",
+        "ipulink_segment_id",
+        "routing_id",
+        "ipu_arch_id",
+        "ipu_id",
+        "chip_id",
+        "gwsw_version",
     }
     assert body["attributes"]["GCD Id"] == "1"
     assert body["attributes"]["Sync Type"] == "c2-compatible"
@@ -152,12 +166,20 @@ def test_repeating_an_identical_create_is_harmless(http: httpx.Client, partition
 
 def test_delete_frees_the_ipus(http: httpx.Client) -> None:
     """After DELETE the partition is gone (404) and its IPUs can be used again."""
-    assert http.post(f"{API}/partitions",
-                     json={"id": "d8", "size": 8, "allocation_id": "alloc-b"}).status_code == 201
+    assert (
+        http.post(
+            f"{API}/partitions", json={"id": "d8", "size": 8, "allocation_id": "alloc-b"}
+        ).status_code
+        == 201
+    )
     assert http.delete(f"{API}/partitions/d8").status_code == 204
     assert error_of(http.get(f"{API}/partitions/d8"))[:2] == (404, "NOT_FOUND")
-    assert http.post(f"{API}/partitions",
-                     json={"id": "d8b", "size": 8, "allocation_id": "alloc-b"}).status_code == 201
+    assert (
+        http.post(
+            f"{API}/partitions", json={"id": "d8b", "size": 8, "allocation_id": "alloc-b"}
+        ).status_code
+        == 201
+    )
     assert http.delete(f"{API}/partitions/d8b", params={"force": "true"}).status_code == 204
 
 
@@ -176,14 +198,27 @@ def test_a_partition_that_does_not_fit_is_409_resource_exhausted(http: httpx.Cli
         ({"id": "x", "size": 3}, None, "partition size 3 is not supported"),
         ({"id": "has space", "size": 4}, "body.id", "is not valid"),
         ({"id": "x", "size": 0}, "body.size", "greater than or equal to 1"),
-        ({"id": "x", "size": 4, "sync_type": "gs2-independent-rails"}, "body.sync_type",
-         "not supported"),
-        ({"id": "x", "size": 4, "ipulink_routing_type": "zigzag"}, "body.ipulink_routing_type",
-         "use dnc, swnc, btnc or ringswnc"),
+        (
+            {"id": "x", "size": 4, "sync_type": "gs2-independent-rails"},
+            "body.sync_type",
+            "not supported",
+        ),
+        (
+            {"id": "x", "size": 4, "ipulink_routing_type": "zigzag"},
+            "body.ipulink_routing_type",
+            "use dnc, swnc, btnc or ringswnc",
+        ),
         ({"id": "x", "size": 4, "colour": "red"}, "body.colour", "Extra inputs"),
         ({"size": 4}, "body.id", "Field required"),
-        ({"id": "x", "size": 4, "ipus": [{"ipulink_domain_topology_id": 0, "topology_id": 0,
-                                          "routing_id": 0}]}, None, "explicit IPUs need"),
+        (
+            {
+                "id": "x",
+                "size": 4,
+                "ipus": [{"ipulink_domain_topology_id": 0, "topology_id": 0, "routing_id": 0}],
+            },
+            None,
+            "explicit IPUs need",
+        ),
     ],
 )
 def test_invalid_create_requests_are_400_with_the_reason(
@@ -200,8 +235,9 @@ def test_invalid_create_requests_are_400_with_the_reason(
 
 def test_malformed_json_is_400(http: httpx.Client) -> None:
     """A body that is not JSON is an invalid argument, not a server error."""
-    reply = http.post(f"{API}/partitions", content=b'{"id": ',
-                      headers={"content-type": "application/json"})
+    reply = http.post(
+        f"{API}/partitions", content=b'{"id": ', headers={"content-type": "application/json"}
+    )
     status, code, message = error_of(reply)
     assert (status, code) == (400, "INVALID_ARGUMENT")
     assert "not valid JSON" in message
@@ -220,7 +256,8 @@ def test_unknown_partition_unknown_path_and_wrong_method(http: httpx.Client) -> 
 
 def test_unknown_allocation_filter_is_404(http: httpx.Client) -> None:
     assert error_of(http.get(f"{API}/partitions", params={"allocation": "zz"}))[:2] == (
-        404, "NOT_FOUND",
+        404,
+        "NOT_FOUND",
     )
 
 
@@ -246,5 +283,6 @@ def test_ipu_attributes_of_chosen_agents(http: httpx.Client, pod: LivePod) -> No
     everyone = http.get(f"{API}/ipu-attributes").json()
     assert [a["agent_id"] for a in everyone["agents"]] == [h.agent_id for h in pod.fleet.hosts]
     assert error_of(http.get(f"{API}/ipu-attributes", params={"agent": "ghost"}))[:2] == (
-        404, "NOT_FOUND",
+        404,
+        "NOT_FOUND",
     )

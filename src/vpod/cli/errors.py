@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable
 from typing import NoReturn
 
+from vpod.cloud.model import errors as cloud_errors
 from vpod.controller import errors as service_errors
 from vpod.domain.errors import DomainError
 
@@ -35,9 +36,9 @@ def run_cli(body: Callable[[], object]) -> None:
     except CliFailure as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
-    except (service_errors.InvalidArgument, DomainError) as exc:
+    except (service_errors.InvalidArgument, cloud_errors.InvalidArgument, DomainError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
-    except (OSError, service_errors.ServiceError) as exc:
+    except (OSError, service_errors.ServiceError, cloud_errors.CloudError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(1)

@@ -1,9 +1,9 @@
 """The cloud's composition root: :func:`build_cloud` wires a :class:`Cloud` onto a controller.
 
 The cloud runs inside the controller's process and event loop (see
-:mod:`.extension`): it calls the controller's use-cases in-process, shares
-its database (its own tables, ``vpod.store.cloud_store``) and adds its HTTP
-routes under ``/api/cloud/v1``.
+:mod:`.extension`): it calls the controller's tenancy use-cases in-process
+(through :class:`.vipu.VipuPort`), shares its database (its own tables,
+``vpod.store.cloud_store``) and adds its HTTP routes under ``/api/cloud/v1``.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from .services.billing import Billing
 from .services.capacity import Capacity
 from .services.clusters import Clusters
 from .services.context import CloudContext
+from .services.db import CloudDb
 from .services.health import check_vpods
 from .services.hosts import Hosts
 from .services.projects import Projects
@@ -47,6 +48,8 @@ class Cloud:
     hosts: Hosts
     capacity: Capacity
     runner: TaskRunner
+    secure: bool
+    """Whether the controller isolates V-IPU users (``--secure``)."""
 
     async def start(self) -> str | None:
         """Start running tasks; make the first admin token if there is none (returned)."""
@@ -57,7 +60,7 @@ class Cloud:
                 self.ctx.settings.admin_token_path,
             )
         await self.runner.start()
-        if not self.ctx.controller.settings.secure:
+        if not self.secure:
             log.warning(
                 "cloud: the controller runs without --secure, so a vPOD's V-IPU user can see"
                 " every allocation; run it with --secure to isolate tenants"
@@ -66,6 +69,7 @@ class Cloud:
 
     async def stop(self) -> None:
         await self.runner.stop()
+        self.ctx.calls.close()
 
 
 def build_cloud(
@@ -78,19 +82,22 @@ def build_cloud(
     volumes: VolumeDriver | None = None,
     sink: MeteringSink | None = None,
 ) -> Cloud:
-    default_compute, default_volumes = build_drivers(settings)
+    default_compute, default_volumes = build_drivers(
+        settings.cloud_dir, compute=settings.compute_driver, volumes=settings.volume_driver
+    )
     if sink is None:
         sink = (
             JsonlSink(settings.cloud_dir / "metering.jsonl")
             if settings.metering_sink == "jsonl"
             else NoSink()
         )
-    vipu = VipuPort(controller, settings.vipu_clusters)
+    vipu = VipuPort(controller.tenancy, settings.vipu_clusters)
+    store = CloudStore.of(controller.store)
     ctx = CloudContext(
         settings=settings,
-        controller=controller,
-        store=CloudStore.of(controller.ctx.db.store),
-        clock=clock or controller.ctx.clock,
+        store=store,
+        calls=CloudDb(store),
+        clock=clock or controller.clock,
         ids=ids or RandomIds(),
         compute=compute or default_compute,
         volumes=volumes or default_volumes,
@@ -118,4 +125,5 @@ def build_cloud(
         hosts=Hosts(ctx),
         capacity=capacity,
         runner=runner,
+        secure=controller.settings.secure,
     )

@@ -27,9 +27,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
-from vpod.controller import errors
-
 from .flavors import CURRENCY
+from .model import errors
 
 MINUTE = timedelta(minutes=1)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

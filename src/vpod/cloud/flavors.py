@@ -26,7 +26,7 @@ import enum
 from dataclasses import dataclass
 from decimal import Decimal
 
-from vpod.controller import errors
+from .model import errors
 
 CURRENCY = "USD"
 HOURS_PER_MONTH = 730

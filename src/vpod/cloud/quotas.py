@@ -13,9 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from vpod.controller import errors
-
 from .flavors import GPU_FAMILIES, Flavor
+from .model import errors
 
 UNLIMITED = -1
 

@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from vpod.controller import errors
 from vpod.store.cloud_records import ClusterRecord, MeterEntry, TaskRecord
 
 from .drivers import DriverError
+from .model import errors
 from .services.context import CloudContext
 from .states import Phase, TaskState
 
@@ -135,9 +135,8 @@ class TaskRunner:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._running.clear()
-        store = self._ctx.controller.ctx.db.store
         with contextlib.suppress(errors.ServiceError):
-            await self._ctx.db(store.release_lease, LEASE, self._holder)
+            await self._ctx.db(self._ctx.store.release_lease, LEASE, self._holder)
 
     def submit(self, task_id: str) -> None:
         """A task was recorded: look for it now rather than at the next poll."""
@@ -163,7 +162,7 @@ class TaskRunner:
         return sorted(self._running)
 
     async def _loop(self) -> None:
-        store = self._ctx.controller.ctx.db.store
+        store = self._ctx.store
         ttl = self._ctx.settings.lease_ttl_s
         next_health = 0.0
         while True:

@@ -20,12 +20,13 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from vpod.controller import errors
+from .drivers import COMPUTE_DRIVERS, VOLUME_DRIVERS
+from .model import errors
 
 CONFIG_FILE = "cloud.toml"
 CONFIG_ENV = "VPOD_CLOUD_CONFIG"
 ADMIN_TOKEN_FILE = "cloud-admin.token"
-DRIVERS = {"compute_driver": ("local",), "volume_driver": ("local",)}
+DRIVERS = {"compute_driver": tuple(COMPUTE_DRIVERS), "volume_driver": tuple(VOLUME_DRIVERS)}
 SINKS = ("none", "jsonl")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from vpod.controller import errors
+from .model import errors
 
 NAME_RULE = "use 3 to 63 characters: a letter or digit first, then letters, digits, '.', '_' or '-'"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{2,62}")

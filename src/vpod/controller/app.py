@@ -29,6 +29,7 @@ from .partitions import PartitionService
 from .pod_map import PodMapService
 from .settings import Settings
 from .teardown import Teardown
+from .tenancy import Tenancy
 
 
 @dataclass
@@ -45,6 +46,17 @@ class Controller:
     teardown: Teardown
     pod_map: PodMapService
     changes: ChangeFeed
+    tenancy: Tenancy
+
+    @property
+    def clock(self) -> Clock:
+        return self.ctx.clock
+
+    @property
+    def store(self) -> Store:
+        """The database, for a server extension's own tables (``CloudStore.of``): the V-IPU
+        facts in it are reached through the use-cases above, never through this."""
+        return self.ctx.db.store
 
     def close(self) -> None:
         self.ctx.db.close()
@@ -88,6 +100,7 @@ def build_controller(
     fleet = Fleet(ctx, facts)
     fleets.append(fleet)
     partitions = PartitionService(ctx)
+    auth = Authenticator(ctx)
     return Controller(
         settings=settings,
         ctx=ctx,
@@ -95,12 +108,13 @@ def build_controller(
         partitions=partitions,
         views=PartitionViews(ctx, facts),
         facts=facts,
-        auth=Authenticator(ctx),
+        auth=auth,
         fleet=fleet,
         repair=PartitionRepair(ctx, partitions, fleet.steadily_answering),
         teardown=Teardown(inventory, partitions),
         pod_map=PodMapService(ctx, partitions, fleet),
         changes=ChangeFeed(ctx, fleet),
+        tenancy=Tenancy(ctx, inventory, partitions, auth),
     )
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
@@ -29,6 +29,7 @@ from . import cloud_clusters as clusters
 from . import cloud_projects as projects
 from . import cloud_tasks as tasks
 from . import cloud_volumes as volumes
+from . import leases
 from .cloud_records import (
     ClusterRecord,
     HostRecord,
@@ -62,6 +63,20 @@ class CloudStore:
     def of(cls, store: Store) -> CloudStore:
         """The cloud tables of ``store``'s database (same engine, same pool)."""
         return cls(store._db)
+
+    @property
+    def dialect(self) -> str:
+        """``sqlite`` or ``postgresql``: callers run SQLite calls inline (one writer, no waits)."""
+        return self._db.dialect
+
+    def try_acquire_lease(
+        self, name: str, holder: str, now: datetime, ttl: timedelta | float
+    ) -> bool:
+        """Take lease ``name`` for ``holder`` (see :mod:`.leases`); True if it holds it now."""
+        return leases.try_acquire(self._db, name, holder, now, ttl)
+
+    def release_lease(self, name: str, holder: str) -> bool:
+        return leases.give_up(self._db, name, holder)
 
     def _explain(self, explain: Callable[[Connection], StoreError]) -> StoreError:
         with self._db.read() as conn:

@@ -15,15 +15,49 @@ hands, so work stamped with an old term can be recognised and refused.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Connection, case, insert, or_, select, update
 
+from .engine import Database
 from .records import Lease
 from .schema import leases
+from .translate import ConstraintViolated
 
 RELEASED = datetime(1970, 1, 1, tzinfo=UTC)
 """The expiry a released lease gets: in the past for every clock."""
+
+
+def as_ttl(ttl: timedelta | float) -> timedelta:
+    """A lease's time to live (seconds or a timedelta), which must be positive."""
+    delta = ttl if isinstance(ttl, timedelta) else timedelta(seconds=ttl)
+    if delta <= timedelta(0):
+        raise ValueError(f"a lease needs a positive time to live, not {delta}")
+    return delta
+
+
+def try_acquire(
+    database: Database, name: str, holder: str, now: datetime, ttl: timedelta | float
+) -> bool:
+    """Take lease ``name`` for ``holder`` until ``now + ttl`` if it is free or already theirs,
+    in one transaction; True if ``holder`` holds it afterwards."""
+    expires_at = now + as_ttl(ttl)
+    try:
+        with database.write() as conn:
+            if try_update(conn, name, holder, expires_at, now):
+                return True
+            if exists(conn, name):
+                return False
+            insert_new(conn, name, holder, expires_at)
+            return True
+    except ConstraintViolated:
+        return False  # another contender created it first
+
+
+def give_up(database: Database, name: str, holder: str) -> bool:
+    """Release the lease in its own transaction; False if ``holder`` did not hold it."""
+    with database.write() as conn:
+        return release(conn, name, holder)
 
 
 def try_update(

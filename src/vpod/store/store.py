@@ -503,27 +503,16 @@ class Store:
 
         True if ``holder`` holds it afterwards. Portable SQL, safe between replicas.
         """
-        expires_at = now + _as_timedelta(ttl)
-        try:
-            with self._db.write() as conn:
-                if lease_rows.try_update(conn, name, holder, expires_at, now):
-                    return True
-                if lease_rows.exists(conn, name):
-                    return False
-                lease_rows.insert_new(conn, name, holder, expires_at)
-                return True
-        except ConstraintViolated:
-            return False  # another contender created it first
+        return lease_rows.try_acquire(self._db, name, holder, now, ttl)
 
     def renew_lease(self, name: str, holder: str, now: datetime, ttl: timedelta | float) -> bool:
         """Extend a lease ``holder`` still holds; False if it expired or passed to another."""
         with self._db.write() as conn:
-            return lease_rows.renew(conn, name, holder, now + _as_timedelta(ttl), now)
+            return lease_rows.renew(conn, name, holder, now + lease_rows.as_ttl(ttl), now)
 
     def release_lease(self, name: str, holder: str) -> bool:
         """Give a lease up at once; False if ``holder`` did not hold it."""
-        with self._db.write() as conn:
-            return lease_rows.release(conn, name, holder)
+        return lease_rows.give_up(self._db, name, holder)
 
     def get_lease(self, name: str) -> Lease | None:
         with self._db.read() as conn:
@@ -561,10 +550,3 @@ def _or_none(get: Callable[[Connection, str], T], conn: Connection, key: str) ->
         return get(conn, key)
     except NotFound:
         return None
-
-
-def _as_timedelta(ttl: timedelta | float) -> timedelta:
-    delta = ttl if isinstance(ttl, timedelta) else timedelta(seconds=ttl)
-    if delta <= timedelta(0):
-        raise ValueError(f"a lease needs a positive time to live, not {delta}")
-    return delta

@@ -20,9 +20,8 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from vpod.controller import errors
-
 from ..app import Cloud
+from ..model import errors
 from ..services.clusters import ClusterRequest, NewVolume
 from ..services.projects import Principal
 from .convert import (
@@ -37,6 +36,7 @@ from .convert import (
     token_out,
     volume_out,
 )
+from .errors import CloudRoute
 from .models import (
     AttachIn,
     ClusterCreateIn,
@@ -118,8 +118,8 @@ def _period(
 
 def cloud_router(cloud: Cloud) -> APIRouter:
     """Every route of the cloud API, bound to ``cloud``."""
-    router = APIRouter(prefix=PREFIX, tags=["cloud"])
-    admin = APIRouter(prefix="/admin", tags=["cloud admin"])
+    router = APIRouter(prefix=PREFIX, tags=["cloud"], route_class=CloudRoute)
+    admin = APIRouter(prefix="/admin", tags=["cloud admin"], route_class=CloudRoute)
 
     async def principal(
         credentials: HTTPAuthorizationCredentials | None = Depends(_bearer),

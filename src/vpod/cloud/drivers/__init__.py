@@ -1,8 +1,17 @@
-"""Compute and volume drivers behind small Protocols (see :mod:`.base`), chosen in settings."""
+"""Compute and volume drivers behind small Protocols (see :mod:`.base`), chosen by name.
+
+A driver is registered here under the name settings use (``compute_driver``,
+``volume_driver`` in ``cloud.toml``); :func:`build_drivers` builds the pair
+the settings name and refuses an unknown name, listing the known ones.
+"""
 
 from __future__ import annotations
 
-from ..settings import CloudSettings
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TypeVar
+
+from ..model.errors import InvalidArgument
 from .base import (
     ComputeDriver,
     DriverError,
@@ -10,6 +19,7 @@ from .base import (
     ServerSpec,
     SetupResult,
     ShellAccess,
+    TemporaryDriverError,
     VipuAccess,
     VolumeDriver,
 )
@@ -17,14 +27,45 @@ from .local_compute import LocalCompute
 from .local_volumes import LocalVolumes
 from .workspace import Layout
 
+COMPUTE_DRIVERS: Mapping[str, Callable[[Path], ComputeDriver]] = {
+    "local": lambda directory: LocalCompute(Layout(directory)),
+}
+"""Compute drivers by name; each is built from the cloud's data directory."""
 
-def build_drivers(settings: CloudSettings) -> tuple[ComputeDriver, VolumeDriver]:
-    """The drivers ``settings`` name (only ``local`` ships; settings refuse the others)."""
-    layout = Layout(settings.cloud_dir)
-    return LocalCompute(layout), LocalVolumes(layout)
+VOLUME_DRIVERS: Mapping[str, Callable[[Path], VolumeDriver]] = {
+    "local": lambda directory: LocalVolumes(Layout(directory)),
+}
+"""Volume drivers by name; each is built from the cloud's data directory."""
+
+
+class UnknownDriver(InvalidArgument):
+    """Settings name a driver this installation does not have."""
+
+
+D = TypeVar("D")
+
+
+def _pick(kind: str, name: str, known: Mapping[str, Callable[[Path], D]]) -> Callable[[Path], D]:
+    make = known.get(name)
+    if make is None:
+        names = ", ".join(sorted(known))
+        raise UnknownDriver(f"{kind} = {name!r} is not a known driver: the known ones are {names}")
+    return make
+
+
+def build_drivers(
+    directory: Path, *, compute: str = "local", volumes: str = "local"
+) -> tuple[ComputeDriver, VolumeDriver]:
+    """The compute and volume drivers named ``compute`` and ``volumes``, keeping their state
+    under ``directory`` (:class:`UnknownDriver` for a name that is not registered)."""
+    make_compute = _pick("compute_driver", compute, COMPUTE_DRIVERS)
+    make_volumes = _pick("volume_driver", volumes, VOLUME_DRIVERS)
+    return make_compute(directory), make_volumes(directory)
 
 
 __all__ = [
+    "COMPUTE_DRIVERS",
+    "VOLUME_DRIVERS",
     "ComputeDriver",
     "DriverError",
     "Layout",
@@ -34,6 +75,8 @@ __all__ = [
     "ServerSpec",
     "SetupResult",
     "ShellAccess",
+    "TemporaryDriverError",
+    "UnknownDriver",
     "VipuAccess",
     "VolumeDriver",
     "build_drivers",

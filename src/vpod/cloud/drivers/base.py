@@ -18,7 +18,13 @@ volume ``attach``      a link under ``/mnt``             Nova volume attachment
 
 Every call is idempotent (creating what exists, or deleting what is gone,
 succeeds), because a task interrupted by a controller restart runs again
-from the start. Failures raise :class:`DriverError` with a sentence.
+from the start. Failures raise :class:`DriverError` with a sentence, or
+:class:`TemporaryDriverError` when the same call may succeed later (the back
+end is busy or unreachable): the task runner retries those with backoff.
+
+Drivers import only this module and the cloud's model (an import-linter
+contract), so a driver can be written, and tested, without the rest of the
+cloud.
 """
 
 from __future__ import annotations
@@ -27,9 +33,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from ..model.errors import DriverError, TemporaryDriverError
 
-class DriverError(Exception):
-    """A back end could not do what was asked; the message says what and why."""
+__all__ = [
+    "ComputeDriver",
+    "DriverError",
+    "ServerSetup",
+    "ServerSpec",
+    "SetupResult",
+    "ShellAccess",
+    "TemporaryDriverError",
+    "VipuAccess",
+    "VolumeDriver",
+]
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Sequence
 
-from vpod.controller import errors
 from vpod.placement import Rejected
 from vpod.store.cloud_records import ClusterRecord, ServerRecord, VolumeRecord
 from vpod.store.errors import Conflict
@@ -21,6 +20,7 @@ from ..drivers import ServerSpec
 from ..flavors import Flavor, HostRole, find_flavor
 from ..host_placement import HostView, place_servers
 from ..metering import cluster_entry, volume_entry
+from ..model import errors
 from ..runner import Job
 from ..states import ClusterStatus, ServerStatus, VolumeStatus
 from ..vipu import saved_spec

@@ -11,9 +11,8 @@ cluster's servers, whatever they are).
 
 from __future__ import annotations
 
-from vpod.controller import errors
-
 from ..metering import cluster_entry
+from ..model import errors
 from ..runner import Job, Outcome
 from ..states import ClusterStatus, Phase, VolumeStatus
 from ..validation import network_cidr

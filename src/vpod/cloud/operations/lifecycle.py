@@ -17,9 +17,8 @@ cluster; metering keeps its history.
 
 from __future__ import annotations
 
-from vpod.controller import errors
-
 from ..metering import cluster_entry
+from ..model import errors
 from ..runner import Job, Outcome
 from ..states import ClusterStatus, Phase, ServerStatus
 from .common import (

@@ -18,9 +18,8 @@ SUSPENDED.
 
 from __future__ import annotations
 
-from vpod.controller import errors
-
 from ..metering import cluster_entry
+from ..model import errors
 from ..runner import Job, Outcome
 from ..states import ClusterStatus, Phase, ServerStatus
 from ..vipu import allocation_id_of

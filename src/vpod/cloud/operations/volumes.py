@@ -8,9 +8,8 @@ server (or the one named) as ``/mnt/<volume name>``.
 
 from __future__ import annotations
 
-from vpod.controller import errors
-
 from ..metering import volume_entry
+from ..model import errors
 from ..runner import Job, Outcome
 from ..states import VolumeStatus
 from .common import delete_volume, servers_of

@@ -11,11 +11,11 @@ gone, and then ends in ERROR with the reason.
 
 from __future__ import annotations
 
-from vpod.controller import errors
 from vpod.placement import Rejected
 
 from ..flavors import CATALOG, Flavor, HostRole
 from ..host_placement import HostView, capacity, place_servers
+from ..model import errors
 from .context import CloudContext
 
 MAX_COUNTED = 64

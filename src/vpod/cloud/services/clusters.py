@@ -14,12 +14,12 @@ import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from vpod.controller import errors
 from vpod.store.cloud_records import ClusterRecord, ServerRecord, TaskRecord, VolumeRecord
 
 from ..drivers import DriverError, ShellAccess
 from ..flavors import Flavor, check_image, find_flavor
 from ..metering import cluster_entry
+from ..model import errors
 from ..quotas import Exceeded, check_limits, cluster_demand, refuse_if_exceeded, server_demand
 from ..states import (
     ALLOWED_FROM,

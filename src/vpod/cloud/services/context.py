@@ -1,11 +1,9 @@
 """What every cloud use-case shares: settings, clock, ids, store, drivers, the V-IPU port.
 
 Built once by :func:`vpod.cloud.app.build_cloud`; no globals. Store calls go
-through the controller's ``Db`` (on the event loop for SQLite, in threads for
-PostgreSQL), which also turns store errors into service errors;
-:meth:`CloudContext.db` also turns the store's ``Conflict`` into
-``FailedPrecondition`` (a busy cluster, a status an operation cannot start
-from) or, for a lost race, ``Unavailable``.
+through :class:`~.db.CloudDb` (on the event loop for SQLite, in threads for
+PostgreSQL), which turns every store error into a cloud error; the V-IPU
+controller is reached only through :class:`~vpod.cloud.vipu.VipuPort`.
 """
 
 from __future__ import annotations
@@ -15,18 +13,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import ParamSpec, TypeVar
 
-from vpod.controller import errors
-from vpod.controller.app import Controller
 from vpod.controller.clock import Clock
 from vpod.store.cloud_records import MeterEntry
 from vpod.store.cloud_store import CloudStore
-from vpod.store.errors import Conflict
 
 from ..drivers import ComputeDriver, VolumeDriver
 from ..ids import IdGenerator
 from ..metering import MeteringSink, NoSink
 from ..settings import CloudSettings
 from ..vipu import VipuPort
+from .db import CloudDb
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -35,8 +31,9 @@ T = TypeVar("T")
 @dataclass
 class CloudContext:
     settings: CloudSettings
-    controller: Controller
     store: CloudStore
+    calls: CloudDb
+    """Runs ``store`` calls (:meth:`db`)."""
     clock: Clock
     ids: IdGenerator
     compute: ComputeDriver
@@ -50,26 +47,12 @@ class CloudContext:
     the servers holding the one revoked by the other."""
 
     async def db(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        """Run a store call through the controller's ``Db``, every store error as a service error.
-
-        A refused claim (not retryable) is FailedPrecondition with the store's
-        sentence; a lost race (retryable) is Unavailable: the caller may retry.
-        """
-        try:
-            return await self.controller.ctx.db(fn, *args, **kwargs)
-        except Conflict as exc:
-            if exc.retryable:
-                raise errors.Unavailable(f"{exc}; retry the request") from None
-            raise errors.FailedPrecondition(str(exc)) from None
+        """Run a store call, every store error as a cloud error (see :class:`CloudDb`)."""
+        return await self.calls(fn, *args, **kwargs)
 
     async def db_racing(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """Like :meth:`db`, but a lost race stays a store ``Conflict`` for the caller to retry."""
-        try:
-            return await self.controller.ctx.db(fn, *args, **kwargs)
-        except Conflict as exc:
-            if exc.retryable:
-                raise
-            raise errors.FailedPrecondition(str(exc)) from None
+        return await self.calls.racing(fn, *args, **kwargs)
 
     def published(self, entries: Sequence[MeterEntry]) -> None:
         """Copy committed metering entries to the sink."""

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import logging
 
-from vpod.controller import errors
-
 from ..metering import cluster_entry
+from ..model import errors
 from ..states import ClusterStatus
 from .context import CloudContext
 

@@ -4,11 +4,11 @@ registers a few of each model in two InfiniBand fabrics)."""
 
 from __future__ import annotations
 
-from vpod.controller import errors
 from vpod.domain.naming import ID_RULE, is_valid_id
 from vpod.store.cloud_records import HostRecord, HostUsage
 
 from ..flavors import HOST_MODELS, HostRole
+from ..model import errors
 from .context import CloudContext
 
 GPUS_PER_HOST = 8

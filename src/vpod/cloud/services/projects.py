@@ -21,12 +21,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from vpod.controller import errors
 from vpod.controller.credentials import hash_key, verify_key
 from vpod.domain.naming import ID_RULE, is_valid_id
 from vpod.store.cloud_records import ProjectRecord, TokenRecord
 
 from ..drivers.workspace import write_private
+from ..model import errors
 from ..quotas import check_quota_names, with_defaults
 from .context import CloudContext
 

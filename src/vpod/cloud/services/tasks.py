@@ -6,9 +6,9 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from vpod.controller import errors
 from vpod.store.cloud_records import TaskRecord
 
+from ..model import errors
 from ..states import Operation, TaskState
 from .context import CloudContext
 from .projects import Principal

@@ -8,11 +8,11 @@ cluster deletes them).
 
 from __future__ import annotations
 
-from vpod.controller import errors
 from vpod.store.cloud_records import TaskRecord, VolumeRecord
 
 from ..flavors import find_flavor
 from ..metering import volume_entry
+from ..model import errors
 from ..quotas import check_limits, refuse_if_exceeded, volume_demand
 from ..states import ALLOWED_FROM, ClusterStatus, Operation, VolumeStatus
 from ..states import check_operation as check_state

@@ -1,0 +1,78 @@
+"""The one mapping from the cloud's errors to HTTP, for every route of the cloud API.
+
+The body is the controller API's (``{"error": {"code", "message"}}``, see
+docs/rest-api.md), so a script reads one shape from both APIs; ``code`` is
+the gRPC status name of the same failure.
+
+=====================  ====  =====================
+cloud error            HTTP  code
+=====================  ====  =====================
+InvalidArgument        400   INVALID_ARGUMENT
+Unauthenticated        401   UNAUTHENTICATED
+PermissionDenied       403   PERMISSION_DENIED
+NotFound               404   NOT_FOUND
+AlreadyExists          409   ALREADY_EXISTS
+NoCapacity             409   RESOURCE_EXHAUSTED
+FailedPrecondition     409   FAILED_PRECONDITION
+Unavailable            503   UNAVAILABLE
+DriverError            503   UNAVAILABLE (a back end failed: the message says which)
+=====================  ====  =====================
+
+FastAPI registers exception handlers on the application, which the
+controller owns, so the cloud maps its errors in its own route class
+(:class:`CloudRoute`): every route of the cloud's routers, dependencies
+(authentication) included, answers through :func:`cloud_error_response`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from fastapi import Request, Response
+from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
+
+from ..model import errors
+
+HTTP_STATUS: dict[type[errors.CloudError], tuple[int, str]] = {
+    errors.InvalidArgument: (400, "INVALID_ARGUMENT"),
+    errors.Unauthenticated: (401, "UNAUTHENTICATED"),
+    errors.PermissionDenied: (403, "PERMISSION_DENIED"),
+    errors.NotFound: (404, "NOT_FOUND"),
+    errors.AlreadyExists: (409, "ALREADY_EXISTS"),
+    errors.NoCapacity: (409, "RESOURCE_EXHAUSTED"),
+    errors.FailedPrecondition: (409, "FAILED_PRECONDITION"),
+    errors.Unavailable: (503, "UNAVAILABLE"),
+    errors.DriverError: (503, "UNAVAILABLE"),
+}
+
+
+def status_of(exc: errors.CloudError) -> tuple[int, str]:
+    """The HTTP status and code of a cloud error (the most specific class wins)."""
+    for kind in type(exc).__mro__:
+        if kind in HTTP_STATUS:
+            return HTTP_STATUS[kind]
+    return 503 if exc.temporary else 500, "UNAVAILABLE" if exc.temporary else "INTERNAL"
+
+
+def cloud_error_response(exc: errors.CloudError) -> JSONResponse:
+    status, code = status_of(exc)
+    headers = {"WWW-Authenticate": 'Bearer realm="vpod"'} if status == 401 else None
+    body = {"error": {"code": code, "message": str(exc), "details": []}}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+class CloudRoute(APIRoute):
+    """A route whose cloud errors become HTTP answers through :data:`HTTP_STATUS`."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handle = super().get_route_handler()
+
+        async def handle_cloud_errors(request: Request) -> Response:
+            try:
+                return await handle(request)
+            except errors.CloudError as exc:
+                return cloud_error_response(exc)
+
+        return handle_cloud_errors
