@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
@@ -112,7 +113,7 @@ def test_other_projects_are_not_on_the_invoice() -> None:
 
 
 def test_volumes_are_charged_per_gib() -> None:
-    """100 GiB for 60 minutes at 0.00012 per GiB-hour is 0.012."""
+    """100 GiB for 60 minutes at 0.00012 per GiB-hour is 0.012, billed as 0.01 (whole cents)."""
     volume = MeterRecord(
         time=at(0),
         project_id="p",
@@ -126,7 +127,7 @@ def test_volumes_are_charged_per_gib() -> None:
         state="available",
     )
     bill = invoice([volume], 0, 60)
-    assert bill.by_item == {"volume:standard": Decimal("0.012000")}
+    assert bill.by_item == {"volume:standard": Decimal("0.01")}
 
 
 def test_a_period_must_end_after_it_starts() -> None:
@@ -157,3 +158,63 @@ def test_invoices_of_consecutive_periods_add_up(
     )
     assert first.minutes + second.minutes == whole.minutes
     assert sum(x.amount for x in first.lines + second.lines) == sum(x.amount for x in whole.lines)
+
+
+PRICES = st.sampled_from(
+    [
+        Decimal("4.60"),
+        Decimal("2.40"),
+        Decimal("0.01"),
+        Decimal("0.00012"),
+        Decimal("34.00"),
+        Decimal("1.95"),
+        Decimal("8.90"),
+    ]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3 * 24 * 60 * 60), st.booleans(), st.integers(1, 200), PRICES),
+        max_size=12,
+    ),
+    st.lists(st.integers(1, 3 * 24 * 60 - 1), max_size=8, unique=True),
+    st.one_of(st.none(), st.integers(0, 3 * 24 * 60 * 60)),
+)
+def test_totals_of_consecutive_periods_sum_to_the_whole_to_the_cent(
+    history: list[tuple[int, bool, int, Decimal]], cuts: list[int], now_s: int | None
+) -> None:
+    """Cut [a, c) anywhere into consecutive periods (seconds, not whole minutes, prices that
+    do not divide by 60, a 'now' anywhere): the periods' totals, by line and by item, sum
+    to exactly the whole period's, and every amount is whole cents."""
+    records = [record(s / 60, b, quantity=q, price=p) for s, b, q, p in history]
+    until = None if now_s is None else now_s / 60
+    bounds = [0.0, *sorted(c + 0.5 for c in cuts), 3 * 24 * 60.0]
+    whole = invoice(records, bounds[0], bounds[-1], until=until)
+    parts = [invoice(records, a, b, until=until) for a, b in itertools.pairwise(bounds)]
+    assert sum((p.total for p in parts), Decimal(0)) == whole.total
+    assert sum(p.minutes for p in parts) == whole.minutes
+    by_line: dict[tuple[str, int, Decimal], Decimal] = {}
+    for part in parts:
+        for line in part.lines:
+            key = (line.resource_id, line.quantity, line.unit_price_per_hour)
+            by_line[key] = by_line.get(key, Decimal(0)) + line.amount
+    whole_lines = {
+        (line.resource_id, line.quantity, line.unit_price_per_hour): line.amount
+        for line in whole.lines
+    }
+    assert {k: v for k, v in by_line.items() if v or k in whole_lines} == whole_lines
+    for bill in [whole, *parts]:
+        assert all(line.amount == line.amount.quantize(Decimal("0.01")) for line in bill.lines)
+        assert bill.total == sum((line.amount for line in bill.lines), Decimal(0))
+
+
+def test_a_small_price_is_charged_in_cents_as_it_accrues_not_rounded_away() -> None:
+    """0.01 per hour: each minute alone is worth nothing to the cent, yet an hour of
+    one-minute invoices bills one cent in total, in the minute the running total reaches
+    half a cent, as the one-hour invoice does."""
+    records = [record(0, True, price=Decimal("0.01"))]
+    minutes = [invoice(records, m, m + 1).total for m in range(60)]
+    assert sum(minutes, Decimal(0)) == invoice(records, 0, 60).total == Decimal("0.01")
+    assert minutes.count(Decimal("0.01")) == 1

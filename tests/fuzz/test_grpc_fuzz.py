@@ -27,6 +27,7 @@ from typing import Any
 
 import grpc
 import pytest
+from google.protobuf.timestamp_pb2 import Timestamp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -415,3 +416,99 @@ def test_the_pod_survived_the_fuzzing(target: FuzzTarget) -> None:
     )
     target.user.create("whole", 16)
     target.user.remove("whole")
+
+
+# ------------------------------------------------- admin API: the rest of its fields
+
+INT64 = st.integers(-(2**63), 2**63 - 1)
+INT32 = st.integers(-(2**31), 2**31 - 1)
+EDGE_SECONDS = st.sampled_from(
+    [0, -1, -62135596800, -62135596801, 253402300799, 253402300800, 2**63 - 1, -(2**63)]
+)
+"""Around year 1 and year 9999 (Timestamp's own range), and the ends of int64."""
+TIMESTAMPS = st.builds(
+    lambda seconds, nanos: Timestamp(seconds=seconds, nanos=nanos),
+    st.one_of(EDGE_SECONDS, INT64, st.integers(0, 2**31)),
+    st.one_of(st.sampled_from([0, 999_999_999, 1_000_000_000, -1]), INT32),
+)
+UINT64 = st.one_of(st.sampled_from([0, 1, 2**63 - 1, 2**63, 2**64 - 1]), st.integers(0, 2**64 - 1))
+
+
+@st.composite
+def list_events_requests(draw: st.DrawFn) -> apb.ListEventsRequest:
+    request = apb.ListEventsRequest(
+        actor=draw(st.one_of(st.just(""), ODD_TEXT, st.text(min_size=190, max_size=400))),
+        action=draw(st.one_of(st.just(""), st.just("create_partition"), ODD_TEXT)),
+        target=draw(st.one_of(st.just(""), ODD_TEXT)),
+        outcome=draw(st.one_of(st.just(""), st.just("ok"), ODD_TEXT)),
+        limit=draw(st.one_of(st.sampled_from([0, 1, 1000, 1001]), UINT32)),
+        before_id=draw(UINT64),
+    )
+    if draw(st.booleans()):
+        request.since.CopyFrom(draw(TIMESTAMPS))
+    if draw(st.booleans()):
+        request.until.CopyFrom(draw(TIMESTAMPS))
+    return request
+
+
+@settings(FUZZ, max_examples=150)
+@given(request=list_events_requests())
+def test_list_events(target: FuzzTarget, request: apb.ListEventsRequest) -> None:
+    """ListEvents with times anywhere an int64 of seconds reaches (and nanos out of range),
+    ids up to 2**64 - 1 and any limit: OK or INVALID_ARGUMENT with a sentence."""
+    code, _ = answer("ListEvents", target.admin.ListEvents, request)
+    assert code in (grpc.StatusCode.OK, grpc.StatusCode.INVALID_ARGUMENT), code
+
+
+@settings(FUZZ, max_examples=120)
+@given(
+    request=st.one_of(
+        st.builds(apb.RemoveAgentRequest, agent_id=NEW_AGENT_IDS, force=st.booleans()),
+        st.builds(
+            apb.RemoveClusterRequest,
+            cluster_id=IDS.filter(lambda i: i != "c1"),
+            force=st.booleans(),
+        ),
+        st.builds(
+            apb.RemoveAllocationRequest,
+            allocation_id=IDS.filter(lambda i: i != "al"),
+            force=st.booleans(),
+        ),
+        st.builds(apb.RemoveUserRequest, user_id=IDS),
+        st.builds(
+            apb.TestClusterRequest,
+            cluster_id=st.one_of(st.just("c1"), IDS),
+            tests=st.lists(st.one_of(st.integers(0, 6), ENUM), max_size=6),
+        ),
+        st.builds(apb.ListAllocationsRequest, cluster_id=st.one_of(st.just(""), IDS)),
+        st.just(apb.ListClustersRequest()),
+        st.just(apb.ListUsersRequest()),
+        st.builds(
+            apb.DiscoverAgentsRequest,
+            addresses=st.lists(
+                st.one_of(BAD_HOSTS, st.builds(lambda p: f"256.1.1.1:{p}", UINT32)), max_size=3
+            ),
+            add=st.booleans(),
+        ),
+        st.builds(pb.ListIPUAttributesRequest, agents=st.lists(AGENT_IDS, max_size=5)),
+    )
+)
+def test_admin_removals_tests_and_other_lists(target: FuzzTarget, request: Any) -> None:
+    """Every other admin rpc with random fields (removals of things that do not exist or
+    are not the pod's own, link tests with any test kind, discovery of addresses that
+    cannot be dialled, attribute lists): OK or a refusal."""
+    admin = target.admin
+    calls: dict[type, tuple[str, Callable[..., Any]]] = {
+        apb.RemoveAgentRequest: ("RemoveAgent", admin.RemoveAgent),
+        apb.RemoveClusterRequest: ("RemoveCluster", admin.RemoveCluster),
+        apb.RemoveAllocationRequest: ("RemoveAllocation", admin.RemoveAllocation),
+        apb.RemoveUserRequest: ("RemoveUser", admin.RemoveUser),
+        apb.TestClusterRequest: ("TestCluster", admin.TestCluster),
+        apb.ListAllocationsRequest: ("ListAllocations", admin.ListAllocations),
+        apb.ListClustersRequest: ("ListClusters", admin.ListClusters),
+        apb.ListUsersRequest: ("ListUsers", admin.ListUsers),
+        apb.DiscoverAgentsRequest: ("DiscoverAgents", admin.DiscoverAgents),
+        pb.ListIPUAttributesRequest: ("ListIpuAttributes(admin)", admin.ListIpuAttributes),
+    }
+    rpc, call = calls[type(request)]
+    answer(rpc, call, request)

@@ -11,9 +11,17 @@ minute in which it happens. So a resource is charged for every whole minute
 ``[m, m+1)`` whose *last* record before ``m + 1`` says billable: the minute
 a cluster is created in is charged, the minute it is deleted or suspended
 in is not, and a cluster that lives less than a minute within one minute
-costs nothing. Period bounds are rounded down to the minute. With that rule
-invoices add up: the invoice of ``[a, c)`` is the invoice of ``[a, b)`` plus
-that of ``[b, c)``, minute for minute and cent for cent before rounding.
+costs nothing. Period bounds are rounded down to the minute.
+
+The rounding rule (decision): amounts are whole cents, and a line's amount
+for a period is the difference of its *running total* rounded to the cent
+(half up) at the period's end and at its start, the running total being the
+exact ``minutes × quantity × unit price / 60`` of every minute the line was
+ever charged, up to that moment. Rounded running totals telescope, so the
+invoices of consecutive periods add up to the invoice of the whole period to
+the cent, line by line and in total, and over time no fraction of a cent is
+lost or charged twice (a 0.01-per-hour line charges one cent every hour, not
+nothing every minute).
 
 Nothing here reads a clock: the caller passes ``until`` (normally "now") so
 an invoice for a period that has not ended stops at the present.
@@ -25,15 +33,17 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
+from fractions import Fraction
 
 from .flavors import CURRENCY
 from .model import errors
 
 MINUTE = timedelta(minutes=1)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-LINE_QUANTUM = Decimal("0.000001")
-TOTAL_QUANTUM = Decimal("0.01")
+CENT = Decimal("0.01")
+_BEFORE_ALL = -(2**62)
+"""A minute before any record: the running total starts there."""
 
 
 @dataclass(frozen=True)
@@ -66,7 +76,8 @@ class InvoiceLine:
     unit_price_per_hour: Decimal
     minutes: int
     amount: Decimal
-    """``minutes × quantity × unit price / 60``, to six decimals."""
+    """In cents: the line's running total to the cent at the period's end minus at its
+    start (see the rounding rule above)."""
 
 
 @dataclass(frozen=True)
@@ -80,7 +91,7 @@ class Invoice:
 
     @property
     def total(self) -> Decimal:
-        return sum((line.amount for line in self.lines), Decimal(0)).quantize(TOTAL_QUANTUM)
+        return sum((line.amount for line in self.lines), Decimal(0)).quantize(CENT)
 
     @property
     def minutes(self) -> int:
@@ -129,15 +140,19 @@ def compute_invoice(
     first = minute_of(start)
     last = minute_of(end)
     if until is not None:
+        first = min(first, minute_of(until))
         last = min(last, minute_of(until))
     per_resource: dict[tuple[str, str], list[MeterRecord]] = defaultdict(list)
     for record in records:
         if record.project_id == project_id:
             per_resource[(record.resource_type, record.resource_id)].append(record)
     minutes: dict[_Key, int] = defaultdict(int)
+    earlier: dict[_Key, int] = defaultdict(int)
     for history in per_resource.values():
         for key, count in _billable_minutes(history, first, last):
             minutes[key] += count
+        for key, count in _billable_minutes(history, _BEFORE_ALL, first):
+            earlier[key] += count
     lines = tuple(
         InvoiceLine(
             resource_type=key[0],
@@ -147,7 +162,7 @@ def compute_invoice(
             quantity=key[4],
             unit_price_per_hour=key[5],
             minutes=count,
-            amount=(Decimal(count) * key[4] * key[5] / 60).quantize(LINE_QUANTUM),
+            amount=_cents(earlier[key] + count, key) - _cents(earlier[key], key),
         )
         for key, count in sorted(minutes.items(), key=lambda kv: (kv[0][0], kv[0][2], kv[0][1]))
         if count > 0
@@ -157,11 +172,19 @@ def compute_invoice(
         by_item[line.item] += line.amount
     return Invoice(
         project_id=project_id,
-        start=_at_minute(first),
+        start=_at_minute(minute_of(start)),
         end=_at_minute(minute_of(end)),
         lines=lines,
         by_item=dict(sorted(by_item.items())),
     )
+
+
+def _cents(minutes: int, key: _Key) -> Decimal:
+    """The running total of ``minutes`` charged minutes of a line, rounded half up to the cent."""
+    exact = Fraction(minutes * key[4]) * Fraction(key[5]) * 100 / 60
+    whole, part = divmod(exact, 1)
+    cents = int(whole) + (1 if part >= Fraction(1, 2) else 0)
+    return (Decimal(cents) / 100).quantize(CENT, rounding=ROUND_HALF_UP)
 
 
 def _billable_minutes(

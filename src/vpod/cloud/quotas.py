@@ -17,6 +17,8 @@ from .flavors import GPU_FAMILIES, Flavor
 from .model import errors
 
 UNLIMITED = -1
+MAX_LIMIT = 10**9
+"""The largest finite quota (anything larger is as good as unlimited: say -1)."""
 
 QUOTA_NAMES: tuple[str, ...] = (
     "clusters",
@@ -56,9 +58,10 @@ def check_quota_names(limits: Mapping[str, int]) -> dict[str, int]:
             f"unknown quota {unknown[0]!r}: the quotas are {', '.join(QUOTA_NAMES)}"
         )
     for name, value in limits.items():
-        if value < UNLIMITED:
+        if not UNLIMITED <= value <= MAX_LIMIT:
             raise errors.InvalidArgument(
-                f"quota {name} = {value} is not a limit: use 0 or more, or -1 for unlimited"
+                f"quota {name} = {value} is not a limit: use 0 to {MAX_LIMIT}, or -1 for"
+                " unlimited"
             )
     return dict(limits)
 

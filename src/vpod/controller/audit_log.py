@@ -9,17 +9,20 @@ first; the store applies every filter.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 from vpod.store.records import AuditEvent
 
 from . import errors
 from .caller import Caller
 from .context import Context
+from .moments import TimeOutOfRange, optional_utc
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
 _FILTER_CHARS = 200
+MAX_EVENT_ID = 2**63 - 1
+"""Ids are SQL BIGINTs: a larger ``before_id`` could never match anything."""
 
 
 @dataclass(frozen=True)
@@ -50,13 +53,18 @@ class EventFilter:
                 raise errors.InvalidArgument(
                     f"the {name} filter is longer than {_FILTER_CHARS} characters"
                 )
-        since, until = _utc(self.since), _utc(self.until)
+        try:
+            since, until = optional_utc(self.since, "since"), optional_utc(self.until, "until")
+        except TimeOutOfRange as exc:
+            raise errors.InvalidArgument(str(exc)) from None
         if since is not None and until is not None and since >= until:
             raise errors.InvalidArgument(
                 f"since ({since.isoformat()}) must be before until ({until.isoformat()})"
             )
-        if self.before_id is not None and self.before_id < 1:
-            raise errors.InvalidArgument(f"before_id must be positive, not {self.before_id}")
+        if self.before_id is not None and not 1 <= self.before_id <= MAX_EVENT_ID:
+            raise errors.InvalidArgument(
+                f"before_id must be between 1 and {MAX_EVENT_ID}, not {self.before_id}"
+            )
         return EventFilter(
             since=since,
             until=until,
@@ -67,12 +75,6 @@ class EventFilter:
             limit=self.limit,
             before_id=self.before_id,
         )
-
-
-def _utc(moment: datetime | None) -> datetime | None:
-    if moment is None or moment.tzinfo is not None:
-        return moment
-    return moment.replace(tzinfo=UTC)
 
 
 class AuditLog:

@@ -32,6 +32,7 @@ from typing import Any
 from fastapi import Request, Response
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
+from pydantic import BaseModel, Field
 
 from ..model import errors
 
@@ -61,6 +62,31 @@ def cloud_error_response(exc: errors.CloudError) -> JSONResponse:
     headers = {"WWW-Authenticate": 'Bearer realm="vpod"'} if status == 401 else None
     body = {"error": {"code": code, "message": str(exc), "details": []}}
     return JSONResponse(body, status_code=status, headers=headers)
+
+
+class _ErrorDetail(BaseModel):
+    code: str = Field(description="The gRPC status name of the failure.")
+    message: str = Field(description="What went wrong and what to do, in one sentence.")
+    details: list[Any] = Field(default_factory=list)
+
+
+class ErrorOut(BaseModel):
+    error: _ErrorDetail
+
+
+def error_responses() -> dict[int | str, dict[str, Any]]:
+    """The ``responses=`` of the cloud's routers: every error status they may answer."""
+    described = {
+        400: "The request is invalid (`INVALID_ARGUMENT`).",
+        401: "The token is missing or wrong (`UNAUTHENTICATED`).",
+        403: "The wrong kind of token for this route (`PERMISSION_DENIED`).",
+        404: "No such object, or not the project's (`NOT_FOUND`).",
+        409: "`ALREADY_EXISTS`, `RESOURCE_EXHAUSTED` (quota or capacity) or"
+        " `FAILED_PRECONDITION` (state, busy).",
+        413: "The request body is larger than the API takes (`REQUEST_TOO_LARGE`).",
+        503: "A back end cannot be reached; retry (`UNAVAILABLE`).",
+    }
+    return {status: {"model": ErrorOut, "description": text} for status, text in described.items()}
 
 
 class CloudRoute(APIRoute):

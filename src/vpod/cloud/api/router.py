@@ -14,11 +14,13 @@ The OpenAPI document of these routes alone is ``/api/cloud/v1/openapi.json``
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from vpod.controller.moments import LATEST, TimeOutOfRange, utc_moment
 
 from ..app import Cloud
 from ..model import errors
@@ -36,7 +38,7 @@ from .convert import (
     token_out,
     volume_out,
 )
-from .errors import CloudRoute
+from .errors import CloudRoute, error_responses
 from .models import (
     AttachIn,
     ClusterCreateIn,
@@ -105,20 +107,27 @@ def _period(
     start: datetime | None, end: datetime | None, now: datetime
 ) -> tuple[datetime, datetime]:
     """Default period: the current calendar month so far (UTC; at least its first minute)."""
-    defaulted = end is None
-    end = end or now
-    start = start or end.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-    if defaulted and end <= start:
-        end = start + timedelta(minutes=1)  # nothing after now is charged anyway
     for moment, name in ((start, "start"), (end, "end")):
-        if moment.tzinfo is None:
+        if moment is not None and moment.tzinfo is None:
             raise errors.InvalidArgument(f"give {name} with a time zone, e.g. 2026-01-01T00:00:00Z")
+    defaulted = end is None
+    try:
+        end = now if end is None else utc_moment(end, "end")
+        start = None if start is None else utc_moment(start, "start")
+    except TimeOutOfRange as exc:
+        raise errors.InvalidArgument(str(exc)) from None
+    if start is None:
+        start = end.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    if defaulted and end <= start:  # nothing after now is charged anyway
+        end = start + timedelta(minutes=1) if start < LATEST - timedelta(minutes=1) else LATEST
     return start, end
 
 
 def cloud_router(cloud: Cloud) -> APIRouter:
     """Every route of the cloud API, bound to ``cloud``."""
-    router = APIRouter(prefix=PREFIX, tags=["cloud"], route_class=CloudRoute)
+    router = APIRouter(
+        prefix=PREFIX, tags=["cloud"], route_class=CloudRoute, responses=error_responses()
+    )
     admin = APIRouter(prefix="/admin", tags=["cloud admin"], route_class=CloudRoute)
 
     async def principal(

@@ -145,6 +145,8 @@ class Clusters:
         sizes = [v.size_gib for v in request.new_volumes]
         if flavor.takes_volumes:
             sizes += [request.boot_volume_gib] * count
+        for size in sizes:
+            check_volume_size(size)
         project = await self._ctx.db(self._ctx.store.get_project, project_id)
         used = await self._ctx.db(self._ctx.store.project_usage, project_id)
         return check_limits(project.quotas, used, cluster_demand(flavor, count, sizes)), used
@@ -175,6 +177,8 @@ class Clusters:
                 f"{flavor.name} is bare metal: it takes no external volumes (it boots from its"
                 " local disk); leave volumes out, or pick a virtual flavor"
             )
+        if flavor.takes_volumes:
+            check_volume_size(request.boot_volume_gib)
         for volume in request.new_volumes:
             check_name("volume", volume.name)
             check_volume_size(volume.size_gib)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TypeVar
 
 import grpc
@@ -22,6 +22,7 @@ from vpod.wire import virmgrpc_pb2 as pb
 from .. import errors
 from ..app import Controller
 from ..audit_log import DEFAULT_LIMIT, AuditLog, EventFilter
+from ..moments import TimeOutOfRange, from_timestamp
 from .auth import GrpcAuthenticator
 from .grpc_errors import grpc_errors
 from .wire_convert import (
@@ -360,9 +361,14 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         self, request: apb.ListEventsRequest, context: grpc.aio.ServicerContext
     ) -> apb.ListEventsReply:
         caller = await self._auth.admin(context)
+        try:
+            since = from_timestamp(request.since, "since") if request.HasField("since") else None
+            until = from_timestamp(request.until, "until") if request.HasField("until") else None
+        except TimeOutOfRange as exc:
+            raise errors.InvalidArgument(str(exc)) from None
         wanted = EventFilter(
-            since=request.since.ToDatetime(UTC) if request.HasField("since") else None,
-            until=request.until.ToDatetime(UTC) if request.HasField("until") else None,
+            since=since,
+            until=until,
             actor=request.actor,
             action=request.action,
             target=request.target,

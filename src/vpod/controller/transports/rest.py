@@ -25,6 +25,7 @@ from ..app import Controller
 from ..metrics import ControllerMetrics
 from .http_docs import ASSETS_URL, docs_assets, docs_routes
 from .http_health import Readiness, health_routes
+from .http_limits import BodyLimitMiddleware
 from .http_metrics import RequestMetricsMiddleware, metrics_routes
 from .rest_admin import admin_routes
 from .rest_auth import caller_dependency
@@ -84,6 +85,7 @@ def create_http_app(
 
     install_error_handlers(app)
     app.add_middleware(RequestMetricsMiddleware, metrics=metrics)
+    app.add_middleware(BodyLimitMiddleware)
 
     auth = controller.auth
     app.include_router(user_routes(controller, caller_dependency(auth, admin=False)))

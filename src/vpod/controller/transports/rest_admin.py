@@ -12,7 +12,7 @@ from fastapi import APIRouter, Depends, Path, Query, Response, status
 from vpod.domain.entities import Agent, Cluster
 
 from ..app import Controller
-from ..audit_log import DEFAULT_LIMIT, MAX_LIMIT, AuditLog, EventFilter
+from ..audit_log import DEFAULT_LIMIT, MAX_EVENT_ID, MAX_LIMIT, AuditLog, EventFilter
 from ..caller import Caller
 from .rest_admin_models import (
     AdminPartitionList,
@@ -420,7 +420,8 @@ def admin_routes(controller: Controller, admin: CallerDependency) -> APIRouter:
         outcome: Filter = "",
         limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
         before_id: Annotated[
-            int | None, Query(ge=1, description="Page back: the smallest id seen so far.")
+            int | None,
+            Query(ge=1, le=MAX_EVENT_ID, description="Page back: the smallest id seen so far."),
         ] = None,
     ) -> EventList:
         """The audit log, newest first: who changed what, from where, and how it ended."""

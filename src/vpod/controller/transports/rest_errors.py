@@ -194,6 +194,7 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
         404: "No such object, or not visible to the caller (`NOT_FOUND`).",
         409: "Conflicts with the current state: `ALREADY_EXISTS`, `RESOURCE_EXHAUSTED`"
         " (no placement fits) or `FAILED_PRECONDITION`.",
+        413: "The request body is larger than the API takes (`REQUEST_TOO_LARGE`).",
         503: "Agents or the database cannot be reached (`UNAVAILABLE`).",
     }
     return {
