@@ -5,8 +5,9 @@ at the edge of what Python's ``datetime`` holds (year 1 or 9999). Converting
 ``9999-12-31T23:59:59-23:59`` to UTC leaves that range, so every time is
 checked here, and one outside years 1 to 9999 in UTC raises
 :class:`TimeOutOfRange` with a sentence, which each API turns into its
-``InvalidArgument`` (instead of an ``OverflowError`` deep in the store). gRPC ``Timestamp`` values are read here too: their seconds and nanos
-can be anything an ``int64``/``int32`` holds.
+``InvalidArgument`` (instead of an ``OverflowError`` deep in the store).
+gRPC ``Timestamp`` values are read here too: their seconds and nanos can be
+anything an ``int64``/``int32`` holds.
 """
 
 from __future__ import annotations
