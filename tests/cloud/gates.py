@@ -18,6 +18,7 @@ from vpod.cloud.drivers import (
     ServerSpec,
     SetupResult,
     ShellAccess,
+    TemporaryDriverError,
 )
 
 WAIT_S = 60.0
@@ -53,20 +54,27 @@ class GatedCompute:
     def __init__(self, inner: LocalCompute) -> None:
         self.inner = inner
         self._gates: dict[str, Gate] = {}
-        self._failures: dict[str, str] = {}
+        self._failures: dict[str, list[DriverError]] = {}
+        self.calls: dict[str, int] = {}
+        """How many times each gated method was called, failed calls included."""
 
     def hold(self, method: str) -> Gate:
         gate = self._gates[method] = Gate()
         return gate
 
-    def fail_next(self, method: str, message: str) -> None:
-        """The next call of ``method`` raises DriverError(message)."""
-        self._failures[method] = message
+    def fail_next(
+        self, method: str, message: str, *, temporary: bool = False, times: int = 1
+    ) -> None:
+        """The next ``times`` calls of ``method`` raise DriverError(message), or
+        TemporaryDriverError(message) if ``temporary``."""
+        kind = TemporaryDriverError if temporary else DriverError
+        self._failures[method] = [kind(message) for _ in range(times)]
 
     async def _through(self, method: str) -> None:
-        message = self._failures.pop(method, None)
-        if message is not None:
-            raise DriverError(message)
+        self.calls[method] = self.calls.get(method, 0) + 1
+        failures = self._failures.get(method)
+        if failures:
+            raise failures.pop()
         gate = self._gates.pop(method, None)
         if gate is not None:
             await gate.wait()

@@ -42,6 +42,8 @@ T = TypeVar("T")
 CALL_TIMEOUT_S = 120.0
 """A safety net for a hung call, not a performance threshold."""
 POD_CLUSTER = "pod"
+RETRY_S = 0.05
+"""The first wait before a task runs again after a temporary failure (short, for tests)."""
 
 
 class LoopThread:
@@ -139,7 +141,10 @@ class LiveCloud:
         if self.compute is not None:
             overrides["compute"] = self.compute
         cloud_settings = CloudSettings(
-            data_dir=self.data_dir, vipu_clusters=(POD_CLUSTER,), task_poll_s=0.2
+            data_dir=self.data_dir,
+            vipu_clusters=(POD_CLUSTER,),
+            task_poll_s=0.2,
+            task_retry_s=RETRY_S,
         )
         self.server = CloudServer(cloud_settings, **overrides)
         ready: asyncio.Future[RunningServer] = asyncio.get_running_loop().create_future()

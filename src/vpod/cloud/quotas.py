@@ -60,8 +60,7 @@ def check_quota_names(limits: Mapping[str, int]) -> dict[str, int]:
     for name, value in limits.items():
         if not UNLIMITED <= value <= MAX_LIMIT:
             raise errors.InvalidArgument(
-                f"quota {name} = {value} is not a limit: use 0 to {MAX_LIMIT}, or -1 for"
-                " unlimited"
+                f"quota {name} = {value} is not a limit: use 0 to {MAX_LIMIT}, or -1 for unlimited"
             )
     return dict(limits)
 

@@ -9,6 +9,14 @@ the operation's ``fail`` brings the resources to a defined state (rolls a
 creation back, keeps a failed resume SUSPENDED) and the task ends ERROR with
 the sentence of what went wrong.
 
+Temporary failures (:func:`.model.errors.is_temporary`: the database or the
+controller unreachable, a lost race, a back end that may answer later) are
+retried first: the task enters the RETRY phase (so the phases record every
+attempt, and the count survives a restart), waits ``task_retry_s``, doubled
+after each attempt up to :data:`MAX_BACKOFF_S`, and runs the operation
+again from the start, at most ``task_attempts`` times in all. Permanent
+failures, and a temporary one on the last attempt, roll back at once.
+
 Restarts: a task is only ever RUNNING in the store while a runner works on
 it. When the controller stops (or dies) mid-task, the task stays RUNNING;
 the next runner to start finds it and runs the operation again from the
@@ -32,14 +40,16 @@ from typing import Any, Protocol
 
 from vpod.store.cloud_records import ClusterRecord, MeterEntry, TaskRecord
 
-from .drivers import DriverError
 from .model import errors
+from .model.errors import CloudError, is_temporary
 from .services.context import CloudContext
 from .states import Phase, TaskState
 
 log = logging.getLogger("vpod.cloud.tasks")
 
 LEASE = "cloud-tasks"
+MAX_BACKOFF_S = 30.0
+"""The longest wait between two attempts of a task, however many came before."""
 INTERNAL = "internal error while running task {task}: see the controller log; the cluster was"
 
 
@@ -89,6 +99,11 @@ class Job:
             state=TaskState.RUNNING.value,
         )
 
+    @property
+    def attempt(self) -> int:
+        """Which attempt at the operation this is: 1, plus one per RETRY phase entered."""
+        return 1 + sum(1 for phase, _at in self.task.phases if phase == Phase.RETRY)
+
     def warn(self, sentence: str) -> None:
         self.warnings.append(sentence)
 
@@ -98,7 +113,8 @@ class Job:
 
 class Operation(Protocol):
     async def run(self, job: Job) -> Outcome:
-        """Do the work; raise a ServiceError or DriverError with a sentence to fail."""
+        """Do the work; raise a cloud error with a sentence to fail (a temporary one to have
+        it run again after a while)."""
 
     async def fail(self, job: Job, error: str, /) -> Outcome:
         """Bring the resources to the operation's defined failure state."""
@@ -106,9 +122,15 @@ class Operation(Protocol):
 
 class TaskRunner:
     def __init__(
-        self, ctx: CloudContext, operations: Mapping[str, Operation], *, holder: str
+        self,
+        ctx: CloudContext,
+        operations: Mapping[str, Operation],
+        *,
+        holder: str,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._ctx = ctx
+        self._sleep = sleep
         self._operations = operations
         self._holder = holder
         self._wake = asyncio.Event()
@@ -203,10 +225,10 @@ class TaskRunner:
             return
         try:
             await job.begin()
-            outcome = await operation.run(job)
+            outcome = await self._attempts(operation, job)
         except asyncio.CancelledError:
             raise
-        except (errors.ServiceError, DriverError) as exc:
+        except CloudError as exc:
             log.info("task %s (%s %s) failed: %s", task.id, task.operation, task.resource_name, exc)
             await self._finish(
                 job, TaskState.ERROR, str(exc), await self._fail(operation, job, str(exc))
@@ -220,6 +242,34 @@ class TaskRunner:
             )
             return
         await self._finish(job, TaskState.FINISHED, "", outcome)
+
+    async def _attempts(self, operation: Operation, job: Job) -> Outcome:
+        """Run the operation, again after a temporary failure while attempts remain."""
+        settings = self._ctx.settings
+        while True:
+            try:
+                return await operation.run(job)
+            except CloudError as exc:
+                attempt = job.attempt
+                if not is_temporary(exc) or attempt >= settings.task_attempts:
+                    raise
+                delay = min(settings.task_retry_s * 2 ** (attempt - 1), MAX_BACKOFF_S)
+                log.info(
+                    "task %s (%s %s): attempt %d of %d failed (%s); again in %.1f s",
+                    job.task.id,
+                    job.task.operation,
+                    job.task.resource_name,
+                    attempt,
+                    settings.task_attempts,
+                    exc,
+                    delay,
+                )
+                job.warn(
+                    f"attempt {attempt} of {settings.task_attempts} failed ({exc}); tried again"
+                    f" after {delay:g} s"
+                )
+                await job.phase(Phase.RETRY)
+                await self._sleep(delay)
 
     async def _fail(self, operation: Operation, job: Job, error: str) -> Outcome:
         try:

@@ -10,6 +10,8 @@ Every key is optional::
     user_api_host = ""            # address servers dial for the V-IPU user API
     task_poll_s = 1.0             # how often a runner looks for tasks another replica queued
     health_check_s = 2.0          # how often ACTIVE vPODs are checked for unreachable machines
+    task_attempts = 3             # tries of a task whose failures are temporary, in all
+    task_retry_s = 1.0            # wait before the second try; doubled before each next one
 """
 
 from __future__ import annotations
@@ -42,6 +44,10 @@ class CloudSettings:
     """Where servers reach the V-IPU user API; empty: the controller's own --host."""
     task_poll_s: float = 1.0
     health_check_s: float = 2.0
+    task_attempts: int = 3
+    """How many times a task runs when its failures are temporary (1: never again)."""
+    task_retry_s: float = 1.0
+    """The wait before a task's second attempt, doubled before each later one."""
     lease_ttl_s: float = 10.0
     """Only one controller replica runs cloud tasks: the holder of this lease."""
 
@@ -100,6 +106,10 @@ def parse_settings(raw: dict[str, Any], *, data_dir: Path, source: str) -> Cloud
                 raise errors.InvalidArgument(
                     f"{source}: {key} must be a {expected.__name__}, not {value!r}"
                 )
+            if key == "task_attempts" and value < 1:
+                raise errors.InvalidArgument(f"{source}: task_attempts is at least 1 (no retry)")
+            if expected is float and value < 0:
+                raise errors.InvalidArgument(f"{source}: {key} cannot be negative")
             values[key] = value
     return replace(settings, **values)
 

@@ -74,6 +74,8 @@ class Phase(enum.StrEnum):
     CLUSTER_RESIZE = "CLUSTER_RESIZE"
     CLUSTER_REBUILD = "CLUSTER_REBUILD"
     CLUSTER_CLEAN_UP = "CLUSTER_CLEAN_UP"
+    RETRY = "RETRY"
+    """Not the spec's: a temporary failure; the operation runs again from the start."""
     FINISHED = "FINISHED"
     ERROR = "ERROR"
 
