@@ -1,0 +1,155 @@
+"""``vpod-slurm-bridge``: the daemon beside slurmctld that makes and removes job partitions.
+
+Slurm runs PrologSlurmctld and EpilogSlurmctld as a new process per job. A
+process that imports gRPC and opens a channel costs a few hundred
+milliseconds, which would be added to every job's start; so the hooks are
+small standard-library programs that hand the job to this daemon over a Unix
+socket (mode 0600, owned by SlurmUser), and the daemon keeps one warm channel
+to the controller. It also runs the reconciler every ``reconcile_interval_s``.
+
+Protocol: one JSON object per line each way. Requests ``{"op": "start",
+"job_id": "42", "partition": "ipu"}``, ``{"op": "end", "job_id": "42"}``,
+``{"op": "reconcile"}``, ``{"op": "ping"}``; answers ``{"ok": true,
+"message": ...}`` or ``{"ok": false, "error": ...}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from .jobs import JobPartitions, StartRefused
+from .settings import SettingsError, SlurmSettings, load_settings
+from .slurm_commands import SlurmCommandError
+from .vipu_api import GrpcPartitionApi, PartitionApi, PartitionFailure, endpoint_from_hcl
+
+log = logging.getLogger("vpod.slurm")
+READY_LINE = "vpod-slurm-bridge ready"
+
+
+def open_api(settings: SlurmSettings) -> PartitionApi:
+    if not settings.vipu_config:
+        raise SettingsError("vipu_config is not set: name the vipu-cli.hcl the integration uses")
+    endpoint = endpoint_from_hcl(settings.vipu_config)
+    return GrpcPartitionApi(endpoint, timeout_s=settings.create_timeout_s)
+
+
+class Bridge:
+    """Serves the hooks' requests and reconciles periodically."""
+
+    def __init__(self, settings: SlurmSettings, jobs: JobPartitions) -> None:
+        self.settings = settings
+        self.jobs = jobs
+
+    async def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+        op = request.get("op")
+        job_id = str(request.get("job_id", ""))
+        try:
+            if op == "start":
+                message = await self.jobs.start(
+                    job_id, str(request.get("partition", "")), request.get("ipus")
+                )
+            elif op == "end":
+                message = await self.jobs.end(job_id)
+            elif op == "reconcile":
+                report = await self.jobs.reconcile()
+                return {"ok": True, "removed": report.removed, "kept": report.kept}
+            elif op == "ping":
+                message = "pong"
+            else:
+                return {"ok": False, "error": f"unknown op {op!r}"}
+        except (StartRefused, PartitionFailure, SlurmCommandError) as exc:
+            return {"ok": False, "error": str(exc)}
+        return {"ok": True, "message": message}
+
+    async def serve_connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        try:
+            while line := await reader.readline():
+                try:
+                    request = json.loads(line)
+                    if not isinstance(request, dict):
+                        raise ValueError("not an object")
+                except ValueError as exc:
+                    answer: dict[str, Any] = {"ok": False, "error": f"bad request: {exc}"}
+                else:
+                    answer = await self.handle(request)
+                writer.write(json.dumps(answer).encode() + b"\n")
+                await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+            with contextlib.suppress(ConnectionError):
+                await writer.wait_closed()
+
+    async def reconcile_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.reconcile_interval_s)
+            try:
+                report = await self.jobs.reconcile()
+            except (PartitionFailure, SlurmCommandError) as exc:
+                log.warning("reconcile failed: %s", exc)
+                continue
+            if report.removed:
+                log.info("reconcile removed %s", ", ".join(report.removed))
+
+
+async def serve(settings: SlurmSettings, *, ready: str | None = READY_LINE) -> None:
+    api = open_api(settings)
+    jobs = JobPartitions(settings, api)
+    bridge = Bridge(settings, jobs)
+    path = Path(settings.socket)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    old_umask = os.umask(0o177)  # the socket is born 0600: only its owner (SlurmUser) may call
+    try:
+        server = await asyncio.start_unix_server(bridge.serve_connection, path=str(path))
+    finally:
+        os.umask(old_umask)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    reconciler = asyncio.create_task(bridge.reconcile_forever())
+    if ready:
+        print(f"{ready}: socket {path}", flush=True)
+    try:
+        async with server:
+            await stop.wait()
+    finally:
+        reconciler.cancel()
+        await jobs.drain()
+        await api.close()
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console script ``vpod-slurm-bridge``."""
+    parser = argparse.ArgumentParser(
+        prog="vpod-slurm-bridge",
+        description="Make and remove the V-IPU partitions of Slurm jobs for the vpod-slurm hooks."
+        " Run it as SlurmUser on the slurmctld host.",
+    )
+    parser.add_argument(
+        "--config", help="settings file (default: $VPOD_SLURM_CONFIG or /etc/vpod/slurm.toml)"
+    )
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    try:
+        settings = load_settings(args.config)
+        asyncio.run(serve(settings))
+    except (SettingsError, PartitionFailure) as exc:
+        print(f"vpod-slurm-bridge: {exc}", file=sys.stderr)
+        sys.exit(2)

@@ -1,0 +1,221 @@
+"""One V-IPU partition per Slurm job: made before the job starts, removed when it ends.
+
+:class:`JobPartitions` is what the bridge runs for PrologSlurmctld (``start``),
+EpilogSlurmctld (``end``) and the reconciler (``reconcile``). Every action on
+one job holds that job's lock, so the reconciler can never remove a partition
+a prolog is creating at the same moment: it re-reads the job's state under
+the lock before removing anything.
+
+When a partition cannot be made the prolog fails, and Slurm puts the job back
+in the queue (only batch jobs can go back; Slurm cancels interactive ones).
+Slurm's own delay before a requeued job is eligible again is fixed, so the
+bridge sets the job's ``StartTime`` itself, doubling from ``retry_initial_s``
+up to ``retry_max_s``, and writes why into the job's ``AdminComment``
+(``scontrol show job`` shows it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from vpod.domain.sizes import is_partition_size
+
+from . import slurm_commands
+from .settings import SlurmSettings
+from .slurm_commands import ALIVE_STATES, SlurmCommandError
+from .vipu_api import PartitionApi, PartitionFailure
+
+log = logging.getLogger("vpod.slurm")
+
+FINAL_STATES = frozenset(
+    {
+        "CANCELLED",
+        "COMPLETED",
+        "FAILED",
+        "TIMEOUT",
+        "NODE_FAIL",
+        "BOOT_FAIL",
+        "DEADLINE",
+        "OUT_OF_MEMORY",
+        "PREEMPTED",
+        "SPECIAL_EXIT",
+        "REVOKED",
+    }
+)
+REQUEUE_WAIT_S = 15.0
+"""How long the bridge waits for Slurm to put a failed job back in the queue before its backoff."""
+
+
+class StartRefused(Exception):
+    """The job must not run now; the message is the reason the prolog reports."""
+
+
+@dataclass
+class _Retry:
+    attempts: int = 0
+    last_reason: str = ""
+
+
+@dataclass
+class ReconcileReport:
+    removed: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+
+
+class JobPartitions:
+    """The integration's use-cases over V-IPU (``api``) and Slurm's commands."""
+
+    def __init__(
+        self,
+        settings: SlurmSettings,
+        api: PartitionApi,
+        *,
+        clock: Callable[[], float] = time.time,
+        schedule_retries: bool = True,
+    ) -> None:
+        self.settings = settings
+        self.schedule_retries = schedule_retries
+        self.api = api
+        self.clock = clock
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._retries: dict[str, _Retry] = {}
+        self._background: set[asyncio.Task[None]] = set()
+
+    def _lock(self, job_id: str) -> asyncio.Lock:
+        lock = self._locks.get(job_id)
+        if lock is None:
+            lock = self._locks[job_id] = asyncio.Lock()
+        return lock
+
+    def _forget_lock(self, job_id: str) -> None:
+        lock = self._locks.get(job_id)
+        if lock is not None and not lock.locked():
+            del self._locks[job_id]
+
+    async def start(self, job_id: str, slurm_partition: str, ipus: int | None = None) -> str:
+        """Make the job's partition; return what was done, raise StartRefused to requeue."""
+        async with self._lock(job_id):
+            try:
+                return await self._start(job_id, slurm_partition, ipus)
+            except StartRefused as exc:
+                if self.schedule_retries:
+                    self._schedule_retry(job_id, str(exc))
+                raise
+            finally:
+                self._forget_lock(job_id)
+
+    async def _start(self, job_id: str, slurm_partition: str, ipus: int | None) -> str:
+        if ipus is None:
+            try:
+                ipus = await slurm_commands.job_ipus(self.settings, job_id)
+            except SlurmCommandError as exc:
+                raise StartRefused(f"cannot read the job's IPU request: {exc}") from None
+        if ipus == 0:
+            return f"job {job_id} asked for no IPUs"
+        partition_id = self.settings.partition_id(job_id)
+        if not is_partition_size(ipus):
+            # job_submit.lua refuses these at submission; a job from before that rule lands here.
+            raise StartRefused(f"{ipus} IPUs is not a partition size V-IPU can make")
+        allocation = self.settings.allocation_for(slurm_partition)
+        try:
+            await self.api.create(partition_id, ipus, allocation)
+        except PartitionFailure as exc:
+            raise StartRefused(str(exc)) from None
+        retry = self._retries.pop(job_id, None)
+        if retry is not None:
+            await self._annotate(
+                job_id, f"vpod: partition {partition_id} made after {retry.attempts + 1} attempts"
+            )
+        log.info("job %s: partition %s of %d IPUs is ACTIVE", job_id, partition_id, ipus)
+        return f"partition {partition_id} of {ipus} IPUs is ACTIVE"
+
+    async def end(self, job_id: str) -> str:
+        """Remove the job's partition (any end: done, failed, cancelled, timed out, requeued)."""
+        partition_id = self.settings.partition_id(job_id)
+        async with self._lock(job_id):
+            try:
+                removed = await self.api.remove(partition_id)
+            finally:
+                self._forget_lock(job_id)
+        if removed:
+            log.info("job %s ended: partition %s removed", job_id, partition_id)
+            return f"partition {partition_id} removed"
+        return f"partition {partition_id} was already gone"
+
+    async def reconcile(self) -> ReconcileReport:
+        """Remove our partitions whose job is gone or not running; never a running job's."""
+        report = ReconcileReport()
+        # Partitions first, then jobs: a partition listed here existed before the job snapshot.
+        ours = [
+            (pid, job)
+            for pid in await self.api.list_ids()
+            if (job := self.settings.job_of(pid)) is not None
+        ]
+        if not ours:
+            return report
+        states = await slurm_commands.job_states(self.settings)
+        for partition_id, job_id in ours:
+            if states.get(job_id) in ALIVE_STATES:
+                report.kept.append(partition_id)
+                continue
+            async with self._lock(job_id):
+                try:
+                    state = await slurm_commands.job_state(self.settings, job_id)
+                    if state in ALIVE_STATES:
+                        report.kept.append(partition_id)
+                        continue
+                    if await self.api.remove(partition_id):
+                        log.info("reconcile: removed %s (job %s: %s)", partition_id, job_id, state)
+                        report.removed.append(partition_id)
+                finally:
+                    self._forget_lock(job_id)
+        return report
+
+    # -- going back to the queue
+
+    def _schedule_retry(self, job_id: str, reason: str) -> None:
+        retry = self._retries.setdefault(job_id, _Retry())
+        retry.attempts += 1
+        retry.last_reason = reason
+        delay = min(
+            self.settings.retry_initial_s * 2 ** (retry.attempts - 1), self.settings.retry_max_s
+        )
+        log.warning("job %s: %s; back in the queue for %.0f s", job_id, reason, delay)
+        task = asyncio.create_task(self._after_requeue(job_id, reason, retry.attempts, delay))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _after_requeue(self, job_id: str, reason: str, attempt: int, delay: float) -> None:
+        """Once Slurm has requeued the job: say why, and set when it may start again."""
+        when = time.strftime("%H:%M:%S", time.localtime(self.clock() + delay))
+        comment = f"vpod: no IPU partition yet ({reason}); attempt {attempt}, next try at {when}"
+        deadline = self.clock() + REQUEUE_WAIT_S
+        try:
+            while self.clock() < deadline:
+                state = await slurm_commands.job_state(self.settings, job_id)
+                if state == "PENDING":
+                    await slurm_commands.update_job(
+                        self.settings, job_id, AdminComment=comment, StartTime=f"now+{round(delay)}"
+                    )
+                    return
+                if state is None or state in FINAL_STATES:
+                    break  # interactive jobs are cancelled instead of requeued
+                await asyncio.sleep(0.1)
+            self._retries.pop(job_id, None)
+        except SlurmCommandError as exc:
+            log.warning("job %s: cannot set its retry time: %s", job_id, exc)
+
+    async def _annotate(self, job_id: str, comment: str) -> None:
+        try:
+            await slurm_commands.update_job(self.settings, job_id, AdminComment=comment)
+        except SlurmCommandError as exc:
+            log.warning("job %s: cannot write its comment: %s", job_id, exc)
+
+    async def drain(self) -> None:
+        """Wait for the background retry bookkeeping (for a clean shutdown)."""
+        if self._background:
+            await asyncio.gather(*self._background, return_exceptions=True)

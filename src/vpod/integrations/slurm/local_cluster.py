@@ -1,0 +1,312 @@
+"""A one-node Slurm on loopback wired to a V-IPU controller: munged, slurmctld, slurmd, the bridge.
+
+Everything lives under one private directory (config, state, spool, logs,
+munge key and socket) and listens on ports chosen free at start, so it runs
+beside a system Slurm and beside other copies of itself. It needs root
+(slurmd starts jobs as their users) and Debian's ``slurm-wlm`` and ``munge``.
+``vpod slurm up`` and the tests start it; production uses the system's Slurm
+with the lines docs/slurm.md lists.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from .settings import SlurmSettings, render_settings
+from .slurm_conf import IpuPartition, gres_conf, integration_lines, job_submit_lua, node_gres
+
+NODE_NAME = "vpod"
+SLURM_PARTITION = "ipu"
+CPUS = 256
+"""Cores the node claims (config_overrides): enough that CPUs never limit IPU jobs."""
+START_TIMEOUT_S = 60.0
+REQUIRED_PROGRAMS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scontrol")
+
+
+class LocalSlurmError(Exception):
+    """The local Slurm cannot start; the message says what is missing."""
+
+
+def missing_requirements() -> str | None:
+    """Why a local Slurm cannot run here, or None when it can."""
+    if os.geteuid() != 0:
+        return "needs root: slurmd starts jobs as their users"
+    missing = [
+        name for name in REQUIRED_PROGRAMS if shutil.which(name, path=_search_path()) is None
+    ]
+    if missing:
+        return f"{', '.join(missing)} not installed (Debian: apt-get install slurm-wlm munge)"
+    return None
+
+
+def _search_path() -> str:
+    return os.environ.get("PATH", "") + ":/usr/sbin:/usr/bin:/sbin"
+
+
+def _which(name: str) -> str:
+    found = shutil.which(name, path=_search_path())
+    if found is None:
+        raise LocalSlurmError(f"{name} is not installed (Debian: apt-get install slurm-wlm munge)")
+    return found
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class LocalSlurm:
+    """The processes and files of one local Slurm; ``start()`` then ``stop()``."""
+
+    root: Path
+    settings: SlurmSettings
+    ipus: int
+    """GRES count of the node: the size of the V-IPU allocation the ``ipu`` partition maps to."""
+    bin_dir: Path = field(default_factory=lambda: Path(sys.executable).parent)
+    with_bridge: bool = True
+    with_integration: bool = True
+    """False: the same Slurm without hooks or job_submit.lua (the benchmark's baseline)."""
+    ctld_port: int = 0
+    slurmd_port: int = 0
+    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    @property
+    def etc(self) -> Path:
+        return self.root / "etc"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "log"
+
+    @property
+    def slurm_conf(self) -> Path:
+        return self.etc / "slurm.conf"
+
+    @property
+    def settings_path(self) -> Path:
+        return self.etc / "vpod-slurm.toml"
+
+    def env(self) -> dict[str, str]:
+        """Environment for Slurm commands aimed at this cluster."""
+        env = dict(os.environ)
+        env["SLURM_CONF"] = str(self.slurm_conf)
+        env["PATH"] = _search_path()
+        return env
+
+    # -- files
+
+    def write_files(self) -> None:
+        for sub in ("etc", "state", "spool", "log", "run", "munge", "bin"):
+            (self.root / sub).mkdir(parents=True, exist_ok=True)
+        os.chmod(self.root / "munge", 0o700)
+        key = self.root / "munge" / "munge.key"
+        if not key.exists():
+            key.write_bytes(secrets.token_bytes(1024))
+            os.chmod(key, 0o400)
+        self.ctld_port = self.ctld_port or free_port()
+        self.slurmd_port = self.slurmd_port or free_port()
+        self.settings = replace(
+            self.settings,
+            slurm_conf=str(self.slurm_conf),
+            socket=str(self.root / "run" / "bridge.sock"),
+            slurm_bin_dir=str(Path(_which("squeue")).parent),
+        )
+        self.settings_path.write_text(render_settings(self.settings))
+        hooks = {}
+        for hook, program in (
+            ("prolog", "vpod-slurm-prolog"),
+            ("epilog", "vpod-slurm-epilog"),
+            ("task_prolog", "vpod-slurm-task-prolog"),
+        ):
+            # slurm.conf names a program without arguments: a wrapper passes our settings file.
+            wrapper = self.root / "bin" / program
+            wrapper.write_text(
+                f"#!/bin/sh\nexec {self.bin_dir / program} --config {self.settings_path}\n"
+            )
+            os.chmod(wrapper, 0o755)
+            hooks[hook] = str(wrapper)
+        partition = IpuPartition(
+            SLURM_PARTITION, NODE_NAME, self.settings.allocation_for(SLURM_PARTITION), self.ipus
+        )
+        self.slurm_conf.write_text(self._slurm_conf(partition, hooks))
+        (self.etc / "gres.conf").write_text(gres_conf([partition]))
+        (self.etc / "job_submit.lua").write_text(job_submit_lua([partition], SLURM_PARTITION))
+        os.chmod(self.root, 0o755)  # jobs of other users read the settings and hooks
+
+    def _slurm_conf(self, partition: IpuPartition, hooks: dict[str, str]) -> str:
+        r = self.root
+        lines = [
+            "# A one-node Slurm for vpod (written by vpod slurm up / the tests)",
+            "ClusterName=vpod",
+            f"SlurmctldHost={socket.gethostname()}(127.0.0.1)",
+            f"SlurmctldPort={self.ctld_port}",
+            f"SlurmdPort={self.slurmd_port}",
+            "AuthType=auth/munge",
+            "CredType=cred/munge",
+            f"AuthInfo=socket={r / 'munge' / 'munge.socket'}",
+            "SlurmUser=root",
+            "SlurmdUser=root",
+            f"StateSaveLocation={r / 'state'}",
+            f"SlurmdSpoolDir={r / 'spool'}",
+            f"SlurmctldPidFile={r / 'run' / 'slurmctld.pid'}",
+            f"SlurmdPidFile={r / 'run' / 'slurmd.pid'}",
+            f"SlurmctldLogFile={r / 'log' / 'slurmctld.log'}",
+            f"SlurmdLogFile={r / 'log' / 'slurmd.log'}",
+            "JobCompType=jobcomp/filetxt",
+            f"JobCompLoc={r / 'log' / 'jobcomp.txt'}",
+            "ProctrackType=proctrack/pgid",
+            "TaskPlugin=task/none",
+            "SelectType=select/cons_tres",
+            "SelectTypeParameters=CR_CPU",
+            "SchedulerType=sched/builtin",
+            "SchedulerParameters=sched_interval=2",
+            "SlurmdParameters=config_overrides",
+            "ReturnToService=2",
+            "MinJobAge=600",
+            "KillWait=2",
+            "InactiveLimit=0",
+            "MailProg=/bin/true",
+            "MpiDefault=none",
+            "SlurmctldDebug=info",
+            "SlurmdDebug=info",
+        ]
+        if self.with_integration:
+            lines += integration_lines(hooks)
+        else:
+            lines += ["GresTypes=ipu"]
+        lines += [
+            f"NodeName={NODE_NAME} NodeHostname={socket.gethostname()} NodeAddr=127.0.0.1"
+            f" CPUs={CPUS} RealMemory=100000 {node_gres([partition], NODE_NAME)} State=UNKNOWN",
+            f"PartitionName={SLURM_PARTITION} Nodes={NODE_NAME} Default=YES MaxTime=INFINITE"
+            " State=UP",
+        ]
+        return "\n".join(lines) + "\n"
+
+    # -- processes
+
+    def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
+        log = open(self.logs / f"{name}.out", "ab")  # noqa: SIM115 - the child owns it
+        proc = subprocess.Popen(
+            argv, env=self.env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        log.close()
+        self.procs[name] = proc
+        return proc
+
+    def start(self) -> None:
+        reason = missing_requirements()
+        if reason:
+            raise LocalSlurmError(f"cannot run a local Slurm: {reason}")
+        self.write_files()
+        try:
+            self._start_processes()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start_processes(self) -> None:
+        m = self.root / "munge"
+        self._spawn(
+            "munged",
+            [
+                _which("munged"),
+                "-F",
+                "-f",
+                f"--socket={m / 'munge.socket'}",
+                f"--key-file={m / 'munge.key'}",
+                f"--log-file={m / 'munged.log'}",
+                f"--pid-file={m / 'munged.pid'}",
+                f"--seed-file={m / 'munged.seed'}",
+            ],
+        )
+        self._wait(lambda: (m / "munge.socket").exists(), "munged to open its socket")
+        if self.with_bridge and self.with_integration:
+            self.start_bridge()
+        self.start_slurmctld()
+        self._spawn("slurmd", [_which("slurmd"), "-D", "-N", NODE_NAME])
+        self._wait(self.node_idle, f"node {NODE_NAME} to become idle")
+
+    def start_bridge(self) -> None:
+        proc = self._spawn(
+            "bridge", [str(self.bin_dir / "vpod-slurm-bridge"), "--config", str(self.settings_path)]
+        )
+        sock = Path(self.settings.socket)
+        self._wait(lambda: sock.exists() or proc.poll() is not None, "the bridge's socket")
+        if proc.poll() is not None:
+            raise LocalSlurmError(
+                f"vpod-slurm-bridge exited: {(self.logs / 'bridge.out').read_text()[-2000:]}"
+            )
+
+    def start_slurmctld(self) -> None:
+        self._spawn("slurmctld", [_which("slurmctld"), "-D", "-i"])
+        self._wait(self.controller_up, "slurmctld to answer")
+
+    def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
+        proc = self.procs.pop(name, None)
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(sig)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+    def run(self, *argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [_which(argv[0]), *argv[1:]],
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        if check and done.returncode != 0:
+            raise LocalSlurmError(f"{' '.join(argv)}: {done.stderr.strip()}")
+        return done
+
+    def controller_up(self) -> bool:
+        return self.run("scontrol", "ping", check=False).stdout.count("UP") > 0
+
+    def node_idle(self) -> bool:
+        out = self.run("sinfo", "--noheader", "-n", NODE_NAME, "-o", "%T", check=False).stdout
+        return out.strip().rstrip("*") in ("idle", "mixed", "allocated")
+
+    def _wait(self, ready: object, what: str, timeout: float = START_TIMEOUT_S) -> None:
+        assert callable(ready)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if ready():
+                return
+            for name, proc in self.procs.items():
+                if proc.poll() is not None:
+                    tail = (self.logs / f"{name}.out").read_text(errors="replace")[-2000:]
+                    raise LocalSlurmError(
+                        f"{name} exited with {proc.returncode} waiting for {what}:\n{tail}"
+                    )
+            time.sleep(0.1)
+        raise LocalSlurmError(f"timed out waiting for {what}; logs in {self.logs}")
+
+    def stop(self) -> None:
+        """Cancel every job, then stop slurmd, slurmctld, the bridge and munged."""
+        if "slurmctld" in self.procs:
+            self.run("scancel", "--full", "--quiet", "--user", "root", check=False)
+            deadline = time.monotonic() + 20
+            while (
+                time.monotonic() < deadline
+                and self.run("squeue", "--noheader", check=False).stdout.strip()
+            ):
+                time.sleep(0.2)
+        for name in ("slurmd", "slurmctld", "bridge", "munged"):
+            self.kill(name, signal.SIGTERM)
