@@ -11,6 +11,7 @@ from vpod import __version__
 from .cloud_commands import CLOUD_COMMANDS
 from .errors import run_cli
 from .sim_command import sim
+from .slurm_up import slurm
 from .up import UpOptions, run_up
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -125,6 +126,7 @@ def up(
 
 
 cli.add_command(sim)
+cli.add_command(slurm)
 for _command in CLOUD_COMMANDS:
     cli.add_command(_command)
 

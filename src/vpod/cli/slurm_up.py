@@ -1,0 +1,245 @@
+"""``vpod slurm up``: the embedded pod plus a one-node Slurm whose jobs get V-IPU partitions.
+
+It runs ``vpod up`` as a child (same data directory and options), reads the
+size of the default allocation with ``vipu-admin list allocations --json``,
+then starts munged, slurmctld, slurmd and ``vpod-slurm-bridge`` under
+``DATA_DIR/slurm`` (see :mod:`vpod.integrations.slurm.local_cluster`) and
+prints what to type. With ``--secure`` the integration gets its own V-IPU
+user ``slurm`` whose key is in ``DATA_DIR/slurm.vipu-cli.hcl`` (mode 0600).
+Ctrl-C stops everything.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import click
+
+from vpod.integrations.slurm.local_cluster import (
+    SLURM_PARTITION,
+    LocalSlurm,
+    LocalSlurmError,
+    missing_requirements,
+)
+from vpod.integrations.slurm.settings import SlurmSettings
+
+from .errors import CliFailure, fail, run_cli
+
+UP_TIMEOUT_S = 120.0
+INTEGRATION_USER = "slurm"
+
+
+def _bin(name: str) -> str:
+    return str(Path(sys.executable).parent / name)
+
+
+def _start_pod(argv: list[str]) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
+    ready: list[str] = []
+    seen = threading.Event()
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith("vpod is up:"):
+                ready.append(line.strip())
+                seen.set()
+            elif not seen.is_set() or "error" in line.lower():
+                sys.stderr.write(line)
+        seen.set()
+
+    threading.Thread(target=pump, daemon=True).start()
+    if not seen.wait(UP_TIMEOUT_S) or not ready:
+        proc.kill()
+        fail("vpod up did not become ready (see the messages above)")
+    return proc, ready[0]
+
+
+def _port(ready: str, label: str) -> int:
+    return int(ready.split(label, 1)[1].split(",", 1)[0].strip().rsplit(":", 1)[1])
+
+
+def _admin(admin_config: Path, *args: str, cwd: Path | None = None) -> str:
+    done = subprocess.run(
+        [_bin("vipu-admin"), "--config", str(admin_config), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=cwd,
+    )
+    if done.returncode != 0:
+        fail(f"vipu-admin {' '.join(args)}: {done.stderr.strip()}")
+    return done.stdout
+
+
+def _allocation_size(admin_config: Path, allocation: str) -> int:
+    listing = json.loads(_admin(admin_config, "list", "allocations", "--json"))
+    for row in listing["allocations"]:
+        if row["allocation"]["id"] == allocation:
+            return int(row["size"])
+    raise CliFailure(f"the pod has no allocation {allocation}", 1)
+
+
+def _integration_user(data_dir: Path, admin_config: Path, allocation: str, port: int) -> Path:
+    """The V-IPU user the bridge authenticates as (its key only in a root-only file)."""
+    path = data_dir / f"{INTEGRATION_USER}.vipu-cli.hcl"
+    if not path.exists():
+        _admin(
+            admin_config,
+            "create",
+            "user",
+            INTEGRATION_USER,
+            "--allocations",
+            allocation,
+            "--output",
+            str(data_dir),
+            "--user-api-port",
+            str(port),
+            "--json",
+            cwd=data_dir,
+        )
+    path.chmod(0o600)
+    return path
+
+
+@click.group("slurm")
+def slurm() -> None:
+    """A one-node Slurm wired to the embedded pod."""
+
+
+@slurm.command("up")
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("vpod-data"),
+    show_default=True,
+    help="The pod's data directory; Slurm's files go in DATA_DIR/slurm.",
+)
+@click.option("--pod", "pod_shape", default=None, metavar="SHAPE", help="Pod shape (see vpod up).")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8090,
+    show_default=True,
+    help="V-IPU user API port.",
+)
+@click.option(
+    "--admin-port",
+    type=click.IntRange(0, 65535),
+    default=8091,
+    show_default=True,
+    help="Admin API port.",
+)
+@click.option(
+    "--http-port",
+    type=click.IntRange(0, 65535),
+    default=8080,
+    show_default=True,
+    help="REST API port.",
+)
+@click.option(
+    "--secure",
+    is_flag=True,
+    help="Controller with authentication; the integration uses its own user 'slurm'.",
+)
+def slurm_up(
+    data_dir: Path,
+    pod_shape: str | None,
+    port: int,
+    admin_port: int,
+    http_port: int,
+    secure: bool,
+) -> None:
+    """Run the embedded pod and a one-node Slurm (needs root, slurm-wlm and munge) until Ctrl-C."""
+    run_cli(lambda: _run(data_dir, pod_shape, port, admin_port, http_port, secure))
+
+
+def _run(
+    data_dir: Path,
+    pod_shape: str | None,
+    port: int,
+    admin_port: int,
+    http_port: int,
+    secure: bool,
+) -> None:
+    reason = missing_requirements()
+    if reason:
+        fail(f"cannot run a local Slurm: {reason}", 2)
+    data_dir = data_dir.resolve()
+    argv = [
+        _bin("vpod"),
+        "up",
+        "--data-dir",
+        str(data_dir),
+        "--port",
+        str(port),
+        "--admin-port",
+        str(admin_port),
+        "--http-port",
+        str(http_port),
+        "--no-cloud",
+    ]
+    if pod_shape:
+        argv += ["--pod", pod_shape]
+    if secure:
+        argv.append("--secure")
+    pod, ready = _start_pod(argv)
+    cluster: LocalSlurm | None = None
+    stop = threading.Event()
+    previous = {
+        sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        user_port = _port(ready, "user API")
+        admin_config = data_dir / ("admin.vipu-cli.hcl" if secure else "vipu-cli.hcl")
+        allocation = "default"
+        ipus = _allocation_size(admin_config, allocation)
+        vipu_config = (
+            _integration_user(data_dir, admin_config, allocation, user_port)
+            if secure
+            else data_dir / "vipu-cli.hcl"
+        )
+        settings = SlurmSettings(
+            vipu_config=str(vipu_config),
+            default_allocation=allocation,
+            ipuof_api_host="127.0.0.1",
+            ipuof_api_port=user_port,
+            retry_initial_s=5.0,
+            reconcile_interval_s=30.0,
+        )
+        cluster = LocalSlurm(data_dir / "slurm", settings, ipus)
+        cluster.start()
+        print(
+            f"vpod slurm is up: Slurm partition {SLURM_PARTITION} with {ipus} IPUs (V-IPU"
+            f" allocation {allocation}), user API 127.0.0.1:{user_port}. Next: export"
+            f" SLURM_CONF={cluster.slurm_conf} && sbatch --gres=ipu:8 --wrap"
+            f" 'env | grep IPUOF; sleep 30' && squeue && vipu --config {vipu_config}"
+            " list partitions",
+            flush=True,
+        )
+        while not stop.is_set() and pod.poll() is None:
+            stop.wait(0.5)
+        if pod.poll() is not None:
+            fail(f"vpod up exited with code {pod.returncode}")
+    except LocalSlurmError as exc:
+        fail(str(exc))
+    finally:
+        if cluster is not None:
+            cluster.stop()
+        if pod.poll() is None:
+            pod.send_signal(signal.SIGINT)
+            try:
+                pod.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                pod.kill()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    print("vpod slurm stopped", flush=True)
