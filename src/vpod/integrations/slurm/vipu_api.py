@@ -18,6 +18,12 @@ import grpc.aio
 from vpod.wire import virmgrpc_pb2 as pb
 from vpod.wire import virmgrpc_pb2_grpc as pb_grpc
 
+CHANNEL_OPTIONS = (
+    ("grpc.initial_reconnect_backoff_ms", 200),
+    ("grpc.min_reconnect_backoff_ms", 200),
+    ("grpc.max_reconnect_backoff_ms", 2000),
+)
+"""Reconnect soon after a controller restart: a job's retry must not wait on gRPC's 2-minute cap."""
 USER_ID_METADATA = "vipu-user-id"
 ACCESS_KEY_METADATA = "vipu-access-key"
 
@@ -99,9 +105,13 @@ class GrpcPartitionApi:
         if self._stub is None:
             if self.endpoint.tls_ca:
                 credentials = grpc.ssl_channel_credentials(Path(self.endpoint.tls_ca).read_bytes())
-                self._channel = grpc.aio.secure_channel(self.endpoint.target, credentials)
+                self._channel = grpc.aio.secure_channel(
+                    self.endpoint.target, credentials, options=CHANNEL_OPTIONS
+                )
             else:
-                self._channel = grpc.aio.insecure_channel(self.endpoint.target)
+                self._channel = grpc.aio.insecure_channel(
+                    self.endpoint.target, options=CHANNEL_OPTIONS
+                )
             self._stub = pb_grpc.UserServiceStub(self._channel)  # type: ignore[assignment]
         assert self._stub is not None
         return self._stub

@@ -1,0 +1,233 @@
+"""A real Slurm (munged, slurmctld, slurmd, the bridge) on loopback beside a real ``vpod up``.
+
+``slurm_pod_fixture`` [``slurm``]: one per test module, so its tests share
+the daemons; it skips with the reason when the machine cannot run Slurm
+(not root, ``slurm-wlm``/``munge`` missing: ``scripts/test`` installs them).
+The pod listens on fixed free ports so it can be stopped and started again
+(``SlurmPod.restart_pod``) under the same address the integration knows.
+
+The checks every scenario ends with (:meth:`SlurmPod.check_settled`): the
+queue drains, every submitted job reached a final state (none lost), no
+``slurm_*`` partition is left in V-IPU nor configured on any agent. While a
+scenario runs, :class:`AgentSampler` reads every agent's configurations and
+fails if an IPU is ever in two partitions, or a running job's IPUs are not.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+import pytest
+
+from tests.e2e.conftest import Pod, start_pod
+from vpod.integrations.slurm.local_cluster import LocalSlurm, free_port, missing_requirements
+from vpod.integrations.slurm.settings import SlurmSettings
+from vpod.wire import agent_pb2 as apb
+from vpod.wire import agent_pb2_grpc as apb_grpc
+
+IPU_JOB = Path(__file__).with_name("ipu_job.py")
+FINAL_STATES = {"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY"}
+ALLOCATION_IPUS = 64
+
+
+def wait_until(condition: object, timeout: float, what: str, poll: float = 0.2) -> None:
+    assert callable(condition)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(poll)
+    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+
+
+@dataclass
+class SlurmPod:
+    """The pod, the Slurm cluster wired to it, and what the tests submitted."""
+
+    pod: Pod
+    cluster: LocalSlurm
+    pod_args: list[str]
+    submitted: list[str] = field(default_factory=list)
+
+    # -- Slurm
+
+    def slurm(self, *argv: str, check: bool = True) -> str:
+        done = self.cluster.run(*argv, check=False)
+        if check and done.returncode != 0:
+            raise AssertionError(f"{' '.join(argv)} exited {done.returncode}: {done.stderr}")
+        return done.stdout
+
+    def sbatch(self, *args: str, wrap: str) -> str:
+        out = self.slurm("sbatch", "--parsable", *args, "--wrap", wrap)
+        job_id = out.strip().split(";")[0]
+        self.submitted.append(job_id)
+        return job_id
+
+    def ipu_job(self, ipus: int, seconds: float, *args: str) -> str:
+        """A job that attaches all its IPUs and holds them for ``seconds``."""
+        python = self.cluster.bin_dir / "python"
+        return self.sbatch(f"--gres=ipu:{ipus}", *args, wrap=f"{python} {IPU_JOB} {seconds}")
+
+    def job(self, job_id: str) -> dict[str, str]:
+        """``scontrol show job`` as a dict (empty when slurmctld forgot the job)."""
+        done = self.cluster.run("scontrol", "--oneliner", "show", "job", job_id, check=False)
+        fields: dict[str, str] = {}
+        for item in done.stdout.split():
+            key, _, value = item.partition("=")
+            fields.setdefault(key, value)
+        return fields
+
+    def state(self, job_id: str) -> str:
+        return self.job(job_id).get("JobState", "")
+
+    def wait_state(self, job_id: str, states: set[str], timeout: float = 60) -> str:
+        wait_until(lambda: self.state(job_id) in states, timeout, f"job {job_id} in {states}")
+        return self.state(job_id)
+
+    def queue(self) -> list[str]:
+        """Jobs still pending, running or completing."""
+        return self.slurm("squeue", "--noheader", "--format", "%A %T").splitlines()
+
+    def output(self, job_id: str) -> str:
+        path = Path(self.job(job_id).get("StdOut", ""))
+        return path.read_text() if path.is_file() else ""
+
+    # -- V-IPU
+
+    def partitions(self) -> list[str]:
+        """Ids of every partition V-IPU has (open mode: everyone sees all)."""
+        listing = json.loads(self.pod.run("vipu", "list", "partitions", "--json").stdout)
+        return [p["id"] for p in listing["partitions"]]
+
+    def agent_configurations(self) -> dict[tuple[str, int], list[str]]:
+        """(agent, device id) -> the partitions every agent says hold that IPU."""
+        agents = json.loads(self.pod.run("vipu-admin", "list", "agents", "--json").stdout)
+        held: dict[tuple[str, int], list[str]] = {}
+        for agent in agents["agents"]:
+            target = f"{agent['host']}:{agent['port']}"
+            with grpc.insecure_channel(target) as channel:
+                reply = apb_grpc.AgentServiceStub(channel).ListConfigurations(
+                    apb.ListConfigurationsRequest(), timeout=30
+                )
+            for configured in reply.partitions:
+                for ipu in configured.config.ipus:
+                    held.setdefault((agent["id"], ipu.device_id), []).append(
+                        configured.config.partition_id
+                    )
+        return held
+
+    def restart_pod(self) -> None:
+        self.pod.stop()
+        self.pod = start_pod(self.pod.data_dir, *self.pod_args)
+
+    # -- the checks after every scenario
+
+    def check_settled(self, timeout: float = 90) -> None:
+        wait_until(lambda: not self.queue(), timeout, "the queue to drain")
+        lost = {j: self.state(j) for j in self.submitted if self.state(j) not in FINAL_STATES}
+        assert not lost, f"jobs not in a final state: {lost}"
+        prefix = self.cluster.settings.partition_prefix
+        wait_until(
+            lambda: not [p for p in self.partitions() if p.startswith(prefix)],
+            timeout,
+            "every slurm_* partition to be removed",
+        )
+        leftovers = {
+            ipu: holders
+            for ipu, holders in self.agent_configurations().items()
+            if any(h.startswith(prefix) for h in holders)
+        }
+        assert not leftovers, f"agents still hold job partitions: {leftovers}"
+
+
+class AgentSampler:
+    """Reads the agents and the queue in a loop while a scenario runs."""
+
+    def __init__(self, slurm: SlurmPod, period_s: float = 0.5) -> None:
+        self.slurm = slurm
+        self.period_s = period_s
+        self.samples = 0
+        self.problems: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> AgentSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        assert not self.problems, "; ".join(self.problems[:5])
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                held = self.slurm.agent_configurations()
+            except (grpc.RpcError, AssertionError):
+                # The pod may be stopped on purpose; the next sample reads it again.
+                self._stop.wait(self.period_s)
+                continue
+            except Exception as exc:
+                self.problems.append(f"sampler failed: {exc!r}")
+                return
+            self.samples += 1
+            for ipu, holders in held.items():
+                if len(holders) > 1:
+                    self.problems.append(f"IPU {ipu} held by {holders} at once")
+            self._stop.wait(self.period_s)
+
+
+def slurm_pod(
+    tmp_path_factory: pytest.TempPathFactory, settings: dict[str, float]
+) -> Iterator[SlurmPod]:
+    reason = missing_requirements()
+    if reason:
+        pytest.skip(f"cannot run Slurm here: {reason}")
+    pod_args = [
+        "--no-cloud",
+        "--port",
+        str(free_port()),
+        "--admin-port",
+        str(free_port()),
+        "--http-port",
+        str(free_port()),
+    ]
+    pod = start_pod(tmp_path_factory.mktemp("pod"), *pod_args)
+    cluster: LocalSlurm | None = None
+    try:
+        slurm_settings = SlurmSettings(
+            vipu_config=str(pod.config),
+            default_allocation="default",
+            ipuof_api_host="127.0.0.1",
+            ipuof_api_port=pod.user_port,
+            **settings,  # type: ignore[arg-type]
+        )
+        cluster = LocalSlurm(tmp_path_factory.mktemp("slurm"), slurm_settings, ALLOCATION_IPUS)
+        cluster.start()
+        yield SlurmPod(pod, cluster, pod_args)
+    finally:
+        if cluster is not None:
+            cluster.stop()
+        pod.stop()
+
+
+TEST_SETTINGS = {
+    "retry_initial_s": 2.0,
+    "retry_max_s": 8.0,
+    "reconcile_interval_s": 3.0,
+    "create_timeout_s": 10.0,
+}
+"""Short delays so the scenarios finish in seconds (production defaults are longer)."""
+
+
+@pytest.fixture(scope="module", name="slurm")
+def slurm_pod_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmPod]:
+    """A pod64 and a one-node Slurm wired to it, shared by the tests of one module."""
+    yield from slurm_pod(tmp_path_factory, TEST_SETTINGS)
