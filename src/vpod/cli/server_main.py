@@ -12,9 +12,10 @@ import click
 
 from vpod.cloud.extension import CloudServer
 from vpod.cloud.settings import load_settings
-from vpod.controller.server import RunningServer, serve
+from vpod.controller.server import ExtensionFactory, RunningServer, serve
 from vpod.controller.settings import Settings
 from vpod.controller.tls import ServerTls
+from vpod.web import WebConsole
 
 from .errors import run_cli
 from .server_security import (
@@ -181,7 +182,9 @@ async def _run(settings: Settings, tls: ServerTls | None, cloud: bool = True) ->
             flush=True,
         )
 
-    extensions = [cloud_server] if cloud_server is not None else []
+    extensions: list[ExtensionFactory] = [WebConsole()]
+    if cloud_server is not None:
+        extensions.append(cloud_server)
     await serve(settings, ready=ready, stop=stop, tls=tls, extensions=extensions)
 
 

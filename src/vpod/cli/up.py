@@ -465,7 +465,8 @@ def run_up(options: UpOptions, *, echo: bool = True) -> None:
                     f"vpod is up: {pod.machine_type.value} {state.pod}"
                     f" ({pod.num_machines} machines, {pod.num_machines * IPUS_PER_MACHINE} IPUs),"
                     f" user API {options.host}:{user_port}, admin API {options.host}:{admin_port},"
-                    f" HTTP http://{options.host}:{http_port}. Next: export"
+                    f" HTTP http://{options.host}:{http_port}, web console"
+                    f" http://{options.host}:{http_port}/. Next: export"
                     f" VIPU_CLI_CONFIG={config} && vipu create partition p1 --size 4" + admin_hint,
                     flush=True,
                 )

@@ -14,13 +14,14 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import grpc
 import uvicorn
 from fastapi import APIRouter
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
+from starlette.types import ASGIApp
 
 from vpod.wire import admin_pb2, virmgrpc_pb2
 
@@ -62,6 +63,14 @@ class ServerExtension(Protocol):
 
     async def stop(self) -> None:
         """Stop background work (called before the APIs close)."""
+
+
+@runtime_checkable
+class WrapsHttp(Protocol):
+    """An extension that also wraps the whole HTTP application (the web console's sessions)."""
+
+    def wrap_http(self, app: ASGIApp) -> ASGIApp:
+        """The application to serve instead of ``app`` (which it calls)."""
 
 
 ExtensionFactory = Callable[[Controller], ServerExtension]
@@ -155,8 +164,12 @@ async def serve(
         router = extra.http_router()
         if router is not None:
             http_app.include_router(router)
+    served_app: ASGIApp = http_app
+    for extra in extras:
+        if isinstance(extra, WrapsHttp):
+            served_app = extra.wrap_http(served_app)
     http_config = uvicorn.Config(
-        http_app,
+        served_app,
         host=settings.http_host,
         port=settings.http_port,
         log_level="warning",

@@ -1,0 +1,214 @@
+"""The console's pages, assets and session endpoints.
+
+- ``/``: to the console of whoever is logged in, else to ``/login``;
+- ``/login``, ``/admin/...`` (operators), ``/tenant/...`` (a cloud project),
+  ``/user/...`` (a V-IPU user): one page shell; the scripts under
+  ``/web/static`` draw each view from the public REST API;
+- ``GET/POST/DELETE /web/session``: who is logged in (with the CSRF
+  token), log in, log out.
+
+The server refuses a page that is not for the session's kind (403) before
+any script runs: a tenant never gets an operator's page, even by URL, and
+the API refuses the data anyway.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import httpx
+from fastapi import APIRouter, Request
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel, ConfigDict, Field
+
+from .middleware import header, same_origin
+from .sessions import Credentials, Session, SessionStore, cookie_of, cookie_value
+
+STATIC = Path(__file__).with_name("static")
+SHELL = STATIC / "index.html"
+LOGIN_TIMEOUT_S = 30.0
+
+
+class LoginBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["vipu", "cloud", "open"] = Field(
+        description="`vipu`: user id and access key; `cloud`: a project token; `open`: none"
+        " (controllers without --secure)."
+    )
+    user_id: str = Field("", max_length=64)
+    access_key: str = Field("", max_length=256)
+    token: str = Field("", max_length=512)
+
+
+def _error(status: int, code: str, message: str) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message, "details": []}}, status)
+
+
+def _denied(what: str) -> HTMLResponse:
+    page = (
+        "<!doctype html><html lang=en><head><meta charset=utf-8><title>Not permitted - vpod"
+        "</title><link rel=stylesheet href=/web/static/console.css></head><body><main"
+        ' class="denied" role=main><h1>Not permitted</h1>'
+        f"<p>This page is for {what}; you are logged in as someone else.</p>"
+        '<p><a href="/">Back to your console</a> · <a href="/login">Log in as someone'
+        " else</a></p></main></body></html>"
+    )
+    return HTMLResponse(page, status_code=403)
+
+
+def _home(session: Session | None) -> str:
+    if session is None:
+        return "/login"
+    if session.kind == "cloud":
+        return "/tenant/clusters"
+    return "/admin/map" if session.identity.get("admin") else "/user/partitions"
+
+
+async def _ask_api(request: Request, path: str, credentials: Credentials) -> httpx.Response:
+    """Call the controller's own API in-process, as a script holding ``credentials`` would."""
+    headers = {k.decode(): v.decode() for k, v in credentials.headers()}
+    transport = httpx.ASGITransport(app=request.app, client=("127.0.0.1", 0))
+    async with httpx.AsyncClient(
+        transport=transport, base_url="http://console", timeout=LOGIN_TIMEOUT_S
+    ) as api:
+        return await api.get(path, headers=headers)
+
+
+async def _is_secure(request: Request) -> bool:
+    answer = await _ask_api(request, "/api/v1/whoami", Credentials(kind="vipu"))
+    return answer.status_code != 200 or bool(answer.json().get("secure", True))
+
+
+def web_routes(sessions: SessionStore) -> APIRouter:
+    router = APIRouter(include_in_schema=False)
+
+    def session_of(request: Request) -> Session | None:
+        return sessions.get(cookie_of(request.headers.get("cookie", "")))
+
+    def shell() -> FileResponse:
+        return FileResponse(SHELL, media_type="text/html", headers={"Cache-Control": "no-store"})
+
+    @router.get("/")
+    async def home(request: Request) -> Response:
+        return RedirectResponse(_home(session_of(request)), status_code=303)
+
+    @router.get("/login")
+    async def login_page() -> Response:
+        return shell()
+
+    @router.get("/admin/{rest:path}")
+    async def admin_page(request: Request, rest: str) -> Response:
+        session = session_of(request)
+        if session is None:
+            return RedirectResponse(f"/login?next=/admin/{rest}", status_code=303)
+        if session.kind != "vipu" or not session.identity.get("admin"):
+            return _denied("the pod's operators")
+        return shell()
+
+    @router.get("/tenant/{rest:path}")
+    async def tenant_page(request: Request, rest: str) -> Response:
+        session = session_of(request)
+        if session is None:
+            return RedirectResponse(f"/login?next=/tenant/{rest}", status_code=303)
+        if session.kind != "cloud":
+            return _denied("a cloud project's members")
+        return shell()
+
+    @router.get("/user/{rest:path}")
+    async def user_page(request: Request, rest: str) -> Response:
+        session = session_of(request)
+        if session is None:
+            return RedirectResponse(f"/login?next=/user/{rest}", status_code=303)
+        if session.kind != "vipu":
+            return _denied("V-IPU users")
+        return shell()
+
+    assets = StaticFiles(directory=STATIC)
+
+    @router.get("/web/static/{path:path}")
+    async def static(request: Request, path: str) -> Response:
+        served = await assets.get_response(path, request.scope)
+        served.headers.setdefault("Cache-Control", "no-cache")
+        return served
+
+    @router.get("/web/session")
+    async def current(request: Request) -> Response:
+        session = session_of(request)
+        if session is None:
+            secure = await _is_secure(request)
+            return JSONResponse(
+                {
+                    "error": {"code": "UNAUTHENTICATED", "message": "not logged in", "details": []},
+                    "secure": secure,
+                },
+                status_code=401,
+            )
+        return JSONResponse(session.public() | {"home": _home(session)})
+
+    @router.post("/web/session")
+    async def login(request: Request, body: LoginBody) -> Response:
+        if not same_origin(request.scope) or "json" not in (
+            header(request.scope, b"content-type") or ""
+        ):
+            return _error(403, "PERMISSION_DENIED", "log in from the console's own page")
+        created = await _log_in(request, body)
+        if isinstance(created, JSONResponse):
+            return created
+        session = sessions.create(*created)
+        answer = JSONResponse(session.public() | {"home": _home(session)})
+        answer.headers["set-cookie"] = cookie_value(session, secure=request.url.scheme == "https")
+        return answer
+
+    @router.delete("/web/session")
+    async def logout(request: Request) -> Response:
+        session = session_of(request)
+        if session is not None:
+            sessions.end(session.id)
+        answer = Response(status_code=204)
+        answer.headers["set-cookie"] = cookie_value(None, secure=request.url.scheme == "https")
+        return answer
+
+    return router
+
+
+async def _log_in(
+    request: Request, body: LoginBody
+) -> tuple[Credentials, dict[str, Any]] | JSONResponse:
+    """Check the credentials against the API; what the session keeps, or the refusal."""
+    if body.kind == "cloud":
+        credentials = Credentials(kind="cloud", token=body.token.strip())
+        answer = await _ask_api(request, "/api/cloud/v1/project", credentials)
+        if answer.status_code != 200:
+            return _refusal(answer, "cloud project token")
+        project = answer.json()
+        identity = {
+            "project_id": project["id"],
+            "name": project.get("name", project["id"]),
+            "secure": await _is_secure(request),
+        }
+        return credentials, identity
+    if body.kind == "open":
+        credentials = Credentials(kind="vipu")
+    else:
+        credentials = Credentials(
+            kind="vipu", user_id=body.user_id.strip(), access_key=body.access_key.strip()
+        )
+        if not credentials.user_id or not credentials.access_key:
+            return _error(400, "INVALID_ARGUMENT", "give a user id and its access key")
+    answer = await _ask_api(request, "/api/v1/whoami", credentials)
+    if answer.status_code != 200:
+        return _refusal(answer, "user id and access key")
+    return credentials, answer.json()
+
+
+def _refusal(answer: httpx.Response, what: str) -> JSONResponse:
+    try:
+        message = answer.json()["error"]["message"]
+    except (ValueError, KeyError, TypeError):
+        message = f"the {what} was refused"
+    status = answer.status_code if answer.status_code in (400, 401, 403) else 401
+    code = {400: "INVALID_ARGUMENT", 403: "PERMISSION_DENIED"}.get(status, "UNAUTHENTICATED")
+    return _error(status, code, message)
