@@ -50,7 +50,8 @@ def _error(status: int, code: str, message: str) -> JSONResponse:
 def _denied(what: str) -> HTMLResponse:
     page = (
         "<!doctype html><html lang=en><head><meta charset=utf-8><title>Not permitted - vpod"
-        "</title><link rel=stylesheet href=/web/static/console.css></head><body><main"
+        "</title><link rel=stylesheet href=/web/static/console.css><link rel=icon"
+        " href=/web/static/favicon.svg></head><body><main"
         ' class="denied" role=main><h1>Not permitted</h1>'
         f"<p>This page is for {what}; you are logged in as someone else.</p>"
         '<p><a href="/">Back to your console</a> · <a href="/login">Log in as someone'

@@ -39,6 +39,7 @@ export async function showClusters(view) {
   const taskBox = h("div", { id: "task", "aria-live": "polite" });
   const listBox = h("div", { id: "cluster-list" });
   const flavors = await get(`${CLOUD}/flavors`);
+  let select = null;
   async function run(promise, what) {
     try {
       const task = await promise;
@@ -66,22 +67,32 @@ export async function showClusters(view) {
     } catch (error) { toast(error.message); }
   }
   async function refresh() {
-    const clusters = await get(`${CLOUD}/clusters`);
+    const [clusters, latest] = await Promise.all([get(`${CLOUD}/clusters`), get(`${CLOUD}/flavors`)]);
+    for (const option of select.options) {
+      const flavor = latest.find((f) => f.name === option.value);
+      if (flavor) { option.textContent = flavorLabel(flavor); option.disabled = flavor.capacity < 1; }
+    }
     clear(listBox).append(filteredTable([
       { key: "name", label: "Cluster" }, { key: "flavor", label: "Flavor", choices: true },
       { key: "status", label: "Status", choices: true },
       { key: "size", label: "Size" },
       { key: "created_at", label: "Created", render: (c) => fmtTime(c.created_at) },
-      { key: "actions", label: "Actions", render: (c) => h("div", { class: "actions", "data-cluster": c.name },
-        act(c, "suspend", "Suspend"), act(c, "resume", "Resume"), act(c, "reboot", "Reboot"),
-        act(c, "rebuild", "Rebuild", () => ({})),
-        GPU_KINDS.has(c.kind) ? act(c, "resize", "Resize", () => ({ server_count: Number(prompt("Servers", c.server_count)) || c.server_count })) : null,
-        h("button", { type: "button", onclick: () => shell(c) }, "Shell"), act(c, "delete", "Delete")) },
+      { key: "actions", label: "Actions", render: (c) => {
+        const active = c.status === "ACTIVE";
+        return h("div", { class: "actions", "data-cluster": c.name },
+          active ? act(c, "suspend", "Suspend") : null,
+          c.status === "SUSPENDED" ? act(c, "resume", "Resume") : null,
+          active ? act(c, "reboot", "Reboot") : null,
+          active ? act(c, "rebuild", "Rebuild", () => ({})) : null,
+          active && GPU_KINDS.has(c.kind) ? act(c, "resize", "Resize", () => ({ server_count: Number(prompt("Servers", c.server_count)) || c.server_count })) : null,
+          active ? h("button", { type: "button", onclick: () => shell(c) }, "Shell") : null,
+          c.task_id ? h("span", { class: "muted" }, "busy…") : act(c, "delete", "Delete"));
+      } },
     ], clusters.map((c) => ({ ...c, size: c.ipus ? `${c.ipus} IPUs` : `${c.server_count} × ${c.gpus} GPUs` })),
     { id: "clusters" }));
   }
   const serverCount = h("input", { name: "server_count", type: "number", min: 1, value: 1, disabled: true });
-  const select = h("select", { name: "flavor", id: "flavor", required: true, onchange: (e) => {
+  select = h("select", { name: "flavor", id: "flavor", required: true, onchange: (e) => {
     const flavor = flavors.find((f) => f.name === e.target.value);
     serverCount.disabled = !flavor || !GPU_KINDS.has(flavor.kind);
   } }, flavors.map((f) => h("option", { value: f.name, disabled: f.capacity < 1 }, flavorLabel(f))));
@@ -93,7 +104,7 @@ export async function showClusters(view) {
     run(post(`${CLOUD}/clusters`, body), `Creating ${body.name}`);
   } },
   h("h2", {}, "New cluster"),
-  h("label", {}, "Name ", h("input", { name: "name", required: true, minlength: 3, maxlength: 63, pattern: "[A-Za-z0-9][A-Za-z0-9._-]*" })),
+  h("label", {}, "Name ", h("input", { name: "name", required: true, minlength: 3, maxlength: 63, pattern: "[A-Za-z0-9][A-Za-z0-9._\\-]*" })),
   h("label", {}, "Flavor ", select), h("label", {}, "Servers ", serverCount),
   h("button", { type: "submit" }, "Create"));
   select.dispatchEvent(new Event("change"));
