@@ -42,8 +42,9 @@ from vpod.store.cloud_records import ClusterRecord, MeterEntry, TaskRecord
 
 from .model import errors
 from .model.errors import CloudError, is_temporary
+from .model.results import ClusterChange, VolumeChange, volume_fields
 from .services.context import CloudContext
-from .states import Phase, TaskState
+from .states import ClusterStatus, Phase, TaskState, VolumeStatus
 
 log = logging.getLogger("vpod.cloud.tasks")
 
@@ -57,8 +58,9 @@ INTERNAL = "internal error while running task {task}: see the controller log; th
 class Outcome:
     """What a finished (or rolled back) operation leaves behind, applied with the task's end."""
 
-    cluster_changes: dict[str, Any] | None = None
-    volume_changes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    cluster: ClusterChange | None = None
+    volumes: dict[str, VolumeChange] = field(default_factory=dict)
+    """By volume id."""
     meter: list[MeterEntry] = field(default_factory=list)
 
 
@@ -280,8 +282,8 @@ class TaskRunner:
             log.exception("task %s: cleaning up after a failure failed too", job.task.id)
             sentence = f"{error}; cleaning up failed too ({exc}): delete the resource and retry"
             if job.task.resource_type == "cluster":
-                return Outcome(cluster_changes={"status": "ERROR", "error": sentence})
-            return Outcome(volume_changes={job.task.resource_id: {"status": "error"}})
+                return Outcome(cluster=ClusterChange(ClusterStatus.ERROR, error=sentence))
+            return Outcome(volumes={job.task.resource_id: VolumeChange(VolumeStatus.ERROR)})
 
     async def _finish(self, job: Job, state: TaskState, error: str, outcome: Outcome) -> None:
         phase = Phase.FINISHED if state is TaskState.FINISHED else Phase.ERROR
@@ -293,8 +295,8 @@ class TaskRunner:
             detailed_state=phase.value,
             error=error,
             warnings=job.warnings,
-            cluster_changes=outcome.cluster_changes,
-            volume_changes=outcome.volume_changes,
+            cluster_changes=outcome.cluster.fields(job.now) if outcome.cluster else None,
+            volume_changes=volume_fields(outcome.volumes, job.now),
             meter=outcome.meter,
         )
         self._ctx.published(outcome.meter)

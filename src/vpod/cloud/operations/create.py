@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ..metering import cluster_entry
 from ..model import errors
+from ..model.results import ClusterChange, VolumeChange
 from ..runner import Job, Outcome
 from ..states import ClusterStatus, Phase, VolumeStatus
 from ..validation import network_cidr
@@ -84,7 +85,7 @@ class CreateCluster:
         await configure_servers(job, cluster, servers)
         entry = cluster_entry(cluster, ClusterStatus.ACTIVE, job.now)
         return Outcome(
-            cluster_changes={"status": "ACTIVE", "error": "", "updated_at": job.now},
+            cluster=ClusterChange(ClusterStatus.ACTIVE, error=""),
             meter=[entry],
         )
 
@@ -102,25 +103,15 @@ class CreateCluster:
             await release_vipu(job, cluster, remove_user=True)
         await remove_servers(job, await servers_of(job, cluster.id), delete_data_volumes=False)
         new_ids = set(job.params.get("new_volume_ids", []))
-        released: dict[str, dict[str, object]] = {}
+        released: dict[str, VolumeChange] = {}
         for volume in await ctx.db(ctx.store.list_volumes, project_id=cluster.project_id):
             if volume.id in new_ids:
                 await delete_volume(job, volume)
             elif volume.id in job.params.get("data_volume_ids", []):
-                released[volume.id] = {
-                    "status": VolumeStatus.AVAILABLE.value,
-                    "cluster_id": None,
-                    "server_id": None,
-                }
+                released[volume.id] = VolumeChange(VolumeStatus.AVAILABLE, detached=True)
         entry = cluster_entry(cluster, ClusterStatus.ERROR, job.now, holds_servers=False)
         return Outcome(
-            cluster_changes={
-                "status": "ERROR",
-                "error": error,
-                "allocation_id": None,
-                "vipu_user_id": None,
-                "updated_at": job.now,
-            },
-            volume_changes=released,
+            cluster=ClusterChange(ClusterStatus.ERROR, error=error, vipu_released=True),
+            volumes=released,
             meter=[entry],
         )

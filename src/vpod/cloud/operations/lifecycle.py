@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from ..metering import cluster_entry
 from ..model import errors
+from ..model.results import ClusterChange
 from ..runner import Job, Outcome
 from ..states import ClusterStatus, Phase, ServerStatus
 from .common import (
@@ -54,7 +55,7 @@ class ResizeCluster:
         await configure_servers(job, cluster, remaining)
         entry = cluster_entry(cluster, ClusterStatus.ACTIVE, job.now)
         return Outcome(
-            cluster_changes={"status": "ACTIVE", "error": "", "updated_at": job.now},
+            cluster=ClusterChange(ClusterStatus.ACTIVE, error=""),
             meter=[entry],
         )
 
@@ -64,7 +65,7 @@ class ResizeCluster:
         if not new_ids:
             entry = cluster_entry(cluster, ClusterStatus.ERROR, job.now)
             return Outcome(
-                cluster_changes={"status": "ERROR", "error": f"resize failed: {error}"},
+                cluster=ClusterChange(ClusterStatus.ERROR, error=f"resize failed: {error}"),
                 meter=[entry],
             )
         servers = await servers_of(job, cluster.id)
@@ -75,12 +76,11 @@ class ResizeCluster:
         flavor = flavor_of(cluster)
         entry = cluster_entry(cluster, ClusterStatus.ACTIVE, job.now, server_count=previous)
         return Outcome(
-            cluster_changes={
-                "status": "ACTIVE",
-                "server_count": previous,
-                "gpus": previous * flavor.gpus_per_server,
-                "updated_at": job.now,
-            },
+            cluster=ClusterChange(
+                ClusterStatus.ACTIVE,
+                server_count=previous,
+                gpus=previous * flavor.gpus_per_server,
+            ),
             meter=[entry],
         )
 
@@ -105,7 +105,7 @@ class RebuildCluster:
         await configure_servers(job, cluster, await servers_of(job, cluster.id))
         entry = cluster_entry(cluster, ClusterStatus.ACTIVE, job.now)
         return Outcome(
-            cluster_changes={"status": "ACTIVE", "error": "", "updated_at": job.now},
+            cluster=ClusterChange(ClusterStatus.ACTIVE, error=""),
             meter=[entry],
         )
 
@@ -113,7 +113,7 @@ class RebuildCluster:
         cluster = await job.cluster()
         entry = cluster_entry(cluster, ClusterStatus.ERROR, job.now)
         return Outcome(
-            cluster_changes={"status": "ERROR", "error": f"rebuild failed: {error}"},
+            cluster=ClusterChange(ClusterStatus.ERROR, error=f"rebuild failed: {error}"),
             meter=[entry],
         )
 
@@ -128,7 +128,7 @@ class RebootCluster:
             await set_server_status(job, server, ServerStatus.ACTIVE)
         entry = cluster_entry(cluster, ClusterStatus.ACTIVE, job.now)
         return Outcome(
-            cluster_changes={"status": "ACTIVE", "error": "", "updated_at": job.now},
+            cluster=ClusterChange(ClusterStatus.ACTIVE, error=""),
             meter=[entry],
         )
 
@@ -136,7 +136,7 @@ class RebootCluster:
         cluster = await job.cluster()
         entry = cluster_entry(cluster, ClusterStatus.ERROR, job.now)
         return Outcome(
-            cluster_changes={"status": "ERROR", "error": f"reboot failed: {error}"},
+            cluster=ClusterChange(ClusterStatus.ERROR, error=f"reboot failed: {error}"),
             meter=[entry],
         )
 
@@ -164,6 +164,8 @@ class DeleteCluster:
         cluster = await job.cluster()
         entry = cluster_entry(cluster, ClusterStatus.ERROR, job.now)
         return Outcome(
-            cluster_changes={"status": "ERROR", "error": f"delete failed: {error}; delete again"},
+            cluster=ClusterChange(
+                ClusterStatus.ERROR, error=f"delete failed: {error}; delete again"
+            ),
             meter=[entry],
         )

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from ..metering import cluster_entry
 from ..model import errors
+from ..model.results import ClusterChange
 from ..runner import Job, Outcome
 from ..states import ClusterStatus, Phase, ServerStatus
 from ..vipu import allocation_id_of
@@ -62,7 +63,7 @@ class SuspendCluster:
                 await set_server_status(job, server, ServerStatus.SHELVED_OFFLOADED)
         entry = cluster_entry(cluster, ClusterStatus.SUSPENDED, job.now)
         return Outcome(
-            cluster_changes={"status": "SUSPENDED", "error": "", "updated_at": job.now},
+            cluster=ClusterChange(ClusterStatus.SUSPENDED, error=""),
             meter=[entry],
         )
 
@@ -71,10 +72,10 @@ class SuspendCluster:
         cluster = await job.cluster()
         entry = cluster_entry(cluster, ClusterStatus.ERROR, job.now)
         return Outcome(
-            cluster_changes={
-                "status": "ERROR",
-                "error": f"suspend failed: {error}; suspend again to finish, or delete it",
-            },
+            cluster=ClusterChange(
+                ClusterStatus.ERROR,
+                error=f"suspend failed: {error}; suspend again to finish, or delete it",
+            ),
             meter=[entry],
         )
 
@@ -126,7 +127,7 @@ class ResumeCluster:
             await ctx.db(ctx.store.update_cluster, cluster.id, saved_partitions=None)
         entry = cluster_entry(cluster, ClusterStatus.ACTIVE, job.now)
         return Outcome(
-            cluster_changes={"status": "ACTIVE", "error": "", "updated_at": job.now},
+            cluster=ClusterChange(ClusterStatus.ACTIVE, error=""),
             meter=[entry],
         )
 
@@ -149,4 +150,4 @@ class ResumeCluster:
                 else:
                     await ctx.compute.shelve(server.id)
                     await set_server_status(job, server, ServerStatus.SHELVED_OFFLOADED)
-        return Outcome(cluster_changes={"status": "SUSPENDED"})
+        return Outcome(cluster=ClusterChange(ClusterStatus.SUSPENDED))

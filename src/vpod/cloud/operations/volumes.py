@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..metering import volume_entry
 from ..model import errors
+from ..model.results import Attachment, VolumeChange
 from ..runner import Job, Outcome
 from ..states import VolumeStatus
 from .common import delete_volume, servers_of
@@ -21,14 +22,14 @@ class CreateVolume:
         await job.ctx.volumes.create(volume.id, volume.size_gib, volume.volume_type, volume.image)
         entry = volume_entry(volume, VolumeStatus.AVAILABLE, job.now)
         return Outcome(
-            volume_changes={volume.id: {"status": "available", "updated_at": job.now}},
+            volumes={volume.id: VolumeChange(VolumeStatus.AVAILABLE)},
             meter=[entry],
         )
 
     async def fail(self, job: Job, _error: str) -> Outcome:
         volume = await job.ctx.db(job.ctx.store.get_volume, job.task.resource_id)
         return Outcome(
-            volume_changes={volume.id: {"status": "error"}},
+            volumes={volume.id: VolumeChange(VolumeStatus.ERROR)},
             meter=[volume_entry(volume, VolumeStatus.ERROR, job.now)],
         )
 
@@ -43,7 +44,7 @@ class DeleteVolume:
         return Outcome()
 
     async def fail(self, job: Job, _error: str) -> Outcome:
-        return Outcome(volume_changes={job.task.resource_id: {"status": "error"}})
+        return Outcome(volumes={job.task.resource_id: VolumeChange(VolumeStatus.ERROR)})
 
 
 class AttachVolume:
@@ -58,13 +59,8 @@ class AttachVolume:
         await job.ctx.volumes.attach(volume.id, server.id, volume.name)
         entry = volume_entry(volume, VolumeStatus.IN_USE, job.now)
         return Outcome(
-            volume_changes={
-                volume.id: {
-                    "status": "in-use",
-                    "cluster_id": cluster_id,
-                    "server_id": server.id,
-                    "updated_at": job.now,
-                }
+            volumes={
+                volume.id: VolumeChange(VolumeStatus.IN_USE, Attachment(cluster_id, server.id))
             },
             meter=[entry],
         )
@@ -72,7 +68,7 @@ class AttachVolume:
     async def fail(self, job: Job, _error: str) -> Outcome:
         volume = await job.ctx.db(job.ctx.store.get_volume, job.task.resource_id)
         return Outcome(
-            volume_changes={volume.id: {"status": "available", "cluster_id": None}},
+            volumes={volume.id: VolumeChange(VolumeStatus.AVAILABLE, detached=True)},
             meter=[volume_entry(volume, VolumeStatus.AVAILABLE, job.now)],
         )
 
@@ -84,17 +80,10 @@ class DetachVolume:
             await job.ctx.volumes.detach(volume.id, volume.server_id)
         entry = volume_entry(volume, VolumeStatus.AVAILABLE, job.now)
         return Outcome(
-            volume_changes={
-                volume.id: {
-                    "status": "available",
-                    "cluster_id": None,
-                    "server_id": None,
-                    "updated_at": job.now,
-                }
-            },
+            volumes={volume.id: VolumeChange(VolumeStatus.AVAILABLE, detached=True)},
             meter=[entry],
         )
 
     async def fail(self, job: Job, _error: str) -> Outcome:
         volume = await job.ctx.db(job.ctx.store.get_volume, job.task.resource_id)
-        return Outcome(volume_changes={volume.id: {"status": "in-use"}})
+        return Outcome(volumes={volume.id: VolumeChange(VolumeStatus.IN_USE)})
