@@ -7,8 +7,6 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from vpod.controller.heartbeats import HeartbeatMonitor
-
 from .live import LivePod
 
 ADMIN = "/api/v1/admin"
@@ -176,7 +174,7 @@ def test_agents_show_faults_and_last_seen_after_a_heartbeat(
     injected = http.post(f"{ADMIN}/agents/ag5/faults", json={"kind": "agent-slow", "delay_ms": 10})
     assert injected.status_code == 200, injected.text
     try:
-        pod.run(HeartbeatMonitor(pod.controller).tick())
+        pod.run(pod.controller.leader.monitor.tick())
         agents = {a["id"]: a for a in http.get(f"{ADMIN}/agents").json()["agents"]}
         assert [f["kind"] for f in agents["ag5"]["faults"]] == ["agent-slow"]
         assert agents["ag5"]["faults"][0]["delay_ms"] == 10

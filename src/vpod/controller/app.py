@@ -1,39 +1,50 @@
-"""The composition root: one :class:`Controller` holding every use-case.
+"""The composition root: every use-case built once, its collaborators passed in.
 
-Transports receive a Controller and call its services; nothing here listens
-on a port (see :mod:`.server`).
+Nothing here listens on a port (see :mod:`.server`); nothing is set on an
+object after it is built.
 """
 
 from __future__ import annotations
 
 import os
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from vpod.domain.entities import Cluster
-from vpod.placement import Snapshot
 from vpod.store.store import Store
 
 from .agent_gateway import AgentGateway
+from .agent_health import AgentHealthBook
+from .audit_log import AuditLog
 from .auth import Authenticator
 from .change_feed import ChangeFeed
 from .clock import Clock, SystemClock
 from .context import Context
 from .db import Db
 from .fleet import Fleet
+from .heartbeats import HeartbeatMonitor
 from .inventory import Inventory
-from .occupancy import OccupancyCache
+from .leader import LeaderLoop
+from .listings import Listings
+from .occupancy import OccupancyCache, snapshot_loader
 from .partition_repair import PartitionRepair
 from .partition_views import AgentFactsCache, PartitionViews
 from .partitions import PartitionService
 from .pod_map import PodMapService
 from .settings import Settings
+from .status import ControllerStatus
 from .teardown import Teardown
 from .tenancy import Tenancy
 
 
 @dataclass
 class Controller:
+    """Every use-case of one controller, built by :func:`build_controller`.
+
+    Only the process that serves them (:mod:`.server`), the HTTP application
+    factory and the layers above that run in the same process get this
+    whole; each use-case gets the collaborators it needs in its constructor.
+    """
+
     settings: Settings
     ctx: Context
     inventory: Inventory
@@ -41,9 +52,14 @@ class Controller:
     views: PartitionViews
     facts: AgentFactsCache
     auth: Authenticator
+    health: AgentHealthBook
     fleet: Fleet
     repair: PartitionRepair
     teardown: Teardown
+    listings: Listings
+    audit_log: AuditLog
+    status: ControllerStatus
+    leader: LeaderLoop
     pod_map: PodMapService
     changes: ChangeFeed
     tenancy: Tenancy
@@ -70,7 +86,7 @@ def build_controller(
     store: Store | None = None,
     clock: Clock | None = None,
 ) -> Controller:
-    """Open the store (migrating it), and wire the use-cases together."""
+    """Open the store (migrating it), and wire the use-cases together, each once."""
     if store is None:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         store = Store.open(settings.store_url())
@@ -79,46 +95,42 @@ def build_controller(
         settings = _with_replica_id(settings)
     # SQLite: calls run on the event loop (see Db). PostgreSQL: a small pool of threads.
     db = Db(store, workers=8)
-
-    fleets: list[Fleet] = []  # set below; the loader needs the fleet's fault view
-
-    async def load(cluster: Cluster) -> Snapshot:
-        occupancy = await db(store.occupancy, cluster.id)
-        faulty = fleets[0].faulty_slots(cluster) if fleets else frozenset()
-        return occupancy.snapshot(unavailable_slots=faulty)
-
+    health = AgentHealthBook()
     ctx = Context(
         settings=settings,
         clock=clock or SystemClock(),
         db=db,
         gateway=gateway,
-        occupancy=OccupancyCache(load),
+        occupancy=OccupancyCache(snapshot_loader(db, health.faulty_slots)),
     )
     inventory = Inventory(ctx)
-    ctx.inventory = inventory
     facts = AgentFactsCache(ctx)
-    fleet = Fleet(ctx, facts)
-    fleets.append(fleet)
-    partitions = PartitionService(ctx)
+    fleet = Fleet(ctx, inventory, facts, health)
+    partitions = PartitionService(ctx, inventory)
+    repair = PartitionRepair(ctx, inventory, partitions, health.steadily_answering)
+    monitor = HeartbeatMonitor(ctx, inventory, health, fleet, repair)
     auth = Authenticator(ctx)
     return Controller(
         settings=settings,
         ctx=ctx,
         inventory=inventory,
         partitions=partitions,
-        views=PartitionViews(ctx, facts),
+        views=PartitionViews(ctx, inventory, facts),
         facts=facts,
         auth=auth,
+        health=health,
         fleet=fleet,
-        repair=PartitionRepair(ctx, partitions, fleet.steadily_answering),
+        repair=repair,
         teardown=Teardown(inventory, partitions),
-        pod_map=PodMapService(ctx, partitions, fleet),
-        changes=ChangeFeed(ctx, fleet),
+        listings=Listings(settings, inventory, partitions, fleet),
+        audit_log=AuditLog(ctx),
+        status=ControllerStatus(db, inventory, partitions),
+        leader=LeaderLoop(ctx, inventory, health, fleet, repair, monitor),
+        pod_map=PodMapService(ctx, inventory, partitions, health),
+        changes=ChangeFeed(ctx, inventory, health),
         tenancy=Tenancy(ctx, inventory, partitions, auth),
     )
 
 
 def _with_replica_id(settings: Settings) -> Settings:
-    from dataclasses import replace
-
     return replace(settings, replica_id=f"{socket.gethostname()}:{os.getpid()}")

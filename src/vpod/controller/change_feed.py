@@ -30,6 +30,7 @@ from typing import Any
 from vpod.store.records import AgentHealthState, AuditEvent
 
 from .context import Context
+from .inventory import Inventory
 from .pod_map import LinkHealth, PartitionSummary, partition_summary
 
 log = logging.getLogger("vpod.changes")
@@ -115,9 +116,15 @@ class _AgentState:
 
 class ChangeFeed:
     def __init__(
-        self, ctx: Context, links: LinkHealth, *, interval_s: float = POLL_INTERVAL_S
+        self,
+        ctx: Context,
+        inventory: Inventory,
+        links: LinkHealth,
+        *,
+        interval_s: float = POLL_INTERVAL_S,
     ) -> None:
         self._ctx = ctx
+        self._inventory = inventory
         self._links = links
         self._interval_s = interval_s
         self._subscribers: set[Subscription] = set()
@@ -125,7 +132,7 @@ class ChangeFeed:
         self._seq = 0
         self._partitions: dict[str, PartitionSummary] | None = None
         self._agents: dict[str, _AgentState] = {}
-        self._inventory: object = None
+        self._inventory_shape: object = None
         self._last_event_id: int | None = None
 
     @property
@@ -194,15 +201,15 @@ class ChangeFeed:
         return [] if first else changes
 
     async def _inventory_changes(self) -> list[tuple[str, dict[str, Any]]]:
-        clusters = await self._ctx.inventory.list_clusters()
-        allocations = await self._ctx.inventory.list_allocations()
+        clusters = await self._inventory.list_clusters()
+        allocations = await self._inventory.list_allocations()
         shape = (
             tuple((c.id, c.agent_ids, c.num_domains) for c in clusters),
             tuple((a.id, a.cluster_id, a.machines) for a in allocations),
         )
-        if shape == self._inventory:
+        if shape == self._inventory_shape:
             return []
-        self._inventory = shape
+        self._inventory_shape = shape
         return [("inventory", {"clusters": [c.id for c in clusters]})]
 
     async def _partition_changes(self) -> list[tuple[str, dict[str, Any]]]:

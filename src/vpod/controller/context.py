@@ -1,13 +1,14 @@
-"""What every use-case shares: settings, clock, store, agents, caches, audit.
+"""What every use-case shares: settings, clock, store, agents, the placement cache, audit.
 
-Built once by :func:`vpod.controller.app.build_controller`; no globals.
+Built once by :func:`vpod.controller.app.build_controller`; no globals. Use-cases
+that need another use-case (the inventory, the fleet) get it in their
+constructor, not from here.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 from vpod.store.records import AuditEvent
 
@@ -17,9 +18,6 @@ from .clock import Clock
 from .db import Db
 from .occupancy import OccupancyCache
 from .settings import Settings
-
-if TYPE_CHECKING:
-    from .inventory import Inventory
 
 log = logging.getLogger("vpod.audit")
 
@@ -31,8 +29,6 @@ class Context:
     db: Db
     gateway: AgentGateway
     occupancy: OccupancyCache
-    inventory: Inventory = field(init=False)
-    """Set right after construction (it needs the context itself)."""
 
     def audit_event(
         self, caller: Caller, action: str, target: str, outcome: str, detail: str = ""

@@ -16,15 +16,17 @@ from datetime import datetime
 from typing import Any
 
 from vpod.agent.errors import AgentError, AgentRefused
-from vpod.agent.model import Fault, LinkTestKind, LinkTestResult, MachineHealth, PartitionConfig
+from vpod.agent.model import Fault, LinkTestKind, LinkTestResult, PartitionConfig
 from vpod.domain.entities import Agent, Cluster
 from vpod.domain.errors import DomainError
 from vpod.store.records import AgentHealthState
 
 from . import errors
 from .agent_gateway import fan_out
+from .agent_health import AgentHealthBook
 from .caller import SYSTEM, Caller
 from .context import Context
+from .inventory import Inventory
 from .partition_views import AgentFactsCache
 from .partitions import machine_configs
 
@@ -37,92 +39,34 @@ class HealthView:
     reason: str
     last_seen: datetime | None
     faults: tuple[Fault, ...] = ()
+    """Active injected faults, as the last heartbeat saw them."""
     boot_id: str = ""
     ipuof_address: str = ""
-    """Active injected faults, as the last heartbeat saw them."""
 
 
 class Fleet:
-    def __init__(self, ctx: Context, facts: AgentFactsCache) -> None:
+    def __init__(
+        self,
+        ctx: Context,
+        inventory: Inventory,
+        facts: AgentFactsCache,
+        health: AgentHealthBook,
+    ) -> None:
         self._ctx = ctx
+        self._inventory = inventory
         self._facts = facts
-        self._boot_ids: dict[str, str] = {}
-        self._ipuof_addresses: dict[str, str] = {}
-        self._last_health: dict[str, MachineHealth] = {}
-        self.reachability: dict[str, AgentHealthState] = {}
-        """What this controller last recorded in the store for each agent (heartbeats and
-        registrations both write it, so neither acts on a stale belief)."""
-        self.last_answer: dict[str, float] = {}
-        """Monotonic time of each agent's last answer (a registration counts)."""
-        self.heartbeat_streak: dict[str, int] = {}
-        """Heartbeats answered in a row since the last silence or registration."""
-
-    def note_health(self, agent_id: str, health: MachineHealth) -> bool:
-        """Remember an agent's last heartbeat; True when its IPU or link faults changed."""
-        before = self._fault_summary(agent_id)
-        self._last_health[agent_id] = health
-        return self._fault_summary(agent_id) != before
-
-    def _fault_summary(self, agent_id: str) -> tuple[dict[int, str], list[str]]:
-        return self.device_faults(agent_id), self.machine_link_faults(agent_id)
-
-    def device_faults(self, agent_id: str) -> dict[int, str]:
-        """IPUs of the agent's machine that are faulty or have an IPU-Link down, with why."""
-        health = self._last_health.get(agent_id)
-        if health is None:
-            return {}
-        faults: dict[int, str] = {}
-        for ipu in health.ipus:
-            if not ipu.healthy:
-                faults[ipu.device_id] = (
-                    f"IPU {ipu.device_id} of agent {agent_id} failed: {ipu.fault or 'unhealthy'}"
-                )
-        for link in health.links:
-            if not link.up and link.device_id is not None:
-                faults.setdefault(
-                    link.device_id,
-                    f"{link.link_id} of IPU {link.device_id} on agent {agent_id} is down:"
-                    f" {link.fault or 'link down'}",
-                )
-        return faults
-
-    def machine_link_faults(self, agent_id: str) -> list[str]:
-        """GW-Links and Sync-Links of the machine that are down, as sentences."""
-        health = self._last_health.get(agent_id)
-        if health is None:
-            return []
-        return [
-            f"{link.link_id} of agent {agent_id} is down: {link.fault or 'link down'}"
-            for link in health.links
-            if not link.up and link.device_id is None
-        ]
-
-    def steadily_answering(self, agent_id: str) -> bool:
-        """Answered at least two heartbeats in a row: a registration alone does not count,
-        so an agent in a crash loop does not use up its partitions' auto-reset attempts."""
-        return self.heartbeat_streak.get(agent_id, 0) >= 2
-
-    def faulty_slots(self, cluster: Cluster) -> frozenset[int]:
-        """Slots of the cluster's IPUs that heartbeats report faulty: placement avoids them."""
-        pod = cluster.pod()
-        slots: set[int] = set()
-        for machine, agent_id in enumerate(cluster.agent_ids):
-            for device in self.device_faults(agent_id):
-                slots.add(pod.slot_of_device(machine, device))
-        return frozenset(slots)
+        self._health = health
 
     async def register(
         self, agent: Agent, *, boot_id: str, ipuof_address: str = ""
     ) -> tuple[bool, str]:
-        known, message = await self._ctx.inventory.register_agent(agent)
-        previous = self._boot_ids.get(agent.id)
-        self._boot_ids[agent.id] = boot_id
-        if ipuof_address:
-            self._ipuof_addresses[agent.id] = ipuof_address
-        if previous != boot_id:
+        known, message = await self._inventory.register_agent(agent)
+        rebooted = self._health.registered(
+            agent.id, boot_id, ipuof_address, self._ctx.clock.monotonic()
+        )
+        if rebooted:
             self._facts.forget(agent.id)
             await self._ctx.gateway.reconnect(agent)
-        self.heartbeat_streak[agent.id] = 0
         await self._ctx.db(
             self._ctx.db.store.set_agent_health,
             agent.id,
@@ -130,8 +74,7 @@ class Fleet:
             at=self._ctx.clock.now(),
             reason="",
         )
-        self.reachability[agent.id] = AgentHealthState.REACHABLE
-        self.last_answer[agent.id] = self._ctx.clock.monotonic()
+        self._health.believe(agent.id, AgentHealthState.REACHABLE)
         self._ctx.occupancy.forget()
         try:
             changed = await self.reconcile(agent)
@@ -144,14 +87,13 @@ class Fleet:
 
     async def health_of(self, agent_id: str) -> HealthView:
         health = await self._ctx.db(self._ctx.db.store.get_agent_health, agent_id)
-        last = self._last_health.get(agent_id)
         return HealthView(
             reachable=health.state is not AgentHealthState.UNREACHABLE,
             reason=health.reason,
             last_seen=health.last_heartbeat,
-            faults=last.faults if last is not None else (),
-            boot_id=last.boot_id if last is not None else self._boot_ids.get(agent_id, ""),
-            ipuof_address=self._ipuof_addresses.get(agent_id, ""),
+            faults=self._health.faults(agent_id),
+            boot_id=self._health.boot_id(agent_id),
+            ipuof_address=self._health.ipuof_address(agent_id),
         )
 
     async def reconcile(self, agent: Agent) -> int:
@@ -164,7 +106,7 @@ class Fleet:
         ctx = self._ctx
         timeout = ctx.settings.agent_timeout_s
         held = await ctx.gateway.configurations(agent, timeout=timeout)
-        clusters = [c for c in await ctx.inventory.list_clusters() if agent.id in c.agent_ids]
+        clusters = [c for c in await self._inventory.list_clusters() if agent.id in c.agent_ids]
         wanted: dict[str, PartitionConfig] = {}
         busy: set[str] = set()
         for cluster in clusters:
@@ -196,7 +138,7 @@ class Fleet:
         self, caller: Caller, addresses: Sequence[str], *, add: bool
     ) -> list[dict[str, Any]]:
         """Probe addresses for agents; optionally create the ones found."""
-        known = {a.id for a in await self._ctx.inventory.list_agents()}
+        known = {a.id for a in await self._inventory.list_agents()}
         found: list[dict[str, Any]] = []
         for address in addresses:
             host, _, port_text = address.rpartition(":")
@@ -222,7 +164,7 @@ class Fleet:
             )
             if add and facts.agent_id not in known:
                 try:
-                    await self._ctx.inventory.create_agent(
+                    await self._inventory.create_agent(
                         caller,
                         facts.agent_id,
                         host,
@@ -238,7 +180,7 @@ class Fleet:
 
     async def _agent(self, agent_id: str) -> Agent:
         try:
-            agents = await self._ctx.inventory.agents([agent_id])
+            agents = await self._inventory.agents([agent_id])
         except errors.FailedPrecondition:
             raise errors.NotFound(
                 f"agent {agent_id} does not exist: `vipu-admin list agents` shows them"
@@ -276,7 +218,7 @@ class Fleet:
         self, caller: Caller, cluster_id: str, kinds: list[LinkTestKind]
     ) -> tuple[Cluster, dict[str, list[LinkTestResult]], dict[str, AgentError]]:
         """Run the link tests on every agent of a cluster at once."""
-        cluster = await self._ctx.inventory.cluster(cluster_id)
+        cluster = await self._inventory.cluster(cluster_id)
         agents = [await self._agent(a) for a in cluster.agent_ids]
         timeout = self._ctx.settings.agent_timeout_s * 4
         done, failed = await fan_out(

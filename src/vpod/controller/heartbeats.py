@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from vpod.agent.errors import AgentError
 from vpod.agent.model import AgentEvent, EventKind, MachineHealth
@@ -34,10 +33,12 @@ from vpod.domain.partition_states import ReadyState
 from vpod.store.records import AgentHealthState
 
 from . import errors
+from .agent_health import AgentHealthBook
 from .caller import SYSTEM
-
-if TYPE_CHECKING:
-    from .app import Controller
+from .context import Context
+from .fleet import Fleet
+from .inventory import Inventory
+from .partition_repair import PartitionRepair
 
 log = logging.getLogger("vpod.heartbeats")
 
@@ -63,8 +64,19 @@ def awaiting_reset(events: Iterable[AgentEvent]) -> set[str]:
 
 
 class HeartbeatMonitor:
-    def __init__(self, controller: Controller) -> None:
-        self._c = controller
+    def __init__(
+        self,
+        ctx: Context,
+        inventory: Inventory,
+        health: AgentHealthBook,
+        fleet: Fleet,
+        repair: PartitionRepair,
+    ) -> None:
+        self._ctx = ctx
+        self._inventory = inventory
+        self._health = health
+        self._fleet = fleet
+        self._repair = repair
         self._events_seen: dict[str, tuple[str, int]] = {}
         """Per agent: (boot id, sequence of the last event read)."""
         self._detached: dict[str, tuple[str, int]] = {}
@@ -78,7 +90,7 @@ class HeartbeatMonitor:
         self._faults_stored.clear()
 
     async def tick(self) -> None:
-        agents = await self._c.inventory.list_agents()
+        agents = await self._inventory.list_agents()
         await asyncio.gather(*(self._check(a) for a in agents))
         await self._reset_detached()
 
@@ -86,7 +98,7 @@ class HeartbeatMonitor:
         """Auto-reset partitions applications detached from; a reset that lost a race is
         tried again next round (up to three rounds), so a detach is never silently lost."""
         for partition_id, (why, tries) in sorted(self._detached.items()):
-            record = await self._c.ctx.db(self._c.ctx.db.store.find_partition, partition_id)
+            record = await self._ctx.db(self._ctx.db.store.find_partition, partition_id)
             if (
                 record is None
                 or record.spec.reconfigurable
@@ -96,7 +108,7 @@ class HeartbeatMonitor:
                 del self._detached[partition_id]
                 continue
             try:
-                done = await self._c.repair.auto_reset(record, why, fresh=tries == 0)
+                done = await self._repair.auto_reset(record, why, fresh=tries == 0)
             except Exception:
                 log.exception("auto-reset of %s after a detach failed", partition_id)
                 done = False
@@ -106,28 +118,26 @@ class HeartbeatMonitor:
                 self._detached[partition_id] = (why, tries + 1)
 
     async def _check(self, agent: Agent) -> None:
-        ctx = self._c.ctx
-        fleet = self._c.fleet
+        ctx = self._ctx
+        book = self._health
         now = ctx.clock.monotonic()
-        fleet.last_answer.setdefault(agent.id, now)
+        book.expecting(agent.id, now)
         timeout = max(0.2, min(1.0, ctx.settings.unreachable_after_s / 3))
         boot, since = self._events_seen.get(agent.id, ("", 0))
         try:
             health = await ctx.gateway.health(agent, since_event=since, timeout=timeout)
         except AgentError as exc:
-            fleet.heartbeat_streak[agent.id] = 0
-            silent_for = now - fleet.last_answer[agent.id]
+            silent_for = book.missed(agent.id, now)
             if (
                 silent_for >= ctx.settings.unreachable_after_s
-                and fleet.reachability.get(agent.id) is not AgentHealthState.UNREACHABLE
+                and book.believed(agent.id) is not AgentHealthState.UNREACHABLE
             ):
                 await self._mark_unreachable(agent, exc.message, silent_for)
             return
-        fleet.last_answer[agent.id] = now
-        fleet.heartbeat_streak[agent.id] = fleet.heartbeat_streak.get(agent.id, 0) + 1
-        if fleet.reachability.get(agent.id) is not AgentHealthState.REACHABLE:
+        book.answered(agent.id, now)
+        if book.believed(agent.id) is not AgentHealthState.REACHABLE:
             await self._mark_reachable(agent)
-        changed = self._c.fleet.note_health(agent.id, health)
+        changed = book.note_health(agent.id, health)
         await self._store_faults(agent)
         if changed:
             ctx.occupancy.forget()
@@ -138,11 +148,11 @@ class HeartbeatMonitor:
         """Write the agent's faulty IPUs to the store when they differ from what this monitor
         wrote last: on a change, and once per agent after the monitor starts (a previous
         leader may have left faults that cleared since). A failed write is tried next round."""
-        faults = self._c.fleet.device_faults(agent.id)
+        faults = self._health.device_faults(agent.id)
         if self._faults_stored.get(agent.id) == faults:
             return
         try:
-            await self._c.ctx.db(self._c.ctx.db.store.set_agent_faults, agent.id, faults)
+            await self._ctx.db(self._ctx.db.store.set_agent_faults, agent.id, faults)
         except (errors.Unavailable, errors.NotFound) as exc:
             log.warning(
                 "storing the IPU faults of %s failed (next round retries): %s", agent.id, exc
@@ -163,9 +173,9 @@ class HeartbeatMonitor:
             self._detached.setdefault(partition_id, (f"an application detached from {agent.id}", 0))
 
     async def _mark_unreachable(self, agent: Agent, cause: str, silent_for: float) -> None:
-        ctx = self._c.ctx
+        ctx = self._ctx
         reason = f"agent {agent.id} has not answered for {silent_for:.1f} s: {cause}"
-        self._c.fleet.reachability[agent.id] = AgentHealthState.UNREACHABLE
+        self._health.believe(agent.id, AgentHealthState.UNREACHABLE)
         await ctx.db(
             ctx.db.store.set_agent_health,
             agent.id,
@@ -177,14 +187,13 @@ class HeartbeatMonitor:
         log.warning("%s", reason)
         await ctx.audit(SYSTEM, "agent_unreachable", agent.id, "detected", reason)
         for cluster in await self._clusters_of(agent):
-            await self._c.repair.fault_partitions_on(
+            await self._repair.fault_partitions_on(
                 cluster, [cluster.machine_of(agent.id)], [], reason
             )
 
     async def _mark_reachable(self, agent: Agent) -> None:
-        ctx = self._c.ctx
-        was = self._c.fleet.reachability.get(agent.id)
-        self._c.fleet.reachability[agent.id] = AgentHealthState.REACHABLE
+        ctx = self._ctx
+        was = self._health.believe(agent.id, AgentHealthState.REACHABLE)
         await ctx.db(
             ctx.db.store.set_agent_health,
             agent.id,
@@ -196,24 +205,23 @@ class HeartbeatMonitor:
             ctx.occupancy.forget()
             await ctx.audit(SYSTEM, "agent_reachable", agent.id, "detected")
             try:
-                await self._c.fleet.reconcile(agent)
+                await self._fleet.reconcile(agent)
             except AgentError as exc:
                 log.warning("reconciling %s failed: %s", agent.id, exc)
 
     async def _fault_partitions(self, agent: Agent) -> None:
-        fleet = self._c.fleet
-        device_faults = fleet.device_faults(agent.id)
-        machine_faults = fleet.machine_link_faults(agent.id)
+        device_faults = self._health.device_faults(agent.id)
+        machine_faults = self._health.machine_link_faults(agent.id)
         for cluster in await self._clusters_of(agent):
             machine = cluster.machine_of(agent.id)
             pod = cluster.pod()
             for device, reason in sorted(device_faults.items()):
                 slot = pod.slot_of_device(machine, device)
-                await self._c.repair.fault_partitions_on(cluster, [], [slot], reason)
+                await self._repair.fault_partitions_on(cluster, [], [slot], reason)
             for reason in machine_faults:
-                await self._c.repair.fault_partitions_on(
+                await self._repair.fault_partitions_on(
                     cluster, [machine], [], reason, multi_segment_only=True
                 )
 
     async def _clusters_of(self, agent: Agent) -> list[Cluster]:
-        return [c for c in await self._c.inventory.list_clusters() if agent.id in c.agent_ids]
+        return [c for c in await self._inventory.list_clusters() if agent.id in c.agent_ids]

@@ -44,7 +44,7 @@ def _invalid(exc: DomainError) -> errors.InvalidArgument:
 class Inventory:
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
-        self._cache = InventoryCache(ctx)
+        self._cache = InventoryCache(ctx.clock, ctx.db)
 
     def invalidate(self) -> None:
         """Forget the cached inventory (after a change this process made)."""

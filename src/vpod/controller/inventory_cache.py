@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 from vpod.domain.entities import Agent, Allocation, Cluster
 
-from .context import Context
+from .clock import Clock
+from .db import Db
 
 TTL_S = 1.0
 
@@ -30,8 +31,9 @@ class InventoryView:
 
 
 class InventoryCache:
-    def __init__(self, ctx: Context, *, ttl_s: float = TTL_S) -> None:
-        self._ctx = ctx
+    def __init__(self, clock: Clock, db: Db, *, ttl_s: float = TTL_S) -> None:
+        self._clock = clock
+        self._db = db
         self._ttl = ttl_s
         self._view: InventoryView | None = None
         self._lock = asyncio.Lock()
@@ -40,7 +42,7 @@ class InventoryCache:
         self._view = None
 
     async def view(self, *, fresh: bool = False) -> InventoryView:
-        now = self._ctx.clock.monotonic()
+        now = self._clock.monotonic()
         view = self._view
         if not fresh and view is not None and now - view.loaded_at < self._ttl:
             return view
@@ -48,15 +50,15 @@ class InventoryCache:
             view = self._view
             if view is not None and view.loaded_at >= now and not fresh:
                 return view
-            store = self._ctx.db.store
-            agents = await self._ctx.db(store.list_agents)
-            clusters = await self._ctx.db(store.list_clusters)
-            allocations = await self._ctx.db(store.list_allocations)
+            store = self._db.store
+            agents = await self._db(store.list_agents)
+            clusters = await self._db(store.list_clusters)
+            allocations = await self._db(store.list_allocations)
             view = InventoryView(
                 agents={a.id: a for a in agents},
                 clusters={c.id: c for c in clusters},
                 allocations={a.id: a for a in allocations},
-                loaded_at=self._ctx.clock.monotonic(),
+                loaded_at=self._clock.monotonic(),
             )
             self._view = view
             return view

@@ -13,17 +13,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import TYPE_CHECKING
 
 from vpod.agent.errors import AgentError
-from vpod.domain.entities import Cluster
 from vpod.store.errors import StoreError
 
 from . import errors
+from .agent_health import AgentHealthBook
+from .context import Context
+from .fleet import Fleet
 from .heartbeats import HeartbeatMonitor
-
-if TYPE_CHECKING:
-    from .app import Controller
+from .inventory import Inventory
+from .partition_repair import PartitionRepair
 
 log = logging.getLogger("vpod.leader")
 
@@ -33,9 +33,21 @@ LEASE = "leader"
 class LeaderLoop:
     """Keeps trying to hold the lease; while it does, runs the background rounds."""
 
-    def __init__(self, controller: Controller) -> None:
-        self._c = controller
-        self.monitor = HeartbeatMonitor(controller)
+    def __init__(
+        self,
+        ctx: Context,
+        inventory: Inventory,
+        health: AgentHealthBook,
+        fleet: Fleet,
+        repair: PartitionRepair,
+        monitor: HeartbeatMonitor,
+    ) -> None:
+        self._ctx = ctx
+        self._inventory = inventory
+        self._health = health
+        self._fleet = fleet
+        self._repair = repair
+        self.monitor = monitor
         self.is_leader = False
         self._became_leader = asyncio.Event()
 
@@ -44,10 +56,10 @@ class LeaderLoop:
         await self._became_leader.wait()
 
     async def run(self) -> None:
-        settings = self._c.settings
+        settings = self._ctx.settings
         holder = settings.replica_id
-        db = self._c.ctx.db
-        clock = self._c.ctx.clock
+        db = self._ctx.db
+        clock = self._ctx.clock
         next_recovery = 0.0
         try:
             while True:
@@ -65,7 +77,7 @@ class LeaderLoop:
                     held = False
                 if held and not self.is_leader:
                     log.info("%s is now the leader", holder)
-                    self._c.ctx.occupancy.forget()
+                    self._ctx.occupancy.forget()
                     self.monitor.forget_stored_faults()
                     next_recovery = 0.0
                 elif not held and self.is_leader:
@@ -88,26 +100,24 @@ class LeaderLoop:
     async def _round(self, started: float, next_recovery: float) -> None:
         try:
             await self.monitor.tick()
-            faulty = {c.id: self._c.fleet.faulty_slots(c) for c in await self._clusters()}
-            await self._c.repair.repair_round(faulty)
+            clusters = await self._inventory.list_clusters()
+            faulty = {c.id: self._health.faulty_slots(c) for c in clusters}
+            await self._repair.repair_round(faulty)
             if started >= next_recovery:
-                await self._c.repair.finish_abandoned()
+                await self._repair.finish_abandoned()
                 await self._reconcile_all()
         except asyncio.CancelledError:
             raise
         except Exception:
             log.exception("background round failed; the next one retries")
 
-    async def _clusters(self) -> list[Cluster]:
-        return await self._c.inventory.list_clusters()
-
     async def _reconcile_all(self) -> None:
         """Make every reachable agent hold what the store says."""
-        for agent in await self._c.inventory.list_agents():
-            health = await self._c.fleet.health_of(agent.id)
+        for agent in await self._inventory.list_agents():
+            health = await self._fleet.health_of(agent.id)
             if not health.reachable:
                 continue
             try:
-                await self._c.fleet.reconcile(agent)
+                await self._fleet.reconcile(agent)
             except AgentError as exc:
                 log.info("reconciling %s failed, next round retries: %s", agent.id, exc.message)

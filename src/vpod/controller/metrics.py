@@ -32,10 +32,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import Counter as Tally
-from collections.abc import Awaitable, Callable, Iterable, Iterator
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
 
 import grpc
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
@@ -43,14 +41,11 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
 
-from vpod.domain.entities import Agent, Allocation, Cluster
-from vpod.store.records import AgentHealth, AgentHealthState, PartitionRecord
-
 from . import errors
-from .caller import SYSTEM
+from .status import StateSnapshot, state_snapshot
 
-if TYPE_CHECKING:
-    from .app import Controller
+StateReader = Callable[[], Awaitable[StateSnapshot]]
+"""Reads the managed state for the gauges (:meth:`.status.ControllerStatus.state`)."""
 
 log = logging.getLogger("vpod.metrics")
 
@@ -59,58 +54,6 @@ LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 """What ``/metrics`` answers with (the Prometheus text format)."""
-
-
-# -- the state gauges ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class StateSnapshot:
-    """The managed state as gauge values, computed by :func:`state_snapshot`."""
-
-    partitions: dict[tuple[str, str, str], int] = field(default_factory=dict)
-    """(cluster, ready state, operation state) -> number of partitions."""
-    agents: dict[str, int] = field(default_factory=dict)
-    """Agent reachability (``reachable``, ``unreachable``, ``unknown``) -> number of agents."""
-    ipus_used: dict[str, int] = field(default_factory=dict)
-    """Cluster -> IPUs held by partitions."""
-    ipus_free: dict[str, int] = field(default_factory=dict)
-    """Cluster -> IPUs held by no partition."""
-    ipus_allocated: dict[str, int] = field(default_factory=dict)
-    """Cluster -> IPUs in allocations (used or not)."""
-
-
-def state_snapshot(
-    *,
-    clusters: Iterable[Cluster],
-    allocations: Iterable[Allocation],
-    partitions: Iterable[PartitionRecord],
-    agents: Iterable[Agent],
-    health: Iterable[AgentHealth],
-) -> StateSnapshot:
-    """Fold what the store holds into gauge values (pure, so tests can check it by hand)."""
-    cluster_list = list(clusters)
-    by_state: Tally[tuple[str, str, str]] = Tally()
-    used: Tally[str] = Tally()
-    for record in partitions:
-        state = record.state
-        by_state[(record.cluster_id, state.ready.name, state.operation.name)] += 1
-        if state.holds_ipus:
-            used[record.cluster_id] += record.spec.size
-    allocated: Tally[str] = Tally()
-    for allocation in allocations:
-        allocated[allocation.cluster_id] += allocation.size
-    health_of = {h.agent_id: h.state for h in health}
-    reachability: Tally[str] = Tally({s.value: 0 for s in AgentHealthState})
-    for agent in agents:
-        reachability[health_of.get(agent.id, AgentHealthState.UNKNOWN).value] += 1
-    return StateSnapshot(
-        partitions=dict(by_state),
-        agents=dict(reachability),
-        ipus_used={c.id: used[c.id] for c in cluster_list},
-        ipus_free={c.id: c.num_ipus - used[c.id] for c in cluster_list},
-        ipus_allocated={c.id: allocated[c.id] for c in cluster_list},
-    )
 
 
 class _StateCollector(Collector):
@@ -171,12 +114,12 @@ class ControllerMetrics:
 
     def __init__(
         self,
-        controller: Controller | None = None,
+        read_state: StateReader | None = None,
         *,
         registry: CollectorRegistry | None = None,
         timer: Callable[[], float] = time.perf_counter,
     ) -> None:
-        self.controller = controller
+        self._read_state = read_state
         self.registry = registry or CollectorRegistry(auto_describe=True)
         self.timer = timer
         self._http_requests = Counter(
@@ -230,10 +173,10 @@ class ControllerMetrics:
 
     async def refresh_state(self) -> bool:
         """Recompute the state gauges from the store; False (``vpod_state_up`` 0) if it fails."""
-        if self.controller is None:
+        if self._read_state is None:
             return False
         try:
-            snapshot = await read_state(self.controller)
+            snapshot = await self._read_state()
         except errors.ServiceError as exc:
             log.warning("metrics: cannot read the controller's state: %s", exc)
             self._state.up = False
@@ -245,23 +188,6 @@ class ControllerMetrics:
     def render(self) -> bytes:
         """Every metric in the Prometheus text format (:data:`CONTENT_TYPE`)."""
         return generate_latest(self.registry)
-
-
-async def read_state(controller: Controller) -> StateSnapshot:
-    """Read what the gauges show through the controller's use-cases (four store reads)."""
-    ctx = controller.ctx
-    clusters = await controller.inventory.list_clusters()
-    allocations = await controller.inventory.list_allocations()
-    agents = await controller.inventory.list_agents()
-    partitions = await controller.partitions.list_partitions(SYSTEM)
-    health = await ctx.db(ctx.db.store.list_agent_health)
-    return state_snapshot(
-        clusters=clusters,
-        allocations=allocations,
-        partitions=partitions,
-        agents=agents,
-        health=health,
-    )
 
 
 # -- gRPC ---------------------------------------------------------------------------------
@@ -308,8 +234,8 @@ class _RpcMetricsInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
 __all__ = [
     "CONTENT_TYPE",
     "ControllerMetrics",
+    "StateReader",
     "StateSnapshot",
-    "read_state",
     "split_rpc_method",
     "state_snapshot",
 ]

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from vpod.domain.entities import Cluster
 from vpod.placement import Snapshot
 
+from .db import Db
+
 
 @dataclass
 class _Entry:
@@ -25,6 +27,16 @@ class _Entry:
 
 
 Loader = Callable[[Cluster], Awaitable[Snapshot]]
+
+
+def snapshot_loader(db: Db, unavailable: Callable[[Cluster], frozenset[int]]) -> Loader:
+    """Snapshots read from the store, without the slots ``unavailable`` names (faulty IPUs)."""
+
+    async def load(cluster: Cluster) -> Snapshot:
+        occupancy = await db(db.store.occupancy, cluster.id)
+        return occupancy.snapshot(unavailable_slots=unavailable(cluster))
+
+    return load
 
 
 class OccupancyCache:

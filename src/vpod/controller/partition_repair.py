@@ -49,6 +49,7 @@ from . import errors
 from .agent_gateway import describe_failures, fan_out
 from .caller import SYSTEM
 from .context import Context
+from .inventory import Inventory
 from .partitions import PartitionService, machine_configs
 
 log = logging.getLogger("vpod.repair")
@@ -58,10 +59,12 @@ class PartitionRepair:
     def __init__(
         self,
         ctx: Context,
+        inventory: Inventory,
         partitions: PartitionService,
         steadily_answering: Callable[[str], bool],
     ) -> None:
         self._ctx = ctx
+        self._inventory = inventory
         self._p = partitions
         self._steadily_answering = steadily_answering
 
@@ -105,7 +108,7 @@ class PartitionRepair:
             record = dataclasses.replace(record, auto_reset_retry_count=0)
         if not self.may_auto_reset(record) or not allowed(record.state, Event.AUTO_RESET_REQUESTED):
             return False
-        cluster = await ctx.inventory.cluster(record.cluster_id)
+        cluster = await self._inventory.cluster(record.cluster_id)
         try:
             record = await self._p.update_record(
                 record,
@@ -133,7 +136,7 @@ class PartitionRepair:
             return False
         if not allowed(record.state, Event.RELOCATE_REQUESTED):
             return False
-        cluster = await ctx.inventory.cluster(record.cluster_id)
+        cluster = await self._inventory.cluster(record.cluster_id)
         async with ctx.occupancy.lock(cluster.id):
             snapshot = await ctx.occupancy.get(cluster, fresh=True)
             placed = relocate(snapshot, record.id, avoid_slots=avoid)
@@ -199,7 +202,7 @@ class PartitionRepair:
                 continue
             bad = faulty_slots.get(record.cluster_id, frozenset())
             unreachable = await self._unreachable_machines(record)
-            cluster = await ctx.inventory.cluster(record.cluster_id)
+            cluster = await self._inventory.cluster(record.cluster_id)
             unreachable |= {
                 m
                 for m in {ipu.machine for ipu in record.ipus}
@@ -240,7 +243,7 @@ class PartitionRepair:
 
     async def _finish(self, record: PartitionRecord) -> None:
         ctx = self._ctx
-        cluster = await ctx.inventory.cluster(record.cluster_id)
+        cluster = await self._inventory.cluster(record.cluster_id)
         agents = await self._p.agents_of(cluster, record)
         timeout = ctx.settings.agent_timeout_s
         operation = record.state.operation

@@ -23,6 +23,7 @@ from vpod.store.records import PartitionRecord
 from . import errors
 from .caller import Caller
 from .context import Context
+from .inventory import Inventory
 
 
 class AgentFactsCache:
@@ -54,8 +55,9 @@ class AgentFactsCache:
 
 
 class PartitionViews:
-    def __init__(self, ctx: Context, facts: AgentFactsCache) -> None:
+    def __init__(self, ctx: Context, inventory: Inventory, facts: AgentFactsCache) -> None:
         self._ctx = ctx
+        self._inventory = inventory
         self._facts = facts
 
     async def ipuof_config(self, record: PartitionRecord, gcd_id: int | None) -> dict[str, Any]:
@@ -70,10 +72,10 @@ class PartitionViews:
                 f"partition {record.id} has {record.spec.num_gcds} GCD(s): use --gcd 0.."
                 f"{record.spec.num_gcds - 1}"
             )
-        cluster = await self._ctx.inventory.cluster(record.cluster_id)
+        cluster = await self._inventory.cluster(record.cluster_id)
         pod = cluster.pod()
         machines = sorted({ipu.machine for ipu in record.ipus})
-        agents = await self._ctx.inventory.agents(cluster.agent_of(m) for m in machines)
+        agents = await self._inventory.agents(cluster.agent_of(m) for m in machines)
         facts = await self._facts.of(agents)
         endpoints = []
         for ipu in record.ipus:
@@ -112,11 +114,11 @@ class PartitionViews:
         """Attributes of every IPU of the agents the caller may see, by agent and device id."""
         wanted = set(agent_ids)
         visible: set[str] = set()
-        clusters = {c.id: c for c in await self._ctx.inventory.list_clusters()}
+        clusters = {c.id: c for c in await self._inventory.list_clusters()}
         if caller.allocation_ids is None:
-            visible = {a.id for a in await self._ctx.inventory.list_agents()}
+            visible = {a.id for a in await self._inventory.list_agents()}
         else:
-            for allocation in await self._ctx.inventory.visible_allocations(caller):
+            for allocation in await self._inventory.visible_allocations(caller):
                 cluster = clusters.get(allocation.cluster_id)
                 if cluster is not None:
                     visible.update(allocation.agent_ids(cluster))
@@ -126,7 +128,7 @@ class PartitionViews:
             raise errors.NotFound(
                 f"agent {unknown[0]} does not exist or is not in your allocations"
             )
-        agents = await self._ctx.inventory.agents(chosen)
+        agents = await self._inventory.agents(chosen)
         timeout = self._ctx.settings.agent_timeout_s
         results = await asyncio.gather(
             *(self._ctx.gateway.ipu_attributes(a, timeout=timeout) for a in agents),

@@ -41,6 +41,7 @@ from . import errors
 from .agent_gateway import describe_failures, fan_out
 from .caller import Caller
 from .context import Context
+from .inventory import Inventory
 
 RESERVE_ATTEMPTS = 3
 """State moves retried after a concurrent change (see ``move_state``)."""
@@ -61,8 +62,9 @@ class _PlacedOnFaultyIpu(errors.Unavailable):
 
 
 class PartitionService:
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: Context, inventory: Inventory) -> None:
         self._ctx = ctx
+        self._inventory = inventory
         self._recent: dict[str, PartitionRecord] = {}
         """The last version of each live partition this controller wrote."""
 
@@ -90,7 +92,7 @@ class PartitionService:
         self, caller: Caller, *, allocation_id: str | None = None, cluster_id: str | None = None
     ) -> list[PartitionRecord]:
         if allocation_id:
-            await self._ctx.inventory.allocation_for(caller, allocation_id)
+            await self._inventory.allocation_for(caller, allocation_id)
             wanted: frozenset[str] | None = frozenset({allocation_id})
         else:
             wanted = caller.allocation_ids
@@ -132,7 +134,7 @@ class PartitionService:
             raise errors.InvalidArgument(
                 "partition size is required: use 1, 2, 4, 8, 16, 64 or a multiple of 64"
             )
-        candidates = await self._ctx.inventory.candidate_allocations(
+        candidates = await self._inventory.candidate_allocations(
             caller, req.allocation_id, req.cluster_id
         )
         reasons: list[str] = []
@@ -196,7 +198,7 @@ class PartitionService:
             return False
         if req.cluster_id and req.cluster_id != existing.cluster_id:
             return False
-        cluster = await self._ctx.inventory.cluster(existing.cluster_id)
+        cluster = await self._inventory.cluster(existing.cluster_id)
         try:
             spec = resolve_partition_spec(
                 dataclasses.replace(
@@ -304,7 +306,7 @@ class PartitionService:
 
     async def remove(self, caller: Caller, partition_id: str, *, force: bool = False) -> None:
         record = await self.get(caller, partition_id, for_change=True)
-        cluster = await self._ctx.inventory.cluster(record.cluster_id)
+        cluster = await self._inventory.cluster(record.cluster_id)
         request = Event.FORCE_REMOVE_REQUESTED if force else Event.REMOVE_REQUESTED
         record = await self.move_state(record, request)
         agents = await self.agents_of(cluster, record)
@@ -335,7 +337,7 @@ class PartitionService:
                 raise errors.FailedPrecondition(
                     f"partition {partition_id} changed while being reset: retry"
                 ) from None
-        cluster = await self._ctx.inventory.cluster(record.cluster_id)
+        cluster = await self._inventory.cluster(record.cluster_id)
         record = await self.move_state(record, Event.RESET_REQUESTED)
         agents = await self.agents_of(cluster, record)
         _, failed = await self.reset_on_agents(cluster, record, agents)
@@ -449,7 +451,7 @@ class PartitionService:
 
     async def agents_of(self, cluster: Cluster, record: PartitionRecord) -> list[Agent]:
         machines = sorted({ipu.machine for ipu in record.ipus})
-        return await self._ctx.inventory.agents(cluster.agent_of(m) for m in machines)
+        return await self._inventory.agents(cluster.agent_of(m) for m in machines)
 
 
 def _machine_configs(cluster: Cluster, record: PartitionRecord) -> dict[str, PartitionConfig]:

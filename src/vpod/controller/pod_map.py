@@ -29,11 +29,13 @@ from vpod.store.records import AgentHealth, AgentHealthState, PartitionRecord
 from . import errors
 from .caller import Caller
 from .context import Context
+from .inventory import Inventory
 from .partitions import PartitionService
 
 
 class LinkHealth(Protocol):
-    """What the fleet knows beyond the store: links down on each machine."""
+    """What heartbeats know beyond the store (:class:`.agent_health.AgentHealthBook`): links
+    down on each machine."""
 
     def machine_link_faults(self, agent_id: str) -> list[str]: ...
 
@@ -168,14 +170,21 @@ def partition_sizes_up_to(size: int) -> tuple[int, ...]:
 class PodMapService:
     """Read-only views of the whole fabric, for administrators."""
 
-    def __init__(self, ctx: Context, partitions: PartitionService, links: LinkHealth) -> None:
+    def __init__(
+        self,
+        ctx: Context,
+        inventory: Inventory,
+        partitions: PartitionService,
+        links: LinkHealth,
+    ) -> None:
         self._ctx = ctx
+        self._inventory = inventory
         self._partitions = partitions
         self._links = links
 
     async def pod_map(self, caller: Caller, cluster_id: str | None = None) -> list[ClusterView]:
         _require_admin(caller)
-        inventory = self._ctx.inventory
+        inventory = self._inventory
         clusters = await inventory.list_clusters()
         if cluster_id:
             clusters = [c for c in clusters if c.id == cluster_id]
@@ -267,8 +276,8 @@ class PodMapService:
 
     async def fragmentation(self, caller: Caller, allocation_id: str) -> Fragmentation:
         _require_admin(caller)
-        allocation = await self._ctx.inventory.allocation_for(caller, allocation_id)
-        cluster = await self._ctx.inventory.cluster(allocation.cluster_id)
+        allocation = await self._inventory.allocation_for(caller, allocation_id)
+        cluster = await self._inventory.cluster(allocation.cluster_id)
         snapshot = await self._ctx.occupancy.get(cluster, fresh=True)
         block = snapshot.largest_free_block(allocation.id)
         outlook = []

@@ -27,15 +27,14 @@ from vpod.wire import admin_pb2, virmgrpc_pb2
 
 from .agent_grpc import GrpcAgentGateway
 from .app import Controller, build_controller
-from .leader import LeaderLoop
 from .metrics import ControllerMetrics
 from .settings import Settings
 from .tls import ServerTls
-from .transports.admin_grpc import add_admin_api
+from .transports.admin_grpc import AdminServicer, RegistrationServicer, add_admin_api
 from .transports.auth import GrpcAuthenticator
 from .transports.http_health import Readiness
 from .transports.rest import create_http_app
-from .transports.user_grpc import add_user_api, add_version_api
+from .transports.user_grpc import UserServicer, add_user_api, add_version_api
 
 log = logging.getLogger("vpod.server")
 
@@ -126,11 +125,18 @@ async def serve(
     extras = [make(controller) for make in extensions]
     auth = GrpcAuthenticator(controller.auth)
 
-    metrics = ControllerMetrics(controller)
+    metrics = ControllerMetrics(controller.status.state)
     readiness = Readiness([USER_API, ADMIN_API])
     interceptors = [metrics.grpc_interceptor()]
     user_server = grpc.aio.server(options=GRPC_OPTIONS, interceptors=interceptors)
-    add_user_api(user_server, controller, auth)
+    user_api = UserServicer(
+        settings=controller.settings,
+        partitions=controller.partitions,
+        views=controller.views,
+        listings=controller.listings,
+        auth=auth,
+    )
+    add_user_api(user_server, controller.settings, user_api)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, user_server)
     reflection.enable_server_reflection(
@@ -144,8 +150,19 @@ async def serve(
     user_port = _bind(user_server, settings.host, settings.user_port, "user API", credentials)
 
     admin_server = grpc.aio.server(options=GRPC_OPTIONS, interceptors=interceptors)
-    add_admin_api(admin_server, controller, auth)
-    add_version_api(admin_server, controller)
+    admin_api = AdminServicer(
+        inventory=controller.inventory,
+        fleet=controller.fleet,
+        teardown=controller.teardown,
+        listings=controller.listings,
+        views=controller.views,
+        audit_log=controller.audit_log,
+        settings=controller.settings,
+        authenticator=controller.auth,
+        auth=auth,
+    )
+    add_admin_api(admin_server, admin_api, RegistrationServicer(controller.fleet))
+    add_version_api(admin_server, controller.settings)
     reflection.enable_server_reflection(
         (
             virmgrpc_pb2.DESCRIPTOR.services_by_name["VersionService"].full_name,
@@ -177,7 +194,7 @@ async def serve(
         **(tls.uvicorn_options() if tls is not None else {}),
     )
     http_server = uvicorn.Server(http_config)
-    leader = LeaderLoop(controller)
+    leader = controller.leader
 
     await user_server.start()
     readiness.started(USER_API)

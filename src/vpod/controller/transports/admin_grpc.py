@@ -12,7 +12,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from vpod.agent import convert as agent_convert
 from vpod.agent.errors import MachineRefusal
 from vpod.domain.catalog import machine_spec
-from vpod.domain.entities import Agent, Allocation, Cluster, User
+from vpod.domain.entities import Agent, Cluster, User
 from vpod.domain.errors import DomainError
 from vpod.domain.topology import GwTopology, IldTopology
 from vpod.wire import admin_pb2 as apb
@@ -20,9 +20,15 @@ from vpod.wire import admin_pb2_grpc as apb_grpc
 from vpod.wire import virmgrpc_pb2 as pb
 
 from .. import errors
-from ..app import Controller
 from ..audit_log import DEFAULT_LIMIT, AuditLog, EventFilter
+from ..auth import Authenticator
+from ..fleet import Fleet
+from ..inventory import Inventory
+from ..listings import AgentRow, AllocationRow, Listings
 from ..moments import TimeOutOfRange, from_timestamp
+from ..partition_views import PartitionViews
+from ..settings import Settings
+from ..teardown import Teardown
 from .auth import GrpcAuthenticator
 from .grpc_errors import grpc_errors
 from .wire_convert import (
@@ -51,9 +57,8 @@ def _cluster_to_wire(cluster: Cluster) -> apb.Cluster:
     )
 
 
-def _allocation_to_wire(
-    allocation: Allocation, cluster: Cluster | None, users: list[str], partitions: int
-) -> apb.AllocationInfo:
+def _allocation_to_wire(row: AllocationRow) -> apb.AllocationInfo:
+    allocation, cluster = row.allocation, row.cluster
     agents = list(allocation.agent_ids(cluster)) if cluster else []
     return apb.AllocationInfo(
         allocation=pb.Allocation(
@@ -61,9 +66,32 @@ def _allocation_to_wire(
             spec=pb.AllocationSpec(cluster_id=allocation.cluster_id, agent_ids=agents),
         ),
         size=allocation.size,
-        user_ids=users,
-        num_partitions=partitions,
+        user_ids=list(row.user_ids),
+        num_partitions=row.num_partitions,
     )
+
+
+def _agent_to_wire(row: AgentRow) -> apb.Agent:
+    agent, health = row.agent, row.health
+    wire = apb.Agent(
+        id=agent.id,
+        host=agent.host,
+        port=agent.port,
+        machine_type=agent.machine_type.value,
+        serial=agent.serial,
+        cluster_id=row.cluster_id,
+        allocation_id=row.allocation_id,
+        state=apb.AGENT_ONLINE if health.reachable else apb.AGENT_OFFLINE,
+        state_detail=health.reason,
+        faults=agent_convert.faults_to_wire(health.faults),
+        boot_id=health.boot_id,
+        ipuof_address=health.ipuof_address,
+    )
+    if health.last_seen is not None:
+        stamp = Timestamp()
+        stamp.FromDatetime(health.last_seen)
+        wire.last_seen.CopyFrom(stamp)
+    return wire
 
 
 W = TypeVar("W")
@@ -79,8 +107,27 @@ def _decoded(convert: Callable[[W], T], wire: W) -> T:
 
 
 class AdminServicer(apb_grpc.AdminServiceServicer):
-    def __init__(self, controller: Controller, auth: GrpcAuthenticator) -> None:
-        self._c = controller
+    def __init__(
+        self,
+        *,
+        inventory: Inventory,
+        fleet: Fleet,
+        teardown: Teardown,
+        listings: Listings,
+        views: PartitionViews,
+        audit_log: AuditLog,
+        settings: Settings,
+        authenticator: Authenticator,
+        auth: GrpcAuthenticator,
+    ) -> None:
+        self._inventory = inventory
+        self._fleet = fleet
+        self._teardown = teardown
+        self._listings = listings
+        self._views = views
+        self._audit_log = audit_log
+        self._settings = settings
+        self._authenticator = authenticator
         self._auth = auth
 
     # -- agents
@@ -90,62 +137,25 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         self, request: apb.CreateAgentRequest, context: grpc.aio.ServicerContext
     ) -> apb.CreateAgentReply:
         caller = await self._auth.admin(context)
-        agent = await self._c.inventory.create_agent(
+        agent = await self._inventory.create_agent(
             caller, request.agent_id, request.host, request.port
         )
-        return apb.CreateAgentReply(agent=await self._agent_to_wire(agent, {}, {}))
+        return apb.CreateAgentReply(agent=_agent_to_wire(await self._listings.new_agent(agent)))
 
     @grpc_errors
     async def ListAgents(  # noqa: N802
         self, request: apb.ListAgentsRequest, context: grpc.aio.ServicerContext
     ) -> apb.ListAgentsReply:
         await self._auth.admin(context)
-        agents = await self._c.inventory.list_agents()
-        clusters = await self._c.inventory.list_clusters()
-        cluster_of = {a: c.id for c in clusters for a in c.agent_ids}
-        allocation_of: dict[str, str] = {}
-        by_id = {c.id: c for c in clusters}
-        for allocation in await self._c.inventory.list_allocations():
-            cluster = by_id.get(allocation.cluster_id)
-            if cluster:
-                for agent_id in allocation.agent_ids(cluster):
-                    allocation_of[agent_id] = allocation.id
-        if request.cluster_id:
-            agents = [a for a in agents if cluster_of.get(a.id) == request.cluster_id]
-        return apb.ListAgentsReply(
-            agents=[await self._agent_to_wire(a, cluster_of, allocation_of) for a in agents]
-        )
-
-    async def _agent_to_wire(
-        self, agent: Agent, cluster_of: dict[str, str], allocation_of: dict[str, str]
-    ) -> apb.Agent:
-        health = await self._c.fleet.health_of(agent.id)
-        wire = apb.Agent(
-            id=agent.id,
-            host=agent.host,
-            port=agent.port,
-            machine_type=agent.machine_type.value,
-            serial=agent.serial,
-            cluster_id=cluster_of.get(agent.id, ""),
-            allocation_id=allocation_of.get(agent.id, ""),
-            state=apb.AGENT_ONLINE if health.reachable else apb.AGENT_OFFLINE,
-            state_detail=health.reason,
-            faults=agent_convert.faults_to_wire(health.faults),
-            boot_id=health.boot_id,
-            ipuof_address=health.ipuof_address,
-        )
-        if health.last_seen is not None:
-            stamp = Timestamp()
-            stamp.FromDatetime(health.last_seen)
-            wire.last_seen.CopyFrom(stamp)
-        return wire
+        rows = await self._listings.agents(request.cluster_id or None)
+        return apb.ListAgentsReply(agents=[_agent_to_wire(row) for row in rows])
 
     @grpc_errors
     async def RemoveAgent(  # noqa: N802
         self, request: apb.RemoveAgentRequest, context: grpc.aio.ServicerContext
     ) -> apb.RemoveAgentReply:
         caller = await self._auth.admin(context)
-        await self._c.teardown.remove_agent(caller, request.agent_id, force=request.force)
+        await self._teardown.remove_agent(caller, request.agent_id, force=request.force)
         return apb.RemoveAgentReply()
 
     @grpc_errors
@@ -153,7 +163,7 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         self, request: apb.DiscoverAgentsRequest, context: grpc.aio.ServicerContext
     ) -> apb.DiscoverAgentsReply:
         caller = await self._auth.admin(context)
-        found = await self._c.fleet.discover(caller, list(request.addresses), add=request.add)
+        found = await self._fleet.discover(caller, list(request.addresses), add=request.add)
         return apb.DiscoverAgentsReply(agents=[apb.DiscoveredAgent(**d) for d in found])
 
     # -- clusters
@@ -163,7 +173,7 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         self, request: apb.CreateClusterRequest, context: grpc.aio.ServicerContext
     ) -> apb.CreateClusterReply:
         caller = await self._auth.admin(context)
-        cluster = await self._c.inventory.create_cluster(
+        cluster = await self._inventory.create_cluster(
             caller,
             request.cluster_id,
             list(request.agent_ids),
@@ -178,7 +188,7 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         self, request: apb.ListClustersRequest, context: grpc.aio.ServicerContext
     ) -> apb.ListClustersReply:
         await self._auth.admin(context)
-        clusters = await self._c.inventory.list_clusters()
+        clusters = await self._inventory.list_clusters()
         return apb.ListClustersReply(clusters=[_cluster_to_wire(c) for c in clusters])
 
     @grpc_errors
@@ -186,7 +196,7 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         self, request: apb.RemoveClusterRequest, context: grpc.aio.ServicerContext
     ) -> apb.RemoveClusterReply:
         caller = await self._auth.admin(context)
-        await self._c.teardown.remove_cluster(caller, request.cluster_id, force=request.force)
+        await self._teardown.remove_cluster(caller, request.cluster_id, force=request.force)
         return apb.RemoveClusterReply()
 
     @grpc_errors
@@ -195,7 +205,7 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
     ) -> apb.TestClusterReply:
         caller = await self._auth.admin(context)
         kinds = _decoded(agent_convert.link_tests_from_wire, request.tests)
-        cluster, done, failed = await self._c.fleet.test_cluster(caller, request.cluster_id, kinds)
+        cluster, done, failed = await self._fleet.test_cluster(caller, request.cluster_id, kinds)
         return cluster_test_reply(cluster.id, cluster.agent_ids, done, failed, kinds)
 
     # -- allocations
@@ -205,15 +215,16 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         self, request: apb.CreateAllocationRequest, context: grpc.aio.ServicerContext
     ) -> apb.CreateAllocationReply:
         caller = await self._auth.admin(context)
-        allocation = await self._c.inventory.create_allocation(
+        allocation = await self._inventory.create_allocation(
             caller,
             request.allocation_id,
             request.cluster_id,
             size=request.size or None,
             agent_ids=list(request.agent_ids) or None,
         )
-        cluster = await self._c.inventory.cluster(allocation.cluster_id)
-        return apb.CreateAllocationReply(allocation=_allocation_to_wire(allocation, cluster, [], 0))
+        cluster = await self._inventory.cluster(allocation.cluster_id)
+        row = AllocationRow(allocation=allocation, cluster=cluster, user_ids=(), num_partitions=0)
+        return apb.CreateAllocationReply(allocation=_allocation_to_wire(row))
 
     @grpc_errors
     async def ListAllocations(  # noqa: N802
@@ -221,39 +232,15 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
     ) -> apb.ListAllocationsReply:
         # Users may call this too (``vipu list allocations``): they see their own.
         caller = await self._auth.user(context)
-        allocations = [
-            a
-            for a in await self._c.inventory.list_allocations(request.cluster_id or None)
-            if caller.may_use(a.id)
-        ]
-        clusters = {c.id: c for c in await self._c.inventory.list_clusters()}
-        users = (
-            await self._c.inventory.list_users()
-            if caller.admin or not self._c.settings.secure
-            else []
-        )
-        partitions = await self._c.partitions.list_partitions(caller)
-        count: dict[str, int] = {}
-        for p in partitions:
-            count[p.allocation_id] = count.get(p.allocation_id, 0) + 1
-        return apb.ListAllocationsReply(
-            allocations=[
-                _allocation_to_wire(
-                    a,
-                    clusters.get(a.cluster_id),
-                    sorted(u.id for u in users if a.id in u.allocation_ids),
-                    count.get(a.id, 0),
-                )
-                for a in allocations
-            ]
-        )
+        rows = await self._listings.allocations(caller, request.cluster_id or None)
+        return apb.ListAllocationsReply(allocations=[_allocation_to_wire(row) for row in rows])
 
     @grpc_errors
     async def RemoveAllocation(  # noqa: N802
         self, request: apb.RemoveAllocationRequest, context: grpc.aio.ServicerContext
     ) -> apb.RemoveAllocationReply:
         caller = await self._auth.admin(context)
-        await self._c.teardown.remove_allocation(caller, request.allocation_id, force=request.force)
+        await self._teardown.remove_allocation(caller, request.allocation_id, force=request.force)
         return apb.RemoveAllocationReply()
 
     # -- users
@@ -263,7 +250,7 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         self, request: apb.CreateUserRequest, context: grpc.aio.ServicerContext
     ) -> apb.CreateUserReply:
         caller = await self._auth.admin(context)
-        created = await self._c.inventory.create_user(
+        created = await self._inventory.create_user(
             caller, request.user_id, list(request.allocation_ids), admin=request.admin
         )
         return apb.CreateUserReply(
@@ -276,8 +263,8 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         self, request: apb.ListUsersRequest, context: grpc.aio.ServicerContext
     ) -> apb.ListUsersReply:
         await self._auth.admin(context)
-        users = await self._c.inventory.list_users()
-        times = await self._c.inventory.user_times()
+        users = await self._inventory.list_users()
+        times = await self._inventory.user_times()
         return apb.ListUsersReply(users=[_user_to_wire(u, times.get(u.id)) for u in users])
 
     @grpc_errors
@@ -285,8 +272,8 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         self, request: apb.RemoveUserRequest, context: grpc.aio.ServicerContext
     ) -> apb.RemoveUserReply:
         caller = await self._auth.admin(context)
-        await self._c.inventory.remove_user(caller, request.user_id)
-        self._c.auth.forget(request.user_id)
+        await self._inventory.remove_user(caller, request.user_id)
+        self._authenticator.forget(request.user_id)
         return apb.RemoveUserReply()
 
     # -- partitions, faults, attributes
@@ -296,18 +283,15 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         self, request: apb.ListPartitionsRequest, context: grpc.aio.ServicerContext
     ) -> apb.ListPartitionsReply:
         caller = await self._auth.admin(context)
-        records = await self._c.partitions.list_partitions(
+        rows = await self._listings.partitions(
             caller,
             allocation_id=request.allocation_id or None,
             cluster_id=request.cluster_id or None,
         )
-        clusters = {c.id: c for c in await self._c.inventory.list_clusters()}
-        version = self._c.settings.ipuof_server_version
+        version = self._settings.ipuof_server_version
         reply = apb.ListPartitionsReply()
-        for record in records:
-            cluster = clusters.get(record.cluster_id)
-            if cluster is None:
-                continue
+        for row in rows:
+            record, cluster = row.record, row.cluster
             pod = cluster.pod()
             info = reply.partitions.add(
                 partition=partition_to_wire(record, cluster, version),
@@ -328,7 +312,7 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
     ) -> apb.InjectFaultReply:
         caller = await self._auth.admin(context)
         fault = _decoded(agent_convert.fault_from_wire, request.fault)
-        faults = await self._c.fleet.inject_fault(caller, request.agent_id, fault)
+        faults = await self._fleet.inject_fault(caller, request.agent_id, fault)
         return apb.InjectFaultReply(
             agent_id=request.agent_id, active_faults=agent_convert.faults_to_wire(faults)
         )
@@ -341,7 +325,7 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         fault = None
         if request.HasField("fault") and not request.all:
             fault = _decoded(agent_convert.fault_from_wire, request.fault)
-        faults = await self._c.fleet.clear_fault(caller, request.agent_id, fault)
+        faults = await self._fleet.clear_fault(caller, request.agent_id, fault)
         return apb.ClearFaultReply(
             agent_id=request.agent_id, active_faults=agent_convert.faults_to_wire(faults)
         )
@@ -351,7 +335,7 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         self, request: pb.ListIPUAttributesRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListIPUAttributesReply:
         caller = await self._auth.admin(context)
-        attributes = await self._c.views.ipu_attributes(caller, request.agents)
+        attributes = await self._views.ipu_attributes(caller, request.agents)
         return attributes_to_wire(attributes)
 
     # -- audit log
@@ -377,7 +361,7 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
             before_id=request.before_id or None,
         )
         reply = apb.ListEventsReply()
-        for event in await AuditLog(self._c.ctx).list_events(caller, wanted):
+        for event in await self._audit_log.list_events(caller, wanted):
             wire = reply.events.add(
                 id=event.id,
                 actor=event.actor,
@@ -392,8 +376,8 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
 
 
 class RegistrationServicer(apb_grpc.AgentRegistrationServiceServicer):
-    def __init__(self, controller: Controller) -> None:
-        self._c = controller
+    def __init__(self, fleet: Fleet) -> None:
+        self._fleet = fleet
 
     @grpc_errors
     async def RegisterAgent(  # noqa: N802
@@ -410,17 +394,17 @@ class RegistrationServicer(apb_grpc.AgentRegistrationServiceServicer):
             )
         except (DomainError, ValueError) as exc:
             raise errors.InvalidArgument(str(exc)) from None
-        known, message = await self._c.fleet.register(
+        known, message = await self._fleet.register(
             agent, boot_id=request.boot_id, ipuof_address=request.ipuof_address
         )
         return apb.RegisterAgentReply(known=known, message=message)
 
 
-def add_admin_api(server: grpc.aio.Server, controller: Controller, auth: GrpcAuthenticator) -> None:
-    apb_grpc.add_AdminServiceServicer_to_server(AdminServicer(controller, auth), server)
-    apb_grpc.add_AgentRegistrationServiceServicer_to_server(
-        RegistrationServicer(controller), server
-    )
+def add_admin_api(
+    server: grpc.aio.Server, admin: AdminServicer, registration: RegistrationServicer
+) -> None:
+    apb_grpc.add_AdminServiceServicer_to_server(admin, server)
+    apb_grpc.add_AgentRegistrationServiceServicer_to_server(registration, server)
 
 
 def _user_to_wire(user: User, created_at: datetime | None) -> apb.User:

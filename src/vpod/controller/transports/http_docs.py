@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
@@ -20,20 +20,19 @@ ASSETS = Path(__file__).with_name("swagger_ui")
 ASSETS_URL = "/docs/assets"
 
 
-def docs_routes(title: str, openapi_url: str = "/openapi.json") -> APIRouter:
-    router = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False)
 
-    @router.get("/docs", response_class=HTMLResponse)
-    async def swagger_ui() -> HTMLResponse:
-        return get_swagger_ui_html(
-            openapi_url=openapi_url,
-            title=f"{title} - Swagger UI",
-            swagger_js_url=f"{ASSETS_URL}/swagger-ui-bundle.js",
-            swagger_css_url=f"{ASSETS_URL}/swagger-ui.css",
-            swagger_favicon_url=f"{ASSETS_URL}/favicon-32x32.png",
-        )
 
-    return router
+@router.get("/docs", response_class=HTMLResponse)
+async def swagger_ui(request: Request) -> HTMLResponse:
+    """Swagger UI over the app's own OpenAPI document, titled after the app."""
+    return get_swagger_ui_html(
+        openapi_url=request.app.openapi_url or "/openapi.json",
+        title=f"{request.app.title} - Swagger UI",
+        swagger_js_url=f"{ASSETS_URL}/swagger-ui-bundle.js",
+        swagger_css_url=f"{ASSETS_URL}/swagger-ui.css",
+        swagger_favicon_url=f"{ASSETS_URL}/favicon-32x32.png",
+    )
 
 
 def docs_assets() -> StaticFiles:

@@ -11,15 +11,16 @@ endpoints) has been marked started and not stopped since.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable
+from typing import Annotated
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from .. import errors
-from ..app import Controller
+from ..status import ControllerStatus
+from .rest_deps import StatusDep
 
 STORE_TIMEOUT_S = 2.0
 """How long ``/readyz`` waits for the database before saying it is not ready."""
@@ -70,10 +71,9 @@ class ReadinessReport(BaseModel):
     checks: list[Check]
 
 
-async def store_check(controller: Controller, timeout: float = STORE_TIMEOUT_S) -> Check:
-    db = controller.ctx.db
+async def store_check(status: ControllerStatus, timeout: float = STORE_TIMEOUT_S) -> Check:
     try:
-        await asyncio.wait_for(db(db.store.ping), timeout)
+        await status.ping_store(timeout)
     except TimeoutError:
         return Check(
             name="store", ok=False, detail=f"the database did not answer within {timeout:g} s"
@@ -83,32 +83,35 @@ async def store_check(controller: Controller, timeout: float = STORE_TIMEOUT_S) 
     return Check(name="store", ok=True)
 
 
-def health_routes(controller: Controller, readiness: Readiness) -> APIRouter:
-    router = APIRouter(tags=["health"])
+def readiness(request: Request) -> Readiness:
+    """The app's :class:`Readiness` (FastAPI dependency)."""
+    found: Readiness = request.app.state.readiness
+    return found
 
-    @router.get("/healthz", response_model=Health)
-    async def healthz() -> Health:
-        """Liveness: 200 while the process serves HTTP."""
-        return Health(status="ok")
 
-    @router.get(
-        "/readyz",
-        response_model=ReadinessReport,
-        responses={503: {"model": ReadinessReport, "description": "Not ready: see `checks`."}},
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz", response_model=Health)
+async def healthz() -> Health:
+    """Liveness: 200 while the process serves HTTP."""
+    return Health(status="ok")
+
+
+@router.get(
+    "/readyz",
+    response_model=ReadinessReport,
+    responses={503: {"model": ReadinessReport, "description": "Not ready: see `checks`."}},
+)
+async def readyz(
+    status: StatusDep, components: Annotated[Readiness, Depends(readiness)]
+) -> JSONResponse:
+    """Readiness: 200 when the store answers and every endpoint has started, else 503."""
+    checks = [await store_check(status)]
+    waiting = set(components.waiting)
+    checks.extend(
+        Check(name=name, ok=name not in waiting, detail="not started" if name in waiting else "")
+        for name in components.components
     )
-    async def readyz() -> JSONResponse:
-        """Readiness: 200 when the store answers and every endpoint has started, else 503."""
-        checks = [await store_check(controller)]
-        waiting = set(readiness.waiting)
-        checks.extend(
-            Check(
-                name=name, ok=name not in waiting, detail="not started" if name in waiting else ""
-            )
-            for name in readiness.components
-        )
-        report = ReadinessReport(ready=all(ch.ok for ch in checks), checks=checks)
-        return JSONResponse(
-            report.model_dump(mode="json"), status_code=200 if report.ready else 503
-        )
-
-    return router
+    report = ReadinessReport(ready=all(ch.ok for ch in checks), checks=checks)
+    return JSONResponse(report.model_dump(mode="json"), status_code=200 if report.ready else 503)

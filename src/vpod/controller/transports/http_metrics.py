@@ -7,7 +7,9 @@ clients send; requests that match no route share the label ``<unmatched>``.
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -55,22 +57,28 @@ class RequestMetricsMiddleware:
             )
 
 
-def metrics_routes(metrics: ControllerMetrics) -> APIRouter:
-    router = APIRouter(tags=["health"])
+def controller_metrics(request: Request) -> ControllerMetrics:
+    """The app's :class:`ControllerMetrics` (FastAPI dependency)."""
+    found: ControllerMetrics = request.app.state.metrics
+    return found
 
-    @router.get(
-        "/metrics",
-        response_class=Response,
-        responses={
-            200: {
-                "content": {CONTENT_TYPE: {"schema": {"type": "string"}}},
-                "description": "Prometheus text format.",
-            }
-        },
-    )
-    async def prometheus_metrics() -> Response:
-        """Request counts and latencies, and the state gauges, in the Prometheus text format."""
-        await metrics.refresh_state()
-        return Response(metrics.render(), media_type=CONTENT_TYPE)
 
-    return router
+router = APIRouter(tags=["health"])
+
+
+@router.get(
+    "/metrics",
+    response_class=Response,
+    responses={
+        200: {
+            "content": {CONTENT_TYPE: {"schema": {"type": "string"}}},
+            "description": "Prometheus text format.",
+        }
+    },
+)
+async def prometheus_metrics(
+    metrics: Annotated[ControllerMetrics, Depends(controller_metrics)],
+) -> Response:
+    """Request counts and latencies, and the state gauges, in the Prometheus text format."""
+    await metrics.refresh_state()
+    return Response(metrics.render(), media_type=CONTENT_TYPE)

@@ -21,17 +21,14 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from ..app import Controller
 from ..metrics import ControllerMetrics
-from .http_docs import ASSETS_URL, docs_assets, docs_routes
-from .http_health import Readiness, health_routes
+from . import http_docs, http_health, http_metrics, rest_admin, rest_console, rest_user
+from .http_docs import ASSETS_URL, docs_assets
+from .http_health import Readiness
 from .http_limits import BodyLimitMiddleware
-from .http_metrics import RequestMetricsMiddleware, metrics_routes
-from .rest_admin import admin_routes
-from .rest_auth import caller_dependency
-from .rest_console import console_routes
+from .http_metrics import RequestMetricsMiddleware
+from .rest_deps import HttpUseCases
 from .rest_errors import install_error_handlers
-from .rest_user import user_routes
 
 TITLE = "vpod controller API"
 DESCRIPTION = """\
@@ -53,33 +50,33 @@ API_VERSION = "1"
 
 
 def create_http_app(
-    controller: Controller,
+    use_cases: HttpUseCases,
     *,
     readiness: Readiness | None = None,
     metrics: ControllerMetrics | None = None,
 ) -> FastAPI:
-    """The HTTP application of ``controller``.
+    """The HTTP application over ``use_cases`` (a :class:`~vpod.controller.app.Controller`).
 
     ``readiness`` names the components ``/readyz`` waits for (default: none
     but the store); ``metrics`` is the controller's metrics, shared with the
     gRPC servers so one ``/metrics`` shows both (default: a new registry).
-    Both are reachable afterwards as ``app.state.readiness`` and
-    ``app.state.metrics``.
+    The routers are module-level (:mod:`.rest_user`, :mod:`.rest_admin`,
+    :mod:`.http_health`, :mod:`.http_metrics`); their dependencies find the
+    use-cases, the readiness and the metrics on ``app.state`` (``use_cases``,
+    ``readiness``, ``metrics``).
     """
     readiness = readiness if readiness is not None else Readiness()
-    metrics = metrics if metrics is not None else ControllerMetrics(controller)
-    if metrics.controller is None:
-        metrics.controller = controller
+    metrics = metrics if metrics is not None else ControllerMetrics(use_cases.status.state)
 
     app = FastAPI(
         title=TITLE,
         description=DESCRIPTION,
-        version=f"{API_VERSION} (V-IPU {controller.settings.api_version})",
-        docs_url=None,  # served by docs_routes, with local assets
+        version=f"{API_VERSION} (V-IPU {use_cases.settings.api_version})",
+        docs_url=None,  # served by http_docs, with local assets
         redoc_url=None,
         openapi_url="/openapi.json",
     )
-    app.state.controller = controller
+    app.state.use_cases = use_cases
     app.state.readiness = readiness
     app.state.metrics = metrics
 
@@ -87,19 +84,12 @@ def create_http_app(
     app.add_middleware(RequestMetricsMiddleware, metrics=metrics)
     app.add_middleware(BodyLimitMiddleware)
 
-    auth = controller.auth
-    app.include_router(user_routes(controller, caller_dependency(auth, admin=False)))
-    app.include_router(admin_routes(controller, caller_dependency(auth, admin=True)))
-    app.include_router(
-        console_routes(
-            controller,
-            caller_dependency(auth, admin=False),
-            caller_dependency(auth, admin=True),
-        )
-    )
-    app.include_router(health_routes(controller, readiness))
-    app.include_router(metrics_routes(metrics))
-    app.include_router(docs_routes(TITLE))
+    app.include_router(rest_user.router)
+    app.include_router(rest_admin.router)
+    app.include_router(rest_console.router)
+    app.include_router(http_health.router)
+    app.include_router(http_metrics.router)
+    app.include_router(http_docs.router)
     app.mount(ASSETS_URL, docs_assets(), name="docs-assets")
 
     def openapi() -> dict[str, Any]:

@@ -1,7 +1,9 @@
 """The admin endpoints under ``/api/v1/admin``: what :mod:`.admin_grpc` serves, as JSON.
 
 Every endpoint needs an administrator when the controller runs with
-``--secure`` (403 otherwise); without it, everyone is one.
+``--secure`` (403 otherwise); without it, everyone is one. Like
+:mod:`.rest_user`, a module-level router whose handlers take their
+use-cases as dependencies (:mod:`.rest_deps`).
 """
 
 from datetime import datetime
@@ -9,11 +11,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query, Response, status
 
-from vpod.domain.entities import Agent, Cluster
+from vpod.domain.entities import Cluster
 
-from ..app import Controller
-from ..audit_log import DEFAULT_LIMIT, MAX_EVENT_ID, MAX_LIMIT, AuditLog, EventFilter
-from ..caller import Caller
+from ..audit_log import DEFAULT_LIMIT, MAX_EVENT_ID, MAX_LIMIT, EventFilter
+from ..listings import AgentRow, AllocationRow
 from .rest_admin_models import (
     AdminPartitionList,
     AgentFaults,
@@ -42,11 +43,21 @@ from .rest_admin_models import (
     UserOut,
     link_test_kind,
 )
-from .rest_auth import CallerDependency
+from .rest_auth import AsAdmin, admin_caller
 from .rest_convert import allocations_out, attributes_out, partitions_out, status_out
+from .rest_deps import (
+    AuditLogDep,
+    AuthenticatorDep,
+    FleetDep,
+    InventoryDep,
+    ListingsDep,
+    SettingsDep,
+    TeardownDep,
+    ViewsDep,
+)
 from .rest_errors import error_responses
 from .rest_models import AllocationList, AllocationOut, IpuAttributeList
-from .rest_user import API_PREFIX, allocation_list
+from .rest_user import API_PREFIX
 from .wire_convert import cluster_test_reply
 
 ADMIN_PREFIX = f"{API_PREFIX}/admin"
@@ -67,389 +78,420 @@ def cluster_out(cluster: Cluster) -> ClusterOut:
     )
 
 
-def admin_routes(controller: Controller, admin: CallerDependency) -> APIRouter:
-    """The admin API of one controller; ``admin`` authenticates an administrator."""
-    c = controller
-    # Every endpoint needs an admin; handlers that act as the caller also take it (cached).
-    router = APIRouter(prefix=ADMIN_PREFIX, dependencies=[Depends(admin)])
-    AsAdmin = Annotated[Caller, Depends(admin)]  # noqa: N806 - a type alias
-
-    async def agent_out(
-        agent: Agent, cluster_of: dict[str, str], allocation_of: dict[str, str]
-    ) -> AgentOut:
-        health = await c.fleet.health_of(agent.id)
-        return AgentOut(
-            id=agent.id,
-            host=agent.host,
-            port=agent.port,
-            machine_type=agent.machine_type.value,
-            serial=agent.serial,
-            cluster_id=cluster_of.get(agent.id),
-            allocation_id=allocation_of.get(agent.id),
-            reachable=health.reachable,
-            state_detail=health.reason,
-            last_seen=health.last_seen,
-            faults=[FaultOut.of(f) for f in health.faults],
-        )
-
-    # -- agents
-
-    @router.post(
-        "/agents",
-        tags=["admin: agents"],
-        response_model=AgentOut,
-        status_code=status.HTTP_201_CREATED,
-        responses=error_responses(400, 401, 403, 409, 503),
+def agent_out(row: AgentRow) -> AgentOut:
+    agent, health = row.agent, row.health
+    return AgentOut(
+        id=agent.id,
+        host=agent.host,
+        port=agent.port,
+        machine_type=agent.machine_type.value,
+        serial=agent.serial,
+        cluster_id=row.cluster_id or None,
+        allocation_id=row.allocation_id or None,
+        reachable=health.reachable,
+        state_detail=health.reason,
+        last_seen=health.last_seen,
+        faults=[FaultOut.of(f) for f in health.faults],
     )
-    async def create_agent(caller: AsAdmin, body: CreateAgentBody) -> AgentOut:
-        """Register the agent of one IPU-Machine (`vipu-admin create agent`)."""
-        agent = await c.inventory.create_agent(
-            caller,
-            body.id,
-            body.host,
-            body.port,
-            machine_type=body.machine_type,
-            serial=body.serial,
-        )
-        return await agent_out(agent, {}, {})
 
-    @router.get(
-        "/agents",
-        tags=["admin: agents"],
-        response_model=AgentList,
-        responses=error_responses(401, 403, 503),
+
+# Every endpoint needs an admin; handlers that act as the caller also take it (cached).
+router = APIRouter(prefix=ADMIN_PREFIX, dependencies=[Depends(admin_caller)])
+"""The admin API (``create_http_app`` includes it)."""
+
+Filter = Annotated[str, Query(max_length=200)]
+
+# -- agents
+
+
+@router.post(
+    "/agents",
+    tags=["admin: agents"],
+    response_model=AgentOut,
+    status_code=status.HTTP_201_CREATED,
+    responses=error_responses(400, 401, 403, 409, 503),
+)
+async def create_agent(
+    caller: AsAdmin, body: CreateAgentBody, inventory: InventoryDep, listings: ListingsDep
+) -> AgentOut:
+    """Register the agent of one IPU-Machine (`vipu-admin create agent`)."""
+    agent = await inventory.create_agent(
+        caller,
+        body.id,
+        body.host,
+        body.port,
+        machine_type=body.machine_type,
+        serial=body.serial,
     )
-    async def list_agents(
-        cluster: Annotated[str | None, Query(description="Only this cluster's.")] = None,
-    ) -> AgentList:
-        """Every agent with its cluster, allocation and reachability (`vipu-admin list agents`)."""
-        agents = await c.inventory.list_agents()
-        clusters = await c.inventory.list_clusters()
-        cluster_of = {a: cl.id for cl in clusters for a in cl.agent_ids}
-        by_id = {cl.id: cl for cl in clusters}
-        allocation_of: dict[str, str] = {}
-        for allocation in await c.inventory.list_allocations():
-            owner = by_id.get(allocation.cluster_id)
-            if owner is not None:
-                allocation_of.update(dict.fromkeys(allocation.agent_ids(owner), allocation.id))
-        if cluster:
-            agents = [a for a in agents if cluster_of.get(a.id) == cluster]
-        return AgentList(agents=[await agent_out(a, cluster_of, allocation_of) for a in agents])
+    return agent_out(await listings.new_agent(agent))
 
-    @router.delete(
-        "/agents/{agent_id}",
-        tags=["admin: agents"],
-        status_code=204,
-        response_class=Response,
-        responses=error_responses(400, 401, 403, 404, 409, 503),
+
+@router.get(
+    "/agents",
+    tags=["admin: agents"],
+    response_model=AgentList,
+    responses=error_responses(401, 403, 503),
+)
+async def list_agents(
+    listings: ListingsDep,
+    cluster: Annotated[str | None, Query(description="Only this cluster's.")] = None,
+) -> AgentList:
+    """Every agent with its cluster, allocation and reachability (`vipu-admin list agents`)."""
+    return AgentList(agents=[agent_out(row) for row in await listings.agents(cluster or None)])
+
+
+@router.delete(
+    "/agents/{agent_id}",
+    tags=["admin: agents"],
+    status_code=204,
+    response_class=Response,
+    responses=error_responses(400, 401, 403, 404, 409, 503),
+)
+async def remove_agent(
+    caller: AsAdmin, agent_id: IdPath, teardown: TeardownDep, force: ForceQuery = False
+) -> Response:
+    """Forget an agent (`vipu-admin remove agent`); with `force`, the cluster it is in
+    first, with that cluster's allocations and their partitions."""
+    await teardown.remove_agent(caller, agent_id, force=force)
+    return Response(status_code=204)
+
+
+@router.post(
+    "/agents/discover",
+    tags=["admin: agents"],
+    response_model=DiscoveredAgentList,
+    responses=error_responses(400, 401, 403, 503),
+)
+async def discover_agents(
+    caller: AsAdmin, body: DiscoverBody, fleet: FleetDep
+) -> DiscoveredAgentList:
+    """Probe `HOST:PORT` addresses for agents, optionally adding them."""
+    found = await fleet.discover(caller, body.addresses, add=body.add)
+    return DiscoveredAgentList(agents=[DiscoveredAgent.model_validate(d) for d in found])
+
+
+@router.post(
+    "/agents/{agent_id}/faults",
+    tags=["admin: faults"],
+    response_model=AgentFaults,
+    responses=error_responses(400, 401, 403, 404, 409, 503),
+)
+async def inject_fault(
+    caller: AsAdmin, agent_id: IdPath, body: FaultBody, fleet: FleetDep
+) -> AgentFaults:
+    """Make an emulated machine misbehave (an IPU, a link, the agent itself)."""
+    faults = await fleet.inject_fault(caller, agent_id, body.to_fault())
+    return AgentFaults(agent_id=agent_id, active_faults=[FaultOut.of(f) for f in faults])
+
+
+@router.delete(
+    "/agents/{agent_id}/faults",
+    tags=["admin: faults"],
+    response_model=AgentFaults,
+    responses=error_responses(400, 401, 403, 404, 409, 503),
+)
+async def clear_fault(
+    caller: AsAdmin,
+    agent_id: IdPath,
+    fleet: FleetDep,
+    kind: Annotated[
+        FaultKindName | None, Query(description="Clear only this fault; omit: clear all.")
+    ] = None,
+    device_id: Annotated[int | None, Query(ge=0, le=3)] = None,
+    link_id: Annotated[str | None, Query(max_length=64)] = None,
+) -> AgentFaults:
+    """Clear one fault (matched by kind and target) or every fault of the agent."""
+    fault = None
+    if kind is not None:
+        fault = FaultBody(kind=kind, device_id=device_id, link_id=link_id).to_fault()
+    faults = await fleet.clear_fault(caller, agent_id, fault)
+    return AgentFaults(agent_id=agent_id, active_faults=[FaultOut.of(f) for f in faults])
+
+
+# -- clusters
+
+
+@router.post(
+    "/clusters",
+    tags=["admin: clusters"],
+    response_model=ClusterOut,
+    status_code=status.HTTP_201_CREATED,
+    responses=error_responses(400, 401, 403, 404, 409, 503),
+)
+async def create_cluster(
+    caller: AsAdmin, body: CreateClusterBody, inventory: InventoryDep
+) -> ClusterOut:
+    """Cable agents into a cluster (`vipu-admin create cluster`)."""
+    cluster = await inventory.create_cluster(
+        caller,
+        body.id,
+        list(body.agent_ids),
+        num_domains=body.num_ipulinkdomains,
+        ild_topology=body.topology,
+        gw_topology=body.cluster_topology,
     )
-    async def remove_agent(
-        caller: AsAdmin, agent_id: IdPath, force: ForceQuery = False
-    ) -> Response:
-        """Forget an agent (`vipu-admin remove agent`); with `force`, the cluster it is in
-        first, with that cluster's allocations and their partitions."""
-        await c.teardown.remove_agent(caller, agent_id, force=force)
-        return Response(status_code=204)
+    return cluster_out(cluster)
 
-    @router.post(
-        "/agents/discover",
-        tags=["admin: agents"],
-        response_model=DiscoveredAgentList,
-        responses=error_responses(400, 401, 403, 503),
+
+@router.get(
+    "/clusters",
+    tags=["admin: clusters"],
+    response_model=ClusterList,
+    responses=error_responses(401, 403, 503),
+)
+async def list_clusters(inventory: InventoryDep) -> ClusterList:
+    """Every cluster (`vipu-admin list clusters`)."""
+    return ClusterList(clusters=[cluster_out(cl) for cl in await inventory.list_clusters()])
+
+
+@router.delete(
+    "/clusters/{cluster_id}",
+    tags=["admin: clusters"],
+    status_code=204,
+    response_class=Response,
+    responses=error_responses(400, 401, 403, 404, 409, 503),
+)
+async def remove_cluster(
+    caller: AsAdmin, cluster_id: IdPath, teardown: TeardownDep, force: ForceQuery = False
+) -> Response:
+    """Remove a cluster; with `force`, its allocations and their partitions first."""
+    await teardown.remove_cluster(caller, cluster_id, force=force)
+    return Response(status_code=204)
+
+
+@router.post(
+    "/clusters/{cluster_id}/test",
+    tags=["admin: clusters"],
+    response_model=ClusterTestReport,
+    responses=error_responses(400, 401, 403, 404, 409, 503),
+)
+async def test_cluster(  # a route, not a test: its name makes its OpenAPI operation id
+    caller: AsAdmin,
+    cluster_id: IdPath,
+    fleet: FleetDep,
+    body: TestClusterBody | None = None,  # noqa: PT028
+) -> ClusterTestReport:
+    """Cabling, IPU-Link, GW-Link, Sync-Link and traffic tests (`vipu-admin test cluster`)."""
+    kinds = [link_test_kind(t) for t in (body.tests if body else [])]
+    cluster, done, failed = await fleet.test_cluster(caller, cluster_id, kinds)
+    reply = cluster_test_reply(cluster.id, cluster.agent_ids, done, failed)
+    return ClusterTestReport(
+        cluster_id=reply.cluster_id,
+        passed=reply.passed,
+        results=[
+            ClusterTestResult(
+                test=r.name,
+                passed=r.passed,
+                summary=r.summary,
+                details=list(r.details),
+                agents_tested=r.agents_tested,
+                agents_failed=r.agents_failed,
+            )
+            for r in reply.results
+        ],
     )
-    async def discover_agents(caller: AsAdmin, body: DiscoverBody) -> DiscoveredAgentList:
-        """Probe `HOST:PORT` addresses for agents, optionally adding them."""
-        found = await c.fleet.discover(caller, body.addresses, add=body.add)
-        return DiscoveredAgentList(agents=[DiscoveredAgent.model_validate(d) for d in found])
 
-    @router.post(
-        "/agents/{agent_id}/faults",
-        tags=["admin: faults"],
-        response_model=AgentFaults,
-        responses=error_responses(400, 401, 403, 404, 409, 503),
+
+# -- allocations
+
+
+@router.post(
+    "/allocations",
+    tags=["admin: allocations"],
+    response_model=AllocationOut,
+    status_code=status.HTTP_201_CREATED,
+    responses=error_responses(),
+)
+async def create_allocation(
+    caller: AsAdmin, body: CreateAllocationBody, inventory: InventoryDep
+) -> AllocationOut:
+    """Grant machines of a cluster to users (`vipu-admin create allocation`)."""
+    allocation = await inventory.create_allocation(
+        caller, body.id, body.cluster_id, size=body.size, agent_ids=body.agent_ids or None
     )
-    async def inject_fault(caller: AsAdmin, agent_id: IdPath, body: FaultBody) -> AgentFaults:
-        """Make an emulated machine misbehave (an IPU, a link, the agent itself)."""
-        faults = await c.fleet.inject_fault(caller, agent_id, body.to_fault())
-        return AgentFaults(agent_id=agent_id, active_faults=[FaultOut.of(f) for f in faults])
+    cluster = await inventory.cluster(allocation.cluster_id)
+    row = AllocationRow(allocation=allocation, cluster=cluster, user_ids=(), num_partitions=0)
+    return allocations_out([row])[0]
 
-    @router.delete(
-        "/agents/{agent_id}/faults",
-        tags=["admin: faults"],
-        response_model=AgentFaults,
-        responses=error_responses(400, 401, 403, 404, 409, 503),
+
+@router.get(
+    "/allocations",
+    tags=["admin: allocations"],
+    response_model=AllocationList,
+    responses=error_responses(401, 403, 503),
+)
+async def list_allocations(
+    caller: AsAdmin,
+    listings: ListingsDep,
+    cluster: Annotated[str | None, Query(description="Only this cluster's.")] = None,
+) -> AllocationList:
+    """Every allocation, with its users and partition count (`vipu-admin list allocations`)."""
+    rows = await listings.allocations(caller, cluster or None)
+    return AllocationList(allocations=allocations_out(rows))
+
+
+@router.delete(
+    "/allocations/{allocation_id}",
+    tags=["admin: allocations"],
+    status_code=204,
+    response_class=Response,
+    responses=error_responses(400, 401, 403, 404, 409, 503),
+)
+async def remove_allocation_route(
+    caller: AsAdmin, allocation_id: IdPath, teardown: TeardownDep, force: ForceQuery = False
+) -> Response:
+    """Remove an allocation; with `force`, its partitions first."""
+    await teardown.remove_allocation(caller, allocation_id, force=force)
+    return Response(status_code=204)
+
+
+# -- users
+
+
+@router.post(
+    "/users",
+    tags=["admin: users"],
+    response_model=CreatedUser,
+    status_code=status.HTTP_201_CREATED,
+    responses=error_responses(400, 401, 403, 404, 409, 503),
+)
+async def create_user(
+    caller: AsAdmin, body: CreateUserBody, inventory: InventoryDep
+) -> CreatedUser:
+    """Create a user; the answer holds its access key, shown this once."""
+    created = await inventory.create_user(
+        caller, body.id, list(body.allocation_ids), admin=body.admin
     )
-    async def clear_fault(
-        caller: AsAdmin,
-        agent_id: IdPath,
-        kind: Annotated[
-            FaultKindName | None, Query(description="Clear only this fault; omit: clear all.")
-        ] = None,
-        device_id: Annotated[int | None, Query(ge=0, le=3)] = None,
-        link_id: Annotated[str | None, Query(max_length=64)] = None,
-    ) -> AgentFaults:
-        """Clear one fault (matched by kind and target) or every fault of the agent."""
-        fault = None
-        if kind is not None:
-            fault = FaultBody(kind=kind, device_id=device_id, link_id=link_id).to_fault()
-        faults = await c.fleet.clear_fault(caller, agent_id, fault)
-        return AgentFaults(agent_id=agent_id, active_faults=[FaultOut.of(f) for f in faults])
-
-    # -- clusters
-
-    @router.post(
-        "/clusters",
-        tags=["admin: clusters"],
-        response_model=ClusterOut,
-        status_code=status.HTTP_201_CREATED,
-        responses=error_responses(400, 401, 403, 404, 409, 503),
+    user = created.user
+    return CreatedUser(
+        user=UserOut(id=user.id, allocation_ids=list(user.allocation_ids), admin=user.admin),
+        access_key=created.access_key,
     )
-    async def create_cluster(caller: AsAdmin, body: CreateClusterBody) -> ClusterOut:
-        """Cable agents into a cluster (`vipu-admin create cluster`)."""
-        cluster = await c.inventory.create_cluster(
-            caller,
-            body.id,
-            list(body.agent_ids),
-            num_domains=body.num_ipulinkdomains,
-            ild_topology=body.topology,
-            gw_topology=body.cluster_topology,
-        )
-        return cluster_out(cluster)
 
-    @router.get(
-        "/clusters",
-        tags=["admin: clusters"],
-        response_model=ClusterList,
-        responses=error_responses(401, 403, 503),
+
+@router.get(
+    "/users",
+    tags=["admin: users"],
+    response_model=UserList,
+    responses=error_responses(401, 403, 503),
+)
+async def list_users(inventory: InventoryDep) -> UserList:
+    """Every user and the allocations granted to it (never their keys)."""
+    return UserList(
+        users=[
+            UserOut(id=u.id, allocation_ids=list(u.allocation_ids), admin=u.admin)
+            for u in await inventory.list_users()
+        ]
     )
-    async def list_clusters() -> ClusterList:
-        """Every cluster (`vipu-admin list clusters`)."""
-        return ClusterList(clusters=[cluster_out(cl) for cl in await c.inventory.list_clusters()])
 
-    @router.delete(
-        "/clusters/{cluster_id}",
-        tags=["admin: clusters"],
-        status_code=204,
-        response_class=Response,
-        responses=error_responses(400, 401, 403, 404, 409, 503),
+
+@router.delete(
+    "/users/{user_id}",
+    tags=["admin: users"],
+    status_code=204,
+    response_class=Response,
+    responses=error_responses(401, 403, 404, 503),
+)
+async def remove_user(
+    caller: AsAdmin, user_id: IdPath, inventory: InventoryDep, auth: AuthenticatorDep
+) -> Response:
+    """Remove a user; its access key stops working at once."""
+    await inventory.remove_user(caller, user_id)
+    auth.forget(user_id)
+    return Response(status_code=204)
+
+
+# -- partitions and IPUs across allocations
+
+
+@router.get(
+    "/partitions",
+    tags=["admin: partitions"],
+    response_model=AdminPartitionList,
+    responses=error_responses(400, 401, 403, 404, 503),
+)
+async def list_partitions(
+    caller: AsAdmin,
+    listings: ListingsDep,
+    settings: SettingsDep,
+    allocation: Annotated[str | None, Query(description="Only this allocation's.")] = None,
+    cluster: Annotated[str | None, Query(description="Only this cluster's.")] = None,
+) -> AdminPartitionList:
+    """Partitions of every allocation, each with its status."""
+    rows = await listings.partitions(
+        caller, allocation_id=allocation or None, cluster_id=cluster or None
     )
-    async def remove_cluster(
-        caller: AsAdmin, cluster_id: IdPath, force: ForceQuery = False
-    ) -> Response:
-        """Remove a cluster; with `force`, its allocations and their partitions first."""
-        await c.teardown.remove_cluster(caller, cluster_id, force=force)
-        return Response(status_code=204)
-
-    @router.post(
-        "/clusters/{cluster_id}/test",
-        tags=["admin: clusters"],
-        response_model=ClusterTestReport,
-        responses=error_responses(400, 401, 403, 404, 409, 503),
+    rendered = partitions_out(rows, settings.ipuof_server_version)
+    statuses = {row.record.id: status_out(row.record) for row in rows}
+    return AdminPartitionList(
+        partitions=[PartitionWithStatus(partition=p, status=statuses[p.id]) for p in rendered]
     )
-    async def test_cluster(
-        caller: AsAdmin, cluster_id: IdPath, body: TestClusterBody | None = None
-    ) -> ClusterTestReport:
-        """Cabling, IPU-Link, GW-Link, Sync-Link and traffic tests (`vipu-admin test cluster`)."""
-        kinds = [link_test_kind(t) for t in (body.tests if body else [])]
-        cluster, done, failed = await c.fleet.test_cluster(caller, cluster_id, kinds)
-        reply = cluster_test_reply(cluster.id, cluster.agent_ids, done, failed)
-        return ClusterTestReport(
-            cluster_id=reply.cluster_id,
-            passed=reply.passed,
-            results=[
-                ClusterTestResult(
-                    test=r.name,
-                    passed=r.passed,
-                    summary=r.summary,
-                    details=list(r.details),
-                    agents_tested=r.agents_tested,
-                    agents_failed=r.agents_failed,
-                )
-                for r in reply.results
-            ],
-        )
 
-    # -- allocations
 
-    @router.post(
-        "/allocations",
-        tags=["admin: allocations"],
-        response_model=AllocationOut,
-        status_code=status.HTTP_201_CREATED,
-        responses=error_responses(),
+@router.get(
+    "/ipu-attributes",
+    tags=["admin: partitions"],
+    response_model=IpuAttributeList,
+    responses=error_responses(401, 403, 404, 503),
+)
+async def list_ipu_attributes(
+    caller: AsAdmin,
+    views: ViewsDep,
+    agent: Annotated[list[str] | None, Query(description="Only these agents.")] = None,
+) -> IpuAttributeList:
+    """Attributes of every IPU of every agent (or of the agents named)."""
+    attributes = await views.ipu_attributes(caller, agent or [])
+    return IpuAttributeList(agents=attributes_out(attributes))
+
+
+# -- audit log
+
+
+@router.get(
+    "/events",
+    tags=["admin: audit log"],
+    response_model=EventList,
+    responses=error_responses(400, 401, 403, 503),
+)
+async def list_events(
+    caller: AsAdmin,
+    audit_log: AuditLogDep,
+    since: Annotated[datetime | None, Query(description="Inclusive (RFC 3339).")] = None,
+    until: Annotated[datetime | None, Query(description="Exclusive (RFC 3339).")] = None,
+    actor: Filter = "",
+    action: Filter = "",
+    target: Filter = "",
+    outcome: Filter = "",
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
+    before_id: Annotated[
+        int | None,
+        Query(ge=1, le=MAX_EVENT_ID, description="Page back: the smallest id seen so far."),
+    ] = None,
+) -> EventList:
+    """The audit log, newest first: who changed what, from where, and how it ended."""
+    wanted = EventFilter(
+        since=since,
+        until=until,
+        actor=actor,
+        action=action,
+        target=target,
+        outcome=outcome,
+        limit=limit,
+        before_id=before_id,
     )
-    async def create_allocation(caller: AsAdmin, body: CreateAllocationBody) -> AllocationOut:
-        """Grant machines of a cluster to users (`vipu-admin create allocation`)."""
-        allocation = await c.inventory.create_allocation(
-            caller, body.id, body.cluster_id, size=body.size, agent_ids=body.agent_ids or None
-        )
-        cluster = await c.inventory.cluster(allocation.cluster_id)
-        return allocations_out([allocation], [cluster], [], {})[0]
-
-    @router.get(
-        "/allocations",
-        tags=["admin: allocations"],
-        response_model=AllocationList,
-        responses=error_responses(401, 403, 503),
+    events = await audit_log.list_events(caller, wanted)
+    return EventList(
+        events=[
+            EventOut(
+                id=e.id,
+                time=e.time,
+                actor=e.actor,
+                action=e.action,
+                target=e.target,
+                outcome=e.outcome,
+                source=e.source,
+                detail=e.detail,
+            )
+            for e in events
+        ]
     )
-    async def list_allocations(
-        caller: AsAdmin,
-        cluster: Annotated[str | None, Query(description="Only this cluster's.")] = None,
-    ) -> AllocationList:
-        """Every allocation, with its users and partition count (`vipu-admin list allocations`)."""
-        return AllocationList(allocations=await allocation_list(c, caller, cluster or None))
-
-    @router.delete(
-        "/allocations/{allocation_id}",
-        tags=["admin: allocations"],
-        status_code=204,
-        response_class=Response,
-        responses=error_responses(400, 401, 403, 404, 409, 503),
-    )
-    async def remove_allocation_route(
-        caller: AsAdmin, allocation_id: IdPath, force: ForceQuery = False
-    ) -> Response:
-        """Remove an allocation; with `force`, its partitions first."""
-        await c.teardown.remove_allocation(caller, allocation_id, force=force)
-        return Response(status_code=204)
-
-    # -- users
-
-    @router.post(
-        "/users",
-        tags=["admin: users"],
-        response_model=CreatedUser,
-        status_code=status.HTTP_201_CREATED,
-        responses=error_responses(400, 401, 403, 404, 409, 503),
-    )
-    async def create_user(caller: AsAdmin, body: CreateUserBody) -> CreatedUser:
-        """Create a user; the answer holds its access key, shown this once."""
-        created = await c.inventory.create_user(
-            caller, body.id, list(body.allocation_ids), admin=body.admin
-        )
-        user = created.user
-        return CreatedUser(
-            user=UserOut(id=user.id, allocation_ids=list(user.allocation_ids), admin=user.admin),
-            access_key=created.access_key,
-        )
-
-    @router.get(
-        "/users",
-        tags=["admin: users"],
-        response_model=UserList,
-        responses=error_responses(401, 403, 503),
-    )
-    async def list_users() -> UserList:
-        """Every user and the allocations granted to it (never their keys)."""
-        return UserList(
-            users=[
-                UserOut(id=u.id, allocation_ids=list(u.allocation_ids), admin=u.admin)
-                for u in await c.inventory.list_users()
-            ]
-        )
-
-    @router.delete(
-        "/users/{user_id}",
-        tags=["admin: users"],
-        status_code=204,
-        response_class=Response,
-        responses=error_responses(401, 403, 404, 503),
-    )
-    async def remove_user(caller: AsAdmin, user_id: IdPath) -> Response:
-        """Remove a user; its access key stops working at once."""
-        await c.inventory.remove_user(caller, user_id)
-        c.auth.forget(user_id)
-        return Response(status_code=204)
-
-    # -- partitions and IPUs across allocations
-
-    @router.get(
-        "/partitions",
-        tags=["admin: partitions"],
-        response_model=AdminPartitionList,
-        responses=error_responses(400, 401, 403, 404, 503),
-    )
-    async def list_partitions(
-        caller: AsAdmin,
-        allocation: Annotated[str | None, Query(description="Only this allocation's.")] = None,
-        cluster: Annotated[str | None, Query(description="Only this cluster's.")] = None,
-    ) -> AdminPartitionList:
-        """Partitions of every allocation, each with its status."""
-        records = await c.partitions.list_partitions(
-            caller, allocation_id=allocation or None, cluster_id=cluster or None
-        )
-        clusters = await c.inventory.list_clusters()
-        rendered = partitions_out(records, clusters, c.settings.ipuof_server_version)
-        statuses = {r.id: status_out(r) for r in records}
-        return AdminPartitionList(
-            partitions=[PartitionWithStatus(partition=p, status=statuses[p.id]) for p in rendered]
-        )
-
-    @router.get(
-        "/ipu-attributes",
-        tags=["admin: partitions"],
-        response_model=IpuAttributeList,
-        responses=error_responses(401, 403, 404, 503),
-    )
-    async def list_ipu_attributes(
-        caller: AsAdmin,
-        agent: Annotated[list[str] | None, Query(description="Only these agents.")] = None,
-    ) -> IpuAttributeList:
-        """Attributes of every IPU of every agent (or of the agents named)."""
-        attributes = await c.views.ipu_attributes(caller, agent or [])
-        return IpuAttributeList(agents=attributes_out(attributes))
-
-    # -- audit log
-
-    audit_log = AuditLog(c.ctx)
-    Filter = Annotated[str, Query(max_length=200)]  # noqa: N806 - a type alias
-
-    @router.get(
-        "/events",
-        tags=["admin: audit log"],
-        response_model=EventList,
-        responses=error_responses(400, 401, 403, 503),
-    )
-    async def list_events(
-        caller: AsAdmin,
-        since: Annotated[datetime | None, Query(description="Inclusive (RFC 3339).")] = None,
-        until: Annotated[datetime | None, Query(description="Exclusive (RFC 3339).")] = None,
-        actor: Filter = "",
-        action: Filter = "",
-        target: Filter = "",
-        outcome: Filter = "",
-        limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
-        before_id: Annotated[
-            int | None,
-            Query(ge=1, le=MAX_EVENT_ID, description="Page back: the smallest id seen so far."),
-        ] = None,
-    ) -> EventList:
-        """The audit log, newest first: who changed what, from where, and how it ended."""
-        wanted = EventFilter(
-            since=since,
-            until=until,
-            actor=actor,
-            action=action,
-            target=target,
-            outcome=outcome,
-            limit=limit,
-            before_id=before_id,
-        )
-        events = await audit_log.list_events(caller, wanted)
-        return EventList(
-            events=[
-                EventOut(
-                    id=e.id,
-                    time=e.time,
-                    actor=e.actor,
-                    action=e.action,
-                    target=e.target,
-                    outcome=e.outcome,
-                    source=e.source,
-                    detail=e.detail,
-                )
-                for e in events
-            ]
-        )
-
-    return router

@@ -15,7 +15,7 @@ with the gRPC transports.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from typing import Annotated
 
 from fastapi import Depends, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
@@ -25,6 +25,7 @@ from vpod.domain.naming import ID_RULE, is_valid_id
 from .. import errors
 from ..auth import Authenticator
 from ..caller import Caller
+from .rest_deps import AuthenticatorDep
 
 USER_HEADER = "X-Vipu-User-Id"
 KEY_HEADER = "X-Vipu-Access-Key"
@@ -87,21 +88,42 @@ def _source(request: Request) -> str:
     return f"http:{client.host}:{client.port}" if client else "http:unknown"
 
 
-CallerDependency = Callable[..., Awaitable[Caller]]
+async def _authenticated(
+    request: Request,
+    auth: Authenticator,
+    user_id: str | None,
+    access_key: str | None,
+    bearer: HTTPAuthorizationCredentials | None,
+    *,
+    admin: bool,
+) -> Caller:
+    who, key = parse_credentials(
+        user_id, access_key, bearer.credentials if bearer is not None else None
+    )
+    return await auth.caller(who, key, source=_source(request), admin=admin)
 
 
-def caller_dependency(auth: Authenticator, *, admin: bool) -> CallerDependency:
-    """A FastAPI dependency giving the authenticated caller (an admin when ``admin``)."""
+async def user_caller(
+    request: Request,
+    auth: AuthenticatorDep,
+    user_id: str | None = Depends(_user_header),
+    access_key: str | None = Depends(_key_header),
+    bearer: HTTPAuthorizationCredentials | None = Depends(_bearer),
+) -> Caller:
+    """The authenticated caller of a user route (FastAPI dependency)."""
+    return await _authenticated(request, auth, user_id, access_key, bearer, admin=False)
 
-    async def caller(
-        request: Request,
-        user_id: str | None = Depends(_user_header),
-        access_key: str | None = Depends(_key_header),
-        bearer: HTTPAuthorizationCredentials | None = Depends(_bearer),
-    ) -> Caller:
-        who, key = parse_credentials(
-            user_id, access_key, bearer.credentials if bearer is not None else None
-        )
-        return await auth.caller(who, key, source=_source(request), admin=admin)
 
-    return caller
+async def admin_caller(
+    request: Request,
+    auth: AuthenticatorDep,
+    user_id: str | None = Depends(_user_header),
+    access_key: str | None = Depends(_key_header),
+    bearer: HTTPAuthorizationCredentials | None = Depends(_bearer),
+) -> Caller:
+    """The authenticated administrator of an admin route (FastAPI dependency)."""
+    return await _authenticated(request, auth, user_id, access_key, bearer, admin=True)
+
+
+AsUser = Annotated[Caller, Depends(user_caller)]
+AsAdmin = Annotated[Caller, Depends(admin_caller)]

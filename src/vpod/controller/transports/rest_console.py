@@ -7,21 +7,21 @@
   (:mod:`vpod.controller.change_feed`), so a page or a script follows the
   pods without polling each object.
 
-No ``from __future__ import annotations``: FastAPI reads the annotations.
+A module-level router; its handlers take their use-cases as dependencies
+(:mod:`.rest_deps`).
 """
 
 import json
 from collections.abc import AsyncIterator
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Query
+from fastapi import APIRouter, Path, Query
 from fastapi.responses import StreamingResponse
 
-from ..app import Controller
-from ..caller import Caller
-from ..change_feed import Change
-from .rest_auth import CallerDependency
+from ..change_feed import Change, ChangeFeed
+from .rest_auth import AsAdmin, AsUser
 from .rest_console_models import ClusterMapOut, FragmentationOut, Identity, PodMap
+from .rest_deps import AuthenticatorDep, ChangesDep, PodMapDep
 from .rest_errors import error_responses
 from .rest_user import API_PREFIX
 
@@ -37,86 +37,84 @@ def sse_frame(change: Change) -> bytes:
     return f"id: {change.seq}\nevent: {change.kind}\ndata: {data}\n\n".encode()
 
 
-def console_routes(
-    controller: Controller, user: CallerDependency, admin: CallerDependency
-) -> APIRouter:
-    c = controller
-    router = APIRouter(prefix=API_PREFIX)
-    AsUser = Annotated[Caller, Depends(user)]  # noqa: N806 - a type alias
-    AsAdmin = Annotated[Caller, Depends(admin)]  # noqa: N806 - a type alias
+router = APIRouter(prefix=API_PREFIX)
+"""Whoami, the pod map, fragmentation and the change stream (``create_http_app`` includes it)."""
 
-    @router.get(
-        "/whoami",
-        tags=["version"],
-        response_model=Identity,
-        responses=error_responses(401, 503),
+
+@router.get(
+    "/whoami",
+    tags=["version"],
+    response_model=Identity,
+    responses=error_responses(401, 503),
+)
+async def whoami(caller: AsUser, auth: AuthenticatorDep) -> Identity:
+    """The caller as the controller sees it: user id, admin or not, allocations."""
+    allocations = sorted(caller.allocation_ids) if caller.allocation_ids is not None else None
+    return Identity(
+        user_id=caller.user_id,
+        admin=caller.admin or not auth.secure,  # without --secure everyone is one
+        allocation_ids=allocations,
+        secure=auth.secure,
     )
-    async def whoami(caller: AsUser) -> Identity:
-        """The caller as the controller sees it: user id, admin or not, allocations."""
-        allocations = sorted(caller.allocation_ids) if caller.allocation_ids is not None else None
-        return Identity(
-            user_id=caller.user_id,
-            admin=caller.admin or not c.auth.secure,  # without --secure everyone is one
-            allocation_ids=allocations,
-            secure=c.auth.secure,
-        )
 
-    @router.get(
-        "/admin/pod-map",
-        tags=["admin: pod map"],
-        response_model=PodMap,
-        responses=error_responses(401, 403, 404, 503),
-    )
-    async def pod_map(
-        caller: AsAdmin,
-        cluster: Annotated[str | None, Query(max_length=64, description="Only this one.")] = None,
-    ) -> PodMap:
-        """Every cluster as IPU-Link domains → machines in ladder order → 4 IPUs each, with
-        partitions, allocations, faults, reachability and utilisation; GW-Links between
-        domains."""
-        views = await c.pod_map.pod_map(caller, cluster or None)
-        return PodMap(clusters=[ClusterMapOut.model_validate(v) for v in views])
 
-    @router.get(
-        "/admin/allocations/{allocation_id}/fragmentation",
-        tags=["admin: pod map"],
-        response_model=FragmentationOut,
-        responses=error_responses(400, 401, 403, 404, 503),
-    )
-    async def fragmentation(
-        caller: AsAdmin, allocation_id: Annotated[str, Path(max_length=64)]
-    ) -> FragmentationOut:
-        """The allocation's largest free aligned block, its free blocks per size, and what a
-        partition of each size would get right now (nothing is reserved)."""
-        found = await c.pod_map.fragmentation(caller, allocation_id)
-        return FragmentationOut.model_validate(found)
+@router.get(
+    "/admin/pod-map",
+    tags=["admin: pod map"],
+    response_model=PodMap,
+    responses=error_responses(401, 403, 404, 503),
+)
+async def pod_map(
+    caller: AsAdmin,
+    maps: PodMapDep,
+    cluster: Annotated[str | None, Query(max_length=64, description="Only this one.")] = None,
+) -> PodMap:
+    """Every cluster as IPU-Link domains → machines in ladder order → 4 IPUs each, with
+    partitions, allocations, faults, reachability and utilisation; GW-Links between
+    domains."""
+    views = await maps.pod_map(caller, cluster or None)
+    return PodMap(clusters=[ClusterMapOut.model_validate(v) for v in views])
 
-    @router.get(
-        "/admin/stream",
-        tags=["admin: pod map"],
-        response_class=StreamingResponse,
-        responses={
-            200: {
-                "content": {"text/event-stream": {}},
-                "description": "Server-sent events: `partition`, `agent`, `inventory`,"
-                " `audit`, `resync`; each `data` is one JSON object.",
-            },
-            **error_responses(401, 403),
+
+@router.get(
+    "/admin/allocations/{allocation_id}/fragmentation",
+    tags=["admin: pod map"],
+    response_model=FragmentationOut,
+    responses=error_responses(400, 401, 403, 404, 503),
+)
+async def fragmentation(
+    caller: AsAdmin, allocation_id: Annotated[str, Path(max_length=64)], maps: PodMapDep
+) -> FragmentationOut:
+    """The allocation's largest free aligned block, its free blocks per size, and what a
+    partition of each size would get right now (nothing is reserved)."""
+    found = await maps.fragmentation(caller, allocation_id)
+    return FragmentationOut.model_validate(found)
+
+
+@router.get(
+    "/admin/stream",
+    tags=["admin: pod map"],
+    response_class=StreamingResponse,
+    responses={
+        200: {
+            "content": {"text/event-stream": {}},
+            "description": "Server-sent events: `partition`, `agent`, `inventory`,"
+            " `audit`, `resync`; each `data` is one JSON object.",
         },
+        **error_responses(401, 403),
+    },
+)
+async def stream(_caller: AsAdmin, changes: ChangesDep) -> StreamingResponse:
+    """Changes as they happen, as server-sent events (`text/event-stream`)."""
+    return StreamingResponse(
+        _events(changes),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
     )
-    async def stream(_caller: AsAdmin) -> StreamingResponse:
-        """Changes as they happen, as server-sent events (`text/event-stream`)."""
-        return StreamingResponse(
-            _events(c),
-            media_type="text/event-stream",
-            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
-        )
-
-    return router
 
 
-async def _events(controller: Controller) -> AsyncIterator[bytes]:
-    async with controller.changes.subscribe() as subscription:
+async def _events(changes: ChangeFeed) -> AsyncIterator[bytes]:
+    async with changes.subscribe() as subscription:
         yield f"retry: {RETRY_MS}\nevent: hello\ndata: {{}}\n\n".encode()
         while not subscription.ended:
             change = await subscription.next(KEEPALIVE_S)

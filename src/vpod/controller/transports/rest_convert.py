@@ -8,11 +8,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from vpod.domain.entities import Allocation, Cluster, User
+from vpod.domain.entities import Cluster
 from vpod.domain.ipuof import ipuof_conf_file
 from vpod.domain.partitions import PartitionRequirements
 from vpod.store.records import PartitionRecord
 
+from ..listings import AllocationRow, PartitionRow
 from .rest_models import (
     AgentIpuAttributes,
     AllocationOut,
@@ -88,16 +89,8 @@ def partition_out(
     )
 
 
-def partitions_out(
-    records: Iterable[PartitionRecord], clusters: Iterable[Cluster], ipuof_server_version: str
-) -> list[Partition]:
-    """Render records; a partition whose cluster vanished meanwhile is left out."""
-    by_id = {c.id: c for c in clusters}
-    return [
-        partition_out(r, by_id[r.cluster_id], ipuof_server_version)
-        for r in records
-        if r.cluster_id in by_id
-    ]
+def partitions_out(rows: Iterable[PartitionRow], ipuof_server_version: str) -> list[Partition]:
+    return [partition_out(r.record, r.cluster, ipuof_server_version) for r in rows]
 
 
 def status_out(record: PartitionRecord) -> PartitionStatus:
@@ -129,28 +122,18 @@ def ipuof_set(partition_id: str, config: Mapping[str, Any]) -> IpuofConfigSet:
     )
 
 
-def allocations_out(
-    allocations: Iterable[Allocation],
-    clusters: Iterable[Cluster],
-    users: Iterable[User],
-    partition_counts: Mapping[str, int],
-) -> list[AllocationOut]:
-    by_id = {c.id: c for c in clusters}
-    user_list = list(users)
-    out = []
-    for allocation in allocations:
-        cluster = by_id.get(allocation.cluster_id)
-        out.append(
-            AllocationOut(
-                id=allocation.id,
-                cluster_id=allocation.cluster_id,
-                agent_ids=list(allocation.agent_ids(cluster)) if cluster else [],
-                size=allocation.size,
-                user_ids=sorted(u.id for u in user_list if allocation.id in u.allocation_ids),
-                num_partitions=partition_counts.get(allocation.id, 0),
-            )
+def allocations_out(rows: Iterable[AllocationRow]) -> list[AllocationOut]:
+    return [
+        AllocationOut(
+            id=row.allocation.id,
+            cluster_id=row.allocation.cluster_id,
+            agent_ids=list(row.allocation.agent_ids(row.cluster)) if row.cluster else [],
+            size=row.allocation.size,
+            user_ids=list(row.user_ids),
+            num_partitions=row.num_partitions,
         )
-    return out
+        for row in rows
+    ]
 
 
 def attributes_out(

@@ -11,7 +11,10 @@ import grpc
 from vpod.wire import virmgrpc_pb2 as pb
 from vpod.wire import virmgrpc_pb2_grpc as pb_grpc
 
-from ..app import Controller
+from ..listings import Listings
+from ..partition_views import PartitionViews
+from ..partitions import PartitionService
+from ..settings import Settings
 from .auth import GrpcAuthenticator
 from .grpc_errors import grpc_errors
 from .wire_convert import (
@@ -24,19 +27,29 @@ from .wire_convert import (
 
 
 class VersionServicer(pb_grpc.VersionServiceServicer):
-    def __init__(self, controller: Controller) -> None:
-        self._c = controller
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
 
     @grpc_errors
     async def GetVersion(  # noqa: N802 - the wire's name
         self, request: pb.VersionRequest, context: grpc.aio.ServicerContext
     ) -> pb.VersionReply:
-        return pb.VersionReply(version=self._c.settings.api_version)
+        return pb.VersionReply(version=self._settings.api_version)
 
 
 class UserServicer(pb_grpc.UserServiceServicer):
-    def __init__(self, controller: Controller, auth: GrpcAuthenticator) -> None:
-        self._c = controller
+    def __init__(
+        self,
+        settings: Settings,
+        partitions: PartitionService,
+        views: PartitionViews,
+        listings: Listings,
+        auth: GrpcAuthenticator,
+    ) -> None:
+        self._settings = settings
+        self._partitions = partitions
+        self._views = views
+        self._listings = listings
         self._auth = auth
 
     @grpc_errors
@@ -44,17 +57,10 @@ class UserServicer(pb_grpc.UserServiceServicer):
         self, request: pb.ListPartitionsRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListPartitionsReply:
         caller = await self._auth.user(context)
-        records = await self._c.partitions.list_partitions(
-            caller, allocation_id=request.allocation_id or None
-        )
-        clusters = {c.id: c for c in await self._c.inventory.list_clusters()}
-        version = self._c.settings.ipuof_server_version
+        rows = await self._listings.partitions(caller, allocation_id=request.allocation_id or None)
+        version = self._settings.ipuof_server_version
         return pb.ListPartitionsReply(
-            partitions=[
-                partition_to_wire(r, clusters[r.cluster_id], version)
-                for r in records
-                if r.cluster_id in clusters
-            ]
+            partitions=[partition_to_wire(row.record, row.cluster, version) for row in rows]
         )
 
     @grpc_errors
@@ -62,7 +68,7 @@ class UserServicer(pb_grpc.UserServiceServicer):
         self, request: pb.ListIPUAttributesRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListIPUAttributesReply:
         caller = await self._auth.user(context)
-        attributes = await self._c.views.ipu_attributes(caller, request.agents)
+        attributes = await self._views.ipu_attributes(caller, request.agents)
         return attributes_to_wire(attributes)
 
     @grpc_errors
@@ -70,7 +76,7 @@ class UserServicer(pb_grpc.UserServiceServicer):
         self, request: pb.CreatePartitionRequest, context: grpc.aio.ServicerContext
     ) -> pb.CreatePartitionReply:
         caller = await self._auth.user(context)
-        record = await self._c.partitions.create(
+        record = await self._partitions.create(
             caller,
             requirements_from_wire(request.requirements),
             disable_auto_reset=request.disable_auto_reset,
@@ -83,7 +89,7 @@ class UserServicer(pb_grpc.UserServiceServicer):
         self, request: pb.RemovePartitionRequest, context: grpc.aio.ServicerContext
     ) -> pb.RemovePartitionReply:
         caller = await self._auth.user(context)
-        await self._c.partitions.remove(caller, request.partition_id, force=request.force)
+        await self._partitions.remove(caller, request.partition_id, force=request.force)
         return pb.RemovePartitionReply()
 
     @grpc_errors
@@ -91,9 +97,7 @@ class UserServicer(pb_grpc.UserServiceServicer):
         self, request: pb.ResetPartitionRequest, context: grpc.aio.ServicerContext
     ) -> pb.ResetPartitionReply:
         caller = await self._auth.user(context)
-        await self._c.partitions.reset(
-            caller, request.partition_id, relocatable=request.relocatable
-        )
+        await self._partitions.reset(caller, request.partition_id, relocatable=request.relocatable)
         return pb.ResetPartitionReply()
 
     @grpc_errors
@@ -101,9 +105,9 @@ class UserServicer(pb_grpc.UserServiceServicer):
         self, request: pb.GetPartitionIpuofConfigRequest, context: grpc.aio.ServicerContext
     ) -> pb.GetPartitionIpuofConfigReply:
         caller = await self._auth.user(context)
-        record = await self._c.partitions.get(caller, request.partition_id)
+        record = await self._partitions.get(caller, request.partition_id)
         gcd = request.gcd_id.id if request.HasField("gcd_id") else None
-        config = await self._c.views.ipuof_config(record, gcd)
+        config = await self._views.ipuof_config(record, gcd)
         return pb.GetPartitionIpuofConfigReply(ipuof_config=ipuof_config_to_wire(config))
 
     @grpc_errors
@@ -111,15 +115,16 @@ class UserServicer(pb_grpc.UserServiceServicer):
         self, request: pb.GetPartitionStatusRequest, context: grpc.aio.ServicerContext
     ) -> pb.GetPartitionStatusReply:
         caller = await self._auth.user(context)
-        record = await self._c.partitions.get(caller, request.partition_id)
+        record = await self._partitions.get(caller, request.partition_id)
         return pb.GetPartitionStatusReply(status=status_to_wire(record))
 
 
-def add_version_api(server: grpc.aio.Server, controller: Controller) -> None:
+def add_version_api(server: grpc.aio.Server, settings: Settings) -> None:
     """``GetVersion`` alone: the admin endpoint serves it too (``vipu-admin --server-version``)."""
-    pb_grpc.add_VersionServiceServicer_to_server(VersionServicer(controller), server)
+    pb_grpc.add_VersionServiceServicer_to_server(VersionServicer(settings), server)
 
 
-def add_user_api(server: grpc.aio.Server, controller: Controller, auth: GrpcAuthenticator) -> None:
-    add_version_api(server, controller)
-    pb_grpc.add_UserServiceServicer_to_server(UserServicer(controller, auth), server)
+def add_user_api(server: grpc.aio.Server, settings: Settings, servicer: UserServicer) -> None:
+    """The user API and ``GetVersion`` on ``server``."""
+    add_version_api(server, settings)
+    pb_grpc.add_UserServiceServicer_to_server(servicer, server)
