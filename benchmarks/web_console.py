@@ -14,9 +14,14 @@ the console and measures:
   shared clock (``Date.now()`` on both sides); median and worst of
   ``--updates`` creates and removes;
 - **under load**: while partitions of one IPU are created and removed
-  through the API at about ``--rate`` changes per second for ``--load-s``
-  seconds, the page's longest main-thread stall (gaps between animation
-  frames) and how many changes it applied.
+  through the API at up to ``--rate`` changes per second for ``--load-s``
+  seconds (what the controller manages on the machine), the page's longest
+  main-thread stall (gaps between animation frames) and how many changes it
+  applied;
+- **injected load**: 100 and 1,000 partition changes per second fed for 5 s
+  straight into the page's change queue (the path the stream's events take),
+  to measure the page alone: the longest gap between frames and the longest
+  frame's work of applying changes.
 
 A baseline from the same run sits beside the update latency: the time the
 API itself took to answer the create, so a slow machine shows in both.
@@ -73,6 +78,42 @@ return window.vpodMap.applied;
 """
 
 
+SYNTHETIC_JS = """
+const [perSecond, seconds, done] = arguments;
+const map = window.vpodMap;
+const [cluster] = map.clusters.values();
+const slots = cluster.cells.length;
+const frames = {max: 0, last: performance.now(), stop: false};
+(function tick(now) {
+  frames.max = Math.max(frames.max, now - frames.last); frames.last = now;
+  if (!frames.stop) requestAnimationFrame(tick);
+})(performance.now());
+map.flushMaxMs = 0;
+let sent = 0;
+const held = new Map();
+const started = performance.now();
+const timer = setInterval(() => {
+  const due = Math.floor((performance.now() - started) / 1000 * perSecond) - sent;
+  for (let i = 0; i < due; i++, sent++) {
+    const slot = (sent * 7919) % slots;
+    const id = `synthetic-${slot}`;
+    const change = held.has(id) ? "removed" : "created";
+    if (change === "created") held.set(id, true); else held.delete(id);
+    map.enqueue("partition", {change, id, allocation_id: "x", cluster_id: cluster.id, size: 1,
+                              ready_state: "ACTIVE", operation_state: "IDLE", slots: [slot]});
+  }
+  if (performance.now() - started >= seconds * 1000) {
+    clearInterval(timer);
+    for (const id of held.keys()) {
+      map.enqueue("partition", {change: "removed", id, cluster_id: cluster.id, slots: []});
+    }
+    setTimeout(() => { frames.stop = true;
+      done({sent, maxFrameGapMs: frames.max, maxFlushMs: map.flushMaxMs}); }, 200);
+  }
+}, 5);
+"""
+
+
 @dataclass
 class ShapeResult:
     shape: str
@@ -85,6 +126,8 @@ class ShapeResult:
     load_changes_per_s: float = 0.0
     load_applied: int = 0
     load_max_frame_gap_ms: float = 0.0
+    synthetic: dict[int, dict[str, float]] = field(default_factory=dict)
+    """Changes per second injected into the page's queue → longest frame gap and frame work."""
 
     def row(self) -> dict[str, Any]:
         return {
@@ -98,6 +141,11 @@ class ShapeResult:
             f" / {max(self.gone_after_ms, default=0):.0f}",
             "load changes/s": round(self.load_changes_per_s, 1),
             "longest frame gap ms": round(self.load_max_frame_gap_ms, 1),
+            **{
+                f"{rate}/s injected: gap / work ms": f"{s['maxFrameGapMs']:.0f}"
+                f" / {s['maxFlushMs']:.1f}"
+                for rate, s in self.synthetic.items()
+            },
         }
 
 
@@ -330,6 +378,8 @@ def run_shape(shape: str, root: Path, args: argparse.Namespace) -> ShapeResult:
             result.first_render_ms.append(open_map(driver, up))
         measure_updates(driver, up, result, args.updates)
         measure_load(driver, up, result, args.rate, args.load_s)
+        for rate in (100, 1000):
+            result.synthetic[rate] = driver.execute_async_script(SYNTHETIC_JS, rate, 5)
         return result
     finally:
         if driver is not None:
