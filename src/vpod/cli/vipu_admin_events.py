@@ -15,12 +15,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import click
-from google.protobuf.timestamp_pb2 import Timestamp
 
+from vpod.client import EventFilter, admin_calls
 from vpod.wire import admin_pb2 as apb
 
 from .render import message_dict, table, timestamp_text
-from .vipu_admin_inventory import CONTEXT, admin_stub
+from .vipu_admin_inventory import CONTEXT, admin_client
 from .vipu_group import WholeNumber, echo_json, json_option
 
 EVENT_HEADERS = ("Time", "Actor", "Action", "Target", "Outcome", "Source", "Detail")
@@ -58,12 +58,6 @@ class Moment(click.ParamType):  # type: ignore[type-arg]
         return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
-def _stamp(moment: datetime) -> Timestamp:
-    stamp = Timestamp()
-    stamp.FromDatetime(moment.astimezone(UTC))
-    return stamp
-
-
 def events_request(
     *,
     since: datetime | None,
@@ -75,14 +69,37 @@ def events_request(
     limit: int,
 ) -> apb.ListEventsRequest:
     """The ListEvents request for these filters (unset ones stay unset)."""
-    request = apb.ListEventsRequest(
-        actor=actor, action=action, target=target, outcome=outcome, limit=limit
+    return admin_calls.events_request(
+        event_filter(
+            since=since,
+            until=until,
+            actor=actor,
+            action=action,
+            target=target,
+            outcome=outcome,
+            limit=limit,
+        )
     )
+
+
+def event_filter(
+    *,
+    since: datetime | None,
+    until: datetime | None,
+    actor: str,
+    action: str,
+    target: str,
+    outcome: str,
+    limit: int,
+) -> EventFilter:
+    """The client's filter for these options (unset ones left out)."""
+    found: EventFilter = {"actor": actor, "action": action, "target": target}
+    found.update({"outcome": outcome, "limit": limit})
     if since is not None:
-        request.since.CopyFrom(_stamp(since))
+        found["since"] = since
     if until is not None:
-        request.until.CopyFrom(_stamp(until))
-    return request
+        found["until"] = until
+    return found
 
 
 def event_row(event: apb.AuditEvent) -> list[object]:
@@ -138,8 +155,7 @@ def list_events(
       vipu-admin list events --actor alice --action create_partition
       vipu-admin list events --outcome denied --since 2026-03-01 --json
     """
-    connection, stub = admin_stub(ctx)
-    request = events_request(
+    filters = event_filter(
         since=since,
         until=until,
         actor=actor,
@@ -148,7 +164,7 @@ def list_events(
         outcome=outcome,
         limit=limit,
     )
-    reply = connection.call(stub.ListEvents, request)
+    reply = apb.ListEventsReply(events=[e.raw for e in admin_client(ctx).list_events(**filters)])
     if as_json:
         echo_json(message_dict(reply))
         return

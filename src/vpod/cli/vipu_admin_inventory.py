@@ -11,11 +11,12 @@ from typing import Any
 
 import click
 
+from vpod.client import AdminClient
+from vpod.domain.topology import GwTopology, IldTopology
 from vpod.wire import admin_pb2 as apb
-from vpod.wire import admin_pb2_grpc as apb_grpc
 from vpod.wire import agent_pb2 as agpb
 
-from .grpc_client import EXIT_USAGE, CliError, Connection
+from .grpc_client import EXIT_USAGE, CliError
 from .render import enum_label, joined, message_dict, table
 from .vipu_group import PORT, WholeNumber, csv_list, echo_json, json_option, session_of
 
@@ -37,17 +38,13 @@ CLUSTER_HEADERS = ("Cluster", "Agents", "ILDs", "Topology", "Cluster Topology", 
 ADMIN_ALLOCATION_HEADERS = ("Allocation ID", "Agents", "Cluster", "Size", "Users", "Partitions")
 """The first two columns are those of ``vipu list allocations``."""
 
-ILD_TOPOLOGIES = {"torus": apb.ILD_TOPOLOGY_TORUS, "mesh": apb.ILD_TOPOLOGY_MESH}
-CLUSTER_TOPOLOGIES = {
-    "looped": apb.CLUSTER_TOPOLOGY_LOOPED,
-    "switched": apb.CLUSTER_TOPOLOGY_SWITCHED,
-}
+ILD_TOPOLOGIES = sorted(t.value for t in IldTopology)
+CLUSTER_TOPOLOGIES = sorted(t.value for t in GwTopology)
 
 
-def admin_stub(ctx: click.Context) -> tuple[Connection, Any]:
-    """The admin endpoint and an ``AdminService`` stub on it."""
-    connection = session_of(ctx).admin()
-    return connection, connection.stub(apb_grpc.AdminServiceStub)
+def admin_client(ctx: click.Context) -> AdminClient:
+    """The admin API on the admin endpoint."""
+    return session_of(ctx).admin()
 
 
 def success(verb: str, kind: str, entity_id: str) -> None:
@@ -130,9 +127,7 @@ def create_agent(ctx: click.Context, agent_id: str, host: str, port: int) -> Non
     Example:
       vipu-admin create agent ipum1 --host 10.1.0.1 --port 8092
     """
-    connection, stub = admin_stub(ctx)
-    request = apb.CreateAgentRequest(agent_id=agent_id, host=host, port=port)
-    connection.call(stub.CreateAgent, request)
+    admin_client(ctx).create_agent(agent_id, host, port)
     success("create", "agent", agent_id)
 
 
@@ -146,12 +141,11 @@ def list_agents(ctx: click.Context, cluster: str | None, as_json: bool) -> None:
     Table columns: Agent | Host | Port | Type | Serial | Cluster | Allocation |
     State | Faults.
     """
-    connection, stub = admin_stub(ctx)
-    reply = connection.call(stub.ListAgents, apb.ListAgentsRequest(cluster_id=cluster or ""))
+    agents = admin_client(ctx).list_agents(cluster)
     if as_json:
-        echo_json(message_dict(reply))
+        echo_json(message_dict(apb.ListAgentsReply(agents=[a.raw for a in agents])))
         return
-    rows = [agent_row(a) for a in sorted(reply.agents, key=lambda a: a.id)]
+    rows = [agent_row(a.raw) for a in sorted(agents, key=lambda a: a.id)]
     click.echo(table(AGENT_HEADERS, rows))
 
 
@@ -165,8 +159,7 @@ def list_agents(ctx: click.Context, cluster: str | None, as_json: bool) -> None:
 @click.pass_context
 def remove_agent(ctx: click.Context, agent_id: str, force: bool) -> None:
     """Forget agent ID."""
-    connection, stub = admin_stub(ctx)
-    connection.call(stub.RemoveAgent, apb.RemoveAgentRequest(agent_id=agent_id, force=force))
+    admin_client(ctx).remove_agent(agent_id, force=force)
     success("remove", "agent", agent_id)
 
 
@@ -201,21 +194,19 @@ def discover_agent(ctx: click.Context, addresses: list[str], add: bool, as_json:
       vipu-admin discover agent
       vipu-admin discover agent --address 10.1.0.1:8092,10.1.0.2:8092 --add
     """
-    connection, stub = admin_stub(ctx)
-    request = apb.DiscoverAgentsRequest(addresses=addresses, add=add)
-    reply = connection.call(stub.DiscoverAgents, request)
+    found = admin_client(ctx).discover_agents(addresses, add=add)
     if as_json:
-        echo_json(message_dict(reply))
+        echo_json(message_dict(apb.DiscoverAgentsReply(agents=[a.raw for a in found])))
     else:
         rows = [
             [a.agent_id, a.host, a.port, a.machine_type, a.serial, a.known, a.added, a.error]
-            for a in reply.agents
+            for a in found
         ]
         click.echo(table(DISCOVERED_HEADERS, rows))
-    failed = [a for a in reply.agents if a.error]
+    failed = [a for a in found if a.error]
     if failed:
         where = ", ".join(f"{a.host}:{a.port}" for a in failed)
-        raise CliError(f"{len(failed)} of {len(reply.agents)} agents could not be probed: {where}")
+        raise CliError(f"{len(failed)} of {len(found)} agents could not be probed: {where}")
 
 
 # ---------------------------------------------------------------- clusters
@@ -233,12 +224,12 @@ def discover_agent(ctx: click.Context, addresses: list[str], add: bool, as_json:
 @click.option("--num-ipulinkdomains", type=WholeNumber(), help="IPU-Link domains (racks) [1].")
 @click.option(
     "--topology",
-    type=click.Choice(sorted(ILD_TOPOLOGIES), case_sensitive=False),
+    type=click.Choice(ILD_TOPOLOGIES, case_sensitive=False),
     help="IPU-Link domain cabling [torus].",
 )
 @click.option(
     "--cluster-topology",
-    type=click.Choice(sorted(CLUSTER_TOPOLOGIES), case_sensitive=False),
+    type=click.Choice(CLUSTER_TOPOLOGIES, case_sensitive=False),
     help="GW-Links between domains [looped where a ring is allowed].",
 )
 @click.pass_context
@@ -260,19 +251,13 @@ def create_cluster(
     """
     if not agents:
         raise CliError("--agents names no agent: list them, comma-separated", EXIT_USAGE)
-    connection, stub = admin_stub(ctx)
-    request = apb.CreateClusterRequest(
-        cluster_id=cluster_id,
-        agent_ids=agents,
-        num_ipulinkdomains=num_ipulinkdomains or 0,
-        topology=ILD_TOPOLOGIES[topology.lower()] if topology else apb.ILD_TOPOLOGY_UNSPECIFIED,
-        cluster_topology=(
-            CLUSTER_TOPOLOGIES[cluster_topology.lower()]
-            if cluster_topology
-            else apb.CLUSTER_TOPOLOGY_UNSPECIFIED
-        ),
+    admin_client(ctx).create_cluster(
+        cluster_id,
+        agents,
+        num_ilds=num_ipulinkdomains,
+        topology=IldTopology(topology.lower()) if topology else None,
+        cluster_topology=GwTopology(cluster_topology.lower()) if cluster_topology else None,
     )
-    connection.call(stub.CreateCluster, request)
     success("create", "cluster", cluster_id)
 
 
@@ -284,12 +269,11 @@ def list_clusters(ctx: click.Context, as_json: bool) -> None:
 
     Table columns: Cluster | Agents | ILDs | Topology | Cluster Topology | IPUs | Type.
     """
-    connection, stub = admin_stub(ctx)
-    reply = connection.call(stub.ListClusters, apb.ListClustersRequest())
+    clusters = admin_client(ctx).list_clusters()
     if as_json:
-        echo_json(message_dict(reply))
+        echo_json(message_dict(apb.ListClustersReply(clusters=[c.raw for c in clusters])))
         return
-    rows = [cluster_row(c) for c in sorted(reply.clusters, key=lambda c: c.id)]
+    rows = [cluster_row(c.raw) for c in sorted(clusters, key=lambda c: c.id)]
     click.echo(table(CLUSTER_HEADERS, rows))
 
 
@@ -299,9 +283,7 @@ def list_clusters(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def remove_cluster(ctx: click.Context, cluster_id: str, force: bool) -> None:
     """Remove cluster ID (its agents stay registered)."""
-    connection, stub = admin_stub(ctx)
-    request = apb.RemoveClusterRequest(cluster_id=cluster_id, force=force)
-    connection.call(stub.RemoveCluster, request)
+    admin_client(ctx).remove_cluster(cluster_id, force=force)
     success("remove", "cluster", cluster_id)
 
 
@@ -328,15 +310,12 @@ def create_allocation(
     """
     if (size is None) == (not agents):
         raise CliError("give exactly one of --size and --agents", EXIT_USAGE)
-    connection, stub = admin_stub(ctx)
-    request = apb.CreateAllocationRequest(
-        allocation_id=allocation_id, cluster_id=cluster, size=size or 0, agent_ids=agents
+    created = admin_client(ctx).create_allocation(
+        allocation_id, cluster, size=size, agent_ids=agents
     )
-    reply = connection.call(stub.CreateAllocation, request)
     success("create", "allocation", allocation_id)
-    chosen = joined(reply.allocation.allocation.spec.agent_ids)
-    if reply.allocation.size:
-        click.echo(f"{reply.allocation.size} IPUs on agents {chosen}")
+    if created.size:
+        click.echo(f"{created.size} IPUs on agents {joined(created.agent_ids)}")
 
 
 @click.command("allocations", context_settings=CONTEXT)
@@ -348,14 +327,13 @@ def list_allocations(ctx: click.Context, cluster: str | None, as_json: bool) -> 
 
     Table columns: Allocation ID | Agents | Cluster | Size | Users | Partitions.
     """
-    connection, stub = admin_stub(ctx)
-    request = apb.ListAllocationsRequest(cluster_id=cluster or "")
-    reply = connection.call(stub.ListAllocations, request)
+    allocations = admin_client(ctx).list_allocations(cluster)
     if as_json:
+        reply = apb.ListAllocationsReply(allocations=[a.raw for a in allocations])
         echo_json(message_dict(reply))
         return
-    infos = sorted(reply.allocations, key=lambda info: info.allocation.id)
-    click.echo(table(ADMIN_ALLOCATION_HEADERS, [allocation_row(i) for i in infos]))
+    infos = sorted(allocations, key=lambda a: a.id)
+    click.echo(table(ADMIN_ALLOCATION_HEADERS, [allocation_row(i.raw) for i in infos]))
 
 
 @click.command("allocation", context_settings=CONTEXT)
@@ -364,7 +342,5 @@ def list_allocations(ctx: click.Context, cluster: str | None, as_json: bool) -> 
 @click.pass_context
 def remove_allocation(ctx: click.Context, allocation_id: str, force: bool) -> None:
     """Take allocation ID back (with --force, removing its partitions)."""
-    connection, stub = admin_stub(ctx)
-    request = apb.RemoveAllocationRequest(allocation_id=allocation_id, force=force)
-    connection.call(stub.RemoveAllocation, request)
+    admin_client(ctx).remove_allocation(allocation_id, force=force)
     success("remove", "allocation", allocation_id)

@@ -6,19 +6,21 @@ fault injection into emulated machines (for drills and tests).
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
+from vpod.client import Fault, FaultKind, LinkTest
 from vpod.wire import admin_pb2 as apb
-from vpod.wire import agent_pb2 as agpb
-from vpod.wire import virmgrpc_pb2 as pb
 
 from .grpc_client import EXIT_USAGE, CliError
 from .render import joined, message_dict, table
-from .vipu_admin_inventory import CONTEXT, admin_stub, fault_text
+from .vipu_admin_inventory import CONTEXT, admin_client, fault_text
 from .vipu_group import WholeNumber, csv_list, echo_json, json_option
 from .vipu_views import (
     IPU_ATTRIBUTE_HEADERS,
     PARTITION_HEADERS,
+    attributes_reply,
     ipu_attribute_rows,
     operation_label,
     partition_row,
@@ -30,17 +32,17 @@ TEST_HEADERS = ("Test", "Result", "Agents Tested", "Agents Failed", "Summary")
 FAULT_HEADERS = ("Agent", "Fault", "Reason")
 
 TESTS = {
-    "cabling": agpb.LINK_TEST_CABLING,
-    "ipu-link": agpb.LINK_TEST_IPU_LINK,
-    "gw-link": agpb.LINK_TEST_GW_LINK,
-    "sync-link": agpb.LINK_TEST_SYNC_LINK,
-    "traffic": agpb.LINK_TEST_TRAFFIC,
+    "cabling": LinkTest.CABLING,
+    "ipu-link": LinkTest.IPU_LINK,
+    "gw-link": LinkTest.GW_LINK,
+    "sync-link": LinkTest.SYNC_LINK,
+    "traffic": LinkTest.TRAFFIC,
 }
 FAULT_KINDS = {
-    "ipu": agpb.FAULT_IPU,
-    "link": agpb.FAULT_LINK_DOWN,
-    "hang": agpb.FAULT_AGENT_HANG,
-    "slow": agpb.FAULT_AGENT_SLOW,
+    "ipu": FaultKind.IPU,
+    "link": FaultKind.LINK_DOWN,
+    "hang": FaultKind.AGENT_HANG,
+    "slow": FaultKind.AGENT_SLOW,
 }
 
 
@@ -70,14 +72,12 @@ def list_partitions(
     Table columns: Partition | Cluster | ILDs | GW Routing | ILD Routing | Size |
     GCDs | State | Allocation | Operation | Agents.
     """
-    connection, stub = admin_stub(ctx)
-    request = apb.ListPartitionsRequest(allocation_id=allocation or "", cluster_id=cluster or "")
-    reply = connection.call(stub.ListPartitions, request)
+    partitions = admin_client(ctx).list_partitions(allocation=allocation, cluster=cluster)
     if as_json:
-        echo_json(message_dict(reply))
+        echo_json(message_dict(apb.ListPartitionsReply(partitions=[p.raw for p in partitions])))
         return
-    infos = sorted(reply.partitions, key=lambda info: info.partition.id)
-    click.echo(table(ADMIN_PARTITION_HEADERS, [admin_partition_row(i) for i in infos]))
+    infos = sorted(partitions, key=lambda info: info.partition.id)
+    click.echo(table(ADMIN_PARTITION_HEADERS, [admin_partition_row(i.raw) for i in infos]))
 
 
 @click.command("ipu-attrs", context_settings=CONTEXT)
@@ -89,12 +89,11 @@ def list_ipu_attrs(ctx: click.Context, agents: list[str], as_json: bool) -> None
 
     Table columns: Agent | IPU | Attribute | Value (one row per attribute).
     """
-    connection, stub = admin_stub(ctx)
-    reply = connection.call(stub.ListIpuAttributes, pb.ListIPUAttributesRequest(agents=agents))
+    entries = admin_client(ctx).list_ipu_attributes(agents)
     if as_json:
-        echo_json(message_dict(reply))
+        echo_json(message_dict(attributes_reply(entries)))
         return
-    click.echo(table(IPU_ATTRIBUTE_HEADERS, ipu_attribute_rows(reply)))
+    click.echo(table(IPU_ATTRIBUTE_HEADERS, ipu_attribute_rows(entries)))
 
 
 @click.command("cluster", context_settings=CONTEXT)
@@ -124,11 +123,10 @@ def test_cluster(ctx: click.Context, cluster_id: str, test_names: list[str], as_
     unknown = [name for name in test_names if name.lower() not in TESTS]
     if unknown:
         raise CliError(f"unknown test {unknown[0]!r}: use {', '.join(TESTS)}", EXIT_USAGE)
-    connection, stub = admin_stub(ctx)
-    request = apb.TestClusterRequest(
-        cluster_id=cluster_id, tests=[TESTS[name.lower()] for name in test_names]
+    report = admin_client(ctx).test_cluster(
+        cluster_id, [TESTS[name.lower()] for name in test_names]
     )
-    reply = connection.call(stub.TestCluster, request)
+    reply = report.raw
     if as_json:
         echo_json(message_dict(reply))
     else:
@@ -155,7 +153,7 @@ def test_cluster(ctx: click.Context, cluster_id: str, test_names: list[str], as_
 
 def _fault(
     kind: str, device: int | None, link: str | None, delay_ms: int | None, reason: str | None
-) -> agpb.Fault:
+) -> Fault:
     """The fault to inject or clear, with the target its kind needs (a usage error if absent)."""
     needs = {
         "ipu": ("--device", device),
@@ -164,7 +162,7 @@ def _fault(
     }
     if kind in needs and needs[kind][1] is None:
         raise CliError(f"--kind {kind} needs {needs[kind][0]}", EXIT_USAGE)
-    return agpb.Fault(
+    return Fault(
         kind=FAULT_KINDS[kind],
         device_id=device or 0,
         link_id=link or "",
@@ -173,7 +171,7 @@ def _fault(
     )
 
 
-def _echo_faults(agent_id: str, faults: list[agpb.Fault]) -> None:
+def _echo_faults(agent_id: str, faults: list[Any]) -> None:
     rows = [[agent_id, fault_text(f), f.reason] for f in faults]
     click.echo(table(FAULT_HEADERS, rows))
 
@@ -210,8 +208,7 @@ def inject_fault(
       vipu-admin inject fault --agent ipum3 --kind slow --delay-ms 1500
     """
     fault = _fault(kind.lower(), device, link, delay_ms, reason)
-    connection, stub = admin_stub(ctx)
-    reply = connection.call(stub.InjectFault, apb.InjectFaultRequest(agent_id=agent, fault=fault))
+    reply = admin_client(ctx).inject_fault(agent, fault).raw
     if as_json:
         echo_json(message_dict(reply))
         return
@@ -245,11 +242,8 @@ def clear_fault(
     """
     if clear_all == (kind is not None):
         raise CliError("say which faults to clear: --all, or --kind with its target", EXIT_USAGE)
-    request = apb.ClearFaultRequest(agent_id=agent, all=clear_all)
-    if kind is not None:
-        request.fault.CopyFrom(_fault(kind.lower(), device, link, 0, None))
-    connection, stub = admin_stub(ctx)
-    reply = connection.call(stub.ClearFault, request)
+    fault = None if kind is None else _fault(kind.lower(), device, link, 0, None)
+    reply = admin_client(ctx).clear_fault(agent, fault).raw
     if as_json:
         echo_json(message_dict(reply))
         return

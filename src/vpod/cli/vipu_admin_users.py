@@ -23,7 +23,7 @@ from vpod.wire import admin_pb2 as apb
 from .config import DEFAULT_ADMIN_PORT, DEFAULT_USER_PORT, Endpoint, Settings, render_hcl
 from .grpc_client import EXIT_USAGE, CliError
 from .render import joined, message_dict, table, timestamp_text
-from .vipu_admin_inventory import CONTEXT, admin_stub, success
+from .vipu_admin_inventory import CONTEXT, admin_client, success
 from .vipu_group import PORT, csv_list, echo_json, json_option, session_of
 
 USER_HEADERS = ("User", "Admin", "Allocations", "Created")
@@ -111,20 +111,19 @@ def create_user(
       vipu --config alice.vipu-cli.hcl list partitions
     """
     session = session_of(ctx)
-    connection, stub = admin_stub(ctx)
+    client = admin_client(ctx)
     path = Path(output) / f"{user_id}{CONFIG_SUFFIX}"
     if path.exists() and not os.access(path, os.W_OK):
         raise CliError(f"cannot overwrite {path}: choose another --output", EXIT_USAGE)
     values = user_config_values(  # before the call: a bad setting must stop it
         session.settings(),
-        connection.endpoint,
+        client.endpoint,
         user_id=user_id,
         access_key="",
         host=user_api_host,
         port=user_api_port,
     )
-    request = apb.CreateUserRequest(user_id=user_id, allocation_ids=allocations, admin=is_admin)
-    reply = connection.call(stub.CreateUser, request)
+    reply = client.create_user(user_id, allocation_ids=allocations, admin=is_admin).raw
     values["api-access-key"] = reply.access_key
     if not as_json:
         success("create", "user", user_id)
@@ -159,8 +158,7 @@ def list_users(ctx: click.Context, as_json: bool) -> None:
 
     Table columns: User | Admin | Allocations | Created.
     """
-    connection, stub = admin_stub(ctx)
-    reply = connection.call(stub.ListUsers, apb.ListUsersRequest())
+    reply = apb.ListUsersReply(users=[u.raw for u in admin_client(ctx).list_users()])
     if as_json:
         echo_json(message_dict(reply))
         return
@@ -176,6 +174,5 @@ def list_users(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def remove_user(ctx: click.Context, user_id: str) -> None:
     """Remove user ID: its access key stops working at once."""
-    connection, stub = admin_stub(ctx)
-    connection.call(stub.RemoveUser, apb.RemoveUserRequest(user_id=user_id))
+    admin_client(ctx).remove_user(user_id)
     success("remove", "user", user_id)

@@ -22,11 +22,15 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-from .config import ConfigError, Settings, admin_endpoint, load_settings, user_endpoint
-from .grpc_client import EXIT_FAILURE, EXIT_USAGE, CliError, Connection, one_line
+from vpod.client import AdminClient, UserClient, VpodError
+from vpod.client.config import Settings, admin_endpoint, load_settings, user_endpoint
+
+from .grpc_client import EXIT_FAILURE, EXIT_USAGE, CliError, exit_code_of, one_line
 from .render import json_text
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+CREDENTIALS_HINT = "set --api-user-id and --api-access-key, or use your vipu-cli.hcl"
 
 GLOBAL_FLAGS: tuple[str, ...] = (
     "api-host",
@@ -40,7 +44,7 @@ GLOBAL_FLAGS: tuple[str, ...] = (
 
 @dataclass
 class Session:
-    """One run of a CLI: the flags given, the settings they resolve to, open connections."""
+    """One run of a CLI: the flags given, the settings they resolve to, open clients."""
 
     prog: str
     admin_cli: bool
@@ -48,7 +52,8 @@ class Session:
     env: Mapping[str, str] | None = None
     flags: dict[str, Any] = field(default_factory=dict)
     _settings: Settings | None = None
-    _connections: dict[str, Connection] = field(default_factory=dict)
+    _user: UserClient | None = None
+    _admin: AdminClient | None = None
 
     def settings(self) -> Settings:
         if self._settings is None:
@@ -58,50 +63,52 @@ class Session:
             prefix = "admin-" if self.admin_cli else ""
             options[prefix + "api-host"] = self.flags.get("api-host")
             options[prefix + "api-port"] = self.flags.get("api-port")
-            try:
-                self._settings = load_settings(
-                    options, env=self.env, config_path=self.flags.get("config")
-                )
-            except ConfigError as exc:
-                raise CliError(str(exc), EXIT_USAGE) from None
+            self._settings = load_settings(
+                options, env=self.env, config_path=self.flags.get("config")
+            )
         return self._settings
 
     def _config_name(self) -> str:
         path = self.settings().path
         return str(path) if path is not None else "vipu-cli.hcl"
 
-    def user(self) -> Connection:
-        """The user endpoint (``vipu``)."""
-        if "user" not in self._connections:
-            endpoint = self._resolve(user_endpoint)
-            hint = f"--api-host/--api-port or {self._config_name()}"
-            self._connections["user"] = Connection(endpoint, hint=hint)
-        return self._connections["user"]
-
-    def admin(self) -> Connection:
-        """The admin endpoint (``vipu-admin``; ``vipu list allocations``)."""
-        if "admin" not in self._connections:
-            endpoint = self._resolve(admin_endpoint)
+    def user(self) -> UserClient:
+        """The user endpoint (``vipu``); its admin endpoint serves ``vipu list allocations``."""
+        if self._user is None:
             config = self._config_name()
-            hint = (
-                f"--api-host/--api-port, or admin-api-host/admin-api-port in {config}"
-                if self.admin_cli
-                else f"admin-api-host/admin-api-port in {config} or VIPU_CLI_ADMIN_API_PORT;"
-                " the admin port defaults to 8091"
+            settings = self.settings()
+            self._user = UserClient(
+                user_endpoint(settings),
+                admin=lambda: admin_endpoint(settings),
+                hint=f"--api-host/--api-port or {config}",
+                admin_hint=self._admin_hint(config),
+                credentials_hint=CREDENTIALS_HINT,
             )
-            self._connections["admin"] = Connection(endpoint, hint=hint)
-        return self._connections["admin"]
+        return self._user
 
-    def _resolve(self, pick: Callable[[Settings], Any]) -> Any:
-        try:
-            return pick(self.settings())
-        except ConfigError as exc:
-            raise CliError(str(exc), EXIT_USAGE) from None
+    def admin(self) -> AdminClient:
+        """The admin endpoint (``vipu-admin``)."""
+        if self._admin is None:
+            self._admin = AdminClient(
+                admin_endpoint(self.settings()),
+                hint=self._admin_hint(self._config_name()),
+                credentials_hint=CREDENTIALS_HINT,
+            )
+        return self._admin
+
+    def _admin_hint(self, config: str) -> str:
+        if self.admin_cli:
+            return f"--api-host/--api-port, or admin-api-host/admin-api-port in {config}"
+        return (
+            f"admin-api-host/admin-api-port in {config} or VIPU_CLI_ADMIN_API_PORT;"
+            " the admin port defaults to 8091"
+        )
 
     def close(self) -> None:
-        for connection in self._connections.values():
-            connection.close()
-        self._connections.clear()
+        for client in (self._user, self._admin):
+            if client is not None:
+                client.close()
+        self._user = self._admin = None
 
 
 def session_of(ctx: click.Context) -> Session:
@@ -280,6 +287,9 @@ class VipuGroup(click.Group):
         except CliError as exc:
             _fail(prog, str(exc))
             code = exc.exit_code
+        except VpodError as exc:
+            _fail(prog, str(exc))
+            code = exit_code_of(exc)
         except click.Abort:
             _fail(prog, "aborted")
             code = EXIT_FAILURE

@@ -14,14 +14,13 @@ from typing import Any, NoReturn
 import click
 
 from vpod.cli import grpc_logging  # noqa: F401  (before anything imports grpc)
+from vpod.client import AdminClient, PartitionOptions, UserClient
 from vpod.domain.errors import InvalidSpec
 from vpod.domain.routing import parse_gw_routing, parse_ipulink_routing, parse_sync_type
 from vpod.wire import admin_pb2 as apb
-from vpod.wire import admin_pb2_grpc as apb_grpc
 from vpod.wire import virmgrpc_pb2 as pb
-from vpod.wire import virmgrpc_pb2_grpc as pb_grpc
 
-from .grpc_client import EXIT_USAGE, CliError, Connection
+from .grpc_client import EXIT_USAGE, CliError
 from .render import details, joined, message_dict, table
 from .vipu_group import (
     SubcommandGroup,
@@ -38,7 +37,7 @@ from .vipu_views import (
     IPU_ATTRIBUTE_HEADERS,
     IPU_HEADERS,
     PARTITION_HEADERS,
-    gcd_file,
+    attributes_reply,
     ipu_attribute_rows,
     ipu_rows,
     partition_pairs,
@@ -54,17 +53,14 @@ def success(verb: str, kind: str, entity_id: str) -> None:
     click.echo(f"{verb} {kind} ({entity_id}): success.")
 
 
-def print_server_version(connection: Connection) -> None:
-    stub = connection.stub(pb_grpc.VersionServiceStub)
-    reply = connection.call(stub.GetVersion, pb.VersionRequest())
-    click.echo(f"version: {reply.version}")
-    click.echo(f"host: {connection.endpoint.target}")
+def print_server_version(client: UserClient | AdminClient) -> None:
+    version = client.version()
+    click.echo(f"version: {version.version}")
+    click.echo(f"host: {version.endpoint}")
 
 
-def _user(ctx: click.Context) -> tuple[Connection, Any]:
-    """The user endpoint and a ``UserService`` stub on it."""
-    connection = session_of(ctx).user()
-    return connection, connection.stub(pb_grpc.UserServiceStub)
+def _user(ctx: click.Context) -> UserClient:
+    return session_of(ctx).user()
 
 
 @click.group(
@@ -195,27 +191,29 @@ def create_partition(
       vipu create partition big --size 128 --num-ilds 2 --allocation pod128
       vipu create partition dp --size 16 --num-gcds 4 --num-replicas 8
     """
-    connection, stub = _user(ctx)
-    requirements = pb.PartitionRequirements(
-        id=partition_id,
-        size=size,
-        cluster_id=cluster or "",
-        allocation_id=allocation or "",
-        num_gcds=num_gcds or 0,
-        num_replicas=num_replicas or 0,
-        reconfigurable=reconfigurable,
-        num_ipulink_segments=num_ilds or 0,
-        sync_type=pb.SyncType.ValueType(sync_type.value if sync_type else 0),
-        ipulink_routing_type=pb.IpuLinkRoutingType.ValueType(routing.value if routing else 0),
-        gw_routing_type=pb.GatewayRoutingType.ValueType(gw_routing.value if gw_routing else 0),
-    )
-    request = pb.CreatePartitionRequest(
-        requirements=requirements,
-        disable_auto_reset=disable_auto_reset,
-        relocatable=relocatable,
-    )
-    reply = connection.call(stub.CreatePartition, request)
-    success("create", "partition", reply.partition_id or partition_id)
+    options: PartitionOptions = {
+        "reconfigurable": reconfigurable,
+        "disable_auto_reset": disable_auto_reset,
+        "relocatable": relocatable,
+    }
+    if allocation:
+        options["allocation"] = allocation
+    if cluster:
+        options["cluster"] = cluster
+    if num_gcds:
+        options["num_gcds"] = num_gcds
+    if num_replicas:
+        options["num_replicas"] = num_replicas
+    if num_ilds:
+        options["num_ilds"] = num_ilds
+    if sync_type:
+        options["sync_type"] = sync_type
+    if routing:
+        options["routing"] = routing
+    if gw_routing:
+        options["gw_routing"] = gw_routing
+    created = _user(ctx).create_partition(partition_id, size, **options)
+    success("create", "partition", created)
 
 
 @list_.command("partitions", context_settings=CONTEXT)
@@ -228,14 +226,11 @@ def list_partitions(ctx: click.Context, allocation: str | None, as_json: bool) -
     Table columns: Partition | Cluster | ILDs | GW Routing | ILD Routing |
     Size | GCDs | State.
     """
-    connection, stub = _user(ctx)
-    reply = connection.call(
-        stub.ListPartitions, pb.ListPartitionsRequest(allocation_id=allocation or "")
-    )
+    partitions = _user(ctx).list_partitions(allocation)
     if as_json:
-        echo_json(message_dict(reply))
+        echo_json(message_dict(pb.ListPartitionsReply(partitions=[p.raw for p in partitions])))
         return
-    rows = [partition_row(p) for p in sorted(reply.partitions, key=lambda p: p.id)]
+    rows = [partition_row(p.raw) for p in sorted(partitions, key=lambda p: p.id)]
     click.echo(table(PARTITION_HEADERS, rows))
 
 
@@ -247,14 +242,12 @@ def list_allocations(ctx: click.Context, as_json: bool) -> None:
 
     Table columns: Allocation ID | Agents.
     """
-    connection = session_of(ctx).admin()
-    stub = connection.stub(apb_grpc.AdminServiceStub)
-    reply = connection.call(stub.ListAllocations, apb.ListAllocationsRequest())
+    allocations = _user(ctx).list_allocations()
     if as_json:
+        reply = apb.ListAllocationsReply(allocations=[a.raw for a in allocations])
         echo_json(message_dict(reply))
         return
-    infos = sorted(reply.allocations, key=lambda info: info.allocation.id)
-    rows = [[i.allocation.id, joined(i.allocation.spec.agent_ids)] for i in infos]
+    rows = [[a.id, joined(a.agent_ids)] for a in sorted(allocations, key=lambda a: a.id)]
     click.echo(table(ALLOCATION_HEADERS, rows))
 
 
@@ -269,20 +262,11 @@ def list_ipu_attrs(ctx: click.Context, agents: list[str], as_json: bool) -> None
 
     Table columns: Agent | IPU | Attribute | Value (one row per attribute).
     """
-    connection, stub = _user(ctx)
-    reply = connection.call(stub.ListIPUAttributes, pb.ListIPUAttributesRequest(agents=agents))
+    entries = _user(ctx).list_ipu_attributes(agents)
     if as_json:
-        echo_json(message_dict(reply))
+        echo_json(message_dict(attributes_reply(entries)))
         return
-    click.echo(table(IPU_ATTRIBUTE_HEADERS, ipu_attribute_rows(reply)))
-
-
-def _status(connection: Connection, stub: Any, partition_id: str) -> pb.PartitionStatus:
-    reply = connection.call(
-        stub.GetPartitionStatus, pb.GetPartitionStatusRequest(partition_id=partition_id)
-    )
-    status: pb.PartitionStatus = reply.status
-    return status
+    click.echo(table(IPU_ATTRIBUTE_HEADERS, ipu_attribute_rows(entries)))
 
 
 @get.command("partition", context_settings=CONTEXT)
@@ -311,26 +295,19 @@ def get_partition(
       vipu get partition p1 --ipuof-configs > ~/.ipuof.conf.d/p1.conf
       vipu get partition p1 --ipuof-configs --gcd 1 > p1_gcd1.conf
     """
-    connection, stub = _user(ctx)
+    client = _user(ctx)
     if gcd is not None and not ipuof_configs:
         raise CliError("--gcd picks one GCD's IPUoF config: add --ipuof-configs", EXIT_USAGE)
     if ipuof_configs:
-        request = pb.GetPartitionIpuofConfigRequest(partition_id=partition_id)
-        if gcd is not None:
-            request.gcd_id.id = gcd
-        config = connection.call(stub.GetPartitionIpuofConfig, request).ipuof_config
+        config = client.ipuof_config(partition_id, gcd)
         if as_json:
-            echo_json(message_dict(config))
+            echo_json(message_dict(config.raw))
             return
-        files = [gcd_file(g) for g in config.gcd_configs]
+        files = config.files()
         echo_json(files[0] if len(files) == 1 else files)
         return
-    status = _status(connection, stub, partition_id)
-    reply = connection.call(stub.ListPartitions, pb.ListPartitionsRequest())
-    found = [p for p in reply.partitions if p.id == partition_id]
-    if not found:
-        raise CliError(f"partition {partition_id} is not in the list of partitions you may see")
-    partition = found[0]
+    status = client.partition_status(partition_id).raw
+    partition = client.get_partition(partition_id).raw
     if as_json:
         echo_json({"partition": message_dict(partition), "status": message_dict(status)})
         return
@@ -345,8 +322,7 @@ def get_partition(
 @click.pass_context
 def get_partition_status(ctx: click.Context, partition_id: str, as_json: bool) -> None:
     """Show partition ID's state, operation, errors and auto-reset counters."""
-    connection, stub = _user(ctx)
-    status = _status(connection, stub, partition_id)
+    status = _user(ctx).partition_status(partition_id).raw
     if as_json:
         echo_json(message_dict(status))
         return
@@ -361,9 +337,7 @@ def get_partition_status(ctx: click.Context, partition_id: str, as_json: bool) -
 @click.pass_context
 def reset_partition(ctx: click.Context, partition_id: str, relocatable: bool) -> None:
     """Reset partition ID's IPUs to their initial state."""
-    connection, stub = _user(ctx)
-    request = pb.ResetPartitionRequest(partition_id=partition_id, relocatable=relocatable)
-    connection.call(stub.ResetPartition, request)
+    _user(ctx).reset_partition(partition_id, relocatable=relocatable)
     success("reset", "partition", partition_id)
 
 
@@ -379,10 +353,7 @@ def remove_partition(ctx: click.Context, partition_id: str, force: bool) -> None
       vipu remove partition p1
       vipu remove partition p1 --force
     """
-    connection, stub = _user(ctx)
-    connection.call(
-        stub.RemovePartition, pb.RemovePartitionRequest(partition_id=partition_id, force=force)
-    )
+    _user(ctx).remove_partition(partition_id, force=force)
     success("remove", "partition", partition_id)
 
 

@@ -1,15 +1,16 @@
 """How user-API replies look on the command line: partition rows, details, IPUoF files.
 
-Pure functions from wire messages to table rows, ``Key: value`` pairs or
-plain data; both CLIs use them (``vipu-admin list partitions`` shows the
-same first eight columns as ``vipu list partitions``).
+Pure functions from wire messages (the ``raw`` of :mod:`vpod.client`'s
+records) to table rows, ``Key: value`` pairs or plain data; both CLIs use
+them (``vipu-admin list partitions`` shows the same first eight columns as
+``vipu list partitions``).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
-from vpod.domain.ipuof import FILE_DEVICE_KEYS
+from vpod.client import IpuAttributes
 from vpod.domain.routing import SyncType
 from vpod.wire import virmgrpc_pb2 as pb
 
@@ -29,16 +30,6 @@ PARTITION_HEADERS: tuple[str, ...] = (
 
 IPU_ATTRIBUTE_HEADERS: tuple[str, ...] = ("Agent", "IPU", "Attribute", "Value")
 ALLOCATION_HEADERS: tuple[str, ...] = ("Allocation ID", "Agents")
-
-ATTRIBUTE_ORDER: tuple[str, ...] = (
-    "Fabric Reconfigurable",
-    "IPU version",
-    "Num Replicas",
-    "Routing Type",
-    "Sync Type",
-    "GCD Id",
-)
-"""The attributes of an IPUoF config in the order of vipu-system.md §5; others follow, sorted."""
 
 
 def routing_label(value: pb.IpuLinkRoutingType.ValueType) -> str:
@@ -139,26 +130,16 @@ def ipu_rows(spec: pb.PartitionSpec) -> list[list[object]]:
     ]
 
 
-def ordered_attributes(attributes: dict[str, str]) -> dict[str, str]:
-    known = [key for key in ATTRIBUTE_ORDER if key in attributes]
-    rest = sorted(key for key in attributes if key not in ATTRIBUTE_ORDER)
-    return {key: attributes[key] for key in (*known, *rest)}
+def attributes_reply(entries: Sequence[IpuAttributes]) -> pb.ListIPUAttributesReply:
+    """The wire reply of an attribute listing, as ``--json`` prints it."""
+    return pb.ListIPUAttributesReply(entries=[entry.raw for entry in entries])
 
 
-def gcd_file(gcd: pb.PartitionConfig.Gcd) -> dict[str, Any]:
-    """One GCD in the static IPUoF file shape: ``{"devices": [...], "attributes": {...}}``."""
-    devices = [
-        {key: getattr(device, key) for key in FILE_DEVICE_KEYS}
-        for device in sorted(gcd.devices, key=lambda d: d.routing_id)
-    ]
-    return {"devices": devices, "attributes": ordered_attributes(dict(gcd.attributes))}
-
-
-def ipu_attribute_rows(reply: pb.ListIPUAttributesReply) -> list[list[object]]:
+def ipu_attribute_rows(entries: Sequence[IpuAttributes]) -> list[list[object]]:
     """One row per attribute: agents, IPUs and attribute names in sorted order."""
     rows: list[list[object]] = []
-    for entry in sorted(reply.entries, key=lambda e: e.agent):
-        for ipu in sorted(entry.ipu_attributes):
-            attributes = entry.ipu_attributes[ipu].attributes
+    for entry in sorted(entries, key=lambda e: e.agent):
+        for ipu in sorted(entry.ipus):
+            attributes = entry.ipus[ipu]
             rows += [[entry.agent, ipu, name, attributes[name]] for name in sorted(attributes)]
     return rows

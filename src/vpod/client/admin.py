@@ -1,0 +1,301 @@
+"""Clients of the admin API: :class:`AdminClient` (blocking) and :class:`AsyncAdminClient`.
+
+Both run the call descriptions of :mod:`.admin_calls` on the admin endpoint
+(port 8091 by default) and raise the :mod:`.errors` tree. With ``--secure``
+controllers the credentials must be an administrator's.
+
+    >>> from vpod.client import AdminClient
+    >>> with AdminClient.from_config() as admin:        # vipu-cli.hcl, VIPU_CLI_*
+    ...     [a.id for a in admin.list_agents()]
+    ...     created = admin.create_user("alice", allocation_ids=["a1"])
+    ...     created.access_key                           # shown once
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Unpack
+
+from vpod.domain.topology import GwTopology, IldTopology
+
+from . import admin_calls as calls
+from . import user_calls
+from .admin_calls import EventFilter
+from .admin_records import (
+    Agent,
+    AgentFaults,
+    Allocation,
+    AuditEvent,
+    Cluster,
+    ClusterTestReport,
+    CreatedUser,
+    DiscoveredAgent,
+    Fault,
+    LinkTest,
+    PartitionInfo,
+    User,
+)
+from .config import Endpoint, admin_endpoint, load_settings
+from .grpc_transport import (
+    DEFAULT_CREDENTIALS_HINT,
+    AsyncGrpcTransport,
+    Diagnosis,
+    GrpcTransport,
+)
+from .records import IpuAttributes, Version
+from .user import ADMIN_HINT
+
+
+def _admin_endpoint(
+    config: str | None, env: Mapping[str, str] | None, overrides: Mapping[str, str | int | None]
+) -> Endpoint:
+    options = {key.replace("_", "-"): value for key, value in overrides.items()}
+    return admin_endpoint(load_settings(options, env=env, config_path=config))
+
+
+class AdminClient:
+    """The admin API of one controller, over blocking gRPC."""
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        *,
+        hint: str = ADMIN_HINT,
+        credentials_hint: str = DEFAULT_CREDENTIALS_HINT,
+    ) -> None:
+        self.endpoint = endpoint
+        self._grpc = GrpcTransport(Diagnosis(endpoint, hint, credentials_hint))
+
+    @classmethod
+    def from_config(
+        cls,
+        config: str | None = None,
+        *,
+        env: Mapping[str, str] | None = None,
+        **overrides: str | int | None,
+    ) -> AdminClient:
+        """Settings as ``vipu-admin`` reads them: ``overrides`` (``admin_api_port=...``), env,
+        config file."""
+        return cls(_admin_endpoint(config, env, overrides))
+
+    def __enter__(self) -> AdminClient:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._grpc.close()
+
+    def version(self) -> Version:
+        return Version(self._grpc.invoke(user_calls.version()), self.endpoint.target)
+
+    # agents
+    def create_agent(self, agent_id: str, host: str, port: int) -> Agent:
+        return self._grpc.invoke(calls.create_agent(agent_id, host, port))
+
+    def list_agents(self, cluster: str | None = None) -> list[Agent]:
+        return self._grpc.invoke(calls.list_agents(cluster))
+
+    def remove_agent(self, agent_id: str, *, force: bool = False) -> None:
+        self._grpc.invoke(calls.remove_agent(agent_id, force))
+
+    def discover_agents(
+        self, addresses: Sequence[str] = (), *, add: bool = False
+    ) -> list[DiscoveredAgent]:
+        """Probe ``host:port`` addresses (none: the agents that registered themselves)."""
+        return self._grpc.invoke(calls.discover_agents(addresses, add))
+
+    # clusters
+    def create_cluster(
+        self,
+        cluster_id: str,
+        agent_ids: Sequence[str],
+        *,
+        num_ilds: int | None = None,
+        topology: IldTopology | None = None,
+        cluster_topology: GwTopology | None = None,
+    ) -> Cluster:
+        rpc = calls.create_cluster(cluster_id, agent_ids, num_ilds, topology, cluster_topology)
+        return self._grpc.invoke(rpc)
+
+    def list_clusters(self) -> list[Cluster]:
+        return self._grpc.invoke(calls.list_clusters())
+
+    def remove_cluster(self, cluster_id: str, *, force: bool = False) -> None:
+        self._grpc.invoke(calls.remove_cluster(cluster_id, force))
+
+    def test_cluster(self, cluster_id: str, tests: Sequence[LinkTest] = ()) -> ClusterTestReport:
+        """Run the link tests (all five when ``tests`` is empty) over every agent."""
+        return self._grpc.invoke(calls.cluster_test(cluster_id, tests))
+
+    # allocations
+    def create_allocation(
+        self,
+        allocation_id: str,
+        cluster_id: str,
+        *,
+        size: int | None = None,
+        agent_ids: Sequence[str] = (),
+    ) -> Allocation:
+        """Grant machines of a cluster: ``size`` IPUs (the controller picks) or ``agent_ids``."""
+        return self._grpc.invoke(
+            calls.create_allocation(allocation_id, cluster_id, size, agent_ids)
+        )
+
+    def list_allocations(self, cluster: str | None = None) -> list[Allocation]:
+        return self._grpc.invoke(calls.list_allocations(cluster))
+
+    def remove_allocation(self, allocation_id: str, *, force: bool = False) -> None:
+        self._grpc.invoke(calls.remove_allocation(allocation_id, force))
+
+    # users
+    def create_user(
+        self, user_id: str, *, allocation_ids: Sequence[str] = (), admin: bool = False
+    ) -> CreatedUser:
+        """Create a user; the reply carries its access key, which is shown only once."""
+        return self._grpc.invoke(calls.create_user(user_id, allocation_ids, admin))
+
+    def list_users(self) -> list[User]:
+        return self._grpc.invoke(calls.list_users())
+
+    def remove_user(self, user_id: str) -> None:
+        self._grpc.invoke(calls.remove_user(user_id))
+
+    # partitions, faults, attributes, audit log
+    def list_partitions(
+        self, *, allocation: str | None = None, cluster: str | None = None
+    ) -> list[PartitionInfo]:
+        return self._grpc.invoke(calls.list_partitions(allocation, cluster))
+
+    def inject_fault(self, agent_id: str, fault: Fault) -> AgentFaults:
+        return self._grpc.invoke(calls.inject_fault(agent_id, fault))
+
+    def clear_fault(self, agent_id: str, fault: Fault | None = None) -> AgentFaults:
+        """Clear one fault (matched by kind and target), or all of the agent's when ``None``."""
+        return self._grpc.invoke(calls.clear_fault(agent_id, fault))
+
+    def list_ipu_attributes(self, agents: Sequence[str] = ()) -> list[IpuAttributes]:
+        return self._grpc.invoke(calls.list_ipu_attributes(agents))
+
+    def list_events(self, **filters: Unpack[EventFilter]) -> list[AuditEvent]:
+        """The audit log, newest first."""
+        return self._grpc.invoke(calls.list_events(filters))
+
+
+class AsyncAdminClient:
+    """The admin API over ``grpc.aio``; the same methods as :class:`AdminClient`."""
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        *,
+        hint: str = ADMIN_HINT,
+        credentials_hint: str = DEFAULT_CREDENTIALS_HINT,
+    ) -> None:
+        self.endpoint = endpoint
+        self._grpc = AsyncGrpcTransport(Diagnosis(endpoint, hint, credentials_hint))
+
+    @classmethod
+    def from_config(
+        cls,
+        config: str | None = None,
+        *,
+        env: Mapping[str, str] | None = None,
+        **overrides: str | int | None,
+    ) -> AsyncAdminClient:
+        return cls(_admin_endpoint(config, env, overrides))
+
+    async def __aenter__(self) -> AsyncAdminClient:
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._grpc.close()
+
+    async def version(self) -> Version:
+        return Version(await self._grpc.invoke(user_calls.version()), self.endpoint.target)
+
+    async def create_agent(self, agent_id: str, host: str, port: int) -> Agent:
+        return await self._grpc.invoke(calls.create_agent(agent_id, host, port))
+
+    async def list_agents(self, cluster: str | None = None) -> list[Agent]:
+        return await self._grpc.invoke(calls.list_agents(cluster))
+
+    async def remove_agent(self, agent_id: str, *, force: bool = False) -> None:
+        await self._grpc.invoke(calls.remove_agent(agent_id, force))
+
+    async def discover_agents(
+        self, addresses: Sequence[str] = (), *, add: bool = False
+    ) -> list[DiscoveredAgent]:
+        return await self._grpc.invoke(calls.discover_agents(addresses, add))
+
+    async def create_cluster(
+        self,
+        cluster_id: str,
+        agent_ids: Sequence[str],
+        *,
+        num_ilds: int | None = None,
+        topology: IldTopology | None = None,
+        cluster_topology: GwTopology | None = None,
+    ) -> Cluster:
+        rpc = calls.create_cluster(cluster_id, agent_ids, num_ilds, topology, cluster_topology)
+        return await self._grpc.invoke(rpc)
+
+    async def list_clusters(self) -> list[Cluster]:
+        return await self._grpc.invoke(calls.list_clusters())
+
+    async def remove_cluster(self, cluster_id: str, *, force: bool = False) -> None:
+        await self._grpc.invoke(calls.remove_cluster(cluster_id, force))
+
+    async def test_cluster(
+        self, cluster_id: str, tests: Sequence[LinkTest] = ()
+    ) -> ClusterTestReport:
+        return await self._grpc.invoke(calls.cluster_test(cluster_id, tests))
+
+    async def create_allocation(
+        self,
+        allocation_id: str,
+        cluster_id: str,
+        *,
+        size: int | None = None,
+        agent_ids: Sequence[str] = (),
+    ) -> Allocation:
+        rpc = calls.create_allocation(allocation_id, cluster_id, size, agent_ids)
+        return await self._grpc.invoke(rpc)
+
+    async def list_allocations(self, cluster: str | None = None) -> list[Allocation]:
+        return await self._grpc.invoke(calls.list_allocations(cluster))
+
+    async def remove_allocation(self, allocation_id: str, *, force: bool = False) -> None:
+        await self._grpc.invoke(calls.remove_allocation(allocation_id, force))
+
+    async def create_user(
+        self, user_id: str, *, allocation_ids: Sequence[str] = (), admin: bool = False
+    ) -> CreatedUser:
+        return await self._grpc.invoke(calls.create_user(user_id, allocation_ids, admin))
+
+    async def list_users(self) -> list[User]:
+        return await self._grpc.invoke(calls.list_users())
+
+    async def remove_user(self, user_id: str) -> None:
+        await self._grpc.invoke(calls.remove_user(user_id))
+
+    async def list_partitions(
+        self, *, allocation: str | None = None, cluster: str | None = None
+    ) -> list[PartitionInfo]:
+        return await self._grpc.invoke(calls.list_partitions(allocation, cluster))
+
+    async def inject_fault(self, agent_id: str, fault: Fault) -> AgentFaults:
+        return await self._grpc.invoke(calls.inject_fault(agent_id, fault))
+
+    async def clear_fault(self, agent_id: str, fault: Fault | None = None) -> AgentFaults:
+        return await self._grpc.invoke(calls.clear_fault(agent_id, fault))
+
+    async def list_ipu_attributes(self, agents: Sequence[str] = ()) -> list[IpuAttributes]:
+        return await self._grpc.invoke(calls.list_ipu_attributes(agents))
+
+    async def list_events(self, **filters: Unpack[EventFilter]) -> list[AuditEvent]:
+        return await self._grpc.invoke(calls.list_events(filters))

@@ -1,0 +1,277 @@
+"""The admin API's calls, described once: request building and reply reading.
+
+Each function returns an :class:`~.grpc_transport.Rpc` that :mod:`.admin`
+runs on a blocking or an asyncio transport. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import TypedDict
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from vpod.domain.topology import GwTopology, IldTopology
+from vpod.wire import admin_pb2 as apb
+from vpod.wire import agent_pb2 as agpb
+from vpod.wire import virmgrpc_pb2 as pb
+
+from .admin_records import (
+    WIRE_GW_TOPOLOGY,
+    WIRE_ILD_TOPOLOGY,
+    Agent,
+    AgentFaults,
+    Allocation,
+    AuditEvent,
+    Cluster,
+    ClusterTestReport,
+    CreatedUser,
+    DiscoveredAgent,
+    Fault,
+    LinkTest,
+    PartitionInfo,
+    User,
+)
+from .grpc_transport import Rpc
+from .records import IpuAttributes
+from .user_calls import ADMIN_SERVICE, list_allocations
+
+__all__ = ["list_allocations"]  # re-exported: users and admins ask the same rpc
+
+
+class EventFilter(TypedDict, total=False):
+    """Filters of the audit log; every filter given must match."""
+
+    since: datetime
+    """Inclusive; a naive datetime is UTC."""
+    until: datetime
+    """Exclusive."""
+    actor: str
+    action: str
+    target: str
+    outcome: str
+    limit: int
+    """At most this many events (0 = 100, at most 1000)."""
+    before_id: int
+    """Page back: the smallest id of the previous page."""
+
+
+def _none(_reply: object) -> None:
+    return None
+
+
+def create_agent(agent_id: str, host: str, port: int) -> Rpc[Agent]:
+    return Rpc(
+        ADMIN_SERVICE + "CreateAgent",
+        apb.CreateAgentRequest(agent_id=agent_id, host=host, port=port),
+        apb.CreateAgentReply,
+        lambda reply: Agent.from_wire(reply.agent),
+    )
+
+
+def list_agents(cluster: str | None) -> Rpc[list[Agent]]:
+    return Rpc(
+        ADMIN_SERVICE + "ListAgents",
+        apb.ListAgentsRequest(cluster_id=cluster or ""),
+        apb.ListAgentsReply,
+        lambda reply: [Agent.from_wire(a) for a in reply.agents],
+    )
+
+
+def remove_agent(agent_id: str, force: bool) -> Rpc[None]:
+    return Rpc(
+        ADMIN_SERVICE + "RemoveAgent",
+        apb.RemoveAgentRequest(agent_id=agent_id, force=force),
+        apb.RemoveAgentReply,
+        _none,
+    )
+
+
+def discover_agents(addresses: Sequence[str], add: bool) -> Rpc[list[DiscoveredAgent]]:
+    return Rpc(
+        ADMIN_SERVICE + "DiscoverAgents",
+        apb.DiscoverAgentsRequest(addresses=list(addresses), add=add),
+        apb.DiscoverAgentsReply,
+        lambda reply: [DiscoveredAgent.from_wire(a) for a in reply.agents],
+    )
+
+
+def create_cluster(
+    cluster_id: str,
+    agent_ids: Sequence[str],
+    num_ilds: int | None,
+    topology: IldTopology | None,
+    cluster_topology: GwTopology | None,
+) -> Rpc[Cluster]:
+    request = apb.CreateClusterRequest(
+        cluster_id=cluster_id,
+        agent_ids=list(agent_ids),
+        num_ipulinkdomains=num_ilds or 0,
+        topology=WIRE_ILD_TOPOLOGY[topology] if topology else apb.ILD_TOPOLOGY_UNSPECIFIED,
+        cluster_topology=(
+            WIRE_GW_TOPOLOGY[cluster_topology]
+            if cluster_topology
+            else apb.CLUSTER_TOPOLOGY_UNSPECIFIED
+        ),
+    )
+    return Rpc(
+        ADMIN_SERVICE + "CreateCluster",
+        request,
+        apb.CreateClusterReply,
+        lambda reply: Cluster.from_wire(reply.cluster),
+    )
+
+
+def list_clusters() -> Rpc[list[Cluster]]:
+    return Rpc(
+        ADMIN_SERVICE + "ListClusters",
+        apb.ListClustersRequest(),
+        apb.ListClustersReply,
+        lambda reply: [Cluster.from_wire(c) for c in reply.clusters],
+    )
+
+
+def remove_cluster(cluster_id: str, force: bool) -> Rpc[None]:
+    return Rpc(
+        ADMIN_SERVICE + "RemoveCluster",
+        apb.RemoveClusterRequest(cluster_id=cluster_id, force=force),
+        apb.RemoveClusterReply,
+        _none,
+    )
+
+
+def cluster_test(cluster_id: str, tests: Sequence[LinkTest]) -> Rpc[ClusterTestReport]:
+    kinds = [agpb.LinkTestKind.ValueType(t.value) for t in tests]
+    return Rpc(
+        ADMIN_SERVICE + "TestCluster",
+        apb.TestClusterRequest(cluster_id=cluster_id, tests=kinds),
+        apb.TestClusterReply,
+        ClusterTestReport.from_wire,
+    )
+
+
+def create_allocation(
+    allocation_id: str, cluster_id: str, size: int | None, agent_ids: Sequence[str]
+) -> Rpc[Allocation]:
+    return Rpc(
+        ADMIN_SERVICE + "CreateAllocation",
+        apb.CreateAllocationRequest(
+            allocation_id=allocation_id,
+            cluster_id=cluster_id,
+            size=size or 0,
+            agent_ids=list(agent_ids),
+        ),
+        apb.CreateAllocationReply,
+        lambda reply: Allocation.from_wire(reply.allocation),
+    )
+
+
+def remove_allocation(allocation_id: str, force: bool) -> Rpc[None]:
+    return Rpc(
+        ADMIN_SERVICE + "RemoveAllocation",
+        apb.RemoveAllocationRequest(allocation_id=allocation_id, force=force),
+        apb.RemoveAllocationReply,
+        _none,
+    )
+
+
+def create_user(user_id: str, allocation_ids: Sequence[str], admin: bool) -> Rpc[CreatedUser]:
+    return Rpc(
+        ADMIN_SERVICE + "CreateUser",
+        apb.CreateUserRequest(user_id=user_id, allocation_ids=list(allocation_ids), admin=admin),
+        apb.CreateUserReply,
+        lambda reply: CreatedUser(User.from_wire(reply.user), reply.access_key, raw=reply),
+    )
+
+
+def list_users() -> Rpc[list[User]]:
+    return Rpc(
+        ADMIN_SERVICE + "ListUsers",
+        apb.ListUsersRequest(),
+        apb.ListUsersReply,
+        lambda reply: [User.from_wire(u) for u in reply.users],
+    )
+
+
+def remove_user(user_id: str) -> Rpc[None]:
+    return Rpc(
+        ADMIN_SERVICE + "RemoveUser",
+        apb.RemoveUserRequest(user_id=user_id),
+        apb.RemoveUserReply,
+        _none,
+    )
+
+
+def list_partitions(allocation: str | None, cluster: str | None) -> Rpc[list[PartitionInfo]]:
+    return Rpc(
+        ADMIN_SERVICE + "ListPartitions",
+        apb.ListPartitionsRequest(allocation_id=allocation or "", cluster_id=cluster or ""),
+        apb.ListPartitionsReply,
+        lambda reply: [PartitionInfo.from_wire(p) for p in reply.partitions],
+    )
+
+
+def inject_fault(agent_id: str, fault: Fault) -> Rpc[AgentFaults]:
+    return Rpc(
+        ADMIN_SERVICE + "InjectFault",
+        apb.InjectFaultRequest(agent_id=agent_id, fault=fault.to_wire()),
+        apb.InjectFaultReply,
+        _agent_faults,
+    )
+
+
+def clear_fault(agent_id: str, fault: Fault | None) -> Rpc[AgentFaults]:
+    request = apb.ClearFaultRequest(agent_id=agent_id, all=fault is None)
+    if fault is not None:
+        request.fault.CopyFrom(fault.to_wire())
+    return Rpc(ADMIN_SERVICE + "ClearFault", request, apb.ClearFaultReply, _agent_faults)
+
+
+def _agent_faults(reply: apb.InjectFaultReply | apb.ClearFaultReply) -> AgentFaults:
+    faults = tuple(Fault.from_wire(f) for f in reply.active_faults if f.kind)
+    return AgentFaults(reply.agent_id, faults, raw=reply)
+
+
+def list_ipu_attributes(agents: Sequence[str]) -> Rpc[list[IpuAttributes]]:
+    return Rpc(
+        ADMIN_SERVICE + "ListIpuAttributes",
+        pb.ListIPUAttributesRequest(agents=list(agents)),
+        pb.ListIPUAttributesReply,
+        lambda reply: [IpuAttributes.from_wire(e) for e in reply.entries],
+    )
+
+
+def _stamp(moment: datetime) -> Timestamp:
+    aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    stamp = Timestamp()
+    stamp.FromDatetime(aware.astimezone(UTC))
+    return stamp
+
+
+def events_request(filters: EventFilter) -> apb.ListEventsRequest:
+    """The ListEvents request for these filters (unset ones stay unset)."""
+    request = apb.ListEventsRequest(
+        actor=filters.get("actor", ""),
+        action=filters.get("action", ""),
+        target=filters.get("target", ""),
+        outcome=filters.get("outcome", ""),
+        limit=filters.get("limit", 0),
+        before_id=filters.get("before_id", 0),
+    )
+    since = filters.get("since")
+    until = filters.get("until")
+    if since is not None:
+        request.since.CopyFrom(_stamp(since))
+    if until is not None:
+        request.until.CopyFrom(_stamp(until))
+    return request
+
+
+def list_events(filters: EventFilter) -> Rpc[list[AuditEvent]]:
+    return Rpc(
+        ADMIN_SERVICE + "ListEvents",
+        events_request(filters),
+        apb.ListEventsReply,
+        lambda reply: [AuditEvent.from_wire(e) for e in reply.events],
+    )

@@ -1,0 +1,338 @@
+"""Typed records of the admin API's replies (``vpod.admin.v1``).
+
+Like :mod:`.records`: read from the wire once, domain enums where the domain
+has one, ``raw`` keeps the wire message for tools that print it.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from vpod.domain.topology import GwTopology, IldTopology
+from vpod.wire import admin_pb2 as apb
+from vpod.wire import agent_pb2 as agpb
+
+from .records import Partition, PartitionStatus, timestamp_or_none
+
+
+class AgentState(enum.Enum):
+    """Whether the controller hears from an agent; values are the wire numbers."""
+
+    ONLINE = 1
+    OFFLINE = 2
+    DISCOVERED = 3
+    """Registered itself; no administrator has created it yet."""
+
+
+class FaultKind(enum.Enum):
+    """Faults an emulated machine can be told to have; values are the wire numbers."""
+
+    IPU = 1
+    LINK_DOWN = 2
+    AGENT_HANG = 3
+    AGENT_SLOW = 4
+
+
+class LinkTest(enum.Enum):
+    """The cluster tests; values are the wire numbers."""
+
+    CABLING = 1
+    IPU_LINK = 2
+    GW_LINK = 3
+    SYNC_LINK = 4
+    TRAFFIC = 5
+
+
+_ILD_TOPOLOGY = {
+    apb.ILD_TOPOLOGY_TORUS: IldTopology.TORUS,
+    apb.ILD_TOPOLOGY_MESH: IldTopology.MESH,
+}
+_GW_TOPOLOGY = {
+    apb.CLUSTER_TOPOLOGY_LOOPED: GwTopology.LOOPED,
+    apb.CLUSTER_TOPOLOGY_SWITCHED: GwTopology.SWITCHED,
+}
+WIRE_ILD_TOPOLOGY = {value: key for key, value in _ILD_TOPOLOGY.items()}
+WIRE_GW_TOPOLOGY = {value: key for key, value in _GW_TOPOLOGY.items()}
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A fault to inject or clear; which target field matters depends on ``kind``."""
+
+    kind: FaultKind
+    device_id: int = 0
+    link_id: str = ""
+    delay_ms: int = 0
+    reason: str = ""
+
+    def to_wire(self) -> agpb.Fault:
+        return agpb.Fault(
+            kind=agpb.FaultKind.ValueType(self.kind.value),
+            device_id=self.device_id,
+            link_id=self.link_id,
+            delay_ms=self.delay_ms,
+            reason=self.reason,
+        )
+
+    @classmethod
+    def from_wire(cls, message: agpb.Fault) -> Fault:
+        return cls(
+            kind=FaultKind(message.kind),
+            device_id=message.device_id,
+            link_id=message.link_id,
+            delay_ms=message.delay_ms,
+            reason=message.reason,
+        )
+
+
+@dataclass(frozen=True)
+class Agent:
+    """The V-IPU agent of one IPU-Machine as the controller knows it."""
+
+    id: str
+    host: str
+    port: int
+    machine_type: str
+    serial: str
+    ipuof_address: str
+    cluster_id: str
+    allocation_id: str
+    state: AgentState | None
+    state_detail: str
+    last_seen: datetime | None
+    boot_id: str
+    faults: tuple[Fault, ...]
+    raw: apb.Agent = field(repr=False, compare=False)
+
+    @classmethod
+    def from_wire(cls, message: apb.Agent) -> Agent:
+        return cls(
+            id=message.id,
+            host=message.host,
+            port=message.port,
+            machine_type=message.machine_type,
+            serial=message.serial,
+            ipuof_address=message.ipuof_address,
+            cluster_id=message.cluster_id,
+            allocation_id=message.allocation_id,
+            state=AgentState(message.state) if message.state else None,
+            state_detail=message.state_detail,
+            last_seen=timestamp_or_none(message.last_seen, message.HasField("last_seen")),
+            boot_id=message.boot_id,
+            faults=tuple(Fault.from_wire(f) for f in message.faults if f.kind),
+            raw=message,
+        )
+
+
+@dataclass(frozen=True)
+class DiscoveredAgent:
+    """One address probed (or one self-registered agent) by a discovery."""
+
+    agent_id: str
+    host: str
+    port: int
+    machine_type: str
+    serial: str
+    known: bool
+    added: bool
+    error: str
+    raw: apb.DiscoveredAgent = field(repr=False, compare=False)
+
+    @classmethod
+    def from_wire(cls, message: apb.DiscoveredAgent) -> DiscoveredAgent:
+        names = [n for n in cls.__dataclass_fields__ if n != "raw"]
+        return cls(**{n: getattr(message, n) for n in names}, raw=message)
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """Agents cabled into IPU-Link domains."""
+
+    id: str
+    agent_ids: tuple[str, ...]
+    num_ipulinkdomains: int
+    topology: IldTopology | None
+    cluster_topology: GwTopology | None
+    num_ipus: int
+    machine_type: str
+    raw: apb.Cluster = field(repr=False, compare=False)
+
+    @classmethod
+    def from_wire(cls, message: apb.Cluster) -> Cluster:
+        return cls(
+            id=message.id,
+            agent_ids=tuple(message.agent_ids),
+            num_ipulinkdomains=message.num_ipulinkdomains,
+            topology=_ILD_TOPOLOGY.get(message.topology),
+            cluster_topology=_GW_TOPOLOGY.get(message.cluster_topology),
+            num_ipus=message.num_ipus,
+            machine_type=message.machine_type,
+            raw=message,
+        )
+
+
+@dataclass(frozen=True)
+class ClusterTestResult:
+    """One test over every agent of a cluster."""
+
+    test: LinkTest | None
+    name: str
+    passed: bool
+    summary: str
+    details: tuple[str, ...]
+    agents_tested: int
+    agents_failed: int
+
+
+@dataclass(frozen=True)
+class ClusterTestReport:
+    """The results of a cluster test run, in the order cabling .. traffic."""
+
+    cluster_id: str
+    passed: bool
+    results: tuple[ClusterTestResult, ...]
+    raw: apb.TestClusterReply = field(repr=False, compare=False)
+
+    @classmethod
+    def from_wire(cls, message: apb.TestClusterReply) -> ClusterTestReport:
+        results = tuple(
+            ClusterTestResult(
+                test=LinkTest(r.test) if r.test else None,
+                name=r.name,
+                passed=r.passed,
+                summary=r.summary,
+                details=tuple(r.details),
+                agents_tested=r.agents_tested,
+                agents_failed=r.agents_failed,
+            )
+            for r in message.results
+        )
+        return cls(
+            cluster_id=message.cluster_id, passed=message.passed, results=results, raw=message
+        )
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """Machines of a cluster granted to users."""
+
+    id: str
+    cluster_id: str
+    agent_ids: tuple[str, ...]
+    size: int
+    user_ids: tuple[str, ...]
+    num_partitions: int
+    raw: apb.AllocationInfo = field(repr=False, compare=False)
+
+    @classmethod
+    def from_wire(cls, message: apb.AllocationInfo) -> Allocation:
+        return cls(
+            id=message.allocation.id,
+            cluster_id=message.allocation.spec.cluster_id,
+            agent_ids=tuple(message.allocation.spec.agent_ids),
+            size=message.size,
+            user_ids=tuple(message.user_ids),
+            num_partitions=message.num_partitions,
+            raw=message,
+        )
+
+
+@dataclass(frozen=True)
+class User:
+    """A holder of an access key."""
+
+    id: str
+    allocation_ids: tuple[str, ...]
+    admin: bool
+    created_at: datetime | None
+    raw: apb.User = field(repr=False, compare=False)
+
+    @classmethod
+    def from_wire(cls, message: apb.User) -> User:
+        return cls(
+            id=message.id,
+            allocation_ids=tuple(message.allocation_ids),
+            admin=message.admin,
+            created_at=timestamp_or_none(message.created_at, message.HasField("created_at")),
+            raw=message,
+        )
+
+
+@dataclass(frozen=True)
+class CreatedUser:
+    """A new user and its access key (shown once: the controller keeps only a hash)."""
+
+    user: User
+    access_key: str = field(repr=False)
+    raw: apb.CreateUserReply = field(repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class IpuLocation:
+    """Where one IPU of a partition sits: agent, device, routing id."""
+
+    agent_id: str
+    device_id: int
+    routing_id: int
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    """A partition of any allocation, with its status and its IPUs' machines."""
+
+    partition: Partition
+    status: PartitionStatus
+    locations: tuple[IpuLocation, ...]
+    raw: apb.PartitionInfo = field(repr=False, compare=False)
+
+    @classmethod
+    def from_wire(cls, message: apb.PartitionInfo) -> PartitionInfo:
+        return cls(
+            partition=Partition.from_wire(message.partition),
+            status=PartitionStatus.from_wire(message.status),
+            locations=tuple(
+                IpuLocation(loc.agent_id, loc.device_id, loc.routing_id)
+                for loc in message.locations
+            ),
+            raw=message,
+        )
+
+
+@dataclass(frozen=True)
+class AuditEvent:
+    """One entry of the audit log."""
+
+    id: int
+    time: datetime | None
+    actor: str
+    action: str
+    target: str
+    outcome: str
+    source: str
+    detail: str
+    raw: apb.AuditEvent = field(repr=False, compare=False)
+
+    @classmethod
+    def from_wire(cls, message: apb.AuditEvent) -> AuditEvent:
+        return cls(
+            id=message.id,
+            time=timestamp_or_none(message.time, message.HasField("time")),
+            actor=message.actor,
+            action=message.action,
+            target=message.target,
+            outcome=message.outcome,
+            source=message.source,
+            detail=message.detail,
+            raw=message,
+        )
+
+
+@dataclass(frozen=True)
+class AgentFaults:
+    """An agent's active faults after an inject or clear."""
+
+    agent_id: str
+    active_faults: tuple[Fault, ...]
+    raw: apb.InjectFaultReply | apb.ClearFaultReply = field(repr=False, compare=False)

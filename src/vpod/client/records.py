@@ -1,0 +1,246 @@
+"""Typed records of the user API's replies (``virmgrpc``), read from the wire once.
+
+Enums are the domain's (:class:`~vpod.domain.partition_states.ReadyState`,
+:class:`~vpod.domain.routing.IpuLinkRouting` ...); a wire value of 0
+("undefined") reads as ``None``. Every record keeps the message it was read
+from in ``raw`` (not compared, not shown by ``repr``) for tools that print
+the wire form, such as ``vipu --json``.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from vpod.domain.ipuof import FILE_DEVICE_KEYS
+from vpod.domain.partition_states import OperationState, ReadyState
+from vpod.domain.routing import GwRouting, IpuLinkRouting, SyncType
+from vpod.wire import virmgrpc_pb2 as pb
+
+E = TypeVar("E", bound=enum.Enum)
+
+IPUOF_ATTRIBUTE_ORDER: tuple[str, ...] = (
+    "Fabric Reconfigurable",
+    "IPU version",
+    "Num Replicas",
+    "Routing Type",
+    "Sync Type",
+    "GCD Id",
+)
+"""The attributes of an IPUoF config in the order of the V-IPU docs; others follow, sorted."""
+
+
+def enum_or_none(cls: type[E], value: int) -> E | None:
+    """The domain enum member of a wire number; ``None`` for 0 (undefined) or unknown."""
+    try:
+        return cls(value) if value else None
+    except ValueError:
+        return None
+
+
+def timestamp_or_none(stamp: Timestamp, present: bool = True) -> datetime | None:
+    """A wire timestamp as an aware UTC datetime; ``None`` when unset."""
+    if not present or (stamp.seconds == 0 and stamp.nanos == 0):
+        return None
+    return stamp.ToDatetime(tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class Version:
+    """The controller's version and where it was asked."""
+
+    version: str
+    endpoint: str
+
+
+@dataclass(frozen=True)
+class PartitionIpu:
+    """One IPU of a partition: its domain and place, physical and logical."""
+
+    ipulink_domain_topology_id: int
+    ipulink_domain_routing_id: int
+    topology_id: int
+    routing_id: int
+
+
+@dataclass(frozen=True)
+class Partition:
+    """A partition as the user API lists it."""
+
+    id: str
+    cluster_id: str
+    allocation_id: str
+    ready_state: ReadyState | None
+    ipus: tuple[PartitionIpu, ...]
+    num_gcds: int
+    num_replicas: int
+    num_ipulink_segments: int
+    reconfigurable: bool
+    ipulink_routing: IpuLinkRouting | None
+    gw_routing: GwRouting | None
+    sync_type: SyncType | None
+    ipuof_server_version: str
+    raw: pb.Partition = field(repr=False, compare=False)
+
+    @property
+    def size(self) -> int:
+        return len(self.ipus)
+
+    @classmethod
+    def from_wire(cls, message: pb.Partition) -> Partition:
+        spec = message.spec
+        return cls(
+            id=message.id,
+            cluster_id=spec.cluster_id,
+            allocation_id=spec.allocation_id,
+            ready_state=enum_or_none(ReadyState, message.ready_state),
+            ipus=tuple(
+                PartitionIpu(
+                    ipu.ipulink_domain_topology_id,
+                    ipu.ipulink_domain_routing_id,
+                    ipu.topology_id,
+                    ipu.routing_id,
+                )
+                for ipu in spec.ipus
+            ),
+            num_gcds=spec.num_gcds,
+            num_replicas=spec.num_replicas,
+            num_ipulink_segments=spec.num_ipulink_segments,
+            reconfigurable=spec.reconfigurable,
+            ipulink_routing=enum_or_none(IpuLinkRouting, spec.ipulink_routing_type),
+            gw_routing=enum_or_none(GwRouting, spec.gw_routing_type),
+            sync_type=enum_or_none(SyncType, spec.sync_type),
+            ipuof_server_version=message.ipuof_server_version,
+            raw=message,
+        )
+
+
+@dataclass(frozen=True)
+class PartitionStatus:
+    """What the controller says about a partition now."""
+
+    partition_id: str
+    ready_state: ReadyState | None
+    operation_state: OperationState | None
+    errors: tuple[str, ...]
+    max_auto_reset_retries: int
+    auto_reset_retry_count: int
+    last_auto_reset_time: datetime | None
+    raw: pb.PartitionStatus = field(repr=False, compare=False)
+
+    @classmethod
+    def from_wire(cls, message: pb.PartitionStatus) -> PartitionStatus:
+        return cls(
+            partition_id=message.partition_id,
+            ready_state=enum_or_none(ReadyState, message.ready_state),
+            operation_state=enum_or_none(OperationState, message.operation_state),
+            errors=tuple(message.errors),
+            max_auto_reset_retries=message.max_auto_reset_retries,
+            auto_reset_retry_count=message.auto_reset_retry_count,
+            last_auto_reset_time=timestamp_or_none(
+                message.last_auto_reset_time, message.HasField("last_auto_reset_time")
+            ),
+            raw=message,
+        )
+
+
+@dataclass(frozen=True)
+class IpuofDevice:
+    """One IPU as an IPUoF client reaches it."""
+
+    ip: str
+    server_port: int
+    rdma_port: int
+    device_id: int
+    ipulink_segment_id: int
+    routing_id: int
+    ipu_arch_id: int
+    ipu_id: int
+    chip_id: str
+    gwsw_version: str
+    ipum_sw_version: str
+
+    @classmethod
+    def from_wire(cls, message: pb.IpuofDevice) -> IpuofDevice:
+        return cls(**{name: getattr(message, name) for name in cls.__dataclass_fields__})
+
+
+def ordered_attributes(attributes: Mapping[str, str]) -> dict[str, str]:
+    """IPUoF attributes in the documented order, the others sorted after them."""
+    known = [key for key in IPUOF_ATTRIBUTE_ORDER if key in attributes]
+    rest = sorted(key for key in attributes if key not in IPUOF_ATTRIBUTE_ORDER)
+    return {key: attributes[key] for key in (*known, *rest)}
+
+
+@dataclass(frozen=True)
+class GcdConfig:
+    """The IPUoF config of one graph compile domain."""
+
+    devices: tuple[IpuofDevice, ...]
+    attributes: Mapping[str, str]
+    raw: pb.PartitionConfig.Gcd = field(repr=False, compare=False)
+
+    def file(self) -> dict[str, Any]:
+        """The static IPUoF file shape an application reads (``~/.ipuof.conf.d/*.conf``)."""
+        devices = [
+            {key: getattr(device, key) for key in FILE_DEVICE_KEYS}
+            for device in sorted(self.devices, key=lambda d: d.routing_id)
+        ]
+        return {"devices": devices, "attributes": ordered_attributes(self.attributes)}
+
+
+@dataclass(frozen=True)
+class IpuofConfig:
+    """A partition's IPUoF configuration: one :class:`GcdConfig` per GCD."""
+
+    gcds: tuple[GcdConfig, ...]
+    ipulink_routing: IpuLinkRouting | None
+    gw_routing: GwRouting | None
+    sync_type: SyncType | None
+    reconfigurable: bool
+    num_ipulink_segments: int
+    ipuof_server_version: str
+    raw: pb.PartitionConfig = field(repr=False, compare=False)
+
+    def files(self) -> list[dict[str, Any]]:
+        """Every GCD's IPUoF file, in GCD order."""
+        return [gcd.file() for gcd in self.gcds]
+
+    @classmethod
+    def from_wire(cls, message: pb.PartitionConfig) -> IpuofConfig:
+        return cls(
+            gcds=tuple(
+                GcdConfig(
+                    devices=tuple(IpuofDevice.from_wire(d) for d in gcd.devices),
+                    attributes=dict(gcd.attributes),
+                    raw=gcd,
+                )
+                for gcd in message.gcd_configs
+            ),
+            ipulink_routing=enum_or_none(IpuLinkRouting, message.ipulink_routing_type),
+            gw_routing=enum_or_none(GwRouting, message.gw_routing_type),
+            sync_type=enum_or_none(SyncType, message.sync_type),
+            reconfigurable=message.reconfigurable,
+            num_ipulink_segments=message.num_ipulink_segments,
+            ipuof_server_version=message.ipuof_server_version,
+            raw=message,
+        )
+
+
+@dataclass(frozen=True)
+class IpuAttributes:
+    """The attributes of every IPU of one agent, by the IPU's id on its machine."""
+
+    agent: str
+    ipus: Mapping[int, Mapping[str, str]]
+    raw: pb.ListIPUAttributesReply.Entry = field(repr=False, compare=False)
+
+    @classmethod
+    def from_wire(cls, entry: pb.ListIPUAttributesReply.Entry) -> IpuAttributes:
+        ipus = {ipu: dict(entry.ipu_attributes[ipu].attributes) for ipu in entry.ipu_attributes}
+        return cls(agent=entry.agent, ipus=ipus, raw=entry)

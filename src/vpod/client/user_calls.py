@@ -1,0 +1,171 @@
+"""The user API's calls, described once: request building and reply reading.
+
+Each function returns an :class:`~.grpc_transport.Rpc`; :mod:`.user` runs
+them on a blocking or an asyncio transport. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TypedDict
+
+from vpod.domain.partition_states import ReadyState
+from vpod.domain.routing import GwRouting, IpuLinkRouting, SyncType
+from vpod.wire import admin_pb2 as apb
+from vpod.wire import virmgrpc_pb2 as pb
+
+from .admin_records import Allocation
+from .errors import FailedPrecondition, NotFound
+from .grpc_transport import Rpc
+from .records import IpuAttributes, IpuofConfig, Partition, PartitionStatus
+
+USER_SERVICE = "/virmgrpc.UserService/"
+VERSION_SERVICE = "/virmgrpc.VersionService/"
+ADMIN_SERVICE = "/vpod.admin.v1.AdminService/"
+WAIT_TIMEOUT_S = 120.0
+POLL_S = 0.2
+
+
+class PartitionOptions(TypedDict, total=False):
+    """What a partition may ask for beyond its id and size; unset = the controller's default."""
+
+    allocation: str
+    cluster: str
+    """Deprecated by V-IPU: name the allocation instead."""
+    num_gcds: int
+    num_replicas: int
+    reconfigurable: bool
+    sync_type: SyncType
+    routing: IpuLinkRouting
+    gw_routing: GwRouting
+    num_ilds: int
+    """IPU-Link domains (segments) to span."""
+    disable_auto_reset: bool
+    relocatable: bool
+
+
+def version() -> Rpc[str]:
+    return Rpc(
+        VERSION_SERVICE + "GetVersion",
+        pb.VersionRequest(),
+        pb.VersionReply,
+        lambda reply: str(reply.version),
+    )
+
+
+def list_partitions(allocation: str | None = None) -> Rpc[list[Partition]]:
+    return Rpc(
+        USER_SERVICE + "ListPartitions",
+        pb.ListPartitionsRequest(allocation_id=allocation or ""),
+        pb.ListPartitionsReply,
+        lambda reply: [Partition.from_wire(p) for p in reply.partitions],
+    )
+
+
+def pick_partition(partitions: Iterable[Partition], partition_id: str) -> Partition:
+    """The partition ``partition_id`` of a listing, or `NotFound`."""
+    for partition in partitions:
+        if partition.id == partition_id:
+            return partition
+    raise NotFound(f"partition {partition_id} is not in the list of partitions you may see")
+
+
+def create_partition(partition_id: str, size: int, options: PartitionOptions) -> Rpc[str]:
+    sync_type = options.get("sync_type")
+    routing = options.get("routing")
+    gw_routing = options.get("gw_routing")
+    requirements = pb.PartitionRequirements(
+        id=partition_id,
+        size=size,
+        cluster_id=options.get("cluster") or "",
+        allocation_id=options.get("allocation") or "",
+        num_gcds=options.get("num_gcds") or 0,
+        num_replicas=options.get("num_replicas") or 0,
+        reconfigurable=options.get("reconfigurable", False),
+        num_ipulink_segments=options.get("num_ilds") or 0,
+        sync_type=pb.SyncType.ValueType(sync_type.value if sync_type else 0),
+        ipulink_routing_type=pb.IpuLinkRoutingType.ValueType(routing.value if routing else 0),
+        gw_routing_type=pb.GatewayRoutingType.ValueType(gw_routing.value if gw_routing else 0),
+    )
+    request = pb.CreatePartitionRequest(
+        requirements=requirements,
+        disable_auto_reset=options.get("disable_auto_reset", False),
+        relocatable=options.get("relocatable", False),
+    )
+    return Rpc(
+        USER_SERVICE + "CreatePartition",
+        request,
+        pb.CreatePartitionReply,
+        lambda reply: str(reply.partition_id or partition_id),
+    )
+
+
+def remove_partition(partition_id: str, force: bool) -> Rpc[None]:
+    return Rpc(
+        USER_SERVICE + "RemovePartition",
+        pb.RemovePartitionRequest(partition_id=partition_id, force=force),
+        pb.RemovePartitionReply,
+        lambda _reply: None,
+    )
+
+
+def reset_partition(partition_id: str, relocatable: bool) -> Rpc[None]:
+    return Rpc(
+        USER_SERVICE + "ResetPartition",
+        pb.ResetPartitionRequest(partition_id=partition_id, relocatable=relocatable),
+        pb.ResetPartitionReply,
+        lambda _reply: None,
+    )
+
+
+def partition_status(partition_id: str) -> Rpc[PartitionStatus]:
+    return Rpc(
+        USER_SERVICE + "GetPartitionStatus",
+        pb.GetPartitionStatusRequest(partition_id=partition_id),
+        pb.GetPartitionStatusReply,
+        lambda reply: PartitionStatus.from_wire(reply.status),
+    )
+
+
+def ipuof_config(partition_id: str, gcd: int | None) -> Rpc[IpuofConfig]:
+    request = pb.GetPartitionIpuofConfigRequest(partition_id=partition_id)
+    if gcd is not None:
+        request.gcd_id.id = gcd
+    return Rpc(
+        USER_SERVICE + "GetPartitionIpuofConfig",
+        request,
+        pb.GetPartitionIpuofConfigReply,
+        lambda reply: IpuofConfig.from_wire(reply.ipuof_config),
+    )
+
+
+def list_ipu_attributes(agents: Sequence[str] = ()) -> Rpc[list[IpuAttributes]]:
+    return Rpc(
+        USER_SERVICE + "ListIPUAttributes",
+        pb.ListIPUAttributesRequest(agents=list(agents)),
+        pb.ListIPUAttributesReply,
+        lambda reply: [IpuAttributes.from_wire(e) for e in reply.entries],
+    )
+
+
+def list_allocations(cluster: str | None = None) -> Rpc[list[Allocation]]:
+    """The admin endpoint's listing: a user sees only the allocations granted to them."""
+    return Rpc(
+        ADMIN_SERVICE + "ListAllocations",
+        apb.ListAllocationsRequest(cluster_id=cluster or ""),
+        apb.ListAllocationsReply,
+        lambda reply: [Allocation.from_wire(a) for a in reply.allocations],
+    )
+
+
+def settled(status: PartitionStatus, partition_id: str) -> bool:
+    """Whether a waited-on partition is ACTIVE; `FailedPrecondition` when it is in ERROR."""
+    if status.ready_state is ReadyState.ERROR:
+        reasons = "; ".join(status.errors) or "no reason given"
+        raise FailedPrecondition(f"partition {partition_id} is in ERROR: {reasons}")
+    return status.ready_state is ReadyState.ACTIVE
+
+
+def not_active(partition_id: str, timeout: float, status: PartitionStatus | None) -> str:
+    state = status.ready_state.name if status and status.ready_state else "unknown"
+    return f"partition {partition_id} is not ACTIVE after {timeout:g} s (it is {state})"

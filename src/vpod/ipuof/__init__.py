@@ -1,0 +1,1 @@
+"""Tools for IPUoF applications (not built yet)."""
