@@ -9,9 +9,9 @@ from typing import Any
 
 import click
 
+from vpod.client import CloudClient, ClusterOptions
 from vpod.cloud.drivers.local_compute import PASSED_THROUGH
 
-from .cloud_client import CloudClient
 from .cloud_options import connection_options, report_task, wait_option
 from .cloud_output import cluster_text, clusters_table, emit
 from .errors import CliFailure
@@ -92,23 +92,24 @@ def create(
     as_json: bool,
 ) -> None:
     """Create cluster NAME of a flavor (prints the task; --wait follows it to the end)."""
-    body = {
-        "name": name,
-        "flavor": flavor,
-        "image": image,
-        "server_count": servers,
+    options: ClusterOptions = {
         "volumes": _volumes(volume_specs, attach),
         "boot_volume_gib": boot_gib,
         "metadata": _metadata(meta, "--meta"),
     }
-    report_task(client, client.post("/clusters", body), wait=wait, as_json=as_json)
+    if image is not None:
+        options["image"] = image
+    if servers is not None:
+        options["server_count"] = servers
+    task = client.create_cluster(name, flavor, **options)
+    report_task(client, task, wait=wait, as_json=as_json)
 
 
 @cluster.command("list")
 @connection_options
 def list_clusters(client: CloudClient, as_json: bool) -> None:
     """Your project's clusters."""
-    emit(client.get("/clusters"), as_json, clusters_table)
+    emit([c.raw for c in client.list_clusters()], as_json, clusters_table)
 
 
 @cluster.command("show")
@@ -116,7 +117,7 @@ def list_clusters(client: CloudClient, as_json: bool) -> None:
 @connection_options
 def show(client: CloudClient, cluster_ref: str, as_json: bool) -> None:
     """One cluster (by name or id) with its servers and volumes."""
-    emit(client.get(f"/clusters/{cluster_ref}"), as_json, cluster_text)
+    emit(client.get_cluster(cluster_ref).raw, as_json, cluster_text)
 
 
 def _action(name: str, doc: str) -> None:
@@ -125,8 +126,12 @@ def _action(name: str, doc: str) -> None:
     @wait_option
     @connection_options
     def command(client: CloudClient, cluster_ref: str, wait: bool, as_json: bool) -> None:
-        task = client.post(f"/clusters/{cluster_ref}/{name}")
-        report_task(client, task, wait=wait, as_json=as_json)
+        act = {
+            "suspend": client.suspend_cluster,
+            "resume": client.resume_cluster,
+            "reboot": client.reboot_cluster,
+        }[name]
+        report_task(client, act(cluster_ref), wait=wait, as_json=as_json)
 
 
 _action("suspend", "Suspend CLUSTER: free its compute (and IPUs), keep its volumes, stop paying.")
@@ -141,7 +146,7 @@ _action("reboot", "Reboot every server of CLUSTER.")
 @connection_options
 def resize(client: CloudClient, cluster_ref: str, servers: int, wait: bool, as_json: bool) -> None:
     """Change the number of servers of a GPU cluster."""
-    task = client.post(f"/clusters/{cluster_ref}/resize", {"server_count": servers})
+    task = client.resize_cluster(cluster_ref, servers)
     report_task(client, task, wait=wait, as_json=as_json)
 
 
@@ -154,7 +159,7 @@ def rebuild(
     client: CloudClient, cluster_ref: str, image: str | None, wait: bool, as_json: bool
 ) -> None:
     """Re-image every server of CLUSTER (data volumes stay)."""
-    task = client.post(f"/clusters/{cluster_ref}/rebuild", {"image": image})
+    task = client.rebuild_cluster(cluster_ref, image)
     report_task(client, task, wait=wait, as_json=as_json)
 
 
@@ -167,7 +172,7 @@ def delete(
     client: CloudClient, cluster_ref: str, with_volumes: bool, wait: bool, as_json: bool
 ) -> None:
     """Delete CLUSTER (data volumes are detached and kept unless --with-volumes)."""
-    task = client.delete(f"/clusters/{cluster_ref}", delete_volumes=str(with_volumes).lower())
+    task = client.delete_cluster(cluster_ref, delete_volumes=with_volumes)
     report_task(client, task, wait=wait, as_json=as_json)
 
 
@@ -181,10 +186,10 @@ def metadata(
 ) -> None:
     """Show CLUSTER's metadata, or set KEY=VALUE pairs."""
     if pairs or replace:
-        body = {"metadata": _metadata(pairs, "KEY=VALUE"), "replace": replace}
-        current = client.put(f"/clusters/{cluster_ref}/metadata", body)["metadata"]
+        wanted = _metadata(pairs, "KEY=VALUE")
+        current = dict(client.set_cluster_metadata(cluster_ref, wanted, replace=replace).metadata)
     else:
-        current = client.get(f"/clusters/{cluster_ref}/metadata")
+        current = client.cluster_metadata(cluster_ref)
     emit(current, as_json, lambda m: "\n".join(f"{k}={v}" for k, v in sorted(m.items())))
 
 
@@ -203,7 +208,7 @@ def ssh(
     client: CloudClient, cluster_ref: str, command: tuple[str, ...], server: int, as_json: bool
 ) -> None:
     """Open a shell on CLUSTER's server; with `-- COMMAND...`, run that command there."""
-    access = client.get(f"/clusters/{cluster_ref}/shell", server=server)
+    access = client.shell(cluster_ref, server).raw
     if as_json:
         emit(access, True, str)
         return

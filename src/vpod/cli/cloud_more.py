@@ -7,7 +7,8 @@ from typing import Any
 
 import click
 
-from .cloud_client import CloudClient
+from vpod.client import CloudClient
+
 from .cloud_options import connection_options, report_task, wait_option
 from .cloud_output import (
     emit,
@@ -27,7 +28,7 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 @connection_options
 def flavors(client: CloudClient, as_json: bool) -> None:
     """The flavor catalog: what each gives, its price and how many fit now (Capacity)."""
-    emit(client.get("/flavors"), as_json, flavors_table)
+    emit([f.raw for f in client.flavors()], as_json, flavors_table)
 
 
 # -- volumes -----------------------------------------------------------------------------------
@@ -50,15 +51,15 @@ def volume_create(
     client: CloudClient, name: str, size_gib: int, volume_type: str, wait: bool, as_json: bool
 ) -> None:
     """Create data volume NAME."""
-    body = {"name": name, "size_gib": size_gib, "volume_type": volume_type}
-    report_task(client, client.post("/volumes", body), wait=wait, as_json=as_json)
+    task = client.create_volume(name, size_gib, volume_type)
+    report_task(client, task, wait=wait, as_json=as_json)
 
 
 @volume.command("list")
 @connection_options
 def volume_list(client: CloudClient, as_json: bool) -> None:
     """Your project's volumes."""
-    emit(client.get("/volumes"), as_json, volumes_table)
+    emit([v.raw for v in client.list_volumes()], as_json, volumes_table)
 
 
 @volume.command("show")
@@ -66,7 +67,7 @@ def volume_list(client: CloudClient, as_json: bool) -> None:
 @connection_options
 def volume_show(client: CloudClient, volume_ref: str, as_json: bool) -> None:
     """One volume, by name or id."""
-    emit(client.get(f"/volumes/{volume_ref}"), as_json, lambda v: volumes_table([v]))
+    emit(client.get_volume(volume_ref).raw, as_json, lambda v: volumes_table([v]))
 
 
 @volume.command("attach")
@@ -84,7 +85,7 @@ def volume_attach(
     as_json: bool,
 ) -> None:
     """Attach VOLUME to a server of CLUSTER (it appears as /mnt/VOLUME)."""
-    task = client.post(f"/volumes/{volume_ref}/attach", {"cluster": cluster_ref, "server": server})
+    task = client.attach_volume(volume_ref, cluster_ref, server)
     report_task(client, task, wait=wait, as_json=as_json)
 
 
@@ -94,7 +95,7 @@ def volume_attach(
 @connection_options
 def volume_detach(client: CloudClient, volume_ref: str, wait: bool, as_json: bool) -> None:
     """Detach VOLUME from its cluster."""
-    report_task(client, client.post(f"/volumes/{volume_ref}/detach"), wait=wait, as_json=as_json)
+    report_task(client, client.detach_volume(volume_ref), wait=wait, as_json=as_json)
 
 
 @volume.command("delete")
@@ -103,7 +104,7 @@ def volume_detach(client: CloudClient, volume_ref: str, wait: bool, as_json: boo
 @connection_options
 def volume_delete(client: CloudClient, volume_ref: str, wait: bool, as_json: bool) -> None:
     """Delete VOLUME (detach it first)."""
-    report_task(client, client.delete(f"/volumes/{volume_ref}"), wait=wait, as_json=as_json)
+    report_task(client, client.delete_volume(volume_ref), wait=wait, as_json=as_json)
 
 
 # -- tasks -------------------------------------------------------------------------------------
@@ -123,8 +124,8 @@ def task_list(
     client: CloudClient, resource: str | None, state: str | None, limit: int, as_json: bool
 ) -> None:
     """Your project's tasks, newest first."""
-    found = client.get("/tasks", resource=resource, state=state, limit=limit)
-    emit(found, as_json, tasks_table)
+    found = client.list_tasks(resource=resource, state=state, limit=limit)
+    emit([t.raw for t in found], as_json, tasks_table)
 
 
 @task.command("show")
@@ -133,16 +134,16 @@ def task_list(
 @connection_options
 def task_show(client: CloudClient, task_id: str, wait: bool, as_json: bool) -> None:
     """One task; --wait follows it until it ends (exit status 1 if it ends in ERROR)."""
-    found = client.get(f"/tasks/{task_id}")
+    found = client.get_task(task_id)
     if wait:
         found = wait_for(client, found, quiet=as_json)
-    emit(found, as_json, task_text)
+    emit(found.raw, as_json, task_text)
 
 
 # -- invoices and the project ------------------------------------------------------------------
 
 
-def _moment(value: str | None, option: str) -> str | None:
+def _moment(value: str | None, option: str) -> datetime | None:
     if value is None:
         return None
     try:
@@ -153,7 +154,7 @@ def _moment(value: str | None, option: str) -> str | None:
         ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return moment.isoformat()
+    return moment
 
 
 @click.command("invoice", context_settings=CONTEXT)
@@ -168,8 +169,8 @@ def _moment(value: str | None, option: str) -> str | None:
 @connection_options
 def invoice(client: CloudClient, start: str | None, end: str | None, as_json: bool) -> None:
     """Your project's invoice for a period, per minute and per resource."""
-    found = client.get("/invoice", start=_moment(start, "--from"), end=_moment(end, "--to"))
-    emit(found, as_json, invoice_text)
+    found = client.invoice(_moment(start, "--from"), _moment(end, "--to"))
+    emit(found.raw, as_json, invoice_text)
 
 
 def _project_text(project: dict[str, Any]) -> str:
@@ -194,11 +195,11 @@ def project(
     client: CloudClient, check_flavor: str | None, servers: int | None, as_json: bool
 ) -> None:
     """Your project: quotas and what is used; --check-flavor runs check_limits."""
-    found = client.get("/project")
+    found = client.project().raw
     if check_flavor is None:
         emit(found, as_json, _project_text)
         return
-    limits = client.post("/check_limits", {"flavor": check_flavor, "server_count": servers})
+    limits = client.check_limits(check_flavor, server_count=servers).raw
     if as_json:
         emit({"project": found, "limits": limits}, True, str)
         return

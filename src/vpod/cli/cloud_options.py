@@ -9,7 +9,9 @@ from typing import Any, TypeVar
 
 import click
 
-from .cloud_client import CloudClient, resolve
+from vpod.client import CloudClient, Task
+from vpod.client.cloud_config import resolve_cloud
+
 from .cloud_output import emit, started, task_text, wait_for
 from .errors import run_cli
 
@@ -32,7 +34,7 @@ def connection_options(command: F) -> F:
     @functools.wraps(command)
     def wrapper(url: str | None, token: str | None, config: Path | None, **kwargs: Any) -> None:
         def body() -> None:
-            with CloudClient(resolve(url, token, config)) as client:
+            with CloudClient(resolve_cloud(url, token, config)) as client:
                 command(client=client, **kwargs)
 
         run_cli(body)
@@ -46,12 +48,12 @@ def wait_option(command: F) -> F:
     )(command)
 
 
-def report_task(client: CloudClient, task: dict[str, Any], *, wait: bool, as_json: bool) -> None:
+def report_task(client: CloudClient, task: Task, *, wait: bool, as_json: bool) -> None:
     """After a mutating call: wait if asked, then print the task (or how to follow it)."""
     if wait:
         task = wait_for(client, task, quiet=as_json)
-        emit(task, as_json, task_text)
+        emit(task.raw, as_json, task_text)
     elif as_json:
-        emit(task, True, task_text)
+        emit(task.raw, True, task_text)
     else:
-        click.echo(started(task))
+        click.echo(started(task.raw))

@@ -16,11 +16,10 @@ from typing import Any
 import click
 from rich.console import Console
 
-from .cloud_client import CloudClient
-from .errors import CliFailure
+from vpod.client import CloudClient, Phase, Task
+
 from .render import details, json_text, table
 
-POLL_S = 0.2
 DONE = ("FINISHED", "ERROR")
 
 
@@ -202,27 +201,24 @@ def started(task: dict[str, Any]) -> str:
     )
 
 
-def wait_for(client: CloudClient, task: dict[str, Any], *, quiet: bool = False) -> dict[str, Any]:
-    """Poll the task until it ends, showing its phases on stderr; fail if it ends in ERROR."""
+def wait_for(client: CloudClient, task: Task, *, quiet: bool = False) -> Task:
+    """Follow the task until it ends, showing its phases on stderr; fail if it ends in ERROR."""
     console = Console(stderr=True, quiet=quiet, highlight=False)
-    shown = 0
     started_at = time.monotonic()
-    label = f"{task['operation']} {task['resource_name']}"
-    with console.status(f"{label}: {task['state']}") as status:
-        while True:
-            for phase in task["phases"][shown:]:
-                if phase["phase"] not in DONE:
-                    elapsed = time.monotonic() - started_at
-                    console.print(f"  {phase['phase']:<18} {elapsed:6.1f} s")
-            shown = len(task["phases"])
-            if task["state"] in DONE:
-                break
-            status.update(f"{label}: {task['detailed_state'] or task['state']}")
-            time.sleep(POLL_S)
-            task = client.get(f"/tasks/{task['id']}")
-    if task["state"] == "ERROR":
-        raise CliFailure(f"task {task['id']} ({label}) failed: {task['error']}")
-    for warning in task["warnings"]:
+    label = f"{task.operation} {task.resource_name}"
+
+    def entered(phase: Phase) -> None:
+        if phase.phase not in DONE:
+            elapsed = time.monotonic() - started_at
+            console.print(f"  {phase.phase:<18} {elapsed:6.1f} s")
+
+    with console.status(f"{label}: {task.state.value}") as status:
+
+        def polled(current: Task) -> None:
+            status.update(f"{label}: {current.detailed_state or current.state.value}")
+
+        task = client.wait_task(task, on_phase=entered, on_update=polled)
+    for warning in task.warnings:
         console.print(f"  warning: {warning}")
     console.print(f"{label}: done in {time.monotonic() - started_at:.1f} s")
     return task

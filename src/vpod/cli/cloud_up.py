@@ -26,12 +26,12 @@ from pathlib import Path
 
 import httpx
 
+from vpod.client.cloud_config import API_PREFIX, CONFIG_NAME, read_config, write_config
 from vpod.cloud.settings import ADMIN_TOKEN_FILE, CONFIG_FILE, render_settings
 from vpod.domain.topology import Pod
 from vpod.wire import admin_pb2 as apb
 from vpod.wire import admin_pb2_grpc as apb_grpc
 
-from .cloud_client import API_PREFIX, CONFIG_NAME, read_config, write_config
 from .errors import CliFailure
 
 CLOUD_CLUSTER = "cloud"

@@ -1,7 +1,8 @@
 """One-line errors and exit codes for the long-running commands (``vipu-server``, ``vpod up``).
 
 Exit codes: 0 success, 1 a failure at run time (a port in use, a child process
-that died), 2 bad input (Click's usage errors use 2 as well).
+that died, a :class:`vpod.client.VpodError` other than InvalidArgument), 2 bad
+input (Click's usage errors use 2 as well).
 """
 
 from __future__ import annotations
@@ -10,9 +11,12 @@ import sys
 from collections.abc import Callable
 from typing import NoReturn
 
+from vpod.client import VpodError
 from vpod.cloud.model import errors as cloud_errors
 from vpod.controller import errors as service_errors
 from vpod.domain.errors import DomainError
+
+from .grpc_client import exit_code_of
 
 
 class CliFailure(Exception):
@@ -36,6 +40,9 @@ def run_cli(body: Callable[[], object]) -> None:
     except CliFailure as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
+    except VpodError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(exit_code_of(exc))
     except (service_errors.InvalidArgument, cloud_errors.InvalidArgument, DomainError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)

@@ -5,12 +5,15 @@ API                    blocking                     asyncio
 =====================  ===========================  =================================
 V-IPU user gRPC        :class:`UserClient`          :class:`AsyncUserClient`
 admin gRPC             :class:`AdminClient`         :class:`AsyncAdminClient`
+cloud (HTTP)           :class:`CloudClient`         :class:`AsyncCloudClient`
 =====================  ===========================  =================================
 
-Settings come from the same places as the CLIs' (:mod:`.config`):
-``vipu-cli.hcl`` and ``VIPU_CLI_*`` for the gRPC APIs, highest first:
-arguments, environment, config file, defaults. :func:`connect` and
-:func:`connect_admin` are the one-line start in a notebook::
+Settings come from the same places as the CLIs': ``vipu-cli.hcl`` and
+``VIPU_CLI_*`` for the gRPC APIs (:mod:`.config`), ``vpod-cli.toml`` and
+``VPOD_URL``/``VPOD_TOKEN`` for the cloud (:mod:`.cloud_config`); highest
+first: arguments, environment, config file, defaults. :func:`connect`,
+:func:`connect_admin` and :func:`connect_cloud` are the one-line start in a
+notebook::
 
     import vpod.client
     vipu = vpod.client.connect()                 # ./vipu-cli.hcl or $VIPU_CLI_CONFIG
@@ -30,6 +33,7 @@ Every failure is one exception tree; ``str(error)`` is the sentence to show
     └── PermanentError              change the request or the setup first
         ├── InvalidArgument         bad request (INVALID_ARGUMENT, 400)
         │   └── ConfigError         a setting or config file cannot be used
+        ├── NotConfigured           no cloud URL or token anywhere
         ├── NotFound                unknown id, or not yours (404)
         ├── Conflict                409
         │   ├── AlreadyExists       duplicate id
@@ -67,6 +71,29 @@ from .admin_records import (
     PartitionInfo,
     User,
 )
+from .cloud import AsyncCloudClient, CloudClient
+from .cloud_calls import ClusterOptions
+from .cloud_config import CloudSettings, resolve_cloud
+from .cloud_records import (
+    CloudCluster,
+    Exceeded,
+    Flavor,
+    Host,
+    Invoice,
+    InvoiceLine,
+    Limits,
+    MetadataUpdate,
+    Phase,
+    Project,
+    ProjectCreated,
+    Server,
+    Shell,
+    Task,
+    TaskState,
+    Token,
+    VipuAccess,
+    Volume,
+)
 from .config import Endpoint, Settings, admin_endpoint, load_settings, user_endpoint
 from .errors import (
     AlreadyExists,
@@ -76,6 +103,7 @@ from .errors import (
     FailedPrecondition,
     InvalidArgument,
     NoCapacity,
+    NotConfigured,
     NotFound,
     PermanentError,
     PermissionDenied,
@@ -112,9 +140,14 @@ __all__ = [
     "Allocation",
     "AlreadyExists",
     "AsyncAdminClient",
+    "AsyncCloudClient",
     "AsyncUserClient",
     "AuditEvent",
+    "CloudClient",
+    "CloudCluster",
+    "CloudSettings",
     "Cluster",
+    "ClusterOptions",
     "ClusterTestReport",
     "ClusterTestResult",
     "ConfigError",
@@ -124,17 +157,25 @@ __all__ = [
     "DiscoveredAgent",
     "Endpoint",
     "EventFilter",
+    "Exceeded",
     "FailedPrecondition",
     "Fault",
     "FaultKind",
+    "Flavor",
     "GcdConfig",
+    "Host",
     "InvalidArgument",
+    "Invoice",
+    "InvoiceLine",
     "IpuAttributes",
     "IpuLocation",
     "IpuofConfig",
     "IpuofDevice",
+    "Limits",
     "LinkTest",
+    "MetadataUpdate",
     "NoCapacity",
+    "NotConfigured",
     "NotFound",
     "Partition",
     "PartitionInfo",
@@ -143,25 +184,37 @@ __all__ = [
     "PartitionStatus",
     "PermanentError",
     "PermissionDenied",
+    "Phase",
+    "Project",
+    "ProjectCreated",
     "RateLimited",
     "RetryableError",
+    "Server",
     "ServerError",
     "Settings",
+    "Shell",
+    "Task",
     "TaskFailed",
+    "TaskState",
     "Timeout",
     "TlsError",
+    "Token",
     "Unauthenticated",
     "Unavailable",
     "Unreachable",
     "User",
     "UserClient",
     "Version",
+    "VipuAccess",
+    "Volume",
     "VpodError",
     "WrongEndpoint",
     "admin_endpoint",
     "connect",
     "connect_admin",
+    "connect_cloud",
     "load_settings",
+    "resolve_cloud",
     "user_endpoint",
 ]
 
@@ -184,3 +237,14 @@ def connect_admin(
 ) -> AdminClient:
     """An :class:`AdminClient` configured like ``vipu-admin``."""
     return AdminClient.from_config(config, env=env, **overrides)
+
+
+def connect_cloud(
+    config: str | None = None,
+    *,
+    url: str | None = None,
+    token: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> CloudClient:
+    """A :class:`CloudClient` configured like ``vpod`` (``vpod-cli.toml``, ``VPOD_*``)."""
+    return CloudClient.from_config(config, url=url, token=token, env=env)

@@ -83,6 +83,12 @@ class ConfigError(InvalidArgument):
     """A setting cannot be used; the message names the file, line or key and the fix."""
 
 
+class NotConfigured(PermanentError):
+    """No usable setting says where the API is or who is calling (cloud URL or token)."""
+
+    code = "FAILED_PRECONDITION"
+
+
 class NotFound(PermanentError):
     """No such object, or not one the caller may see."""
 

@@ -1,0 +1,253 @@
+"""The cloud API's calls (``/api/cloud/v1``), described once as :class:`~.http_transport.HttpCall`.
+
+:mod:`.cloud` runs them blocking or on asyncio. Paths take a cluster or
+volume by id or by name, as the API does. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, TypedDict
+from urllib.parse import quote
+
+from .cloud_records import (
+    CloudCluster,
+    Flavor,
+    Host,
+    Invoice,
+    Limits,
+    MetadataUpdate,
+    Project,
+    ProjectCreated,
+    Shell,
+    Task,
+    Token,
+    Volume,
+)
+from .http_transport import HttpCall, delete, get, nothing, post, put
+from .json_records import from_json, list_of
+
+
+class ClusterOptions(TypedDict, total=False):
+    """What a cluster may ask for beyond its name and flavor (unset: the API's default)."""
+
+    image: str
+    server_count: int
+    interfaces: Sequence[Mapping[str, str]]
+    """``{"type": "external" | "subnet" | "any_subnet"}`` entries."""
+    volumes: Sequence[Mapping[str, Any]]
+    """``{"id": ...}`` attaches a volume; ``{"name", "size_gib", "volume_type"}`` makes one."""
+    boot_volume_gib: int
+    metadata: Mapping[str, str]
+
+
+def _id(ref: str) -> str:
+    return quote(ref, safe="")
+
+
+def _task(data: Any) -> Task:
+    return from_json(Task, data)
+
+
+def _when(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment is not None else None
+
+
+def flavors() -> HttpCall[list[Flavor]]:
+    return get("/flavors", lambda data: list_of(Flavor, data))
+
+
+def project() -> HttpCall[Project]:
+    return get("/project", lambda data: from_json(Project, data))
+
+
+def check_limits(
+    flavor: str, server_count: int | None, volumes_gib: Sequence[int], boot_volume_gib: int | None
+) -> HttpCall[Limits]:
+    body: dict[str, Any] = {"flavor": flavor, "server_count": server_count}
+    if volumes_gib:
+        body["volumes_gib"] = list(volumes_gib)
+    if boot_volume_gib is not None:
+        body["boot_volume_gib"] = boot_volume_gib
+    return post("/check_limits", lambda data: from_json(Limits, data), body)
+
+
+def list_clusters() -> HttpCall[list[CloudCluster]]:
+    return get("/clusters", lambda data: list_of(CloudCluster, data))
+
+
+def create_cluster(name: str, flavor: str, options: ClusterOptions) -> HttpCall[Task]:
+    body: dict[str, Any] = {"name": name, "flavor": flavor}
+    for key, value in options.items():
+        if isinstance(value, Sequence) and not isinstance(value, str):
+            body[key] = [dict(item) for item in value]
+        elif isinstance(value, Mapping):
+            body[key] = dict(value)
+        else:
+            body[key] = value
+    return post("/clusters", _task, body)
+
+
+def get_cluster(cluster: str) -> HttpCall[CloudCluster]:
+    return get(f"/clusters/{_id(cluster)}", lambda data: from_json(CloudCluster, data))
+
+
+def delete_cluster(cluster: str, delete_volumes: bool) -> HttpCall[Task]:
+    return delete(f"/clusters/{_id(cluster)}", _task, delete_volumes=delete_volumes)
+
+
+def cluster_action(cluster: str, action: str) -> HttpCall[Task]:
+    """``suspend``, ``resume`` or ``reboot``."""
+    return post(f"/clusters/{_id(cluster)}/{action}", _task)
+
+
+def resize_cluster(cluster: str, server_count: int) -> HttpCall[Task]:
+    return post(f"/clusters/{_id(cluster)}/resize", _task, {"server_count": server_count})
+
+
+def rebuild_cluster(cluster: str, image: str | None) -> HttpCall[Task]:
+    return post(f"/clusters/{_id(cluster)}/rebuild", _task, {"image": image})
+
+
+def cluster_metadata(cluster: str) -> HttpCall[dict[str, str]]:
+    return get(f"/clusters/{_id(cluster)}/metadata", lambda data: {**data})
+
+
+def set_cluster_metadata(
+    cluster: str, metadata: Mapping[str, str], replace: bool
+) -> HttpCall[MetadataUpdate]:
+    body = {"metadata": dict(metadata), "replace": replace}
+    return put(
+        f"/clusters/{_id(cluster)}/metadata", lambda data: from_json(MetadataUpdate, data), body
+    )
+
+
+def shell(cluster: str, server: int) -> HttpCall[Shell]:
+    return get(
+        f"/clusters/{_id(cluster)}/shell", lambda data: from_json(Shell, data), server=server
+    )
+
+
+def list_volumes() -> HttpCall[list[Volume]]:
+    return get("/volumes", lambda data: list_of(Volume, data))
+
+
+def create_volume(name: str, size_gib: int, volume_type: str) -> HttpCall[Task]:
+    body = {"name": name, "size_gib": size_gib, "volume_type": volume_type}
+    return post("/volumes", _task, body)
+
+
+def get_volume(volume: str) -> HttpCall[Volume]:
+    return get(f"/volumes/{_id(volume)}", lambda data: from_json(Volume, data))
+
+
+def delete_volume(volume: str) -> HttpCall[Task]:
+    return delete(f"/volumes/{_id(volume)}", _task)
+
+
+def attach_volume(volume: str, cluster: str, server: int) -> HttpCall[Task]:
+    return post(f"/volumes/{_id(volume)}/attach", _task, {"cluster": cluster, "server": server})
+
+
+def detach_volume(volume: str) -> HttpCall[Task]:
+    return post(f"/volumes/{_id(volume)}/detach", _task)
+
+
+def list_tasks(resource: str | None, state: str | None, limit: int | None) -> HttpCall[list[Task]]:
+    return get(
+        "/tasks", lambda data: list_of(Task, data), resource=resource, state=state, limit=limit
+    )
+
+
+def get_task(task_id: str, wait_s: float = 0) -> HttpCall[Task]:
+    return get(f"/tasks/{_id(task_id)}", _task, wait=wait_s or None)
+
+
+def invoice(start: datetime | None, end: datetime | None) -> HttpCall[Invoice]:
+    return get(
+        "/invoice", lambda data: from_json(Invoice, data), start=_when(start), end=_when(end)
+    )
+
+
+# -- administration (the cloud administrator's token)
+
+
+def list_projects() -> HttpCall[list[Project]]:
+    return get("/admin/projects", lambda data: list_of(Project, data))
+
+
+def create_project(
+    project_id: str, name: str, quotas: Mapping[str, int]
+) -> HttpCall[ProjectCreated]:
+    body = {"id": project_id, "name": name, "quotas": dict(quotas)}
+    return post("/admin/projects", lambda data: from_json(ProjectCreated, data), body)
+
+
+def get_project(project_id: str) -> HttpCall[Project]:
+    return get(f"/admin/projects/{_id(project_id)}", lambda data: from_json(Project, data))
+
+
+def remove_project(project_id: str) -> HttpCall[None]:
+    return delete(f"/admin/projects/{_id(project_id)}", nothing)
+
+
+def set_quotas(project_id: str, quotas: Mapping[str, int]) -> HttpCall[Project]:
+    return put(
+        f"/admin/projects/{_id(project_id)}/quotas",
+        lambda data: from_json(Project, data),
+        {"quotas": dict(quotas)},
+    )
+
+
+def list_tokens(project_id: str) -> HttpCall[list[Token]]:
+    return get(f"/admin/projects/{_id(project_id)}/tokens", lambda data: list_of(Token, data))
+
+
+def issue_token(project_id: str, label: str) -> HttpCall[Token]:
+    return post(
+        f"/admin/projects/{_id(project_id)}/tokens",
+        lambda data: from_json(Token, data),
+        {"label": label},
+    )
+
+
+def revoke_token(token_id: str) -> HttpCall[None]:
+    return delete(f"/admin/tokens/{_id(token_id)}", nothing)
+
+
+def project_invoice(
+    project_id: str, start: datetime | None, end: datetime | None
+) -> HttpCall[Invoice]:
+    return get(
+        f"/admin/projects/{_id(project_id)}/invoice",
+        lambda data: from_json(Invoice, data),
+        start=_when(start),
+        end=_when(end),
+    )
+
+
+def list_hosts() -> HttpCall[list[Host]]:
+    return get("/admin/hosts", lambda data: list_of(Host, data))
+
+
+def register_host(
+    host_id: str, role: str, model: str, fabric: str | None, address: str, slots: int | None
+) -> HttpCall[Host]:
+    body = {
+        "id": host_id,
+        "role": role,
+        "model": model,
+        "fabric": fabric,
+        "address": address,
+        "slots": slots,
+    }
+    return post("/admin/hosts", lambda data: from_json(Host, data), body)
+
+
+def set_host_enabled(host_id: str, enabled: bool) -> HttpCall[None]:
+    return put(f"/admin/hosts/{_id(host_id)}/enabled", nothing, {"enabled": enabled})
+
+
+def remove_host(host_id: str) -> HttpCall[None]:
+    return delete(f"/admin/hosts/{_id(host_id)}", nothing)

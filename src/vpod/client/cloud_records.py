@@ -1,0 +1,263 @@
+"""Typed records of the cloud API's replies (``/api/cloud/v1``).
+
+Read with :func:`~.json_records.from_json`: fields by name, times as aware
+datetimes, money as :class:`~decimal.Decimal`; ``raw`` keeps the JSON the
+API answered (what ``vpod ... --json`` prints). Statuses the API documents
+as open-ended (a cluster's, a server's, a volume's) stay strings; a task's
+state is :class:`TaskState`.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+
+class TaskState(enum.StrEnum):
+    NEW = "NEW"
+    RUNNING = "RUNNING"
+    FINISHED = "FINISHED"
+    ERROR = "ERROR"
+
+    @property
+    def ended(self) -> bool:
+        return self in (TaskState.FINISHED, TaskState.ERROR)
+
+
+@dataclass(frozen=True)
+class Flavor:
+    """One entry of the catalog, with how many more fit now."""
+
+    name: str
+    kind: str
+    description: str
+    vcpus: int
+    ram_gib: int
+    disk_gib: int
+    network: str
+    accelerators: str
+    ipus: int
+    gpus_per_server: int
+    host_model: str | None
+    poplar_count: int
+    infiniband: bool
+    bare_metal: bool
+    takes_volumes: bool
+    price_per_hour: Decimal
+    price_per_month: Decimal
+    currency: str
+    capacity: int
+    images: tuple[str, ...]
+    raw: Any = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Phase:
+    phase: str
+    at: datetime
+
+
+@dataclass(frozen=True)
+class Task:
+    """An asynchronous operation on a cluster or volume; every mutating call returns one."""
+
+    id: str
+    project_id: str
+    operation: str
+    resource_type: str
+    resource_id: str
+    resource_name: str
+    state: TaskState
+    detailed_state: str | None
+    phases: tuple[Phase, ...]
+    expected_phases: tuple[str, ...]
+    created_at: datetime
+    updated_at: datetime
+    error: str = ""
+    warnings: tuple[str, ...] = ()
+    params: Mapping[str, Any] | None = None
+    finished_at: datetime | None = None
+    raw: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def ended(self) -> bool:
+        return self.state.ended
+
+
+@dataclass(frozen=True)
+class Server:
+    id: str
+    name: str
+    position: int
+    status: str
+    image: str
+    address: str
+    host_id: str | None
+
+
+@dataclass(frozen=True)
+class Volume:
+    id: str
+    name: str
+    size_gib: int
+    volume_type: str
+    boot: bool
+    status: str
+    cluster_id: str | None
+    server_id: str | None
+    task_id: str | None
+    created_at: datetime
+    raw: Any = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class VipuAccess:
+    """The V-IPU side of a vPOD: its cluster, allocation and scoped user."""
+
+    cluster_id: str | None
+    allocation_id: str | None
+    user_id: str | None
+
+
+@dataclass(frozen=True)
+class CloudCluster:
+    """An AI cluster: a vPOD (IPUs) or a GPU cluster, with its servers and volumes."""
+
+    id: str
+    name: str
+    flavor: str
+    kind: str
+    status: str
+    image: str
+    server_count: int
+    ipus: int
+    gpus: int
+    gpu_family: str | None
+    interfaces: tuple[Mapping[str, str], ...]
+    network: Mapping[str, Any]
+    metadata: Mapping[str, str]
+    vipu: VipuAccess | None
+    fabric: str | None
+    task_id: str | None
+    error: str
+    created_at: datetime
+    updated_at: datetime
+    servers: tuple[Server, ...]
+    volumes: tuple[Volume, ...]
+    saved_partitions: tuple[str, ...] | None = None
+    raw: Any = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Exceeded:
+    quota: str
+    limit: int
+    used: int
+    requested: int
+    message: str
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Whether a cluster would fit the project's quotas."""
+
+    fits: bool
+    exceeded: tuple[Exceeded, ...]
+    usage: Mapping[str, int]
+    raw: Any = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Project:
+    id: str
+    name: str
+    quotas: Mapping[str, int]
+    usage: Mapping[str, int]
+    created_at: datetime
+    raw: Any = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Token:
+    """An API token of a project; ``token`` is set only in the reply that made it."""
+
+    id: str
+    project_id: str | None
+    label: str
+    created_at: datetime
+    token: str | None = None
+    raw: Any = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class ProjectCreated:
+    project: Project
+    token: Token
+    raw: Any = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class InvoiceLine:
+    resource_type: str
+    resource_id: str
+    resource_name: str
+    item: str
+    quantity: int
+    unit_price_per_hour: Decimal
+    minutes: int
+    amount: Decimal
+
+
+@dataclass(frozen=True)
+class Invoice:
+    project_id: str
+    start: datetime
+    end: datetime
+    currency: str
+    total: Decimal
+    minutes: int
+    lines: tuple[InvoiceLine, ...]
+    by_item: Mapping[str, Decimal]
+    raw: Any = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Shell:
+    """How to open a shell on a server: ``local`` (run ``command`` with ``env`` in ``cwd``)
+    or ``ssh``."""
+
+    kind: str
+    cwd: str
+    env: Mapping[str, str]
+    command: tuple[str, ...]
+    host: str
+    port: int
+    user: str
+    raw: Any = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Host:
+    """A registered GPU or Poplar host (administrators)."""
+
+    id: str
+    role: str
+    model: str
+    slots: int
+    free_slots: int
+    fabric: str | None
+    address: str
+    enabled: bool
+    registered_at: datetime
+    raw: Any = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class MetadataUpdate:
+    task: Task
+    metadata: Mapping[str, str]
+    raw: Any = field(default=None, repr=False, compare=False)

@@ -1,0 +1,168 @@
+"""HTTP calls of the REST and cloud APIs, described once, run blocking or on asyncio.
+
+An :class:`HttpCall` is a method, a path under the API's prefix, query
+parameters, a JSON body and how to read the reply's JSON;
+:class:`HttpTransport` runs it with ``httpx.Client`` and
+:class:`AsyncHttpTransport` with ``httpx.AsyncClient``. Error replies carry
+``{"error": {"code": "NOT_FOUND", "message": "..."}}`` (docs/rest-api.md);
+:func:`error_of_reply` turns them into the :mod:`.errors` tree, and failures
+to connect become :class:`~.errors.Unreachable` naming the URL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+import httpx
+
+from .errors import DeadlineExceeded, TlsError, Unreachable, VpodError, error_of_http
+
+T = TypeVar("T")
+DEFAULT_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class HttpCall(Generic[T]):
+    """One request and how to read its reply (``None`` for an empty reply)."""
+
+    method: str
+    path: str
+    parse: Callable[[Any], T]
+    params: Mapping[str, Any] = field(default_factory=dict)
+    body: Any = None
+
+    def request_args(self) -> dict[str, Any]:
+        args: dict[str, Any] = {
+            "params": {k: _param(v) for k, v in self.params.items() if v is not None}
+        }
+        if self.body is not None:
+            args["json"] = self.body
+        elif self.method in ("POST", "PUT", "PATCH"):
+            args["json"] = {}
+        return args
+
+
+def _param(value: Any) -> Any:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value
+
+
+def get(path: str, parse: Callable[[Any], T], **params: Any) -> HttpCall[T]:
+    return HttpCall("GET", path, parse, params)
+
+
+def post(path: str, parse: Callable[[Any], T], body: Any = None, **params: Any) -> HttpCall[T]:
+    return HttpCall("POST", path, parse, params, body)
+
+
+def put(path: str, parse: Callable[[Any], T], body: Any) -> HttpCall[T]:
+    return HttpCall("PUT", path, parse, {}, body)
+
+
+def delete(path: str, parse: Callable[[Any], T], **params: Any) -> HttpCall[T]:
+    return HttpCall("DELETE", path, parse, params)
+
+
+def nothing(_data: Any) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class HttpSite:
+    """Where an HTTP API is and how to talk to it."""
+
+    base_url: str
+    """Scheme, host and port, e.g. ``http://127.0.0.1:8080``."""
+    prefix: str
+    """The API's path prefix, e.g. ``/api/v1``."""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    verify: str | bool = True
+    """A CA bundle path for https, or False to skip verification."""
+    cert: tuple[str, str] | None = None
+    """Client certificate and key for mutual TLS."""
+    name: str = "the API"
+    """How messages name the API (``the cloud API``)."""
+    hint: str = "is the server running there?"
+
+    def client_args(self) -> dict[str, Any]:
+        return {
+            "base_url": self.base_url.rstrip("/") + self.prefix,
+            "headers": dict(self.headers),
+            "timeout": self.timeout_s,
+            "verify": self.verify,
+            "cert": self.cert,
+        }
+
+
+def error_of_reply(site: HttpSite, reply: httpx.Response) -> VpodError:
+    """The exception for an error reply: its body's code and message, else its status."""
+    try:
+        error = reply.json()["error"]
+        code, message = str(error.get("code") or ""), str(error["message"])
+    except (ValueError, KeyError, TypeError, AttributeError):
+        text = reply.text.strip()[:200] or reply.reason_phrase
+        code, message = "", f"{site.name} answered {reply.status_code}: {text}"
+    return error_of_http(reply.status_code, code, message, site.base_url)
+
+
+def error_of_exception(site: HttpSite, exc: httpx.HTTPError) -> VpodError:
+    """The exception for a request that got no reply."""
+    url = site.base_url
+    if isinstance(exc, httpx.TimeoutException):
+        return DeadlineExceeded(f"{site.name} at {url} did not answer in time: retry", endpoint=url)
+    text = str(exc)
+    if "SSL" in text or "certificate" in text.lower():
+        return TlsError(
+            f"cannot reach {site.name} at {url}: TLS failed ({text}); check the CA and"
+            " certificates",
+            endpoint=url,
+        )
+    return Unreachable(f"cannot reach {site.name} at {url} ({exc}): {site.hint}", endpoint=url)
+
+
+def _result(site: HttpSite, call: HttpCall[T], reply: httpx.Response) -> T:
+    if reply.status_code >= 400:
+        raise error_of_reply(site, reply)
+    if reply.status_code == 204 or not reply.content:
+        return call.parse(None)
+    return call.parse(reply.json())
+
+
+class HttpTransport:
+    """Blocking calls to one HTTP API (``httpx.Client``)."""
+
+    def __init__(self, site: HttpSite) -> None:
+        self.site = site
+        self._http = httpx.Client(**site.client_args())
+
+    def invoke(self, call: HttpCall[T]) -> T:
+        try:
+            reply = self._http.request(call.method, call.path, **call.request_args())
+        except httpx.HTTPError as exc:
+            raise error_of_exception(self.site, exc) from None
+        return _result(self.site, call, reply)
+
+    def close(self) -> None:
+        self._http.close()
+
+
+class AsyncHttpTransport:
+    """The asyncio twin of :class:`HttpTransport` (``httpx.AsyncClient``)."""
+
+    def __init__(self, site: HttpSite) -> None:
+        self.site = site
+        self._http = httpx.AsyncClient(**site.client_args())
+
+    async def invoke(self, call: HttpCall[T]) -> T:
+        try:
+            reply = await self._http.request(call.method, call.path, **call.request_args())
+        except httpx.HTTPError as exc:
+            raise error_of_exception(self.site, exc) from None
+        return _result(self.site, call, reply)
+
+    async def close(self) -> None:
+        await self._http.aclose()

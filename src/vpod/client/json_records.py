@@ -1,0 +1,106 @@
+"""Reading JSON replies of the HTTP APIs into the client's frozen dataclasses.
+
+:func:`from_json` fills a dataclass from a JSON object by field name,
+converting by the field's annotation: ``datetime`` from RFC 3339, ``Decimal``
+from money strings, enums by
+value (then by name), nested dataclasses, ``tuple[X, ...]`` and
+``Mapping[str, X]``, ``X | None``. Keys the record does not name are
+ignored, so a server that adds fields does not break older clients; a
+missing key takes the field's default. A field named ``raw`` receives the
+JSON object itself, for tools that print what the API said (``--json``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import types
+import typing
+from collections.abc import Mapping
+from datetime import datetime
+from decimal import Decimal
+from functools import cache
+from typing import Any, TypeVar, Union
+
+from .errors import ServerError
+
+R = TypeVar("R")
+
+
+@cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _convert(hint: Any, value: Any, where: str) -> Any:
+    if value is None:
+        return None
+    origin = typing.get_origin(hint)
+    if origin in (Union, types.UnionType):
+        options = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+        return _convert(options[0], value, where) if len(options) == 1 else value
+    if origin is tuple:
+        item = typing.get_args(hint)[0]
+        return tuple(_convert(item, v, f"{where}[]") for v in value)
+    if origin in (Mapping, dict, typing.get_origin(Mapping[str, int])):
+        item = typing.get_args(hint)[1]
+        return {str(k): _convert(item, v, f"{where}.{k}") for k, v in value.items()}
+    if origin is list:
+        item = typing.get_args(hint)[0]
+        return [_convert(item, v, f"{where}[]") for v in value]
+    if hint is Any or hint is object:
+        return value
+    if isinstance(hint, type):
+        if dataclasses.is_dataclass(hint):
+            return from_json(hint, value)
+        if issubclass(hint, enum.Enum):
+            return _member(hint, value, where)
+        if hint is datetime:
+            return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+        if hint is float:
+            return float(value)
+        if hint is Decimal:
+            return Decimal(str(value))
+        if hint in (int, str, bool):
+            return hint(value)
+    return value
+
+
+def _member(cls: type[enum.Enum], value: Any, where: str) -> enum.Enum:
+    try:
+        return cls(value)
+    except ValueError:
+        pass
+    try:
+        return cls[str(value).upper().replace("-", "_")]
+    except KeyError:
+        raise ServerError(
+            f"the API answered {value!r} for {where}, which this client does not know"
+        ) from None
+
+
+def from_json(cls: type[R], data: Any) -> R:
+    """An instance of dataclass ``cls`` from the JSON object ``data`` (see the module doc)."""
+    if not isinstance(data, Mapping):
+        raise ServerError(
+            f"the API answered {type(data).__name__} where {cls.__name__} was expected"
+        )
+    hints = _hints(typing.cast(type, cls))
+    values: dict[str, Any] = {}
+    for spec in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if spec.name == "raw":
+            values["raw"] = data
+        elif spec.name in data:
+            values[spec.name] = _convert(
+                hints[spec.name], data[spec.name], f"{cls.__name__}.{spec.name}"
+            )
+    try:
+        return cls(**values)
+    except TypeError as exc:
+        raise ServerError(f"the API's {cls.__name__} lacks a field: {exc}") from None
+
+
+def list_of(cls: type[R], data: Any, key: str | None = None) -> list[R]:
+    """Records of ``cls`` from a JSON list (or the list under ``key`` of an object)."""
+    items = data[key] if key is not None else data
+    return [from_json(cls, item) for item in items]
