@@ -24,13 +24,10 @@ from __future__ import annotations
 import ipaddress
 from pathlib import Path
 
-import httpx
-
+from vpod.client import AdminClient, CloudClient, CloudSettings, NotFound, VpodError
 from vpod.client.cloud_config import API_PREFIX, CONFIG_NAME, read_config, write_config
 from vpod.cloud.settings import ADMIN_TOKEN_FILE, CONFIG_FILE, render_settings
 from vpod.domain.topology import Pod
-from vpod.wire import admin_pb2 as apb
-from vpod.wire import admin_pb2_grpc as apb_grpc
 
 from .errors import CliFailure
 
@@ -84,16 +81,10 @@ def cloud_agent_argv(agent_argv: list[str], pod: Pod, main_base: str) -> list[st
     return argv
 
 
-def ensure_cloud_cluster(admin: apb_grpc.AdminServiceStub, pod: Pod, ids: list[str]) -> None:
-    clusters = admin.ListClusters(apb.ListClustersRequest(), timeout=10).clusters
-    if any(c.id == CLOUD_CLUSTER for c in clusters):
+def ensure_cloud_cluster(admin: AdminClient, pod: Pod, ids: list[str]) -> None:
+    if any(c.id == CLOUD_CLUSTER for c in admin.list_clusters()):
         return
-    admin.CreateCluster(
-        apb.CreateClusterRequest(
-            cluster_id=CLOUD_CLUSTER, agent_ids=ids, num_ipulinkdomains=len(pod.domains)
-        ),
-        timeout=30,
-    )
+    admin.create_cluster(CLOUD_CLUSTER, ids, num_ilds=len(pod.domains))
 
 
 def bootstrap_cloud(data_dir: Path, url: str) -> str:
@@ -106,38 +97,32 @@ def bootstrap_cloud(data_dir: Path, url: str) -> str:
         )
     admin_token = token_file.read_text().strip()
     config = data_dir / CONFIG_NAME
-    with httpx.Client(
-        base_url=url + API_PREFIX,
-        headers={"Authorization": f"Bearer {admin_token}"},
-        timeout=30,
-    ) as http:
-        known = {h["id"] for h in _ok(http.get("/admin/hosts")).json()}
-        for host_id, role, model, fabric in EMULATED_HOSTS:
-            if host_id not in known:
-                body = {"id": host_id, "role": role, "model": model, "fabric": fabric}
-                _ok(http.post("/admin/hosts", json=body))
-        token = None
-        if http.get(f"/admin/projects/{DEFAULT_PROJECT}").status_code == 404:
-            created = _ok(http.post("/admin/projects", json={"id": DEFAULT_PROJECT})).json()
-            token = created["token"]["token"]
-        elif config.exists():
-            token = read_config(config).get("token")
-        if not token:
-            body = {"label": "vpod up"}
-            token = _ok(http.post(f"/admin/projects/{DEFAULT_PROJECT}/tokens", json=body)).json()[
-                "token"
-            ]
-    write_config(config, url, str(token), DEFAULT_PROJECT)
+    try:
+        token = _default_project_token(CloudSettings(url, admin_token), config)
+    except VpodError as exc:
+        raise CliFailure(f"setting up the cloud failed: {exc}") from None
+    write_config(config, url, token, DEFAULT_PROJECT)
     return (
         f"vpod cloud: {url}{API_PREFIX} (project {DEFAULT_PROJECT}). Next: export"
         f" VPOD_CONFIG={config} && vpod flavors"
     )
 
 
-def _ok(reply: httpx.Response) -> httpx.Response:
-    if reply.status_code >= 400:
-        raise CliFailure(
-            f"setting up the cloud failed: {reply.request.method} {reply.request.url.path}"
-            f" answered {reply.status_code}: {reply.text[:200]}"
-        )
-    return reply
+def _default_project_token(admin: CloudSettings, config: Path) -> str:
+    """Register the emulated hosts and project ``default``; its token (made when needed)."""
+    with CloudClient(admin, timeout_s=30) as cloud:
+        known = {h.id for h in cloud.list_hosts()}
+        for host_id, role, model, fabric in EMULATED_HOSTS:
+            if host_id not in known:
+                cloud.register_host(host_id, role, model, fabric=fabric)
+        token: str | None = None
+        try:
+            cloud.get_project(DEFAULT_PROJECT)
+        except NotFound:
+            token = cloud.create_project(DEFAULT_PROJECT).token.token
+        else:
+            if config.exists():
+                token = read_config(config).get("token")
+        if not token:
+            token = cloud.issue_token(DEFAULT_PROJECT, "vpod up").token
+        return str(token)

@@ -38,15 +38,12 @@ import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
-import grpc
-
+from vpod.client import AdminClient, Endpoint, VpodError
 from vpod.domain.catalog import IPUS_PER_MACHINE
 from vpod.domain.errors import InvalidSpec
 from vpod.domain.topology import Pod, shape
-from vpod.wire import admin_pb2 as apb
-from vpod.wire import admin_pb2_grpc as apb_grpc
 
 from . import cloud_up
 from .config import parse_hcl, render_hcl
@@ -58,6 +55,8 @@ ALLOCATION_ID = "default"
 USER_ID = "default"
 AGENT_PORT = 8092
 START_TIMEOUT_S = 60.0
+SETUP_CALL_TIMEOUT_S = 30.0
+"""The deadline of each admin call that sets the pod up."""
 ADMIN_CONFIG = "admin.vipu-cli.hcl"
 """Written by ``vipu-server --init --secure``: the administrator's endpoint and credentials."""
 
@@ -211,42 +210,27 @@ class _Child:
         self.log.close()
 
 
-def _wait_for_agents(admin: apb_grpc.AdminServiceStub, ids: list[str], timeout: float) -> None:
+def _wait_for_agents(admin: AdminClient, ids: list[str], timeout: float) -> None:
     deadline = time.monotonic() + timeout
     missing = set(ids)
     while time.monotonic() < deadline:
-        listed = admin.ListAgents(apb.ListAgentsRequest(), timeout=5)
-        missing = set(ids) - {a.id for a in listed.agents}
+        missing = set(ids) - {a.id for a in admin.list_agents()}
         if not missing:
             return
         time.sleep(0.1)
     fail(f"agents did not register in {timeout:.0f} s: {', '.join(sorted(missing))}")
 
 
-def _ensure_cluster(admin: apb_grpc.AdminServiceStub, pod: Pod, ids: list[str]) -> None:
-    clusters = admin.ListClusters(apb.ListClustersRequest(), timeout=10).clusters
-    if any(c.id == CLUSTER_ID for c in clusters):
+def _ensure_cluster(admin: AdminClient, pod: Pod, ids: list[str]) -> None:
+    if any(c.id == CLUSTER_ID for c in admin.list_clusters()):
         return
-    admin.CreateCluster(
-        apb.CreateClusterRequest(
-            cluster_id=CLUSTER_ID,
-            agent_ids=ids,
-            num_ipulinkdomains=len(pod.domains),
-        ),
-        timeout=30,
-    )
+    admin.create_cluster(CLUSTER_ID, ids, num_ilds=len(pod.domains))
 
 
-def _ensure_allocation(admin: apb_grpc.AdminServiceStub, pod: Pod) -> None:
-    allocations = admin.ListAllocations(apb.ListAllocationsRequest(), timeout=10).allocations
-    if any(a.allocation.id == ALLOCATION_ID for a in allocations):
+def _ensure_allocation(admin: AdminClient, pod: Pod) -> None:
+    if any(a.id == ALLOCATION_ID for a in admin.list_allocations()):
         return
-    admin.CreateAllocation(
-        apb.CreateAllocationRequest(
-            allocation_id=ALLOCATION_ID, cluster_id=CLUSTER_ID, size=pod.num_ipus
-        ),
-        timeout=30,
-    )
+    admin.create_allocation(ALLOCATION_ID, CLUSTER_ID, size=pod.num_ipus)
 
 
 def _write_cli_config(
@@ -274,26 +258,12 @@ def _write_cli_config(
     return path
 
 
-def _ensure_user(admin: apb_grpc.AdminServiceStub, state: UpState) -> tuple[str, str] | None:
-    users = admin.ListUsers(apb.ListUsersRequest(), timeout=10).users
-    if any(u.id == USER_ID for u in users):
+def _ensure_user(admin: AdminClient, state: UpState) -> tuple[str, str] | None:
+    if any(u.id == USER_ID for u in admin.list_users()):
         return None
-    reply = admin.CreateUser(
-        apb.CreateUserRequest(user_id=USER_ID, allocation_ids=[ALLOCATION_ID]), timeout=30
-    )
+    created = admin.create_user(USER_ID, allocation_ids=[ALLOCATION_ID])
     state.user_created = True
-    return USER_ID, reply.access_key
-
-
-class _Credentials(grpc.UnaryUnaryClientInterceptor):  # type: ignore[misc]
-    """Adds the administrator's user id and access key to every call on a channel."""
-
-    def __init__(self, user_id: str, access_key: str) -> None:
-        self._metadata = (("vipu-user-id", user_id), ("vipu-access-key", access_key))
-
-    def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
-        metadata = (*(details.metadata or ()), *self._metadata)
-        return continuation(details._replace(metadata=metadata), request)
+    return USER_ID, created.access_key
 
 
 def _admin_credentials(options: UpOptions, log_path: Path) -> tuple[str, str]:
@@ -437,17 +407,21 @@ def run_up(options: UpOptions, *, echo: bool = True) -> None:
                 children.append(cloud_agents)
                 cloud_agents.wait_ready(START_TIMEOUT_S)
                 cloud_ids = cloud_up.cloud_agent_ids(cloud_pod)
-            with grpc.insecure_channel(f"{options.host}:{admin_port}") as plain:
-                channel = (
-                    plain if admin is None else grpc.intercept_channel(plain, _Credentials(*admin))
-                )
-                stub = apb_grpc.AdminServiceStub(channel)
-                _wait_for_agents(stub, ids + cloud_ids, START_TIMEOUT_S)
-                _ensure_cluster(stub, pod, ids)
+            user_id, access_key = admin if admin is not None else ("", "")
+            endpoint = Endpoint(
+                options.host,
+                admin_port,
+                user_id=user_id,
+                access_key=access_key,
+                timeout_s=SETUP_CALL_TIMEOUT_S,
+            )
+            with AdminClient(endpoint) as admin_api:
+                _wait_for_agents(admin_api, ids + cloud_ids, START_TIMEOUT_S)
+                _ensure_cluster(admin_api, pod, ids)
                 if cloud_pod is not None:
-                    cloud_up.ensure_cloud_cluster(stub, cloud_pod, cloud_ids)
-                _ensure_allocation(stub, pod)
-                credentials = _ensure_user(stub, state)
+                    cloud_up.ensure_cloud_cluster(admin_api, cloud_pod, cloud_ids)
+                _ensure_allocation(admin_api, pod)
+                credentials = _ensure_user(admin_api, state)
             _save_state(data_dir, state)
             config = _write_cli_config(options, user_port, admin_port, credentials)
             cloud_line = ""
@@ -476,8 +450,8 @@ def run_up(options: UpOptions, *, echo: bool = True) -> None:
                     if code is not None:
                         fail(f"{child.name} exited with code {code}: see {child.log.name}")
                 stop.wait(0.5)
-        except grpc.RpcError as exc:
-            fail(f"setting up the pod failed: {exc.details()}")
+        except VpodError as exc:
+            fail(f"setting up the pod failed: {exc}")
         finally:
             for child in reversed(children):
                 child.stop()

@@ -5,7 +5,8 @@ API                    blocking                     asyncio
 =====================  ===========================  =================================
 V-IPU user gRPC        :class:`UserClient`          :class:`AsyncUserClient`
 admin gRPC             :class:`AdminClient`         :class:`AsyncAdminClient`
-cloud (HTTP)           :class:`CloudClient`         :class:`AsyncCloudClient`
+REST (HTTP, JSON)      :class:`RestClient`          :class:`AsyncRestClient`
+cloud (HTTP, JSON)     :class:`CloudClient`         :class:`AsyncCloudClient`
 =====================  ===========================  =================================
 
 Settings come from the same places as the CLIs': ``vipu-cli.hcl`` and
@@ -129,6 +130,7 @@ from .records import (
     PartitionStatus,
     Version,
 )
+from .rest import AsyncRestClient, RestClient, RestSettings
 from .user import AsyncUserClient, UserClient
 from .user_calls import PartitionOptions
 
@@ -141,6 +143,7 @@ __all__ = [
     "AlreadyExists",
     "AsyncAdminClient",
     "AsyncCloudClient",
+    "AsyncRestClient",
     "AsyncUserClient",
     "AuditEvent",
     "CloudClient",
@@ -188,6 +191,8 @@ __all__ = [
     "Project",
     "ProjectCreated",
     "RateLimited",
+    "RestClient",
+    "RestSettings",
     "RetryableError",
     "Server",
     "ServerError",

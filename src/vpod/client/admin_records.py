@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from vpod.domain.topology import GwTopology, IldTopology
 from vpod.wire import admin_pb2 as apb
@@ -104,7 +105,7 @@ class Agent:
     last_seen: datetime | None
     boot_id: str
     faults: tuple[Fault, ...]
-    raw: apb.Agent = field(repr=False, compare=False)
+    raw: Any = field(repr=False, compare=False)
 
     @classmethod
     def from_wire(cls, message: apb.Agent) -> Agent:
@@ -138,7 +139,7 @@ class DiscoveredAgent:
     known: bool
     added: bool
     error: str
-    raw: apb.DiscoveredAgent = field(repr=False, compare=False)
+    raw: Any = field(repr=False, compare=False)
 
     @classmethod
     def from_wire(cls, message: apb.DiscoveredAgent) -> DiscoveredAgent:
@@ -157,7 +158,7 @@ class Cluster:
     cluster_topology: GwTopology | None
     num_ipus: int
     machine_type: str
-    raw: apb.Cluster = field(repr=False, compare=False)
+    raw: Any = field(repr=False, compare=False)
 
     @classmethod
     def from_wire(cls, message: apb.Cluster) -> Cluster:
@@ -193,7 +194,7 @@ class ClusterTestReport:
     cluster_id: str
     passed: bool
     results: tuple[ClusterTestResult, ...]
-    raw: apb.TestClusterReply = field(repr=False, compare=False)
+    raw: Any = field(repr=False, compare=False)
 
     @classmethod
     def from_wire(cls, message: apb.TestClusterReply) -> ClusterTestReport:
@@ -224,7 +225,7 @@ class Allocation:
     size: int
     user_ids: tuple[str, ...]
     num_partitions: int
-    raw: apb.AllocationInfo = field(repr=False, compare=False)
+    raw: Any = field(repr=False, compare=False)
 
     @classmethod
     def from_wire(cls, message: apb.AllocationInfo) -> Allocation:
@@ -247,7 +248,7 @@ class User:
     allocation_ids: tuple[str, ...]
     admin: bool
     created_at: datetime | None
-    raw: apb.User = field(repr=False, compare=False)
+    raw: Any = field(repr=False, compare=False)
 
     @classmethod
     def from_wire(cls, message: apb.User) -> User:
@@ -266,7 +267,7 @@ class CreatedUser:
 
     user: User
     access_key: str = field(repr=False)
-    raw: apb.CreateUserReply = field(repr=False, compare=False)
+    raw: Any = field(repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -285,7 +286,7 @@ class PartitionInfo:
     partition: Partition
     status: PartitionStatus
     locations: tuple[IpuLocation, ...]
-    raw: apb.PartitionInfo = field(repr=False, compare=False)
+    raw: Any = field(repr=False, compare=False)
 
     @classmethod
     def from_wire(cls, message: apb.PartitionInfo) -> PartitionInfo:
@@ -312,7 +313,7 @@ class AuditEvent:
     outcome: str
     source: str
     detail: str
-    raw: apb.AuditEvent = field(repr=False, compare=False)
+    raw: Any = field(repr=False, compare=False)
 
     @classmethod
     def from_wire(cls, message: apb.AuditEvent) -> AuditEvent:
@@ -335,4 +336,4 @@ class AgentFaults:
 
     agent_id: str
     active_faults: tuple[Fault, ...]
-    raw: apb.InjectFaultReply | apb.ClearFaultReply = field(repr=False, compare=False)
+    raw: Any = field(repr=False, compare=False)

@@ -2,9 +2,11 @@
 
 Enums are the domain's (:class:`~vpod.domain.partition_states.ReadyState`,
 :class:`~vpod.domain.routing.IpuLinkRouting` ...); a wire value of 0
-("undefined") reads as ``None``. Every record keeps the message it was read
-from in ``raw`` (not compared, not shown by ``repr``) for tools that print
-the wire form, such as ``vipu --json``.
+("undefined") reads as ``None``. Every record keeps what it was read from in
+``raw`` (not compared, not shown by ``repr``): the protobuf message over
+gRPC, the JSON object over REST (:mod:`.rest_records`), for tools that print
+the wire form, such as ``vipu --json``. Fields one API does not carry are
+``None`` when the record comes from that API.
 """
 
 from __future__ import annotations
@@ -66,6 +68,12 @@ class PartitionIpu:
     ipulink_domain_routing_id: int
     topology_id: int
     routing_id: int
+    gcd: int | None = None
+    """REST only: the graph compile domain holding it."""
+    agent_id: str | None = None
+    """REST only: the agent of its machine."""
+    device_id: int | None = None
+    """REST only: its device number on that machine."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +93,13 @@ class Partition:
     gw_routing: GwRouting | None
     sync_type: SyncType | None
     ipuof_server_version: str
-    raw: pb.Partition = field(repr=False, compare=False)
+    raw: Any = field(repr=False, compare=False)
+    operation_state: OperationState | None = None
+    """REST only (over gRPC: :meth:`~.user.UserClient.partition_status`)."""
+    disable_auto_reset: bool | None = None
+    relocatable: bool | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
 
     @property
     def size(self) -> int:
@@ -131,7 +145,7 @@ class PartitionStatus:
     max_auto_reset_retries: int
     auto_reset_retry_count: int
     last_auto_reset_time: datetime | None
-    raw: pb.PartitionStatus = field(repr=False, compare=False)
+    raw: Any = field(repr=False, compare=False)
 
     @classmethod
     def from_wire(cls, message: pb.PartitionStatus) -> PartitionStatus:
@@ -183,7 +197,7 @@ class GcdConfig:
 
     devices: tuple[IpuofDevice, ...]
     attributes: Mapping[str, str]
-    raw: pb.PartitionConfig.Gcd = field(repr=False, compare=False)
+    raw: Any = field(repr=False, compare=False)
 
     def file(self) -> dict[str, Any]:
         """The static IPUoF file shape an application reads (``~/.ipuof.conf.d/*.conf``)."""
@@ -205,7 +219,7 @@ class IpuofConfig:
     reconfigurable: bool
     num_ipulink_segments: int
     ipuof_server_version: str
-    raw: pb.PartitionConfig = field(repr=False, compare=False)
+    raw: Any = field(repr=False, compare=False)
 
     def files(self) -> list[dict[str, Any]]:
         """Every GCD's IPUoF file, in GCD order."""
@@ -238,7 +252,7 @@ class IpuAttributes:
 
     agent: str
     ipus: Mapping[int, Mapping[str, str]]
-    raw: pb.ListIPUAttributesReply.Entry = field(repr=False, compare=False)
+    raw: Any = field(repr=False, compare=False)
 
     @classmethod
     def from_wire(cls, entry: pb.ListIPUAttributesReply.Entry) -> IpuAttributes:

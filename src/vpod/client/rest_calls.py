@@ -1,0 +1,258 @@
+"""The REST API's calls (``/api/v1``, admin under ``/api/v1/admin``), described once.
+
+Each returns an :class:`~.http_transport.HttpCall` reading the reply into
+the records of :mod:`.rest_records`; :mod:`.rest` runs them. No I/O here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote
+
+from vpod.domain.topology import GwTopology, IldTopology
+
+from . import rest_records as read
+from .admin_calls import EventFilter
+from .admin_records import (
+    Agent,
+    AgentFaults,
+    Allocation,
+    AuditEvent,
+    Cluster,
+    ClusterTestReport,
+    CreatedUser,
+    DiscoveredAgent,
+    Fault,
+    LinkTest,
+    PartitionInfo,
+    User,
+)
+from .http_transport import HttpCall, delete, get, nothing, post
+from .records import IpuAttributes, Partition, PartitionStatus
+from .user_calls import PartitionOptions
+
+API_PREFIX = "/api/v1"
+
+
+def _id(ref: str) -> str:
+    return quote(ref, safe="")
+
+
+def _dashed(name: str) -> str:
+    return name.lower().replace("_", "-")
+
+
+def version() -> HttpCall[str]:
+    return get("/version", lambda data: str(data["version"]))
+
+
+def list_partitions(allocation: str | None) -> HttpCall[list[Partition]]:
+    return get(
+        "/partitions",
+        lambda data: [read.partition(p) for p in data["partitions"]],
+        allocation=allocation,
+    )
+
+
+def get_partition(partition_id: str) -> HttpCall[Partition]:
+    return get(f"/partitions/{_id(partition_id)}", read.partition)
+
+
+def create_partition(
+    partition_id: str, size: int, options: PartitionOptions
+) -> HttpCall[Partition]:
+    body: dict[str, Any] = {"id": partition_id, "size": size}
+    plain = {
+        "allocation": "allocation_id",
+        "cluster": "cluster_id",
+        "num_gcds": "num_gcds",
+        "num_replicas": "num_replicas",
+        "num_ilds": "num_ipulink_segments",
+        "reconfigurable": "reconfigurable",
+        "disable_auto_reset": "disable_auto_reset",
+        "relocatable": "relocatable",
+    }
+    for key, field in plain.items():
+        if key in options:
+            body[field] = options[key]  # type: ignore[literal-required]
+    if "routing" in options:
+        body["ipulink_routing_type"] = options["routing"].cli_name
+    if "gw_routing" in options:
+        body["gw_routing_type"] = options["gw_routing"].cli_name
+    if "sync_type" in options:
+        body["sync_type"] = options["sync_type"].cli_name
+    return post("/partitions", read.partition, body)
+
+
+def remove_partition(partition_id: str, force: bool) -> HttpCall[None]:
+    return delete(f"/partitions/{_id(partition_id)}", nothing, force=force or None)
+
+
+def reset_partition(partition_id: str, relocatable: bool) -> HttpCall[None]:
+    return post(
+        f"/partitions/{_id(partition_id)}/reset", nothing, None, relocatable=relocatable or None
+    )
+
+
+def partition_status(partition_id: str) -> HttpCall[PartitionStatus]:
+    return get(f"/partitions/{_id(partition_id)}/status", read.partition_status)
+
+
+def ipuof_files(partition_id: str) -> HttpCall[dict[str, dict[str, Any]]]:
+    """Every GCD's IPUoF file, by file name (``<partition>_gcd<N>.conf``)."""
+    return get(f"/partitions/{_id(partition_id)}/ipuof-config", lambda data: dict(data["files"]))
+
+
+def ipuof_file(partition_id: str, gcd: int) -> HttpCall[dict[str, Any]]:
+    """GCD ``gcd``'s IPUoF file: exactly what ``~/.ipuof.conf.d/*.conf`` holds."""
+    return get(f"/partitions/{_id(partition_id)}/ipuof-config", lambda data: dict(data), gcd=gcd)
+
+
+def list_allocations(cluster: str | None) -> HttpCall[list[Allocation]]:
+    return get(
+        "/allocations",
+        lambda data: [read.allocation(a) for a in data["allocations"]],
+        cluster=cluster,
+    )
+
+
+def list_ipu_attributes(agents: Sequence[str], admin: bool) -> HttpCall[list[IpuAttributes]]:
+    path = "/admin/ipu-attributes" if admin else "/ipu-attributes"
+    return get(
+        path,
+        lambda data: [read.ipu_attributes(a) for a in data["agents"]],
+        agent=list(agents) or None,
+    )
+
+
+# -- administration
+
+
+def create_agent(agent_id: str, host: str, port: int) -> HttpCall[Agent]:
+    return post("/admin/agents", read.agent, {"id": agent_id, "host": host, "port": port})
+
+
+def list_agents(cluster: str | None) -> HttpCall[list[Agent]]:
+    return get(
+        "/admin/agents", lambda data: [read.agent(a) for a in data["agents"]], cluster=cluster
+    )
+
+
+def remove_agent(agent_id: str, force: bool) -> HttpCall[None]:
+    return delete(f"/admin/agents/{_id(agent_id)}", nothing, force=force or None)
+
+
+def discover_agents(addresses: Sequence[str], add: bool) -> HttpCall[list[DiscoveredAgent]]:
+    return post(
+        "/admin/agents/discover",
+        lambda data: [read.discovered(a) for a in data["agents"]],
+        {"addresses": list(addresses), "add": add},
+    )
+
+
+def inject_fault(agent_id: str, fault: Fault) -> HttpCall[AgentFaults]:
+    return post(f"/admin/agents/{_id(agent_id)}/faults", read.agent_faults, read.fault_body(fault))
+
+
+def clear_fault(agent_id: str, fault: Fault | None) -> HttpCall[AgentFaults]:
+    params: dict[str, Any] = {}
+    if fault is not None:
+        params = {"kind": _dashed(fault.kind.name)}
+        if fault.device_id or fault.kind.name == "IPU":
+            params["device_id"] = fault.device_id
+        if fault.link_id:
+            params["link_id"] = fault.link_id
+    return delete(f"/admin/agents/{_id(agent_id)}/faults", read.agent_faults, **params)
+
+
+def create_cluster(
+    cluster_id: str,
+    agent_ids: Sequence[str],
+    num_ilds: int | None,
+    topology: IldTopology | None,
+    cluster_topology: GwTopology | None,
+) -> HttpCall[Cluster]:
+    body: dict[str, Any] = {"id": cluster_id, "agent_ids": list(agent_ids)}
+    if num_ilds:
+        body["num_ipulinkdomains"] = num_ilds
+    if topology is not None:
+        body["topology"] = topology.value
+    if cluster_topology is not None:
+        body["cluster_topology"] = cluster_topology.value
+    return post("/admin/clusters", read.cluster, body)
+
+
+def list_clusters() -> HttpCall[list[Cluster]]:
+    return get("/admin/clusters", lambda data: [read.cluster(c) for c in data["clusters"]])
+
+
+def remove_cluster(cluster_id: str, force: bool) -> HttpCall[None]:
+    return delete(f"/admin/clusters/{_id(cluster_id)}", nothing, force=force or None)
+
+
+def cluster_test(cluster_id: str, tests: Sequence[LinkTest]) -> HttpCall[ClusterTestReport]:
+    body = {"tests": [_dashed(t.name) for t in tests]}
+    return post(f"/admin/clusters/{_id(cluster_id)}/test", read.test_report, body)
+
+
+def create_allocation(
+    allocation_id: str, cluster_id: str, size: int | None, agent_ids: Sequence[str]
+) -> HttpCall[Allocation]:
+    body: dict[str, Any] = {"id": allocation_id, "cluster_id": cluster_id}
+    if size is not None:
+        body["size"] = size
+    if agent_ids:
+        body["agent_ids"] = list(agent_ids)
+    return post("/admin/allocations", read.allocation, body)
+
+
+def remove_allocation(allocation_id: str, force: bool) -> HttpCall[None]:
+    return delete(f"/admin/allocations/{_id(allocation_id)}", nothing, force=force or None)
+
+
+def create_user(user_id: str, allocation_ids: Sequence[str], admin: bool) -> HttpCall[CreatedUser]:
+    body = {"id": user_id, "allocation_ids": list(allocation_ids), "admin": admin}
+    return post("/admin/users", read.created_user, body)
+
+
+def list_users() -> HttpCall[list[User]]:
+    return get("/admin/users", lambda data: [read.user(u) for u in data["users"]])
+
+
+def remove_user(user_id: str) -> HttpCall[None]:
+    return delete(f"/admin/users/{_id(user_id)}", nothing)
+
+
+def list_partition_infos(
+    allocation: str | None, cluster: str | None
+) -> HttpCall[list[PartitionInfo]]:
+    return get(
+        "/admin/partitions",
+        lambda data: [read.partition_info(p) for p in data["partitions"]],
+        allocation=allocation,
+        cluster=cluster,
+    )
+
+
+def _stamp(moment: datetime | None) -> str | None:
+    if moment is None:
+        return None
+    aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    return aware.isoformat()
+
+
+def list_events(filters: EventFilter) -> HttpCall[list[AuditEvent]]:
+    return get(
+        "/admin/events",
+        lambda data: [read.event(e) for e in data["events"]],
+        since=_stamp(filters.get("since")),
+        until=_stamp(filters.get("until")),
+        actor=filters.get("actor") or None,
+        action=filters.get("action") or None,
+        target=filters.get("target") or None,
+        outcome=filters.get("outcome") or None,
+        limit=filters.get("limit") or None,
+        before_id=filters.get("before_id") or None,
+    )
