@@ -222,6 +222,7 @@ class GrpcTransport:
     def __init__(self, diagnosis: Diagnosis) -> None:
         self.diagnosis = diagnosis
         self._channel: grpc.Channel | None = None
+        self._methods: dict[str, Any] = {}
 
     @property
     def endpoint(self) -> Endpoint:
@@ -235,11 +236,13 @@ class GrpcTransport:
 
     def invoke(self, rpc: Rpc[T]) -> T:
         """Run ``rpc`` with the deadline and credentials; raise a `VpodError` on failure."""
-        method = self.channel.unary_unary(
-            rpc.path,
-            request_serializer=type(rpc.request).SerializeToString,
-            response_deserializer=rpc.reply_type.FromString,
-        )
+        method = self._methods.get(rpc.path)
+        if method is None:
+            method = self._methods[rpc.path] = self.channel.unary_unary(
+                rpc.path,
+                request_serializer=type(rpc.request).SerializeToString,
+                response_deserializer=rpc.reply_type.FromString,
+            )
         try:
             reply = method(
                 rpc.request, timeout=self.endpoint.timeout_s, metadata=metadata(self.endpoint)
@@ -262,6 +265,7 @@ class GrpcTransport:
         if self._channel is not None:
             self._channel.close()
             self._channel = None
+            self._methods.clear()
 
 
 class AsyncGrpcTransport:
@@ -270,6 +274,7 @@ class AsyncGrpcTransport:
     def __init__(self, diagnosis: Diagnosis) -> None:
         self.diagnosis = diagnosis
         self._channel: grpc.aio.Channel | None = None
+        self._methods: dict[str, Any] = {}
 
     @property
     def endpoint(self) -> Endpoint:
@@ -283,11 +288,13 @@ class AsyncGrpcTransport:
 
     async def invoke(self, rpc: Rpc[T]) -> T:
         """Run ``rpc`` with the deadline and credentials; raise a `VpodError` on failure."""
-        method = self.channel.unary_unary(
-            rpc.path,
-            request_serializer=type(rpc.request).SerializeToString,
-            response_deserializer=rpc.reply_type.FromString,
-        )
+        method = self._methods.get(rpc.path)
+        if method is None:
+            method = self._methods[rpc.path] = self.channel.unary_unary(
+                rpc.path,
+                request_serializer=type(rpc.request).SerializeToString,
+                response_deserializer=rpc.reply_type.FromString,
+            )
         try:
             reply = await method(
                 rpc.request, timeout=self.endpoint.timeout_s, metadata=metadata(self.endpoint)
@@ -310,3 +317,4 @@ class AsyncGrpcTransport:
         if self._channel is not None:
             await self._channel.close()
             self._channel = None
+            self._methods.clear()

@@ -11,13 +11,21 @@ to connect become :class:`~.errors.Unreachable` naming the URL.
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 import httpx
 
-from .errors import DeadlineExceeded, TlsError, Unreachable, VpodError, error_of_http
+from .errors import (
+    ConfigError,
+    DeadlineExceeded,
+    TlsError,
+    Unreachable,
+    VpodError,
+    error_of_http,
+)
 
 T = TypeVar("T")
 DEFAULT_TIMEOUT_S = 60.0
@@ -80,10 +88,10 @@ class HttpSite:
     """The API's path prefix, e.g. ``/api/v1``."""
     headers: Mapping[str, str] = field(default_factory=dict)
     timeout_s: float = DEFAULT_TIMEOUT_S
-    verify: str | bool = True
-    """A CA bundle path for https, or False to skip verification."""
+    ca_file: str = ""
+    """The CA bundle that signs the server's certificate (https); empty: the system's."""
     cert: tuple[str, str] | None = None
-    """Client certificate and key for mutual TLS."""
+    """Client certificate and key files for mutual TLS."""
     name: str = "the API"
     """How messages name the API (``the cloud API``)."""
     hint: str = "is the server running there?"
@@ -93,9 +101,19 @@ class HttpSite:
             "base_url": self.base_url.rstrip("/") + self.prefix,
             "headers": dict(self.headers),
             "timeout": self.timeout_s,
-            "verify": self.verify,
-            "cert": self.cert,
+            "verify": self.tls_context(),
         }
+
+    def tls_context(self) -> ssl.SSLContext:
+        """The TLS settings of https calls; `ConfigError` when a file cannot be used."""
+        try:
+            context = ssl.create_default_context(cafile=self.ca_file or None)
+            if self.cert is not None:
+                context.load_cert_chain(*self.cert)
+        except (OSError, ssl.SSLError) as exc:
+            files = ", ".join(f for f in (self.ca_file, *(self.cert or ())) if f)
+            raise ConfigError(f"cannot use the TLS files {files}: {exc}") from None
+        return context
 
 
 def error_of_reply(site: HttpSite, reply: httpx.Response) -> VpodError:
@@ -137,9 +155,11 @@ class HttpTransport:
 
     def __init__(self, site: HttpSite) -> None:
         self.site = site
-        self._http = httpx.Client(**site.client_args())
+        self._http: httpx.Client | None = None
 
     def invoke(self, call: HttpCall[T]) -> T:
+        if self._http is None:  # on first use: reading TLS files may fail
+            self._http = httpx.Client(**self.site.client_args())
         try:
             reply = self._http.request(call.method, call.path, **call.request_args())
         except httpx.HTTPError as exc:
@@ -147,7 +167,9 @@ class HttpTransport:
         return _result(self.site, call, reply)
 
     def close(self) -> None:
-        self._http.close()
+        if self._http is not None:
+            self._http.close()
+            self._http = None
 
 
 class AsyncHttpTransport:
@@ -155,9 +177,11 @@ class AsyncHttpTransport:
 
     def __init__(self, site: HttpSite) -> None:
         self.site = site
-        self._http = httpx.AsyncClient(**site.client_args())
+        self._http: httpx.AsyncClient | None = None
 
     async def invoke(self, call: HttpCall[T]) -> T:
+        if self._http is None:
+            self._http = httpx.AsyncClient(**self.site.client_args())
         try:
             reply = await self._http.request(call.method, call.path, **call.request_args())
         except httpx.HTTPError as exc:
@@ -165,4 +189,6 @@ class AsyncHttpTransport:
         return _result(self.site, call, reply)
 
     async def close(self) -> None:
-        await self._http.aclose()
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None

@@ -73,7 +73,7 @@ class RestSettings:
             prefix=calls.API_PREFIX,
             headers=headers,
             timeout_s=self.timeout_s,
-            verify=self.tls_ca or True,
+            ca_file=self.tls_ca,
             cert=(self.tls_cert, self.tls_key) if self.tls_cert and self.tls_key else None,
             name="the REST API",
             hint="is the V-IPU controller running there (its HTTP port, 8080 by default)?",
