@@ -78,9 +78,18 @@ async def _ask_api(request: Request, path: str, credentials: Credentials) -> htt
         return await api.get(path, headers=headers)
 
 
+_MODE = "vpod_web_secure"
+
+
 async def _is_secure(request: Request) -> bool:
-    answer = await _ask_api(request, "/api/v1/whoami", Credentials(kind="vipu"))
-    return answer.status_code != 200 or bool(answer.json().get("secure", True))
+    """Whether the API authenticates callers: asked once (a controller's mode is fixed while
+    it runs), so opening the login page does not add a refusal to the audit log each time."""
+    known: bool | None = getattr(request.app.state, _MODE, None)
+    if known is None:
+        answer = await _ask_api(request, "/api/v1/whoami", Credentials(kind="vipu"))
+        known = answer.status_code != 200 or bool(answer.json().get("secure", True))
+        setattr(request.app.state, _MODE, known)
+    return known
 
 
 def web_routes(sessions: SessionStore) -> APIRouter:
