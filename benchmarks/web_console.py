@@ -92,7 +92,7 @@ map.flushMaxMs = 0;
 let sent = 0;
 const held = new Map();
 const started = performance.now();
-const timer = setInterval(() => {
+const timer = setInterval(() => { try {
   const due = Math.floor((performance.now() - started) / 1000 * perSecond) - sent;
   for (let i = 0; i < due; i++, sent++) {
     const slot = (sent * 7919) % slots;
@@ -110,7 +110,7 @@ const timer = setInterval(() => {
     setTimeout(() => { frames.stop = true;
       done({sent, maxFrameGapMs: frames.max, maxFlushMs: map.flushMaxMs}); }, 200);
   }
-}, 5);
+} catch (error) { clearInterval(timer); done({error: String(error)}); } }, 5);
 """
 
 
@@ -379,7 +379,10 @@ def run_shape(shape: str, root: Path, args: argparse.Namespace) -> ShapeResult:
         measure_updates(driver, up, result, args.updates)
         measure_load(driver, up, result, args.rate, args.load_s)
         for rate in (100, 1000):
-            result.synthetic[rate] = driver.execute_async_script(SYNTHETIC_JS, rate, 5)
+            injected = driver.execute_async_script(SYNTHETIC_JS, rate, 5)
+            if "error" in injected:
+                raise RuntimeError(f"injecting changes failed in the page: {injected['error']}")
+            result.synthetic[rate] = injected
         return result
     finally:
         if driver is not None:
