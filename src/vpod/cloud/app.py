@@ -29,6 +29,7 @@ from .services.db import CloudDb
 from .services.health import check_vpods
 from .services.hosts import Hosts
 from .services.projects import Projects
+from .services.records import CloudRecords
 from .services.tasks import Tasks
 from .services.volumes import Volumes
 from .settings import CloudSettings
@@ -93,10 +94,12 @@ def build_cloud(
         )
     vipu = VipuPort(controller.tenancy, settings.vipu_clusters)
     store = CloudStore.of(controller.store)
+    calls = CloudDb(store)
     ctx = CloudContext(
         settings=settings,
         store=store,
-        calls=CloudDb(store),
+        calls=calls,
+        records=CloudRecords(store, calls),
         clock=clock or controller.clock,
         ids=ids or RandomIds(),
         compute=compute or default_compute,

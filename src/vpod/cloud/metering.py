@@ -15,14 +15,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
-from vpod.store.cloud_records import ClusterRecord, MeterEntry, VolumeRecord
+from vpod.store.cloud_records import MeterEntry
 
 from .flavors import VOLUME_PRICE_PER_GIB_HOUR, find_flavor, volume_item
+from .model.records import Cluster, Volume
 from .states import ClusterStatus, VolumeStatus, billable, volume_billable
 
 
 def cluster_entry(
-    cluster: ClusterRecord,
+    cluster: Cluster,
     status: ClusterStatus,
     at: datetime,
     *,
@@ -46,7 +47,7 @@ def cluster_entry(
     )
 
 
-def volume_entry(volume: VolumeRecord, status: VolumeStatus, at: datetime) -> MeterEntry:
+def volume_entry(volume: Volume, status: VolumeStatus, at: datetime) -> MeterEntry:
     return MeterEntry(
         time=at,
         project_id=volume.project_id,

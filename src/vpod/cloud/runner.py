@@ -38,10 +38,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from vpod.store.cloud_records import ClusterRecord, MeterEntry, TaskRecord
+from vpod.store.cloud_records import MeterEntry
 
 from .model import errors
 from .model.errors import CloudError, is_temporary
+from .model.records import Cluster, Task
 from .model.results import ClusterChange, VolumeChange, volume_fields
 from .services.context import CloudContext
 from .states import ClusterStatus, Phase, TaskState, VolumeStatus
@@ -67,7 +68,7 @@ class Outcome:
 class Job:
     """A task being run: its record, its context, and how it reports progress."""
 
-    def __init__(self, ctx: CloudContext, task: TaskRecord) -> None:
+    def __init__(self, ctx: CloudContext, task: Task) -> None:
         self.ctx = ctx
         self.task = task
         self.secrets: dict[str, str] = {}
@@ -84,21 +85,19 @@ class Job:
 
     async def begin(self) -> None:
         if self.task.state != TaskState.RUNNING:
-            self.task = await self.ctx.db(
-                self.ctx.store.update_task,
+            self.task = await self.ctx.records.update_task(
                 self.task.id,
-                state=TaskState.RUNNING.value,
+                state=TaskState.RUNNING,
                 updated_at=self.now,
             )
 
     async def phase(self, phase: Phase) -> None:
         """Enter ``phase``: the task's ``detailed_state`` shows it from now on."""
-        self.task = await self.ctx.db(
-            self.ctx.store.enter_phase,
+        self.task = await self.ctx.records.enter_phase(
             self.task.id,
-            phase.value,
+            phase,
             self.now,
-            state=TaskState.RUNNING.value,
+            state=TaskState.RUNNING,
         )
 
     @property
@@ -109,8 +108,8 @@ class Job:
     def warn(self, sentence: str) -> None:
         self.warnings.append(sentence)
 
-    async def cluster(self) -> ClusterRecord:
-        return await self.ctx.db(self.ctx.store.get_cluster, self.task.resource_id)
+    async def cluster(self) -> Cluster:
+        return await self.ctx.records.get_cluster(self.task.resource_id)
 
 
 class Operation(Protocol):
@@ -167,13 +166,13 @@ class TaskRunner:
         self._finished.setdefault(task_id, asyncio.Event())
         self._wake.set()
 
-    async def wait(self, task_id: str, timeout_s: float | None = None) -> TaskRecord:
+    async def wait(self, task_id: str, timeout_s: float | None = None) -> Task:
         """The task once it has ended (FINISHED or ERROR)."""
 
-        async def until_done() -> TaskRecord:
+        async def until_done() -> Task:
             while True:
-                task = await self._ctx.db(self._ctx.store.get_task, task_id)
-                if TaskState(task.state).done:
+                task = await self._ctx.records.get_task(task_id)
+                if task.state.done:
                     return task
                 event = self._finished.setdefault(task_id, asyncio.Event())
                 with contextlib.suppress(TimeoutError):
@@ -195,7 +194,7 @@ class TaskRunner:
                 now = self._ctx.clock.now()
                 held = await self._ctx.db(store.try_acquire_lease, LEASE, self._holder, now, ttl)
                 if held:
-                    for task in await self._ctx.db(self._ctx.store.unfinished_tasks):
+                    for task in await self._ctx.records.unfinished_tasks():
                         if task.id not in self._running:
                             self._spawn(task)
                     if self._health is not None and self._ctx.clock.monotonic() >= next_health:
@@ -210,7 +209,7 @@ class TaskRunner:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self._ctx.settings.task_poll_s)
 
-    def _spawn(self, task: TaskRecord) -> None:
+    def _spawn(self, task: Task) -> None:
         runner = asyncio.create_task(self._execute(task), name=f"cloud-task-{task.id}")
         self._running[task.id] = runner
 
@@ -219,7 +218,7 @@ class TaskRunner:
 
         runner.add_done_callback(forget)
 
-    async def _execute(self, task: TaskRecord) -> None:
+    async def _execute(self, task: Task) -> None:
         operation = self._operations.get(task.operation)
         job = Job(self._ctx, task)
         if operation is None:
@@ -287,12 +286,11 @@ class TaskRunner:
 
     async def _finish(self, job: Job, state: TaskState, error: str, outcome: Outcome) -> None:
         phase = Phase.FINISHED if state is TaskState.FINISHED else Phase.ERROR
-        await self._ctx.db(
-            self._ctx.store.finish_task,
+        await self._ctx.records.finish_task(
             job.task.id,
-            state=state.value,
+            state=state,
             at=job.now,
-            detailed_state=phase.value,
+            detailed_state=phase,
             error=error,
             warnings=job.warnings,
             cluster_changes=outcome.cluster.fields(job.now) if outcome.cluster else None,

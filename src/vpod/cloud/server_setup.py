@@ -17,16 +17,15 @@ from __future__ import annotations
 
 from collections.abc import MutableMapping, Sequence
 
-from vpod.store.cloud_records import ClusterRecord, ServerRecord
-
 from .drivers import ServerSetup, VipuAccess
 from .flavors import Flavor, find_flavor
+from .model.records import Cluster, Server
 from .services.context import CloudContext
 from .states import ClusterStatus
 from .vipu import user_id_of
 
 
-def _gpu_env(cluster: ClusterRecord, flavor: Flavor) -> dict[str, str]:
+def _gpu_env(cluster: Cluster, flavor: Flavor) -> dict[str, str]:
     return {
         "CUDA_VISIBLE_DEVICES": ",".join(str(i) for i in range(flavor.gpus_per_server)),
         "VPOD_GPU_MODEL": flavor.host_model or "",
@@ -36,8 +35,8 @@ def _gpu_env(cluster: ClusterRecord, flavor: Flavor) -> dict[str, str]:
 
 async def configure_servers(
     ctx: CloudContext,
-    cluster: ClusterRecord,
-    servers: Sequence[ServerRecord],
+    cluster: Cluster,
+    servers: Sequence[Server],
     secrets: MutableMapping[str, str],
 ) -> None:
     flavor = find_flavor(cluster.flavor)
@@ -64,7 +63,7 @@ async def configure_servers(
     endpoint = f"{host}:{port}"
     if cluster.network.get("vipu_api") != endpoint:
         network = {**cluster.network, "vipu_api": endpoint}
-        await ctx.db(ctx.store.update_cluster, cluster.id, network=network)
+        await ctx.records.update_cluster(cluster.id, network=network)
 
 
 async def refresh_endpoints(ctx: CloudContext) -> None:
@@ -77,12 +76,12 @@ async def refresh_endpoints(ctx: CloudContext) -> None:
 
 
 async def _refresh_endpoints(ctx: CloudContext, endpoint: str) -> None:
-    for cluster in await ctx.db(ctx.store.list_clusters):
+    for cluster in await ctx.records.list_clusters():
         if cluster.active_task_id or cluster.allocation_id is None:
             continue
         if cluster.status not in (ClusterStatus.ACTIVE, ClusterStatus.DEGRADED):
             continue
         if cluster.network.get("vipu_api") in (None, endpoint):
             continue
-        servers = await ctx.db(ctx.store.list_servers, [cluster.id])
+        servers = await ctx.records.list_servers([cluster.id])
         await configure_servers(ctx, cluster, servers, {})

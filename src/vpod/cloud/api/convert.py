@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-from vpod.store.cloud_records import (
-    ClusterRecord,
-    HostUsage,
-    ProjectRecord,
-    TaskRecord,
-    TokenRecord,
-    VolumeRecord,
-)
+from vpod.store.cloud_records import HostUsage, ProjectRecord, TokenRecord
 
 from ..billing import Invoice
 from ..drivers import ShellAccess
 from ..flavors import CURRENCY, Flavor, find_flavor, images_for
+from ..model.records import Cluster, Task, Volume
 from ..quotas import Exceeded
 from ..services.clusters import ClusterView
-from ..states import Operation, phases_of
+from ..states import phases_of
 from .models import (
     ClusterOut,
     ExceededOut,
@@ -35,11 +29,11 @@ from .models import (
 )
 
 
-def task_out(task: TaskRecord) -> TaskOut:
+def task_out(task: Task) -> TaskOut:
     expected = ["FINISHED"]
     if task.resource_type == "cluster":
         is_vpod = bool(task.params.get("vpod", True))
-        expected = [p.value for p in phases_of(Operation(task.operation), is_vpod)]
+        expected = [p.value for p in phases_of(task.operation, is_vpod)]
     return TaskOut(
         id=task.id,
         project_id=task.project_id,
@@ -60,7 +54,7 @@ def task_out(task: TaskRecord) -> TaskOut:
     )
 
 
-def volume_out(volume: VolumeRecord) -> VolumeOut:
+def volume_out(volume: Volume) -> VolumeOut:
     return VolumeOut(
         id=volume.id,
         name=volume.name,
@@ -75,7 +69,7 @@ def volume_out(volume: VolumeRecord) -> VolumeOut:
     )
 
 
-def _vipu(cluster: ClusterRecord) -> VipuOut:
+def _vipu(cluster: Cluster) -> VipuOut:
     return VipuOut(
         cluster_id=cluster.vipu_cluster_id,
         allocation_id=cluster.allocation_id,

@@ -5,18 +5,27 @@ from __future__ import annotations
 
 from . import errors
 from .errors import CloudError, DriverError, ServiceError, TemporaryDriverError, is_temporary
+from .records import Cluster, Server, Task, Volume
+from .results import Attachment, ClusterChange, VolumeChange
 from .statuses import ClusterStatus, Operation, Phase, ServerStatus, TaskState, VolumeStatus
 
 __all__ = [
+    "Attachment",
     "CloudError",
+    "Cluster",
+    "ClusterChange",
     "ClusterStatus",
     "DriverError",
     "Operation",
     "Phase",
+    "Server",
     "ServerStatus",
     "ServiceError",
+    "Task",
     "TaskState",
     "TemporaryDriverError",
+    "Volume",
+    "VolumeChange",
     "VolumeStatus",
     "errors",
     "is_temporary",

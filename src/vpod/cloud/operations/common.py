@@ -12,7 +12,6 @@ import ipaddress
 from collections.abc import Sequence
 
 from vpod.placement import Rejected
-from vpod.store.cloud_records import ClusterRecord, ServerRecord, VolumeRecord
 from vpod.store.errors import Conflict
 
 from .. import server_setup
@@ -21,6 +20,7 @@ from ..flavors import Flavor, HostRole, find_flavor
 from ..host_placement import HostView, place_servers
 from ..metering import cluster_entry, volume_entry
 from ..model import errors
+from ..model.records import Cluster, Server, Volume
 from ..runner import Job
 from ..states import ClusterStatus, ServerStatus, VolumeStatus
 from ..vipu import saved_spec
@@ -28,34 +28,33 @@ from ..vipu import saved_spec
 PLACE_ATTEMPTS = 3
 
 
-def flavor_of(cluster: ClusterRecord) -> Flavor:
+def flavor_of(cluster: Cluster) -> Flavor:
     return find_flavor(cluster.flavor)
 
 
-async def servers_of(job: Job, cluster_id: str) -> list[ServerRecord]:
-    return await job.ctx.db(job.ctx.store.list_servers, [cluster_id])
+async def servers_of(job: Job, cluster_id: str) -> list[Server]:
+    return await job.ctx.records.list_servers([cluster_id])
 
 
-async def volumes_of(job: Job, cluster_id: str) -> list[VolumeRecord]:
-    return await job.ctx.db(job.ctx.store.list_volumes, cluster_id=cluster_id)
+async def volumes_of(job: Job, cluster_id: str) -> list[Volume]:
+    return await job.ctx.records.list_volumes(cluster_id=cluster_id)
 
 
-def server_address(cluster: ClusterRecord, position: int) -> str:
+def server_address(cluster: Cluster, position: int) -> str:
     network = ipaddress.ip_network(cluster.network.get("cidr", "10.0.0.0/24"))
     return str(network.network_address + 10 + position)
 
 
-def boot_volume_of(server: ServerRecord, volumes: Sequence[VolumeRecord]) -> VolumeRecord | None:
+def boot_volume_of(server: Server, volumes: Sequence[Volume]) -> Volume | None:
     return next((v for v in volumes if v.boot and v.server_id == server.id), None)
 
 
 async def set_status(
-    job: Job, cluster: ClusterRecord, status: ClusterStatus, *, holds_servers: bool = True
-) -> ClusterRecord:
+    job: Job, cluster: Cluster, status: ClusterStatus, *, holds_servers: bool = True
+) -> Cluster:
     """Move the cluster to ``status`` now, with its metering entry."""
     entry = cluster_entry(cluster, status, job.now, holds_servers=holds_servers)
-    updated = await job.ctx.db(
-        job.ctx.store.update_cluster,
+    updated = await job.ctx.records.update_cluster(
         cluster.id,
         meter=[entry],
         status=status.value,
@@ -65,16 +64,14 @@ async def set_status(
     return updated
 
 
-async def set_server_status(job: Job, server: ServerRecord, status: ServerStatus) -> None:
-    await job.ctx.db(
-        job.ctx.store.update_server, server.id, status=status.value, updated_at=job.now
-    )
+async def set_server_status(job: Job, server: Server, status: ServerStatus) -> None:
+    await job.ctx.records.update_server(server.id, status=status.value, updated_at=job.now)
 
 
 # -- hosts --------------------------------------------------------------------------------------
 
 
-async def place_on_hosts(job: Job, cluster: ClusterRecord, servers: Sequence[ServerRecord]) -> None:
+async def place_on_hosts(job: Job, cluster: Cluster, servers: Sequence[Server]) -> None:
     """Give each server without a host the host slots its flavor needs (NoCapacity if none)."""
     flavor = flavor_of(cluster)
     if flavor.host_role is None:
@@ -109,7 +106,7 @@ async def place_on_hosts(job: Job, cluster: ClusterRecord, servers: Sequence[Ser
             continue
         fabric = chosen[0].fabric if flavor.infiniband else None
         if fabric and fabric != cluster.fabric:
-            await job.ctx.db(store.update_cluster, cluster.id, fabric=fabric)
+            await job.ctx.records.update_cluster(cluster.id, fabric=fabric)
         return
     raise errors.Unavailable(
         f"cluster {cluster.name}: other requests kept taking the chosen hosts; retry"
@@ -119,7 +116,7 @@ async def place_on_hosts(job: Job, cluster: ClusterRecord, servers: Sequence[Ser
 # -- servers and volumes --------------------------------------------------------------------
 
 
-async def build_servers(job: Job, cluster: ClusterRecord, servers: Sequence[ServerRecord]) -> None:
+async def build_servers(job: Job, cluster: Cluster, servers: Sequence[Server]) -> None:
     """Create boot volumes and servers that do not exist yet; mark them ACTIVE."""
     flavor = flavor_of(cluster)
     volumes = await volumes_of(job, cluster.id)
@@ -146,10 +143,9 @@ async def build_servers(job: Job, cluster: ClusterRecord, servers: Sequence[Serv
             await set_server_status(job, server, ServerStatus.ACTIVE)
 
 
-async def _volume_status(job: Job, volume: VolumeRecord, status: VolumeStatus) -> VolumeRecord:
+async def _volume_status(job: Job, volume: Volume, status: VolumeStatus) -> Volume:
     entry = volume_entry(volume, status, job.now)
-    updated = await job.ctx.db(
-        job.ctx.store.update_volume,
+    updated = await job.ctx.records.update_volume(
         volume.id,
         meter=[entry],
         status=status.value,
@@ -160,21 +156,20 @@ async def _volume_status(job: Job, volume: VolumeRecord, status: VolumeStatus) -
 
 
 async def attach_data_volumes(
-    job: Job, cluster: ClusterRecord, servers: Sequence[ServerRecord], volume_ids: Sequence[str]
+    job: Job, cluster: Cluster, servers: Sequence[Server], volume_ids: Sequence[str]
 ) -> None:
     """Create (if new) and attach the cluster's data volumes to its first server."""
     if not volume_ids or not servers:
         return
     target = servers[0]
     for volume_id in volume_ids:
-        volume = await job.ctx.db(job.ctx.store.get_volume, volume_id)
+        volume = await job.ctx.records.get_volume(volume_id)
         if volume.status == VolumeStatus.CREATING:
             await job.ctx.volumes.create(volume.id, volume.size_gib, volume.volume_type, None)
             volume = await _volume_status(job, volume, VolumeStatus.ATTACHING)
         await job.ctx.volumes.attach(volume.id, target.id, volume.name)
         if volume.status != VolumeStatus.IN_USE or volume.server_id != target.id:
-            await job.ctx.db(
-                job.ctx.store.update_volume,
+            await job.ctx.records.update_volume(
                 volume.id,
                 cluster_id=cluster.id,
                 server_id=target.id,
@@ -183,9 +178,7 @@ async def attach_data_volumes(
             await _volume_status(job, volume, VolumeStatus.IN_USE)
 
 
-async def remove_servers(
-    job: Job, servers: Sequence[ServerRecord], *, delete_data_volumes: bool
-) -> None:
+async def remove_servers(job: Job, servers: Sequence[Server], *, delete_data_volumes: bool) -> None:
     """Delete servers: detach their data volumes (or delete them), delete boot volumes."""
     for server in servers:
         for volume in await volumes_of(job, server.cluster_id):
@@ -195,8 +188,7 @@ async def remove_servers(
                 await delete_volume(job, volume, server_id=server.id)
             else:
                 await job.ctx.volumes.detach(volume.id, server.id)
-                await job.ctx.db(
-                    job.ctx.store.update_volume,
+                await job.ctx.records.update_volume(
                     volume.id,
                     cluster_id=None,
                     server_id=None,
@@ -204,24 +196,22 @@ async def remove_servers(
                 )
                 await _volume_status(job, volume, VolumeStatus.AVAILABLE)
         await job.ctx.compute.delete_server(server.id)
-        await job.ctx.db(job.ctx.store.delete_server, server.id)
+        await job.ctx.records.delete_server(server.id)
 
 
-async def delete_volume(job: Job, volume: VolumeRecord, *, server_id: str | None = None) -> None:
+async def delete_volume(job: Job, volume: Volume, *, server_id: str | None = None) -> None:
     if server_id is not None and not volume.boot:
         await job.ctx.volumes.detach(volume.id, server_id)
     await job.ctx.volumes.delete(volume.id)
     entry = volume_entry(volume, VolumeStatus.DELETED, job.now)
-    await job.ctx.db(job.ctx.store.delete_volume, volume.id, [entry])
+    await job.ctx.records.delete_volume(volume.id, [entry])
     job.ctx.published([entry])
 
 
 # -- configuration --------------------------------------------------------------------------
 
 
-async def configure_servers(
-    job: Job, cluster: ClusterRecord, servers: Sequence[ServerRecord]
-) -> None:
+async def configure_servers(job: Job, cluster: Cluster, servers: Sequence[Server]) -> None:
     """POST_DEPLOY_SETUP (see :func:`..server_setup.configure_servers`)."""
     await server_setup.configure_servers(job.ctx, cluster, servers, job.secrets)
 
@@ -229,7 +219,7 @@ async def configure_servers(
 # -- the V-IPU side of a vPOD ---------------------------------------------------------------
 
 
-async def save_and_remove_partitions(job: Job, cluster: ClusterRecord) -> ClusterRecord:
+async def save_and_remove_partitions(job: Job, cluster: Cluster) -> Cluster:
     """Keep every partition's spec on the cluster, then remove the partitions (idempotent).
 
     Specs are stored before anything is removed and merged with what an
@@ -245,17 +235,17 @@ async def save_and_remove_partitions(job: Job, cluster: ClusterRecord) -> Cluste
             break
         for record in records:
             saved.setdefault(record.id, saved_spec(record))
-        cluster = await job.ctx.db(
-            job.ctx.store.update_cluster, cluster.id, saved_partitions=list(saved.values())
+        cluster = await job.ctx.records.update_cluster(
+            cluster.id, saved_partitions=list(saved.values())
         )
         for record in records:
             await job.ctx.vipu.remove_partition(record.id)
     if cluster.saved_partitions is None:
-        cluster = await job.ctx.db(job.ctx.store.update_cluster, cluster.id, saved_partitions=[])
+        cluster = await job.ctx.records.update_cluster(cluster.id, saved_partitions=[])
     return cluster
 
 
-async def release_vipu(job: Job, cluster: ClusterRecord, *, remove_user: bool) -> None:
+async def release_vipu(job: Job, cluster: Cluster, *, remove_user: bool) -> None:
     """Remove the vPOD's partitions (not saved) and allocation, and its user if asked."""
     user_id = cluster.vipu_user_id
     if cluster.allocation_id is not None:

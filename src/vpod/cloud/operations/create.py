@@ -47,7 +47,7 @@ class CreateCluster:
                 "cidr": network_cidr(cluster.id),
                 "interfaces": cluster.interfaces,
             }
-            cluster = await ctx.db(ctx.store.update_cluster, cluster.id, network=network)
+            cluster = await ctx.records.update_cluster(cluster.id, network=network)
 
         if flavor.is_vpod:
             await job.phase(Phase.VIPU_CONTROLLER)
@@ -55,8 +55,7 @@ class CreateCluster:
                 allocation_id_of(cluster.id), flavor.ipus, prefer=cluster.vipu_cluster_id
             )
             user_id = user_id_of(cluster.id)
-            cluster = await ctx.db(
-                ctx.store.update_cluster,
+            cluster = await ctx.records.update_cluster(
                 cluster.id,
                 allocation_id=allocation.id,
                 vipu_cluster_id=allocation.cluster_id,
@@ -94,8 +93,7 @@ class CreateCluster:
         ctx = job.ctx
         cluster = await job.cluster()
         if flavor_of(cluster).is_vpod:
-            cluster = await ctx.db(
-                ctx.store.update_cluster,
+            cluster = await ctx.records.update_cluster(
                 cluster.id,
                 allocation_id=cluster.allocation_id or allocation_id_of(cluster.id),
                 vipu_user_id=cluster.vipu_user_id or user_id_of(cluster.id),
@@ -104,7 +102,7 @@ class CreateCluster:
         await remove_servers(job, await servers_of(job, cluster.id), delete_data_volumes=False)
         new_ids = set(job.params.get("new_volume_ids", []))
         released: dict[str, VolumeChange] = {}
-        for volume in await ctx.db(ctx.store.list_volumes, project_id=cluster.project_id):
+        for volume in await ctx.records.list_volumes(project_id=cluster.project_id):
             if volume.id in new_ids:
                 await delete_volume(job, volume)
             elif volume.id in job.params.get("data_volume_ids", []):

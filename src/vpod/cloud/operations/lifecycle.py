@@ -93,14 +93,13 @@ class RebuildCluster:
         servers = await servers_of(job, cluster.id)
         for server in servers:
             await job.ctx.compute.rebuild(server.id, image)
-            await job.ctx.db(
-                job.ctx.store.update_server,
+            await job.ctx.records.update_server(
                 server.id,
                 image=image,
                 status=ServerStatus.ACTIVE.value,
                 updated_at=job.now,
             )
-        cluster = await job.ctx.db(job.ctx.store.update_cluster, cluster.id, image=image)
+        cluster = await job.ctx.records.update_cluster(cluster.id, image=image)
         await job.phase(Phase.POST_DEPLOY_SETUP)
         await configure_servers(job, cluster, await servers_of(job, cluster.id))
         entry = cluster_entry(cluster, ClusterStatus.ACTIVE, job.now)
@@ -156,7 +155,7 @@ class DeleteCluster:
             delete_data_volumes=bool(job.params.get("delete_volumes")),
         )
         entry = cluster_entry(cluster, ClusterStatus.DELETED, job.now, holds_servers=False)
-        await job.ctx.db(job.ctx.store.delete_cluster, cluster.id, [entry])
+        await job.ctx.records.delete_cluster(cluster.id, [entry])
         job.ctx.published([entry])
         return Outcome()
 

@@ -99,8 +99,7 @@ class ResumeCluster:
                     f"cannot resume cluster {cluster.name}: {exc}; it stays SUSPENDED, retry"
                     " `vpod cluster resume` later"
                 ) from None
-            cluster = await ctx.db(
-                ctx.store.update_cluster,
+            cluster = await ctx.records.update_cluster(
                 cluster.id,
                 allocation_id=allocation.id,
                 vipu_cluster_id=allocation.cluster_id,
@@ -124,7 +123,7 @@ class ResumeCluster:
                     job.warn(f"partition {saved['id']} was not re-created: {exc}")
             if cluster.vipu_user_id is not None:
                 await ctx.vipu.grant(cluster.vipu_user_id, cluster.allocation_id)
-            await ctx.db(ctx.store.update_cluster, cluster.id, saved_partitions=None)
+            await ctx.records.update_cluster(cluster.id, saved_partitions=None)
         entry = cluster_entry(cluster, ClusterStatus.ACTIVE, job.now)
         return Outcome(
             cluster=ClusterChange(ClusterStatus.ACTIVE, error=""),

@@ -18,7 +18,7 @@ from .common import delete_volume, servers_of
 
 class CreateVolume:
     async def run(self, job: Job) -> Outcome:
-        volume = await job.ctx.db(job.ctx.store.get_volume, job.task.resource_id)
+        volume = await job.ctx.records.get_volume(job.task.resource_id)
         await job.ctx.volumes.create(volume.id, volume.size_gib, volume.volume_type, volume.image)
         entry = volume_entry(volume, VolumeStatus.AVAILABLE, job.now)
         return Outcome(
@@ -27,7 +27,7 @@ class CreateVolume:
         )
 
     async def fail(self, job: Job, _error: str) -> Outcome:
-        volume = await job.ctx.db(job.ctx.store.get_volume, job.task.resource_id)
+        volume = await job.ctx.records.get_volume(job.task.resource_id)
         return Outcome(
             volumes={volume.id: VolumeChange(VolumeStatus.ERROR)},
             meter=[volume_entry(volume, VolumeStatus.ERROR, job.now)],
@@ -37,7 +37,7 @@ class CreateVolume:
 class DeleteVolume:
     async def run(self, job: Job) -> Outcome:
         try:
-            volume = await job.ctx.db(job.ctx.store.get_volume, job.task.resource_id)
+            volume = await job.ctx.records.get_volume(job.task.resource_id)
         except errors.NotFound:
             return Outcome()
         await delete_volume(job, volume)
@@ -49,7 +49,7 @@ class DeleteVolume:
 
 class AttachVolume:
     async def run(self, job: Job) -> Outcome:
-        volume = await job.ctx.db(job.ctx.store.get_volume, job.task.resource_id)
+        volume = await job.ctx.records.get_volume(job.task.resource_id)
         cluster_id = str(job.params["cluster_id"])
         servers = await servers_of(job, cluster_id)
         position = int(job.params.get("server", 1))
@@ -66,7 +66,7 @@ class AttachVolume:
         )
 
     async def fail(self, job: Job, _error: str) -> Outcome:
-        volume = await job.ctx.db(job.ctx.store.get_volume, job.task.resource_id)
+        volume = await job.ctx.records.get_volume(job.task.resource_id)
         return Outcome(
             volumes={volume.id: VolumeChange(VolumeStatus.AVAILABLE, detached=True)},
             meter=[volume_entry(volume, VolumeStatus.AVAILABLE, job.now)],
@@ -75,7 +75,7 @@ class AttachVolume:
 
 class DetachVolume:
     async def run(self, job: Job) -> Outcome:
-        volume = await job.ctx.db(job.ctx.store.get_volume, job.task.resource_id)
+        volume = await job.ctx.records.get_volume(job.task.resource_id)
         if volume.server_id is not None:
             await job.ctx.volumes.detach(volume.id, volume.server_id)
         entry = volume_entry(volume, VolumeStatus.AVAILABLE, job.now)
@@ -85,5 +85,5 @@ class DetachVolume:
         )
 
     async def fail(self, job: Job, _error: str) -> Outcome:
-        volume = await job.ctx.db(job.ctx.store.get_volume, job.task.resource_id)
+        volume = await job.ctx.records.get_volume(job.task.resource_id)
         return Outcome(volumes={volume.id: VolumeChange(VolumeStatus.IN_USE)})

@@ -14,12 +14,11 @@ import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from vpod.store.cloud_records import ClusterRecord, ServerRecord, TaskRecord, VolumeRecord
-
 from ..drivers import DriverError, ShellAccess
 from ..flavors import Flavor, check_image, find_flavor
 from ..metering import cluster_entry
 from ..model import errors
+from ..model.records import Cluster, Server, Task, Volume
 from ..quotas import Exceeded, check_limits, cluster_demand, refuse_if_exceeded, server_demand
 from ..states import (
     ALLOWED_FROM,
@@ -69,9 +68,9 @@ class ClusterRequest:
 
 @dataclass(frozen=True)
 class ClusterView:
-    cluster: ClusterRecord
-    servers: list[ServerRecord]
-    volumes: list[VolumeRecord]
+    cluster: Cluster
+    servers: list[Server]
+    volumes: list[Volume]
 
     @property
     def busy_with(self) -> str | None:
@@ -87,8 +86,8 @@ _CLAIMABLE: dict[Operation, frozenset[ClusterStatus]] = {
 }
 
 
-def _statuses(operation: Operation) -> list[str]:
-    return sorted(s.value for s in _CLAIMABLE[operation])
+def _statuses(operation: Operation) -> list[ClusterStatus]:
+    return sorted(_CLAIMABLE[operation])
 
 
 def server_name(cluster_name: str, flavor: Flavor, position: int) -> str:
@@ -102,9 +101,9 @@ class Clusters:
 
     # -- reading --------------------------------------------------------------------------------
 
-    async def find(self, principal: Principal, ref: str) -> ClusterRecord:
+    async def find(self, principal: Principal, ref: str) -> Cluster:
         project_id = principal.project()
-        found = await self._ctx.db(self._ctx.store.find_cluster, project_id, ref)
+        found = await self._ctx.records.find_cluster(project_id, ref)
         if found is None:
             raise errors.NotFound(
                 f"cluster {ref} does not exist in project {project_id}: `vpod cluster list`"
@@ -112,18 +111,18 @@ class Clusters:
             )
         return found
 
-    async def view(self, cluster: ClusterRecord) -> ClusterView:
-        servers = await self._ctx.db(self._ctx.store.list_servers, [cluster.id])
-        volumes = await self._ctx.db(self._ctx.store.list_volumes, cluster_id=cluster.id)
+    async def view(self, cluster: Cluster) -> ClusterView:
+        servers = await self._ctx.records.list_servers([cluster.id])
+        volumes = await self._ctx.records.list_volumes(cluster_id=cluster.id)
         return ClusterView(cluster, servers, volumes)
 
     async def get(self, principal: Principal, ref: str) -> ClusterView:
         return await self.view(await self.find(principal, ref))
 
     async def list_clusters(self, principal: Principal) -> list[ClusterView]:
-        clusters = await self._ctx.db(self._ctx.store.list_clusters, principal.project())
-        servers = await self._ctx.db(self._ctx.store.list_servers, [c.id for c in clusters])
-        volumes = await self._ctx.db(self._ctx.store.list_volumes, project_id=principal.project())
+        clusters = await self._ctx.records.list_clusters(principal.project())
+        servers = await self._ctx.records.list_servers([c.id for c in clusters])
+        volumes = await self._ctx.records.list_volumes(project_id=principal.project())
         return [
             ClusterView(
                 c,
@@ -161,7 +160,7 @@ class Clusters:
             return flavor.poplar_count
         return check_server_count(1 if requested is None else requested)
 
-    async def create(self, principal: Principal, request: ClusterRequest) -> TaskRecord:
+    async def create(self, principal: Principal, request: ClusterRequest) -> Task:
         ctx = self._ctx
         project_id = principal.project()
         name = check_name("cluster", request.name)
@@ -189,13 +188,13 @@ class Clusters:
         now = ctx.clock.now()
         cluster_id = ctx.ids.new("cl")
         cidr = network_cidr(cluster_id)
-        cluster = ClusterRecord(
+        cluster = Cluster(
             id=cluster_id,
             project_id=project_id,
             name=name,
             flavor=flavor.name,
             kind=flavor.kind.value,
-            status=ClusterStatus.NEW.value,
+            status=ClusterStatus.NEW,
             image=image,
             server_count=count,
             ipus=flavor.ipus,
@@ -235,14 +234,13 @@ class Clusters:
         demand = cluster_demand(flavor, count, sizes)
         claims = {
             v.id: (
-                [VolumeStatus.AVAILABLE.value],
-                {"status": VolumeStatus.ATTACHING.value, "cluster_id": cluster_id},
+                [VolumeStatus.AVAILABLE],
+                {"status": VolumeStatus.ATTACHING, "cluster_id": cluster_id},
             )
             for v in attach
         }
         entry = cluster_entry(cluster, ClusterStatus.NEW, now)
-        await ctx.db(
-            ctx.store.create_cluster,
+        await ctx.records.create_cluster(
             cluster,
             servers,
             task,
@@ -257,16 +255,14 @@ class Clusters:
         ctx.submit(task.id)
         return task
 
-    def _server(
-        self, cluster: ClusterRecord, flavor: Flavor, position: int, cidr: str
-    ) -> ServerRecord:
+    def _server(self, cluster: Cluster, flavor: Flavor, position: int, cidr: str) -> Server:
         address = ipaddress.ip_network(cidr).network_address + 10 + position
-        return ServerRecord(
+        return Server(
             id=self._ctx.ids.new("sv"),
             cluster_id=cluster.id,
             position=position,
             name=server_name(cluster.name, flavor, position),
-            status=ServerStatus.BUILD.value,
+            status=ServerStatus.BUILD,
             image=cluster.image,
             created_at=cluster.created_at,
             updated_at=cluster.created_at,
@@ -281,22 +277,22 @@ class Clusters:
         volume_type: str,
         *,
         cluster_id: str | None = None,
-    ) -> VolumeRecord:
+    ) -> Volume:
         now = self._ctx.clock.now()
-        return VolumeRecord(
+        return Volume(
             id=self._ctx.ids.new("vol"),
             project_id=project_id,
             name=name,
             size_gib=size_gib,
             volume_type=volume_type,
             boot=False,
-            status=VolumeStatus.CREATING.value,
+            status=VolumeStatus.CREATING,
             created_at=now,
             updated_at=now,
             cluster_id=cluster_id,
         )
 
-    def _boot_volume(self, cluster: ClusterRecord, server: ServerRecord, size: int) -> VolumeRecord:
+    def _boot_volume(self, cluster: Cluster, server: Server, size: int) -> Volume:
         check_volume_size(size)
         volume = self._volume(cluster.project_id, f"{server.name}-boot", size, "standard")
         return replace(
@@ -308,8 +304,8 @@ class Clusters:
             delete_with_cluster=True,
         )
 
-    async def _available_volume(self, project_id: str, ref: str) -> VolumeRecord:
-        volume = await self._ctx.db(self._ctx.store.find_volume, project_id, ref)
+    async def _available_volume(self, project_id: str, ref: str) -> Volume:
+        volume = await self._ctx.records.find_volume(project_id, ref)
         if volume is None:
             raise errors.NotFound(f"volume {ref} does not exist: `vpod volume list` shows yours")
         if volume.status != VolumeStatus.AVAILABLE or volume.active_task_id:
@@ -329,12 +325,12 @@ class Clusters:
         params: dict[str, object] | None = None,
         *,
         changes: Mapping[str, object] | None = None,
-    ) -> TaskRecord:
+    ) -> Task:
         cluster = await self.find(principal, ref)
         flavor = find_flavor(cluster.flavor)
-        check_state(operation, ClusterStatus(cluster.status), flavor, cluster.name)
+        check_state(operation, cluster.status, flavor, cluster.name)
         failed = operation is not Operation.DELETE and cluster.status == ClusterStatus.ERROR
-        if failed and not await self._ctx.db(self._ctx.store.list_servers, [cluster.id]):
+        if failed and not await self._ctx.records.list_servers([cluster.id]):
             raise errors.FailedPrecondition(
                 f"cluster {cluster.name} holds nothing (its creation failed: {cluster.error});"
                 " delete it and create it again"
@@ -343,15 +339,15 @@ class Clusters:
 
     async def _claim(
         self,
-        cluster: ClusterRecord,
+        cluster: Cluster,
         operation: Operation,
         params: Mapping[str, object],
         *,
         changes: Mapping[str, object] | None = None,
-        new_servers: Sequence[ServerRecord] = (),
-        new_volumes: Sequence[VolumeRecord] = (),
+        new_servers: Sequence[Server] = (),
+        new_volumes: Sequence[Volume] = (),
         demand: Mapping[str, int] | None = None,
-    ) -> TaskRecord:
+    ) -> Task:
         ctx = self._ctx
         is_vpod = find_flavor(cluster.flavor).is_vpod
         task = new_task(
@@ -370,8 +366,7 @@ class Clusters:
             meter.append(cluster_entry(cluster, ClusterStatus(status), ctx.clock.now()))
             changes["updated_at"] = ctx.clock.now()
         wanted = dict(demand or {})
-        await ctx.db(
-            ctx.store.start_cluster_task,
+        await ctx.records.start_cluster_task(
             cluster.id,
             task,
             allowed=_statuses(operation),
@@ -393,18 +388,18 @@ class Clusters:
         ctx.submit(task.id)
         return task
 
-    async def suspend(self, principal: Principal, ref: str) -> TaskRecord:
+    async def suspend(self, principal: Principal, ref: str) -> Task:
         return await self._start(principal, ref, Operation.SUSPEND)
 
-    async def resume(self, principal: Principal, ref: str) -> TaskRecord:
+    async def resume(self, principal: Principal, ref: str) -> Task:
         return await self._start(principal, ref, Operation.RESUME)
 
-    async def reboot(self, principal: Principal, ref: str) -> TaskRecord:
+    async def reboot(self, principal: Principal, ref: str) -> Task:
         return await self._start(
-            principal, ref, Operation.REBOOT, changes={"status": ClusterStatus.REBOOTING.value}
+            principal, ref, Operation.REBOOT, changes={"status": ClusterStatus.REBOOTING}
         )
 
-    async def rebuild(self, principal: Principal, ref: str, image: str | None) -> TaskRecord:
+    async def rebuild(self, principal: Principal, ref: str, image: str | None) -> Task:
         cluster = await self.find(principal, ref)
         chosen = check_image(find_flavor(cluster.flavor), image)
         return await self._start(
@@ -412,22 +407,22 @@ class Clusters:
             ref,
             Operation.REBUILD,
             {"image": chosen},
-            changes={"status": ClusterStatus.REBUILDING.value},
+            changes={"status": ClusterStatus.REBUILDING},
         )
 
-    async def delete(self, principal: Principal, ref: str, *, delete_volumes: bool) -> TaskRecord:
+    async def delete(self, principal: Principal, ref: str, *, delete_volumes: bool) -> Task:
         return await self._start(
             principal,
             ref,
             Operation.DELETE,
             {"delete_volumes": delete_volumes},
-            changes={"status": ClusterStatus.DELETING.value},
+            changes={"status": ClusterStatus.DELETING},
         )
 
-    async def resize(self, principal: Principal, ref: str, server_count: int) -> TaskRecord:
+    async def resize(self, principal: Principal, ref: str, server_count: int) -> Task:
         cluster = await self.find(principal, ref)
         flavor = find_flavor(cluster.flavor)
-        check_state(Operation.RESIZE, ClusterStatus(cluster.status), flavor, cluster.name)
+        check_state(Operation.RESIZE, cluster.status, flavor, cluster.name)
         target = check_server_count(server_count)
         current = cluster.server_count
         if target == current:
@@ -435,12 +430,12 @@ class Clusters:
                 f"cluster {cluster.name} has {current} servers already: give another count"
             )
         changes: dict[str, object] = {
-            "status": ClusterStatus.RESIZING.value,
+            "status": ClusterStatus.RESIZING,
             "server_count": target,
             "gpus": target * flavor.gpus_per_server,
         }
         params: dict[str, object] = {"server_count": target, "previous": current}
-        servers = await self._ctx.db(self._ctx.store.list_servers, [cluster.id])
+        servers = await self._ctx.records.list_servers([cluster.id])
         if target < current:
             leaving = [s.id for s in servers if s.position > target]
             params["remove_server_ids"] = leaving
@@ -473,19 +468,18 @@ class Clusters:
 
     async def set_metadata(
         self, principal: Principal, ref: str, metadata: Mapping[str, str], *, replace: bool
-    ) -> tuple[TaskRecord, ClusterRecord]:
+    ) -> tuple[Task, Cluster]:
         """Change metadata at once (no resource changes): the task is recorded FINISHED."""
         cluster = await self.find(principal, ref)
         check_state(
             Operation.SET_METADATA,
-            ClusterStatus(cluster.status),
+            cluster.status,
             find_flavor(cluster.flavor),
             cluster.name,
         )
         merged = dict(metadata) if replace else {**cluster.metadata, **metadata}
         checked = check_metadata(merged)
-        updated = await self._ctx.db(
-            self._ctx.store.update_cluster,
+        updated = await self._ctx.records.update_cluster(
             cluster.id,
             metadata=checked,
             updated_at=self._ctx.clock.now(),
@@ -500,7 +494,7 @@ class Clusters:
             {"metadata": checked},
             state=TaskState.FINISHED,
         )
-        await self._ctx.db(self._ctx.store.add_task, task)
+        await self._ctx.records.add_task(task)
         return task, updated
 
     async def shell(self, principal: Principal, ref: str, position: int = 1) -> ShellAccess:

@@ -23,6 +23,7 @@ from ..metering import MeteringSink, NoSink
 from ..settings import CloudSettings
 from ..vipu import VipuPort
 from .db import CloudDb
+from .records import CloudRecords
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -34,6 +35,8 @@ class CloudContext:
     store: CloudStore
     calls: CloudDb
     """Runs ``store`` calls (:meth:`db`)."""
+    records: CloudRecords
+    """Clusters, servers, volumes and tasks in and out of ``store``, typed."""
     clock: Clock
     ids: IdGenerator
     compute: ComputeDriver

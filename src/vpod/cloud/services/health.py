@@ -20,7 +20,7 @@ log = logging.getLogger("vpod.cloud.health")
 
 async def check_vpods(ctx: CloudContext) -> None:
     """Mark vPODs DEGRADED or ACTIVE by their machines' health."""
-    for cluster in await ctx.db(ctx.store.list_clusters):
+    for cluster in await ctx.records.list_clusters():
         if cluster.active_task_id or cluster.allocation_id is None:
             continue
         if cluster.status not in (ClusterStatus.ACTIVE, ClusterStatus.DEGRADED):
@@ -37,12 +37,11 @@ async def check_vpods(ctx: CloudContext) -> None:
             continue
         entry = cluster_entry(cluster, wanted, ctx.clock.now())
         error = f"IPU-Machines not answering: {', '.join(silent)}" if silent else ""
-        changed = await ctx.db(
-            ctx.store.update_idle_cluster,
+        changed = await ctx.records.update_idle_cluster(
             cluster.id,
-            [ClusterStatus.ACTIVE.value, ClusterStatus.DEGRADED.value],
+            [ClusterStatus.ACTIVE, ClusterStatus.DEGRADED],
             meter=[entry],
-            status=wanted.value,
+            status=wanted,
             error=error,
         )
         if changed:

@@ -6,10 +6,9 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from vpod.store.cloud_records import TaskRecord
-
 from ..model import errors
-from ..states import Operation, TaskState
+from ..model.records import Task
+from ..states import Operation, Phase, TaskState
 from .context import CloudContext
 from .projects import Principal
 
@@ -26,25 +25,25 @@ def new_task(
     params: dict[str, Any] | None = None,
     *,
     state: TaskState = TaskState.NEW,
-) -> TaskRecord:
+) -> Task:
     now = ctx.clock.now()
-    return TaskRecord(
+    return Task(
         id=ctx.ids.new("task"),
         project_id=project_id,
-        operation=operation.value,
+        operation=operation,
         resource_type=resource_type,
         resource_id=resource_id,
         resource_name=resource_name,
-        state=state.value,
+        state=state,
         created_at=now,
         updated_at=now,
         params=dict(params or {}),
         finished_at=now if state.done else None,
-        detailed_state="FINISHED" if state is TaskState.FINISHED else None,
+        detailed_state=Phase.FINISHED if state is TaskState.FINISHED else None,
     )
 
 
-Waiter = Callable[[str, float | None], Awaitable[TaskRecord]]
+Waiter = Callable[[str, float | None], Awaitable[Task]]
 
 
 class Tasks:
@@ -52,10 +51,10 @@ class Tasks:
         self._ctx = ctx
         self._wait = wait
 
-    async def get(self, principal: Principal, task_id: str) -> TaskRecord:
+    async def get(self, principal: Principal, task_id: str) -> Task:
         project_id = principal.project()
         try:
-            task = await self._ctx.db(self._ctx.store.get_task, task_id)
+            task = await self._ctx.records.get_task(task_id)
         except errors.NotFound:
             task = None
         if task is None or task.project_id != project_id:
@@ -69,23 +68,22 @@ class Tasks:
         resource_id: str | None = None,
         state: str | None = None,
         limit: int = 50,
-    ) -> list[TaskRecord]:
+    ) -> list[Task]:
         if state is not None and state not in {s.value for s in TaskState}:
             raise errors.InvalidArgument(
                 f"task state {state!r} is not known: use {', '.join(s.value for s in TaskState)}"
             )
-        return await self._ctx.db(
-            self._ctx.store.list_tasks,
+        return await self._ctx.records.list_tasks(
             project_id=principal.project(),
             resource_id=resource_id,
-            states=[state] if state else None,
+            states=[TaskState(state)] if state else None,
             limit=max(1, min(limit, 500)),
         )
 
-    async def wait(self, principal: Principal, task_id: str, timeout_s: float) -> TaskRecord:
+    async def wait(self, principal: Principal, task_id: str, timeout_s: float) -> Task:
         """The task once ended, or as it is when ``timeout_s`` runs out."""
         task = await self.get(principal, task_id)
-        if TaskState(task.state).done or timeout_s <= 0:
+        if task.state.done or timeout_s <= 0:
             return task
         try:
             return await self._wait(task_id, min(timeout_s, MAX_WAIT_S))

@@ -8,11 +8,10 @@ cluster deletes them).
 
 from __future__ import annotations
 
-from vpod.store.cloud_records import TaskRecord, VolumeRecord
-
 from ..flavors import find_flavor
 from ..metering import volume_entry
 from ..model import errors
+from ..model.records import Task, Volume
 from ..quotas import check_limits, refuse_if_exceeded, volume_demand
 from ..states import ALLOWED_FROM, ClusterStatus, Operation, VolumeStatus
 from ..states import check_operation as check_state
@@ -28,9 +27,9 @@ class Volumes:
         self._ctx = ctx
         self._clusters = clusters
 
-    async def find(self, principal: Principal, ref: str) -> VolumeRecord:
+    async def find(self, principal: Principal, ref: str) -> Volume:
         project_id = principal.project()
-        found = await self._ctx.db(self._ctx.store.find_volume, project_id, ref)
+        found = await self._ctx.records.find_volume(project_id, ref)
         if found is None:
             raise errors.NotFound(
                 f"volume {ref} does not exist in project {project_id}: `vpod volume list` shows"
@@ -38,34 +37,33 @@ class Volumes:
             )
         return found
 
-    async def list_volumes(self, principal: Principal) -> list[VolumeRecord]:
-        return await self._ctx.db(self._ctx.store.list_volumes, project_id=principal.project())
+    async def list_volumes(self, principal: Principal) -> list[Volume]:
+        return await self._ctx.records.list_volumes(project_id=principal.project())
 
     async def create(
         self, principal: Principal, name: str, size_gib: int, volume_type: str = "standard"
-    ) -> TaskRecord:
+    ) -> Task:
         ctx = self._ctx
         project_id = principal.project()
         check_name("volume", name)
         check_volume_size(size_gib)
         check_volume_type(volume_type)
         now = ctx.clock.now()
-        volume = VolumeRecord(
+        volume = Volume(
             id=ctx.ids.new("vol"),
             project_id=project_id,
             name=name,
             size_gib=size_gib,
             volume_type=volume_type,
             boot=False,
-            status=VolumeStatus.CREATING.value,
+            status=VolumeStatus.CREATING,
             created_at=now,
             updated_at=now,
         )
         task = new_task(ctx, project_id, Operation.VOLUME_CREATE, "volume", volume.id, name)
         entry = volume_entry(volume, VolumeStatus.CREATING, now)
         demand = volume_demand([size_gib])
-        await ctx.db(
-            ctx.store.create_volume,
+        await ctx.records.create_volume(
             volume,
             task,
             meter=[entry],
@@ -77,14 +75,14 @@ class Volumes:
         ctx.submit(task.id)
         return task
 
-    def _not_boot(self, volume: VolumeRecord, doing: str) -> None:
+    def _not_boot(self, volume: Volume, doing: str) -> None:
         if volume.boot:
             raise errors.FailedPrecondition(
                 f"volume {volume.name} is the boot volume of a server: it cannot be {doing} on"
                 " its own; delete the cluster to delete it"
             )
 
-    async def delete(self, principal: Principal, ref: str) -> TaskRecord:
+    async def delete(self, principal: Principal, ref: str) -> Task:
         volume = await self.find(principal, ref)
         self._not_boot(volume, "deleted")
         if volume.status == VolumeStatus.IN_USE:
@@ -100,7 +98,7 @@ class Volumes:
 
     async def attach(
         self, principal: Principal, ref: str, cluster_ref: str, server: int = 1
-    ) -> TaskRecord:
+    ) -> Task:
         volume = await self.find(principal, ref)
         cluster = await self._clusters.find(principal, cluster_ref)
         flavor = find_flavor(cluster.flavor)
@@ -114,7 +112,7 @@ class Volumes:
             raise errors.FailedPrecondition(
                 f"volume {volume.name} is {volume.status}: only an available volume can be attached"
             )
-        check_state(Operation.VOLUME_ATTACH, ClusterStatus(cluster.status), flavor, cluster.name)
+        check_state(Operation.VOLUME_ATTACH, cluster.status, flavor, cluster.name)
         if not 1 <= server <= cluster.server_count:
             raise errors.InvalidArgument(
                 f"cluster {cluster.name} has servers 1 to {cluster.server_count}, not {server}"
@@ -128,7 +126,7 @@ class Volumes:
             params={"cluster_id": cluster.id, "server": server},
         )
 
-    async def detach(self, principal: Principal, ref: str) -> TaskRecord:
+    async def detach(self, principal: Principal, ref: str) -> Task:
         volume = await self.find(principal, ref)
         self._not_boot(volume, "detached")
         if volume.status != VolumeStatus.IN_USE or volume.cluster_id is None:
@@ -147,26 +145,25 @@ class Volumes:
 
     async def _claim(
         self,
-        volume: VolumeRecord,
+        volume: Volume,
         operation: Operation,
         allowed: list[VolumeStatus],
         status: VolumeStatus,
         *,
         cluster: tuple[str, frozenset[ClusterStatus]] | None = None,
         params: dict[str, object] | None = None,
-    ) -> TaskRecord:
+    ) -> Task:
         ctx = self._ctx
         task = new_task(
             ctx, volume.project_id, operation, "volume", volume.id, volume.name, params or {}
         )
         entry = volume_entry(volume, status, ctx.clock.now())
-        await ctx.db(
-            ctx.store.start_volume_task,
+        await ctx.records.start_volume_task(
             volume.id,
             task,
-            allowed=[s.value for s in allowed],
-            changes={"status": status.value, "updated_at": ctx.clock.now()},
-            cluster=(cluster[0], sorted(s.value for s in cluster[1])) if cluster else None,
+            allowed=list(allowed),
+            changes={"status": status, "updated_at": ctx.clock.now()},
+            cluster=(cluster[0], sorted(cluster[1])) if cluster else None,
             meter=[entry],
         )
         ctx.published([entry])
