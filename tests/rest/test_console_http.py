@@ -204,3 +204,39 @@ def test_swagger_ui_loads_every_asset_from_the_controller(http: httpx.Client) ->
         served = http.get(f"/docs/assets/{asset}")
         assert served.status_code == 200, asset
         assert len(served.content) > 500
+
+
+def test_the_rest_client_reads_the_fabric_and_follows_changes(pod: LivePod) -> None:
+    """vpod.client's RestClient: whoami, pod map, fragmentation and the change stream."""
+    from vpod.client import RestClient, RestSettings
+
+    with RestClient(RestSettings(url=pod.url)) as rest:
+        assert rest.whoami().admin is True
+        (cluster,) = rest.pod_map()
+        assert cluster.id == "pod"
+        assert [ipu.slot for ipu in cluster.ipus()] == list(range(16))
+        assert cluster.allocations == {"alloc-a": (0, 1), "alloc-b": (2, 3)}
+        assert rest.fragmentation("alloc-a").largest_free_block == 8
+        seen: list[Any] = []
+        opened = threading.Event()
+
+        def follow() -> None:
+            for change in rest.changes():
+                if change.kind == "hello":
+                    opened.set()
+                    continue
+                seen.append(change)
+                if change.kind == "partition" and change.data["id"] == "client-p":
+                    return
+
+        reader = threading.Thread(target=follow, daemon=True)
+        reader.start()
+        assert opened.wait(CALL_TIMEOUT_S)
+        rest.create_partition("client-p", 1, allocation="alloc-a")
+        try:
+            reader.join(10)
+            assert not reader.is_alive()
+            assert seen[-1].data["cluster_id"] == "pod"
+            assert len(seen[-1].data["slots"]) == 1
+        finally:
+            rest.remove_partition("client-p")

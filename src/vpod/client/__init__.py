@@ -120,6 +120,7 @@ from .errors import (
     VpodError,
     WrongEndpoint,
 )
+from .fabric import Change, ClusterMap, Fragmentation, Identity
 from .records import (
     GcdConfig,
     IpuAttributes,
@@ -146,10 +147,12 @@ __all__ = [
     "AsyncRestClient",
     "AsyncUserClient",
     "AuditEvent",
+    "Change",
     "CloudClient",
     "CloudCluster",
     "CloudSettings",
     "Cluster",
+    "ClusterMap",
     "ClusterOptions",
     "ClusterTestReport",
     "ClusterTestResult",
@@ -165,8 +168,10 @@ __all__ = [
     "Fault",
     "FaultKind",
     "Flavor",
+    "Fragmentation",
     "GcdConfig",
     "Host",
+    "Identity",
     "InvalidArgument",
     "Invoice",
     "InvoiceLine",

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Unpack
 
 from vpod.domain.topology import GwTopology, IldTopology
 
+from . import fabric, user_calls
 from . import rest_calls as calls
-from . import user_calls
 from .admin_calls import EventFilter
 from .admin_records import (
     Agent,
@@ -264,6 +264,21 @@ class RestClient:
     def list_events(self, **filters: Unpack[EventFilter]) -> list[AuditEvent]:
         return self._http.invoke(calls.list_events(filters))
 
+    # the whole fabric
+    def whoami(self) -> fabric.Identity:
+        return self._http.invoke(fabric.whoami())
+
+    def pod_map(self, cluster: str | None = None) -> list[fabric.ClusterMap]:
+        """Every cluster (or one) as domains → machines in ladder order → IPUs."""
+        return self._http.invoke(fabric.pod_map(cluster))
+
+    def fragmentation(self, allocation_id: str) -> fabric.Fragmentation:
+        return self._http.invoke(fabric.fragmentation(allocation_id))
+
+    def changes(self) -> Iterator[fabric.Change]:
+        """The admin change stream, as it happens (blocks; stop iterating to close it)."""
+        return fabric.follow_changes(self.settings.site())
+
 
 class AsyncRestClient:
     """The REST API over ``httpx.AsyncClient``; the same methods as :class:`RestClient`."""
@@ -422,3 +437,15 @@ class AsyncRestClient:
 
     async def list_events(self, **filters: Unpack[EventFilter]) -> list[AuditEvent]:
         return await self._http.invoke(calls.list_events(filters))
+
+    async def whoami(self) -> fabric.Identity:
+        return await self._http.invoke(fabric.whoami())
+
+    async def pod_map(self, cluster: str | None = None) -> list[fabric.ClusterMap]:
+        return await self._http.invoke(fabric.pod_map(cluster))
+
+    async def fragmentation(self, allocation_id: str) -> fabric.Fragmentation:
+        return await self._http.invoke(fabric.fragmentation(allocation_id))
+
+    def changes(self) -> AsyncIterator[fabric.Change]:
+        return fabric.follow_changes_async(self.settings.site())
