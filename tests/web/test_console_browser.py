@@ -161,31 +161,41 @@ def test_a_partition_from_the_cli_appears_within_a_second_and_goes(console: Cons
     assert gone_after <= UPDATE_LIMIT_S, f"gone {gone_after:.2f} s after the CLI returned"
 
 
-def test_an_injected_fault_shows_on_the_map(console: Console) -> None:
+def test_faults_links_down_and_unreachable_agents_show_on_the_map(console: Console) -> None:
     console.log_in_admin()
+    browser = console.browser
+    faults = [
+        ("ag3", {"kind": "ipu", "device_id": 1, "reason": "web test"}),
+        ("ag5", {"kind": "link-down", "link_id": "gwlink0", "reason": "cable pulled"}),
+        ("ag6", {"kind": "agent-hang"}),
+    ]
     with console.api() as api:
-        injected = api.post(
-            "/api/v1/admin/agents/ag3/faults",
-            json={"kind": "ipu", "device_id": 1, "reason": "web test"},
-        )
-        assert injected.status_code == 200, injected.text
         try:
+            for agent, fault in faults:
+                injected = api.post(f"/api/v1/admin/agents/{agent}/faults", json=fault)
+                assert injected.status_code == 200, injected.text
             label = wait_in_page(
-                console.browser,
+                browser,
                 "const cell = document.querySelector('.machine[data-agent=\"ag3\"] .ipu.fault');"
                 " return cell && cell.getAttribute('aria-label')",
                 15,
             )
             assert "faulty" in label
             assert "web test" in label
-            screenshot(console.browser, "admin-map-fault")
+            row = appears(browser, '.machine[data-agent="ag5"].links-down', 15)
+            assert "gwlink0" in row.get_attribute("aria-label")
+            hung = appears(browser, '.machine[data-agent="ag6"].unreachable', 20)
+            assert "unreachable" in hung.get_attribute("aria-label")
+            screenshot(browser, "admin-map-faults")
         finally:
-            assert api.delete("/api/v1/admin/agents/ag3/faults").status_code == 200
-    wait_in_page(
-        console.browser,
-        "return !document.querySelector('.machine[data-agent=\"ag3\"] .ipu.fault')",
-        15,
-    )
+            for agent, _ in faults:
+                assert api.delete(f"/api/v1/admin/agents/{agent}/faults").status_code == 200
+    for selector in (
+        '.machine[data-agent="ag3"] .ipu.fault',
+        '.machine[data-agent="ag5"].links-down',
+        '.machine[data-agent="ag6"].unreachable',
+    ):
+        wait_in_page(browser, f"return !document.querySelector({selector!r})", 30)
 
 
 def test_the_map_works_from_the_keyboard(console: Console) -> None:

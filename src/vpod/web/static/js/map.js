@@ -136,10 +136,14 @@ function paintCell(entry, slot) {
   const el = entry.cells[slot];
   if (!el) return;
   const { text, partition, owner, fault, agent } = cellText(entry, slot);
-  el.setAttribute("aria-label", text);
-  el.title = text;
-  el.style.background = owner ? colourOf(owner) : "";
-  el.dataset.partition = owner || "";
+  if (el.title !== text) { // only what changed touches the DOM
+    el.setAttribute("aria-label", text);
+    el.title = text;
+  }
+  if (el.dataset.partition !== (owner || "")) {
+    el.style.background = owner ? colourOf(owner) : "";
+    el.dataset.partition = owner || "";
+  }
   el.classList.toggle("held", Boolean(owner));
   el.classList.toggle("fault", Boolean(fault));
   el.classList.toggle("error", Boolean(partition && partition.ready_state === "ERROR"));
