@@ -16,6 +16,7 @@ from vpod.client import (
     AlreadyExists,
     AsyncUserClient,
     ConfigError,
+    DeadlineExceeded,
     Endpoint,
     FailedPrecondition,
     InvalidArgument,
@@ -46,7 +47,7 @@ def vipu(pod: Pod) -> Iterator[UserClient]:
         yield client
 
 
-def user(pod: Pod, **overrides: str | int) -> UserClient:
+def user(pod: Pod, **overrides: str | float) -> UserClient:
     return UserClient.from_config(str(pod.config), **overrides)
 
 
@@ -131,3 +132,20 @@ def test_tls_settings_that_cannot_work_are_diagnosed(pod: Pod, tmp_path: Path) -
         user(pod, tls_ca=str(tmp_path / "missing.pem")).list_partitions()
     with pytest.raises(ConfigError, match="needs both tls-cert and tls-key"):
         user(pod, tls_ca=str(ca), tls_cert=str(ca)).version()
+
+
+def test_a_deadline_on_a_live_controller_is_not_called_unreachable(pod: Pod) -> None:
+    """The deadline passes, but the controller accepts connections: DeadlineExceeded."""
+    with pytest.raises(DeadlineExceeded, match=r"did not answer within 0\.001 s") as late:
+        user(pod, timeout=0.001).list_partitions()
+    assert isinstance(late.value, RetryableError)
+
+    async def late_async() -> list[type[Exception]]:
+        async with AsyncUserClient.from_config(str(pod.config), timeout=0.001) as client:
+            try:
+                await client.list_partitions()
+            except Exception as exc:
+                return [type(exc)]
+        return []
+
+    assert asyncio.run(late_async()) == [DeadlineExceeded]

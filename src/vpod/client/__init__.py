@@ -233,7 +233,7 @@ def connect(
     config: str | None = None,
     *,
     env: Mapping[str, str] | None = None,
-    **overrides: str | int | None,
+    **overrides: str | int | float | None,
 ) -> UserClient:
     """A :class:`UserClient` configured like ``vipu`` (``api_host="ctl"`` ... override)."""
     return UserClient.from_config(config, env=env, **overrides)
@@ -243,7 +243,7 @@ def connect_admin(
     config: str | None = None,
     *,
     env: Mapping[str, str] | None = None,
-    **overrides: str | int | None,
+    **overrides: str | int | float | None,
 ) -> AdminClient:
     """An :class:`AdminClient` configured like ``vipu-admin``."""
     return AdminClient.from_config(config, env=env, **overrides)

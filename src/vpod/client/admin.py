@@ -47,7 +47,9 @@ from .user import ADMIN_HINT
 
 
 def _admin_endpoint(
-    config: str | None, env: Mapping[str, str] | None, overrides: Mapping[str, str | int | None]
+    config: str | None,
+    env: Mapping[str, str] | None,
+    overrides: Mapping[str, str | int | float | None],
 ) -> Endpoint:
     options = {key.replace("_", "-"): value for key, value in overrides.items()}
     return admin_endpoint(load_settings(options, env=env, config_path=config))
@@ -72,7 +74,7 @@ class AdminClient:
         config: str | None = None,
         *,
         env: Mapping[str, str] | None = None,
-        **overrides: str | int | None,
+        **overrides: str | int | float | None,
     ) -> AdminClient:
         """Settings as ``vipu-admin`` reads them: ``overrides`` (``admin_api_port=...``), env,
         config file."""
@@ -202,7 +204,7 @@ class AsyncAdminClient:
         config: str | None = None,
         *,
         env: Mapping[str, str] | None = None,
-        **overrides: str | int | None,
+        **overrides: str | int | float | None,
     ) -> AsyncAdminClient:
         return cls(_admin_endpoint(config, env, overrides))
 

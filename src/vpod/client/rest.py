@@ -84,7 +84,7 @@ def rest_settings(
     url: str | None = None,
     config: str | None = None,
     env: Mapping[str, str] | None = None,
-    **overrides: str | int | None,
+    **overrides: str | int | float | None,
 ) -> RestSettings:
     """Credentials and TLS as ``vipu`` reads them; ``url`` defaults to the API host, port 8080."""
     options = {key.replace("_", "-"): value for key, value in overrides.items()}
@@ -116,7 +116,7 @@ class RestClient:
         *,
         url: str | None = None,
         env: Mapping[str, str] | None = None,
-        **overrides: str | int | None,
+        **overrides: str | int | float | None,
     ) -> RestClient:
         return cls(rest_settings(url, config, env, **overrides))
 
@@ -294,7 +294,7 @@ class AsyncRestClient:
         *,
         url: str | None = None,
         env: Mapping[str, str] | None = None,
-        **overrides: str | int | None,
+        **overrides: str | int | float | None,
     ) -> AsyncRestClient:
         return cls(rest_settings(url, config, env, **overrides))
 

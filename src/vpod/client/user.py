@@ -38,7 +38,9 @@ ADMIN_HINT = "admin-api-host/admin-api-port in vipu-cli.hcl or VIPU_CLI_ADMIN_AP
 
 
 def _endpoints(
-    config: str | None, env: Mapping[str, str] | None, overrides: Mapping[str, str | int | None]
+    config: str | None,
+    env: Mapping[str, str] | None,
+    overrides: Mapping[str, str | int | float | None],
 ) -> tuple[Endpoint, Endpoint]:
     settings = load_settings(overrides, env=env, config_path=config)
     return user_endpoint(settings), admin_endpoint(settings)
@@ -105,7 +107,7 @@ class UserClient(_UserBase):
         config: str | None = None,
         *,
         env: Mapping[str, str] | None = None,
-        **overrides: str | int | None,
+        **overrides: str | int | float | None,
     ) -> UserClient:
         """Settings as ``vipu`` reads them: ``overrides`` (``api_host=...``), env, config file."""
         options = {key.replace("_", "-"): value for key, value in overrides.items()}
@@ -213,7 +215,7 @@ class AsyncUserClient(_UserBase):
         config: str | None = None,
         *,
         env: Mapping[str, str] | None = None,
-        **overrides: str | int | None,
+        **overrides: str | int | float | None,
     ) -> AsyncUserClient:
         options = {key.replace("_", "-"): value for key, value in overrides.items()}
         user, admin = _endpoints(config, env, options)
