@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,12 +14,15 @@ from tests.cli.test_tls import issue_certificate
 from tests.e2e.conftest import Pod
 from vpod.client import (
     AdminClient,
+    AgentState,
     AlreadyExists,
     AsyncUserClient,
     ConfigError,
     DeadlineExceeded,
     Endpoint,
     FailedPrecondition,
+    Fault,
+    FaultKind,
     InvalidArgument,
     NoCapacity,
     NotFound,
@@ -27,6 +31,7 @@ from vpod.client import (
     RetryableError,
     TlsError,
     Unauthenticated,
+    Unavailable,
     Unreachable,
     UserClient,
     WrongEndpoint,
@@ -149,3 +154,25 @@ def test_a_deadline_on_a_live_controller_is_not_called_unreachable(pod: Pod) -> 
         return []
 
     assert asyncio.run(late_async()) == [DeadlineExceeded]
+
+
+def test_the_servers_own_unavailable_keeps_its_sentence(pod: Pod, admin_config: Path) -> None:
+    """An agent that hangs during a create: the controller's UNAVAILABLE, retryable."""
+    admin = AdminClient.from_config(str(admin_config))
+    hung = sorted(a.id for a in admin.list_agents())[-1]
+    admin.inject_fault(hung, Fault(FaultKind.AGENT_HANG, reason="client test"))
+    try:
+        with pytest.raises(Unavailable, match=hung) as refused:
+            user(pod).create_partition("c-hang", 16)
+        assert isinstance(refused.value, RetryableError)
+    finally:
+        admin.clear_fault(hung)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # back in placement before the next test
+        states = {a.id: a.state for a in admin.list_agents()}
+        if states[hung] is AgentState.ONLINE:
+            break
+        time.sleep(0.2)
+    assert states[hung] is AgentState.ONLINE
+    with pytest.raises(NotFound):
+        user(pod).get_partition("c-hang")
