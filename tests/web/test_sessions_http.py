@@ -161,6 +161,10 @@ def test_pages_and_assets_are_served_without_any_cdn(console: tuple[LivePod, str
         shell = browser.get("/login")
         assert shell.status_code == 200
         assert "https://" not in shell.text
+        policy = shell.headers["content-security-policy"]
+        assert "script-src 'self'" in policy
+        assert "frame-ancestors 'none'" in policy
+        assert shell.headers["x-content-type-options"] == "nosniff"
         for asset in ("console.css", "js/main.js", "js/map.js", "js/tenant.js", "favicon.svg"):
             served = browser.get(f"/web/static/{asset}")
             assert served.status_code == 200, asset

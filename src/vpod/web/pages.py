@@ -27,6 +27,16 @@ from .middleware import header, same_origin
 from .sessions import Credentials, Session, SessionStore, cookie_of, cookie_value
 
 STATIC = Path(__file__).with_name("static")
+PAGE_HEADERS = {
+    # Scripts only from the controller itself (no inline script, nothing from elsewhere);
+    # styles may be inline (the map colours each IPU); no framing (clickjacking).
+    "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'"
+    " 'unsafe-inline'; img-src 'self' data: blob:; connect-src 'self'; frame-ancestors 'none';"
+    " base-uri 'none'; form-action 'self'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
 SHELL = STATIC / "index.html"
 LOGIN_TIMEOUT_S = 30.0
 
@@ -57,7 +67,7 @@ def _denied(what: str) -> HTMLResponse:
         '<p><a href="/">Back to your console</a> · <a href="/login">Log in as someone'
         " else</a></p></main></body></html>"
     )
-    return HTMLResponse(page, status_code=403)
+    return HTMLResponse(page, status_code=403, headers=PAGE_HEADERS)
 
 
 def _home(session: Session | None) -> str:
@@ -99,7 +109,7 @@ def web_routes(sessions: SessionStore) -> APIRouter:
         return sessions.get(cookie_of(request.headers.get("cookie", "")))
 
     def shell() -> FileResponse:
-        return FileResponse(SHELL, media_type="text/html", headers={"Cache-Control": "no-store"})
+        return FileResponse(SHELL, media_type="text/html", headers=PAGE_HEADERS)
 
     @router.get("/")
     async def home(request: Request) -> Response:
@@ -142,6 +152,7 @@ def web_routes(sessions: SessionStore) -> APIRouter:
     async def static(request: Request, path: str) -> Response:
         served = await assets.get_response(path, request.scope)
         served.headers.setdefault("Cache-Control", "no-cache")
+        served.headers["X-Content-Type-Options"] = "nosniff"
         return served
 
     @router.get("/web/session")
