@@ -22,7 +22,7 @@ from .settings import Settings
 log = logging.getLogger("vpod.audit")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Context:
     settings: Settings
     clock: Clock

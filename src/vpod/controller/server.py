@@ -215,11 +215,9 @@ async def serve(
     monitor_task = asyncio.create_task(leader.run(), name="leader")
     for extra in extras:
         await extra.start()
-    running = RunningServer(controller, user_port, admin_port, http_port)
+    stop_event = stop if stop is not None else asyncio.Event()
+    running = RunningServer(controller, user_port, admin_port, http_port, stop_event)
     _warn_about_exposure(settings, tls)
-    stop_event = stop or running._stop
-    if stop is not None:
-        running._stop = stop
     if ready is not None:
         result = ready(running)
         if result is not None:
