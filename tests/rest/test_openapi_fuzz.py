@@ -17,6 +17,8 @@ schema. ``ignored_auth`` is about requests without credentials, which
 Left out of the generated run, because their effect reaches beyond the
 controller: probing random network addresses (``/agents/discover``) and
 injecting faults into agents. ``test_admin_http.py`` covers both by hand.
+Also left out: the change stream (``/admin/stream``), an answer that never
+ends by design; ``test_console_http.py`` reads it.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ MAX_EXAMPLES = 25
 EXCLUDED_PATHS = (
     "/api/v1/admin/agents/discover",
     "/api/v1/admin/agents/{agent_id}/faults",
+    "/api/v1/admin/stream",
 )
 
 
