@@ -227,7 +227,7 @@ def test_a_project_holding_clusters_cannot_be_removed(store: CloudStore) -> None
     store.add_token(TokenRecord("tok1", "acme", "hash", "", NOW))
     store.create_cluster(cluster(), [], task("t1"))
     with pytest.raises(Conflict, match="still holds 1 clusters"):
-        store.remove_project("acme")
+        store.remove_project("acme", NOW)
     store.delete_cluster("cl-1")
-    store.remove_project("acme")
+    store.remove_project("acme", NOW)
     assert store.find_token("tok1") is None

@@ -35,6 +35,7 @@ from .procs import (
     Server,
     access_key_of,
     credentials,
+    issue_agent_token,
     run_tool,
     start_agents,
     start_server,
@@ -113,7 +114,11 @@ def tenants(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tenants]:
     assert init.returncode == 0, init.stderr
     keys = {"admin": access_key_of(init.stdout)}
     server = start_server(data_dir, "--secure")
-    agents = start_agents(server.admin_target, 4, data_dir / "agents.log")
+    with grpc.insecure_channel(server.admin_target) as channel:
+        token = issue_agent_token(
+            apb_grpc.AdminServiceStub(channel), credentials("admin", keys["admin"])
+        )
+    agents = start_agents(server.admin_target, 4, data_dir / "agents.log", token=token)
     live = Tenants(server=server, agents=agents, keys=keys, init_output=init.stdout)
     try:
         admin = live.admin_stub()

@@ -164,9 +164,25 @@ class Agents:
         _stop(self.proc)
 
 
+def issue_agent_token(admin: apb_grpc.AdminServiceStub, metadata: Metadata) -> str:
+    """A new agent registration token (what a --secure controller asks agents for)."""
+    reply = admin.CreateAgentToken(
+        apb.CreateAgentTokenRequest(label="tests"), metadata=metadata, timeout=CALL_TIMEOUT_S
+    )
+    return str(reply.token)
+
+
 def start_agents(
-    register: str, machines: int, log: Path, *, prefix: str = "ag", extra: Sequence[str] = ()
+    register: str,
+    machines: int,
+    log: Path,
+    *,
+    prefix: str = "ag",
+    extra: Sequence[str] = (),
+    token: str = "",
 ) -> Agents:
+    """``vipu-agent`` registering with ``register``; ``token`` goes in VIPU_AGENT_TOKEN."""
+    env = {**os.environ, "VIPU_AGENT_TOKEN": token}
     with log.open("a") as err:
         proc = subprocess.Popen(
             [
@@ -194,6 +210,7 @@ def start_agents(
             stderr=err,
             text=True,
             start_new_session=True,
+            env=env,
         )
     if _ReadyLine(proc, "vipu-agent ready:").wait() is None:
         _stop(proc)

@@ -27,6 +27,7 @@ from .procs import (
     Server,
     access_key_of,
     credentials,
+    issue_agent_token,
     run_tool,
     secure_channel,
     start_agents,
@@ -82,14 +83,20 @@ def mtls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MtlsPod]:
     tls = data_dir / "tls"
     server = start_server(data_dir, "--secure", "--tls-client-auth")
     pem = ["--tls-ca", tls / "ca.crt", "--tls-cert", tls / "client.crt"]
+    admin_key = access_key_of(init.stdout)
+    with secure_channel(server.admin_target, tls) as channel:
+        token = issue_agent_token(
+            apb_grpc.AdminServiceStub(channel), credentials("admin", admin_key)
+        )
     agents = start_agents(
         server.admin_target,
         1,
         data_dir / "agents.log",
         prefix="tls",
         extra=[*map(str, pem), "--tls-key", str(tls / "client.key")],
+        token=token,
     )
-    pod = MtlsPod(server=server, agents=agents, tls=tls, admin_key=access_key_of(init.stdout))
+    pod = MtlsPod(server=server, agents=agents, tls=tls, admin_key=admin_key)
     try:
         with secure_channel(server.admin_target, tls) as channel:
             admin = apb_grpc.AdminServiceStub(channel)

@@ -64,6 +64,9 @@ def test_admin_service_covers_vipu_admin_commands() -> None:
         "ClearFault",
         "ListIpuAttributes",
         "ListEvents",
+        "CreateAgentToken",
+        "ListAgentTokens",
+        "RemoveAgentToken",
     }
     assert methods["ListIpuAttributes"][:2] == (
         "ListIPUAttributesRequest",

@@ -154,6 +154,8 @@ class FleetSettings:
     """``HOST:PORT`` of a controller's registration endpoint, or None."""
     register_tls: RegistrationTls | None = None
     """TLS towards that endpoint (its CA, our client certificate); None: plain."""
+    register_token: str = ""
+    """The agent registration token a ``--secure`` controller asks for ("": none)."""
     advertise_host: str | None = None
     """Host the controller should dial, when not the address the agent listens on."""
     register_backoff: Backoff = field(default_factory=Backoff)
@@ -230,6 +232,7 @@ class AgentFleet:
                     request,
                     target=target,
                     backoff=self.settings.register_backoff,
+                    token=self.settings.register_token,
                 ),
                 name=f"register-{host.agent_id}",
             )

@@ -130,22 +130,34 @@ async def register_until_answered(
     timeout: float = 5.0,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     rand: Callable[[], float] = random.random,
+    token: str = "",
 ) -> admin_pb2.RegisterAgentReply:
     """Call RegisterAgent on ``channel`` until the controller answers; return its answer.
 
     Every failure (controller down, slow, refusing, not implementing the
-    call) is logged and retried; only cancellation stops the loop.
+    call) is logged and retried; only cancellation stops the loop. ``token`` is
+    the agent registration token a ``--secure`` controller asks for (sent as
+    metadata ``vipu-agent-token``).
     """
     stub = admin_pb2_grpc.AgentRegistrationServiceStub(channel)
     delays = (backoff or Backoff()).delays(rand)
+    metadata = (("vipu-agent-token", token),) if token else None
     attempt = 0
     while True:
         attempt += 1
         try:
-            reply: admin_pb2.RegisterAgentReply = await stub.RegisterAgent(request, timeout=timeout)
+            reply: admin_pb2.RegisterAgentReply = await stub.RegisterAgent(
+                request, timeout=timeout, metadata=metadata
+            )
         except grpc.aio.AioRpcError as err:
             delay = next(delays)
-            level = logging.WARNING if attempt == 1 else logging.DEBUG
+            refused = err.code() in (
+                grpc.StatusCode.UNAUTHENTICATED,
+                grpc.StatusCode.PERMISSION_DENIED,
+            )
+            level = logging.ERROR if refused else logging.WARNING
+            if attempt > 1 and not (refused and attempt % 20 == 0):
+                level = logging.DEBUG
             log.log(
                 level,
                 "agent %s could not register with controller %s (%s: %s); retrying in %.1f s",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
@@ -129,6 +130,13 @@ def _port(value: int, option: str) -> int:
 )
 @click.option("--tls-key", type=_PEM, default=None, help="Key of --tls-cert.")
 @click.option(
+    "--token-file",
+    type=_PEM,
+    default=None,
+    help="File holding the agent registration token a --secure controller asks for"
+    " (`vipu-admin create agent-token`); or set VIPU_AGENT_TOKEN.",
+)
+@click.option(
     "--log-level",
     default="warning",
     show_default=True,
@@ -153,6 +161,7 @@ def cli(
     tls_ca: Path | None,
     tls_cert: Path | None,
     tls_key: Path | None,
+    token_file: Path | None,
     log_level: str,
 ) -> None:
     """Run emulated IPU-Machine agents (V-IPU agents) until SIGINT or SIGTERM."""
@@ -176,6 +185,9 @@ def cli(
         raise click.UsageError(str(exc)) from None
     if register_tls is not None and register is None:
         raise click.UsageError("--tls-ca is for registration: give --register HOST:PORT too")
+    token = _registration_token(token_file)
+    if token and register is None:
+        raise click.UsageError("an agent token is for registration: give --register HOST:PORT too")
     mode = AddressMode.SHARED if single_address else AddressMode.PER_MACHINE
     plan = AddressPlan(
         mode=mode,
@@ -196,6 +208,7 @@ def cli(
         listen_rdma=not no_rdma_listen,
         register=register,
         register_tls=register_tls,
+        register_token=token,
         advertise_host=advertise_host,
     )
     try:
@@ -208,6 +221,24 @@ def cli(
         raise click.ClickException(str(exc)) from None
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
+
+
+def _registration_token(token_file: Path | None) -> str:
+    """The token from ``--token-file`` (first line), else ``VIPU_AGENT_TOKEN``, else empty.
+
+    Not an option value: a token on the command line is visible to every
+    user of the machine in the process list.
+    """
+    if token_file is not None:
+        try:
+            lines = token_file.read_text().splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise click.BadParameter(f"cannot read it: {exc}", param_hint="--token-file") from None
+        token = lines[0].strip() if lines else ""
+        if not token:
+            raise click.BadParameter("the file is empty", param_hint="--token-file")
+        return token
+    return os.environ.get("VIPU_AGENT_TOKEN", "").strip()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -48,6 +48,7 @@ from vpod.domain.topology import Pod, shape
 from . import cloud_up
 from .config import parse_hcl, render_hcl
 from .errors import CliFailure, fail
+from .up_agent_token import ensure_agent_token
 from .vipu_admin_users import write_private
 
 CLUSTER_ID = "cluster"
@@ -165,7 +166,9 @@ def _save_state(data_dir: Path, state: UpState) -> None:
 class _Child:
     """A child process whose stdout we scan for its ready line and then echo."""
 
-    def __init__(self, name: str, argv: list[str], log_path: Path) -> None:
+    def __init__(
+        self, name: str, argv: list[str], log_path: Path, env: dict[str, str] | None = None
+    ) -> None:
         self.name = name
         self.log = log_path.open("a")
         self.proc = subprocess.Popen(
@@ -174,6 +177,7 @@ class _Child:
             stderr=self.log,
             text=True,
             start_new_session=True,
+            env=None if env is None else {**os.environ, **env},
         )
         self.ready_line: str | None = None
         self._ready = threading.Event()
@@ -397,13 +401,19 @@ def run_up(options: UpOptions, *, echo: bool = True) -> None:
                 "--register",
                 f"{options.host}:{admin_port}",
             ]
-            agents = _Child("vipu-agent", agent_argv, logs / "agents.log")
+            agent_env = None
+            if admin is not None:  # --secure: agents register with a token
+                token = ensure_agent_token(f"{options.host}:{admin_port}", admin, data_dir)
+                agent_env = {"VIPU_AGENT_TOKEN": token}
+            agents = _Child("vipu-agent", agent_argv, logs / "agents.log", agent_env)
             children.append(agents)
             agents.wait_ready(START_TIMEOUT_S)
             cloud_ids: list[str] = []
             if cloud_pod is not None:
                 argv = cloud_up.cloud_agent_argv(agent_argv, cloud_pod, state.address_base)
-                cloud_agents = _Child("vipu-agent (cloud pod)", argv, logs / "cloud-agents.log")
+                cloud_agents = _Child(
+                    "vipu-agent (cloud pod)", argv, logs / "cloud-agents.log", agent_env
+                )
                 children.append(cloud_agents)
                 cloud_agents.wait_ready(START_TIMEOUT_S)
                 cloud_ids = cloud_up.cloud_agent_ids(cloud_pod)

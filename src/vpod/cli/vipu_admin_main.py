@@ -14,6 +14,7 @@ import click
 
 from vpod.cli import grpc_logging  # noqa: F401  (before anything imports grpc)
 
+from . import vipu_admin_agent_tokens as agent_tokens
 from . import vipu_admin_events as events
 from . import vipu_admin_inventory as inventory
 from . import vipu_admin_operations as operations
@@ -66,15 +67,16 @@ def _verb(name: str, help_text: str, *commands: click.Command) -> None:
 
 _verb(
     "create",
-    "Create an agent, cluster, allocation or user.",
+    "Create an agent, cluster, allocation, user or agent token.",
     inventory.create_agent,
     inventory.create_cluster,
     inventory.create_allocation,
     users.create_user,
+    agent_tokens.create_agent_token,
 )
 _verb(
     "list",
-    "List agents, clusters, allocations, users, partitions, IPU attrs, events.",
+    "List agents, clusters, allocations, users, partitions, IPU attrs, events, agent tokens.",
     inventory.list_agents,
     inventory.list_clusters,
     inventory.list_allocations,
@@ -82,14 +84,16 @@ _verb(
     operations.list_partitions,
     operations.list_ipu_attrs,
     events.list_events,
+    agent_tokens.list_agent_tokens,
 )
 _verb(
     "remove",
-    "Remove an agent, cluster, allocation or user.",
+    "Remove an agent, cluster, allocation, user or agent token.",
     inventory.remove_agent,
     inventory.remove_cluster,
     inventory.remove_allocation,
     users.remove_user,
+    agent_tokens.remove_agent_token,
 )
 _verb("discover", "Find agents on the network.", inventory.discover_agent)
 _verb("test", "Test a cluster's cabling and links.", operations.test_cluster)

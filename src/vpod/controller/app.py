@@ -14,6 +14,7 @@ from vpod.store.store import Store
 
 from .agent_gateway import AgentGateway
 from .agent_health import AgentHealthBook
+from .agent_tokens import AgentTokens
 from .audit_log import AuditLog
 from .auth import Authenticator
 from .change_feed import ChangeFeed
@@ -63,6 +64,7 @@ class Controller:
     pod_map: PodMapService
     changes: ChangeFeed
     tenancy: Tenancy
+    agent_tokens: AgentTokens
 
     @property
     def clock(self) -> Clock:
@@ -129,6 +131,7 @@ def build_controller(
         pod_map=PodMapService(ctx, inventory, partitions, health),
         changes=ChangeFeed(ctx, inventory, health),
         tenancy=Tenancy(ctx, inventory, partitions, auth),
+        agent_tokens=AgentTokens(ctx),
     )
 
 

@@ -43,7 +43,8 @@ WRONG_CREDENTIALS = "unknown user id or wrong access key: check api-user-id and 
 class Authenticator:
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
-        self._verified: dict[tuple[str, str], tuple[float, User]] = {}
+        self._verified: dict[tuple[str, str], tuple[float, User, str]] = {}
+        """(user id, sha256 of the key) -> (when, the user, the stored hash it matched)."""
         self._denials: dict[tuple[str, bool, str], float] = {}
 
     @property
@@ -82,7 +83,13 @@ class Authenticator:
         now = self._ctx.clock.monotonic()
         cached = self._verified.get(token)
         if cached is not None and now - cached[0] < VERIFIED_TTL_S:
-            return cached[1]
+            # The stored hash is read at every call: a removed user, or one created again
+            # with the same id (a new key, so a new hash), stops the old key at once on
+            # every replica, not after the cache's lifetime.
+            stored = await self._ctx.db(self._ctx.db.store.user_key_hash, user_id)
+            if stored == cached[2]:
+                return cached[1]
+            del self._verified[token]
         found = await self._ctx.db(self._ctx.db.store.find_user_with_hash, user_id)
         if found is None:
             await asyncio.to_thread(verify_unknown, access_key)
@@ -90,7 +97,7 @@ class Authenticator:
         user, key_hash = found
         if not await asyncio.to_thread(verify_key, access_key, key_hash):
             return None
-        self._verified[token] = (now, user)
+        self._verified[token] = (now, user, key_hash)
         return user
 
     async def _deny(self, user_id: str, source: str, admin: bool, why: str) -> None:

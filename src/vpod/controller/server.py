@@ -160,8 +160,10 @@ async def serve(
         settings=controller.settings,
         authenticator=controller.auth,
         auth=auth,
+        agent_tokens=controller.agent_tokens,
     )
-    add_admin_api(admin_server, admin_api, RegistrationServicer(controller.fleet))
+    registration = RegistrationServicer(controller.fleet, controller.agent_tokens)
+    add_admin_api(admin_server, admin_api, registration)
     add_version_api(admin_server, controller.settings)
     reflection.enable_server_reflection(
         (
@@ -252,8 +254,8 @@ def _warn_about_exposure(settings: Settings, tls: ServerTls | None) -> None:
         log.warning(
             "running with --secure but without --tls: access keys cross the network in clear"
         )
-    if tls is None or not tls.require_client_auth:
+    if not settings.secure:
         log.info(
             "agent registration on the admin endpoint is not authenticated: serve with"
-            " --tls-client-auth to admit only holders of a client certificate"
+            " --secure to admit only agents holding a registration token"
         )

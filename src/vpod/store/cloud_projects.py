@@ -9,6 +9,7 @@ requests of one project are checked one after the other.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, delete, func, insert, select, update
@@ -44,8 +45,12 @@ def insert_project(conn: Connection, project: ProjectRecord) -> None:
     )
 
 
+_LIVE = cloud_projects.c.deleted_at.is_(None)
+"""Deleted projects keep their row (their id is never reused) but exist no more."""
+
+
 def get_project(conn: Connection, project_id: str, *, lock: bool = False) -> ProjectRecord:
-    query = select(cloud_projects).where(cloud_projects.c.id == project_id)
+    query = select(cloud_projects).where(cloud_projects.c.id == project_id, _LIVE)
     if lock:
         query = query.with_for_update()
     row = conn.execute(query).one_or_none()
@@ -55,19 +60,19 @@ def get_project(conn: Connection, project_id: str, *, lock: bool = False) -> Pro
 
 
 def list_projects(conn: Connection) -> list[ProjectRecord]:
-    rows = conn.execute(select(cloud_projects).order_by(cloud_projects.c.id))
+    rows = conn.execute(select(cloud_projects).where(_LIVE).order_by(cloud_projects.c.id))
     return [_project(row) for row in rows]
 
 
 def set_quotas(conn: Connection, project_id: str, quotas: dict[str, int]) -> None:
     done = conn.execute(
-        update(cloud_projects).where(cloud_projects.c.id == project_id).values(quotas=quotas)
+        update(cloud_projects).where(cloud_projects.c.id == project_id, _LIVE).values(quotas=quotas)
     )
     if done.rowcount == 0:
         raise not_found(project_id)
 
 
-def delete_project(conn: Connection, project_id: str) -> None:
+def delete_project(conn: Connection, project_id: str, *, at: datetime) -> None:
     get_project(conn, project_id)
     used = usage(conn, project_id)
     if used["clusters"] or used["volumes"]:
@@ -76,7 +81,10 @@ def delete_project(conn: Connection, project_id: str) -> None:
             f" {used['volumes']} volumes: delete them first",
             retryable=False,
         )
-    conn.execute(delete(cloud_projects).where(cloud_projects.c.id == project_id))
+    conn.execute(delete(cloud_tokens).where(cloud_tokens.c.project_id == project_id))
+    conn.execute(
+        update(cloud_projects).where(cloud_projects.c.id == project_id).values(deleted_at=at)
+    )
 
 
 def usage(conn: Connection, project_id: str) -> dict[str, int]:

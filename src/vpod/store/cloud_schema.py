@@ -46,6 +46,12 @@ cloud_projects = Table(
     Column("name", TEXT_SHORT, nullable=False),
     Column("quotas", JSON, nullable=False, comment="{quota name: limit}, -1 unlimited"),
     Column("created_at", UtcDateTime, nullable=False),
+    Column(
+        "deleted_at",
+        UtcDateTime,
+        nullable=True,
+        comment="set when deleted: the id stays taken, so it never names another tenant",
+    ),
 )
 
 cloud_tokens = Table(

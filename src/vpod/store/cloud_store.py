@@ -88,7 +88,15 @@ class CloudStore:
         self, project: ProjectRecord, token: TokenRecord | None = None
     ) -> ProjectRecord:
         def explain(conn: Connection) -> StoreError:
-            if conn.scalar(select(cloud_projects.c.id).where(cloud_projects.c.id == project.id)):
+            deleted = conn.execute(
+                select(cloud_projects.c.deleted_at).where(cloud_projects.c.id == project.id)
+            ).one_or_none()
+            if deleted is not None and deleted[0] is not None:
+                return AlreadyExists(
+                    f"project id {project.id} belonged to a deleted project: ids are never"
+                    " reused (a new project would see its tasks and invoices); pick another id"
+                )
+            if deleted is not None:
                 return AlreadyExists(f"project {project.id} exists already: pick another id")
             return Conflict(f"project {project.id} could not be added: retry")
 
@@ -111,10 +119,11 @@ class CloudStore:
             projects.set_quotas(conn, project_id, dict(quotas))
             return projects.get_project(conn, project_id)
 
-    def remove_project(self, project_id: str) -> None:
-        """Delete a project and its tokens; Conflict while it holds clusters or volumes."""
+    def remove_project(self, project_id: str, at: datetime) -> None:
+        """Delete a project and its tokens; Conflict while it holds clusters or volumes. The
+        row stays, marked deleted, so the id is never given to another project."""
         with self._db.write() as conn:
-            projects.delete_project(conn, project_id)
+            projects.delete_project(conn, project_id, at=at)
 
     def project_usage(self, project_id: str) -> dict[str, int]:
         with self._db.read(snapshot=True) as conn:

@@ -126,6 +126,35 @@ users = Table(
     Column("created_at", UtcDateTime, nullable=True, comment="NULL for users older than 0003"),
 )
 
+agent_tokens = Table(
+    "agent_tokens",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("key_hash", TEXT_SHORT, nullable=False, comment="scrypt of the secret part"),
+    Column("label", TEXT_SHORT, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+)
+
+agent_bindings = Table(
+    "agent_bindings",
+    metadata,
+    Column(
+        "agent_id",
+        ID,
+        ForeignKey("agents.id", ondelete="CASCADE"),
+        primary_key=True,
+        comment="an agent id answers to the one token it first registered with",
+    ),
+    Column(
+        "token_id",
+        String(32),
+        ForeignKey("agent_tokens.id", ondelete="CASCADE"),
+        nullable=False,
+        index=True,
+    ),
+    Column("bound_at", UtcDateTime, nullable=False),
+)
+
 user_allocations = Table(
     "user_allocations",
     metadata,

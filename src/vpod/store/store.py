@@ -250,6 +250,11 @@ class Store:
         with self._db.read(snapshot=True) as conn:
             return user_rows.get_user(conn, user_id)
 
+    def user_key_hash(self, user_id: str) -> str | None:
+        """The user's access-key hash, or ``None``: one primary-key read, for every call."""
+        with self._db.read() as conn:
+            return _or_none(user_rows.get_key_hash, conn, user_id)
+
     def find_user_with_hash(self, user_id: str) -> tuple[User, str] | None:
         """The user and its access-key hash, or ``None`` (for authentication)."""
         with self._db.read(snapshot=True) as conn:

@@ -438,6 +438,151 @@ class RegisterAgentReply(_message.Message):
 Global___RegisterAgentReply: _TypeAlias = RegisterAgentReply  # noqa: Y015
 
 @_typing.final
+class CreateAgentTokenRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LABEL_FIELD_NUMBER: _builtins.int
+    label: _builtins.str
+    """what it is for, e.g. the rack; at most 200 characters"""
+    def __init__(
+        self,
+        *,
+        label: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["label", b"label"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CreateAgentTokenRequest: _TypeAlias = CreateAgentTokenRequest  # noqa: Y015
+
+@_typing.final
+class AgentToken(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    LABEL_FIELD_NUMBER: _builtins.int
+    CREATED_AT_FIELD_NUMBER: _builtins.int
+    AGENT_IDS_FIELD_NUMBER: _builtins.int
+    id: _builtins.str
+    label: _builtins.str
+    @_builtins.property
+    def created_at(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def agent_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """the agents bound to it"""
+
+    def __init__(
+        self,
+        *,
+        id: _builtins.str = ...,
+        label: _builtins.str = ...,
+        created_at: _timestamp_pb2.Timestamp | None = ...,
+        agent_ids: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_ids", b"agent_ids", "created_at", b"created_at", "id", b"id", "label", b"label"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AgentToken: _TypeAlias = AgentToken  # noqa: Y015
+
+@_typing.final
+class CreateAgentTokenReply(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    AGENT_TOKEN_FIELD_NUMBER: _builtins.int
+    TOKEN_FIELD_NUMBER: _builtins.int
+    token: _builtins.str
+    """vat_ID.SECRET: shown once, the controller keeps only a hash"""
+    @_builtins.property
+    def agent_token(self) -> Global___AgentToken: ...
+    def __init__(
+        self,
+        *,
+        agent_token: Global___AgentToken | None = ...,
+        token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["agent_token", b"agent_token"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_token", b"agent_token", "token", b"token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CreateAgentTokenReply: _TypeAlias = CreateAgentTokenReply  # noqa: Y015
+
+@_typing.final
+class ListAgentTokensRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListAgentTokensRequest: _TypeAlias = ListAgentTokensRequest  # noqa: Y015
+
+@_typing.final
+class ListAgentTokensReply(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    AGENT_TOKENS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def agent_tokens(self) -> _containers.RepeatedCompositeFieldContainer[Global___AgentToken]: ...
+    def __init__(
+        self,
+        *,
+        agent_tokens: _abc.Iterable[Global___AgentToken] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_tokens", b"agent_tokens"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListAgentTokensReply: _TypeAlias = ListAgentTokensReply  # noqa: Y015
+
+@_typing.final
+class RemoveAgentTokenRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOKEN_ID_FIELD_NUMBER: _builtins.int
+    token_id: _builtins.str
+    def __init__(
+        self,
+        *,
+        token_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["token_id", b"token_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RemoveAgentTokenRequest: _TypeAlias = RemoveAgentTokenRequest  # noqa: Y015
+
+@_typing.final
+class RemoveAgentTokenReply(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RemoveAgentTokenReply: _TypeAlias = RemoveAgentTokenReply  # noqa: Y015
+
+@_typing.final
 class Cluster(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 

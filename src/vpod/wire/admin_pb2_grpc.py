@@ -130,6 +130,21 @@ class AdminServiceStub:
                 request_serializer=vpod_dot_wire_dot_admin__pb2.ListEventsRequest.SerializeToString,
                 response_deserializer=vpod_dot_wire_dot_admin__pb2.ListEventsReply.FromString,
                 _registered_method=True)
+        self.CreateAgentToken = channel.unary_unary(
+                '/vpod.admin.v1.AdminService/CreateAgentToken',
+                request_serializer=vpod_dot_wire_dot_admin__pb2.CreateAgentTokenRequest.SerializeToString,
+                response_deserializer=vpod_dot_wire_dot_admin__pb2.CreateAgentTokenReply.FromString,
+                _registered_method=True)
+        self.ListAgentTokens = channel.unary_unary(
+                '/vpod.admin.v1.AdminService/ListAgentTokens',
+                request_serializer=vpod_dot_wire_dot_admin__pb2.ListAgentTokensRequest.SerializeToString,
+                response_deserializer=vpod_dot_wire_dot_admin__pb2.ListAgentTokensReply.FromString,
+                _registered_method=True)
+        self.RemoveAgentToken = channel.unary_unary(
+                '/vpod.admin.v1.AdminService/RemoveAgentToken',
+                request_serializer=vpod_dot_wire_dot_admin__pb2.RemoveAgentTokenRequest.SerializeToString,
+                response_deserializer=vpod_dot_wire_dot_admin__pb2.RemoveAgentTokenReply.FromString,
+                _registered_method=True)
 
 
 class AdminServiceServicer:
@@ -259,6 +274,27 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateAgentToken(self, request, context):
+        """Agent registration tokens: under --secure an agent registers only with one
+        (metadata `vipu-agent-token`), and an agent id stays bound to the token it
+        first registered with.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListAgentTokens(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RemoveAgentToken(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -356,6 +392,21 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.ListEvents,
                     request_deserializer=vpod_dot_wire_dot_admin__pb2.ListEventsRequest.FromString,
                     response_serializer=vpod_dot_wire_dot_admin__pb2.ListEventsReply.SerializeToString,
+            ),
+            'CreateAgentToken': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateAgentToken,
+                    request_deserializer=vpod_dot_wire_dot_admin__pb2.CreateAgentTokenRequest.FromString,
+                    response_serializer=vpod_dot_wire_dot_admin__pb2.CreateAgentTokenReply.SerializeToString,
+            ),
+            'ListAgentTokens': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListAgentTokens,
+                    request_deserializer=vpod_dot_wire_dot_admin__pb2.ListAgentTokensRequest.FromString,
+                    response_serializer=vpod_dot_wire_dot_admin__pb2.ListAgentTokensReply.SerializeToString,
+            ),
+            'RemoveAgentToken': grpc.unary_unary_rpc_method_handler(
+                    servicer.RemoveAgentToken,
+                    request_deserializer=vpod_dot_wire_dot_admin__pb2.RemoveAgentTokenRequest.FromString,
+                    response_serializer=vpod_dot_wire_dot_admin__pb2.RemoveAgentTokenReply.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -871,6 +922,87 @@ class AdminService:
             '/vpod.admin.v1.AdminService/ListEvents',
             vpod_dot_wire_dot_admin__pb2.ListEventsRequest.SerializeToString,
             vpod_dot_wire_dot_admin__pb2.ListEventsReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateAgentToken(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vpod.admin.v1.AdminService/CreateAgentToken',
+            vpod_dot_wire_dot_admin__pb2.CreateAgentTokenRequest.SerializeToString,
+            vpod_dot_wire_dot_admin__pb2.CreateAgentTokenReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListAgentTokens(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vpod.admin.v1.AdminService/ListAgentTokens',
+            vpod_dot_wire_dot_admin__pb2.ListAgentTokensRequest.SerializeToString,
+            vpod_dot_wire_dot_admin__pb2.ListAgentTokensReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RemoveAgentToken(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vpod.admin.v1.AdminService/RemoveAgentToken',
+            vpod_dot_wire_dot_admin__pb2.RemoveAgentTokenRequest.SerializeToString,
+            vpod_dot_wire_dot_admin__pb2.RemoveAgentTokenReply.FromString,
             options,
             channel_credentials,
             insecure,

@@ -70,6 +70,13 @@ class AdminServiceStub:
     """IPU attributes of every agent (or the agents named), as the user API shapes them."""
     ListEvents: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ListEventsRequest, _admin_pb2.ListEventsReply]
     """The audit log: every change, who asked, from where and how it ended; newest first."""
+    CreateAgentToken: _grpc.UnaryUnaryMultiCallable[_admin_pb2.CreateAgentTokenRequest, _admin_pb2.CreateAgentTokenReply]
+    """Agent registration tokens: under --secure an agent registers only with one
+    (metadata `vipu-agent-token`), and an agent id stays bound to the token it
+    first registered with.
+    """
+    ListAgentTokens: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ListAgentTokensRequest, _admin_pb2.ListAgentTokensReply]
+    RemoveAgentToken: _grpc.UnaryUnaryMultiCallable[_admin_pb2.RemoveAgentTokenRequest, _admin_pb2.RemoveAgentTokenReply]
 
 @_typing.type_check_only
 class AdminServiceAsyncStub(AdminServiceStub):
@@ -103,6 +110,13 @@ class AdminServiceAsyncStub(AdminServiceStub):
     """IPU attributes of every agent (or the agents named), as the user API shapes them."""
     ListEvents: _aio.UnaryUnaryMultiCallable[_admin_pb2.ListEventsRequest, _admin_pb2.ListEventsReply]  # type: ignore[assignment]
     """The audit log: every change, who asked, from where and how it ended; newest first."""
+    CreateAgentToken: _aio.UnaryUnaryMultiCallable[_admin_pb2.CreateAgentTokenRequest, _admin_pb2.CreateAgentTokenReply]  # type: ignore[assignment]
+    """Agent registration tokens: under --secure an agent registers only with one
+    (metadata `vipu-agent-token`), and an agent id stays bound to the token it
+    first registered with.
+    """
+    ListAgentTokens: _aio.UnaryUnaryMultiCallable[_admin_pb2.ListAgentTokensRequest, _admin_pb2.ListAgentTokensReply]  # type: ignore[assignment]
+    RemoveAgentToken: _aio.UnaryUnaryMultiCallable[_admin_pb2.RemoveAgentTokenRequest, _admin_pb2.RemoveAgentTokenReply]  # type: ignore[assignment]
 
 class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -247,6 +261,31 @@ class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_admin_pb2.ListEventsReply, _abc.Awaitable[_admin_pb2.ListEventsReply]]:
         """The audit log: every change, who asked, from where and how it ended; newest first."""
+
+    @_abc_1.abstractmethod
+    def CreateAgentToken(
+        self,
+        request: _admin_pb2.CreateAgentTokenRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.CreateAgentTokenReply, _abc.Awaitable[_admin_pb2.CreateAgentTokenReply]]:
+        """Agent registration tokens: under --secure an agent registers only with one
+        (metadata `vipu-agent-token`), and an agent id stays bound to the token it
+        first registered with.
+        """
+
+    @_abc_1.abstractmethod
+    def ListAgentTokens(
+        self,
+        request: _admin_pb2.ListAgentTokensRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.ListAgentTokensReply, _abc.Awaitable[_admin_pb2.ListAgentTokensReply]]: ...
+
+    @_abc_1.abstractmethod
+    def RemoveAgentToken(
+        self,
+        request: _admin_pb2.RemoveAgentTokenRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.RemoveAgentTokenReply, _abc.Awaitable[_admin_pb2.RemoveAgentTokenReply]]: ...
 
 def add_AdminServiceServicer_to_server(servicer: AdminServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
 

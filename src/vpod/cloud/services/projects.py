@@ -176,7 +176,7 @@ class Projects:
         return await self._ctx.db(self._ctx.store.set_quotas, project_id, with_defaults(merged))
 
     async def remove(self, project_id: str) -> None:
-        await self._ctx.db(self._ctx.store.remove_project, project_id)
+        await self._ctx.db(self._ctx.store.remove_project, project_id, self._ctx.clock.now())
         self._verified = {k: v for k, v in self._verified.items() if v[1].project_id != project_id}
 
     async def usage(self, project_id: str) -> dict[str, int]:

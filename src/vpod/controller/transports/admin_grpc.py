@@ -20,6 +20,7 @@ from vpod.wire import admin_pb2_grpc as apb_grpc
 from vpod.wire import virmgrpc_pb2 as pb
 
 from .. import errors
+from ..agent_tokens import METADATA_KEY, AgentTokenRecord, AgentTokens
 from ..audit_log import DEFAULT_LIMIT, AuditLog, EventFilter
 from ..auth import Authenticator
 from ..fleet import Fleet
@@ -29,7 +30,7 @@ from ..moments import TimeOutOfRange, from_timestamp
 from ..partition_views import PartitionViews
 from ..settings import Settings
 from ..teardown import Teardown
-from .auth import GrpcAuthenticator
+from .auth import GrpcAuthenticator, grpc_source
 from .grpc_errors import grpc_errors
 from .wire_convert import (
     attributes_to_wire,
@@ -119,7 +120,9 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         settings: Settings,
         authenticator: Authenticator,
         auth: GrpcAuthenticator,
+        agent_tokens: AgentTokens,
     ) -> None:
+        self._agent_tokens = agent_tokens
         self._inventory = inventory
         self._fleet = fleet
         self._teardown = teardown
@@ -374,10 +377,45 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
             wire.time.FromDatetime(event.time)
         return reply
 
+    # -- agent registration tokens
+
+    @grpc_errors
+    async def CreateAgentToken(  # noqa: N802
+        self, request: apb.CreateAgentTokenRequest, context: grpc.aio.ServicerContext
+    ) -> apb.CreateAgentTokenReply:
+        caller = await self._auth.admin(context)
+        issued = await self._agent_tokens.issue(caller, request.label)
+        return apb.CreateAgentTokenReply(
+            agent_token=_agent_token_to_wire(issued.record), token=issued.token
+        )
+
+    @grpc_errors
+    async def ListAgentTokens(  # noqa: N802
+        self, request: apb.ListAgentTokensRequest, context: grpc.aio.ServicerContext
+    ) -> apb.ListAgentTokensReply:
+        await self._auth.admin(context)
+        tokens = await self._agent_tokens.list()
+        return apb.ListAgentTokensReply(agent_tokens=[_agent_token_to_wire(t) for t in tokens])
+
+    @grpc_errors
+    async def RemoveAgentToken(  # noqa: N802
+        self, request: apb.RemoveAgentTokenRequest, context: grpc.aio.ServicerContext
+    ) -> apb.RemoveAgentTokenReply:
+        caller = await self._auth.admin(context)
+        await self._agent_tokens.remove(caller, request.token_id)
+        return apb.RemoveAgentTokenReply()
+
+
+def _agent_token_to_wire(record: AgentTokenRecord) -> apb.AgentToken:
+    wire = apb.AgentToken(id=record.id, label=record.label, agent_ids=list(record.agent_ids))
+    wire.created_at.FromDatetime(record.created_at)
+    return wire
+
 
 class RegistrationServicer(apb_grpc.AgentRegistrationServiceServicer):
-    def __init__(self, fleet: Fleet) -> None:
+    def __init__(self, fleet: Fleet, agent_tokens: AgentTokens) -> None:
         self._fleet = fleet
+        self._agent_tokens = agent_tokens
 
     @grpc_errors
     async def RegisterAgent(  # noqa: N802
@@ -394,9 +432,14 @@ class RegistrationServicer(apb_grpc.AgentRegistrationServiceServicer):
             )
         except (DomainError, ValueError) as exc:
             raise errors.InvalidArgument(str(exc)) from None
+        metadata = dict(context.invocation_metadata() or ())
+        source = grpc_source(context)
+        token = str(metadata.get(METADATA_KEY, ""))
+        token_id = await self._agent_tokens.admit(agent.id, token, source=source)
         known, message = await self._fleet.register(
             agent, boot_id=request.boot_id, ipuof_address=request.ipuof_address
         )
+        await self._agent_tokens.registered(agent.id, token_id, message, source=source)
         return apb.RegisterAgentReply(known=known, message=message)
 
 
