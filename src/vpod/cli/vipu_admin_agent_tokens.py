@@ -17,7 +17,7 @@ from vpod.wire import admin_pb2 as apb
 
 from .grpc_client import CliError
 from .render import joined, message_dict, table, timestamp_text
-from .vipu_admin_inventory import CONTEXT, admin_stub, success
+from .vipu_admin_inventory import CONTEXT, admin_client, success
 from .vipu_admin_users import write_private
 from .vipu_group import echo_json, json_option
 
@@ -43,8 +43,7 @@ def create_agent_token(ctx: click.Context, label: str, output: Path | None, as_j
       vipu-admin create agent-token --label rack-1 --output rack-1.token
       vipu-agent --machines 16 --register ctl:8091 --token-file rack-1.token
     """
-    connection, stub = admin_stub(ctx)
-    reply = connection.call(stub.CreateAgentToken, apb.CreateAgentTokenRequest(label=label))
+    reply = admin_client(ctx).create_agent_token(label).raw
     if output is not None:
         try:
             write_private(output, reply.token + "\n")
@@ -69,8 +68,8 @@ def list_agent_tokens(ctx: click.Context, as_json: bool) -> None:
 
     Table columns: Token | Label | Agents | Created.
     """
-    connection, stub = admin_stub(ctx)
-    reply = connection.call(stub.ListAgentTokens, apb.ListAgentTokensRequest())
+    tokens = admin_client(ctx).list_agent_tokens()
+    reply = apb.ListAgentTokensReply(agent_tokens=[t.raw for t in tokens])
     if as_json:
         echo_json(message_dict(reply))
         return
@@ -87,6 +86,5 @@ def list_agent_tokens(ctx: click.Context, as_json: bool) -> None:
 def remove_agent_token(ctx: click.Context, token_id: str) -> None:
     """Remove agent token ID: it admits no registration any more, and the agents bound to it
     may bind to another token."""
-    connection, stub = admin_stub(ctx)
-    connection.call(stub.RemoveAgentToken, apb.RemoveAgentTokenRequest(token_id=token_id))
+    admin_client(ctx).remove_agent_token(token_id)
     success("remove", "agent token", token_id)

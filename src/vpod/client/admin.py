@@ -24,6 +24,7 @@ from .admin_calls import EventFilter
 from .admin_records import (
     Agent,
     AgentFaults,
+    AgentToken,
     Allocation,
     AuditEvent,
     Cluster,
@@ -31,6 +32,7 @@ from .admin_records import (
     CreatedUser,
     DiscoveredAgent,
     Fault,
+    IssuedAgentToken,
     LinkTest,
     PartitionInfo,
     User,
@@ -184,6 +186,17 @@ class AdminClient:
         """The audit log, newest first."""
         return self._grpc.invoke(calls.list_events(filters))
 
+    # agent registration tokens
+    def create_agent_token(self, label: str = "") -> IssuedAgentToken:
+        """A new agent registration token; its text is shown only once."""
+        return self._grpc.invoke(calls.create_agent_token(label))
+
+    def list_agent_tokens(self) -> list[AgentToken]:
+        return self._grpc.invoke(calls.list_agent_tokens())
+
+    def remove_agent_token(self, token_id: str) -> None:
+        self._grpc.invoke(calls.remove_agent_token(token_id))
+
 
 class AsyncAdminClient:
     """The admin API over ``grpc.aio``; the same methods as :class:`AdminClient`."""
@@ -301,3 +314,12 @@ class AsyncAdminClient:
 
     async def list_events(self, **filters: Unpack[EventFilter]) -> list[AuditEvent]:
         return await self._grpc.invoke(calls.list_events(filters))
+
+    async def create_agent_token(self, label: str = "") -> IssuedAgentToken:
+        return await self._grpc.invoke(calls.create_agent_token(label))
+
+    async def list_agent_tokens(self) -> list[AgentToken]:
+        return await self._grpc.invoke(calls.list_agent_tokens())
+
+    async def remove_agent_token(self, token_id: str) -> None:
+        await self._grpc.invoke(calls.remove_agent_token(token_id))

@@ -22,6 +22,7 @@ from .admin_records import (
     WIRE_ILD_TOPOLOGY,
     Agent,
     AgentFaults,
+    AgentToken,
     Allocation,
     AuditEvent,
     Cluster,
@@ -29,6 +30,7 @@ from .admin_records import (
     CreatedUser,
     DiscoveredAgent,
     Fault,
+    IssuedAgentToken,
     LinkTest,
     PartitionInfo,
     User,
@@ -274,4 +276,33 @@ def list_events(filters: EventFilter) -> Rpc[list[AuditEvent]]:
         events_request(filters),
         apb.ListEventsReply,
         lambda reply: [AuditEvent.from_wire(e) for e in reply.events],
+    )
+
+
+def create_agent_token(label: str) -> Rpc[IssuedAgentToken]:
+    return Rpc(
+        ADMIN_SERVICE + "CreateAgentToken",
+        apb.CreateAgentTokenRequest(label=label),
+        apb.CreateAgentTokenReply,
+        lambda reply: IssuedAgentToken(
+            AgentToken.from_wire(reply.agent_token), reply.token, raw=reply
+        ),
+    )
+
+
+def list_agent_tokens() -> Rpc[list[AgentToken]]:
+    return Rpc(
+        ADMIN_SERVICE + "ListAgentTokens",
+        apb.ListAgentTokensRequest(),
+        apb.ListAgentTokensReply,
+        lambda reply: [AgentToken.from_wire(t) for t in reply.agent_tokens],
+    )
+
+
+def remove_agent_token(token_id: str) -> Rpc[None]:
+    return Rpc(
+        ADMIN_SERVICE + "RemoveAgentToken",
+        apb.RemoveAgentTokenRequest(token_id=token_id),
+        apb.RemoveAgentTokenReply,
+        _none,
     )

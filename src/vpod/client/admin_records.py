@@ -271,6 +271,36 @@ class CreatedUser:
 
 
 @dataclass(frozen=True)
+class AgentToken:
+    """An agent registration token (never its secret) and the agents bound to it."""
+
+    id: str
+    label: str
+    created_at: datetime | None
+    agent_ids: tuple[str, ...]
+    raw: Any = field(repr=False, compare=False)
+
+    @classmethod
+    def from_wire(cls, message: apb.AgentToken) -> AgentToken:
+        return cls(
+            id=message.id,
+            label=message.label,
+            created_at=timestamp_or_none(message.created_at, message.HasField("created_at")),
+            agent_ids=tuple(message.agent_ids),
+            raw=message,
+        )
+
+
+@dataclass(frozen=True)
+class IssuedAgentToken:
+    """A new agent token and its text ``vat_ID.SECRET`` (shown once)."""
+
+    agent_token: AgentToken
+    token: str = field(repr=False)
+    raw: Any = field(repr=False, compare=False)
+
+
+@dataclass(frozen=True)
 class IpuLocation:
     """Where one IPU of a partition sits: agent, device, routing id."""
 

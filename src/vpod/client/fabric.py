@@ -193,9 +193,7 @@ def pod_map(cluster: str | None) -> HttpCall[list[ClusterMap]]:
 
 
 def fragmentation(allocation_id: str) -> HttpCall[Fragmentation]:
-    return get(
-        f"/admin/allocations/{quote(allocation_id, safe='')}/fragmentation", _fragmentation
-    )
+    return get(f"/admin/allocations/{quote(allocation_id, safe='')}/fragmentation", _fragmentation)
 
 
 STREAM_PATH = "/admin/stream"
