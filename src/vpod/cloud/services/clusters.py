@@ -19,9 +19,11 @@ from ..flavors import Flavor, check_image, find_flavor
 from ..metering import cluster_entry
 from ..model import errors
 from ..model.records import Cluster, Server, Task, Volume
+from ..model.results import ClusterChange
 from ..quotas import Exceeded, check_limits, cluster_demand, refuse_if_exceeded, server_demand
 from ..states import (
     ALLOWED_FROM,
+    STATUS_DURING,
     ClusterStatus,
     Operation,
     ServerStatus,
@@ -323,8 +325,6 @@ class Clusters:
         ref: str,
         operation: Operation,
         params: dict[str, object] | None = None,
-        *,
-        changes: Mapping[str, object] | None = None,
     ) -> Task:
         cluster = await self.find(principal, ref)
         flavor = find_flavor(cluster.flavor)
@@ -335,7 +335,9 @@ class Clusters:
                 f"cluster {cluster.name} holds nothing (its creation failed: {cluster.error});"
                 " delete it and create it again"
             )
-        return await self._claim(cluster, operation, params or {}, changes=changes)
+        during = STATUS_DURING.get(operation)
+        change = ClusterChange(during) if during is not None else None
+        return await self._claim(cluster, operation, params or {}, change=change)
 
     async def _claim(
         self,
@@ -343,7 +345,7 @@ class Clusters:
         operation: Operation,
         params: Mapping[str, object],
         *,
-        changes: Mapping[str, object] | None = None,
+        change: ClusterChange | None = None,
         new_servers: Sequence[Server] = (),
         new_volumes: Sequence[Volume] = (),
         demand: Mapping[str, int] | None = None,
@@ -359,18 +361,16 @@ class Clusters:
             cluster.name,
             {"vpod": is_vpod, **params},
         )
-        changes = dict(changes or {})
+        now = ctx.clock.now()
         meter = []
-        status = changes.get("status")
-        if isinstance(status, str) and status != cluster.status:
-            meter.append(cluster_entry(cluster, ClusterStatus(status), ctx.clock.now()))
-            changes["updated_at"] = ctx.clock.now()
+        if change is not None and change.status != cluster.status:
+            meter.append(cluster_entry(cluster, change.status, now))
         wanted = dict(demand or {})
         await ctx.records.start_cluster_task(
             cluster.id,
             task,
             allowed=_statuses(operation),
-            changes=changes,
+            changes=change.fields(now) if change is not None else None,
             new_servers=new_servers,
             new_volumes=new_volumes,
             meter=meter,
@@ -395,9 +395,7 @@ class Clusters:
         return await self._start(principal, ref, Operation.RESUME)
 
     async def reboot(self, principal: Principal, ref: str) -> Task:
-        return await self._start(
-            principal, ref, Operation.REBOOT, changes={"status": ClusterStatus.REBOOTING}
-        )
+        return await self._start(principal, ref, Operation.REBOOT)
 
     async def rebuild(self, principal: Principal, ref: str, image: str | None) -> Task:
         cluster = await self.find(principal, ref)
@@ -407,7 +405,6 @@ class Clusters:
             ref,
             Operation.REBUILD,
             {"image": chosen},
-            changes={"status": ClusterStatus.REBUILDING},
         )
 
     async def delete(self, principal: Principal, ref: str, *, delete_volumes: bool) -> Task:
@@ -416,7 +413,6 @@ class Clusters:
             ref,
             Operation.DELETE,
             {"delete_volumes": delete_volumes},
-            changes={"status": ClusterStatus.DELETING},
         )
 
     async def resize(self, principal: Principal, ref: str, server_count: int) -> Task:
@@ -429,17 +425,17 @@ class Clusters:
             raise errors.InvalidArgument(
                 f"cluster {cluster.name} has {current} servers already: give another count"
             )
-        changes: dict[str, object] = {
-            "status": ClusterStatus.RESIZING,
-            "server_count": target,
-            "gpus": target * flavor.gpus_per_server,
-        }
+        change = ClusterChange(
+            STATUS_DURING[Operation.RESIZE],
+            server_count=target,
+            gpus=target * flavor.gpus_per_server,
+        )
         params: dict[str, object] = {"server_count": target, "previous": current}
         servers = await self._ctx.records.list_servers([cluster.id])
         if target < current:
             leaving = [s.id for s in servers if s.position > target]
             params["remove_server_ids"] = leaving
-            return await self._claim(cluster, Operation.RESIZE, params, changes=changes)
+            return await self._claim(cluster, Operation.RESIZE, params, change=change)
         await self._capacity.require(flavor, target - current, fabric=cluster.fabric)
         cidr = cluster.network.get("cidr") or network_cidr(cluster.id)
         taken = max((s.position for s in servers), default=0)
@@ -460,7 +456,7 @@ class Clusters:
             cluster,
             Operation.RESIZE,
             params,
-            changes=changes,
+            change=change,
             new_servers=new,
             new_volumes=boot,
             demand=demand,
