@@ -16,7 +16,7 @@ from vpod.cloud.model import errors as cloud_errors
 from vpod.controller import errors as service_errors
 from vpod.domain.errors import DomainError
 
-from .grpc_client import exit_code_of
+from .exit_status import exit_code_of
 
 
 class CliFailure(Exception):

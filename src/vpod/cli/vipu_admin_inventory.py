@@ -16,7 +16,7 @@ from vpod.domain.topology import GwTopology, IldTopology
 from vpod.wire import admin_pb2 as apb
 from vpod.wire import agent_pb2 as agpb
 
-from .grpc_client import EXIT_USAGE, CliError
+from .exit_status import EXIT_USAGE, CliError
 from .render import enum_label, joined, message_dict, table
 from .vipu_group import PORT, WholeNumber, csv_list, echo_json, json_option, session_of
 

@@ -13,7 +13,7 @@ import click
 from vpod.client import Fault, FaultKind, LinkTest
 from vpod.wire import admin_pb2 as apb
 
-from .grpc_client import EXIT_USAGE, CliError
+from .exit_status import EXIT_USAGE, CliError
 from .render import joined, message_dict, table
 from .vipu_admin_inventory import CONTEXT, admin_client, fault_text
 from .vipu_group import WholeNumber, csv_list, echo_json, json_option

@@ -21,7 +21,7 @@ import click
 from vpod.wire import admin_pb2 as apb
 
 from .config import DEFAULT_ADMIN_PORT, DEFAULT_USER_PORT, Endpoint, Settings, render_hcl
-from .grpc_client import EXIT_USAGE, CliError
+from .exit_status import EXIT_USAGE, CliError
 from .render import joined, message_dict, table, timestamp_text
 from .vipu_admin_inventory import CONTEXT, admin_client, success
 from .vipu_group import PORT, csv_list, echo_json, json_option, session_of

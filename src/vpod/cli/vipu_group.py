@@ -25,7 +25,7 @@ import click
 from vpod.client import AdminClient, UserClient, VpodError
 from vpod.client.config import Settings, admin_endpoint, load_settings, user_endpoint
 
-from .grpc_client import EXIT_FAILURE, EXIT_USAGE, CliError, exit_code_of, one_line
+from .exit_status import EXIT_FAILURE, EXIT_USAGE, CliError, exit_code_of, one_line
 from .render import json_text
 
 F = TypeVar("F", bound=Callable[..., Any])

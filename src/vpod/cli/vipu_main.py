@@ -20,7 +20,7 @@ from vpod.domain.routing import parse_gw_routing, parse_ipulink_routing, parse_s
 from vpod.wire import admin_pb2 as apb
 from vpod.wire import virmgrpc_pb2 as pb
 
-from .grpc_client import EXIT_USAGE, CliError
+from .exit_status import EXIT_USAGE, CliError
 from .render import details, joined, message_dict, table
 from .vipu_group import (
     SubcommandGroup,

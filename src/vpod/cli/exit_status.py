@@ -1,8 +1,9 @@
-"""How `vipu` and `vipu-admin` report failures: one line and an exit status.
+"""How the CLIs report failures: one line and an exit status.
 
 Calling the controller (channels, credentials, deadlines and the diagnosis of
 gRPC failures) is :mod:`vpod.client`'s work; the CLIs map its exception tree
-to exit codes once, here (docs/cli.md "Exit status"):
+to exit codes once, here (docs/cli.md "Exit status"), for `vipu` and
+`vipu-admin` (:mod:`.vipu_group`) and the `vpod` commands (:mod:`.errors`):
 
 - :class:`~vpod.client.InvalidArgument` (the server's INVALID_ARGUMENT, bad
   settings, unreadable TLS files): exit 2, like a usage error, since the fix
