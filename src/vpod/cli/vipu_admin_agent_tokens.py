@@ -15,7 +15,7 @@ import click
 
 from vpod.wire import admin_pb2 as apb
 
-from .grpc_client import CliError
+from .exit_status import CliError
 from .render import joined, message_dict, table, timestamp_text
 from .vipu_admin_inventory import CONTEXT, admin_client, success
 from .vipu_admin_users import write_private
