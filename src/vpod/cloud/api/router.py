@@ -9,13 +9,17 @@ a quota overrun or missing capacity is 409 ``RESOURCE_EXHAUSTED``.
 
 The OpenAPI document of these routes alone is ``/api/cloud/v1/openapi.json``
 (the controller's ``/openapi.json`` holds them as well).
+
+The routes are module-level (``router``); each takes the :class:`Cloud` it
+serves as a dependency (``cloud_of``), which :func:`cloud_router` binds for
+the routers it returns, so a route can be served and tested alone.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -24,7 +28,7 @@ from vpod.controller.moments import LATEST, TimeOutOfRange, utc_moment
 
 from ..app import Cloud
 from ..model import errors
-from ..services.clusters import ClusterRequest, NewVolume
+from ..services.clusters import ClusterRequest, Clusters, NewVolume
 from ..services.projects import Principal
 from .convert import (
     cluster_out,
@@ -123,297 +127,369 @@ def _period(
     return start, end
 
 
+def cloud_of(request: Request) -> Cloud:
+    """The cloud these routes serve: bound per request by :func:`cloud_router`."""
+    found: Cloud = request.state.cloud
+    return found
+
+
+CloudDep = Annotated[Cloud, Depends(cloud_of)]
+
+
+async def principal(
+    cloud: CloudDep,
+    credentials: HTTPAuthorizationCredentials | None = Depends(_bearer),
+) -> Principal:
+    """The project (or administrator) a request's bearer token names."""
+    return await cloud.projects.authenticate(credentials.credentials if credentials else None)
+
+
+async def administrator(cloud: CloudDep, who: Principal = Depends(principal)) -> Principal:
+    cloud.projects.require_admin(who)
+    return who
+
+
+Tenant = Annotated[Principal, Depends(principal)]
+Operator = Annotated[Principal, Depends(administrator)]
+
+router = APIRouter(
+    prefix=PREFIX, tags=["cloud"], route_class=CloudRoute, responses=error_responses()
+)
+"""Every route of the cloud API; :func:`cloud_router` binds it to one :class:`Cloud`."""
+admin = APIRouter(prefix="/admin", tags=["cloud admin"], route_class=CloudRoute)
+
+
+# -- catalog and project --------------------------------------------------------------
+
+
+@router.get("/flavors", response_model=list[FlavorOut], summary="The flavor catalog")
+async def list_flavors(cloud: CloudDep, _who: Tenant) -> list[FlavorOut]:
+    return [flavor_out(f, n) for f, n in await cloud.capacity.catalog()]
+
+
+@router.get("/project", response_model=ProjectOut, summary="Your project, quotas, usage")
+async def my_project(cloud: CloudDep, who: Tenant) -> ProjectOut:
+    project = await cloud.projects.get(who.project())
+    return project_out(project, await cloud.projects.usage(project.id))
+
+
+@router.post("/check_limits", response_model=LimitsOut, summary="Would a cluster fit?")
+async def check_limits(cloud: CloudDep, body: LimitsIn, who: Tenant) -> LimitsOut:
+    request = ClusterRequest(
+        name="check",
+        flavor=body.flavor,
+        server_count=body.server_count,
+        new_volumes=[NewVolume("v", s) for s in body.volumes_gib],
+        boot_volume_gib=body.boot_volume_gib,
+    )
+    over, used = await cloud.clusters.check_limits(who, request)
+    return LimitsOut(fits=not over, exceeded=[exceeded_out(e) for e in over], usage=used)
+
+
+# -- clusters ---------------------------------------------------------------------------
+
+
+@router.get("/clusters", response_model=list[ClusterOut], summary="Your clusters")
+async def list_clusters(cloud: CloudDep, who: Tenant) -> list[ClusterOut]:
+    return [cluster_out(v) for v in await cloud.clusters.list_clusters(who)]
+
+
+@router.post(
+    "/clusters",
+    status_code=202,
+    response_model=TaskOut,
+    responses=ACCEPTED,
+    summary="Create a cluster",
+)
+async def create_cluster(cloud: CloudDep, body: ClusterCreateIn, who: Tenant) -> TaskOut:
+    return task_out(await cloud.clusters.create(who, _request(body)))
+
+
+@router.get("/clusters/{cluster}", response_model=ClusterOut, summary="One cluster")
+async def get_cluster(cloud: CloudDep, cluster: str, who: Tenant) -> ClusterOut:
+    return cluster_out(await cloud.clusters.get(who, cluster))
+
+
+@router.delete(
+    "/clusters/{cluster}",
+    status_code=202,
+    response_model=TaskOut,
+    responses=ACCEPTED,
+    summary="Delete a cluster",
+)
+async def delete_cluster(
+    cloud: CloudDep,
+    cluster: str,
+    who: Tenant,
+    delete_volumes: bool = Query(False, description="Delete its data volumes too."),
+) -> TaskOut:
+    return task_out(await cloud.clusters.delete(who, cluster, delete_volumes=delete_volumes))
+
+
+def _action(
+    name: str, call: Callable[[Clusters, Principal, str], Awaitable[Any]], doc: str
+) -> None:
+    async def route(cluster: str, cloud: CloudDep, who: Tenant) -> TaskOut:
+        return task_out(await call(cloud.clusters, who, cluster))
+
+    router.add_api_route(
+        f"/clusters/{{cluster}}/{name}",
+        route,
+        methods=["POST"],
+        status_code=202,
+        response_model=TaskOut,
+        responses=ACCEPTED,
+        summary=doc,
+        name=f"{name}_cluster",
+    )
+
+
+_action("suspend", Clusters.suspend, "Suspend: release compute, keep volumes")
+_action("resume", Clusters.resume, "Resume a suspended cluster")
+_action("reboot", Clusters.reboot, "Reboot every server")
+
+
+@router.post(
+    "/clusters/{cluster}/resize",
+    status_code=202,
+    response_model=TaskOut,
+    responses=ACCEPTED,
+    summary="Change a GPU cluster's server count",
+)
+async def resize_cluster(cloud: CloudDep, cluster: str, body: ResizeIn, who: Tenant) -> TaskOut:
+    return task_out(await cloud.clusters.resize(who, cluster, body.server_count))
+
+
+@router.post(
+    "/clusters/{cluster}/rebuild",
+    status_code=202,
+    response_model=TaskOut,
+    responses=ACCEPTED,
+    summary="Re-image every server",
+)
+async def rebuild_cluster(cloud: CloudDep, cluster: str, body: RebuildIn, who: Tenant) -> TaskOut:
+    return task_out(await cloud.clusters.rebuild(who, cluster, body.image))
+
+
+@router.get("/clusters/{cluster}/metadata", response_model=dict[str, str])
+async def get_metadata(cloud: CloudDep, cluster: str, who: Tenant) -> dict[str, str]:
+    return dict((await cloud.clusters.find(who, cluster)).metadata)
+
+
+@router.put("/clusters/{cluster}/metadata", response_model=MetadataOut)
+async def set_metadata(cloud: CloudDep, cluster: str, body: MetadataIn, who: Tenant) -> MetadataOut:
+    task, updated = await cloud.clusters.set_metadata(
+        who, cluster, body.metadata, replace=body.replace
+    )
+    return MetadataOut(task=task_out(task), metadata=dict(updated.metadata))
+
+
+@router.get(
+    "/clusters/{cluster}/shell",
+    response_model=ShellOut,
+    summary="How to open a shell on a server",
+)
+async def shell(
+    cloud: CloudDep, cluster: str, who: Tenant, server: int = Query(1, ge=1)
+) -> ShellOut:
+    return shell_out(await cloud.clusters.shell(who, cluster, server))
+
+
+# -- volumes ----------------------------------------------------------------------------
+
+
+@router.get("/volumes", response_model=list[VolumeOut], summary="Your volumes")
+async def list_volumes(cloud: CloudDep, who: Tenant) -> list[VolumeOut]:
+    return [volume_out(v) for v in await cloud.volumes.list_volumes(who)]
+
+
+@router.post("/volumes", status_code=202, response_model=TaskOut, responses=ACCEPTED)
+async def create_volume(cloud: CloudDep, body: VolumeCreateIn, who: Tenant) -> TaskOut:
+    return task_out(await cloud.volumes.create(who, body.name, body.size_gib, body.volume_type))
+
+
+@router.get("/volumes/{volume}", response_model=VolumeOut)
+async def get_volume(cloud: CloudDep, volume: str, who: Tenant) -> VolumeOut:
+    return volume_out(await cloud.volumes.find(who, volume))
+
+
+@router.delete("/volumes/{volume}", status_code=202, response_model=TaskOut, responses=ACCEPTED)
+async def delete_volume(cloud: CloudDep, volume: str, who: Tenant) -> TaskOut:
+    return task_out(await cloud.volumes.delete(who, volume))
+
+
+@router.post(
+    "/volumes/{volume}/attach", status_code=202, response_model=TaskOut, responses=ACCEPTED
+)
+async def attach_volume(cloud: CloudDep, volume: str, body: AttachIn, who: Tenant) -> TaskOut:
+    return task_out(await cloud.volumes.attach(who, volume, body.cluster, body.server))
+
+
+@router.post(
+    "/volumes/{volume}/detach", status_code=202, response_model=TaskOut, responses=ACCEPTED
+)
+async def detach_volume(cloud: CloudDep, volume: str, who: Tenant) -> TaskOut:
+    return task_out(await cloud.volumes.detach(who, volume))
+
+
+# -- tasks and invoices -------------------------------------------------------------------
+
+
+@router.get("/tasks", response_model=list[TaskOut], summary="Your tasks, newest first")
+async def list_tasks(
+    cloud: CloudDep,
+    who: Tenant,
+    resource: str | None = Query(None, description="Only this cluster's or volume's."),
+    state: str | None = Query(None, description="NEW, RUNNING, FINISHED or ERROR."),
+    limit: int = Query(50, ge=1, le=500),
+) -> list[TaskOut]:
+    found = await cloud.tasks.list_tasks(who, resource_id=resource, state=state, limit=limit)
+    return [task_out(t) for t in found]
+
+
+@router.get("/tasks/{task}", response_model=TaskOut)
+async def get_task(
+    cloud: CloudDep,
+    task: str,
+    who: Tenant,
+    wait: float = Query(0, ge=0, le=60, description="Wait up to this many seconds for the end."),
+) -> TaskOut:
+    return task_out(await cloud.tasks.wait(who, task, wait))
+
+
+@router.get("/invoice", response_model=InvoiceOut, summary="Your invoice for a period")
+async def invoice(
+    cloud: CloudDep,
+    who: Tenant,
+    start: datetime | None = Query(None, description="Default: the first of this month."),
+    end: datetime | None = Query(None, description="Default: now (excluded)."),
+) -> InvoiceOut:
+    first, last = _period(start, end, cloud.ctx.clock.now())
+    return invoice_out(await cloud.billing.invoice(who.project(), first, last))
+
+
+# -- administration -----------------------------------------------------------------------
+
+
+@admin.get("/projects", response_model=list[ProjectOut])
+async def admin_projects(cloud: CloudDep, _who: Operator) -> list[ProjectOut]:
+    projects = await cloud.projects.list_projects()
+    return [project_out(p, await cloud.projects.usage(p.id)) for p in projects]
+
+
+@admin.post("/projects", status_code=201, response_model=ProjectCreatedOut)
+async def admin_create_project(
+    cloud: CloudDep, body: ProjectCreateIn, _who: Operator
+) -> ProjectCreatedOut:
+    project, token = await cloud.projects.create(body.id, body.name, body.quotas)
+    return ProjectCreatedOut(
+        project=project_out(project, await cloud.projects.usage(project.id)),
+        token=token_out(token.record, token.token),
+    )
+
+
+@admin.get("/projects/{project}", response_model=ProjectOut)
+async def admin_project(cloud: CloudDep, project: str, _who: Operator) -> ProjectOut:
+    found = await cloud.projects.get(project)
+    return project_out(found, await cloud.projects.usage(project))
+
+
+@admin.delete("/projects/{project}", status_code=204)
+async def admin_remove_project(cloud: CloudDep, project: str, _who: Operator) -> None:
+    await cloud.projects.remove(project)
+
+
+@admin.put("/projects/{project}/quotas", response_model=ProjectOut)
+async def admin_quotas(cloud: CloudDep, project: str, body: QuotasIn, _who: Operator) -> ProjectOut:
+    updated = await cloud.projects.set_quotas(project, body.quotas)
+    return project_out(updated, await cloud.projects.usage(project))
+
+
+@admin.get("/projects/{project}/tokens", response_model=list[TokenOut])
+async def admin_tokens(cloud: CloudDep, project: str, _who: Operator) -> list[TokenOut]:
+    return [token_out(t) for t in await cloud.projects.list_tokens(project)]
+
+
+@admin.post("/projects/{project}/tokens", status_code=201, response_model=TokenOut)
+async def admin_new_token(cloud: CloudDep, project: str, body: TokenIn, _who: Operator) -> TokenOut:
+    new = await cloud.projects.issue_token(project, body.label)
+    return token_out(new.record, new.token)
+
+
+@admin.delete("/tokens/{token_id}", status_code=204)
+async def admin_revoke_token(cloud: CloudDep, token_id: str, _who: Operator) -> None:
+    await cloud.projects.revoke_token(token_id)
+
+
+@admin.get("/projects/{project}/invoice", response_model=InvoiceOut)
+async def admin_invoice(
+    cloud: CloudDep,
+    project: str,
+    _who: Operator,
+    start: datetime | None = Query(None),
+    end: datetime | None = Query(None),
+) -> InvoiceOut:
+    first, last = _period(start, end, cloud.ctx.clock.now())
+    return invoice_out(await cloud.billing.invoice(project, first, last))
+
+
+@admin.get("/hosts", response_model=list[HostOut], summary="Registered GPU and Poplar hosts")
+async def admin_hosts(cloud: CloudDep, _who: Operator) -> list[HostOut]:
+    return [host_out(u) for u in await cloud.hosts.list_hosts()]
+
+
+@admin.post("/hosts", status_code=201, response_model=HostOut, summary="Register a host")
+async def admin_register_host(cloud: CloudDep, body: HostIn, _who: Operator) -> HostOut:
+    await cloud.hosts.register(
+        body.id,
+        body.role,
+        body.model,
+        fabric=body.fabric,
+        address=body.address,
+        slots=body.slots,
+    )
+    usage = {u.host.id: u for u in await cloud.hosts.list_hosts()}
+    return host_out(usage[body.id])
+
+
+@admin.put("/hosts/{host}/enabled", status_code=204)
+async def admin_enable_host(
+    cloud: CloudDep, host: str, body: HostEnabledIn, _who: Operator
+) -> None:
+    await cloud.hosts.set_enabled(host, body.enabled)
+
+
+@admin.delete("/hosts/{host}", status_code=204)
+async def admin_remove_host(cloud: CloudDep, host: str, _who: Operator) -> None:
+    await cloud.hosts.remove(host)
+
+
+@router.get("/openapi.json", include_in_schema=False)
+async def openapi(request: Request) -> dict[str, Any]:
+    """The controller's document, cut down to the cloud's paths."""
+    whole: dict[str, Any] = request.app.openapi()
+    document = dict(whole)
+    document["info"] = {
+        **whole.get("info", {}),
+        "title": "vpod cloud API",
+        "description": __doc__ or "",
+    }
+    document["paths"] = {p: v for p, v in whole["paths"].items() if p.startswith(PREFIX)}
+    return document
+
+
+router.include_router(admin)
+
+
 def cloud_router(cloud: Cloud) -> APIRouter:
-    """Every route of the cloud API, bound to ``cloud``."""
-    router = APIRouter(
-        prefix=PREFIX, tags=["cloud"], route_class=CloudRoute, responses=error_responses()
-    )
-    admin = APIRouter(prefix="/admin", tags=["cloud admin"], route_class=CloudRoute)
+    """The cloud API's routes, bound to ``cloud`` (each request finds it through ``cloud_of``)."""
 
-    async def principal(
-        credentials: HTTPAuthorizationCredentials | None = Depends(_bearer),
-    ) -> Principal:
-        return await cloud.projects.authenticate(credentials.credentials if credentials else None)
+    def bind(request: Request) -> None:
+        request.state.cloud = cloud
 
-    async def administrator(who: Principal = Depends(principal)) -> Principal:
-        cloud.projects.require_admin(who)
-        return who
-
-    tenant = Depends(principal)
-    operator = Depends(administrator)
-
-    # -- catalog and project --------------------------------------------------------------
-
-    @router.get("/flavors", response_model=list[FlavorOut], summary="The flavor catalog")
-    async def list_flavors(_who: Principal = tenant) -> list[FlavorOut]:
-        return [flavor_out(f, n) for f, n in await cloud.capacity.catalog()]
-
-    @router.get("/project", response_model=ProjectOut, summary="Your project, quotas, usage")
-    async def my_project(who: Principal = tenant) -> ProjectOut:
-        project = await cloud.projects.get(who.project())
-        return project_out(project, await cloud.projects.usage(project.id))
-
-    @router.post("/check_limits", response_model=LimitsOut, summary="Would a cluster fit?")
-    async def check_limits(body: LimitsIn, who: Principal = tenant) -> LimitsOut:
-        request = ClusterRequest(
-            name="check",
-            flavor=body.flavor,
-            server_count=body.server_count,
-            new_volumes=[NewVolume("v", s) for s in body.volumes_gib],
-            boot_volume_gib=body.boot_volume_gib,
-        )
-        over, used = await cloud.clusters.check_limits(who, request)
-        return LimitsOut(fits=not over, exceeded=[exceeded_out(e) for e in over], usage=used)
-
-    # -- clusters ---------------------------------------------------------------------------
-
-    @router.get("/clusters", response_model=list[ClusterOut], summary="Your clusters")
-    async def list_clusters(who: Principal = tenant) -> list[ClusterOut]:
-        return [cluster_out(v) for v in await cloud.clusters.list_clusters(who)]
-
-    @router.post(
-        "/clusters",
-        status_code=202,
-        response_model=TaskOut,
-        responses=ACCEPTED,
-        summary="Create a cluster",
-    )
-    async def create_cluster(body: ClusterCreateIn, who: Principal = tenant) -> TaskOut:
-        return task_out(await cloud.clusters.create(who, _request(body)))
-
-    @router.get("/clusters/{cluster}", response_model=ClusterOut, summary="One cluster")
-    async def get_cluster(cluster: str, who: Principal = tenant) -> ClusterOut:
-        return cluster_out(await cloud.clusters.get(who, cluster))
-
-    @router.delete(
-        "/clusters/{cluster}",
-        status_code=202,
-        response_model=TaskOut,
-        responses=ACCEPTED,
-        summary="Delete a cluster",
-    )
-    async def delete_cluster(
-        cluster: str,
-        who: Principal = tenant,
-        delete_volumes: bool = Query(False, description="Delete its data volumes too."),
-    ) -> TaskOut:
-        return task_out(await cloud.clusters.delete(who, cluster, delete_volumes=delete_volumes))
-
-    def action(name: str, call: Callable[[Principal, str], Awaitable[Any]], doc: str) -> None:
-        async def route(cluster: str, who: Principal = tenant) -> TaskOut:
-            return task_out(await call(who, cluster))
-
-        router.add_api_route(
-            f"/clusters/{{cluster}}/{name}",
-            route,
-            methods=["POST"],
-            status_code=202,
-            response_model=TaskOut,
-            responses=ACCEPTED,
-            summary=doc,
-            name=f"{name}_cluster",
-        )
-
-    action("suspend", cloud.clusters.suspend, "Suspend: release compute, keep volumes")
-    action("resume", cloud.clusters.resume, "Resume a suspended cluster")
-    action("reboot", cloud.clusters.reboot, "Reboot every server")
-
-    @router.post(
-        "/clusters/{cluster}/resize",
-        status_code=202,
-        response_model=TaskOut,
-        responses=ACCEPTED,
-        summary="Change a GPU cluster's server count",
-    )
-    async def resize_cluster(cluster: str, body: ResizeIn, who: Principal = tenant) -> TaskOut:
-        return task_out(await cloud.clusters.resize(who, cluster, body.server_count))
-
-    @router.post(
-        "/clusters/{cluster}/rebuild",
-        status_code=202,
-        response_model=TaskOut,
-        responses=ACCEPTED,
-        summary="Re-image every server",
-    )
-    async def rebuild_cluster(cluster: str, body: RebuildIn, who: Principal = tenant) -> TaskOut:
-        return task_out(await cloud.clusters.rebuild(who, cluster, body.image))
-
-    @router.get("/clusters/{cluster}/metadata", response_model=dict[str, str])
-    async def get_metadata(cluster: str, who: Principal = tenant) -> dict[str, str]:
-        return dict((await cloud.clusters.find(who, cluster)).metadata)
-
-    @router.put("/clusters/{cluster}/metadata", response_model=MetadataOut)
-    async def set_metadata(cluster: str, body: MetadataIn, who: Principal = tenant) -> MetadataOut:
-        task, updated = await cloud.clusters.set_metadata(
-            who, cluster, body.metadata, replace=body.replace
-        )
-        return MetadataOut(task=task_out(task), metadata=dict(updated.metadata))
-
-    @router.get(
-        "/clusters/{cluster}/shell",
-        response_model=ShellOut,
-        summary="How to open a shell on a server",
-    )
-    async def shell(
-        cluster: str, who: Principal = tenant, server: int = Query(1, ge=1)
-    ) -> ShellOut:
-        return shell_out(await cloud.clusters.shell(who, cluster, server))
-
-    # -- volumes ----------------------------------------------------------------------------
-
-    @router.get("/volumes", response_model=list[VolumeOut], summary="Your volumes")
-    async def list_volumes(who: Principal = tenant) -> list[VolumeOut]:
-        return [volume_out(v) for v in await cloud.volumes.list_volumes(who)]
-
-    @router.post("/volumes", status_code=202, response_model=TaskOut, responses=ACCEPTED)
-    async def create_volume(body: VolumeCreateIn, who: Principal = tenant) -> TaskOut:
-        return task_out(await cloud.volumes.create(who, body.name, body.size_gib, body.volume_type))
-
-    @router.get("/volumes/{volume}", response_model=VolumeOut)
-    async def get_volume(volume: str, who: Principal = tenant) -> VolumeOut:
-        return volume_out(await cloud.volumes.find(who, volume))
-
-    @router.delete("/volumes/{volume}", status_code=202, response_model=TaskOut, responses=ACCEPTED)
-    async def delete_volume(volume: str, who: Principal = tenant) -> TaskOut:
-        return task_out(await cloud.volumes.delete(who, volume))
-
-    @router.post(
-        "/volumes/{volume}/attach", status_code=202, response_model=TaskOut, responses=ACCEPTED
-    )
-    async def attach_volume(volume: str, body: AttachIn, who: Principal = tenant) -> TaskOut:
-        return task_out(await cloud.volumes.attach(who, volume, body.cluster, body.server))
-
-    @router.post(
-        "/volumes/{volume}/detach", status_code=202, response_model=TaskOut, responses=ACCEPTED
-    )
-    async def detach_volume(volume: str, who: Principal = tenant) -> TaskOut:
-        return task_out(await cloud.volumes.detach(who, volume))
-
-    # -- tasks and invoices -------------------------------------------------------------------
-
-    @router.get("/tasks", response_model=list[TaskOut], summary="Your tasks, newest first")
-    async def list_tasks(
-        who: Principal = tenant,
-        resource: str | None = Query(None, description="Only this cluster's or volume's."),
-        state: str | None = Query(None, description="NEW, RUNNING, FINISHED or ERROR."),
-        limit: int = Query(50, ge=1, le=500),
-    ) -> list[TaskOut]:
-        found = await cloud.tasks.list_tasks(who, resource_id=resource, state=state, limit=limit)
-        return [task_out(t) for t in found]
-
-    @router.get("/tasks/{task}", response_model=TaskOut)
-    async def get_task(
-        task: str,
-        who: Principal = tenant,
-        wait: float = Query(
-            0, ge=0, le=60, description="Wait up to this many seconds for the end."
-        ),
-    ) -> TaskOut:
-        return task_out(await cloud.tasks.wait(who, task, wait))
-
-    @router.get("/invoice", response_model=InvoiceOut, summary="Your invoice for a period")
-    async def invoice(
-        who: Principal = tenant,
-        start: datetime | None = Query(None, description="Default: the first of this month."),
-        end: datetime | None = Query(None, description="Default: now (excluded)."),
-    ) -> InvoiceOut:
-        first, last = _period(start, end, cloud.ctx.clock.now())
-        return invoice_out(await cloud.billing.invoice(who.project(), first, last))
-
-    # -- administration -----------------------------------------------------------------------
-
-    @admin.get("/projects", response_model=list[ProjectOut])
-    async def admin_projects(_who: Principal = operator) -> list[ProjectOut]:
-        projects = await cloud.projects.list_projects()
-        return [project_out(p, await cloud.projects.usage(p.id)) for p in projects]
-
-    @admin.post("/projects", status_code=201, response_model=ProjectCreatedOut)
-    async def admin_create_project(
-        body: ProjectCreateIn, _who: Principal = operator
-    ) -> ProjectCreatedOut:
-        project, token = await cloud.projects.create(body.id, body.name, body.quotas)
-        return ProjectCreatedOut(
-            project=project_out(project, await cloud.projects.usage(project.id)),
-            token=token_out(token.record, token.token),
-        )
-
-    @admin.get("/projects/{project}", response_model=ProjectOut)
-    async def admin_project(project: str, _who: Principal = operator) -> ProjectOut:
-        found = await cloud.projects.get(project)
-        return project_out(found, await cloud.projects.usage(project))
-
-    @admin.delete("/projects/{project}", status_code=204)
-    async def admin_remove_project(project: str, _who: Principal = operator) -> None:
-        await cloud.projects.remove(project)
-
-    @admin.put("/projects/{project}/quotas", response_model=ProjectOut)
-    async def admin_quotas(project: str, body: QuotasIn, _who: Principal = operator) -> ProjectOut:
-        updated = await cloud.projects.set_quotas(project, body.quotas)
-        return project_out(updated, await cloud.projects.usage(project))
-
-    @admin.get("/projects/{project}/tokens", response_model=list[TokenOut])
-    async def admin_tokens(project: str, _who: Principal = operator) -> list[TokenOut]:
-        return [token_out(t) for t in await cloud.projects.list_tokens(project)]
-
-    @admin.post("/projects/{project}/tokens", status_code=201, response_model=TokenOut)
-    async def admin_new_token(project: str, body: TokenIn, _who: Principal = operator) -> TokenOut:
-        new = await cloud.projects.issue_token(project, body.label)
-        return token_out(new.record, new.token)
-
-    @admin.delete("/tokens/{token_id}", status_code=204)
-    async def admin_revoke_token(token_id: str, _who: Principal = operator) -> None:
-        await cloud.projects.revoke_token(token_id)
-
-    @admin.get("/projects/{project}/invoice", response_model=InvoiceOut)
-    async def admin_invoice(
-        project: str,
-        _who: Principal = operator,
-        start: datetime | None = Query(None),
-        end: datetime | None = Query(None),
-    ) -> InvoiceOut:
-        first, last = _period(start, end, cloud.ctx.clock.now())
-        return invoice_out(await cloud.billing.invoice(project, first, last))
-
-    @admin.get("/hosts", response_model=list[HostOut], summary="Registered GPU and Poplar hosts")
-    async def admin_hosts(_who: Principal = operator) -> list[HostOut]:
-        return [host_out(u) for u in await cloud.hosts.list_hosts()]
-
-    @admin.post("/hosts", status_code=201, response_model=HostOut, summary="Register a host")
-    async def admin_register_host(body: HostIn, _who: Principal = operator) -> HostOut:
-        await cloud.hosts.register(
-            body.id,
-            body.role,
-            body.model,
-            fabric=body.fabric,
-            address=body.address,
-            slots=body.slots,
-        )
-        usage = {u.host.id: u for u in await cloud.hosts.list_hosts()}
-        return host_out(usage[body.id])
-
-    @admin.put("/hosts/{host}/enabled", status_code=204)
-    async def admin_enable_host(host: str, body: HostEnabledIn, _who: Principal = operator) -> None:
-        await cloud.hosts.set_enabled(host, body.enabled)
-
-    @admin.delete("/hosts/{host}", status_code=204)
-    async def admin_remove_host(host: str, _who: Principal = operator) -> None:
-        await cloud.hosts.remove(host)
-
-    @router.get("/openapi.json", include_in_schema=False)
-    async def openapi(request: Request) -> dict[str, Any]:
-        """The controller's document, cut down to the cloud's paths."""
-        whole: dict[str, Any] = request.app.openapi()
-        document = dict(whole)
-        document["info"] = {
-            **whole.get("info", {}),
-            "title": "vpod cloud API",
-            "description": __doc__ or "",
-        }
-        document["paths"] = {p: v for p, v in whole["paths"].items() if p.startswith(PREFIX)}
-        return document
-
-    router.include_router(admin)
-    return router
+    bound = APIRouter()
+    bound.include_router(router, dependencies=[Depends(bind)])
+    return bound
 
 
-__all__ = ["PREFIX", "cloud_router"]
+__all__ = ["PREFIX", "cloud_router", "router"]
