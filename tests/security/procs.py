@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -121,8 +122,14 @@ class Server:
         return self.proc.returncode
 
 
-def start_server(data_dir: Path, *args: str) -> Server:
-    """``vipu-server --data-dir DIR --port 0 ... ARGS``, once its ready line is out."""
+def start_server(data_dir: Path, *args: str, nofile: int | None = None) -> Server:
+    """``vipu-server --data-dir DIR --port 0 ... ARGS``, once its ready line is out; with
+    ``nofile``, under that limit on open files."""
+
+    def limit_files() -> None:
+        if nofile is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
     log = data_dir / "server.log"
     data_dir.mkdir(parents=True, exist_ok=True)
     with log.open("a") as err:
@@ -145,6 +152,7 @@ def start_server(data_dir: Path, *args: str) -> Server:
             stderr=err,
             text=True,
             start_new_session=True,
+            preexec_fn=limit_files,
         )
     line = _ReadyLine(proc, "vipu-server ready:").wait()
     if line is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import logging.handlers
 import signal
 import sys
 from pathlib import Path
@@ -27,11 +28,19 @@ from .server_security import (
 )
 
 
-def _configure_logging(level: str) -> None:
+def _configure_logging(
+    level: str, log_file: Path | None = None, max_bytes: int = 0, backups: int = 0
+) -> None:
+    """Log to stderr, or to ``log_file`` rotated at ``max_bytes`` keeping ``backups`` old ones."""
+    handler: logging.Handler = logging.StreamHandler(sys.stderr)
+    if log_file is not None:
+        handler = logging.handlers.RotatingFileHandler(
+            log_file, maxBytes=max_bytes, backupCount=backups, encoding="utf-8"
+        )
     logging.basicConfig(
         level=getattr(logging, level.upper(), logging.INFO),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
+        handlers=[handler],
     )
 
 
@@ -112,10 +121,37 @@ def _configure_logging(level: str) -> None:
     help="Serve the cloud layer too (/api/cloud/v1; settings in DATA_DIR/cloud.toml).",
 )
 @click.option(
+    "--max-connections",
+    type=click.IntRange(-1, 1_000_000),
+    default=-1,
+    help="Connections each listener holds (-1, the default: shared out of the"
+    " file-descriptor limit; 0: no cap). Idle and slow clients are timed out either way.",
+)
+@click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"]),
     default="info",
     show_default=True,
+)
+@click.option(
+    "--log-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Log to FILE instead of stderr, rotated by size (--log-max-bytes, --log-backups).",
+)
+@click.option(
+    "--log-max-bytes",
+    type=click.IntRange(4096, 1 << 40),
+    default=10 << 20,
+    show_default=True,
+    help="Rotate --log-file at this size.",
+)
+@click.option(
+    "--log-backups",
+    type=click.IntRange(1, 1000),
+    default=5,
+    show_default=True,
+    help="Rotated files of --log-file to keep (FILE.1 ... FILE.N).",
 )
 def main(
     data_dir: Path,
@@ -131,11 +167,15 @@ def main(
     operation_deadline: float,
     recovery_interval: float,
     cloud: bool,
+    max_connections: int,
     log_level: str,
+    log_file: Path | None,
+    log_max_bytes: int,
+    log_backups: int,
     security: SecurityOptions,
 ) -> None:
     """Run the V-IPU controller until interrupted (Ctrl-C or SIGTERM stop it cleanly)."""
-    _configure_logging(log_level)
+    _configure_logging(log_level, log_file, log_max_bytes, log_backups)
     settings = Settings(
         data_dir=data_dir,
         database_url=database_url,
@@ -149,6 +189,7 @@ def main(
         agent_timeout_s=agent_timeout,
         operation_deadline_s=operation_deadline,
         recovery_interval_s=recovery_interval,
+        max_connections=max_connections,
     )
     run_cli(lambda: _start(settings, security, cloud))
 

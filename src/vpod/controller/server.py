@@ -27,11 +27,13 @@ from vpod.wire import admin_pb2, virmgrpc_pb2
 
 from .agent_grpc import GrpcAgentGateway
 from .app import Controller, build_controller
+from .listener_limits import listener_limits
 from .metrics import ControllerMetrics
 from .settings import Settings
 from .tls import ServerTls
 from .transports.admin_grpc import AdminServicer, RegistrationServicer, add_admin_api
 from .transports.auth import GrpcAuthenticator
+from .transports.http_guard import RateLimitedWarning, guarded_h11, quiet_accept_errors
 from .transports.http_health import Readiness
 from .transports.rest import create_http_app
 from .transports.user_grpc import UserServicer, add_user_api, add_version_api
@@ -40,11 +42,6 @@ log = logging.getLogger("vpod.server")
 
 USER_API = "user gRPC API"
 ADMIN_API = "admin gRPC API"
-
-GRPC_OPTIONS = [
-    ("grpc.so_reuseport", 0),
-    ("grpc.max_concurrent_streams", 1000),
-]
 
 
 class ServerExtension(Protocol):
@@ -120,6 +117,10 @@ async def serve(
 ) -> None:
     """Serve until ``stop`` is set (or the task is cancelled); over TLS when ``tls`` is given."""
     credentials = tls.grpc_credentials() if tls is not None else None
+    limits = listener_limits(settings.max_connections)
+    refusals = RateLimitedWarning()
+    quiet_accept_errors(asyncio.get_running_loop(), refusals)
+    grpc_options = limits.grpc_options()
     gateway = GrpcAgentGateway()
     controller = build_controller(settings, gateway)
     extras = [make(controller) for make in extensions]
@@ -128,7 +129,7 @@ async def serve(
     metrics = ControllerMetrics(controller.status.state)
     readiness = Readiness([USER_API, ADMIN_API])
     interceptors = [metrics.grpc_interceptor()]
-    user_server = grpc.aio.server(options=GRPC_OPTIONS, interceptors=interceptors)
+    user_server = grpc.aio.server(options=grpc_options, interceptors=interceptors)
     user_api = UserServicer(
         settings=controller.settings,
         partitions=controller.partitions,
@@ -149,7 +150,7 @@ async def serve(
     )
     user_port = _bind(user_server, settings.host, settings.user_port, "user API", credentials)
 
-    admin_server = grpc.aio.server(options=GRPC_OPTIONS, interceptors=interceptors)
+    admin_server = grpc.aio.server(options=grpc_options, interceptors=interceptors)
     admin_api = AdminServicer(
         inventory=controller.inventory,
         fleet=controller.fleet,
@@ -193,6 +194,8 @@ async def serve(
         port=settings.http_port,
         log_level="warning",
         lifespan="off",
+        http=guarded_h11(limits.http, refusals),
+        timeout_keep_alive=int(limits.http.keep_alive_s),
         **(tls.uvicorn_options() if tls is not None else {}),
     )
     http_server = uvicorn.Server(http_config)

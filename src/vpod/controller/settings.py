@@ -38,6 +38,9 @@ class Settings:
     """An operation older than this was abandoned by a controller that died."""
     api_version: str = VIPU_API_VERSION
     ipuof_server_version: str = IPUOF_SERVER_VERSION
+    max_connections: int = -1
+    """Connections per listener; -1: shared out of the file-descriptor limit, 0: no cap
+    (see :mod:`.listener_limits`)."""
     replica_id: str = ""
     """Names this controller in leases and logs; empty: host and process id."""
 
