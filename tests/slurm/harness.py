@@ -64,6 +64,8 @@ class SlurmPod:
         return done.stdout
 
     def sbatch(self, *args: str, wrap: str) -> str:
+        if not any(a.startswith("--output") for a in args):
+            args = (f"--output={self.cluster.logs}/job-%j.out", *args)
         out = self.slurm("sbatch", "--parsable", *args, "--wrap", wrap)
         job_id = out.strip().split(";")[0]
         self.submitted.append(job_id)

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from vpod.integrations.slurm.hooks import task_prolog_lines
+from vpod.integrations.slurm.hooks import ipus_in_tres, simple_values, task_prolog_lines
 from vpod.integrations.slurm.jobs import JobPartitions, StartRefused
 from vpod.integrations.slurm.settings import (
     SettingsError,
@@ -14,7 +14,6 @@ from vpod.integrations.slurm.settings import (
     parse_settings,
     render_settings,
 )
-from vpod.integrations.slurm.slurm_commands import ipus_in_tres
 from vpod.integrations.slurm.slurm_conf import IpuPartition, gres_conf, job_submit_lua, valid_sizes
 from vpod.integrations.slurm.vipu_api import PartitionFailure
 
@@ -96,8 +95,10 @@ def test_generated_config_names_each_partition_and_node() -> None:
 
 def test_task_prolog_exports_only_for_jobs_with_ipus() -> None:
     settings = SlurmSettings(ipuof_api_host="h", ipuof_api_port=9, ipuof_timeout_s=7)
-    assert task_prolog_lines(settings, "5", 0) == []
-    assert task_prolog_lines(settings, "5", 4) == [
+    values = simple_values(render_settings(settings))
+    assert values is not None
+    assert task_prolog_lines(values, "5", 0) == []
+    assert task_prolog_lines(values, "5", 4) == [
         "export IPUOF_VIPU_API_HOST=h",
         "export IPUOF_VIPU_API_PORT=9",
         "export IPUOF_VIPU_API_PARTITION_ID=slurm_5",
@@ -128,3 +129,17 @@ def test_a_job_gets_a_partition_in_its_slurm_partitions_allocation_and_loses_it_
             await jobs.start("11", "small", 3)
 
     asyncio.run(scenario())
+
+
+def test_the_hooks_quick_reader_agrees_with_toml_or_defers_to_it() -> None:
+    """simple_values reads what render_settings writes exactly as tomllib does, else says None."""
+    import tomllib
+
+    text = render_settings(SlurmSettings(socket="/run/x.sock", allocations={"ipu": "a"}))
+    quick = simple_values(text)
+    assert quick is not None
+    full = tomllib.loads(text)
+    del full["allocations"]
+    assert quick == full
+    assert simple_values('socket = "a\\"b"') is None
+    assert simple_values("ports = [1, 2]") is None

@@ -153,3 +153,44 @@ def main(argv: list[str] | None = None) -> None:
     except (SettingsError, PartitionFailure) as exc:
         print(f"vpod-slurm-bridge: {exc}", file=sys.stderr)
         sys.exit(2)
+
+
+def reconcile_main(argv: list[str] | None = None) -> None:
+    """Console script ``vpod-slurm-reconcile``."""
+    from .hooks import BridgeUnreachable, ask_bridge
+
+    prog = "vpod-slurm-reconcile"
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Remove slurm_* partitions whose Slurm job is gone (never a running job's)."
+        " Asks the bridge when it runs, else does it here.",
+    )
+    parser.add_argument("--config", help="settings file")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    args = parser.parse_args(argv)
+    try:
+        settings = load_settings(args.config)
+    except SettingsError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        sys.exit(2)
+    try:
+        answer = ask_bridge(settings.socket, {"op": "reconcile"})
+    except BridgeUnreachable:
+        answer = asyncio.run(_reconcile_here(settings))
+    if not answer.get("ok"):
+        print(f"{prog}: {answer.get('error')}", file=sys.stderr)
+        sys.exit(1)
+    removed, kept = answer["removed"], answer["kept"]
+    if args.json:
+        print(json.dumps({"removed": removed, "kept": kept}))
+        return
+    names = ": " + ", ".join(removed) if removed else ""
+    print(f"removed {len(removed)} partition(s){names}; kept {len(kept)} of running jobs")
+
+
+async def _reconcile_here(settings: SlurmSettings) -> dict[str, Any]:
+    api = open_api(settings)
+    try:
+        return await Bridge(settings, JobPartitions(settings, api)).handle({"op": "reconcile"})
+    finally:
+        await api.close()

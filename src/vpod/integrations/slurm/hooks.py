@@ -1,9 +1,12 @@
-"""The programs Slurm runs: PrologSlurmctld, EpilogSlurmctld, TaskProlog, and the reconciler.
+"""The programs Slurm runs for every job and task: PrologSlurmctld, EpilogSlurmctld, TaskProlog.
 
-They run once per job (or per task), so they import only the standard
-library and hand the work to ``vpod-slurm-bridge`` over its Unix socket.
-When the bridge is not running, the prolog, epilog and reconciler do the work
-themselves (slower: they load gRPC and open a channel each time).
+They sit on every job's path to its first task, so they start as fast as
+Python can: they import only ``os``, ``sys``, ``socket`` and ``json``, read
+the settings file with :func:`simple_values` (one ``key = value`` per line;
+the full TOML parser only when a line is anything else), and hand the work
+to ``vpod-slurm-bridge`` over its Unix socket. When the bridge is not
+running, the prolog and epilog do the work themselves (slower: they load
+gRPC and open a channel each time).
 
 - ``vpod-slurm-prolog`` (PrologSlurmctld, as SlurmUser on the slurmctld
   host): makes ``slurm_<jobid>`` and waits until it is ACTIVE; exits 1 when it
@@ -12,54 +15,111 @@ themselves (slower: they load gRPC and open a channel each time).
 - ``vpod-slurm-task-prolog`` (TaskProlog, as the job's user on the node):
   prints the ``export IPUOF_VIPU_API_*=...`` lines slurmstepd puts into every
   task's environment, for jobs that asked for IPUs.
-- ``vpod-slurm-reconcile``: removes ``slurm_*`` partitions whose job is gone.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import socket
-import subprocess
 import sys
 from typing import Any
 
-from .settings import SettingsError, SlurmSettings, load_settings
-
+DEFAULT_CONFIG = "/etc/vpod/slurm.toml"
+DEFAULT_SOCKET = "/run/vpod-slurm/bridge.sock"
 BRIDGE_TIMEOUT_S = 600.0
 """Longest wait for the bridge's answer (its own create deadline is shorter)."""
+GRES_PREFIXES = ("gres:ipu:", "gres/ipu:")
+USAGE = 2
 
 
 class BridgeUnreachable(Exception):
     pass
 
 
-def ask_bridge(settings: SlurmSettings, request: dict[str, Any]) -> dict[str, Any]:
+def _config_path(argv: list[str]) -> str:
+    for i, arg in enumerate(argv):
+        if arg == "--config" and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--config="):
+            return arg.split("=", 1)[1]
+        if arg in ("-h", "--help"):
+            print(f"usage: {os.path.basename(sys.argv[0])} [--config FILE]\n\n{__doc__}")
+            sys.exit(0)
+    return os.environ.get("VPOD_SLURM_CONFIG") or DEFAULT_CONFIG
+
+
+def simple_values(text: str) -> dict[str, Any] | None:
+    """Top-level ``key = "string"`` / ``key = number`` pairs, None when the text needs real TOML."""
+    values: dict[str, Any] = {}
+    in_table = False
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("["):
+            in_table = True  # [allocations]: only the bridge needs it
+            continue
+        if in_table:
+            continue
+        key, sep, value = (part.strip() for part in line.partition("="))
+        if not sep or not key.replace("_", "").isalnum():
+            return None
+        if value.startswith('"') and value.endswith('"') and len(value) >= 2:
+            body = value[1:-1]
+            if "\\" in body or '"' in body:
+                return None
+            values[key] = body
+        elif value.replace(".", "", 1).isdigit():
+            values[key] = float(value) if "." in value else int(value)
+        else:
+            return None
+    return values
+
+
+def read_values(path: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as exc:
+        print(f"vpod-slurm: cannot read settings {path}: {exc.strerror}", file=sys.stderr)
+        sys.exit(USAGE)
+    values = simple_values(text)
+    if values is None:
+        import tomllib
+
+        values = tomllib.loads(text)
+    return values
+
+
+def ask_bridge(socket_path: str, request: dict[str, Any]) -> dict[str, Any]:
     """One request to the bridge; BridgeUnreachable when nothing listens on its socket."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
         conn.settimeout(BRIDGE_TIMEOUT_S)
         try:
-            conn.connect(settings.socket)
+            conn.connect(socket_path)
         except (FileNotFoundError, ConnectionRefusedError) as exc:
-            raise BridgeUnreachable(f"{settings.socket}: {exc.strerror}") from None
+            raise BridgeUnreachable(f"{socket_path}: {exc.strerror}") from None
         conn.sendall(json.dumps(request).encode() + b"\n")
         data = b""
         while not data.endswith(b"\n"):
             chunk = conn.recv(65536)
             if not chunk:
-                raise BridgeUnreachable(f"{settings.socket}: the bridge closed the connection")
+                raise BridgeUnreachable(f"{socket_path}: the bridge closed the connection")
             data += chunk
     answer: dict[str, Any] = json.loads(data)
     return answer
 
 
-def _direct(settings: SlurmSettings, request: dict[str, Any]) -> dict[str, Any]:
+def _direct(config: str, request: dict[str, Any]) -> dict[str, Any]:
     """Do the bridge's work in this process (the bridge is not running)."""
     import asyncio
 
     from .bridge import Bridge, open_api
     from .jobs import JobPartitions
+    from .settings import load_settings
+
+    settings = load_settings(config)
 
     async def run() -> dict[str, Any]:
         api = open_api(settings)
@@ -73,32 +133,19 @@ def _direct(settings: SlurmSettings, request: dict[str, Any]) -> dict[str, Any]:
     return asyncio.run(run())
 
 
-def _call(settings: SlurmSettings, request: dict[str, Any]) -> dict[str, Any]:
+def call_bridge(config: str, values: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
     try:
-        return ask_bridge(settings, request)
+        return ask_bridge(str(values.get("socket", DEFAULT_SOCKET)), request)
     except BridgeUnreachable as exc:
         print(f"vpod-slurm: bridge not reachable ({exc}); doing it here", file=sys.stderr)
-        return _direct(settings, request)
-
-
-def _settings(prog: str, argv: list[str] | None, description: str) -> SlurmSettings:
-    parser = argparse.ArgumentParser(prog=prog, description=description)
-    parser.add_argument(
-        "--config", help="settings file (default: $VPOD_SLURM_CONFIG or /etc/vpod/slurm.toml)"
-    )
-    args = parser.parse_args(argv)
-    try:
-        return load_settings(args.config)
-    except SettingsError as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
-        sys.exit(2)
+        return _direct(config, request)
 
 
 def _job_id(prog: str) -> str:
     job_id = os.environ.get("SLURM_JOB_ID", "")
     if not job_id.isdigit():
         print(f"{prog}: SLURM_JOB_ID is not set: Slurm runs this program", file=sys.stderr)
-        sys.exit(2)
+        sys.exit(USAGE)
     return job_id
 
 
@@ -112,87 +159,91 @@ def _finish(prog: str, job_id: str, answer: dict[str, Any]) -> None:
 
 def prolog_main(argv: list[str] | None = None) -> None:
     """Console script ``vpod-slurm-prolog`` (PrologSlurmctld)."""
-    prog = "vpod-slurm-prolog"
-    settings = _settings(prog, argv, "PrologSlurmctld: make the job's V-IPU partition.")
-    job_id = _job_id(prog)
+    config = _config_path(sys.argv[1:] if argv is None else argv)
+    values = read_values(config)
+    job_id = _job_id("vpod-slurm-prolog")
     request = {
         "op": "start",
         "job_id": job_id,
         "partition": os.environ.get("SLURM_JOB_PARTITION", ""),
     }
-    _finish(prog, job_id, _call(settings, request))
+    _finish("vpod-slurm-prolog", job_id, call_bridge(config, values, request))
 
 
 def epilog_main(argv: list[str] | None = None) -> None:
     """Console script ``vpod-slurm-epilog`` (EpilogSlurmctld)."""
-    prog = "vpod-slurm-epilog"
-    settings = _settings(prog, argv, "EpilogSlurmctld: remove the job's V-IPU partition.")
-    job_id = _job_id(prog)
-    _finish(prog, job_id, _call(settings, {"op": "end", "job_id": job_id}))
+    config = _config_path(sys.argv[1:] if argv is None else argv)
+    values = read_values(config)
+    job_id = _job_id("vpod-slurm-epilog")
+    _finish(
+        "vpod-slurm-epilog", job_id, call_bridge(config, values, {"op": "end", "job_id": job_id})
+    )
 
 
-def task_prolog_lines(settings: SlurmSettings, job_id: str, ipus: int) -> list[str]:
+def ipus_in_tres(tres_per_node: str) -> int:
+    """IPUs in a TresPerNode value (``gres:ipu:4``, ``gres/ipu:bow:4`` ...); 0 if none."""
+    total = 0
+    for item in tres_per_node.split(","):
+        item = item.strip()
+        if item.startswith(GRES_PREFIXES):
+            count = item.rsplit(":", 1)[1]
+            if count.isdigit() and item.count(":") <= 3:
+                total += int(count)
+    return total
+
+
+def task_prolog_lines(values: dict[str, Any], job_id: str, ipus: int) -> list[str]:
     """The ``export`` lines for a task of a job with ``ipus`` IPUs (none without IPUs)."""
     if ipus <= 0:
         return []
-    values = {
-        "IPUOF_VIPU_API_HOST": settings.ipuof_api_host,
-        "IPUOF_VIPU_API_PORT": str(settings.ipuof_api_port),
-        "IPUOF_VIPU_API_PARTITION_ID": settings.partition_id(job_id),
-        "IPUOF_VIPU_API_GCD_ID": "0",
-        "IPUOF_VIPU_API_TIMEOUT": str(settings.ipuof_timeout_s),
+    exports = {
+        "IPUOF_VIPU_API_HOST": values.get("ipuof_api_host", "localhost"),
+        "IPUOF_VIPU_API_PORT": values.get("ipuof_api_port", 8090),
+        "IPUOF_VIPU_API_PARTITION_ID": f"{values.get('partition_prefix', 'slurm_')}{job_id}",
+        "IPUOF_VIPU_API_GCD_ID": 0,
+        "IPUOF_VIPU_API_TIMEOUT": values.get("ipuof_timeout_s", 120),
     }
-    return [f"export {name}={value}" for name, value in values.items()]
+    return [f"export {name}={value}" for name, value in exports.items()]
+
+
+def _job_tres(values: dict[str, Any], job_id: str) -> tuple[int, str]:
+    """``squeue --format %b`` for the job: (exit status, output or error), without subprocess."""
+    bin_dir = str(values.get("slurm_bin_dir", ""))
+    squeue = os.path.join(bin_dir, "squeue") if bin_dir else "squeue"
+    env = dict(os.environ)
+    if values.get("slurm_conf"):
+        env["SLURM_CONF"] = str(values["slurm_conf"])
+    read_end, write_end = os.pipe()
+    argv = [squeue, "--noheader", "--jobs", job_id, "--format", "%b"]
+    try:
+        pid = os.posix_spawnp(
+            squeue,
+            argv,
+            env,
+            file_actions=[(os.POSIX_SPAWN_DUP2, write_end, 1), (os.POSIX_SPAWN_DUP2, write_end, 2)],
+        )
+    except OSError as exc:
+        os.close(read_end)
+        os.close(write_end)
+        return 127, f"cannot run {squeue}: {exc.strerror}"
+    os.close(write_end)
+    chunks = []
+    while chunk := os.read(read_end, 65536):
+        chunks.append(chunk)
+    os.close(read_end)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), b"".join(chunks).decode(errors="replace")
 
 
 def task_prolog_main(argv: list[str] | None = None) -> None:
     """Console script ``vpod-slurm-task-prolog`` (TaskProlog)."""
-    from .slurm_commands import ipus_in_tres
-
-    prog = "vpod-slurm-task-prolog"
-    settings = _settings(prog, argv, "TaskProlog: print the IPUOF_VIPU_API_* exports of a task.")
-    job_id = _job_id(prog)
-    done = subprocess.run(
-        [settings.slurm_command("squeue"), "--noheader", "--jobs", job_id, "--format", "%b"],
-        capture_output=True,
-        text=True,
-        env=settings.slurm_env(),
-        timeout=60,
-        check=False,
-    )
-    if done.returncode != 0:
-        # slurmstepd shows stderr in the job's log; the task still runs, without the variables.
-        print(f"print {prog}: cannot read job {job_id}: {done.stderr.strip()}")
+    config = _config_path(sys.argv[1:] if argv is None else argv)
+    values = read_values(config)
+    job_id = _job_id("vpod-slurm-task-prolog")
+    code, out = _job_tres(values, job_id)
+    if code != 0:
+        # "print ..." lines go to the task's output: the task runs, without the variables.
+        print(f"print vpod-slurm-task-prolog: cannot read job {job_id}: {out.strip()}")
         return
-    for line in task_prolog_lines(settings, job_id, ipus_in_tres(done.stdout.strip())):
+    for line in task_prolog_lines(values, job_id, ipus_in_tres(out.strip())):
         print(line)
-
-
-def reconcile_main(argv: list[str] | None = None) -> None:
-    """Console script ``vpod-slurm-reconcile``."""
-    prog = "vpod-slurm-reconcile"
-    parser = argparse.ArgumentParser(
-        prog=prog,
-        description="Remove slurm_* partitions whose Slurm job is gone (never a running job's)."
-        " Asks the bridge when it runs, else does it here.",
-    )
-    parser.add_argument("--config", help="settings file")
-    parser.add_argument("--json", action="store_true", help="print the result as JSON")
-    args = parser.parse_args(argv)
-    try:
-        settings = load_settings(args.config)
-    except SettingsError as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
-        sys.exit(2)
-    answer = _call(settings, {"op": "reconcile"})
-    if not answer.get("ok"):
-        print(f"{prog}: {answer.get('error')}", file=sys.stderr)
-        sys.exit(1)
-    if args.json:
-        print(json.dumps({"removed": answer["removed"], "kept": answer["kept"]}))
-        return
-    removed = answer["removed"]
-    print(
-        f"removed {len(removed)} partition(s){': ' + ', '.join(removed) if removed else ''};"
-        f" kept {len(answer['kept'])} of running jobs"
-    )

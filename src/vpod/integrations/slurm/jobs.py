@@ -84,6 +84,7 @@ class JobPartitions:
         self._locks: dict[str, asyncio.Lock] = {}
         self._retries: dict[str, _Retry] = {}
         self._background: set[asyncio.Task[None]] = set()
+        self._ipu_requests = slurm_commands.IpuRequests(settings)
 
     def _lock(self, job_id: str) -> asyncio.Lock:
         lock = self._locks.get(job_id)
@@ -109,9 +110,10 @@ class JobPartitions:
                 self._forget_lock(job_id)
 
     async def _start(self, job_id: str, slurm_partition: str, ipus: int | None) -> str:
+        began = time.perf_counter()
         if ipus is None:
             try:
-                ipus = await slurm_commands.job_ipus(self.settings, job_id)
+                ipus = await self._ipu_requests.get(job_id)
             except SlurmCommandError as exc:
                 raise StartRefused(f"cannot read the job's IPU request: {exc}") from None
         if ipus == 0:
@@ -121,6 +123,7 @@ class JobPartitions:
             # job_submit.lua refuses these at submission; a job from before that rule lands here.
             raise StartRefused(f"{ipus} IPUs is not a partition size V-IPU can make")
         allocation = self.settings.allocation_for(slurm_partition)
+        asked = time.perf_counter()
         try:
             await self.api.create(partition_id, ipus, allocation)
         except PartitionFailure as exc:
@@ -130,19 +133,33 @@ class JobPartitions:
             await self._annotate(
                 job_id, f"vpod: partition {partition_id} made after {retry.attempts + 1} attempts"
             )
-        log.info("job %s: partition %s of %d IPUs is ACTIVE", job_id, partition_id, ipus)
+        done = time.perf_counter()
+        log.info(
+            "job %s: partition %s of %d IPUs is ACTIVE (squeue %.0f ms, create %.0f ms)",
+            job_id,
+            partition_id,
+            ipus,
+            (asked - began) * 1000,
+            (done - asked) * 1000,
+        )
         return f"partition {partition_id} of {ipus} IPUs is ACTIVE"
 
     async def end(self, job_id: str) -> str:
         """Remove the job's partition (any end: done, failed, cancelled, timed out, requeued)."""
         partition_id = self.settings.partition_id(job_id)
+        began = time.perf_counter()
         async with self._lock(job_id):
             try:
                 removed = await self.api.remove(partition_id)
             finally:
                 self._forget_lock(job_id)
         if removed:
-            log.info("job %s ended: partition %s removed", job_id, partition_id)
+            log.info(
+                "job %s ended: partition %s removed (%.0f ms)",
+                job_id,
+                partition_id,
+                (time.perf_counter() - began) * 1000,
+            )
             return f"partition {partition_id} removed"
         return f"partition {partition_id} was already gone"
 

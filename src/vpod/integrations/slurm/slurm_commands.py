@@ -7,32 +7,19 @@ bridge reads the job's ``TresPerNode`` (``gres:ipu:4``) with ``squeue``.
 from __future__ import annotations
 
 import asyncio
-import re
 
+from .hooks import ipus_in_tres
 from .settings import SlurmSettings
 
-GRES_NAME = "ipu"
 ALIVE_STATES = frozenset(
     {"RUNNING", "CONFIGURING", "SUSPENDED", "STOPPED", "SIGNALING", "RESIZING", "STAGE_OUT"}
 )
 """Job states in which a job may still be using its partition: the reconciler keeps those."""
 COMMAND_TIMEOUT_S = 30.0
 
-_GRES_ITEM = re.compile(r"^gres[:/]" + GRES_NAME + r"(?::[^:,]+)?:(\d+)$")
-
 
 class SlurmCommandError(Exception):
     """A Slurm command failed; the message has its stderr."""
-
-
-def ipus_in_tres(tres_per_node: str) -> int:
-    """IPUs in a TresPerNode value (``gres:ipu:4``, ``gres/ipu:bow:4`` ...); 0 if none."""
-    total = 0
-    for item in tres_per_node.split(","):
-        match = _GRES_ITEM.match(item.strip())
-        if match:
-            total += int(match[1])
-    return total
 
 
 async def _run(settings: SlurmSettings, *argv: str) -> tuple[int, str, str]:
@@ -54,14 +41,60 @@ async def _run(settings: SlurmSettings, *argv: str) -> tuple[int, str, str]:
     return proc.returncode or 0, out.decode(), err.decode()
 
 
-async def job_ipus(settings: SlurmSettings, job_id: str) -> int:
-    """How many IPUs job ``job_id`` asked for (``--gres=ipu:N``)."""
+async def jobs_ipus(settings: SlurmSettings, job_ids: list[str]) -> dict[str, int]:
+    """IPUs each job asked for (``--gres=ipu:N``); jobs squeue does not list are left out."""
     code, out, err = await _run(
-        settings, "squeue", "--noheader", "--jobs", job_id, "--format", "%b"
+        settings, "squeue", "--noheader", "--jobs", ",".join(job_ids), "--format", "%A %b"
     )
     if code != 0:
-        raise SlurmCommandError(f"squeue --jobs {job_id}: {err.strip() or f'exit {code}'}")
-    return ipus_in_tres(out.strip())
+        raise SlurmCommandError(
+            f"squeue --jobs {','.join(job_ids)}: {err.strip() or f'exit {code}'}"
+        )
+    found: dict[str, int] = {}
+    for line in out.splitlines():
+        job_id, _, tres = line.strip().partition(" ")
+        found[job_id] = ipus_in_tres(tres.strip())
+    return found
+
+
+class IpuRequests:
+    """Reads jobs' IPU requests, one ``squeue`` for every job that asks while one runs.
+
+    When many jobs start at once (a queue draining), their prologs arrive
+    together; one squeue call for all of them costs slurmctld one RPC instead
+    of one each.
+    """
+
+    def __init__(self, settings: SlurmSettings) -> None:
+        self.settings = settings
+        self._waiting: dict[str, list[asyncio.Future[int]]] = {}
+        self._runner: asyncio.Task[None] | None = None
+
+    async def get(self, job_id: str) -> int:
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._waiting.setdefault(job_id, []).append(future)
+        if self._runner is None or self._runner.done():
+            self._runner = asyncio.create_task(self._run())
+        return await future
+
+    async def _run(self) -> None:
+        while self._waiting:
+            batch, self._waiting = self._waiting, {}
+            try:
+                found = await jobs_ipus(self.settings, list(batch))
+            except SlurmCommandError as exc:
+                for futures in batch.values():
+                    for future in futures:
+                        future.set_exception(SlurmCommandError(str(exc)))
+                continue
+            for job_id, futures in batch.items():
+                for future in futures:
+                    if job_id in found:
+                        future.set_result(found[job_id])
+                    else:
+                        future.set_exception(
+                            SlurmCommandError(f"squeue does not list job {job_id}")
+                        )
 
 
 async def job_states(settings: SlurmSettings) -> dict[str, str]:

@@ -1,0 +1,192 @@
+"""What the Slurm integration costs: job start latency and drain rate, with and without it.
+
+One ``vpod up`` (pod64) and one Slurm configuration; the same one-node Slurm
+is started twice in turn, with the integration (job_submit.lua,
+PrologSlurmctld, EpilogSlurmctld, TaskProlog, the bridge) and without (the
+baseline), alternating ``--rounds`` times so both see the same machine load.
+
+- start latency: one 4-IPU job at a time on an idle cluster, from just before
+  ``sbatch`` until the job's script runs (it writes the time; the TaskProlog
+  and PrologSlurmctld happen before that), p50 and p99;
+- drain rate: ``--drain-jobs`` 4-IPU jobs submitted held, released at once,
+  jobs per second until the queue is empty.
+
+Needs root, ``slurm-wlm`` and ``munge``. Usage::
+
+    .venv/bin/python benchmarks/slurm.py [--json PATH] [--jobs 40] [--drain-jobs 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from vpod.integrations.slurm.local_cluster import LocalSlurm, free_port, missing_requirements
+from vpod.integrations.slurm.settings import SlurmSettings
+
+BIN = Path(sys.executable).parent
+IPUS = 4
+
+
+def start_pod(data_dir: Path) -> tuple[subprocess.Popen[str], int]:
+    argv = [
+        str(BIN / "vpod"),
+        "up",
+        "--data-dir",
+        str(data_dir),
+        "--no-cloud",
+        "--port",
+        str(free_port()),
+        "--admin-port",
+        str(free_port()),
+        "--http-port",
+        str(free_port()),
+    ]
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("vpod is up:"):
+            threading.Thread(target=proc.stdout.read, daemon=True).start()
+            match = re.search(r"user API [^ ]*:(\d+)", line)
+            assert match
+            return proc, int(match[1])
+    raise SystemExit("vpod up did not start")
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def wait_empty(cluster: LocalSlurm, timeout: float = 600) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not cluster.run("squeue", "--noheader", check=False).stdout.strip():
+            return
+        time.sleep(0.05)
+    raise SystemExit("the queue did not drain")
+
+
+def start_latencies(cluster: LocalSlurm, jobs: int, stamp_dir: Path) -> list[float]:
+    latencies = []
+    for i in range(jobs):
+        stamp = stamp_dir / f"start-{i}"
+        submitted = time.time()
+        cluster.run(
+            "sbatch", f"--gres=ipu:{IPUS}", "--output=/dev/null", "--wrap", f"date +%s.%N > {stamp}"
+        )
+        deadline = time.monotonic() + 60
+        while not stamp.exists() or not stamp.read_text().strip():
+            if time.monotonic() > deadline:
+                raise SystemExit("a job did not start within 60 s")
+            time.sleep(0.005)
+        latencies.append(float(stamp.read_text()) - submitted)
+        wait_empty(cluster)
+    return latencies
+
+
+def drain_rate(cluster: LocalSlurm, jobs: int) -> float:
+    for _ in range(jobs):
+        cluster.run(
+            "sbatch", "--hold", f"--gres=ipu:{IPUS}", "--output=/dev/null", "--wrap", "true"
+        )
+    ids = cluster.run("squeue", "--noheader", "--format", "%A").stdout.split()
+    started = time.monotonic()
+    cluster.run("scontrol", "release", ",".join(ids))
+    wait_empty(cluster)
+    return jobs / (time.monotonic() - started)
+
+
+def measure(
+    root: Path, settings: SlurmSettings, with_integration: bool, args: Any
+) -> dict[str, Any]:
+    cluster = LocalSlurm(root, settings, 64, with_integration=with_integration)
+    cluster.start()
+    try:
+        stamps = root / "stamps"
+        stamps.mkdir(exist_ok=True)
+        latencies = start_latencies(cluster, args.jobs, stamps)
+        rate = drain_rate(cluster, args.drain_jobs)
+    finally:
+        cluster.stop()
+    return {"latencies_s": latencies, "drain_jobs_per_s": rate}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", type=Path, help="write the results here")
+    parser.add_argument("--jobs", type=int, default=40, help="jobs for the start latency")
+    parser.add_argument("--drain-jobs", type=int, default=100, help="jobs for the drain rate")
+    parser.add_argument("--rounds", type=int, default=2, help="alternations of both setups")
+    args = parser.parse_args()
+    reason = missing_requirements()
+    if reason:
+        raise SystemExit(f"cannot run Slurm here: {reason}")
+    with tempfile.TemporaryDirectory(prefix="vpod-slurm-bench-") as tmp:
+        work = Path(tmp)
+        pod, user_port = start_pod(work / "pod")
+        try:
+            settings = SlurmSettings(
+                vipu_config=str(work / "pod" / "vipu-cli.hcl"),
+                default_allocation="default",
+                ipuof_api_host="127.0.0.1",
+                ipuof_api_port=user_port,
+            )
+            runs: dict[str, list[dict[str, Any]]] = {"integration": [], "baseline": []}
+            for round_ in range(args.rounds):
+                for name, flag in (("baseline", False), ("integration", True)):
+                    result = measure(work / f"{name}-{round_}", settings, flag, args)
+                    runs[name].append(result)
+                    print(
+                        f"round {round_ + 1} {name}: p50"
+                        f" {statistics.median(result['latencies_s']) * 1000:.0f} ms,"
+                        f" drain {result['drain_jobs_per_s']:.1f} jobs/s",
+                        flush=True,
+                    )
+        finally:
+            pod.send_signal(signal.SIGINT)
+            pod.wait(timeout=60)
+    summary = {}
+    for name, results in runs.items():
+        latencies = [x for r in results for x in r["latencies_s"]]
+        summary[name] = {
+            "start_p50_ms": statistics.median(latencies) * 1000,
+            "start_p99_ms": percentile(latencies, 0.99) * 1000,
+            "drain_jobs_per_s": statistics.median(r["drain_jobs_per_s"] for r in results),
+            "jobs": len(latencies),
+        }
+    added = summary["integration"]["start_p50_ms"] - summary["baseline"]["start_p50_ms"]
+    cost = 1 - summary["integration"]["drain_jobs_per_s"] / summary["baseline"]["drain_jobs_per_s"]
+    print(f"{'setup':<12} {'start p50':>10} {'start p99':>10} {'drain/s':>8}")
+    for name, row in summary.items():
+        print(
+            f"{name:<12} {row['start_p50_ms']:>8.0f}ms {row['start_p99_ms']:>8.0f}ms"
+            f" {row['drain_jobs_per_s']:>8.1f}"
+        )
+    print(
+        f"integration adds {added:+.0f} ms to the median start (target <= 50 ms) and costs"
+        f" {cost * 100:.1f} % of the drain rate (target <= 10 %)"
+    )
+    if args.json:
+        args.json.write_text(
+            json.dumps(
+                {"summary": summary, "added_start_p50_ms": added, "drain_cost": cost, "runs": runs},
+                indent=2,
+            )
+        )
+
+
+if __name__ == "__main__":
+    main()

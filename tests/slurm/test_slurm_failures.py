@@ -1,0 +1,100 @@
+"""Slurm with IPUs when things break: the controller stops, slurmctld is killed, and a stress run.
+
+After each: every job reached a final state (none lost), no two jobs ever
+held one IPU (sampled from the agents), no ``slurm_*`` partition is left.
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import time
+
+import pytest
+
+from .harness import AgentSampler, SlurmPod, wait_until
+from .harness import slurm_pod_fixture as slurm_pod_fixture  # fixture, used by its name slurm
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+CHECK_ENV = 'test "$IPUOF_VIPU_API_PARTITION_ID" = "slurm_$SLURM_JOB_ID" || exit 7'
+
+
+def exit_code(slurm: SlurmPod, job_id: str) -> str:
+    return slurm.job(job_id).get("ExitCode", "")
+
+
+def test_jobs_starting_while_the_controller_is_stopped_run_once_it_is_back(
+    slurm: SlurmPod,
+) -> None:
+    """Prologs fail while V-IPU is down: jobs wait in the queue, then run; leaks are reconciled."""
+    with AgentSampler(slurm):
+        running = slurm.sbatch("--gres=ipu:4", wrap=f"{CHECK_ENV}; sleep 3")
+        slurm.wait_state(running, {"RUNNING"})
+        slurm.pod.stop()
+        waiting = [slurm.ipu_job(4, 0.5) for _ in range(3)]
+        # Ends while the controller is down: its epilog cannot remove the partition.
+        assert slurm.wait_state(running, {"COMPLETED", "FAILED"}) == "COMPLETED"
+        wait_until(
+            lambda: all(int(slurm.job(j).get("Restarts", "0")) >= 1 for j in waiting),
+            60,
+            "the waiting jobs to be requeued",
+        )
+        wait_until(lambda: "AdminComment" in slurm.job(waiting[0]), 30, "the reason")
+        reason = slurm.slurm("scontrol", "show", "job", waiting[0])
+        assert "cannot reach the V-IPU controller" in reason
+        slurm.restart_pod()
+        for job_id in waiting:
+            assert slurm.wait_state(job_id, {"COMPLETED", "FAILED"}, 120) == "COMPLETED"
+            assert f"attached 4 slurm_{job_id}" in slurm.output(job_id)
+        slurm.check_settled()
+
+
+def test_slurmctld_killed_and_restarted_loses_no_job_and_no_partition(slurm: SlurmPod) -> None:
+    """SIGKILL slurmctld with jobs running and queued; after a restart all finish, nothing leaks."""
+    with AgentSampler(slurm):
+        jobs = [
+            slurm.sbatch(f"--gres=ipu:{size}", wrap=f"{CHECK_ENV}; sleep 3")
+            for size in (16, 16, 16, 8, 8, 4, 4, 64, 2, 1)
+        ]
+        wait_until(lambda: sum(slurm.state(j) == "RUNNING" for j in jobs) >= 3, 60, "jobs to run")
+        time.sleep(0.5)
+        slurm.cluster.kill("slurmctld", signal.SIGKILL)
+        time.sleep(2)
+        slurm.cluster.start_slurmctld()
+        for job_id in jobs:
+            assert slurm.wait_state(job_id, {"COMPLETED", "FAILED"}, 120) == "COMPLETED", slurm.job(
+                job_id
+            )
+            assert exit_code(slurm, job_id) == "0:0"
+        slurm.check_settled()
+
+
+def test_stress_300_jobs_of_mixed_sizes_with_random_cancels(slurm: SlurmPod) -> None:
+    """300 short jobs, sizes 1..64, a fifth cancelled at random moments: all accounted for."""
+    rng = random.Random(20261125)
+    sizes = [1, 1, 2, 2, 4, 4, 4, 8, 8, 16, 64]
+    with AgentSampler(slurm) as sampler:
+        jobs = []
+        for _ in range(300):
+            seconds = rng.choice([0, 0.2, 0.5])
+            jobs.append(
+                slurm.sbatch(
+                    f"--gres=ipu:{rng.choice(sizes)}",
+                    "--output=/dev/null",
+                    wrap=f"{CHECK_ENV}; sleep {seconds}",
+                )
+            )
+        cancelled = rng.sample(jobs, 60)
+        for job_id in cancelled:
+            time.sleep(rng.uniform(0, 0.2))
+            slurm.slurm("scancel", job_id)
+        slurm.check_settled(timeout=300)
+    assert sampler.samples > 5
+    states = {j: slurm.state(j) for j in jobs}
+    for job_id, state in states.items():
+        if job_id in cancelled:
+            assert state in {"CANCELLED", "COMPLETED"}, (job_id, state)
+        else:
+            assert state == "COMPLETED", (job_id, slurm.job(job_id))
+            assert exit_code(slurm, job_id) == "0:0", slurm.job(job_id)
