@@ -26,6 +26,7 @@ import grpc
 import pytest
 
 from tests.e2e.conftest import Pod, start_pod
+from vpod.integrations.slurm.local_accounting import missing_accounting
 from vpod.integrations.slurm.local_cluster import LocalSlurm, free_port, missing_requirements
 from vpod.integrations.slurm.settings import SlurmSettings
 from vpod.wire import agent_pb2 as apb
@@ -92,6 +93,11 @@ class SlurmPod:
         wait_until(lambda: self.state(job_id) in states, timeout, f"job {job_id} in {states}")
         return self.state(job_id)
 
+    def states(self) -> dict[str, str]:
+        """Every job slurmctld knows (MinJobAge keeps finished ones for 10 minutes) -> state."""
+        out = self.slurm("squeue", "--noheader", "--states", "all", "--format", "%A %T")
+        return dict(line.split() for line in out.splitlines() if line.strip())
+
     def queue(self) -> list[str]:
         """Jobs still pending, running or completing."""
         return self.slurm("squeue", "--noheader", "--format", "%A %T").splitlines()
@@ -132,7 +138,8 @@ class SlurmPod:
 
     def check_settled(self, timeout: float = 90) -> None:
         wait_until(lambda: not self.queue(), timeout, "the queue to drain")
-        lost = {j: self.state(j) for j in self.submitted if self.state(j) not in FINAL_STATES}
+        states = self.states()
+        lost = {j: states.get(j) for j in self.submitted if states.get(j) not in FINAL_STATES}
         assert not lost, f"jobs not in a final state: {lost}"
         prefix = self.cluster.settings.partition_prefix
         wait_until(
@@ -187,9 +194,14 @@ class AgentSampler:
 
 
 def slurm_pod(
-    tmp_path_factory: pytest.TempPathFactory, settings: dict[str, float]
+    tmp_path_factory: pytest.TempPathFactory,
+    settings: dict[str, float],
+    *,
+    shape: str = "pod64",
+    ipus: int = ALLOCATION_IPUS,
+    accounting: bool = False,
 ) -> Iterator[SlurmPod]:
-    reason = missing_requirements()
+    reason = missing_requirements() or (missing_accounting() if accounting else None)
     if reason:
         pytest.skip(f"cannot run Slurm here: {reason}")
     pod_args = [
@@ -200,6 +212,8 @@ def slurm_pod(
         str(free_port()),
         "--http-port",
         str(free_port()),
+        "--pod",
+        shape,
     ]
     pod = start_pod(tmp_path_factory.mktemp("pod"), *pod_args)
     cluster: LocalSlurm | None = None
@@ -211,7 +225,9 @@ def slurm_pod(
             ipuof_api_port=pod.user_port,
             **settings,  # type: ignore[arg-type]
         )
-        cluster = LocalSlurm(tmp_path_factory.mktemp("slurm"), slurm_settings, ALLOCATION_IPUS)
+        cluster = LocalSlurm(
+            tmp_path_factory.mktemp("slurm"), slurm_settings, ipus, accounting=accounting
+        )
         cluster.start()
         yield SlurmPod(pod, cluster, pod_args)
     finally:

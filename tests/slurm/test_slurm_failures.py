@@ -17,6 +17,8 @@ from .harness import slurm_pod_fixture as slurm_pod_fixture  # fixture, used by 
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
+SLURM_STATE_SAVE_S = 6.0
+"""Longer than slurmctld's longest delay before it writes a change of job state (5 s)."""
 CHECK_ENV = 'test "$IPUOF_VIPU_API_PARTITION_ID" = "slurm_$SLURM_JOB_ID" || exit 7'
 
 
@@ -54,11 +56,14 @@ def test_slurmctld_killed_and_restarted_loses_no_job_and_no_partition(slurm: Slu
     """SIGKILL slurmctld with jobs running and queued; after a restart all finish, nothing leaks."""
     with AgentSampler(slurm):
         jobs = [
-            slurm.sbatch(f"--gres=ipu:{size}", wrap=f"{CHECK_ENV}; sleep 3")
+            slurm.sbatch(f"--gres=ipu:{size}", wrap=f"{CHECK_ENV}; sleep 8")
             for size in (16, 16, 16, 8, 8, 4, 4, 64, 2, 1)
         ]
         wait_until(lambda: sum(slurm.state(j) == "RUNNING" for j in jobs) >= 3, 60, "jobs to run")
-        time.sleep(0.5)
+        # slurmctld writes its job state up to a few seconds after a change, and a SIGKILL
+        # loses what it has not written (Slurm's own window: such jobs vanish, and the
+        # reconciler frees their IPUs). Kill it once the running jobs are on disk.
+        time.sleep(SLURM_STATE_SAVE_S)
         slurm.cluster.kill("slurmctld", signal.SIGKILL)
         time.sleep(2)
         slurm.cluster.start_slurmctld()
@@ -91,10 +96,11 @@ def test_stress_300_jobs_of_mixed_sizes_with_random_cancels(slurm: SlurmPod) -> 
             slurm.slurm("scancel", job_id)
         slurm.check_settled(timeout=300)
     assert sampler.samples > 5
-    states = {j: slurm.state(j) for j in jobs}
-    for job_id, state in states.items():
+    states = slurm.states()
+    for job_id in jobs:
+        state = states[job_id]
         if job_id in cancelled:
             assert state in {"CANCELLED", "COMPLETED"}, (job_id, state)
         else:
+            # COMPLETED is exit status 0: a job that missed its variables exits 7 (FAILED).
             assert state == "COMPLETED", (job_id, slurm.job(job_id))
-            assert exit_code(slurm, job_id) == "0:0", slurm.job(job_id)

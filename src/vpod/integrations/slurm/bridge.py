@@ -29,7 +29,7 @@ from typing import Any
 from .jobs import JobPartitions, StartRefused
 from .settings import SettingsError, SlurmSettings, load_settings
 from .slurm_commands import SlurmCommandError
-from .vipu_api import GrpcPartitionApi, PartitionApi, PartitionFailure, endpoint_from_hcl
+from .vipu_api import ClientPartitionApi, PartitionApi, PartitionFailure
 
 log = logging.getLogger("vpod.slurm")
 READY_LINE = "vpod-slurm-bridge ready"
@@ -38,8 +38,7 @@ READY_LINE = "vpod-slurm-bridge ready"
 def open_api(settings: SlurmSettings) -> PartitionApi:
     if not settings.vipu_config:
         raise SettingsError("vipu_config is not set: name the vipu-cli.hcl the integration uses")
-    endpoint = endpoint_from_hcl(settings.vipu_config)
-    return GrpcPartitionApi(endpoint, timeout_s=settings.create_timeout_s)
+    return ClientPartitionApi(settings.vipu_config, timeout_s=settings.create_timeout_s)
 
 
 class Bridge:
@@ -68,6 +67,9 @@ class Bridge:
                 return {"ok": False, "error": f"unknown op {op!r}"}
         except (StartRefused, PartitionFailure, SlurmCommandError) as exc:
             return {"ok": False, "error": str(exc)}
+        except Exception as exc:  # answer the hook whatever happens: it must not hang or guess
+            log.exception("%s for job %s failed unexpectedly", op, job_id)
+            return {"ok": False, "error": f"{op} failed unexpectedly: {exc!r}"}
         return {"ok": True, "message": message}
 
     async def serve_connection(

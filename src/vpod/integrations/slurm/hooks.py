@@ -105,7 +105,8 @@ def ask_bridge(socket_path: str, request: dict[str, Any]) -> dict[str, Any]:
         while not data.endswith(b"\n"):
             chunk = conn.recv(65536)
             if not chunk:
-                raise BridgeUnreachable(f"{socket_path}: the bridge closed the connection")
+                # It may have done part of the work: fail (the job goes back) rather than redo it.
+                return {"ok": False, "error": f"the bridge at {socket_path} closed the connection"}
             data += chunk
     answer: dict[str, Any] = json.loads(data)
     return answer

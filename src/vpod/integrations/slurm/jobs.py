@@ -128,6 +128,9 @@ class JobPartitions:
             await self.api.create(partition_id, ipus, allocation)
         except PartitionFailure as exc:
             raise StartRefused(str(exc)) from None
+        except Exception as exc:  # a bug, but the job must still go back to the queue
+            log.exception("job %s: creating %s failed unexpectedly", job_id, partition_id)
+            raise StartRefused(f"cannot create partition {partition_id}: {exc!r}") from None
         retry = self._retries.pop(job_id, None)
         if retry is not None:
             await self._annotate(

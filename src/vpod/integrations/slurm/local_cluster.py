@@ -21,8 +21,16 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from .local_accounting import LocalAccounting
 from .settings import SlurmSettings, render_settings
-from .slurm_conf import IpuPartition, gres_conf, integration_lines, job_submit_lua, node_gres
+from .slurm_conf import (
+    IpuPartition,
+    accounting_lines,
+    gres_conf,
+    integration_lines,
+    job_submit_lua,
+    node_gres,
+)
 
 NODE_NAME = "vpod"
 SLURM_PARTITION = "ipu"
@@ -78,9 +86,13 @@ class LocalSlurm:
     with_bridge: bool = True
     with_integration: bool = True
     """False: the same Slurm without hooks or job_submit.lua (the benchmark's baseline)."""
+    accounting: bool = False
+    """Also run MariaDB and slurmdbd, so sacct shows each job's gres/ipu (see local_accounting)."""
     ctld_port: int = 0
     slurmd_port: int = 0
+    dbd_port: int = 0
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    _accounting: LocalAccounting | None = None
 
     @property
     def etc(self) -> Path:
@@ -117,6 +129,8 @@ class LocalSlurm:
             os.chmod(key, 0o400)
         self.ctld_port = self.ctld_port or free_port()
         self.slurmd_port = self.slurmd_port or free_port()
+        if self.accounting:
+            self.dbd_port = self.dbd_port or free_port()
         self.settings = replace(
             self.settings,
             slurm_conf=str(self.slurm_conf),
@@ -182,6 +196,8 @@ class LocalSlurm:
             "SlurmctldDebug=info",
             "SlurmdDebug=info",
         ]
+        if self.accounting:
+            lines += accounting_lines("127.0.0.1", self.dbd_port)
         if self.with_integration:
             lines += integration_lines(hooks)
         else:
@@ -232,6 +248,11 @@ class LocalSlurm:
             ],
         )
         self._wait(lambda: (m / "munge.socket").exists(), "munged to open its socket")
+        if self.accounting:
+            self._accounting = LocalAccounting(
+                self.root / "accounting", m / "munge.socket", free_port(), self.dbd_port
+            )
+            self._accounting.start(self.env())
         if self.with_bridge and self.with_integration:
             self.start_bridge()
         self.start_slurmctld()
@@ -308,5 +329,8 @@ class LocalSlurm:
                 and self.run("squeue", "--noheader", check=False).stdout.strip()
             ):
                 time.sleep(0.2)
-        for name in ("slurmd", "slurmctld", "bridge", "munged"):
+        for name in ("slurmd", "slurmctld", "bridge"):
             self.kill(name, signal.SIGTERM)
+        if self._accounting is not None:
+            self._accounting.stop()
+        self.kill("munged", signal.SIGTERM)
