@@ -28,12 +28,14 @@ def main() -> int:
     partition_id = env["IPUOF_VIPU_API_PARTITION_ID"]
     target = f"{env['IPUOF_VIPU_API_HOST']}:{env['IPUOF_VIPU_API_PORT']}"
     request = pb.GetPartitionIpuofConfigRequest(partition_id=partition_id)
-    request.gcd_id.id = int(env["IPUOF_VIPU_API_GCD_ID"])
+    if "ALL_GCDS" not in env:
+        request.gcd_id.id = int(env["IPUOF_VIPU_API_GCD_ID"])
     with grpc.insecure_channel(target) as channel:
         reply = pb_grpc.UserServiceStub(channel).GetPartitionIpuofConfig(
             request, timeout=float(env["IPUOF_VIPU_API_TIMEOUT"])
         )
-    devices = list(reply.ipuof_config.gcd_configs[0].devices)
+    # ALL_GCDS=1: every GCD (a partition over 64 IPUs has one per 64, as poprun's instances).
+    devices = [d for config in reply.ipuof_config.gcd_configs for d in config.devices]
     with Application(partition_id) as app:
         for device in devices:
             _, answer = app.attach(device)

@@ -17,8 +17,12 @@ def slurm128_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Slurm
 
 
 def test_a_128_ipu_job_attaches_all_its_ipus_and_256_is_refused(slurm: SlurmPod) -> None:
-    """The node's GRES is the allocation's 128 IPUs; 128 is a size, 256 is asked down to 128."""
-    job_id = slurm.ipu_job(128, 0.5)
+    """The node's GRES is the allocation's 128 IPUs; 128 is a size, 256 is asked down to 128.
+
+    A partition over 64 IPUs has one GCD per 64 (IPUOF_VIPU_API_GCD_ID=0 names the first);
+    the job attaches the IPUs of both.
+    """
+    job_id = slurm.ipu_job(128, 0.5, "--export=ALL,ALL_GCDS=1")
     assert slurm.wait_state(job_id, {"COMPLETED", "FAILED"}, 180) == "COMPLETED", slurm.output(
         job_id
     )

@@ -52,6 +52,7 @@ class LocalAccounting:
     """A MariaDB server and a slurmdbd for one local Slurm."""
 
     root: Path
+    slurm_etc: Path
     munge_socket: Path
     db_port: int
     dbd_port: int
@@ -60,7 +61,8 @@ class LocalAccounting:
 
     @property
     def conf(self) -> Path:
-        return self.root / "slurmdbd.conf"
+        """slurmdbd reads slurmdbd.conf beside $SLURM_CONF (it has no option to name it)."""
+        return self.slurm_etc / "slurmdbd.conf"
 
     def _spawn(self, name: str, argv: list[str], env: dict[str, str]) -> None:
         log = open(self.root / f"{name}.out", "ab")  # noqa: SIM115 - the child owns it
@@ -134,7 +136,7 @@ class LocalAccounting:
             + "\n"
         )
         os.chmod(self.conf, 0o600)
-        self._spawn("slurmdbd", [_which("slurmdbd"), "-D", "-f", str(self.conf)], env)
+        self._spawn("slurmdbd", [_which("slurmdbd"), "-D"], env)
         self._wait("slurmdbd", self.dbd_port)
 
     def _wait(self, name: str, port: int) -> None:

@@ -197,7 +197,9 @@ class LocalSlurm:
             "SlurmdDebug=info",
         ]
         if self.accounting:
-            lines += accounting_lines("127.0.0.1", self.dbd_port)
+            lines += accounting_lines(
+                "127.0.0.1", self.dbd_port, str(self.root / "munge" / "munge.socket")
+            )
         if self.with_integration:
             lines += integration_lines(hooks)
         else:
@@ -250,7 +252,7 @@ class LocalSlurm:
         self._wait(lambda: (m / "munge.socket").exists(), "munged to open its socket")
         if self.accounting:
             self._accounting = LocalAccounting(
-                self.root / "accounting", m / "munge.socket", free_port(), self.dbd_port
+                self.root / "accounting", self.etc, m / "munge.socket", free_port(), self.dbd_port
             )
             self._accounting.start(self.env())
         if self.with_bridge and self.with_integration:

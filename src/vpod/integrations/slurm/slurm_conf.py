@@ -78,12 +78,17 @@ def integration_lines(hooks: Mapping[str, str]) -> list[str]:
     ]
 
 
-def accounting_lines(dbd_host: str, dbd_port: int) -> list[str]:
-    """slurm.conf lines that put each job's IPUs in its AllocTRES (``sacct``)."""
+def accounting_lines(dbd_host: str, dbd_port: int, munge_socket: str = "") -> list[str]:
+    """slurm.conf lines that put each job's IPUs in its AllocTRES (``sacct``).
+
+    ``munge_socket``: for slurmctld's connection to slurmdbd Slurm takes the
+    munge socket from AccountingStoragePass, not from AuthInfo.
+    """
     return [
         "AccountingStorageType=accounting_storage/slurmdbd",
         f"AccountingStorageHost={dbd_host}",
         f"AccountingStoragePort={dbd_port}",
+        *([f"AccountingStoragePass={munge_socket}"] if munge_socket else []),
         f"AccountingStorageTRES=gres/{GRES_NAME}",
         "JobAcctGatherType=jobacct_gather/none",
     ]
