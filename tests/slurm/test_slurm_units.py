@@ -6,7 +6,8 @@ import asyncio
 
 import pytest
 
-from vpod.integrations.slurm.hooks import ipus_in_tres, simple_values, task_prolog_lines
+from vpod.integrations.slurm.bridge_protocol import ipus_in_tres
+from vpod.integrations.slurm.hooks import simple_values, task_prolog_lines
 from vpod.integrations.slurm.jobs import JobPartitions, StartRefused
 from vpod.integrations.slurm.settings import (
     SettingsError,

@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> None:
 
 def reconcile_main(argv: list[str] | None = None) -> None:
     """Console script ``vpod-slurm-reconcile``."""
-    from .hooks import BridgeUnreachable, ask_bridge
+    from .bridge_protocol import BridgeUnreachable, ask_bridge
 
     prog = "vpod-slurm-reconcile"
     parser = argparse.ArgumentParser(

@@ -19,22 +19,15 @@ gRPC and open a channel each time).
 
 from __future__ import annotations
 
-import json
 import os
-import socket
 import sys
 from typing import Any
 
+from .bridge_protocol import BridgeUnreachable, ask_bridge, ipus_in_tres
+
 DEFAULT_CONFIG = "/etc/vpod/slurm.toml"
 DEFAULT_SOCKET = "/run/vpod-slurm/bridge.sock"
-BRIDGE_TIMEOUT_S = 600.0
-"""Longest wait for the bridge's answer (its own create deadline is shorter)."""
-GRES_PREFIXES = ("gres:ipu:", "gres/ipu:")
 USAGE = 2
-
-
-class BridgeUnreachable(Exception):
-    pass
 
 
 def _config_path(argv: list[str]) -> str:
@@ -90,26 +83,6 @@ def read_values(path: str) -> dict[str, Any]:
 
         values = tomllib.loads(text)
     return values
-
-
-def ask_bridge(socket_path: str, request: dict[str, Any]) -> dict[str, Any]:
-    """One request to the bridge; BridgeUnreachable when nothing listens on its socket."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-        conn.settimeout(BRIDGE_TIMEOUT_S)
-        try:
-            conn.connect(socket_path)
-        except (FileNotFoundError, ConnectionRefusedError) as exc:
-            raise BridgeUnreachable(f"{socket_path}: {exc.strerror}") from None
-        conn.sendall(json.dumps(request).encode() + b"\n")
-        data = b""
-        while not data.endswith(b"\n"):
-            chunk = conn.recv(65536)
-            if not chunk:
-                # It may have done part of the work: fail (the job goes back) rather than redo it.
-                return {"ok": False, "error": f"the bridge at {socket_path} closed the connection"}
-            data += chunk
-    answer: dict[str, Any] = json.loads(data)
-    return answer
 
 
 def _direct(config: str, request: dict[str, Any]) -> dict[str, Any]:
@@ -179,18 +152,6 @@ def epilog_main(argv: list[str] | None = None) -> None:
     _finish(
         "vpod-slurm-epilog", job_id, call_bridge(config, values, {"op": "end", "job_id": job_id})
     )
-
-
-def ipus_in_tres(tres_per_node: str) -> int:
-    """IPUs in a TresPerNode value (``gres:ipu:4``, ``gres/ipu:bow:4`` ...); 0 if none."""
-    total = 0
-    for item in tres_per_node.split(","):
-        item = item.strip()
-        if item.startswith(GRES_PREFIXES):
-            count = item.rsplit(":", 1)[1]
-            if count.isdigit() and item.count(":") <= 3:
-                total += int(count)
-    return total
 
 
 def task_prolog_lines(values: dict[str, Any], job_id: str, ipus: int) -> list[str]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 
-from .hooks import ipus_in_tres
+from .bridge_protocol import ipus_in_tres
 from .settings import SlurmSettings
 
 ALIVE_STATES = frozenset(
