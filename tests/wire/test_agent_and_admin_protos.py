@@ -67,6 +67,7 @@ def test_admin_service_covers_vipu_admin_commands() -> None:
         "CreateAgentToken",
         "ListAgentTokens",
         "RemoveAgentToken",
+        "ListIpuTelemetry",
     }
     assert methods["ListIpuAttributes"][:2] == (
         "ListIPUAttributesRequest",

@@ -24,7 +24,9 @@ from .model import (
     ConfigureOutcome,
     EventBatch,
     Fault,
+    Holder,
     IpuAttachment,
+    IpuHealth,
     LinkTestKind,
     LinkTestResult,
     MachineHealth,
@@ -81,8 +83,27 @@ class MachineBackend(Protocol):
         """Call ``listener`` on every event; returns the function that unsubscribes."""
         ...
 
-    def attach(self, partition_id: str, device_id: int, client: str) -> IpuAttachment:
-        """An application attaches to one IPU over IPUoF (one application per IPU)."""
+    def attach(
+        self,
+        partition_id: str | None,
+        device_id: int,
+        client: str,
+        holder: Holder | None = None,
+    ) -> IpuAttachment:
+        """An application attaches to one IPU over IPUoF (one application per IPU).
+
+        ``partition_id`` None attaches whatever active partition holds the IPU
+        (a static IPUoF config names no partition); ``holder`` is who the
+        application says it is, shown to whoever asks who holds the IPU.
+        """
+        ...
+
+    def set_load(self, attachment_id: int, load: float) -> bool:
+        """The attached application reports how busy its IPU is (0..1); False if it ended."""
+        ...
+
+    def ipu_status(self, device_id: int) -> IpuHealth:
+        """One IPU's health, partition, holder and telemetry."""
         ...
 
     def detach(self, attachment_id: int, *, evicted: bool = False, detail: str = "") -> bool:

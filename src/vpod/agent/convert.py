@@ -28,9 +28,11 @@ from .model import (
     EventKind,
     Fault,
     FaultKind,
+    Holder,
     IpuAssignment,
     IpuHealth,
     IpuIdentity,
+    IpuTelemetry,
     LinkHealth,
     LinkKind,
     LinkTestKind,
@@ -307,6 +309,34 @@ def batch_from_wire(msg: pb.WatchEventsReply) -> EventBatch:
 # ---------------------------------------------------------------------- health
 
 
+def holder_to_wire(holder: Holder) -> pb.IpuHolder:
+    return pb.IpuHolder(pid=holder.pid, host=holder.host, command=holder.command)
+
+
+def holder_from_wire(msg: pb.IpuHolder) -> Holder:
+    return Holder(pid=msg.pid, host=msg.host, command=msg.command)
+
+
+def telemetry_to_wire(t: IpuTelemetry) -> pb.IpuTelemetry:
+    return pb.IpuTelemetry(
+        utilisation=t.utilisation,
+        temperature_c=t.temperature_c,
+        power_w=t.power_w,
+        link_errors=t.link_errors,
+        links_down=t.links_down,
+    )
+
+
+def telemetry_from_wire(msg: pb.IpuTelemetry) -> IpuTelemetry:
+    return IpuTelemetry(
+        utilisation=msg.utilisation,
+        temperature_c=msg.temperature_c,
+        power_w=msg.power_w,
+        link_errors=msg.link_errors,
+        links_down=msg.links_down,
+    )
+
+
 def health_to_wire(health: MachineHealth) -> pb.HealthReply:
     batch = health.events
     return pb.HealthReply(
@@ -321,6 +351,11 @@ def health_to_wire(health: MachineHealth) -> pb.HealthReply:
                 partition_id=i.partition_id,
                 attached=i.attached,
                 attached_client=i.attached_client,
+                holder=holder_to_wire(i.holder),
+                attached_since=timestamp(i.attached_since) if i.attached_since else None,
+                routing_id=i.routing_id,
+                telemetry=telemetry_to_wire(i.telemetry),
+                serial=i.serial,
             )
             for i in health.ipus
         ],
@@ -353,6 +388,11 @@ def health_from_wire(msg: pb.HealthReply) -> MachineHealth:
                 fault=i.fault,
                 partition_id=i.partition_id,
                 attached_client=i.attached_client,
+                holder=holder_from_wire(i.holder),
+                attached_since=seconds(i.attached_since) if i.HasField("attached_since") else 0.0,
+                routing_id=i.routing_id,
+                telemetry=telemetry_from_wire(i.telemetry),
+                serial=i.serial,
             )
             for i in msg.ipus
         ),

@@ -35,6 +35,7 @@ from .model import (
     EventKind,
     Fault,
     FaultKind,
+    Holder,
     IpuAttachment,
     IpuHealth,
     IpuIdentity,
@@ -46,6 +47,7 @@ from .model import (
     MachineIdentity,
     PartitionConfig,
 )
+from .telemetry import TelemetryModel
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +99,7 @@ class EmulatedMachine:
         self._next_attachment = 1
         self._ipu_faults: dict[int, Fault] = {}
         self._link_faults: dict[str, Fault] = {}
+        self._telemetry = TelemetryModel(self._spec.machine_type, clock)
 
     # ------------------------------------------------------------- identity
 
@@ -346,7 +349,13 @@ class EmulatedMachine:
 
     # ---------------------------------------------------------------- IPUoF
 
-    def attach(self, partition_id: str, device_id: int, client: str) -> IpuAttachment:
+    def attach(
+        self,
+        partition_id: str | None,
+        device_id: int,
+        client: str,
+        holder: Holder | None = None,
+    ) -> IpuAttachment:
         where = f"IPU {device_id} of agent {self._agent_id}"
         if device_id not in DEVICE_IDS:
             raise InvalidRequest(f"{where} does not exist: this machine has IPUs 0..3")
@@ -359,15 +368,16 @@ class EmulatedMachine:
                 f"{where} is in no active partition: create the partition first",
                 Reason.IPU_NOT_CONFIGURED,
             )
-        if owner != partition_id:
+        if partition_id is not None and owner != partition_id:
             raise MachineConflict(
                 f"{where} belongs to partition {owner}, not {partition_id}",
                 Reason.WRONG_PARTITION,
             )
         held = self._attached_device.get(device_id)
         if held is not None:
+            holding = self._attachments[held]
             raise MachineConflict(
-                f"{where} is already attached by {self._attachments[held].client}:"
+                f"{where} is already attached by {holding.holder.describe(holding.client)}:"
                 " one application per IPU; wait until it detaches",
                 Reason.IPU_ATTACHED,
             )
@@ -375,16 +385,22 @@ class EmulatedMachine:
         routing_id = next(ipu.routing_id for ipu in config.ipus if ipu.device_id == device_id)
         attachment = IpuAttachment(
             attachment_id=self._next_attachment,
-            partition_id=partition_id,
+            partition_id=owner,
             device_id=device_id,
             routing_id=routing_id,
             client=client,
+            holder=holder or Holder(),
+            attached_at=self._clock(),
         )
         self._next_attachment += 1
         self._attachments[attachment.attachment_id] = attachment
         self._attached_device[device_id] = attachment.attachment_id
         self._events.emit(
-            EventKind.ATTACHED, partition_id=partition_id, device_id=device_id, client=client
+            EventKind.ATTACHED,
+            partition_id=owner,
+            device_id=device_id,
+            client=client,
+            detail=attachment.holder.describe(client),
         )
         return attachment
 
@@ -393,6 +409,7 @@ class EmulatedMachine:
         if attachment is None:
             return False
         del self._attached_device[attachment.device_id]
+        self._telemetry.set_load(attachment.device_id, 0.0)
         self._events.emit(
             EventKind.DETACHED,
             partition_id=attachment.partition_id,
@@ -402,6 +419,38 @@ class EmulatedMachine:
             detail=detail or ("detached by the agent" if evicted else "application detached"),
         )
         return True
+
+    def set_load(self, attachment_id: int, load: float) -> bool:
+        """The application of an attachment reports how busy its IPU is (0..1)."""
+        attachment = self._attachments.get(attachment_id)
+        if attachment is None:
+            return False
+        self._telemetry.set_load(attachment.device_id, load)
+        return True
+
+    def ipu_status(self, device_id: int) -> IpuHealth:
+        """One IPU's health, holder and telemetry (what an IPUoF ``STATUS`` line reports)."""
+        fault = self._ipu_faults.get(device_id)
+        held = self._attached_device.get(device_id)
+        attachment = self._attachments[held] if held else None
+        owner = self._owner.get(device_id, "")
+        routing_id = 0
+        if owner:
+            config = self._partitions[owner].config
+            routing_id = next(i.routing_id for i in config.ipus if i.device_id == device_id)
+        links_down = sum(1 for link in ipu_links_of(device_id) if link in self._link_faults)
+        return IpuHealth(
+            device_id=device_id,
+            healthy=fault is None,
+            fault=fault.describe() if fault else "",
+            partition_id=owner,
+            attached_client=attachment.client if attachment else "",
+            holder=attachment.holder if attachment else Holder(),
+            attached_since=attachment.attached_at if attachment else 0.0,
+            routing_id=routing_id,
+            telemetry=self._telemetry.read(device_id, links_down=links_down),
+            serial=self._derived.ipus[device_id].serial,
+        )
 
     def attachments(self) -> list[IpuAttachment]:
         return sorted(self._attachments.values(), key=lambda a: a.device_id)
@@ -429,6 +478,10 @@ class EmulatedMachine:
                     f"agent {self._agent_id} has no link {fault.link_id!r}: use one of"
                     f" {', '.join(LINKS)}"
                 )
+            if fault.link_id not in self._link_faults:
+                owner_ipu = LINKS[fault.link_id][1]
+                if owner_ipu is not None:
+                    self._telemetry.count_link_error(owner_ipu)
             self._link_faults[fault.link_id] = replace(fault, device_id=None, delay_s=0.0)
         else:
             raise InvalidRequest(
@@ -464,19 +517,7 @@ class EmulatedMachine:
     # --------------------------------------------------------------- health
 
     def health(self, since_event: int = 0) -> MachineHealth:
-        ipus = []
-        for device_id in DEVICE_IDS:
-            fault = self._ipu_faults.get(device_id)
-            held = self._attached_device.get(device_id)
-            ipus.append(
-                IpuHealth(
-                    device_id=device_id,
-                    healthy=fault is None,
-                    fault=fault.describe() if fault else "",
-                    partition_id=self._owner.get(device_id, ""),
-                    attached_client=self._attachments[held].client if held else "",
-                )
-            )
+        ipus = [self.ipu_status(device_id) for device_id in DEVICE_IDS]
         links = tuple(
             LinkHealth(
                 link_id=link,

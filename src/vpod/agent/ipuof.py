@@ -5,15 +5,26 @@ for as long as its TCP connection stays open. The line protocol (UTF-8, one
 command or answer per ``\\n``-terminated line) stands in for the real IPUoF
 handshake:
 
-=====================================  =========================================
-client sends                           server answers
-=====================================  =========================================
-``ATTACH <partition_id>``              ``OK <agent_id> <device_id> <routing_id>``
-                                       or ``ERR <reason> <sentence>``, then closes
-``PING`` (while attached)              ``PONG``
-``DETACH`` (while attached)            ``BYE detached``, then closes
-anything else                          ``ERR invalid-request <sentence>``
-=====================================  =========================================
+=======================================  =========================================
+client sends                             server answers
+=======================================  =========================================
+``ATTACH [<partition_id>] [k=v ...]``    ``OK <agent_id> <device_id> <routing_id>``
+                                         or ``ERR <reason> <sentence>``, then closes
+``STATUS [<partition_id>]``              ``STATUS k=v ...`` (the IPU's state, holder
+                                         and telemetry); closes unless attached
+``LOAD <0..1>`` (while attached)         ``OK load <value>``
+``PING`` (while attached)                ``PONG``
+``DETACH`` (while attached)              ``BYE detached``, then closes
+anything else                            ``ERR invalid-request <sentence>``
+=======================================  =========================================
+
+``ATTACH`` may name the partition (the IPU must be in it) or not (a static
+IPUoF config names none), and may say who the application is: ``pid=``,
+``host=`` and ``cmd=``, values percent-encoded (RFC 3986). Whoever is refused
+with ``ipu-attached`` is told that holder. ``LOAD`` is how a workload tells
+the emulated machine how busy it keeps the IPU (utilisation, power and
+temperature follow, :mod:`vpod.agent.telemetry`); ``STATUS`` is what device
+tools read (keys in :data:`STATUS_KEYS`, values percent-encoded).
 
 Only an IPU configured into an active partition (configure = active on the
 agent) can be attached, by one application at a time. Closing the
@@ -32,15 +43,94 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from urllib.parse import quote, unquote
 
 from .backend import MachineBackend
 from .errors import MachineRefusal, Reason
-from .model import AgentEvent, EventKind
+from .model import AgentEvent, EventKind, Holder, IpuHealth
 
 log = logging.getLogger(__name__)
 
-MAX_LINE = 1024
+MAX_LINE = 4096
 """Longest line a client may send; longer lines are refused and the connection closed."""
+
+HOLDER_KEYS = ("pid", "host", "cmd")
+STATUS_KEYS = (
+    "agent",
+    "device",
+    "serial",
+    "partition",
+    "routing",
+    "healthy",
+    "fault",
+    "attached",
+    "client",
+    "pid",
+    "host",
+    "cmd",
+    "since",
+    "util",
+    "temp",
+    "power",
+    "link_errors",
+    "links_down",
+)
+"""The keys of a ``STATUS`` answer, in order."""
+
+
+class _BadLine(ValueError):
+    """A line that does not follow the protocol; the message says what to send."""
+
+
+def parse_attach(words: Sequence[str]) -> tuple[str | None, Holder]:
+    """``ATTACH [partition] [pid=N] [host=H] [cmd=C]`` -> (partition or None, holder)."""
+    partition: str | None = None
+    fields: dict[str, str] = {}
+    for i, word in enumerate(words[1:]):
+        key, eq, value = word.partition("=")
+        if not eq:
+            if i or partition is not None:
+                raise _BadLine(
+                    f"unexpected word {word[:40]!r}: send 'ATTACH [<partition_id>]"
+                    " [pid=N] [host=H] [cmd=C]'"
+                )
+            partition = word
+        elif key in HOLDER_KEYS:
+            fields[key] = unquote(value)[:512]
+        else:
+            raise _BadLine(f"unknown key {key[:40]!r}: use pid=, host= or cmd=")
+    pid_text = fields.get("pid", "0")
+    if not pid_text.isdigit():
+        raise _BadLine(f"pid must be a number, not {pid_text[:20]!r}")
+    return partition, Holder(
+        pid=int(pid_text), host=fields.get("host", ""), command=fields.get("cmd", "")
+    )
+
+
+def status_line(agent_id: str, status: IpuHealth) -> str:
+    """The ``STATUS`` answer for one IPU."""
+    t = status.telemetry
+    values: dict[str, object] = {
+        "agent": agent_id,
+        "device": status.device_id,
+        "serial": status.serial,
+        "partition": status.partition_id,
+        "routing": status.routing_id,
+        "healthy": int(status.healthy),
+        "fault": status.fault,
+        "attached": int(status.attached),
+        "client": status.attached_client,
+        "pid": status.holder.pid,
+        "host": status.holder.host,
+        "cmd": status.holder.command,
+        "since": f"{status.attached_since:.3f}",
+        "util": f"{t.utilisation:.4f}",
+        "temp": f"{t.temperature_c:.2f}",
+        "power": f"{t.power_w:.2f}",
+        "link_errors": t.link_errors,
+        "links_down": t.links_down,
+    }
+    return "STATUS " + " ".join(f"{k}={quote(str(values[k]), safe='')}" for k in STATUS_KEYS)
 
 
 class IpuofEndpoints:
@@ -152,11 +242,23 @@ class IpuofEndpoints:
             await _send(writer, f"ERR {Reason.INVALID_REQUEST} line longer than {MAX_LINE} bytes")
             return
         words = line.decode("utf-8", "replace").split()
-        if len(words) != 2 or words[0].upper() != "ATTACH":
-            await _send(writer, f"ERR {Reason.INVALID_REQUEST} send 'ATTACH <partition_id>' first")
+        verb = words[0].upper() if words else ""
+        if verb == "STATUS" and len(words) <= 2:
+            await self._status(writer, device_id, words[1] if len(words) == 2 else None)
+            return
+        if verb != "ATTACH":
+            await _send(
+                writer,
+                f"ERR {Reason.INVALID_REQUEST} send 'ATTACH [<partition_id>]' or"
+                " 'STATUS [<partition_id>]' first",
+            )
             return
         try:
-            attachment = self._backend.attach(words[1], device_id, client)
+            partition_id, holder = parse_attach(words)
+            attachment = self._backend.attach(partition_id, device_id, client, holder)
+        except _BadLine as exc:
+            await _send(writer, f"ERR {Reason.INVALID_REQUEST} {exc}")
+            return
         except MachineRefusal as exc:
             await _send(writer, f"ERR {exc.reason} {exc.message}")
             return
@@ -175,15 +277,22 @@ class IpuofEndpoints:
                     continue
                 if not line:
                     break
-                command = line.decode("utf-8", "replace").strip().upper()
+                words = line.decode("utf-8", "replace").split()
+                command = words[0].upper() if words else ""
                 if command == "PING":
                     await _send(writer, "PONG")
                 elif command == "DETACH":
                     await _send(writer, "BYE detached")
                     break
+                elif command == "LOAD" and len(words) == 2:
+                    await self._load(writer, attachment.attachment_id, words[1])
+                elif command == "STATUS":
+                    await self._status(writer, device_id, None)
                 else:
                     await _send(
-                        writer, f"ERR {Reason.INVALID_REQUEST} unknown command; use PING or DETACH"
+                        writer,
+                        f"ERR {Reason.INVALID_REQUEST} unknown command; use PING, LOAD <0..1>,"
+                        " STATUS or DETACH",
                     )
         except asyncio.CancelledError:
             ended_by_client = False
@@ -195,6 +304,37 @@ class IpuofEndpoints:
                 self._backend.detach(attachment.attachment_id, detail="application detached")
             else:
                 self._backend.detach(attachment.attachment_id, evicted=True, detail="agent stopped")
+
+    async def _status(
+        self, writer: asyncio.StreamWriter, device_id: int, partition_id: str | None
+    ) -> None:
+        status = self._backend.ipu_status(device_id)
+        if partition_id is not None and status.partition_id != partition_id:
+            where = f"IPU {device_id} of agent {self._backend.agent_id}"
+            if status.partition_id:
+                await _send(
+                    writer,
+                    f"ERR {Reason.WRONG_PARTITION} {where} belongs to partition"
+                    f" {status.partition_id}, not {partition_id}",
+                )
+            else:
+                await _send(
+                    writer,
+                    f"ERR {Reason.IPU_NOT_CONFIGURED} {where} is in no active partition",
+                )
+            return
+        await _send(writer, status_line(self._backend.agent_id, status))
+
+    async def _load(self, writer: asyncio.StreamWriter, attachment_id: int, text: str) -> None:
+        try:
+            load = float(text)
+        except ValueError:
+            load = -1.0
+        if not 0.0 <= load <= 1.0:
+            await _send(writer, f"ERR {Reason.INVALID_REQUEST} LOAD takes a number from 0 to 1")
+            return
+        self._backend.set_load(attachment_id, load)
+        await _send(writer, f"OK load {load:g}")
 
     def _on_event(self, event: AgentEvent) -> None:
         """Close the connection of an attachment the agent ended."""

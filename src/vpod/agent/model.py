@@ -207,6 +207,26 @@ class Fault:
 
 
 @dataclass(frozen=True, slots=True)
+class Holder:
+    """The process holding an IPU, as the application said when it attached (all optional)."""
+
+    pid: int = 0
+    host: str = ""
+    command: str = ""
+
+    def describe(self, client: str = "") -> str:
+        """``pid 4242 on host1 (python train.py)``, or the connection's address if unknown."""
+        if not self.pid and not self.host:
+            return client or "an unknown application"
+        text = f"pid {self.pid}" if self.pid else "a process"
+        if self.host:
+            text += f" on {self.host}"
+        if self.command:
+            text += f" ({self.command})"
+        return text
+
+
+@dataclass(frozen=True, slots=True)
 class IpuAttachment:
     """An application attached to one IPU over IPUoF."""
 
@@ -215,6 +235,23 @@ class IpuAttachment:
     device_id: int
     routing_id: int
     client: str
+    """The application's address (``host:port`` of its connection)."""
+    holder: Holder = Holder()
+    attached_at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class IpuTelemetry:
+    """What an IPU's sensors and counters say (emulated: see :mod:`vpod.agent.telemetry`)."""
+
+    utilisation: float = 0.0
+    """0..1: the share of the IPU's tiles busy."""
+    temperature_c: float = 0.0
+    power_w: float = 0.0
+    link_errors: int = 0
+    """IPU-Link errors counted on the IPU's links since the agent started."""
+    links_down: int = 0
+    """The IPU's IPU-Links that are down now."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,6 +288,12 @@ class IpuHealth:
     fault: str = ""
     partition_id: str = ""
     attached_client: str = ""
+    holder: Holder = Holder()
+    attached_since: float = 0.0
+    routing_id: int = 0
+    """Routing id of the IPU in its partition (meaningful when ``partition_id`` is set)."""
+    telemetry: IpuTelemetry = IpuTelemetry()
+    serial: str = ""
 
     @property
     def attached(self) -> bool:

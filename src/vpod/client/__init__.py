@@ -50,7 +50,9 @@ Every failure is one exception tree; ``str(error)`` is the sentence to show
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from .admin import AdminClient, AsyncAdminClient
 from .admin_calls import EventFilter
@@ -73,29 +75,6 @@ from .admin_records import (
     LinkTest,
     PartitionInfo,
     User,
-)
-from .cloud import AsyncCloudClient, CloudClient
-from .cloud_calls import ClusterOptions
-from .cloud_config import CloudSettings, resolve_cloud
-from .cloud_records import (
-    CloudCluster,
-    Exceeded,
-    Flavor,
-    Host,
-    Invoice,
-    InvoiceLine,
-    Limits,
-    MetadataUpdate,
-    Phase,
-    Project,
-    ProjectCreated,
-    Server,
-    Shell,
-    Task,
-    TaskState,
-    Token,
-    VipuAccess,
-    Volume,
 )
 from .config import Endpoint, Settings, admin_endpoint, load_settings, user_endpoint
 from .errors import (
@@ -122,7 +101,6 @@ from .errors import (
     VpodError,
     WrongEndpoint,
 )
-from .fabric import Change, ClusterMap, Fragmentation, Identity
 from .records import (
     GcdConfig,
     IpuAttributes,
@@ -133,9 +111,80 @@ from .records import (
     PartitionStatus,
     Version,
 )
-from .rest import AsyncRestClient, RestClient, RestSettings
 from .user import AsyncUserClient, UserClient
 from .user_calls import PartitionOptions
+
+if TYPE_CHECKING:
+    from .cloud import AsyncCloudClient, CloudClient
+    from .cloud_calls import ClusterOptions
+    from .cloud_config import CloudSettings, resolve_cloud
+    from .cloud_records import (
+        CloudCluster,
+        Exceeded,
+        Flavor,
+        Host,
+        Invoice,
+        InvoiceLine,
+        Limits,
+        MetadataUpdate,
+        Phase,
+        Project,
+        ProjectCreated,
+        Server,
+        Shell,
+        Task,
+        TaskState,
+        Token,
+        VipuAccess,
+        Volume,
+    )
+    from .fabric import Change, ClusterMap, Fragmentation, Identity
+    from .rest import AsyncRestClient, RestClient, RestSettings
+
+_LAZY: dict[str, str] = {
+    "AsyncCloudClient": ".cloud",
+    "AsyncRestClient": ".rest",
+    "Change": ".fabric",
+    "CloudClient": ".cloud",
+    "CloudCluster": ".cloud_records",
+    "CloudSettings": ".cloud_config",
+    "ClusterMap": ".fabric",
+    "ClusterOptions": ".cloud_calls",
+    "Exceeded": ".cloud_records",
+    "Flavor": ".cloud_records",
+    "Fragmentation": ".fabric",
+    "Host": ".cloud_records",
+    "Identity": ".fabric",
+    "Invoice": ".cloud_records",
+    "InvoiceLine": ".cloud_records",
+    "Limits": ".cloud_records",
+    "MetadataUpdate": ".cloud_records",
+    "Phase": ".cloud_records",
+    "Project": ".cloud_records",
+    "ProjectCreated": ".cloud_records",
+    "RestClient": ".rest",
+    "RestSettings": ".rest",
+    "Server": ".cloud_records",
+    "Shell": ".cloud_records",
+    "Task": ".cloud_records",
+    "TaskState": ".cloud_records",
+    "Token": ".cloud_records",
+    "VipuAccess": ".cloud_records",
+    "Volume": ".cloud_records",
+    "resolve_cloud": ".cloud_config",
+}
+"""Names served on first use: their modules import httpx, which a gRPC-only program (an
+IPUoF application finding its partition) should not pay for at start-up."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "AdminClient",
@@ -261,4 +310,6 @@ def connect_cloud(
     env: Mapping[str, str] | None = None,
 ) -> CloudClient:
     """A :class:`CloudClient` configured like ``vpod`` (``vpod-cli.toml``, ``VPOD_*``)."""
+    from .cloud import CloudClient
+
     return CloudClient.from_config(config, url=url, token=token, env=env)

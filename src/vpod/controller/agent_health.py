@@ -18,6 +18,7 @@ from vpod.store.records import AgentHealthState
 class AgentHealthBook:
     def __init__(self) -> None:
         self._last_health: dict[str, MachineHealth] = {}
+        self._health_at: dict[str, float] = {}
         self._boot_ids: dict[str, str] = {}
         self._ipuof_addresses: dict[str, str] = {}
         self._reachability: dict[str, AgentHealthState] = {}
@@ -51,11 +52,18 @@ class AgentHealthBook:
         self._streak[agent_id] = 0
         return now - self._last_answer.setdefault(agent_id, now)
 
-    def note_health(self, agent_id: str, health: MachineHealth) -> bool:
-        """Remember an agent's last heartbeat; True when its IPU or link faults changed."""
+    def note_health(self, agent_id: str, health: MachineHealth, at: float = 0.0) -> bool:
+        """Remember an agent's last heartbeat (answered at ``at``, epoch seconds); True when
+        its IPU or link faults changed."""
         before = self._fault_summary(agent_id)
         self._last_health[agent_id] = health
+        self._health_at[agent_id] = at
         return self._fault_summary(agent_id) != before
+
+    def last_health(self, agent_id: str) -> tuple[MachineHealth, float] | None:
+        """The agent's last heartbeat and when it was answered (telemetry reads it)."""
+        health = self._last_health.get(agent_id)
+        return None if health is None else (health, self._health_at.get(agent_id, 0.0))
 
     def believe(self, agent_id: str, state: AgentHealthState) -> AgentHealthState | None:
         """Record the reachability just written to the store; returns the previous belief."""

@@ -34,6 +34,7 @@ from .pod_map import PodMapService
 from .settings import Settings
 from .status import ControllerStatus
 from .teardown import Teardown
+from .telemetry import IpuTelemetryView
 from .tenancy import Tenancy
 
 
@@ -75,6 +76,8 @@ class Controller:
         """The database, for a server extension's own tables (``CloudStore.of``): the V-IPU
         facts in it are reached through the use-cases above, never through this."""
         return self.ctx.db.store
+
+    telemetry: IpuTelemetryView
 
     def close(self) -> None:
         self.ctx.db.close()
@@ -132,6 +135,9 @@ def build_controller(
         changes=ChangeFeed(ctx, inventory, health),
         tenancy=Tenancy(ctx, inventory, partitions, auth),
         agent_tokens=AgentTokens(ctx),
+        telemetry=IpuTelemetryView(
+            health.last_health, inventory.list_agents, inventory.list_clusters
+        ),
     )
 
 

@@ -137,7 +137,7 @@ class HeartbeatMonitor:
         book.answered(agent.id, now)
         if book.believed(agent.id) is not AgentHealthState.REACHABLE:
             await self._mark_reachable(agent)
-        changed = book.note_health(agent.id, health)
+        changed = book.note_health(agent.id, health, ctx.clock.now().timestamp())
         await self._store_faults(agent)
         if changed:
             ctx.occupancy.forget()

@@ -26,6 +26,10 @@ Metric names::
     vpod_ipus{cluster,state}                             gauge  (used: in a partition | free)
     vpod_ipus_allocated{cluster}                         gauge  (in an allocation)
     vpod_state_up                                        gauge
+
+and the per-IPU telemetry series of :mod:`.telemetry` (``vpod_ipu_*``, one
+series per IPU, labelled like NVIDIA's DCGM exporter), rendered at most once
+a second from the heartbeats' cache: :meth:`ControllerMetrics.render_telemetry`.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from prometheus_client.registry import Collector
 
 from . import errors
 from .status import StateSnapshot, state_snapshot
+from .telemetry import TelemetryExporter
 
 StateReader = Callable[[], Awaitable[StateSnapshot]]
 """Reads the managed state for the gauges (:meth:`.status.ControllerStatus.state`)."""
@@ -116,10 +121,12 @@ class ControllerMetrics:
         self,
         read_state: StateReader | None = None,
         *,
+        telemetry: TelemetryExporter | None = None,
         registry: CollectorRegistry | None = None,
         timer: Callable[[], float] = time.perf_counter,
     ) -> None:
         self._read_state = read_state
+        self.telemetry = telemetry
         self.registry = registry or CollectorRegistry(auto_describe=True)
         self.timer = timer
         self._http_requests = Counter(
@@ -188,6 +195,10 @@ class ControllerMetrics:
     def render(self) -> bytes:
         """Every metric in the Prometheus text format (:data:`CONTENT_TYPE`)."""
         return generate_latest(self.registry)
+
+    async def render_telemetry(self) -> bytes:
+        """The per-IPU ``vpod_ipu_*`` series (cached for a second), in the same format."""
+        return await self.telemetry.render() if self.telemetry is not None else b""
 
 
 # -- gRPC ---------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from .app import Controller, build_controller
 from .listener_limits import listener_limits
 from .metrics import ControllerMetrics
 from .settings import Settings
+from .telemetry import TelemetryExporter
 from .tls import ServerTls
 from .transports.admin_grpc import AdminServicer, RegistrationServicer, add_admin_api
 from .transports.auth import GrpcAuthenticator
@@ -126,7 +127,9 @@ async def serve(
     extras = [make(controller) for make in extensions]
     auth = GrpcAuthenticator(controller.auth)
 
-    metrics = ControllerMetrics(controller.status.state)
+    metrics = ControllerMetrics(
+        controller.status.state, telemetry=TelemetryExporter(controller.telemetry)
+    )
     readiness = Readiness([USER_API, ADMIN_API])
     interceptors = [metrics.grpc_interceptor()]
     user_server = grpc.aio.server(options=grpc_options, interceptors=interceptors)
@@ -162,6 +165,7 @@ async def serve(
         authenticator=controller.auth,
         auth=auth,
         agent_tokens=controller.agent_tokens,
+        telemetry=controller.telemetry,
     )
     registration = RegistrationServicer(controller.fleet, controller.agent_tokens)
     add_admin_api(admin_server, admin_api, registration)

@@ -1482,3 +1482,124 @@ class ListEventsReply(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ListEventsReply: _TypeAlias = ListEventsReply  # noqa: Y015
+
+@_typing.final
+class ListIpuTelemetryRequest(_message.Message):
+    """---------------------------------------------------------------- telemetry"""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CLUSTER_ID_FIELD_NUMBER: _builtins.int
+    PARTITION_ID_FIELD_NUMBER: _builtins.int
+    AGENT_IDS_FIELD_NUMBER: _builtins.int
+    cluster_id: _builtins.str
+    """filter"""
+    partition_id: _builtins.str
+    """filter"""
+    @_builtins.property
+    def agent_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """filter"""
+
+    def __init__(
+        self,
+        *,
+        cluster_id: _builtins.str = ...,
+        partition_id: _builtins.str = ...,
+        agent_ids: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_ids", b"agent_ids", "cluster_id", b"cluster_id", "partition_id", b"partition_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListIpuTelemetryRequest: _TypeAlias = ListIpuTelemetryRequest  # noqa: Y015
+
+@_typing.final
+class IpuTelemetrySample(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    AGENT_ID_FIELD_NUMBER: _builtins.int
+    CLUSTER_ID_FIELD_NUMBER: _builtins.int
+    DEVICE_ID_FIELD_NUMBER: _builtins.int
+    SERIAL_FIELD_NUMBER: _builtins.int
+    PARTITION_ID_FIELD_NUMBER: _builtins.int
+    ROUTING_ID_FIELD_NUMBER: _builtins.int
+    HEALTHY_FIELD_NUMBER: _builtins.int
+    FAULT_FIELD_NUMBER: _builtins.int
+    ATTACHED_FIELD_NUMBER: _builtins.int
+    ATTACHED_CLIENT_FIELD_NUMBER: _builtins.int
+    HOLDER_FIELD_NUMBER: _builtins.int
+    ATTACHED_SINCE_FIELD_NUMBER: _builtins.int
+    TELEMETRY_FIELD_NUMBER: _builtins.int
+    SAMPLED_AT_FIELD_NUMBER: _builtins.int
+    agent_id: _builtins.str
+    cluster_id: _builtins.str
+    """empty = the agent is in no cluster"""
+    device_id: _builtins.int
+    serial: _builtins.str
+    """the IPU's serial number"""
+    partition_id: _builtins.str
+    """empty = in no partition"""
+    routing_id: _builtins.int
+    healthy: _builtins.bool
+    fault: _builtins.str
+    attached: _builtins.bool
+    attached_client: _builtins.str
+    @_builtins.property
+    def holder(self) -> _agent_pb2.IpuHolder: ...
+    @_builtins.property
+    def attached_since(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def telemetry(self) -> _agent_pb2.IpuTelemetry: ...
+    @_builtins.property
+    def sampled_at(self) -> _timestamp_pb2.Timestamp:
+        """when the agent answered the heartbeat"""
+
+    def __init__(
+        self,
+        *,
+        agent_id: _builtins.str = ...,
+        cluster_id: _builtins.str = ...,
+        device_id: _builtins.int = ...,
+        serial: _builtins.str = ...,
+        partition_id: _builtins.str = ...,
+        routing_id: _builtins.int = ...,
+        healthy: _builtins.bool = ...,
+        fault: _builtins.str = ...,
+        attached: _builtins.bool = ...,
+        attached_client: _builtins.str = ...,
+        holder: _agent_pb2.IpuHolder | None = ...,
+        attached_since: _timestamp_pb2.Timestamp | None = ...,
+        telemetry: _agent_pb2.IpuTelemetry | None = ...,
+        sampled_at: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["attached_since", b"attached_since", "holder", b"holder", "sampled_at", b"sampled_at", "telemetry", b"telemetry"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "attached", b"attached", "attached_client", b"attached_client", "attached_since", b"attached_since", "cluster_id", b"cluster_id", "device_id", b"device_id", "fault", b"fault", "healthy", b"healthy", "holder", b"holder", "partition_id", b"partition_id", "routing_id", b"routing_id", "sampled_at", b"sampled_at", "serial", b"serial", "telemetry", b"telemetry"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___IpuTelemetrySample: _TypeAlias = IpuTelemetrySample  # noqa: Y015
+
+@_typing.final
+class ListIpuTelemetryReply(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    IPUS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def ipus(self) -> _containers.RepeatedCompositeFieldContainer[Global___IpuTelemetrySample]:
+        """by agent, then device id"""
+
+    def __init__(
+        self,
+        *,
+        ipus: _abc.Iterable[Global___IpuTelemetrySample] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ipus", b"ipus"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListIpuTelemetryReply: _TypeAlias = ListIpuTelemetryReply  # noqa: Y015

@@ -145,6 +145,11 @@ class AdminServiceStub:
                 request_serializer=vpod_dot_wire_dot_admin__pb2.RemoveAgentTokenRequest.SerializeToString,
                 response_deserializer=vpod_dot_wire_dot_admin__pb2.RemoveAgentTokenReply.FromString,
                 _registered_method=True)
+        self.ListIpuTelemetry = channel.unary_unary(
+                '/vpod.admin.v1.AdminService/ListIpuTelemetry',
+                request_serializer=vpod_dot_wire_dot_admin__pb2.ListIpuTelemetryRequest.SerializeToString,
+                response_deserializer=vpod_dot_wire_dot_admin__pb2.ListIpuTelemetryReply.FromString,
+                _registered_method=True)
 
 
 class AdminServiceServicer:
@@ -295,6 +300,14 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListIpuTelemetry(self, request, context):
+        """Per-IPU telemetry (utilisation, temperature, power, holder, link errors) as the
+        agents' last heartbeats reported it; served from the controller's cache.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -407,6 +420,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.RemoveAgentToken,
                     request_deserializer=vpod_dot_wire_dot_admin__pb2.RemoveAgentTokenRequest.FromString,
                     response_serializer=vpod_dot_wire_dot_admin__pb2.RemoveAgentTokenReply.SerializeToString,
+            ),
+            'ListIpuTelemetry': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListIpuTelemetry,
+                    request_deserializer=vpod_dot_wire_dot_admin__pb2.ListIpuTelemetryRequest.FromString,
+                    response_serializer=vpod_dot_wire_dot_admin__pb2.ListIpuTelemetryReply.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1003,6 +1021,33 @@ class AdminService:
             '/vpod.admin.v1.AdminService/RemoveAgentToken',
             vpod_dot_wire_dot_admin__pb2.RemoveAgentTokenRequest.SerializeToString,
             vpod_dot_wire_dot_admin__pb2.RemoveAgentTokenReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListIpuTelemetry(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vpod.admin.v1.AdminService/ListIpuTelemetry',
+            vpod_dot_wire_dot_admin__pb2.ListIpuTelemetryRequest.SerializeToString,
+            vpod_dot_wire_dot_admin__pb2.ListIpuTelemetryReply.FromString,
             options,
             channel_credentials,
             insecure,

@@ -77,6 +77,10 @@ class AdminServiceStub:
     """
     ListAgentTokens: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ListAgentTokensRequest, _admin_pb2.ListAgentTokensReply]
     RemoveAgentToken: _grpc.UnaryUnaryMultiCallable[_admin_pb2.RemoveAgentTokenRequest, _admin_pb2.RemoveAgentTokenReply]
+    ListIpuTelemetry: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ListIpuTelemetryRequest, _admin_pb2.ListIpuTelemetryReply]
+    """Per-IPU telemetry (utilisation, temperature, power, holder, link errors) as the
+    agents' last heartbeats reported it; served from the controller's cache.
+    """
 
 @_typing.type_check_only
 class AdminServiceAsyncStub(AdminServiceStub):
@@ -117,6 +121,10 @@ class AdminServiceAsyncStub(AdminServiceStub):
     """
     ListAgentTokens: _aio.UnaryUnaryMultiCallable[_admin_pb2.ListAgentTokensRequest, _admin_pb2.ListAgentTokensReply]  # type: ignore[assignment]
     RemoveAgentToken: _aio.UnaryUnaryMultiCallable[_admin_pb2.RemoveAgentTokenRequest, _admin_pb2.RemoveAgentTokenReply]  # type: ignore[assignment]
+    ListIpuTelemetry: _aio.UnaryUnaryMultiCallable[_admin_pb2.ListIpuTelemetryRequest, _admin_pb2.ListIpuTelemetryReply]  # type: ignore[assignment]
+    """Per-IPU telemetry (utilisation, temperature, power, holder, link errors) as the
+    agents' last heartbeats reported it; served from the controller's cache.
+    """
 
 class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -286,6 +294,16 @@ class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _admin_pb2.RemoveAgentTokenRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_admin_pb2.RemoveAgentTokenReply, _abc.Awaitable[_admin_pb2.RemoveAgentTokenReply]]: ...
+
+    @_abc_1.abstractmethod
+    def ListIpuTelemetry(
+        self,
+        request: _admin_pb2.ListIpuTelemetryRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.ListIpuTelemetryReply, _abc.Awaitable[_admin_pb2.ListIpuTelemetryReply]]:
+        """Per-IPU telemetry (utilisation, temperature, power, holder, link errors) as the
+        agents' last heartbeats reported it; served from the controller's cache.
+        """
 
 def add_AdminServiceServicer_to_server(servicer: AdminServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
 

@@ -740,6 +740,11 @@ class IpuHealth(_message.Message):
     PARTITION_ID_FIELD_NUMBER: _builtins.int
     ATTACHED_FIELD_NUMBER: _builtins.int
     ATTACHED_CLIENT_FIELD_NUMBER: _builtins.int
+    HOLDER_FIELD_NUMBER: _builtins.int
+    ATTACHED_SINCE_FIELD_NUMBER: _builtins.int
+    ROUTING_ID_FIELD_NUMBER: _builtins.int
+    TELEMETRY_FIELD_NUMBER: _builtins.int
+    SERIAL_FIELD_NUMBER: _builtins.int
     device_id: _builtins.int
     healthy: _builtins.bool
     fault: _builtins.str
@@ -749,6 +754,19 @@ class IpuHealth(_message.Message):
     attached: _builtins.bool
     """an application holds the IPU over IPUoF"""
     attached_client: _builtins.str
+    """the application's address (host:port)"""
+    routing_id: _builtins.int
+    """in partition_id"""
+    serial: _builtins.str
+    """the IPU's serial number"""
+    @_builtins.property
+    def holder(self) -> Global___IpuHolder:
+        """who the application said it is when it attached"""
+
+    @_builtins.property
+    def attached_since(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def telemetry(self) -> Global___IpuTelemetry: ...
     def __init__(
         self,
         *,
@@ -758,14 +776,82 @@ class IpuHealth(_message.Message):
         partition_id: _builtins.str = ...,
         attached: _builtins.bool = ...,
         attached_client: _builtins.str = ...,
+        holder: Global___IpuHolder | None = ...,
+        attached_since: _timestamp_pb2.Timestamp | None = ...,
+        routing_id: _builtins.int = ...,
+        telemetry: Global___IpuTelemetry | None = ...,
+        serial: _builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["attached_since", b"attached_since", "holder", b"holder", "telemetry", b"telemetry"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attached", b"attached", "attached_client", b"attached_client", "device_id", b"device_id", "fault", b"fault", "healthy", b"healthy", "partition_id", b"partition_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attached", b"attached", "attached_client", b"attached_client", "attached_since", b"attached_since", "device_id", b"device_id", "fault", b"fault", "healthy", b"healthy", "holder", b"holder", "partition_id", b"partition_id", "routing_id", b"routing_id", "serial", b"serial", "telemetry", b"telemetry"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___IpuHealth: _TypeAlias = IpuHealth  # noqa: Y015
+
+@_typing.final
+class IpuHolder(_message.Message):
+    """The process holding an IPU, as the application announced it (fields may be empty)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PID_FIELD_NUMBER: _builtins.int
+    HOST_FIELD_NUMBER: _builtins.int
+    COMMAND_FIELD_NUMBER: _builtins.int
+    pid: _builtins.int
+    host: _builtins.str
+    command: _builtins.str
+    def __init__(
+        self,
+        *,
+        pid: _builtins.int = ...,
+        host: _builtins.str = ...,
+        command: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["command", b"command", "host", b"host", "pid", b"pid"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___IpuHolder: _TypeAlias = IpuHolder  # noqa: Y015
+
+@_typing.final
+class IpuTelemetry(_message.Message):
+    """Sensors and counters of one IPU (emulated machines derive them from the workload)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    UTILISATION_FIELD_NUMBER: _builtins.int
+    TEMPERATURE_C_FIELD_NUMBER: _builtins.int
+    POWER_W_FIELD_NUMBER: _builtins.int
+    LINK_ERRORS_FIELD_NUMBER: _builtins.int
+    LINKS_DOWN_FIELD_NUMBER: _builtins.int
+    utilisation: _builtins.float
+    """0..1"""
+    temperature_c: _builtins.float
+    power_w: _builtins.float
+    link_errors: _builtins.int
+    """IPU-Link errors counted since the agent started"""
+    links_down: _builtins.int
+    """the IPU's IPU-Links that are down now"""
+    def __init__(
+        self,
+        *,
+        utilisation: _builtins.float = ...,
+        temperature_c: _builtins.float = ...,
+        power_w: _builtins.float = ...,
+        link_errors: _builtins.int = ...,
+        links_down: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["link_errors", b"link_errors", "links_down", b"links_down", "power_w", b"power_w", "temperature_c", b"temperature_c", "utilisation", b"utilisation"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___IpuTelemetry: _TypeAlias = IpuTelemetry  # noqa: Y015
 
 @_typing.final
 class LinkHealth(_message.Message):

@@ -30,8 +30,10 @@ from ..moments import TimeOutOfRange, from_timestamp
 from ..partition_views import PartitionViews
 from ..settings import Settings
 from ..teardown import Teardown
+from ..telemetry import IpuTelemetryView
 from .auth import GrpcAuthenticator, grpc_source
 from .grpc_errors import grpc_errors
+from .telemetry_grpc import telemetry_reply
 from .wire_convert import (
     attributes_to_wire,
     cluster_test_reply,
@@ -121,7 +123,9 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         authenticator: Authenticator,
         auth: GrpcAuthenticator,
         agent_tokens: AgentTokens,
+        telemetry: IpuTelemetryView,
     ) -> None:
+        self._telemetry = telemetry
         self._agent_tokens = agent_tokens
         self._inventory = inventory
         self._fleet = fleet
@@ -340,6 +344,20 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         caller = await self._auth.admin(context)
         attributes = await self._views.ipu_attributes(caller, request.agents)
         return attributes_to_wire(attributes)
+
+    # -- telemetry
+
+    @grpc_errors
+    async def ListIpuTelemetry(  # noqa: N802
+        self, request: apb.ListIpuTelemetryRequest, context: grpc.aio.ServicerContext
+    ) -> apb.ListIpuTelemetryReply:
+        await self._auth.admin(context)
+        samples = await self._telemetry.samples(
+            cluster_id=request.cluster_id,
+            partition_id=request.partition_id,
+            agent_ids=list(request.agent_ids),
+        )
+        return telemetry_reply(samples)
 
     # -- audit log
 

@@ -79,6 +79,7 @@ router = APIRouter(tags=["health"])
 async def prometheus_metrics(
     metrics: Annotated[ControllerMetrics, Depends(controller_metrics)],
 ) -> Response:
-    """Request counts and latencies, and the state gauges, in the Prometheus text format."""
+    """Request counts and latencies, state gauges and per-IPU telemetry (Prometheus text)."""
     await metrics.refresh_state()
-    return Response(metrics.render(), media_type=CONTENT_TYPE)
+    body = metrics.render() + await metrics.render_telemetry()
+    return Response(body, media_type=CONTENT_TYPE)

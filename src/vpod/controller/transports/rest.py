@@ -22,7 +22,16 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from ..metrics import ControllerMetrics
-from . import http_docs, http_health, http_metrics, rest_admin, rest_console, rest_user
+from ..telemetry import TelemetryExporter
+from . import (
+    http_docs,
+    http_health,
+    http_metrics,
+    rest_admin,
+    rest_console,
+    rest_user,
+    telemetry_rest,
+)
 from .http_docs import ASSETS_URL, docs_assets
 from .http_health import Readiness
 from .http_limits import BodyLimitMiddleware
@@ -66,7 +75,10 @@ def create_http_app(
     ``readiness``, ``metrics``).
     """
     readiness = readiness if readiness is not None else Readiness()
-    metrics = metrics if metrics is not None else ControllerMetrics(use_cases.status.state)
+    if metrics is None:
+        metrics = ControllerMetrics(
+            use_cases.status.state, telemetry=TelemetryExporter(use_cases.telemetry)
+        )
 
     app = FastAPI(
         title=TITLE,
@@ -86,6 +98,7 @@ def create_http_app(
 
     app.include_router(rest_user.router)
     app.include_router(rest_admin.router)
+    app.include_router(telemetry_rest.router)
     app.include_router(rest_console.router)
     app.include_router(http_health.router)
     app.include_router(http_metrics.router)

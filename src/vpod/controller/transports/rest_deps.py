@@ -24,6 +24,7 @@ from ..pod_map import PodMapService
 from ..settings import Settings
 from ..status import ControllerStatus
 from ..teardown import Teardown
+from ..telemetry import IpuTelemetryView
 
 
 class HttpUseCases(Protocol):
@@ -53,6 +54,8 @@ class HttpUseCases(Protocol):
     def pod_map(self) -> PodMapService: ...
     @property
     def changes(self) -> ChangeFeed: ...
+    @property
+    def telemetry(self) -> IpuTelemetryView: ...
 
 
 def use_cases(request: Request) -> HttpUseCases:
@@ -108,6 +111,10 @@ def change_feed(request: Request) -> ChangeFeed:
     return use_cases(request).changes
 
 
+def telemetry(request: Request) -> IpuTelemetryView:
+    return use_cases(request).telemetry
+
+
 SettingsDep = Annotated[Settings, Depends(settings)]
 AuthenticatorDep = Annotated[Authenticator, Depends(authenticator)]
 InventoryDep = Annotated[Inventory, Depends(inventory)]
@@ -120,3 +127,4 @@ AuditLogDep = Annotated[AuditLog, Depends(audit_log)]
 StatusDep = Annotated[ControllerStatus, Depends(controller_status)]
 PodMapDep = Annotated[PodMapService, Depends(pod_map_service)]
 ChangesDep = Annotated[ChangeFeed, Depends(change_feed)]
+TelemetryDep = Annotated[IpuTelemetryView, Depends(telemetry)]

@@ -1,0 +1,102 @@
+"""``GET /api/v1/admin/telemetry``: per-IPU telemetry as JSON (admin gRPC ``ListIpuTelemetry``).
+
+Admin only (as every ``/api/v1/admin`` endpoint); served from the heartbeats'
+cache, so a call never reaches an agent.
+"""
+
+from datetime import UTC, datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query
+from pydantic import BaseModel, Field
+
+from ..telemetry import IpuSample
+from .rest_auth import admin_caller
+from .rest_deps import TelemetryDep
+from .rest_errors import error_responses
+from .rest_user import API_PREFIX
+
+
+class HolderOut(BaseModel):
+    pid: int = Field(description="Process id the application announced (0 = unknown).")
+    host: str
+    command: str
+
+
+class IpuTelemetryOut(BaseModel):
+    agent_id: str
+    cluster_id: str | None
+    device_id: int
+    serial: str
+    partition_id: str | None
+    routing_id: int | None
+    healthy: bool
+    fault: str
+    attached: bool
+    attached_client: str | None
+    holder: HolderOut | None
+    attached_since: datetime | None
+    busy: bool = Field(description="Utilisation above zero.")
+    utilisation: float = Field(description="0..1")
+    temperature_c: float
+    power_w: float
+    link_errors: int
+    links_down: int
+    sampled_at: datetime = Field(description="When the agent answered the heartbeat.")
+
+
+class IpuTelemetryList(BaseModel):
+    ipus: list[IpuTelemetryOut]
+
+
+def sample_out(s: IpuSample) -> IpuTelemetryOut:
+    t = s.telemetry
+    return IpuTelemetryOut(
+        agent_id=s.agent_id,
+        cluster_id=s.cluster_id or None,
+        device_id=s.device_id,
+        serial=s.serial,
+        partition_id=s.partition_id or None,
+        routing_id=s.routing_id if s.partition_id else None,
+        healthy=s.healthy,
+        fault=s.fault,
+        attached=s.attached,
+        attached_client=s.attached_client or None,
+        holder=HolderOut(pid=s.holder.pid, host=s.holder.host, command=s.holder.command)
+        if s.attached
+        else None,
+        attached_since=datetime.fromtimestamp(s.attached_since, UTC)
+        if s.attached and s.attached_since
+        else None,
+        busy=s.busy,
+        utilisation=t.utilisation,
+        temperature_c=t.temperature_c,
+        power_w=t.power_w,
+        link_errors=t.link_errors,
+        links_down=t.links_down,
+        sampled_at=datetime.fromtimestamp(s.sampled_at, UTC),
+    )
+
+
+router = APIRouter(prefix=f"{API_PREFIX}/admin", dependencies=[Depends(admin_caller)])
+"""``GET /api/v1/admin/telemetry`` (``create_http_app`` includes it)."""
+
+Filter = Annotated[str, Query(max_length=200)]
+
+
+@router.get(
+    "/telemetry",
+    tags=["admin: telemetry"],
+    response_model=IpuTelemetryList,
+    responses=error_responses(400, 401, 403),
+)
+async def list_ipu_telemetry(
+    telemetry: TelemetryDep,
+    cluster: Filter = "",
+    partition: Filter = "",
+    agent: Annotated[list[str], Query(description="Agent ids (repeat the parameter).")] = [],  # noqa: B006
+) -> IpuTelemetryList:
+    """Every IPU's utilisation, temperature, power, holder and link errors, from the agents'
+    last heartbeats (empty on a controller that does not run heartbeats)."""
+    samples = await telemetry.samples(cluster_id=cluster, partition_id=partition, agent_ids=agent)
+    return IpuTelemetryList(ipus=[sample_out(s) for s in samples])

@@ -1,0 +1,96 @@
+"""The dynamic way to a partition: ask a V-IPU controller through :mod:`vpod.client`.
+
+``GetPartitionIpuofConfig`` of the user API; a partition that exists but is
+not ACTIVE answers ``FAILED_PRECONDITION``, and its state is then read with
+``GetPartitionStatus`` so the caller can wait and, in the end, say which
+state it stayed in. Credentials and TLS for a ``--secure`` controller come
+from ``VIPU_CLI_*`` and ``vipu-cli.hcl``, as for ``vipu``; host and port from
+``IPUOF_VIPU_API_HOST``/``_PORT`` win over them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from vpod.client import (
+    FailedPrecondition,
+    NotFound,
+    PermanentError,
+    RetryableError,
+    UserClient,
+    VpodError,
+)
+
+from .config import IpuofDevice
+from .errors import ConfigInvalid, PartitionUnavailable
+from .source import Gcds, NotActiveYet, StillUnreachable
+
+
+class ControllerSource:
+    """A :class:`~.discovery.PartitionSource` over a :class:`vpod.client.UserClient`."""
+
+    def __init__(self, client: UserClient) -> None:
+        self._client = client
+
+    @property
+    def where(self) -> str:
+        return self._client.endpoint.target
+
+    def ipuof_gcds(self, partition_id: str, gcd_id: int | None) -> Gcds:
+        try:
+            config = self._client.ipuof_config(partition_id, gcd_id)
+        except FailedPrecondition as exc:
+            raise NotActiveYet(self._state(partition_id, exc)) from None
+        except NotFound:
+            raise PartitionUnavailable(
+                f"partition {partition_id} does not exist on {self.where} (or is not yours):"
+                f" check IPUOF_VIPU_API_PARTITION_ID; 'vipu list partitions' lists yours",
+                partition_id,
+            ) from None
+        except RetryableError as exc:
+            raise StillUnreachable(str(exc)) from None
+        except PermanentError as exc:
+            raise PartitionUnavailable(
+                f"partition {partition_id} on {self.where}: {exc}", partition_id
+            ) from None
+        return [
+            (
+                [
+                    IpuofDevice(
+                        ip=d.ip,
+                        server_port=d.server_port,
+                        rdma_port=d.rdma_port,
+                        device_id=d.device_id,
+                        routing_id=d.routing_id,
+                        ipulink_segment_id=d.ipulink_segment_id,
+                        ipu_arch_id=d.ipu_arch_id,
+                        ipu_id=d.ipu_id,
+                        chip_id=d.chip_id,
+                        gwsw_version=d.gwsw_version,
+                    )
+                    for d in gcd.devices
+                ],
+                dict(gcd.attributes),
+            )
+            for gcd in config.gcds
+        ]
+
+    def _state(self, partition_id: str, refusal: VpodError) -> str:
+        try:
+            status = self._client.partition_status(partition_id)
+        except VpodError:
+            return f"not ready ({refusal})"
+        ready = status.ready_state.name if status.ready_state else "UNKNOWN"
+        operation = status.operation_state.name if status.operation_state else ""
+        return f"{ready}/{operation}" if operation else ready
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def controller_source(host: str, port: int, env: Mapping[str, str]) -> ControllerSource:
+    try:
+        client = UserClient.from_config(env=dict(env), api_host=host, api_port=port)
+    except VpodError as exc:
+        raise ConfigInvalid(str(exc)) from None
+    return ControllerSource(client)

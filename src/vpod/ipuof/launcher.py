@@ -1,0 +1,349 @@
+"""``vpod-run``: start the instances of a data-parallel application on one partition, as
+Poplar's ``poprun`` does.
+
+1. Find or make the partition: ``--vipu-partition P`` is reused when it
+   exists (it must hold R×K IPUs); otherwise a partition of R×K IPUs with R
+   replicas (and ``--num-ilds`` GCDs, one per IPU-Link domain) is created,
+   and it is removed again at the end, whatever the end is (success,
+   failure, Ctrl-C, SIGTERM).
+2. Wait until it is ACTIVE (``--vipu-server-timeout``).
+3. Start ``--num-instances`` I local processes of the command. Instance i
+   gets R/I consecutive replicas: ``POPDIST_REPLICA_INDEX_OFFSET`` = i·R/I,
+   ``POPDIST_NUM_LOCAL_REPLICAS`` = R/I, ``POPDIST_LOCAL_INSTANCE_INDEX`` = i,
+   ``POPDIST_NUM_TOTAL_REPLICAS`` = R, ``POPDIST_NUM_IPUS_PER_REPLICA`` = K,
+   ``POPLAR_TARGET_OPTIONS`` (JSON), and ``IPUOF_VIPU_API_HOST``/``_PORT``/
+   ``_PARTITION_ID``/``_TIMEOUT`` (``_GCD_ID`` when the partition has several GCDs).
+4. Prefix every line an instance prints with ``[i]``; forward Ctrl-C and
+   SIGTERM to every instance; when one instance fails, stop the others.
+5. Exit with the worst exit status of the instances that ended on their own
+   (130 after Ctrl-C); 2 for a usage or configuration mistake, 1 when the
+   partition cannot be had.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import FrameType
+from typing import IO
+
+import click
+
+from vpod.client import AlreadyExists, NotFound, UserClient, VpodError
+
+from .render import fail
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+STOP_GRACE_S = 10.0
+"""How long stopped instances get to exit after SIGINT/SIGTERM before SIGKILL."""
+REPLICA_SIZES = (1, 2, 4)
+
+
+@dataclass(frozen=True, slots=True)
+class RunShape:
+    replicas: int
+    ipus_per_replica: int
+    instances: int
+    ilds: int
+
+    @property
+    def size(self) -> int:
+        return self.replicas * self.ipus_per_replica
+
+    @property
+    def local_replicas(self) -> int:
+        return self.replicas // self.instances
+
+    def check(self) -> None:
+        """Raise ``click.UsageError`` for a shape no partition can run."""
+        if self.ipus_per_replica not in REPLICA_SIZES:
+            raise click.UsageError("--ipus-per-replica must be 1, 2 or 4 (a replica's IPUs)")
+        if self.replicas % self.instances:
+            raise click.UsageError(
+                f"--num-instances {self.instances} must divide --num-replicas {self.replicas}:"
+                " every instance runs the same number of replicas"
+            )
+        if self.ilds > 1 and self.instances % self.ilds:
+            raise click.UsageError(
+                f"--num-instances {self.instances} must be a multiple of --num-ilds {self.ilds}:"
+                " an instance's IPUs stay in one IPU-Link domain"
+            )
+
+
+def instance_environment(
+    shape: RunShape,
+    index: int,
+    *,
+    partition_id: str,
+    api_host: str,
+    api_port: int,
+    timeout_s: int,
+) -> dict[str, str]:
+    """The variables instance ``index`` runs with (added to the launcher's environment)."""
+    offset = index * shape.local_replicas
+    env = {
+        "IPUOF_VIPU_API_HOST": api_host,
+        "IPUOF_VIPU_API_PORT": str(api_port),
+        "IPUOF_VIPU_API_PARTITION_ID": partition_id,
+        "IPUOF_VIPU_API_TIMEOUT": str(timeout_s),
+        "POPDIST_NUM_TOTAL_REPLICAS": str(shape.replicas),
+        "POPDIST_NUM_IPUS_PER_REPLICA": str(shape.ipus_per_replica),
+        "POPDIST_NUM_LOCAL_REPLICAS": str(shape.local_replicas),
+        "POPDIST_REPLICA_INDEX_OFFSET": str(offset),
+        "POPDIST_LOCAL_INSTANCE_INDEX": str(index),
+        "POPDIST_NUM_INSTANCES": str(shape.instances),
+        "POPLAR_TARGET_OPTIONS": json.dumps(
+            {
+                "ipuLinkDomainSize": str(shape.size // shape.ilds),
+                "gatewayMode": "true" if shape.ilds > 1 else "false",
+                "instanceSize": str(shape.local_replicas * shape.ipus_per_replica),
+            }
+        ),
+    }
+    if shape.ilds > 1:
+        gcd_size = shape.size // shape.ilds
+        env["IPUOF_VIPU_API_GCD_ID"] = str(offset * shape.ipus_per_replica // gcd_size)
+    return env
+
+
+class Instances:
+    """The running instances: output pumps, signal forwarding, who was stopped by us."""
+
+    def __init__(self, out: IO[str]) -> None:
+        self._out = out
+        self._write = threading.Lock()
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self._pumps: list[threading.Thread] = []
+        self.stopped_by_us: set[int] = set()
+
+    def start(self, index: int, command: Sequence[str], env: Mapping[str, str]) -> None:
+        try:
+            proc = subprocess.Popen(
+                list(command),
+                env=dict(env),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # our signals reach it only when we forward them
+            )
+        except OSError as exc:
+            raise click.UsageError(f"cannot start {command[0]}: {exc.strerror}") from None
+        self.procs.append(proc)
+        pump = threading.Thread(target=self._pump, args=(index, proc), daemon=True)
+        pump.start()
+        self._pumps.append(pump)
+
+    def _pump(self, index: int, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            line = raw.decode("utf-8", "replace").rstrip("\n")
+            with self._write:
+                self._out.write(f"[{index}] {line}\n")
+                self._out.flush()
+
+    def signal_all(self, signum: int, *, ours: bool = True) -> None:
+        for i, proc in enumerate(self.procs):
+            if proc.poll() is None:
+                if ours:
+                    self.stopped_by_us.add(i)
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signum)
+
+    def wait(self, interrupted: threading.Event) -> None:
+        """Until every instance ends; the first failure stops the others."""
+        while [p.poll() for p in self.procs].count(None):  # poll every one, not up to the first
+            failed = [
+                i
+                for i, p in enumerate(self.procs)
+                if p.returncode not in (None, 0) and i not in self.stopped_by_us
+            ]
+            if failed and not interrupted.is_set():
+                self.signal_all(signal.SIGTERM)
+                self.reap()
+                break
+            time.sleep(0.05)
+        for pump in self._pumps:
+            pump.join(timeout=5)
+
+    def reap(self) -> None:
+        """Wait for stopped instances; SIGKILL those that outlive the grace period."""
+        deadline = time.monotonic() + STOP_GRACE_S
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+    def exit_code(self, interrupted: bool) -> int:
+        codes = []
+        for i, proc in enumerate(self.procs):
+            code = proc.returncode if proc.returncode is not None else 1
+            code = 128 - code if code < 0 else code
+            if i not in self.stopped_by_us:
+                codes.append(code)
+        worst = max(codes, default=0)
+        return 130 if interrupted and worst == 0 else worst
+
+
+@click.command(context_settings={**CONTEXT, "allow_interspersed_args": False})
+@click.option("--num-replicas", type=click.IntRange(1), required=True, metavar="R")
+@click.option("--ipus-per-replica", type=click.IntRange(1), required=True, metavar="K")
+@click.option("--num-instances", type=click.IntRange(1), default=1, show_default=True, metavar="I")
+@click.option("--vipu-partition", metavar="P", help="Use (or create and remove) this partition.")
+@click.option("--num-ilds", type=click.IntRange(1), default=1, show_default=True, metavar="D")
+@click.option("--vipu-allocation", metavar="A", help="Create the partition in this allocation.")
+@click.option("--vipu-server-host", metavar="HOST", help="Default: api-host of vipu-cli.hcl.")
+@click.option("--vipu-server-port", type=click.IntRange(1, 65535), metavar="PORT")
+@click.option(
+    "--vipu-server-timeout", type=click.IntRange(1), default=120, show_default=True,
+    metavar="S", help="Seconds to wait for the partition to be ACTIVE.",
+)  # fmt: skip
+@click.option(
+    "--remove-partition/--keep-partition", default=True, show_default=True,
+    help="Remove a partition this run created when it ends.",
+)  # fmt: skip
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def main(
+    num_replicas: int,
+    ipus_per_replica: int,
+    num_instances: int,
+    vipu_partition: str | None,
+    num_ilds: int,
+    vipu_allocation: str | None,
+    vipu_server_host: str | None,
+    vipu_server_port: int | None,
+    vipu_server_timeout: int,
+    remove_partition: bool,
+    command: tuple[str, ...],
+) -> None:
+    """Run COMMAND as I instances over one partition of R×K IPUs.
+
+    Credentials and the controller's address come from vipu-cli.hcl and
+    VIPU_CLI_* as for vipu; --vipu-server-host/--vipu-server-port override them.
+
+    \b
+    Examples:
+      vpod-run --num-replicas 8 --ipus-per-replica 2 --num-instances 4 -- vpod-workload --steps 50
+      vpod-run --num-replicas 4 --ipus-per-replica 1 --vipu-partition p1 -- python train.py
+    """
+    shape = RunShape(num_replicas, ipus_per_replica, num_instances, num_ilds)
+    shape.check()
+    try:
+        client = UserClient.from_config(api_host=vipu_server_host, api_port=vipu_server_port)
+    except VpodError as exc:
+        fail(str(exc), 2)
+    partition_id = vipu_partition or f"vpod-run-{os.getpid()}-{secrets.token_hex(2)}"
+    interrupted = threading.Event()
+    instances = Instances(sys.stdout)
+
+    def forward(signum: int, _frame: FrameType | None) -> None:
+        interrupted.set()
+        instances.signal_all(signum)
+
+    created = False
+    code = 1
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        created = _claim_partition(
+            client, partition_id, shape, vipu_allocation, vipu_server_timeout
+        )
+        if interrupted.is_set():
+            raise SystemExit(130)
+        endpoint = client.endpoint
+        for index in range(shape.instances):
+            env = {
+                **os.environ,
+                **instance_environment(
+                    shape,
+                    index,
+                    partition_id=partition_id,
+                    api_host=endpoint.host,
+                    api_port=endpoint.port,
+                    timeout_s=vipu_server_timeout,
+                ),
+            }
+            instances.start(index, command, env)
+        instances.wait(interrupted)
+        if interrupted.is_set():
+            instances.reap()
+        code = instances.exit_code(interrupted.is_set())
+    except VpodError as exc:
+        click.echo(f"vpod-run: {exc}", err=True)
+        code = 1
+    finally:
+        for signum in previous:
+            signal.signal(signum, signal.SIG_IGN)  # cleaning up must not be interrupted
+        instances.signal_all(signal.SIGTERM)
+        instances.reap()
+        if created and remove_partition:
+            _remove(client, partition_id)
+        client.close()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    sys.exit(code)
+
+
+def _claim_partition(
+    client: UserClient,
+    partition_id: str,
+    shape: RunShape,
+    allocation: str | None,
+    timeout_s: int,
+) -> bool:
+    """Reuse ``partition_id`` or create it; True when this run created it."""
+    try:
+        existing = client.get_partition(partition_id)
+    except NotFound:
+        existing = None
+    if existing is None:
+        options: dict[str, object] = {"num_replicas": shape.replicas}
+        if shape.ilds > 1:
+            options.update(num_ilds=shape.ilds, num_gcds=shape.ilds)
+        if allocation:
+            options["allocation"] = allocation
+        try:
+            client.create_partition(partition_id, shape.size, **options)  # type: ignore[arg-type]
+            click.echo(f"vpod-run: created partition {partition_id} of {shape.size} IPUs", err=True)
+            client.wait_until_active(partition_id, timeout=timeout_s)
+            return True
+        except AlreadyExists:
+            existing = client.get_partition(partition_id)
+    if existing.size != shape.size:
+        fail(
+            f"partition {partition_id} has {existing.size} IPUs but {shape.replicas} replicas of"
+            f" {shape.ipus_per_replica} IPUs need {shape.size}: choose another --vipu-partition",
+            2,
+        )
+    client.wait_until_active(partition_id, timeout=timeout_s)
+    click.echo(f"vpod-run: using partition {partition_id} of {shape.size} IPUs", err=True)
+    return False
+
+
+def _remove(client: UserClient, partition_id: str) -> None:
+    try:
+        client.remove_partition(partition_id)
+    except NotFound:
+        return
+    except VpodError as exc:
+        click.echo(f"vpod-run: removing {partition_id} failed ({exc}); forcing", err=True)
+        try:
+            client.remove_partition(partition_id, force=True)
+        except VpodError as again:
+            click.echo(
+                f"vpod-run: partition {partition_id} is left behind: {again}; remove it with"
+                f" 'vipu remove partition {partition_id} --force'",
+                err=True,
+            )
+            return
+    click.echo(f"vpod-run: removed partition {partition_id}", err=True)

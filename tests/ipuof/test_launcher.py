@@ -1,0 +1,157 @@
+"""vpod-run: instances over one partition with consistent POPDIST_*, nothing left behind."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .conftest import BIN, Apps, eventually
+
+SHOW_ENV = (
+    "import json, os; print(json.dumps({k: v for k, v in os.environ.items()"
+    " if k.startswith(('POPDIST_', 'IPUOF_', 'POPLAR_'))}), flush=True)"
+)
+
+
+def instance_lines(stdout: str) -> dict[int, list[str]]:
+    """The launcher's output by instance: ``[i] text`` lines."""
+    lines: dict[int, list[str]] = {}
+    for line in stdout.splitlines():
+        if line.startswith("["):
+            index, _, text = line[1:].partition("] ")
+            lines.setdefault(int(index), []).append(text)
+    return lines
+
+
+def run_launcher(apps: Apps, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(BIN / "vpod-run"), *args],
+        env=apps.env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_four_instances_of_two_replicas_on_16_ipus(apps: Apps) -> None:
+    """Every instance sees the same totals, its own offset; offsets cover replicas 0..7 once;
+    the workloads hold disjoint IPUs covering the 16; the partition is gone afterwards."""
+    before = apps.partition_ids()
+    command = f'{sys.executable} -c "{SHOW_ENV}" && {BIN / "vpod-workload"} --steps 3 --json'
+    done = run_launcher(
+        apps, "--num-replicas", "8", "--ipus-per-replica", "2", "--num-instances", "4",
+        "--", "sh", "-c", command,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = instance_lines(done.stdout)
+    assert sorted(lines) == [0, 1, 2, 3]
+    envs = {i: json.loads(out[0]) for i, out in lines.items()}
+    partitions = {e["IPUOF_VIPU_API_PARTITION_ID"] for e in envs.values()}
+    assert len(partitions) == 1
+    covered: list[int] = []
+    for index, env in envs.items():
+        assert env["POPDIST_NUM_TOTAL_REPLICAS"] == "8"
+        assert env["POPDIST_NUM_IPUS_PER_REPLICA"] == "2"
+        assert env["POPDIST_NUM_LOCAL_REPLICAS"] == "2"
+        assert env["POPDIST_LOCAL_INSTANCE_INDEX"] == str(index)
+        assert env["IPUOF_VIPU_API_PORT"] == str(apps.pod.user_port)
+        assert json.loads(env["POPLAR_TARGET_OPTIONS"])["instanceSize"] == "4"
+        offset = int(env["POPDIST_REPLICA_INDEX_OFFSET"])
+        covered += range(offset, offset + 2)
+    assert sorted(covered) == list(range(8))
+    held = [json.loads(out[-1]) for out in lines.values()]
+    routing = sorted(ipu["routing_id"] for run in held for ipu in run["ipus"])
+    assert routing == list(range(16))
+    assert all(run["steps"] == 3 for run in held)
+    assert f"created partition {partitions.pop()} of 16 IPUs" in done.stderr
+    assert apps.partition_ids() == before
+
+
+def test_ctrl_c_in_the_middle_leaves_nothing_behind(apps: Apps, tmp_path: Path) -> None:
+    before = apps.partition_ids()
+    marker = "4242.5"  # a duration no other test uses, to find the instances' processes
+    launcher = subprocess.Popen(
+        [
+            str(BIN / "vpod-run"), "--num-replicas", "8", "--ipus-per-replica", "2",
+            "--num-instances", "4", "--", str(BIN / "vpod-workload"), "--seconds", marker,
+        ],
+        env=apps.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    assert launcher.stdout is not None
+    attached = 0
+    while attached < 4:
+        line = launcher.stdout.readline()
+        assert line, "the launcher ended before every instance attached"
+        attached += " attached device " in line
+    assert len(workloads(marker)) == 4
+    launcher.send_signal(signal.SIGINT)
+    out, err = launcher.communicate(timeout=60)
+    assert launcher.returncode == 130, err
+    assert "interrupted after" in out
+    assert "removed partition" in err
+    assert apps.partition_ids() == before
+    eventually(lambda: not workloads(marker), "no instance is left running", 5)
+
+
+def test_the_worst_exit_status_wins_and_a_failure_stops_the_others(apps: Apps) -> None:
+    before = apps.partition_ids()
+    script = 'if [ "$POPDIST_LOCAL_INSTANCE_INDEX" = 1 ]; then exit 3; fi; exec sleep 60'
+    started = time.monotonic()
+    done = run_launcher(
+        apps, "--num-replicas", "2", "--ipus-per-replica", "1", "--num-instances", "2",
+        "--", "sh", "-c", script,
+    )  # fmt: skip
+    assert done.returncode == 3, done.stderr
+    assert time.monotonic() - started < 40, "the sleeping instance was not stopped"
+    assert apps.partition_ids() == before
+
+
+def test_an_existing_partition_is_reused_and_kept(apps: Apps) -> None:
+    pid = apps.fresh_partition("apps-reuse", 4)
+    done = run_launcher(
+        apps, "--num-replicas", "2", "--ipus-per-replica", "2", "--num-instances", "2",
+        "--vipu-partition", pid, "--", str(BIN / "vpod-workload"), "--steps", "2",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert f"using partition {pid}" in done.stderr
+    assert pid in apps.partition_ids()
+    wrong = run_launcher(
+        apps, "--num-replicas", "4", "--ipus-per-replica", "2", "--vipu-partition", pid,
+        "--", "true",
+    )  # fmt: skip
+    assert wrong.returncode == 2
+    assert f"partition {pid} has 4 IPUs but 4 replicas of 2 IPUs need 8" in wrong.stderr
+    assert wrong.stderr.count("\n") == 1
+    apps.remove(pid)
+
+
+def test_shapes_no_partition_can_run_are_usage_errors(apps: Apps) -> None:
+    for args, words in [
+        (["--num-replicas", "3", "--ipus-per-replica", "2", "--num-instances", "2"], "divide"),
+        (["--num-replicas", "4", "--ipus-per-replica", "3"], "1, 2 or 4"),
+    ]:
+        done = run_launcher(apps, *args, "--", "true")
+        assert done.returncode == 2
+        assert words in done.stderr
+
+
+def workloads(marker: str) -> list[int]:
+    """Pids of running vpod-workload processes started with ``--seconds marker``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(a.endswith(b"vpod-workload") for a in argv[:2]) and marker.encode() in argv:
+            found.append(int(proc.name))
+    return found
