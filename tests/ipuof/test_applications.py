@@ -252,3 +252,26 @@ def test_a_workload_shows_busy_on_exactly_its_ipus_within_2_s(apps: Apps) -> Non
     )
     assert time.monotonic() - ended <= 2.0
     apps.remove(pid)
+
+
+def test_one_application_leaving_does_not_reset_the_partition_under_another(apps: Apps) -> None:
+    """Two applications on one partition (two instances of a run): the first to leave does
+    not trigger the auto-reset that would evict the other; the last one does."""
+    pid = apps.fresh_partition("apps-share", 2)
+    env = apps.env(pid)
+    staying = apps.start("vpod-workload", "--device", "0", "--seconds", "120", env=env)
+    assert staying.stdout is not None
+    assert staying.stdout.readline().startswith("attached device 0")
+    leaving = apps.run("vpod-workload", "--device", "1", "--steps", "1", env=env)
+    assert leaving.returncode == 0, leaving.stderr
+    time.sleep(3)  # three heartbeats: time enough for a reset that must not come
+    assert staying.poll() is None, staying.stderr.read() if staying.stderr else ""
+    assert apps.user.partition_status(pid).last_auto_reset_time is None
+    staying.send_signal(signal.SIGTERM)
+    staying.wait(timeout=30)
+    eventually(
+        lambda: apps.user.partition_status(pid).last_auto_reset_time is not None,
+        "the last application leaving resets the partition",
+        10,
+    )
+    apps.remove(pid)

@@ -60,6 +60,16 @@ class AgentHealthBook:
         self._health_at[agent_id] = at
         return self._fault_summary(agent_id) != before
 
+    def holders_of(self, partition_id: str) -> list[str]:
+        """IPUs of the partition an application still holds, as ``agent/device``, by the
+        agents' last heartbeats."""
+        return [
+            f"{agent_id}/{ipu.device_id}"
+            for agent_id, health in sorted(self._last_health.items())
+            for ipu in health.ipus
+            if ipu.partition_id == partition_id and ipu.attached
+        ]
+
     def last_health(self, agent_id: str) -> tuple[MachineHealth, float] | None:
         """The agent's last heartbeat and when it was answered (telemetry reads it)."""
         health = self._last_health.get(agent_id)

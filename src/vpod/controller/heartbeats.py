@@ -12,7 +12,9 @@ Every round the leader asks each agent for its health with a short deadline.
 - ``DETACHED`` events (an application let go of an IPU) trigger the
   automatic reset of non-reconfigurable partitions (vipu-system.md §4),
   unless a later event of the partition (reset, release, configuration, a
-  new attach) superseded the detach. That rule also reads the agent's whole
+  new attach) superseded the detach, or another application still holds
+  one of its IPUs (the instances of one run each hold their own IPUs: the
+  last to leave triggers the reset). That rule also reads the agent's whole
   log at first contact, so a detach that happened before this leader's first
   round (or while no controller listened) still gets its reset, and one a
   previous leader already answered with a reset gets no second one.
@@ -105,6 +107,13 @@ class HeartbeatMonitor:
                 or record.state.ready is not ReadyState.ACTIVE
                 or record.disable_auto_reset
             ):
+                del self._detached[partition_id]
+                continue
+            holders = self._health.holders_of(partition_id)
+            if holders:
+                # Another application (another instance of a launcher's run) still uses the
+                # partition: resetting now would evict it. The last one to leave triggers it.
+                log.info("not resetting %s yet: IPUs %s still attached", partition_id, holders)
                 del self._detached[partition_id]
                 continue
             try:
