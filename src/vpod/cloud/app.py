@@ -19,6 +19,7 @@ from .drivers import ComputeDriver, VolumeDriver, build_drivers
 from .ids import IdGenerator, RandomIds
 from .metering import JsonlSink, MeteringSink, NoSink
 from .operations import all_operations
+from .reservations import parse_terms
 from .runner import TaskRunner
 from .server_setup import refresh_endpoints
 from .services.billing import Billing
@@ -30,6 +31,7 @@ from .services.health import check_vpods
 from .services.hosts import Hosts
 from .services.projects import Projects
 from .services.records import CloudRecords
+from .services.reservations import Reservations
 from .services.tasks import Tasks
 from .services.volumes import Volumes
 from .settings import CloudSettings
@@ -48,6 +50,7 @@ class Cloud:
     billing: Billing
     hosts: Hosts
     capacity: Capacity
+    reservations: Reservations
     runner: TaskRunner
     secure: bool
     """Whether the controller isolates V-IPU users (``--secure``)."""
@@ -116,7 +119,8 @@ def build_cloud(
 
     runner.on_health_check(health)
     ctx.submit = runner.submit
-    capacity = Capacity(ctx)
+    reservations = Reservations(ctx, parse_terms(settings.reservation_terms))
+    capacity = Capacity(ctx, reservations)
     clusters = Clusters(ctx, capacity)
     return Cloud(
         ctx=ctx,
@@ -127,6 +131,7 @@ def build_cloud(
         billing=Billing(ctx),
         hosts=Hosts(ctx),
         capacity=capacity,
+        reservations=reservations,
         runner=runner,
         secure=controller.settings.secure,
     )

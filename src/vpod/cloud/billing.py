@@ -78,6 +78,10 @@ class InvoiceLine:
     amount: Decimal
     """In cents: the line's running total to the cent at the period's end minus at its
     start (see the rounding rule above)."""
+    billing: str = "on_demand"
+    """``on_demand`` (per minute) or ``reserved`` (a reservation, per month)."""
+    unit_price_per_month: Decimal | None = None
+    """Reserved lines: the price of one unit for a month."""
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ QUOTA_NAMES: tuple[str, ...] = (
     *(f"gpus_{family}" for family in GPU_FAMILIES),
     "volumes",
     "volume_gib",
+    "reserved_units",
 )
 
 DEFAULT_QUOTAS: Mapping[str, int] = {
@@ -36,6 +37,7 @@ DEFAULT_QUOTAS: Mapping[str, int] = {
     "gpus_l40s": 32,
     "volumes": 40,
     "volume_gib": 20_000,
+    "reserved_units": 16,
 }
 """What a new project gets unless the administrator says otherwise."""
 
@@ -47,6 +49,7 @@ QUOTA_HELP: Mapping[str, str] = {
     "gpus_l40s": "L40S GPUs of the project's GPU clusters",
     "volumes": "volumes, boot and data",
     "volume_gib": "GiB of all volumes together",
+    "reserved_units": "units (vPODs or GPU servers) of the project's active reservations",
 }
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from .drivers import COMPUTE_DRIVERS, VOLUME_DRIVERS
 from .model import errors
+from .reservations import DEFAULT_TERMS_TEXT, parse_terms
 
 CONFIG_FILE = "cloud.toml"
 CONFIG_ENV = "VPOD_CLOUD_CONFIG"
@@ -50,6 +51,8 @@ class CloudSettings:
     """The wait before a task's second attempt, doubled before each later one."""
     lease_ttl_s: float = 10.0
     """Only one controller replica runs cloud tasks: the holder of this lease."""
+    reservation_terms: str = DEFAULT_TERMS_TEXT
+    """Reservation terms, ``NAME:MONTHS:DISCOUNT`` separated by commas."""
 
     @property
     def cloud_dir(self) -> Path:
@@ -96,6 +99,11 @@ def parse_settings(raw: dict[str, Any], *, data_dir: Path, source: str) -> Cloud
             raise errors.InvalidArgument(
                 f"{source}: {key} = {value!r} is not available here: use {', '.join(DRIVERS[key])}"
             )
+        elif key == "reservation_terms":
+            if not isinstance(value, str):
+                raise errors.InvalidArgument(f"{source}: reservation_terms is a string")
+            parse_terms(value, source=source)
+            values[key] = value
         elif key == "metering_sink" and value not in SINKS:
             raise errors.InvalidArgument(f"{source}: metering_sink is one of {', '.join(SINKS)}")
         else:

@@ -44,6 +44,7 @@ from .cloud_records import (
 from .cloud_schema import cloud_clusters, cloud_projects, cloud_volumes
 from .engine import Database
 from .errors import AlreadyExists, Conflict, StoreError
+from .reservation_store import ReservationStore
 from .store import Store
 
 Admit = Callable[[ProjectRecord, dict[str, int]], None]
@@ -58,6 +59,8 @@ class CloudStore:
 
     def __init__(self, database: Database) -> None:
         self._db = database
+        self.reservations = ReservationStore(database)
+        """Reservation plans (their own module: :mod:`.reservation_store`)."""
 
     @classmethod
     def of(cls, store: Store) -> CloudStore:

@@ -45,7 +45,10 @@ from sqlalchemy import (
 
 from vpod.domain.catalog import IPUS_PER_MACHINE
 
-from . import cloud_schema  # noqa: F401  (the cloud tables join the same metadata)
+from . import (
+    cloud_schema,  # noqa: F401  (the cloud tables join the same metadata)
+    reservation_schema,  # noqa: F401  (reservation plans, the same metadata)
+)
 from .columns import ID, LABEL, NAME, TEXT_SHORT, UtcDateTime
 from .columns import metadata as metadata  # the whole schema's: V-IPU and cloud tables
 

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from vpod.store.cloud_records import HostUsage, ProjectRecord, TokenRecord
+from vpod.store.reservation_store import ReservationRecord
 
 from ..billing import Invoice
 from ..drivers import ShellAccess
 from ..flavors import CURRENCY, Flavor, find_flavor, images_for
 from ..model.records import Cluster, Task, Volume
 from ..quotas import Exceeded
+from ..reserved_billing import Utilisation
 from ..services.clusters import ClusterView
+from ..services.reservations import status_of
 from ..states import phases_of
 from .models import (
     ClusterOut,
@@ -20,10 +25,12 @@ from .models import (
     InvoiceOut,
     PhaseOut,
     ProjectOut,
+    ReservationOut,
     ServerOut,
     ShellOut,
     TaskOut,
     TokenOut,
+    UtilisationOut,
     VipuOut,
     VolumeOut,
 )
@@ -192,6 +199,10 @@ def invoice_out(invoice: Invoice) -> InvoiceOut:
                 unit_price_per_hour=str(line.unit_price_per_hour),
                 minutes=line.minutes,
                 amount=str(line.amount),
+                billing=line.billing,
+                unit_price_per_month=(
+                    None if line.unit_price_per_month is None else str(line.unit_price_per_month)
+                ),
             )
             for line in invoice.lines
         ],
@@ -223,4 +234,33 @@ def host_out(usage: HostUsage) -> HostOut:
         address=host.address,
         enabled=host.enabled,
         registered_at=host.registered_at,
+    )
+
+
+def reservation_out(
+    record: ReservationRecord, used: Utilisation, start: datetime, end: datetime, now: datetime
+) -> ReservationOut:
+    billed = record.ends_at if record.billed_until is None else record.billed_until
+    return ReservationOut(
+        id=record.id,
+        flavor=record.flavor,
+        pool=record.pool,
+        units=record.units,
+        pool_units=record.units * record.per_unit,
+        term=record.term,
+        status=status_of(record, now),
+        price_per_unit_month=str(record.price_per_unit_month),
+        price_per_month=str(record.price_per_unit_month * record.units),
+        currency=CURRENCY,
+        starts_at=record.starts_at,
+        ends_at=record.ends_at,
+        cancelled_at=record.cancelled_at,
+        billed_until=billed,
+        utilisation=UtilisationOut(
+            start=start,
+            end=end,
+            used_unit_minutes=used.used_unit_minutes,
+            reserved_unit_minutes=used.reserved_unit_minutes,
+            ratio=float(used.ratio),
+        ),
     )

@@ -25,11 +25,14 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from vpod.controller.moments import LATEST, TimeOutOfRange, utc_moment
+from vpod.store.reservation_store import ReservationRecord
 
 from ..app import Cloud
+from ..flavors import find_flavor
 from ..model import errors
 from ..services.clusters import ClusterRequest, Clusters, NewVolume
 from ..services.projects import Principal
+from ..services.reservations import plan_of
 from .convert import (
     cluster_out,
     exceeded_out,
@@ -37,6 +40,7 @@ from .convert import (
     host_out,
     invoice_out,
     project_out,
+    reservation_out,
     shell_out,
     task_out,
     token_out,
@@ -61,6 +65,8 @@ from .models import (
     ProjectOut,
     QuotasIn,
     RebuildIn,
+    ReservationIn,
+    ReservationOut,
     ResizeIn,
     ShellOut,
     TaskOut,
@@ -164,13 +170,17 @@ admin = APIRouter(prefix="/admin", tags=["cloud admin"], route_class=CloudRoute)
 
 @router.get("/flavors", response_model=list[FlavorOut], summary="The flavor catalog")
 async def list_flavors(cloud: CloudDep, _who: Tenant) -> list[FlavorOut]:
-    return [flavor_out(f, n) for f, n in await cloud.capacity.catalog()]
+    # an administrator's view is any other tenant's: capacity nobody has reserved
+    catalog = await cloud.capacity.catalog(_who.project_id or "")
+    return [flavor_out(f, n) for f, n in catalog]
 
 
 @router.get("/project", response_model=ProjectOut, summary="Your project, quotas, usage")
 async def my_project(cloud: CloudDep, who: Tenant) -> ProjectOut:
     project = await cloud.projects.get(who.project())
-    return project_out(project, await cloud.projects.usage(project.id))
+    usage = await cloud.projects.usage(project.id)
+    usage["reserved_units"] = await cloud.reservations.units_held(project.id)
+    return project_out(project, usage)
 
 
 @router.post("/check_limits", response_model=LimitsOut, summary="Would a cluster fit?")
@@ -183,7 +193,79 @@ async def check_limits(cloud: CloudDep, body: LimitsIn, who: Tenant) -> LimitsOu
         boot_volume_gib=body.boot_volume_gib,
     )
     over, used = await cloud.clusters.check_limits(who, request)
-    return LimitsOut(fits=not over, exceeded=[exceeded_out(e) for e in over], usage=used)
+    used["reserved_units"] = await cloud.reservations.units_held(who.project())
+    flavor = find_flavor(body.flavor)
+    return LimitsOut(
+        fits=not over,
+        exceeded=[exceeded_out(e) for e in over],
+        usage=used,
+        reserved_free=await cloud.reservations.reserved_free(who.project(), flavor),
+    )
+
+
+# -- reservations -----------------------------------------------------------------------
+
+
+async def _reservations_out(
+    cloud: Cloud,
+    who: Principal,
+    records: list[ReservationRecord],
+    start: datetime | None,
+    end: datetime | None,
+) -> list[ReservationOut]:
+    now = cloud.ctx.clock.now()
+    first, last = _period(start, end, now)
+    plans = [plan_of(r) for r in records]
+    used = await cloud.billing.utilisation(who.project(), plans, first, last)
+    return [reservation_out(r, used[r.id], first, last, now) for r in records]
+
+
+@router.get(
+    "/reservations",
+    response_model=list[ReservationOut],
+    summary="Your reservations, with utilisation over a period (?start=&end=)",
+)
+async def list_reservations(
+    cloud: CloudDep,
+    who: Tenant,
+    start: datetime | None = None,
+    end: datetime | None = None,
+) -> list[ReservationOut]:
+    records = await cloud.reservations.list_reservations(who)
+    return await _reservations_out(cloud, who, records, start, end)
+
+
+@router.post(
+    "/reservations",
+    status_code=201,
+    response_model=ReservationOut,
+    summary="Reserve units of a flavor for a term",
+)
+async def create_reservation(cloud: CloudDep, body: ReservationIn, who: Tenant) -> ReservationOut:
+    record = await cloud.reservations.create(who, body.flavor, body.units, body.term)
+    return (await _reservations_out(cloud, who, [record], None, None))[0]
+
+
+@router.get("/reservations/{reservation}", response_model=ReservationOut)
+async def get_reservation(
+    cloud: CloudDep,
+    reservation: str,
+    who: Tenant,
+    start: datetime | None = None,
+    end: datetime | None = None,
+) -> ReservationOut:
+    record = await cloud.reservations.get(who, reservation)
+    return (await _reservations_out(cloud, who, [record], start, end))[0]
+
+
+@router.delete(
+    "/reservations/{reservation}",
+    response_model=ReservationOut,
+    summary="Cancel: capacity released now, billed to the end of this month",
+)
+async def cancel_reservation(cloud: CloudDep, reservation: str, who: Tenant) -> ReservationOut:
+    record = await cloud.reservations.cancel(who, reservation)
+    return (await _reservations_out(cloud, who, [record], None, None))[0]
 
 
 # -- clusters ---------------------------------------------------------------------------

@@ -1,23 +1,23 @@
-"""Invoices: metering entries of a project, through the pure per-minute computation."""
+"""Invoices: metering entries and reservations of a project, through the pure computation."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from ..billing import Invoice, MeterRecord, check_period, compute_invoice
+from ..billing import Invoice, MeterRecord, check_period
+from ..reservations import Plan
+from ..reserved_billing import Utilisation, invoice_with_reservations, utilisation
 from .context import CloudContext
+from .reservations import plan_of
 
 
 class Billing:
     def __init__(self, ctx: CloudContext) -> None:
         self._ctx = ctx
 
-    async def invoice(self, project_id: str, start: datetime, end: datetime) -> Invoice:
-        """The project's invoice for ``[start, end)``; minutes after now are not charged."""
-        check_period(start, end)
-        await self._ctx.db(self._ctx.store.get_project, project_id)
+    async def _records(self, project_id: str, end: datetime) -> list[MeterRecord]:
         entries = await self._ctx.db(self._ctx.store.list_meter, project_id=project_id, before=end)
-        records = [
+        return [
             MeterRecord(
                 time=e.time,
                 project_id=e.project_id,
@@ -32,6 +32,30 @@ class Billing:
             )
             for e in entries
         ]
-        return compute_invoice(
-            records, project_id=project_id, start=start, end=end, until=self._ctx.clock.now()
+
+    async def utilisation(
+        self, project_id: str, plans: list[Plan], start: datetime, end: datetime
+    ) -> dict[str, Utilisation]:
+        """Used unit-minutes and reserved unit-minutes of each plan within ``[start, end)``."""
+        records = await self._records(project_id, end)
+        return utilisation(records, plans, start=start, end=end, until=self._ctx.clock.now())
+
+    async def invoice(self, project_id: str, start: datetime, end: datetime) -> Invoice:
+        """The project's invoice for ``[start, end)``; minutes after now are not charged."""
+        check_period(start, end)
+        await self._ctx.db(self._ctx.store.get_project, project_id)
+        records = await self._records(project_id, end)
+        plans = [
+            plan_of(r)
+            for r in await self._ctx.db(
+                self._ctx.store.reservations.list_reservations, project_id=project_id
+            )
+        ]
+        return invoice_with_reservations(
+            records,
+            plans,
+            project_id=project_id,
+            start=start,
+            end=end,
+            until=self._ctx.clock.now(),
         )

@@ -17,14 +17,16 @@ from ..flavors import CATALOG, Flavor, HostRole
 from ..host_placement import HostView, capacity, place_servers
 from ..model import errors
 from .context import CloudContext
+from .reservations import Reservations
 
 MAX_COUNTED = 64
 """Capacity is counted up to this many clusters per flavor."""
 
 
 class Capacity:
-    def __init__(self, ctx: CloudContext) -> None:
+    def __init__(self, ctx: CloudContext, reservations: Reservations) -> None:
         self._ctx = ctx
+        self._reservations = reservations
 
     async def _hosts(self) -> list[HostView]:
         usage = await self._ctx.db(self._ctx.store.list_host_usage)
@@ -54,12 +56,31 @@ class Capacity:
         assert hosts is not None
         return min(capacity(hosts, flavor), MAX_COUNTED)
 
-    async def catalog(self) -> list[tuple[Flavor, int]]:
+    async def catalog(self, project_id: str | None = None) -> list[tuple[Flavor, int]]:
+        """Every flavor with what fits now; for a project, reservations applied: its own
+        unused reserved units plus on-demand capacity that nobody has reserved."""
         hosts = await self._hosts()
-        return [(flavor, await self.of(flavor, hosts)) for flavor in CATALOG]
+        fits = [(flavor, await self.of(flavor, hosts)) for flavor in CATALOG]
+        if project_id is None:
+            return fits
+        views = await self._reservations.pools()
+        return [
+            (flavor, await self._reservations.capacity_for(project_id, flavor, n, views))
+            for flavor, n in fits
+        ]
 
-    async def require(self, flavor: Flavor, count: int, *, fabric: str | None = None) -> None:
-        """NoCapacity with the reason unless ``count`` servers of ``flavor`` fit now."""
+    async def require(
+        self,
+        flavor: Flavor,
+        count: int,
+        *,
+        fabric: str | None = None,
+        project_id: str | None = None,
+    ) -> None:
+        """NoCapacity with the reason unless ``count`` servers of ``flavor`` fit now (for
+        ``project_id``: within its reservations and capacity others have not reserved)."""
+        if project_id is not None:
+            await self._reservations.require(project_id, flavor, 1 if flavor.is_vpod else count)
         if flavor.is_vpod:
             if await self._ctx.vipu.capacity(flavor.ipus, limit=1) == 0:
                 raise errors.NoCapacity(

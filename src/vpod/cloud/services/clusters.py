@@ -185,7 +185,7 @@ class Clusters:
             check_volume_size(volume.size_gib)
             check_volume_type(volume.volume_type)
         attach = [await self._available_volume(project_id, ref) for ref in request.attach_volumes]
-        await self._capacity.require(flavor, count)
+        await self._capacity.require(flavor, count, project_id=project_id)
 
         now = ctx.clock.now()
         cluster_id = ctx.ids.new("cl")
@@ -436,7 +436,9 @@ class Clusters:
             leaving = [s.id for s in servers if s.position > target]
             params["remove_server_ids"] = leaving
             return await self._claim(cluster, Operation.RESIZE, params, change=change)
-        await self._capacity.require(flavor, target - current, fabric=cluster.fabric)
+        await self._capacity.require(
+            flavor, target - current, fabric=cluster.fabric, project_id=cluster.project_id
+        )
         cidr = cluster.network.get("cidr") or network_cidr(cluster.id)
         taken = max((s.position for s in servers), default=0)
         new = [

@@ -1,0 +1,273 @@
+"""Reservation use-cases: buy, list, show, cancel; the pools' capacity with reservations.
+
+A pool's hardware (see :mod:`..reservations`) is measured live: IPU-Machines
+free in the cloud's V-IPU clusters plus those the cloud's vPODs hold;
+enabled bare-metal GPU servers of a model, free or not. *Reserved unused*
+units are what active reservations hold beyond what their owners' clusters
+of the flavor use now; nobody else may take them, so a pool's *on-demand
+free* units are its free units less the reserved unused ones.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from vpod.store.reservation_store import PoolState, ReservationRecord, ReservationStore
+
+from ..flavors import CATALOG, Flavor, HostRole, find_flavor
+from ..model import errors
+from ..model.records import Cluster
+from ..quotas import check_limits, refuse_if_exceeded
+from ..reservations import (
+    IPU_MACHINE_POOL,
+    IPUS_PER_MACHINE,
+    MAX_UNITS,
+    Plan,
+    Term,
+    add_months,
+    cancellation_end,
+    find_term,
+    pool_of,
+    price_per_unit_month,
+    reservable,
+)
+from ..states import ClusterStatus
+from .context import CloudContext
+from .projects import Principal
+
+_LIMIT = 100_000
+"""Machines counted when measuring the IPU pool (far more than any pod)."""
+
+
+def plan_of(record: ReservationRecord) -> Plan:
+    return Plan(
+        id=record.id,
+        project_id=record.project_id,
+        flavor=record.flavor,
+        units=record.units,
+        term=record.term,
+        price_per_unit_month=record.price_per_unit_month,
+        starts_at=record.starts_at,
+        ends_at=record.ends_at,
+        cancelled_at=record.cancelled_at,
+        billed_until=record.billed_until,
+    )
+
+
+def in_use(cluster: Cluster, flavor: Flavor) -> int:
+    """Units of its flavor a cluster holds now (vPODs: 1 while they hold IPUs)."""
+    if flavor.is_vpod:
+        holds = cluster.allocation_id is not None and cluster.status != ClusterStatus.SUSPENDED
+        return 1 if holds else 0
+    return cluster.server_count if cluster.status != ClusterStatus.ERROR else 0
+
+
+@dataclass
+class PoolView:
+    pool: str
+    total: int
+    """Hardware units the pool has."""
+    free: int
+    """Not held by any cluster now."""
+    reserved_unused: int = 0
+    """Held by reservations, not used by their owners' clusters now."""
+    own_unused: dict[tuple[str, str], int] = field(default_factory=dict)
+    """(project, flavor) -> reserved clusters (or servers) it can still create."""
+
+    @property
+    def on_demand_free(self) -> int:
+        return max(0, self.free - self.reserved_unused)
+
+
+class Reservations:
+    def __init__(self, ctx: CloudContext, terms: Mapping[str, Term]) -> None:
+        self._ctx = ctx
+        self.terms = dict(terms)
+
+    @property
+    def _store(self) -> ReservationStore:
+        return self._ctx.store.reservations
+
+    # -- pools ------------------------------------------------------------------------------
+
+    async def _measure(self, pool: str, clusters: Sequence[Cluster]) -> tuple[int, int]:
+        """(total, free) hardware units of ``pool`` now."""
+        if pool == IPU_MACHINE_POOL:
+            free = await self._ctx.vipu.capacity(IPUS_PER_MACHINE, limit=_LIMIT)
+            held = sum(
+                c.ipus // IPUS_PER_MACHINE
+                for c in clusters
+                if c.ipus and in_use(c, find_flavor(c.flavor))
+            )
+            return free + held, free
+        model = pool.split(":", 1)[1]
+        usage = await self._ctx.db(self._ctx.store.list_host_usage)
+        hosts = [
+            u
+            for u in usage
+            if u.host.enabled and u.host.role == HostRole.BAREMETAL and u.host.model == model
+        ]
+        return len(hosts), sum(1 for u in hosts if len(u.free) == u.host.slots)
+
+    async def pools(self, now: datetime | None = None) -> dict[str, PoolView]:
+        """Every pool some reservable flavor draws from, with its reservations applied."""
+        now = now or self._ctx.clock.now()
+        clusters = await self._ctx.records.list_clusters(None)
+        holding = await self._ctx.db(self._store.list_reservations, holding_at=now)
+        views: dict[str, PoolView] = {}
+        for flavor in CATALOG:
+            if reservable(flavor):
+                name = pool_of(flavor).name
+                if name not in views:
+                    total, free = await self._measure(name, clusters)
+                    views[name] = PoolView(name, total, free)
+        using: dict[tuple[str, str], int] = defaultdict(int)
+        for cluster in clusters:
+            using[(cluster.project_id, cluster.flavor)] += in_use(
+                cluster, find_flavor(cluster.flavor)
+            )
+        reserved: dict[tuple[str, str], int] = defaultdict(int)
+        for record in holding:
+            reserved[(record.project_id, record.flavor)] += record.units
+        for (project_id, flavor_name), units in reserved.items():
+            pool = pool_of(find_flavor(flavor_name))
+            unused = max(0, units - using[(project_id, flavor_name)])
+            views[pool.name].reserved_unused += unused * pool.per_unit
+            views[pool.name].own_unused[(project_id, flavor_name)] = unused
+        return views
+
+    async def capacity_for(
+        self, project_id: str, flavor: Flavor, fits: int, views: Mapping[str, PoolView]
+    ) -> int:
+        """What the catalog shows ``project_id`` for ``flavor`` given ``fits`` placeable now."""
+        if not reservable(flavor):
+            return fits
+        pool = pool_of(flavor)
+        view = views[pool.name]
+        on_demand = min(fits, view.on_demand_free // max(pool.per_unit, 1))
+        return on_demand + view.own_unused.get((project_id, flavor.name), 0)
+
+    async def reserved_free(self, project_id: str, flavor: Flavor) -> int:
+        if not reservable(flavor):
+            return 0
+        views = await self.pools()
+        return views[pool_of(flavor).name].own_unused.get((project_id, flavor.name), 0)
+
+    async def require(self, project_id: str, flavor: Flavor, count: int) -> None:
+        """NoCapacity unless ``count`` units of ``flavor`` fit the project's reservations plus
+        on-demand capacity not reserved by others."""
+        if not reservable(flavor):
+            return
+        pool = pool_of(flavor)
+        view = (await self.pools())[pool.name]
+        mine = view.own_unused.get((project_id, flavor.name), 0)
+        beyond = max(0, count - mine) * pool.per_unit
+        if beyond > view.on_demand_free:
+            raise errors.NoCapacity(
+                f"no capacity for {flavor.name} now: {beyond} {pool.what} are needed beyond your"
+                f" reservations ({mine} unused) and {view.on_demand_free} are free and not"
+                f" reserved ({view.free} free, {view.reserved_unused} of them reserved);"
+                " reserve capacity (`vpod reservation create`) or try later"
+            )
+
+    # -- use-cases ----------------------------------------------------------------------------
+
+    async def create(
+        self, principal: Principal, flavor_name: str, units: int, term_name: str
+    ) -> ReservationRecord:
+        ctx = self._ctx
+        project_id = principal.project()
+        flavor = find_flavor(flavor_name)
+        pool = pool_of(flavor)
+        term = find_term(self.terms, term_name)
+        if not 1 <= units <= MAX_UNITS:
+            raise errors.InvalidArgument(f"reserve 1 to {MAX_UNITS} units, not {units}")
+        now = ctx.clock.now()
+        project = await ctx.db(ctx.store.get_project, project_id)
+        used = {"reserved_units": await self.units_held(project_id, now)}
+        refuse_if_exceeded(
+            project_id, check_limits(project.quotas, used, {"reserved_units": units})
+        )
+        view = (await self.pools(now))[pool.name]
+        need = units * pool.per_unit
+        if need > view.on_demand_free:
+            raise errors.NoCapacity(
+                f"cannot reserve {units} × {flavor.name}: that needs {need} {pool.what}; the"
+                f" cloud has {view.total}, {view.total - view.free} are in use and"
+                f" {view.reserved_unused} of the {view.free} free ones are reserved already,"
+                f" so {view.on_demand_free} can be reserved: reserve fewer, or later"
+            )
+        record = ReservationRecord(
+            id=ctx.ids.new("rsv"),
+            project_id=project_id,
+            flavor=flavor.name,
+            pool=pool.name,
+            units=units,
+            per_unit=pool.per_unit,
+            term=term.name,
+            price_per_unit_month=price_per_unit_month(flavor, term),
+            starts_at=now,
+            ends_at=add_months(now, term.months),
+        )
+
+        def admit(state: PoolState) -> None:
+            left = state.units - state.held
+            if need > left:
+                raise errors.NoCapacity(
+                    f"cannot reserve {units} × {flavor.name}: that needs {need} {pool.what} and"
+                    f" only {left} of the pool's {state.units} are not reserved already"
+                )
+
+        await ctx.db(self._store.buy, record, view.total, admit)
+        return record
+
+    async def units_held(self, project_id: str, now: datetime | None = None) -> int:
+        now = now or self._ctx.clock.now()
+        holding = await self._ctx.db(
+            self._store.list_reservations, project_id=project_id, holding_at=now
+        )
+        return sum(r.units for r in holding)
+
+    async def list_reservations(self, principal: Principal) -> list[ReservationRecord]:
+        return await self._ctx.db(self._store.list_reservations, project_id=principal.project())
+
+    async def all_plans(self, project_id: str) -> list[Plan]:
+        return [
+            plan_of(r)
+            for r in await self._ctx.db(self._store.list_reservations, project_id=project_id)
+        ]
+
+    async def get(self, principal: Principal, reservation_id: str) -> ReservationRecord:
+        record = await self._ctx.db(self._store.get, reservation_id)
+        if record.project_id != principal.project():
+            raise errors.NotFound(
+                f"reservation {reservation_id} does not exist: `vpod reservation list` shows yours"
+            )
+        return record
+
+    async def cancel(self, principal: Principal, reservation_id: str) -> ReservationRecord:
+        """Policy: capacity is released at once; charges run to the end of the current
+        calendar month (UTC), never past the term."""
+        record = await self.get(principal, reservation_id)
+        now = self._ctx.clock.now()
+        if record.cancelled_at is not None:
+            raise errors.FailedPrecondition(
+                f"reservation {reservation_id} was cancelled at {record.cancelled_at.isoformat()}"
+            )
+        if record.ends_at <= now:
+            raise errors.FailedPrecondition(
+                f"reservation {reservation_id} ended at {record.ends_at.isoformat()}: nothing to"
+                " cancel"
+            )
+        until = cancellation_end(plan_of(record), now)
+        await self._ctx.db(self._store.cancel, reservation_id, now, until)
+        return await self._ctx.db(self._store.get, reservation_id)
+
+
+def status_of(record: ReservationRecord, now: datetime) -> str:
+    if record.cancelled_at is not None:
+        return "cancelled"
+    return "active" if record.ends_at > now else "expired"

@@ -1,0 +1,231 @@
+"""Reservation plans in the store: buy (units held row by row), list, cancel.
+
+One transaction per call, like :class:`~vpod.store.cloud_store.CloudStore`,
+on the same database. Buying first brings a pool's unit rows to the size the
+caller measured, releases the units of reservations that ended, then holds
+the lowest free units; the primary key and foreign key of
+``cloud_reserved_units`` (see :mod:`.reservation_schema`) make holding a
+unit twice, or one that does not exist, fail the whole transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import Connection, delete, func, insert, or_, select, update
+
+from .cloud_projects import get_project
+from .engine import Database
+from .errors import Conflict, NotFound
+from .reservation_schema import cloud_pool_units, cloud_reservations, cloud_reserved_units
+
+
+@dataclass(frozen=True)
+class ReservationRecord:
+    id: str
+    project_id: str
+    flavor: str
+    pool: str
+    units: int
+    per_unit: int
+    term: str
+    price_per_unit_month: Decimal
+    starts_at: datetime
+    ends_at: datetime
+    cancelled_at: datetime | None = None
+    billed_until: datetime | None = None
+
+
+@dataclass(frozen=True)
+class PoolState:
+    """A pool's unit rows and how many of them reservations hold now."""
+
+    pool: str
+    units: int
+    held: int
+
+
+Admit = Callable[[PoolState], None]
+"""Raises to refuse a purchase, given the pool as it is inside the transaction."""
+
+
+def _record(row: Any) -> ReservationRecord:
+    values = dict(row._mapping)
+    values["price_per_unit_month"] = Decimal(values["price_per_unit_month"])
+    return ReservationRecord(**values)
+
+
+def not_found(reservation_id: str) -> NotFound:
+    return NotFound(
+        f"reservation {reservation_id} does not exist: `vpod reservation list` shows yours"
+    )
+
+
+def _count_units(conn: Connection, pool: str) -> int:
+    query = select(func.count()).select_from(cloud_pool_units)
+    return int(conn.execute(query.where(cloud_pool_units.c.pool == pool)).scalar_one())
+
+
+class ReservationStore:
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    def buy(self, reservation: ReservationRecord, pool_units: int, admit: Admit) -> None:
+        """Record ``reservation`` holding ``units × per_unit`` units of its pool.
+
+        ``pool_units`` is the pool's size now; ``admit`` sees the pool after
+        the expired holdings are released and may refuse. Conflict if the
+        pool has too few free unit rows (the database's constraints agree).
+        """
+        need = reservation.units * reservation.per_unit
+        with self._db.write() as conn:
+            get_project(conn, reservation.project_id, lock=True)
+            self._release_ended(conn, reservation.starts_at)
+            self._resize_pool(conn, reservation.pool, pool_units)
+            state = self._state(conn, reservation.pool)
+            admit(state)
+            free = (
+                conn.execute(
+                    select(cloud_pool_units.c.unit)
+                    .where(
+                        cloud_pool_units.c.pool == reservation.pool,
+                        cloud_pool_units.c.unit.not_in(
+                            select(cloud_reserved_units.c.unit).where(
+                                cloud_reserved_units.c.pool == reservation.pool
+                            )
+                        ),
+                    )
+                    .order_by(cloud_pool_units.c.unit)
+                    .limit(need)
+                )
+                .scalars()
+                .all()
+            )
+            if len(free) < need:
+                raise Conflict(
+                    f"pool {reservation.pool} has {state.units - state.held} unreserved units,"
+                    f" {need} are needed",
+                    retryable=False,
+                )
+            values = dict(reservation.__dict__)
+            values["price_per_unit_month"] = str(reservation.price_per_unit_month)
+            conn.execute(insert(cloud_reservations).values(**values))
+            conn.execute(
+                insert(cloud_reserved_units),
+                [
+                    {"pool": reservation.pool, "unit": unit, "reservation_id": reservation.id}
+                    for unit in free
+                ],
+            )
+
+    def _release_ended(self, conn: Connection, now: datetime) -> None:
+        ended = select(cloud_reservations.c.id).where(
+            or_(
+                cloud_reservations.c.ends_at <= now,
+                cloud_reservations.c.cancelled_at.is_not(None),
+            )
+        )
+        conn.execute(
+            delete(cloud_reserved_units).where(cloud_reserved_units.c.reservation_id.in_(ended))
+        )
+
+    def _resize_pool(self, conn: Connection, pool: str, units: int) -> None:
+        have = conn.execute(
+            select(func.count())
+            .select_from(cloud_pool_units)
+            .where(cloud_pool_units.c.pool == pool)
+        ).scalar_one()
+        if have < units:
+            conn.execute(
+                insert(cloud_pool_units),
+                [{"pool": pool, "unit": n} for n in range(have, units)],
+            )
+        elif have > units:  # hardware went away: drop the top units no reservation holds
+            held = select(cloud_reserved_units.c.unit).where(cloud_reserved_units.c.pool == pool)
+            conn.execute(
+                delete(cloud_pool_units).where(
+                    cloud_pool_units.c.pool == pool,
+                    cloud_pool_units.c.unit >= units,
+                    cloud_pool_units.c.unit.not_in(held),
+                )
+            )
+
+    def _state(self, conn: Connection, pool: str) -> PoolState:
+        units = conn.execute(
+            select(func.count())
+            .select_from(cloud_pool_units)
+            .where(cloud_pool_units.c.pool == pool)
+        ).scalar_one()
+        held = conn.execute(
+            select(func.count())
+            .select_from(cloud_reserved_units)
+            .where(cloud_reserved_units.c.pool == pool)
+        ).scalar_one()
+        return PoolState(pool, int(units), int(held))
+
+    def pool_state(self, pool: str) -> PoolState:
+        with self._db.read(snapshot=True) as conn:
+            return self._state(conn, pool)
+
+    def get(self, reservation_id: str) -> ReservationRecord:
+        with self._db.read() as conn:
+            row = conn.execute(
+                select(cloud_reservations).where(cloud_reservations.c.id == reservation_id)
+            ).one_or_none()
+            if row is None:
+                raise not_found(reservation_id)
+            return _record(row)
+
+    def list_reservations(
+        self, *, project_id: str | None = None, holding_at: datetime | None = None
+    ) -> list[ReservationRecord]:
+        """Reservations (of a project), oldest first; ``holding_at``: only those holding
+        capacity at that moment."""
+        query = select(cloud_reservations).order_by(
+            cloud_reservations.c.starts_at, cloud_reservations.c.id
+        )
+        if project_id is not None:
+            query = query.where(cloud_reservations.c.project_id == project_id)
+        if holding_at is not None:
+            query = query.where(
+                cloud_reservations.c.starts_at <= holding_at,
+                cloud_reservations.c.ends_at > holding_at,
+                cloud_reservations.c.cancelled_at.is_(None),
+            )
+        with self._db.read() as conn:
+            return [_record(row) for row in conn.execute(query)]
+
+    def cancel(self, reservation_id: str, at: datetime, billed_until: datetime) -> None:
+        """Release the reservation's units at once; charges run to ``billed_until``."""
+        with self._db.write() as conn:
+            done = conn.execute(
+                update(cloud_reservations)
+                .where(
+                    cloud_reservations.c.id == reservation_id,
+                    cloud_reservations.c.cancelled_at.is_(None),
+                )
+                .values(cancelled_at=at, billed_until=billed_until)
+            ).rowcount
+            if not done:
+                raise Conflict(
+                    f"reservation {reservation_id} is cancelled already", retryable=False
+                )
+            conn.execute(
+                delete(cloud_reserved_units).where(
+                    cloud_reserved_units.c.reservation_id == reservation_id
+                )
+            )
+
+    def held_units(self, pool: str) -> dict[str, int]:
+        """Reservation id -> pool units it holds (for checks and tests)."""
+        with self._db.read() as conn:
+            rows = conn.execute(
+                select(cloud_reserved_units.c.reservation_id, func.count())
+                .where(cloud_reserved_units.c.pool == pool)
+                .group_by(cloud_reserved_units.c.reservation_id)
+            )
+            return {str(r[0]): int(r[1]) for r in rows}
