@@ -4,17 +4,25 @@ takes, the owner's clusters drawing from it, invoices and utilisation, cancellat
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
+from vpod.cli.cloud_client import write_config
+from vpod.client import CloudClient
+
 from .conftest import error, ok, run_task
 from .live import LiveCloud, start_cloud, stop_cloud
 
 V4 = "g2a-ai-fast-v1pod-4"
 V8 = "g2a-ai-fast-v1pod-8"
+VPOD = str(Path(sys.executable).with_name("vpod"))
 
 
 @pytest.fixture(scope="module")
@@ -101,3 +109,33 @@ def test_reserved_capacity_is_the_owners_alone_and_billed_by_the_month(live: Liv
         invoice = ok(http.get("/invoice", params={"start": start.isoformat()}))
         kinds = {line["resource_type"]: line["billing"] for line in invoice["lines"]}
         assert kinds == {"cluster": "on_demand", "volume": "on_demand"}, invoice
+
+
+def test_the_cli_and_the_python_client(live: LiveCloud, tmp_path: Path) -> None:
+    """`vpod reservation create|list|show|cancel` as real processes; CloudClient alike."""
+    config = tmp_path / "vpod-cli.toml"
+    write_config(config, live.url, live.project("clients"), "clients")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VPOD_")}
+    env["VPOD_CONFIG"] = str(config)
+
+    def vpod(*args: str, code: int = 0) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [VPOD, "reservation", *args], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == code, done.stderr
+        return done
+
+    made = json.loads(vpod("create", "--flavor", V4, "--units", "1", "--json").stdout)
+    assert made["units"] == 1 and made["term"] == "1y"
+    listed = vpod("list").stdout
+    assert made["id"] in listed and "active" in listed
+    assert "Utilisation" in vpod("show", made["id"]).stdout
+    bad = vpod("create", "--flavor", V4, "--units", "0", code=2)
+    assert "0" in bad.stderr
+    missing = vpod("show", "rsv-nope", code=1)
+    assert missing.stderr.startswith("error:") and "does not exist" in missing.stderr
+    with CloudClient.from_config(config, env={}) as client:
+        assert [r.id for r in client.list_reservations()] == [made["id"]]
+        cancelled = client.cancel_reservation(made["id"])
+    assert cancelled.status == "cancelled" and cancelled.cancelled_at is not None
+    assert "cancelled" in vpod("show", made["id"]).stdout

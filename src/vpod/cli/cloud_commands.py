@@ -6,5 +6,14 @@ import click
 
 from .cloud_cluster import cluster
 from .cloud_more import flavors, invoice, project, task, volume
+from .cloud_reservation import reservation
 
-CLOUD_COMMANDS: tuple[click.Command, ...] = (flavors, cluster, volume, task, invoice, project)
+CLOUD_COMMANDS: tuple[click.Command, ...] = (
+    flavors,
+    cluster,
+    volume,
+    task,
+    invoice,
+    project,
+    reservation,
+)

@@ -171,14 +171,17 @@ def task_text(t: dict[str, Any]) -> str:
 
 def invoice_text(inv: dict[str, Any]) -> str:
     lines = table(
-        ["Resource", "Type", "Item", "Quantity", "Price/h", "Minutes", "Amount"],
+        ["Resource", "Type", "Billing", "Item", "Quantity", "Price", "Minutes", "Amount"],
         [
             [
                 line["resource_name"],
                 line["resource_type"],
+                line.get("billing", "on_demand"),
                 line["item"],
                 line["quantity"],
-                line["unit_price_per_hour"],
+                f"{line['unit_price_per_month']}/month"
+                if line.get("unit_price_per_month")
+                else f"{line['unit_price_per_hour']}/h",
                 line["minutes"],
                 line["amount"],
             ]

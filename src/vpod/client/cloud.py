@@ -34,6 +34,7 @@ from .cloud_records import (
     Phase,
     Project,
     ProjectCreated,
+    Reservation,
     Shell,
     Task,
     Token,
@@ -152,6 +153,26 @@ class CloudClient:
     def invoice(self, start: datetime | None = None, end: datetime | None = None) -> Invoice:
         """The project's invoice (default: this month so far)."""
         return self._http.invoke(calls.invoice(start, end))
+
+    # reservations
+    def list_reservations(
+        self, start: datetime | None = None, end: datetime | None = None
+    ) -> list[Reservation]:
+        """The project's reservations, utilisation over ``[start, end)`` (default: this month)."""
+        return self._http.invoke(calls.list_reservations(start, end))
+
+    def create_reservation(self, flavor: str, units: int, term: str = "1y") -> Reservation:
+        """Reserve ``units`` of ``flavor`` for ``term``; NoCapacity says the numbers."""
+        return self._http.invoke(calls.create_reservation(flavor, units, term))
+
+    def get_reservation(
+        self, reservation: str, start: datetime | None = None, end: datetime | None = None
+    ) -> Reservation:
+        return self._http.invoke(calls.get_reservation(reservation, start, end))
+
+    def cancel_reservation(self, reservation: str) -> Reservation:
+        """Release the capacity now; billed to the end of the month (docs/cloud.md)."""
+        return self._http.invoke(calls.cancel_reservation(reservation))
 
     # clusters
     def list_clusters(self) -> list[CloudCluster]:
@@ -348,6 +369,22 @@ class AsyncCloudClient:
 
     async def invoice(self, start: datetime | None = None, end: datetime | None = None) -> Invoice:
         return await self._http.invoke(calls.invoice(start, end))
+
+    async def list_reservations(
+        self, start: datetime | None = None, end: datetime | None = None
+    ) -> list[Reservation]:
+        return await self._http.invoke(calls.list_reservations(start, end))
+
+    async def create_reservation(self, flavor: str, units: int, term: str = "1y") -> Reservation:
+        return await self._http.invoke(calls.create_reservation(flavor, units, term))
+
+    async def get_reservation(
+        self, reservation: str, start: datetime | None = None, end: datetime | None = None
+    ) -> Reservation:
+        return await self._http.invoke(calls.get_reservation(reservation, start, end))
+
+    async def cancel_reservation(self, reservation: str) -> Reservation:
+        return await self._http.invoke(calls.cancel_reservation(reservation))
 
     async def list_clusters(self) -> list[CloudCluster]:
         return await self._http.invoke(calls.list_clusters())

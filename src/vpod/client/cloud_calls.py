@@ -20,6 +20,7 @@ from .cloud_records import (
     MetadataUpdate,
     Project,
     ProjectCreated,
+    Reservation,
     Shell,
     Task,
     Token,
@@ -168,6 +169,35 @@ def invoice(start: datetime | None, end: datetime | None) -> HttpCall[Invoice]:
     return get(
         "/invoice", lambda data: from_json(Invoice, data), start=_when(start), end=_when(end)
     )
+
+
+def _reservation(data: Any) -> Reservation:
+    return from_json(Reservation, data)
+
+
+def list_reservations(start: datetime | None, end: datetime | None) -> HttpCall[list[Reservation]]:
+    return get(
+        "/reservations",
+        lambda data: list_of(Reservation, data),
+        start=_when(start),
+        end=_when(end),
+    )
+
+
+def create_reservation(flavor: str, units: int, term: str) -> HttpCall[Reservation]:
+    return post("/reservations", _reservation, {"flavor": flavor, "units": units, "term": term})
+
+
+def get_reservation(
+    reservation: str, start: datetime | None, end: datetime | None
+) -> HttpCall[Reservation]:
+    return get(
+        f"/reservations/{_id(reservation)}", _reservation, start=_when(start), end=_when(end)
+    )
+
+
+def cancel_reservation(reservation: str) -> HttpCall[Reservation]:
+    return delete(f"/reservations/{_id(reservation)}", _reservation)
 
 
 # -- administration (the cloud administrator's token)

@@ -168,6 +168,8 @@ class Limits:
     fits: bool
     exceeded: tuple[Exceeded, ...]
     usage: Mapping[str, int]
+    reserved_free: int = 0
+    """Units of the flavor the project's reservations hold and no cluster uses now."""
     raw: Any = field(default=None, repr=False, compare=False)
 
 
@@ -210,6 +212,40 @@ class InvoiceLine:
     unit_price_per_hour: Decimal
     minutes: int
     amount: Decimal
+    billing: str = "on_demand"
+    """``on_demand`` (per minute) or ``reserved`` (a reservation, per month pro rata)."""
+    unit_price_per_month: Decimal | None = None
+
+
+@dataclass(frozen=True)
+class Utilisation:
+    start: datetime
+    end: datetime
+    used_unit_minutes: int
+    reserved_unit_minutes: int
+    ratio: float
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """A reservation plan: ``units`` of ``flavor`` for ``term``, billed every month."""
+
+    id: str
+    flavor: str
+    pool: str
+    units: int
+    pool_units: int
+    term: str
+    status: str
+    price_per_unit_month: Decimal
+    price_per_month: Decimal
+    currency: str
+    starts_at: datetime
+    ends_at: datetime
+    cancelled_at: datetime | None
+    billed_until: datetime
+    utilisation: Utilisation
+    raw: Any = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,137 @@
+"""``vpod reservation create|list|show|cancel``: reservation plans (docs/cloud.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+
+from vpod.client import CloudClient
+
+from .cloud_options import connection_options
+from .cloud_output import emit
+from .render import details, table
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+def _moment(value: str | None, option: str) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise click.BadParameter(
+            f"{value!r} is not a date: use 2026-01-01 or 2026-01-01T12:00:00Z", param_hint=option
+        ) from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def _day(stamp: str | None) -> str:
+    return stamp[:10] if stamp else "-"
+
+
+def _used(r: dict[str, Any]) -> str:
+    return f"{r['utilisation']['ratio'] * 100:.1f} %"
+
+
+def reservations_table(found: Sequence[dict[str, Any]]) -> str:
+    return table(
+        ["Id", "Flavor", "Units", "Term", "Status", "Per month", "Starts", "Ends", "Used"],
+        [
+            [
+                r["id"],
+                r["flavor"],
+                r["units"],
+                r["term"],
+                r["status"],
+                f"{r['price_per_month']} {r['currency']}",
+                _day(r["starts_at"]),
+                _day(r["ends_at"]),
+                _used(r),
+            ]
+            for r in found
+        ],
+    )
+
+
+def reservation_text(r: dict[str, Any]) -> str:
+    use = r["utilisation"]
+    return details(
+        [
+            ("Reservation", r["id"]),
+            ("Flavor", r["flavor"]),
+            ("Units", f"{r['units']} ({r['pool_units']} units of pool {r['pool']})"),
+            ("Term", r["term"]),
+            ("Status", r["status"]),
+            ("Price", f"{r['price_per_unit_month']} {r['currency']} per unit-month"),
+            ("Per month", f"{r['price_per_month']} {r['currency']}"),
+            ("Starts", r["starts_at"]),
+            ("Ends", r["ends_at"]),
+            ("Cancelled", r["cancelled_at"] or "-"),
+            ("Billed until", r["billed_until"]),
+            (
+                "Utilisation",
+                f"{_used(r)} ({use['used_unit_minutes']} of {use['reserved_unit_minutes']}"
+                f" unit-minutes, {use['start']} to {use['end']})",
+            ),
+        ]
+    )
+
+
+_period = [
+    click.option("--from", "start", default=None, metavar="DATE", help="Utilisation from."),
+    click.option("--to", "end", default=None, metavar="DATE", help="Utilisation to, excluded."),
+]
+
+
+@click.group("reservation", context_settings=CONTEXT)
+def reservation() -> None:
+    """Reservation plans: capacity held for your project for a term, billed monthly."""
+
+
+@reservation.command("create")
+@click.option("--flavor", required=True, help="A virtual vPOD or GPU bare-metal flavor.")
+@click.option("--units", type=click.IntRange(1, 1000), required=True, help="vPODs or servers.")
+@click.option("--term", default="1y", show_default=True, help="1y or 3y unless configured.")
+@connection_options
+def reservation_create(
+    client: CloudClient, flavor: str, units: int, term: str, as_json: bool
+) -> None:
+    """Reserve UNITS of FLAVOR for TERM (refused with the numbers when they do not fit)."""
+    emit(client.create_reservation(flavor, units, term).raw, as_json, reservation_text)
+
+
+@reservation.command("list")
+@_period[0]
+@_period[1]
+@connection_options
+def reservation_list(
+    client: CloudClient, start: str | None, end: str | None, as_json: bool
+) -> None:
+    """Your reservations with their utilisation over a period (default: this month)."""
+    found = client.list_reservations(_moment(start, "--from"), _moment(end, "--to"))
+    emit([r.raw for r in found], as_json, reservations_table)
+
+
+@reservation.command("show")
+@click.argument("reservation_id", metavar="RESERVATION")
+@_period[0]
+@_period[1]
+@connection_options
+def reservation_show(
+    client: CloudClient, reservation_id: str, start: str | None, end: str | None, as_json: bool
+) -> None:
+    """One reservation."""
+    found = client.get_reservation(reservation_id, _moment(start, "--from"), _moment(end, "--to"))
+    emit(found.raw, as_json, reservation_text)
+
+
+@reservation.command("cancel")
+@click.argument("reservation_id", metavar="RESERVATION")
+@connection_options
+def reservation_cancel(client: CloudClient, reservation_id: str, as_json: bool) -> None:
+    """Cancel: the capacity is released now, charges run to the end of this month (UTC)."""
+    emit(client.cancel_reservation(reservation_id).raw, as_json, reservation_text)
