@@ -48,7 +48,8 @@ def test_reserved_capacity_is_the_owners_alone_and_billed_by_the_month(live: Liv
         reservation = ok(
             http.post("/reservations", json={"flavor": V4, "units": 3, "term": "1y"}), 201
         )
-    assert reservation["status"] == "active" and reservation["pool_units"] == 3
+    assert reservation["status"] == "active"
+    assert reservation["pool_units"] == 3
     assert Decimal(reservation["price_per_unit_month"]) == (
         Decimal("2.40") * 730 * Decimal("0.70")
     ).quantize(Decimal("0.01"))
@@ -62,7 +63,8 @@ def test_reserved_capacity_is_the_owners_alone_and_billed_by_the_month(live: Liv
             409,
             "RESOURCE_EXHAUSTED",
         )
-        assert "needs 2 IPU-Machines" in refused and "so 1 can be reserved" in refused
+        assert "needs 2 IPU-Machines" in refused
+        assert "so 1 can be reserved" in refused
         error(
             http.post("/reservations", json={"flavor": V4, "units": 1, "term": "2y"}),
             400,
@@ -87,7 +89,8 @@ def test_reserved_capacity_is_the_owners_alone_and_billed_by_the_month(live: Liv
         made = run_task(live, http, "POST", "/clusters", json={"name": "rs-1", "flavor": V4})
         assert made["state"] == "FINISHED", made
         limits = ok(http.post("/check_limits", json={"flavor": V4}))
-        assert limits["reserved_free"] == 2 and limits["usage"]["reserved_units"] == 3
+        assert limits["reserved_free"] == 2
+        assert limits["usage"]["reserved_units"] == 3
         start = live.clock.now()
         live.clock.advance(60 * 60)
         invoice = ok(http.get("/invoice", params={"start": start.isoformat()}))
@@ -95,10 +98,12 @@ def test_reserved_capacity_is_the_owners_alone_and_billed_by_the_month(live: Liv
         assert kinds == {"reservation": "reserved", "volume": "on_demand"}, invoice
         # the cluster ran on the reservation: no minute of it is on an on-demand line
         reserved = next(line for line in invoice["lines"] if line["billing"] == "reserved")
-        assert reserved["quantity"] == 3 and reserved["minutes"] == 60
+        assert reserved["quantity"] == 3
+        assert reserved["minutes"] == 60
         listed = ok(http.get("/reservations", params={"start": start.isoformat()}))
         use = listed[0]["utilisation"]
-        assert use["reserved_unit_minutes"] == 180 and use["used_unit_minutes"] == 60
+        assert use["reserved_unit_minutes"] == 180
+        assert use["used_unit_minutes"] == 60
 
         cancelled = ok(http.delete(f"/reservations/{reservation['id']}"))
         assert cancelled["status"] == "cancelled"
@@ -126,16 +131,20 @@ def test_the_cli_and_the_python_client(live: LiveCloud, tmp_path: Path) -> None:
         return done
 
     made = json.loads(vpod("create", "--flavor", V4, "--units", "1", "--json").stdout)
-    assert made["units"] == 1 and made["term"] == "1y"
+    assert made["units"] == 1
+    assert made["term"] == "1y"
     listed = vpod("list").stdout
-    assert made["id"] in listed and "active" in listed
+    assert made["id"] in listed
+    assert "active" in listed
     assert "Utilisation" in vpod("show", made["id"]).stdout
     bad = vpod("create", "--flavor", V4, "--units", "0", code=2)
     assert "0" in bad.stderr
     missing = vpod("show", "rsv-nope", code=1)
-    assert missing.stderr.startswith("error:") and "does not exist" in missing.stderr
+    assert missing.stderr.startswith("error:")
+    assert "does not exist" in missing.stderr
     with CloudClient.from_config(config, env={}) as client:
         assert [r.id for r in client.list_reservations()] == [made["id"]]
         cancelled = client.cancel_reservation(made["id"])
-    assert cancelled.status == "cancelled" and cancelled.cancelled_at is not None
+    assert cancelled.status == "cancelled"
+    assert cancelled.cancelled_at is not None
     assert "cancelled" in vpod("show", made["id"]).stdout

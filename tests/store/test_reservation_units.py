@@ -82,11 +82,9 @@ def test_the_database_refuses_a_unit_held_twice_or_one_that_does_not_exist(
         with migrated.engine.connect() as conn:
             if conn.dialect.name == "sqlite":  # as the store's own connections do
                 conn.exec_driver_sql("PRAGMA foreign_keys = ON")
+            row = insert(cloud_reserved_units).values(pool=POOL, unit=unit, reservation_id="r1")
             with pytest.raises(IntegrityError):
-                conn.execute(
-                    insert(cloud_reserved_units).values(pool=POOL, unit=unit, reservation_id="r1")
-                )
-                conn.commit()
+                conn.execute(row)
     assert cloud.reservations.held_units(POOL) == {"r1": 1}
 
 
