@@ -24,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+from . import confined
 from .base import DriverError, ServerSetup, ServerSpec, SetupResult, ShellAccess
 from .workspace import (
     Layout,
@@ -34,7 +35,6 @@ from .workspace import (
     render_env,
     render_hcl,
     write_json,
-    write_private,
 )
 
 T = TypeVar("T")
@@ -87,8 +87,8 @@ class LocalCompute:
         root = server_dir / "root"
         if not root.is_symlink():
             root.symlink_to(target, target_is_directory=True)
-        if not (root / "etc" / "image").exists():
-            _install_image(root, spec.image, spec.name)
+        if confined.read(root.resolve(), "etc/image") is None:
+            _install_image(root.resolve(), spec.image, spec.name)
         write_json(
             state_path,
             {
@@ -141,16 +141,20 @@ class LocalCompute:
                 shutil.rmtree(entry)
             else:
                 entry.unlink()
-        _install_image(root, image, str(state.get("name", server_id)))
+        _install_image(root.resolve(), image, str(state.get("name", server_id)))
         state.update(image=image, status=ACTIVE)
         write_json(self._layout.server_dir(server_id) / "state.json", state)
 
     async def reboot(self, server_id: str) -> None:
         def reboot() -> None:
             self._state(server_id)
-            tmp = self._layout.server_root(server_id) / "tmp"
-            shutil.rmtree(tmp, ignore_errors=True)
-            tmp.mkdir(parents=True, exist_ok=True)
+            root = self._layout.server_root(server_id).resolve()
+            tmp = root / "tmp"
+            if tmp.is_dir() and not tmp.is_symlink():
+                shutil.rmtree(tmp, ignore_errors=True)  # rmtree removes links, never follows
+            else:
+                confined.unlink(root, "tmp")
+            confined.make_dirs(root, "tmp")
             self._set_status(server_id, ACTIVE)
 
         await self._run(reboot)
@@ -163,9 +167,10 @@ class LocalCompute:
     def _setup(self, server_id: str, setup: ServerSetup) -> SetupResult:
         state = self._state(server_id)
         root = self._layout.server_root(server_id)
+        real = root.resolve()  # the controller's own link; below it, nothing is followed
         name = str(state.get("name", server_id))
         hosts = "".join(f"{address}\t{host}\n" for host, address in setup.peers)
-        (root / "etc" / "hosts").write_text("127.0.0.1\tlocalhost\n" + hosts)
+        confined.write(real, "etc/hosts", "127.0.0.1\tlocalhost\n" + hosts)
         env = {
             "HOME": str(root / "home"),
             "PATH": self._path,
@@ -176,7 +181,7 @@ class LocalCompute:
         has_key = True
         if setup.vipu is not None:
             hcl_path = root / HCL_PATH
-            existing = parse_hcl(hcl_path.read_text()) if hcl_path.exists() else {}
+            existing = parse_hcl(confined.read(real, HCL_PATH) or "")
             key = setup.vipu.access_key or existing.get("api-access-key")
             has_key = bool(key) and (
                 setup.vipu.access_key is not None
@@ -189,15 +194,15 @@ class LocalCompute:
             }
             if has_key and key:
                 values["api-access-key"] = key
-            write_private(hcl_path, render_hcl(values))
+            confined.write(real, HCL_PATH, render_hcl(values), 0o600)
             env.update(
                 VIPU_CLI_CONFIG=str(hcl_path),
                 IPUOF_VIPU_API_HOST=setup.vipu.host,
                 IPUOF_VIPU_API_PORT=str(setup.vipu.port),
             )
-        (root / "etc" / "environment").write_text(render_env(env))
-        (root / "home" / ".bashrc").write_text(
-            render_bashrc(setup.cluster_name, name, root / ENV_PATH)
+        confined.write(real, ENV_PATH, render_env(env))
+        confined.write(
+            real, "home/.bashrc", render_bashrc(setup.cluster_name, name, root / ENV_PATH)
         )
         return SetupResult(has_vipu_credentials=has_key)
 
@@ -212,8 +217,7 @@ class LocalCompute:
                 " shell until it runs again (resume or start the cluster)"
             )
         root = self._layout.server_root(server_id).resolve()
-        env_file = root / ENV_PATH
-        env = parse_env(env_file.read_text()) if env_file.exists() else {}
+        env = parse_env(confined.read(root, ENV_PATH) or "")
         env.setdefault("HOME", str(root / "home"))
         env.setdefault("PATH", self._path)
         return ShellAccess(
@@ -227,6 +231,6 @@ class LocalCompute:
 def _install_image(root: Path, image: str, host_name: str) -> None:
     """Lay down what a freshly imaged server holds."""
     for sub in ("etc/vipu", "home", "mnt", "tmp"):
-        (root / sub).mkdir(parents=True, exist_ok=True)
-    (root / "etc" / "image").write_text(image + "\n")
-    (root / "etc" / "hostname").write_text(host_name + "\n")
+        confined.make_dirs(root, sub)
+    confined.write(root, "etc/image", image + "\n")
+    confined.write(root, "etc/hostname", host_name + "\n")

@@ -13,6 +13,7 @@ import shutil
 from collections.abc import Callable
 from typing import TypeVar
 
+from . import confined
 from .base import DriverError
 from .workspace import Layout, read_json, write_json
 
@@ -54,27 +55,28 @@ class LocalVolumes:
             root = self._layout.server_root(server_id)
             if not root.exists():
                 raise DriverError(f"server {server_id} does not exist on this host")
-            mount = root / "mnt" / mount_name
-            mount.parent.mkdir(parents=True, exist_ok=True)
-            if mount.is_symlink() and mount.resolve() == data.resolve():
+            root = root.resolve()  # the controller's own link to the boot volume
+            relative = f"mnt/{mount_name}"
+            try:
+                current = confined.link_target(root, relative)
+            except (FileExistsError, confined.Escape):
+                current = ""
+            if current == str(data):
                 return f"/mnt/{mount_name}"
-            if mount.exists() or mount.is_symlink():
+            if current is not None:
                 raise DriverError(
                     f"/mnt/{mount_name} on server {server_id} is taken by something else"
                 )
-            mount.symlink_to(data, target_is_directory=True)
+            confined.link(root, relative, data)
             return f"/mnt/{mount_name}"
 
         return await self._run(attach)
 
     async def detach(self, volume_id: str, server_id: str) -> None:
         def detach() -> None:
-            data = self._layout.volume_data(volume_id).resolve()
-            mnt = self._layout.server_root(server_id) / "mnt"
-            if not mnt.is_dir():
-                return
-            for entry in mnt.iterdir():
-                if entry.is_symlink() and entry.resolve() == data:
-                    entry.unlink()
+            data = self._layout.volume_data(volume_id)
+            root = self._layout.server_root(server_id)
+            if root.exists():
+                confined.unlink_links_to(root.resolve(), "mnt", data)
 
         await self._run(detach)
