@@ -148,3 +148,22 @@ def test_volume_attach_and_detach_are_idempotent(layout: Layout) -> None:
     run(volumes.delete("v1"))
     with pytest.raises(DriverError, match="volume v1 does not exist"):
         run(volumes.attach("v1", "sv-1", "data"))
+
+
+def test_a_relative_cloud_directory_works(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`vpod up` defaults to the relative `vpod-data`: the links a server's root and its
+    volumes are made of must still point at real directories (not dangle, which made every
+    `vpod cluster create` fail with `[Errno 17] File exists`)."""
+    monkeypatch.chdir(tmp_path)
+    relative = Layout(Path("vpod-data") / "cloud")
+    volumes, compute = LocalVolumes(relative), LocalCompute(relative)
+    run(volumes.create("vol-boot", 50, "standard", "img"))
+    run(volumes.create("vol-data", 10, "standard", None))
+    run(compute.create_server(spec()))
+    run(compute.setup("sv-1", access("k1")))
+    assert run(volumes.attach("vol-data", "sv-1", "data")) == "/mnt/data"
+    root = tmp_path / "vpod-data" / "cloud" / "servers" / "sv-1" / "root"
+    assert (root / "etc" / "vipu" / "vipu-cli.hcl").is_file()
+    assert (root / "mnt" / "data").resolve() == (
+        tmp_path / "vpod-data" / "cloud" / "volumes" / "vol-data" / "data"
+    )

@@ -33,9 +33,16 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Layout:
-    """Paths of the local drivers under one cloud directory."""
+    """Paths of the local drivers under one cloud directory.
+
+    The base is made absolute: a server's root and its mounts are symbolic links, and a
+    relative target would be read relative to the link's own directory (and dangle).
+    """
 
     base: Path
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "base", self.base.absolute())
 
     def server_dir(self, server_id: str) -> Path:
         return self.base / "servers" / server_id
