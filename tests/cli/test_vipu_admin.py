@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import Run, table_rows
+from tests.cli.conftest import Run, endpoint_env, table_rows
 from tests.cli.fake_controller import RunningFake
 from vpod.cli.config import parse_hcl
 from vpod.wire import admin_pb2 as apb
@@ -298,3 +298,35 @@ def test_admin_ipu_attrs(vipu_admin: Run, fake: RunningFake) -> None:
     assert rows[0] == ["Agent", "IPU", "Attribute", "Value"]
     assert {r[0] for r in rows[1:]} == {"ipum2"}
     assert fake.state.calls_to("ListIpuAttributes")
+
+
+def test_create_user_keeps_the_key_when_stdout_is_closed_early(
+    fake: RunningFake, tmp_path: Path
+) -> None:
+    """The key lives only in the reply: the file is written before anything is printed, so a
+    reader that has gone away (a closed pipe, `| head -c1`) cannot lose it."""
+    import os
+    import subprocess
+    import sys
+
+    tool = str(Path(sys.executable).with_name("vipu-admin"))
+    env = {**os.environ, **endpoint_env(fake)}
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # nobody will ever read what it prints
+    try:
+        subprocess.run(
+            [tool, "create", "user", "dave"], stdout=write_end, stderr=subprocess.PIPE,
+            cwd=tmp_path, env=env, timeout=60, check=False,
+        )  # fmt: skip
+    finally:
+        os.close(write_end)
+    written = parse_hcl((tmp_path / "dave.vipu-cli.hcl").read_text())
+    assert written["api-access-key"] == "key-of-dave"
+    piped = subprocess.run(
+        f"'{tool}' create user erin | head -c1", shell=True, cwd=tmp_path, env=env,
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert piped.stdout == "c"
+    assert parse_hcl((tmp_path / "erin.vipu-cli.hcl").read_text())["api-access-key"] == (
+        "key-of-erin"
+    )

@@ -13,7 +13,9 @@ it; a configured ``tls-ca`` is copied (as an absolute path).
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 from pathlib import Path
 
 import click
@@ -63,11 +65,23 @@ def user_config_values(
 
 
 def write_private(path: Path, text: str) -> None:
-    """Write ``text`` readable by its owner only (also when the file existed)."""
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-        os.fchmod(handle.fileno(), 0o600)
-        handle.write(text)
+    """Write ``text`` readable by its owner only, all or nothing (also when the file existed).
+
+    A private temporary file beside ``path`` is written, flushed to disk and renamed over
+    it, so a crash leaves the old file or the new one, never a truncated key.
+    """
+    descriptor, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            os.fchmod(handle.fileno(), 0o600)
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 @click.command("user", context_settings=CONTEXT)
@@ -125,15 +139,12 @@ def create_user(
     )
     reply = client.create_user(user_id, allocation_ids=allocations, admin=is_admin).raw
     values["api-access-key"] = reply.access_key
-    if not as_json:
-        success("create", "user", user_id)
-        click.echo(f"access key: {reply.access_key}")
-        click.echo("The access key is shown only this once: keep it, or give the file below.")
+    # The key exists nowhere else: write the file before printing anything, so a reader
+    # that closes stdout early (`| head -1`) or a terminal that goes away cannot lose it.
     try:
         write_private(path, f"# vipu-cli.hcl for user {user_id}\n" + render_hcl(values))
     except OSError as exc:
-        if as_json:
-            echo_json({"user": message_dict(reply.user), "access_key": reply.access_key})
+        click.echo(f"access key of user {user_id}: {reply.access_key}", err=True)
         raise CliError(
             f"user {user_id} was created but {path} could not be written ({exc.strerror}):"
             " put the access key above into a vipu-cli.hcl yourself"
@@ -147,6 +158,9 @@ def create_user(
             }
         )
         return
+    success("create", "user", user_id)
+    click.echo(f"access key: {reply.access_key}")
+    click.echo("The access key is shown only this once: keep it, or give the file below.")
     click.echo(f"config file: {path} (use it with: vipu --config {path} list partitions)")
 
 
