@@ -452,6 +452,16 @@ class AdminServicer(apb_grpc.AdminServiceServicer, _Base):
         return ipu_attributes(request)
 
 
+class UserPortAllocations(apb_grpc.AdminServiceServicer):
+    """``ListAllocations`` alone, served on the user port (the rest stays UNIMPLEMENTED)."""
+
+    def __init__(self, state: FakeState) -> None:
+        self._admin = AdminServicer(state)
+
+    def ListAllocations(self, request, context):
+        return self._admin.ListAllocations(request, context)
+
+
 @dataclass
 class RunningFake:
     state: FakeState
@@ -470,6 +480,8 @@ def serve(
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         if kind == "user":
             pb_grpc.add_UserServiceServicer_to_server(UserServicer(state), server)
+            # As the controller: the admin service's ListAllocations on the user port too.
+            apb_grpc.add_AdminServiceServicer_to_server(UserPortAllocations(state), server)
         else:
             apb_grpc.add_AdminServiceServicer_to_server(AdminServicer(state), server)
         pb_grpc.add_VersionServiceServicer_to_server(VersionServicer(state), server)

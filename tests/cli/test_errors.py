@@ -115,11 +115,16 @@ def test_unreachable_controller(vipu: Run) -> None:
     )
 
 
-def test_unreachable_admin_endpoint_from_vipu_names_the_admin_keys(vipu: Run) -> None:
-    """'vipu list allocations' talks to the admin port: the hint says how to set it."""
-    result = vipu("list", "allocations", env={"VIPU_CLI_ADMIN_API_PORT": str(free_port())})
+def test_unreachable_user_endpoint_for_allocations_names_the_user_keys(vipu: Run) -> None:
+    """'vipu list allocations' talks to the user port, as every vipu command: the hint says
+    how to set that one."""
+    port = free_port()
+    result = vipu("list", "allocations", "--api-port", str(port))
     assert result.exit_code == 1
-    assert "admin-api-host/admin-api-port" in one_error_line(result.stderr)
+    assert one_error_line(result.stderr) == (
+        f"cannot reach the V-IPU controller at 127.0.0.1:{port}: connection refused;"
+        " is it running? (check --api-host/--api-port or vipu-cli.hcl)"
+    )
 
 
 def test_deadline_of_a_live_controller(vipu: Run, fake: RunningFake) -> None:

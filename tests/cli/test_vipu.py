@@ -7,6 +7,7 @@ from pathlib import Path
 
 from tests.cli.conftest import Run, table_rows
 from tests.cli.fake_controller import RunningFake
+from tests.cli.test_errors import free_port
 from vpod.cli.config import render_hcl
 from vpod.domain.ipuof import FILE_DEVICE_KEYS
 from vpod.wire import virmgrpc_pb2 as pb
@@ -194,15 +195,19 @@ def test_reset_and_remove_send_their_flags(vipu: Run, fake: RunningFake) -> None
     assert "p1" not in fake.state.partitions
 
 
-def test_list_allocations_asks_the_admin_endpoint_as_the_user(
+def test_list_allocations_asks_the_user_endpoint_as_the_user(
     vipu: Run, fake: RunningFake, vipu_admin: Run
 ) -> None:
-    """No user rpc lists allocations: ListAllocations on the admin port, with the user's key."""
+    """No user rpc lists allocations: ListAllocations, with the user's key, on the user port
+    (a vPOD's server has no way to the admin port: a dead admin port changes nothing)."""
     vipu_admin("create", "agent", "m1", "--host", "h", "--port", "1")
     vipu_admin("create", "agent", "m2", "--host", "h", "--port", "2")
     vipu_admin("create", "cluster", "c1", "--agents", "m1,m2")
     vipu_admin("create", "allocation", "a1", "--cluster", "c1", "--size", "8")
-    result = vipu("list", "allocations", "--api-user-id", "u", "--api-access-key", "k")
+    dead_admin = {"VIPU_CLI_ADMIN_API_PORT": str(free_port())}
+    result = vipu(
+        "list", "allocations", "--api-user-id", "u", "--api-access-key", "k", env=dead_admin
+    )
     assert result.exit_code == 0, result.stderr
     assert table_rows(result.stdout) == [["Allocation ID", "Agents"], ["a1", "m1,m2"]]
     call = fake.state.calls_to("ListAllocations")[-1]

@@ -65,7 +65,8 @@ def test_the_admin_endpoint_has_its_own_port(tmp_path: Path) -> None:
     assert (admin.endpoint.host, admin.endpoint.port) == ("ctl", 8091)
     moved = AdminClient.from_config(str(config), env={"VIPU_CLI_ADMIN_API_PORT": "7001"})
     assert moved.endpoint.port == 7001
-    assert UserClient.from_config(str(config), env={}).admin_endpoint.port == 8091
+    # The user client needs no admin endpoint: ListAllocations is served on the user port.
+    assert not hasattr(UserClient.from_config(str(config), env={}), "admin_endpoint")
 
 
 def test_bad_settings_are_invalid_arguments(tmp_path: Path) -> None:

@@ -71,6 +71,7 @@ class LiveCloud:
     clock: FakeClock
     machines: int
     compute: ComputeDriver | None = None
+    secure: bool = True
     server: CloudServer | None = None
     running: RunningServer | None = None
     admin_token: str = ""
@@ -134,7 +135,7 @@ class LiveCloud:
             user_port=0,
             admin_port=0,
             http_port=0,
-            secure=True,
+            secure=self.secure,
             agent_timeout_s=5.0,
         )
         overrides: dict[str, Any] = {"clock": self.clock, "ids": self._ids}
@@ -185,7 +186,11 @@ async def _ensure_pod(running: RunningServer, fleet: AgentFleet, machines: int) 
 
 
 def start_cloud(
-    data_dir: Path, *, machines: int = 4, compute: ComputeDriver | None = None
+    data_dir: Path,
+    *,
+    machines: int = 4,
+    compute: ComputeDriver | None = None,
+    secure: bool = True,
 ) -> LiveCloud:
     """A secure controller serving the cloud over ``machines`` emulated Bow-2000s (cluster
     ``pod``, the cloud's only V-IPU cluster)."""
@@ -208,6 +213,7 @@ def start_cloud(
             clock=FakeClock(),
             machines=machines,
             compute=compute,
+            secure=secure,
         )
         await live._serve()
         return live

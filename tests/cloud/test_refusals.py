@@ -273,3 +273,20 @@ def test_a_failed_creation_is_rolled_back_to_an_error_cluster_holding_nothing(
         assert "holds nothing (its creation failed: the hypervisor refused" in message
         assert run_task(live, http, "DELETE", "/clusters/doomed")["state"] == "FINISHED"
         assert ok(http.get("/invoice"))["total"] == "0.00"
+
+
+def test_an_open_controller_serves_no_tenant(tmp_path: Path) -> None:
+    """Without --secure a vPOD's V-IPU user could reach every allocation: the cloud's
+    administrator still works, every tenant call is 403 saying to run with --secure."""
+    live = start_cloud(tmp_path, machines=1, secure=False)
+    try:
+        token = live.project("open-tenant")
+        with live.client(token) as http:
+            for reply in (http.get("/flavors"), http.get("/clusters"), http.get("/project")):
+                message = error(reply, 403, "PERMISSION_DENIED")
+                assert "runs without authentication" in message
+                assert "--secure" in message
+        with live.admin() as http:
+            assert [p["id"] for p in ok(http.get("/admin/projects"))] == ["open-tenant"]
+    finally:
+        stop_cloud(live)

@@ -79,8 +79,9 @@ class Pod:
         return self.proc.returncode
 
 
-def start_pod(data_dir: Path, *extra: str) -> Pod:
-    """Start `vpod up` on free ports and wait for its ready line."""
+def start_pod(data_dir: Path, *extra: str, cwd: Path | None = None) -> Pod:
+    """Start `vpod up` on free ports and wait for its ready line (``data_dir`` may be relative
+    to ``cwd``)."""
     proc = subprocess.Popen(
         [
             str(BIN / "vpod"),
@@ -99,6 +100,7 @@ def start_pod(data_dir: Path, *extra: str) -> Pod:
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
+        cwd=cwd,
     )
     lines: list[str] = []
     ready = threading.Event()
@@ -115,7 +117,7 @@ def start_pod(data_dir: Path, *extra: str) -> Pod:
     if not ready.wait(READY_TIMEOUT_S) or not any(x.startswith("vpod is up:") for x in lines):
         proc.kill()
         logs = "".join(lines)
-        for log in (data_dir / "logs").glob("*.log"):
+        for log in ((cwd or Path()) / data_dir / "logs").glob("*.log"):
             logs += f"\n--- {log.name}\n" + log.read_text()[-3000:]
         raise AssertionError(f"vpod up did not become ready:\n{logs}")
     line = next(x for x in lines if x.startswith("vpod is up:"))
@@ -124,6 +126,8 @@ def start_pod(data_dir: Path, *extra: str) -> Pod:
 
 @pytest.fixture(scope="module")
 def pod64(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pod]:
-    pod = start_pod(tmp_path_factory.mktemp("pod64"))
+    """A `vpod up --open` pod64: the spec's open V-IPU mode, where a client generated from
+    the user proto calls on a plain channel with no credentials and vipu-admin needs none."""
+    pod = start_pod(tmp_path_factory.mktemp("pod64"), "--open")
     yield pod
     pod.stop()

@@ -3,7 +3,7 @@
 Fixtures (import the ``*_fixture`` functions into a test module; they are
 used by the names in brackets):
 
-- ``pod256_fixture`` [``pod256``]: one ``vpod up --pod pod256`` per module,
+- ``pod256_fixture`` [``pod256``]: one ``vpod up --open --pod pod256`` per module,
   64 emulated machines in 4 IPU-Link domains of 16, looped GW-Links;
 - ``api64_fixture`` [``api64``], ``api256_fixture`` [``api256``]: a
   :class:`UserApi` on the module's pod that force-removes every partition
@@ -38,8 +38,9 @@ CALL_TIMEOUT_S = 60.0
 
 @pytest.fixture(scope="module", name="pod256")
 def pod256_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pod]:
-    """A running ``vpod up --pod pod256``, shared by the tests of one module."""
-    pod = start_pod(tmp_path_factory.mktemp("pod256"), "--pod", "pod256")
+    """A running ``vpod up --open --pod pod256`` (open mode, as ``pod64``), shared by the tests
+    of one module."""
+    pod = start_pod(tmp_path_factory.mktemp("pod256"), "--open", "--pod", "pod256")
     yield pod
     pod.stop()
 

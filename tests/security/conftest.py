@@ -68,6 +68,10 @@ class Tenants:
     def admin_stub(self) -> apb_grpc.AdminServiceStub:
         return apb_grpc.AdminServiceStub(self._channel(self.server.admin_target))
 
+    def admin_stub_on_user_port(self) -> apb_grpc.AdminServiceStub:
+        """The admin service's stub on the user endpoint (it serves ListAllocations only)."""
+        return apb_grpc.AdminServiceStub(self._channel(self.server.user_target))
+
     def user_channel(self) -> grpc.Channel:
         return self._channel(self.server.user_target)
 

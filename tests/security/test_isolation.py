@@ -197,6 +197,28 @@ def test_list_allocations_on_the_admin_endpoint_shows_only_ones_own(
     }
 
 
+def test_the_user_endpoint_lists_allocations_alike_and_serves_no_other_admin_call(
+    tenants: Tenants,
+) -> None:
+    """`vipu list allocations` asks the user endpoint (a vPOD's server cannot reach the admin
+    one): the same visibility there, and every other admin method is UNIMPLEMENTED, even
+    for the administrator."""
+    on_user_port = tenants.admin_stub_on_user_port()
+    for user, own in (("alice", ["alloc-a"]), ("bob", ["alloc-b"])):
+        reply = on_user_port.ListAllocations(
+            apb.ListAllocationsRequest(), metadata=tenants.md(user), timeout=T
+        )
+        assert [a.allocation.id for a in reply.allocations] == own
+    for call, request in (
+        (on_user_port.ListUsers, apb.ListUsersRequest()),
+        (on_user_port.CreateUser, apb.CreateUserRequest(user_id="mallory", admin=True)),
+        (on_user_port.RemoveAllocation, apb.RemoveAllocationRequest(allocation_id="alloc-b")),
+    ):
+        with pytest.raises(grpc.RpcError) as refused:
+            call(request, metadata=tenants.md("admin"), timeout=T)
+        assert refused.value.code() == grpc.StatusCode.UNIMPLEMENTED
+
+
 # -- REST -----------------------------------------------------------------------------------
 
 

@@ -37,6 +37,8 @@ from vpod.agent.host import AgentFleet, AgentStartError, FleetSettings
 from vpod.agent.registration import RegistrationTls
 from vpod.domain.catalog import machine_spec
 
+from .parent_death import die_with_parent
+
 log = logging.getLogger("vpod.agent")
 
 
@@ -243,6 +245,7 @@ def _registration_token(token_file: Path | None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point; returns the exit status."""
+    die_with_parent()
     try:
         cli.main(args=argv, prog_name="vipu-agent", standalone_mode=False)
     except click.ClickException as exc:

@@ -19,6 +19,7 @@ from vpod.controller.tls import ServerTls
 from vpod.web import WebConsole
 
 from .errors import run_cli
+from .parent_death import die_with_parent
 from .server_security import (
     SecurityOptions,
     check_options,
@@ -175,6 +176,7 @@ def main(
     security: SecurityOptions,
 ) -> None:
     """Run the V-IPU controller until interrupted (Ctrl-C or SIGTERM stop it cleanly)."""
+    die_with_parent()
     _configure_logging(log_level, log_file, log_max_bytes, log_backups)
     settings = Settings(
         data_dir=data_dir,

@@ -1,44 +1,48 @@
-"""``vpod up``: the embedded default — a controller on SQLite plus an emulated pod, on loopback.
+"""``vpod up``: the embedded default — a controller on SQLite plus emulated pods, on loopback.
 
-It starts two child processes, ``vipu-server`` and ``vipu-agent`` (every
-emulated machine of the pod in one process, each on its own loopback
-address), waits for the agents to register, creates the cluster, a default
-allocation and a default user the first time, writes ``vipu-cli.hcl`` into the
-data directory and prints one line saying what to type next. Ctrl-C (or
-SIGTERM) stops both children. Running it again on the same data directory
-brings back the same cluster and partitions: the agents register with new
-boot ids and the controller configures them again from its store.
+It starts ``vipu-server`` and ``vipu-agent`` child processes (every emulated
+machine of a pod in one process, each on its own loopback address), waits
+for the agents to register, and the first time creates the cluster, a
+default allocation of the whole pod and a default user; it writes
+``vipu-cli.hcl`` into the data directory and prints one line saying what to
+type next, with absolute paths. Ctrl-C (or SIGTERM) stops every child; the
+children also die with ``vpod up`` when it is killed outright
+(:mod:`.up_children`). A dead agent process is restarted with backoff while
+the controller keeps serving (its machines are unreachable meanwhile and
+their partitions come back with them).
 
-What ``vpod up`` decided the first time (pod shape, agent addresses) is kept in
-``DATA_DIR/up.json`` so a restart reuses it.
+The whole product by default:
 
-With ``--secure`` the first run initialises the store with
-``vipu-server --init --secure``, which creates the administrator ``admin``
-and writes its key into ``DATA_DIR/admin.vipu-cli.hcl`` (mode 0600). Every
-run reads that file for its own admin calls and rewrites it with the ports
-actually in use; ``vipu-cli.hcl`` gets the default user's credentials, as
-without ``--secure``. A data directory set up with ``--secure`` must be
-started with ``--secure`` again (the controller refuses otherwise).
+- **secure**: the first run initialises the store with ``vipu-server --init
+  --secure`` (administrator ``admin``, key in ``DATA_DIR/admin.vipu-cli.hcl``,
+  0600), the controller authenticates every call and ``vipu-cli.hcl`` carries
+  the default user's key. ``--open`` runs the spec's open V-IPU mode instead,
+  without the cloud (tenants need authentication). A data directory keeps its
+  mode; ``--switch-mode`` changes it (:mod:`.up_state`).
+- **a pod for V-IPU users and capacity for tenants**: the main pod (pod64)
+  is all the default user's, and a second emulated pod (pod16, its own
+  cluster ``cloud``) holds the tenants' vPODs, with emulated GPU hosts
+  beside it (:mod:`.cloud_up`). A separate pod rather than a share of the
+  main one keeps the V-IPU story of the spec intact (one allocation of the
+  whole pod) and means an administrator reshaping that pod never takes
+  capacity a tenant is using.
+
+What the first run chose (pod shapes, addresses, mode) is kept in
+``DATA_DIR/up.json``; restarts reuse it and bring back the same partitions.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
-import ipaddress
-import json
-import os
 import signal
-import socket
-import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO
+
+import grpc
 
 from vpod.client import AdminClient, Endpoint, VpodError
 from vpod.domain.catalog import IPUS_PER_MACHINE
@@ -46,30 +50,34 @@ from vpod.domain.errors import InvalidSpec
 from vpod.domain.topology import Pod, shape
 
 from . import cloud_up
-from .config import parse_hcl, render_hcl
-from .errors import CliFailure, fail
+from .errors import fail
 from .up_agent_token import ensure_agent_token
-from .vipu_admin_users import write_private
+from .up_children import Child, Supervised
+from .up_setup import (
+    SETUP_CALL_TIMEOUT_S,
+    admin_credentials,
+    bin_path,
+    ensure_cluster,
+    ensure_default_allocation,
+    ensure_user,
+    run_init,
+    wait_for_agents,
+    write_admin_config,
+    write_cli_config,
+)
+from .up_state import (
+    AGENT_PORT,
+    OPEN,
+    SECURE,
+    UpState,
+    check_agent_addresses_free,
+    check_ports_free,
+    load_state,
+    resolve_mode,
+    save_state,
+)
 
-CLUSTER_ID = "cluster"
-ALLOCATION_ID = "default"
-USER_ID = "default"
-AGENT_PORT = 8092
 START_TIMEOUT_S = 60.0
-SETUP_CALL_TIMEOUT_S = 30.0
-"""The deadline of each admin call that sets the pod up."""
-ADMIN_CONFIG = "admin.vipu-cli.hcl"
-"""Written by ``vipu-server --init --secure``: the administrator's endpoint and credentials."""
-
-
-@dataclass
-class UpState:
-    """What the first ``vpod up`` on a data directory chose; later runs reuse it."""
-
-    pod: str
-    address_base: str
-    user_created: bool = False
-    cloud_pod: str | None = None
 
 
 @dataclass(frozen=True)
@@ -81,15 +89,11 @@ class UpOptions:
     admin_port: int
     http_port: int
     address_base: str | None
-    secure: bool = False
+    mode: str | None = None
+    """``secure`` (--secure), ``open`` (--open), or None: the directory's, secure when new."""
+    switch_mode: bool = False
     cloud: bool = True
     cloud_pod: str | None = None
-
-
-def _bin(name: str) -> str:
-    """The console script next to the running interpreter (the same environment)."""
-    candidate = Path(sys.executable).with_name(name)
-    return str(candidate) if candidate.exists() else name
 
 
 @contextlib.contextmanager
@@ -109,222 +113,18 @@ def _exclusive(data_dir: Path) -> Iterator[None]:
         handle.close()
 
 
-def _free(host: str, port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return False
-    return True
+def _port_of(ready_line: str, label: str) -> int:
+    # "vipu-server ready: user API 127.0.0.1:8090, admin API 127.0.0.1:8091, HTTP http://..."
+    part = ready_line.split(label, 1)[1].split(",", 1)[0].strip()
+    return int(part.rsplit(":", 1)[1])
 
 
-def choose_address_base(data_dir: Path, machines: int) -> str:
-    """A 127.X.0.0/16 block whose first addresses are free, X derived from the data dir.
-
-    Deriving X from the directory makes a restart land on the same addresses;
-    probing makes two instances side by side land on different ones.
-    """
-    digest = hashlib.sha256(str(data_dir.resolve()).encode()).digest()
-    start = 16 + digest[0] % 200
-    for offset in range(200):
-        second = 16 + (start - 16 + offset) % 200
-        base = ipaddress.IPv4Address(f"127.{second}.0.1")
-        hosts = [str(base + i) for i in (0, machines - 1)]
-        if all(_free(h, AGENT_PORT) for h in hosts):
-            return str(base)
-    raise CliFailure(
-        "no free loopback block for the emulated agents: pass --address-base 127.N.0.1"
-    )
+def _say(message: str) -> None:
+    print(f"vpod up: {message}", file=sys.stderr, flush=True)
 
 
-def _load_state(data_dir: Path, options: UpOptions) -> UpState:
-    path = data_dir / "up.json"
-    if path.exists():
-        state = UpState(**json.loads(path.read_text()))
-        if options.pod and options.pod != state.pod:
-            fail(
-                f"{data_dir} holds a {state.pod}; start it without --pod, or use another"
-                f" --data-dir for a {options.pod}",
-                2,
-            )
-        return state
-    pod_name = options.pod or "pod64"
-    try:
-        pod = shape(pod_name)
-    except InvalidSpec as exc:
-        fail(str(exc), 2)
-    base = options.address_base or choose_address_base(data_dir, pod.num_machines)
-    return UpState(pod=pod_name, address_base=base)
-
-
-def _save_state(data_dir: Path, state: UpState) -> None:
-    tmp = data_dir / "up.json.tmp"
-    tmp.write_text(json.dumps(asdict(state), indent=2) + "\n")
-    tmp.replace(data_dir / "up.json")
-
-
-class _Child:
-    """A child process whose stdout we scan for its ready line and then echo."""
-
-    def __init__(
-        self, name: str, argv: list[str], log_path: Path, env: dict[str, str] | None = None
-    ) -> None:
-        self.name = name
-        self.log = log_path.open("a")
-        self.proc = subprocess.Popen(
-            argv,
-            stdout=subprocess.PIPE,
-            stderr=self.log,
-            text=True,
-            start_new_session=True,
-            env=None if env is None else {**os.environ, **env},
-        )
-        self.ready_line: str | None = None
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._pump, args=(self.proc.stdout,), daemon=True)
-        self._thread.start()
-
-    def _pump(self, stream: IO[str] | None) -> None:
-        assert stream is not None
-        for line in stream:
-            if self.ready_line is None and " ready:" in line:
-                self.ready_line = line.strip()
-                self._ready.set()
-            self.log.write(line)
-            self.log.flush()
-        self._ready.set()
-
-    def wait_ready(self, timeout: float) -> str:
-        if not self._ready.wait(timeout) or self.ready_line is None:
-            code = self.proc.poll()
-            why = (
-                f"exited with code {code}" if code is not None else f"not ready in {timeout:.0f} s"
-            )
-            fail(f"{self.name} {why}: see {self.log.name}")
-        return self.ready_line
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
-
-
-def _wait_for_agents(admin: AdminClient, ids: list[str], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    missing = set(ids)
-    while time.monotonic() < deadline:
-        missing = set(ids) - {a.id for a in admin.list_agents()}
-        if not missing:
-            return
-        time.sleep(0.1)
-    fail(f"agents did not register in {timeout:.0f} s: {', '.join(sorted(missing))}")
-
-
-def _ensure_cluster(admin: AdminClient, pod: Pod, ids: list[str]) -> None:
-    if any(c.id == CLUSTER_ID for c in admin.list_clusters()):
-        return
-    admin.create_cluster(CLUSTER_ID, ids, num_ilds=len(pod.domains))
-
-
-def _ensure_allocation(admin: AdminClient, pod: Pod) -> None:
-    if any(a.id == ALLOCATION_ID for a in admin.list_allocations()):
-        return
-    admin.create_allocation(ALLOCATION_ID, CLUSTER_ID, size=pod.num_ipus)
-
-
-def _write_cli_config(
-    options: UpOptions, user_port: int, admin_port: int, credentials: tuple[str, str] | None
-) -> Path:
-    path = options.data_dir / "vipu-cli.hcl"
-    values: dict[str, str | int] = {
-        "api-host": options.host,
-        "api-port": user_port,
-        "admin-api-host": options.host,
-        "admin-api-port": admin_port,
-    }
-    if credentials is None and path.exists():
-        from .config import parse_hcl
-
-        old = parse_hcl(path.read_text())
-        if old.get("api-user-id") and old.get("api-access-key"):
-            credentials = (old["api-user-id"], old["api-access-key"])
-    if credentials is not None:
-        values["api-user-id"], values["api-access-key"] = credentials
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(render_hcl(values))
-    os.chmod(tmp, 0o600)
-    tmp.replace(path)
-    return path
-
-
-def _ensure_user(admin: AdminClient, state: UpState) -> tuple[str, str] | None:
-    if any(u.id == USER_ID for u in admin.list_users()):
-        return None
-    created = admin.create_user(USER_ID, allocation_ids=[ALLOCATION_ID])
-    state.user_created = True
-    return USER_ID, created.access_key
-
-
-def _admin_credentials(options: UpOptions, log_path: Path) -> tuple[str, str]:
-    """The administrator's (user id, key) from admin.vipu-cli.hcl (--init writes it first)."""
-    path = options.data_dir / ADMIN_CONFIG
-    if not path.exists():
-        done = subprocess.run(
-            [_bin("vipu-server"), "--init", "--secure", "--data-dir", str(options.data_dir)],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        with log_path.open("a") as log:
-            log.write(done.stderr)
-        if done.returncode != 0:
-            last = (done.stderr.strip().splitlines() or ["no message"])[-1]
-            fail(f"vipu-server --init --secure failed: {last}")
-        if not path.exists():
-            fail(
-                f"the administrator of {options.data_dir} exists but its key is not in {path}:"
-                f" give it a new one with vipu-server --init --secure --new-admin-key"
-                f" --data-dir {options.data_dir}"
-            )
-    values = parse_hcl(path.read_text())
-    user_id, key = values.get("api-user-id", ""), values.get("api-access-key", "")
-    if not user_id or not key:
-        fail(f"{path} has no api-user-id and api-access-key: remove it and run vpod up again")
-    return user_id, key
-
-
-def _write_admin_config(
-    options: UpOptions, user_port: int, admin_port: int, credentials: tuple[str, str]
-) -> Path:
-    path = options.data_dir / ADMIN_CONFIG
-    values: dict[str, str | int] = {
-        "api-host": options.host,
-        "api-port": user_port,
-        "admin-api-host": options.host,
-        "admin-api-port": admin_port,
-        "api-user-id": credentials[0],
-        "api-access-key": credentials[1],
-    }
-    write_private(
-        path, "# vipu-cli.hcl for the administrator (vpod up --secure)\n" + render_hcl(values)
-    )
-    return path
-
-
-def _cloud_pod(state: UpState, options: UpOptions) -> Pod | None:
-    """The cloud's own pod, if it has one (``--cloud-pod``; the choice is kept in up.json)."""
-    if not options.cloud:
-        return None
-    if state.cloud_pod is None:
-        state.cloud_pod = options.cloud_pod
-    elif options.cloud_pod and options.cloud_pod != state.cloud_pod:
-        fail(f"{options.data_dir} has a {state.cloud_pod} cloud pod: leave --cloud-pod out", 2)
-    if state.cloud_pod is None:
+def _cloud_pod(state: UpState, cloud: bool) -> Pod | None:
+    if not cloud or state.cloud_pod is None:
         return None
     try:
         return shape(state.cloud_pod)
@@ -332,24 +132,61 @@ def _cloud_pod(state: UpState, options: UpOptions) -> Pod | None:
         fail(f"--cloud-pod: {exc}", 2)
 
 
-def _port_of(ready_line: str, label: str) -> int:
-    # "vipu-server ready: user API 127.0.0.1:8090, admin API 127.0.0.1:8091, HTTP http://..."
-    part = ready_line.split(label, 1)[1].split(",", 1)[0].strip()
-    return int(part.rsplit(":", 1)[1])
+def _agent_argv(pod: Pod, state: UpState, host: str, admin_port: int) -> list[str]:
+    return [
+        bin_path("vipu-agent"),
+        "--machines",
+        str(pod.num_machines),
+        "--id-prefix",
+        "ag",
+        "--machine-type",
+        pod.machine_type.name.lower(),
+        "--address-base",
+        state.address_base,
+        "--agent-port",
+        str(AGENT_PORT),
+        "--register",
+        f"{host}:{admin_port}",
+    ]
+
+
+def _prepare(options: UpOptions) -> tuple[UpState, str | None]:
+    """Load the state, settle the mode, and check nothing holds what the pod needs."""
+    data_dir = options.data_dir
+    state = load_state(data_dir, options.pod, options.address_base, options.cloud_pod)
+    switch_from = resolve_mode(data_dir, state, options.mode, options.switch_mode)
+    check_ports_free(
+        options.host,
+        [
+            (options.port, "V-IPU user API", "--port"),
+            (options.admin_port, "admin API", "--admin-port"),
+            (options.http_port, "HTTP API", "--http-port"),
+        ],
+    )
+    check_agent_addresses_free(state.address_base, shape(state.pod).num_machines, data_dir)
+    if state.cloud_pod is not None and options.cloud and state.mode == SECURE:
+        base = cloud_up.cloud_address_base(state.address_base)
+        check_agent_addresses_free(base, shape(state.cloud_pod).num_machines, data_dir)
+    return state, switch_from
 
 
 def run_up(options: UpOptions, *, echo: bool = True) -> None:
     """Start everything, print the ready line, and block until interrupted."""
+    options = replace(options, data_dir=options.data_dir.absolute())
     data_dir = options.data_dir
     data_dir.mkdir(parents=True, exist_ok=True)
     with _exclusive(data_dir):
-        state = _load_state(data_dir, options)
+        state, switch_from = _prepare(options)
         pod = shape(state.pod)
-        _save_state(data_dir, state)
         logs = data_dir / "logs"
         logs.mkdir(exist_ok=True)
+        secure = state.mode == SECURE
+        cloud = options.cloud and secure  # the cloud serves tenants only with authentication
+        if switch_from == SECURE:
+            run_init(data_dir, "--insecure", logs / "controller.log")
+        save_state(data_dir, state)
         server_argv = [
-            _bin("vipu-server"),
+            bin_path("vipu-server"),
             "--data-dir",
             str(data_dir),
             "--host",
@@ -362,110 +199,145 @@ def run_up(options: UpOptions, *, echo: bool = True) -> None:
             str(options.http_port),
         ]
         admin: tuple[str, str] | None = None
-        if options.secure:
+        if secure:
             server_argv.append("--secure")
-            admin = _admin_credentials(options, logs / "controller.log")
-        elif (data_dir / ADMIN_CONFIG).exists():
-            fail(f"{data_dir} was set up with --secure: run vpod up --secure", 2)
-        cloud_pod = _cloud_pod(state, options)
-        if options.cloud:
+            admin = admin_credentials(data_dir, logs / "controller.log")
+        cloud_pod = _cloud_pod(state, cloud)
+        if cloud:
             cloud_up.write_cloud_settings(data_dir)
         else:
             server_argv.append("--no-cloud")
-        children: list[_Child] = []
+        _Run(options, state, pod, cloud_pod, admin, cloud=cloud, echo=echo).run(server_argv, logs)
+
+
+class _Run:
+    """One run of ``vpod up`` once the data directory is settled: children, setup, watch."""
+
+    def __init__(
+        self,
+        options: UpOptions,
+        state: UpState,
+        pod: Pod,
+        cloud_pod: Pod | None,
+        admin: tuple[str, str] | None,
+        *,
+        cloud: bool,
+        echo: bool,
+    ) -> None:
+        self.cloud = cloud
+        self.options = options
+        self.state = state
+        self.pod = pod
+        self.cloud_pod = cloud_pod
+        self.admin = admin
+        self.echo = echo
+        self.server: Child | None = None
+        self.agents: list[Supervised] = []
+
+    def run(self, server_argv: list[str], logs: Path) -> None:
         stop = threading.Event()
         previous = {
             sig: signal.signal(sig, lambda *_: stop.set())
             for sig in (signal.SIGINT, signal.SIGTERM)
         }
         try:
-            server = _Child("vipu-server", server_argv, logs / "controller.log")
-            children.append(server)
-            ready = server.wait_ready(START_TIMEOUT_S)
-            user_port = _port_of(ready, "user API")
-            admin_port = _port_of(ready, "admin API")
-            http_port = _port_of(ready, "HTTP")
-            ids = [f"ag{i}" for i in range(1, pod.num_machines + 1)]
-            agent_argv = [
-                _bin("vipu-agent"),
-                "--machines",
-                str(pod.num_machines),
-                "--id-prefix",
-                "ag",
-                "--machine-type",
-                pod.machine_type.name.lower(),
-                "--address-base",
-                state.address_base,
-                "--agent-port",
-                str(AGENT_PORT),
-                "--register",
-                f"{options.host}:{admin_port}",
-            ]
-            agent_env = None
-            if admin is not None:  # --secure: agents register with a token
-                token = ensure_agent_token(f"{options.host}:{admin_port}", admin, data_dir)
-                agent_env = {"VIPU_AGENT_TOKEN": token}
-            agents = _Child("vipu-agent", agent_argv, logs / "agents.log", agent_env)
-            children.append(agents)
-            agents.wait_ready(START_TIMEOUT_S)
-            cloud_ids: list[str] = []
-            if cloud_pod is not None:
-                argv = cloud_up.cloud_agent_argv(agent_argv, cloud_pod, state.address_base)
-                cloud_agents = _Child(
-                    "vipu-agent (cloud pod)", argv, logs / "cloud-agents.log", agent_env
-                )
-                children.append(cloud_agents)
-                cloud_agents.wait_ready(START_TIMEOUT_S)
-                cloud_ids = cloud_up.cloud_agent_ids(cloud_pod)
-            user_id, access_key = admin if admin is not None else ("", "")
-            endpoint = Endpoint(
-                options.host,
-                admin_port,
-                user_id=user_id,
-                access_key=access_key,
-                timeout_s=SETUP_CALL_TIMEOUT_S,
-            )
-            with AdminClient(endpoint) as admin_api:
-                _wait_for_agents(admin_api, ids + cloud_ids, START_TIMEOUT_S)
-                _ensure_cluster(admin_api, pod, ids)
-                if cloud_pod is not None:
-                    cloud_up.ensure_cloud_cluster(admin_api, cloud_pod, cloud_ids)
-                _ensure_allocation(admin_api, pod)
-                credentials = _ensure_user(admin_api, state)
-            _save_state(data_dir, state)
-            config = _write_cli_config(options, user_port, admin_port, credentials)
-            cloud_line = ""
-            if options.cloud:
-                cloud_url = f"http://{options.host}:{http_port}"
-                cloud_line = cloud_up.bootstrap_cloud(data_dir, cloud_url)
-            admin_hint = ""
-            if admin is not None:
-                admin_config = _write_admin_config(options, user_port, admin_port, admin)
-                admin_hint = f" (admin: vipu-admin --config {admin_config} list events)"
-            if echo:
-                if cloud_line:  # before the ready line, which says everything is up
-                    print(cloud_line, flush=True)
-                print(
-                    f"vpod is up: {pod.machine_type.value} {state.pod}"
-                    f" ({pod.num_machines} machines, {pod.num_machines * IPUS_PER_MACHINE} IPUs),"
-                    f" user API {options.host}:{user_port}, admin API {options.host}:{admin_port},"
-                    f" HTTP http://{options.host}:{http_port}, web console"
-                    f" http://{options.host}:{http_port}/. Next: export"
-                    f" VIPU_CLI_CONFIG={config} && vipu create partition p1 --size 4" + admin_hint,
-                    flush=True,
-                )
+            self._start(server_argv, logs)
             while not stop.is_set():
-                for child in children:
-                    code = child.proc.poll()
-                    if code is not None:
-                        fail(f"{child.name} exited with code {code}: see {child.log.name}")
-                stop.wait(0.5)
+                assert self.server is not None
+                code = self.server.proc.poll()
+                if code is not None:
+                    fail(
+                        f"vipu-server exited with code {code}: {self.server.last_error()}"
+                        f" (see {self.server.log_path})"
+                    )
+                for agents in self.agents:
+                    agents.check()
+                stop.wait(0.25)
         except VpodError as exc:
             fail(f"setting up the pod failed: {exc}")
+        except grpc.RpcError as exc:  # issuing the agents' token
+            fail(f"setting up the pod failed: {exc.details()}")
         finally:
-            for child in reversed(children):
-                child.stop()
+            for agents in reversed(self.agents):
+                agents.stop()
+            if self.server is not None:
+                self.server.stop()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-        if echo:
+        if self.echo:
             print("vpod stopped", flush=True)
+
+    def _start(self, server_argv: list[str], logs: Path) -> None:
+        options, state, pod = self.options, self.state, self.pod
+        self.server = Child("vipu-server", server_argv, logs / "controller.log")
+        ready = self.server.wait_ready(START_TIMEOUT_S)
+        user_port = _port_of(ready, "user API")
+        admin_port = _port_of(ready, "admin API")
+        http_port = _port_of(ready, "HTTP")
+        agent_argv = _agent_argv(pod, state, options.host, admin_port)
+        agent_env: dict[str, str] = {}
+        if self.admin is not None:  # a secure controller admits agents with a token only
+            target = f"{options.host}:{admin_port}"
+            agent_env["VIPU_AGENT_TOKEN"] = ensure_agent_token(target, self.admin, options.data_dir)
+        main = self._supervise("vipu-agent", agent_argv, logs / "agents.log", agent_env)
+        main.child.wait_ready(START_TIMEOUT_S)
+        ids = [f"ag{i}" for i in range(1, pod.num_machines + 1)]
+        cloud_ids: list[str] = []
+        if self.cloud_pod is not None:
+            argv = cloud_up.cloud_agent_argv(agent_argv, self.cloud_pod, state.address_base)
+            extra = self._supervise(
+                "vipu-agent (cloud pod)", argv, logs / "cloud-agents.log", agent_env
+            )
+            extra.child.wait_ready(START_TIMEOUT_S)
+            cloud_ids = cloud_up.cloud_agent_ids(self.cloud_pod)
+        user_id, access_key = self.admin if self.admin is not None else ("", "")
+        endpoint = Endpoint(
+            options.host,
+            admin_port,
+            user_id=user_id,
+            access_key=access_key,
+            timeout_s=SETUP_CALL_TIMEOUT_S,
+        )
+        with AdminClient(endpoint) as admin_api:
+            wait_for_agents(admin_api, ids + cloud_ids, START_TIMEOUT_S)
+            ensure_cluster(admin_api, pod, ids)
+            if self.cloud_pod is not None:
+                cloud_up.ensure_cloud_cluster(admin_api, self.cloud_pod, cloud_ids)
+            ensure_default_allocation(admin_api, pod, state, _say)
+            credentials = ensure_user(admin_api, state)
+        save_state(options.data_dir, state)
+        config = write_cli_config(
+            options.data_dir, options.host, user_port, admin_port, credentials
+        )
+        cloud_line = ""
+        if self.cloud:
+            cloud_line = cloud_up.bootstrap_cloud(
+                options.data_dir, f"http://{options.host}:{http_port}"
+            )
+        elif options.cloud and state.mode == OPEN:
+            cloud_line = "vpod cloud: off in open mode (tenants need authentication: drop --open)"
+        admin_hint = ""
+        if self.admin is not None:
+            admin_config = write_admin_config(
+                options.data_dir, options.host, user_port, admin_port, self.admin
+            )
+            admin_hint = f" (admin: vipu-admin --config {admin_config} list agents)"
+        if self.echo:
+            if cloud_line:  # before the ready line, which says everything is up
+                print(cloud_line, flush=True)
+            print(
+                f"vpod is up: {pod.machine_type.value} {state.pod}"
+                f" ({pod.num_machines} machines, {pod.num_machines * IPUS_PER_MACHINE} IPUs),"
+                f" user API {options.host}:{user_port}, admin API {options.host}:{admin_port},"
+                f" HTTP http://{options.host}:{http_port}, web console"
+                f" http://{options.host}:{http_port}/. Next: export"
+                f" VIPU_CLI_CONFIG={config} && vipu create partition p1 --size 4" + admin_hint,
+                flush=True,
+            )
+
+    def _supervise(
+        self, name: str, argv: list[str], log_path: Path, env: dict[str, str]
+    ) -> Supervised:
+        supervised = Supervised(name, lambda: Child(name, argv, log_path, env), _say)
+        self.agents.append(supervised)
+        return supervised

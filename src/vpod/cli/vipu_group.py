@@ -73,15 +73,13 @@ class Session:
         return str(path) if path is not None else "vipu-cli.hcl"
 
     def user(self) -> UserClient:
-        """The user endpoint (``vipu``); its admin endpoint serves ``vipu list allocations``."""
+        """The user endpoint (``vipu``; it serves ``vipu list allocations`` too)."""
         if self._user is None:
             config = self._config_name()
             settings = self.settings()
             self._user = UserClient(
                 user_endpoint(settings),
-                admin=lambda: admin_endpoint(settings),
                 hint=f"--api-host/--api-port or {config}",
-                admin_hint=self._admin_hint(config),
                 credentials_hint=CREDENTIALS_HINT,
             )
         return self._user

@@ -1,10 +1,11 @@
 """``vipu``: the V-IPU user command line (vipu-system.md §6; reference in docs/cli.md).
 
 Thin edge: parse the options, call the user gRPC API (``virmgrpc``) on the
-user endpoint, render. ``vipu list allocations`` is the one exception: the
-user API has no allocation rpc, so it asks the admin endpoint's
-``ListAllocations`` with the user's own credentials; the controller shows a
-user only the allocations granted to them.
+user endpoint, render. The user API has no allocation rpc, so ``vipu list
+allocations`` calls the admin service's ``ListAllocations``, which the
+controller serves on the user endpoint too, with the user's own credentials;
+it shows a user only the allocations granted to them. ``vipu`` never dials
+the admin endpoint.
 """
 
 from __future__ import annotations
@@ -238,7 +239,7 @@ def list_partitions(ctx: click.Context, allocation: str | None, as_json: bool) -
 @json_option
 @click.pass_context
 def list_allocations(ctx: click.Context, as_json: bool) -> None:
-    """List the allocations you may use (asks the admin endpoint, port 8091).
+    """List the allocations you may use.
 
     Table columns: Allocation ID | Agents.
     """

@@ -13,6 +13,7 @@ from .errors import run_cli
 from .sim_command import sim
 from .slurm_up import slurm
 from .up import UpOptions, run_up
+from .up_state import OPEN, SECURE
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -23,7 +24,8 @@ def cli() -> None:
     """vpod: an open control plane for AI accelerator pods.
 
     \b
-    Start the embedded default (controller on SQLite + an emulated Bow Pod64):
+    Start the embedded default (controller on SQLite + an emulated Bow Pod64 for V-IPU users
+    and a Pod16 for tenants' vPODs, authenticated):
       vpod up
     Replay a job trace through the placement engine:
       vpod sim trace.csv --ipus 256
@@ -84,7 +86,20 @@ def cli() -> None:
     metavar="IPV4",
     help="First loopback address of the emulated machines (default: a free 127.N.0.1).",
 )
-@click.option("--secure", is_flag=True, help="Run the controller with authentication.")
+@click.option(
+    "--secure/--open",
+    "secure",
+    default=None,
+    help="--secure (the default) authenticates every call: vipu-cli.hcl carries the default"
+    " user's key, admin.vipu-cli.hcl the administrator's, and the cloud isolates tenants."
+    " --open runs the spec's open V-IPU mode (no authentication, no cloud).",
+)
+@click.option(
+    "--switch-mode",
+    is_flag=True,
+    help="Change the mode a data directory was set up with to the one asked for (with --open,"
+    " or without it to turn authentication on); its pod, partitions and users stay.",
+)
 @click.option(
     "--cloud/--no-cloud",
     default=True,
@@ -95,7 +110,8 @@ def cli() -> None:
     "--cloud-pod",
     default=None,
     metavar="SHAPE",
-    help="Give the cloud its own emulated pod for vPODs, e.g. pod16 (kept from the first run).",
+    help="Shape of the tenants' pod (default pod16; none for no vPOD capacity); kept from the"
+    " first run.",
 )
 def up(
     data_dir: Path,
@@ -105,11 +121,12 @@ def up(
     admin_port: int,
     http_port: int,
     address_base: str | None,
-    secure: bool,
+    secure: bool | None,
+    switch_mode: bool,
     cloud: bool,
     cloud_pod: str | None,
 ) -> None:
-    """Run a controller on SQLite and an emulated pod until Ctrl-C."""
+    """Run a controller on SQLite and emulated pods until Ctrl-C (secure unless --open)."""
     options = UpOptions(
         data_dir=data_dir,
         pod=pod_shape,
@@ -118,7 +135,8 @@ def up(
         admin_port=admin_port,
         http_port=http_port,
         address_base=address_base,
-        secure=secure,
+        mode=None if secure is None else SECURE if secure else OPEN,
+        switch_mode=switch_mode,
         cloud=cloud,
         cloud_pod=cloud_pod,
     )

@@ -1,9 +1,11 @@
 """Clients of the V-IPU user API: :class:`UserClient` (blocking) and :class:`AsyncUserClient`.
 
 Both run the same call descriptions (:mod:`.user_calls`) and raise the same
-:mod:`.errors`. ``list_allocations`` asks the admin endpoint (the user API
-has no allocation call) with the user's own credentials; the controller shows
-a user only the allocations granted to them.
+:mod:`.errors`. The user API has no allocation call: ``list_allocations``
+calls the admin service's ``ListAllocations``, which the controller serves on
+the user endpoint too, with the user's own credentials; it shows a user only
+the allocations granted to them. A user client never dials the admin
+endpoint (a vPOD's server has no way to it).
 
     >>> from vpod.client import UserClient
     >>> with UserClient.from_config() as vipu:          # vipu-cli.hcl, VIPU_CLI_*
@@ -16,13 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
 from typing import Unpack
 
 from . import user_calls as calls
 from .admin_records import Allocation
-from .config import DEFAULT_ADMIN_PORT, Endpoint, admin_endpoint, load_settings, user_endpoint
+from .config import Endpoint, load_settings, user_endpoint
 from .errors import Timeout
 from .grpc_transport import (
     DEFAULT_CREDENTIALS_HINT,
@@ -37,13 +38,12 @@ from .user_calls import PartitionOptions
 ADMIN_HINT = "admin-api-host/admin-api-port in vipu-cli.hcl or VIPU_CLI_ADMIN_API_PORT"
 
 
-def _endpoints(
+def _endpoint(
     config: str | None,
     env: Mapping[str, str] | None,
     overrides: Mapping[str, str | int | float | None],
-) -> tuple[Endpoint, Endpoint]:
-    settings = load_settings(overrides, env=env, config_path=config)
-    return user_endpoint(settings), admin_endpoint(settings)
+) -> Endpoint:
+    return user_endpoint(load_settings(overrides, env=env, config_path=config))
 
 
 class _UserBase:
@@ -51,55 +51,28 @@ class _UserBase:
         self,
         endpoint: Endpoint,
         *,
-        admin: Endpoint | Callable[[], Endpoint] | None = None,
         hint: str = DEFAULT_HINT,
-        admin_hint: str = ADMIN_HINT,
         credentials_hint: str = DEFAULT_CREDENTIALS_HINT,
     ) -> None:
         self.endpoint = endpoint
-        self._admin_source = admin
         self._diagnosis = Diagnosis(endpoint, hint, credentials_hint)
-        self._admin_hint = admin_hint
-        self._credentials_hint = credentials_hint
-
-    @property
-    def admin_endpoint(self) -> Endpoint:
-        """Where :meth:`list_allocations` asks: given, resolved on first use, or port 8091."""
-        source = self._admin_source
-        if source is None:
-            return replace(self.endpoint, port=DEFAULT_ADMIN_PORT)
-        return source if isinstance(source, Endpoint) else source()
-
-    def _admin_diagnosis(self) -> Diagnosis:
-        return Diagnosis(self.admin_endpoint, self._admin_hint, self._credentials_hint)
 
 
 class UserClient(_UserBase):
     """The user API of one controller, over blocking gRPC.
 
-    ``endpoint`` is the user endpoint (port 8090 by default); ``admin`` the
-    admin endpoint used by :meth:`list_allocations`, or a function that
-    resolves it on first use (default: the same host, port 8091).
+    ``endpoint`` is the user endpoint (port 8090 by default).
     """
 
     def __init__(
         self,
         endpoint: Endpoint,
         *,
-        admin: Endpoint | Callable[[], Endpoint] | None = None,
         hint: str = DEFAULT_HINT,
-        admin_hint: str = ADMIN_HINT,
         credentials_hint: str = DEFAULT_CREDENTIALS_HINT,
     ) -> None:
-        super().__init__(
-            endpoint,
-            admin=admin,
-            hint=hint,
-            admin_hint=admin_hint,
-            credentials_hint=credentials_hint,
-        )
+        super().__init__(endpoint, hint=hint, credentials_hint=credentials_hint)
         self._user = GrpcTransport(self._diagnosis)
-        self._admin: GrpcTransport | None = None
 
     @classmethod
     def from_config(
@@ -111,8 +84,7 @@ class UserClient(_UserBase):
     ) -> UserClient:
         """Settings as ``vipu`` reads them: ``overrides`` (``api_host=...``), env, config file."""
         options = {key.replace("_", "-"): value for key, value in overrides.items()}
-        user, admin = _endpoints(config, env, options)
-        return cls(user, admin=admin)
+        return cls(_endpoint(config, env, options))
 
     def __enter__(self) -> UserClient:
         return self
@@ -122,13 +94,6 @@ class UserClient(_UserBase):
 
     def close(self) -> None:
         self._user.close()
-        if self._admin is not None:
-            self._admin.close()
-
-    def _admin_transport(self) -> GrpcTransport:
-        if self._admin is None:
-            self._admin = GrpcTransport(self._admin_diagnosis())
-        return self._admin
 
     def version(self) -> Version:
         """The controller's version."""
@@ -165,8 +130,8 @@ class UserClient(_UserBase):
         return self._user.invoke(calls.list_ipu_attributes(agents))
 
     def list_allocations(self) -> list[Allocation]:
-        """The allocations granted to the caller (asks the admin endpoint)."""
-        return self._admin_transport().invoke(calls.list_allocations())
+        """The allocations granted to the caller (every one, for an administrator)."""
+        return self._user.invoke(calls.list_allocations())
 
     def wait_until_active(
         self,
@@ -194,20 +159,11 @@ class AsyncUserClient(_UserBase):
         self,
         endpoint: Endpoint,
         *,
-        admin: Endpoint | Callable[[], Endpoint] | None = None,
         hint: str = DEFAULT_HINT,
-        admin_hint: str = ADMIN_HINT,
         credentials_hint: str = DEFAULT_CREDENTIALS_HINT,
     ) -> None:
-        super().__init__(
-            endpoint,
-            admin=admin,
-            hint=hint,
-            admin_hint=admin_hint,
-            credentials_hint=credentials_hint,
-        )
+        super().__init__(endpoint, hint=hint, credentials_hint=credentials_hint)
         self._user = AsyncGrpcTransport(self._diagnosis)
-        self._admin: AsyncGrpcTransport | None = None
 
     @classmethod
     def from_config(
@@ -218,8 +174,7 @@ class AsyncUserClient(_UserBase):
         **overrides: str | int | float | None,
     ) -> AsyncUserClient:
         options = {key.replace("_", "-"): value for key, value in overrides.items()}
-        user, admin = _endpoints(config, env, options)
-        return cls(user, admin=admin)
+        return cls(_endpoint(config, env, options))
 
     async def __aenter__(self) -> AsyncUserClient:
         return self
@@ -229,13 +184,6 @@ class AsyncUserClient(_UserBase):
 
     async def close(self) -> None:
         await self._user.close()
-        if self._admin is not None:
-            await self._admin.close()
-
-    def _admin_transport(self) -> AsyncGrpcTransport:
-        if self._admin is None:
-            self._admin = AsyncGrpcTransport(self._admin_diagnosis())
-        return self._admin
 
     async def version(self) -> Version:
         return Version(await self._user.invoke(calls.version()), self.endpoint.target)
@@ -267,7 +215,7 @@ class AsyncUserClient(_UserBase):
         return await self._user.invoke(calls.list_ipu_attributes(agents))
 
     async def list_allocations(self) -> list[Allocation]:
-        return await self._admin_transport().invoke(calls.list_allocations())
+        return await self._user.invoke(calls.list_allocations())
 
     async def wait_until_active(
         self,

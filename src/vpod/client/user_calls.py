@@ -149,7 +149,8 @@ def list_ipu_attributes(agents: Sequence[str] = ()) -> Rpc[list[IpuAttributes]]:
 
 
 def list_allocations(cluster: str | None = None) -> Rpc[list[Allocation]]:
-    """The admin endpoint's listing: a user sees only the allocations granted to them."""
+    """The admin service's listing, served on the user endpoint too: a user sees only the
+    allocations granted to them."""
     return Rpc(
         ADMIN_SERVICE + "ListAllocations",
         apb.ListAllocationsRequest(cluster_id=cluster or ""),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from vpod.controller import errors
 from vpod.controller.app import Controller
 from vpod.controller.clock import Clock
 from vpod.store.cloud_store import CloudStore
@@ -64,16 +65,31 @@ class Cloud:
                 self.ctx.settings.admin_token_path,
             )
         await self.runner.start()
-        if not self.secure:
-            log.warning(
-                "cloud: the controller runs without --secure, so a vPOD's V-IPU user can see"
-                " every allocation; run it with --secure to isolate tenants"
-            )
+        if not self.serves_tenants:
+            log.warning("cloud: %s", OPEN_MODE_REFUSAL)
         return token
+
+    @property
+    def serves_tenants(self) -> bool:
+        """Tenants are served only when the controller authenticates every call: in the open
+        V-IPU mode a vPOD's V-IPU user could see and use every other tenant's allocation."""
+        return self.secure
+
+    def require_tenancy(self) -> None:
+        """Refuse a tenant's call when tenants could not be isolated (open mode)."""
+        if not self.serves_tenants:
+            raise errors.PermissionDenied(OPEN_MODE_REFUSAL)
 
     async def stop(self) -> None:
         await self.runner.stop()
         self.ctx.calls.close()
+
+
+OPEN_MODE_REFUSAL = (
+    "the controller runs without authentication (the open V-IPU mode), where tenants cannot be"
+    " isolated, so the cloud serves no tenant: run vipu-server with --secure (vpod up without"
+    " --open)"
+)
 
 
 def build_cloud(

@@ -37,6 +37,7 @@ from .transports.auth import GrpcAuthenticator
 from .transports.http_guard import RateLimitedWarning, guarded_h11, quiet_accept_errors
 from .transports.http_health import Readiness
 from .transports.rest import create_http_app
+from .transports.user_allocations import add_user_allocations
 from .transports.user_grpc import UserServicer, add_user_api, add_version_api
 
 log = logging.getLogger("vpod.server")
@@ -169,6 +170,7 @@ async def serve(
     )
     registration = RegistrationServicer(controller.fleet, controller.agent_tokens)
     add_admin_api(admin_server, admin_api, registration)
+    add_user_allocations(user_server, admin_api)  # `vipu list allocations` on the user port
     add_version_api(admin_server, controller.settings)
     reflection.enable_server_reflection(
         (

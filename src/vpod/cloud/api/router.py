@@ -146,8 +146,12 @@ async def principal(
     cloud: CloudDep,
     credentials: HTTPAuthorizationCredentials | None = Depends(_bearer),
 ) -> Principal:
-    """The project (or administrator) a request's bearer token names."""
-    return await cloud.projects.authenticate(credentials.credentials if credentials else None)
+    """The project (or administrator) a request's bearer token names; a project is refused
+    while the controller runs open (tenants could not be isolated)."""
+    who = await cloud.projects.authenticate(credentials.credentials if credentials else None)
+    if not who.admin:
+        cloud.require_tenancy()
+    return who
 
 
 async def administrator(cloud: CloudDep, who: Principal = Depends(principal)) -> Principal:

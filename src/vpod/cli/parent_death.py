@@ -1,0 +1,37 @@
+"""Processes started by ``vpod up`` die with it, even when it is killed with SIGKILL.
+
+``vpod up`` puts its own pid in ``VPOD_PARENT_PID`` when it starts
+``vipu-server`` and ``vipu-agent``. Their entry points call
+:func:`die_with_parent` first thing: it asks Linux (``prctl(PR_SET_PDEATHSIG)``,
+through ctypes) to send this process SIGTERM when the process that started it
+ends, and checks the parent is still the one named, since it may have died
+before the request was made. Without the variable (a process started by hand
+or by systemd) nothing changes.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import signal
+import sys
+
+PARENT_PID_ENV = "VPOD_PARENT_PID"
+_PR_SET_PDEATHSIG = 1
+
+log = logging.getLogger("vpod.cli")
+
+
+def die_with_parent() -> bool:
+    """Ask for SIGTERM when the parent named in the environment dies; True if armed."""
+    raw = os.environ.pop(PARENT_PID_ENV, "")  # our own children have another parent
+    if not raw.isdigit() or not sys.platform.startswith("linux"):
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
+        log.warning("prctl(PR_SET_PDEATHSIG) failed: %s", os.strerror(ctypes.get_errno()))
+        return False
+    if os.getppid() != int(raw):  # the parent died before prctl: nobody would signal us
+        os.kill(os.getpid(), signal.SIGTERM)
+    return True

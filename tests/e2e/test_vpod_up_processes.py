@@ -1,0 +1,239 @@
+"""`vpod up` as an operator relies on it: children that die with it, a failed start that says
+why at once, agents restarted after SIGKILL, and a restart that respects the admin's pod."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from .conftest import BIN, Pod, start_pod
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+SMALL = ("--pod", "pod16", "--cloud-pod", "none")
+KILLS = 5
+"""Backoffs 0.5, 1, 2, 4 and 8 s: the last outage outlasts the 3 s heartbeat deadline."""
+DEADLINE_S = 60.0
+"""A safety net for what the controller does on its own (detect, restart, repair)."""
+
+
+def children_of(pid: int) -> list[int]:
+    """Pids whose parent is ``pid`` (from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            found.append(int(entry.name))
+    return found
+
+
+def command_of(pid: int) -> str:
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def wait_for(what: str, check: Callable[[], object], timeout: float = DEADLINE_S) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{what} did not happen in {timeout:.0f} s (last: {check()!r})")
+
+
+def admin(pod: Pod, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return pod.run("vipu-admin", "--config", str(pod.data_dir / "admin.vipu-cli.hcl"), *args,
+                   check=check)  # fmt: skip
+
+
+def agent_states(pod: Pod) -> dict[str, str]:
+    listed = json.loads(admin(pod, "list", "agents", "--json").stdout)
+    return {a["id"]: a.get("state", "") for a in listed.get("agents", [])}
+
+
+def agent_pids(pod: Pod, besides: list[int]) -> list[int]:
+    """The pids of `vpod up`'s agent processes, other than ``besides``."""
+    kids = children_of(pod.proc.pid)
+    return [k for k in kids if "vipu-agent" in command_of(k) and k not in besides]
+
+
+def partition_state(pod: Pod, pid: str) -> str:
+    listed = json.loads(pod.run("vipu", "list", "partitions", "--json").stdout)
+    for partition in listed.get("partitions", []):
+        if partition["id"] == pid:
+            return str(partition.get("ready_state", ""))
+    return "missing"
+
+
+def test_children_die_with_a_killed_vpod_up_and_the_next_start_works(tmp_path: Path) -> None:
+    """SIGKILL of `vpod up` alone: its controller and agents end too (parent-death signal),
+    so the ports are free and the next start on the same directory succeeds."""
+    pod = start_pod(tmp_path, *SMALL)
+    kids = children_of(pod.proc.pid)
+    assert any("vipu-server" in command_of(k) for k in kids)
+    assert any("vipu-agent" in command_of(k) for k in kids)
+    pod.proc.send_signal(signal.SIGKILL)
+    pod.proc.wait()
+    wait_for("the children's end", lambda: not any(alive(k) for k in kids), timeout=15)
+    again = start_pod(tmp_path)
+    try:
+        again.run("vipu", "create", "partition", "after", "--size", "4")
+    finally:
+        assert again.stop() == 0
+
+
+def test_a_port_in_use_is_named_at_once(tmp_path: Path) -> None:
+    """A listener on the admin port: `vpod up` exits 1 within seconds naming that port."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        started = time.monotonic()
+        done = subprocess.run(
+            [str(BIN / "vpod"), "up", "--data-dir", str(tmp_path), *SMALL,
+             "--port", "0", "--http-port", "0", "--admin-port", str(port)],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        elapsed = time.monotonic() - started
+    assert done.returncode == 1
+    assert f"port {port} on 127.0.0.1 (admin API) is in use" in done.stderr
+    assert "--admin-port" in done.stderr
+    assert elapsed < 15, f"took {elapsed:.1f} s"
+
+
+def test_a_killed_agent_process_is_restarted_and_its_partitions_come_back(
+    tmp_path: Path,
+) -> None:
+    """SIGKILL of the agents' process, again and again: `vpod up` keeps running and restarts
+    it with a doubling backoff; meanwhile the controller answers and shows the machines
+    unreachable; then the partition is usable again with the same IPUoF configuration."""
+    pod = start_pod(tmp_path, *SMALL)
+    try:
+        pod.run("vipu", "create", "partition", "p1", "--size", "16")
+        before = json.loads(pod.run("vipu", "get", "partition", "p1", "--ipuof-configs").stdout)
+        killed: list[int] = []
+        for _ in range(KILLS):  # each restart is killed again: the backoff doubles
+            wait_for("a new agent process", lambda: agent_pids(pod, killed))
+            victim = agent_pids(pod, killed)[0]
+            os.kill(victim, signal.SIGKILL)
+            killed.append(victim)
+        wait_for(
+            "an unreachable machine",
+            lambda: any(s != "AGENT_ONLINE" for s in agent_states(pod).values()),
+        )
+        assert pod.proc.poll() is None
+        assert "p1" in pod.run("vipu", "list", "partitions").stdout  # still serving
+        wait_for("the agents' return", lambda: set(agent_states(pod).values()) == {"AGENT_ONLINE"})
+        assert agent_pids(pod, killed)
+        wait_for("p1 active again", lambda: partition_state(pod, "p1") == "PS_ACTIVE")
+        after = json.loads(pod.run("vipu", "get", "partition", "p1", "--ipuof-configs").stdout)
+        assert after == before
+        pod.run("vipu", "remove", "partition", "p1")
+        pod.run("vipu", "create", "partition", "p2", "--size", "16")
+    finally:
+        assert pod.stop() == 0
+    output = "".join(pod.output)
+    backoffs = [
+        float(line.split("restarting it in ")[1].split(" s")[0])
+        for line in output.splitlines()
+        if "vipu-agent exited with code -9; restarting it in" in line
+    ]
+    assert backoffs == [0.5 * 2**n for n in range(KILLS)]
+    assert output.count("vipu-agent restarted") == KILLS
+
+
+def test_a_restart_keeps_what_the_admin_made_of_the_pod(tmp_path: Path) -> None:
+    """The admin removes `default` and shares the pod out: a restart warns instead of making
+    `default` again over their allocations, and the default user keeps its grants."""
+    pod = start_pod(tmp_path, *SMALL)
+    try:
+        admin(pod, "remove", "allocation", "default", "--force")
+        admin(pod, "create", "allocation", "team-a", "--cluster", "cluster", "--size", "8")
+        admin(pod, "create", "allocation", "team-b", "--cluster", "cluster", "--size", "8")
+        admin(pod, "remove", "user", "default")
+        made = admin(
+            pod,
+            "create",
+            "user",
+            "default",
+            "--allocations",
+            "team-a",
+            "--json",
+            "--output",
+            str(tmp_path),
+        )
+        key = json.loads(made.stdout)["access_key"]
+    finally:
+        assert pod.stop() == 0
+    again = start_pod(tmp_path)
+    try:
+        output = "".join(again.output)
+        assert "allocation default was removed by an administrator and is not made again" in (
+            output
+        )
+        listed = json.loads(admin(again, "list", "allocations", "--json").stdout)
+        names = sorted(a["allocation"]["id"] for a in listed["allocations"])
+        assert names == ["team-a", "team-b"]
+        users = json.loads(admin(again, "list", "users", "--json").stdout)["users"]
+        default = next(u for u in users if u["id"] == "default")
+        assert default["allocation_ids"] == ["team-a"]
+        created = again.run(
+            "vipu", "--api-user-id", "default", "--api-access-key", key,
+            "create", "partition", "mine", "--size", "8",
+        )  # fmt: skip
+        assert "success" in created.stdout
+    finally:
+        assert again.stop() == 0
+
+
+def test_ready_lines_name_absolute_paths_that_work_from_anywhere(tmp_path: Path) -> None:
+    """`vpod up --data-dir relative` run in one directory: the ready lines' export commands
+    work from another one."""
+    (tmp_path / "here").mkdir()
+    pod = start_pod(Path("rel-data"), "--pod", "pod16", cwd=tmp_path / "here")
+    try:
+        config = (tmp_path / "here" / "rel-data" / "vipu-cli.hcl").resolve()
+        assert f"VIPU_CLI_CONFIG={config} " in pod.ready_line
+        cloud_line = next(line for line in pod.output if line.startswith("vpod cloud:"))
+        assert f"VPOD_CONFIG={config.parent / 'vpod-cli.toml'} " in cloud_line
+        assert f"--config {config.parent / 'admin.vipu-cli.hcl'} " in pod.ready_line
+        ran = {}
+        for line in (pod.ready_line, cloud_line):  # the suggested commands, verbatim, from /
+            suggested = line.strip().split("Next: ", 1)[1].split(" (admin:")[0]
+            done = subprocess.run(
+                ["bash", "-c", suggested],
+                cwd="/", env={**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"},
+                capture_output=True, text=True, timeout=60, check=False,
+            )  # fmt: skip
+            assert done.returncode == 0, f"{suggested}: {done.stderr}"
+            ran[suggested.rsplit("&& ", 1)[1]] = done.stdout
+        assert "success" in ran["vipu create partition p1 --size 4"]
+        vpod8 = next(
+            x for x in ran["vpod flavors"].splitlines() if x.startswith("g2a-ai-fast-v1pod-8 ")
+        )
+        assert int(vpod8.split("|")[-1]) >= 1  # the tenants' pod gives capacity by default
+    finally:
+        assert pod.stop() == 0
