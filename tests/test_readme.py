@@ -157,9 +157,7 @@ class Shell:
             ready.set()
 
         threading.Thread(target=pump, daemon=True).start()
-        if not ready.wait(READY_TIMEOUT_S) or not any(
-            x.startswith(marker) for x in started.output
-        ):
+        if not ready.wait(READY_TIMEOUT_S) or not any(x.startswith(marker) for x in started.output):
             started.stop()
             raise AssertionError(f"{line!r} printed no {marker!r}:\n{''.join(started.output)}")
         return started

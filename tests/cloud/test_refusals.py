@@ -290,3 +290,19 @@ def test_an_open_controller_serves_no_tenant(tmp_path: Path) -> None:
             assert [p["id"] for p in ok(http.get("/admin/projects"))] == ["open-tenant"]
     finally:
         stop_cloud(live)
+
+
+def test_two_new_volumes_of_one_name_are_a_400_naming_the_clash(live: LiveCloud) -> None:
+    """Two data volumes named alike, or one named like a server's boot volume: 400 naming the
+    name, nothing recorded (the store's uniqueness is not a conflict to retry)."""
+    with live.client(live.project("twins")) as http:
+        for volumes in (
+            [{"name": "data", "size_gib": 10}, {"name": "data", "size_gib": 20}],
+            [{"name": "pair-poplar-1-boot", "size_gib": 10}],
+        ):
+            body = {"name": "pair", "flavor": VPOD4, "volumes": volumes}
+            message = error(http.post("/clusters", json=body), 400, "INVALID_ARGUMENT")
+            assert f"two volumes of this request are named {volumes[0]['name']}" in message
+            assert "retry" not in message
+        assert ok(http.get("/clusters")) == []
+        assert ok(http.get("/volumes")) == []

@@ -205,6 +205,7 @@ def slurm_pod(
     if reason:
         pytest.skip(f"cannot run Slurm here: {reason}")
     pod_args = [
+        "--open",  # the admin's calls (vipu-admin list agents) use the pod's plain config
         "--no-cloud",
         "--port",
         str(free_port()),

@@ -4,8 +4,9 @@ It runs ``vpod up`` as a child (same data directory and options), reads the
 size of the default allocation with ``vipu-admin list allocations --json``,
 then starts munged, slurmctld, slurmd and ``vpod-slurm-bridge`` under
 ``DATA_DIR/slurm`` (see :mod:`vpod.integrations.slurm.local_cluster`) and
-prints what to type. With ``--secure`` the integration gets its own V-IPU
-user ``slurm`` whose key is in ``DATA_DIR/slurm.vipu-cli.hcl`` (mode 0600).
+prints what to type. Secure by default, as ``vpod up``: the integration gets
+its own V-IPU user ``slurm`` whose key is in ``DATA_DIR/slurm.vipu-cli.hcl``
+(mode 0600); ``--open`` runs the open V-IPU mode instead.
 Ctrl-C stops everything.
 """
 
@@ -146,9 +147,11 @@ def slurm() -> None:
     help="REST API port.",
 )
 @click.option(
-    "--secure",
-    is_flag=True,
-    help="Controller with authentication; the integration uses its own user 'slurm'.",
+    "--secure/--open",
+    default=True,
+    show_default=True,
+    help="Controller with authentication (the integration uses its own user 'slurm'), or the"
+    " open V-IPU mode (as vpod up --open).",
 )
 def slurm_up(
     data_dir: Path,
@@ -189,8 +192,7 @@ def _run(
     ]
     if pod_shape:
         argv += ["--pod", pod_shape]
-    if secure:
-        argv.append("--secure")
+    argv.append("--secure" if secure else "--open")
     pod, ready = _start_pod(argv)
     cluster: LocalSlurm | None = None
     stop = threading.Event()

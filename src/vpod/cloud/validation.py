@@ -67,6 +67,19 @@ def check_interfaces(interfaces: Sequence[Mapping[str, str]]) -> list[dict[str, 
     return checked
 
 
+def check_distinct_volume_names(names: list[str]) -> None:
+    """The volumes one request creates (data and boot volumes) need a name each: a clash is
+    the caller's mistake, named here, not a store conflict to retry."""
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise errors.InvalidArgument(
+                f"two volumes of this request are named {name} (a cluster's boot volumes are"
+                " named SERVER-boot): give each new volume its own name"
+            )
+        seen.add(name)
+
+
 def check_volume_size(size_gib: int) -> int:
     if not VOLUME_MIN_GIB <= size_gib <= VOLUME_MAX_GIB:
         raise errors.InvalidArgument(

@@ -33,6 +33,7 @@ from ..states import (
 from ..states import check_operation as check_state
 from ..validation import (
     BOOT_VOLUME_DEFAULT_GIB,
+    check_distinct_volume_names,
     check_interfaces,
     check_metadata,
     check_name,
@@ -217,6 +218,7 @@ class Clusters:
             if flavor.takes_volumes
             else []
         )
+        check_distinct_volume_names([v.name for v in volumes + boot])
         data_ids = [v.id for v in volumes] + [v.id for v in attach]
         task = new_task(
             ctx,
