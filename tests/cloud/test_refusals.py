@@ -271,6 +271,8 @@ def test_a_failed_creation_is_rolled_back_to_an_error_cluster_holding_nothing(
         assert not any(m.billable for m in meter_of(live, cluster["id"]) if m.state == "ERROR")
         message = error(http.post("/clusters/doomed/suspend"), 409, "FAILED_PRECONDITION")
         assert "holds nothing (its creation failed: the hypervisor refused" in message
+        usage = ok(http.get("/project"))["usage"]
+        assert (usage["clusters"], usage["ipus"]) == (1, 0)  # a slot, but no IPU held
         assert run_task(live, http, "DELETE", "/clusters/doomed")["state"] == "FINISHED"
         assert ok(http.get("/invoice"))["total"] == "0.00"
 
@@ -306,3 +308,26 @@ def test_two_new_volumes_of_one_name_are_a_400_naming_the_clash(live: LiveCloud)
             assert "retry" not in message
         assert ok(http.get("/clusters")) == []
         assert ok(http.get("/volumes")) == []
+
+
+def test_a_cluster_in_error_holding_nothing_keeps_its_slot_but_no_ipus(
+    gated: tuple[LiveCloud, GatedCompute],
+) -> None:
+    """Quotas count what a cluster holds: a rolled-back creation (ERROR, no server) still
+    takes a `clusters` slot until deleted, but its IPUs are free for the next vPOD."""
+    live, compute = gated
+    compute.fail_next("create_server", "the hypervisor refused the VM: out of memory")
+    with live.client(live.project("retrying", ipus=4, clusters=2)) as http:
+        failed = run_task(live, http, "POST", "/clusters", json={"name": "one", "flavor": VPOD4})
+        assert failed["state"] == "ERROR"
+        assert ok(http.get("/project"))["usage"]["ipus"] == 0
+        second = run_task(live, http, "POST", "/clusters", json={"name": "two", "flavor": VPOD4})
+        assert second["state"] == "FINISHED", second
+        message = error(
+            http.post("/clusters", json={"name": "three", "flavor": VPOD4}),
+            409,
+            "RESOURCE_EXHAUSTED",
+        )
+        assert "quota clusters is 2 and 2 are in use" in message
+        assert run_task(live, http, "DELETE", "/clusters/one")["state"] == "FINISHED"
+        assert run_task(live, http, "DELETE", "/clusters/two")["state"] == "FINISHED"

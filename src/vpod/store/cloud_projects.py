@@ -12,10 +12,16 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, delete, func, insert, select, update
+from sqlalchemy import Connection, and_, delete, func, insert, or_, select, update
 
 from .cloud_records import ProjectRecord, TokenRecord
-from .cloud_schema import cloud_clusters, cloud_projects, cloud_tokens, cloud_volumes
+from .cloud_schema import (
+    cloud_clusters,
+    cloud_projects,
+    cloud_servers,
+    cloud_tokens,
+    cloud_volumes,
+)
 from .errors import Conflict, NotFound
 
 
@@ -87,18 +93,37 @@ def delete_project(conn: Connection, project_id: str, *, at: datetime) -> None:
     )
 
 
+ERROR_STATUS = "ERROR"
+"""The cloud's ClusterStatus.ERROR (the store does not import the cloud layer)."""
+
+
 def usage(conn: Connection, project_id: str) -> dict[str, int]:
-    """What the project holds, by quota name (every cluster and volume, whatever its status)."""
+    """What the project holds, by quota name.
+
+    Every cluster counts against ``clusters`` whatever its status (deleting it frees the
+    slot), and every volume against ``volumes`` and ``volume_gib``. A cluster counts against
+    ``ipus`` and ``gpus_*`` unless it is in ERROR holding no server: a rolled-back creation
+    released its allocation and servers, so it holds no accelerator. Any other cluster in
+    ERROR (a failed rebuild, suspend or resume) may still hold them, and a SUSPENDED one keeps
+    counting so that resuming it is never refused for quota.
+    """
     clusters = conn.execute(
-        select(
-            func.count(),
-            func.coalesce(func.sum(cloud_clusters.c.ipus), 0),
-        ).where(cloud_clusters.c.project_id == project_id)
-    ).one()
-    used = {"clusters": int(clusters[0]), "ipus": int(clusters[1])}
+        select(func.count()).where(cloud_clusters.c.project_id == project_id)
+    ).scalar_one()
+    holds_servers = (
+        select(cloud_servers.c.id).where(cloud_servers.c.cluster_id == cloud_clusters.c.id).exists()
+    )
+    holding = and_(
+        cloud_clusters.c.project_id == project_id,
+        or_(cloud_clusters.c.status != ERROR_STATUS, holds_servers),
+    )
+    ipus = conn.execute(
+        select(func.coalesce(func.sum(cloud_clusters.c.ipus), 0)).where(holding)
+    ).scalar_one()
+    used = {"clusters": int(clusters), "ipus": int(ipus)}
     for family, gpus in conn.execute(
         select(cloud_clusters.c.gpu_family, func.sum(cloud_clusters.c.gpus))
-        .where(cloud_clusters.c.project_id == project_id, cloud_clusters.c.gpu_family.is_not(None))
+        .where(holding, cloud_clusters.c.gpu_family.is_not(None))
         .group_by(cloud_clusters.c.gpu_family)
     ):
         used[f"gpus_{family}"] = int(gpus)
