@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from vpod.controller import errors
 from vpod.controller.app import Controller
 from vpod.controller.clock import Clock
 from vpod.store.cloud_store import CloudStore
@@ -19,6 +18,7 @@ from vpod.store.cloud_store import CloudStore
 from .drivers import ComputeDriver, VolumeDriver, build_drivers
 from .ids import IdGenerator, RandomIds
 from .metering import JsonlSink, MeteringSink, NoSink
+from .model import errors
 from .operations import all_operations
 from .reservations import parse_terms
 from .runner import TaskRunner

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
+from enum import Enum
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -166,7 +167,10 @@ router = APIRouter(
     prefix=PREFIX, tags=["cloud"], route_class=CloudRoute, responses=error_responses()
 )
 """Every route of the cloud API; :func:`cloud_router` binds it to one :class:`Cloud`."""
-admin = APIRouter(prefix="/admin", tags=["cloud admin"], route_class=CloudRoute)
+ADMIN_TAGS: list[str | Enum] = ["cloud admin"]
+"""The administrator's routes are declared on ``router`` itself, under ``/admin``: the routes
+of a router nested in another are reported (``scope["route"]``, hence the ``/metrics`` labels)
+with their own router's path only, without the ``/api/cloud/v1`` prefix."""
 
 
 # -- catalog and project --------------------------------------------------------------
@@ -457,13 +461,13 @@ async def invoice(
 # -- administration -----------------------------------------------------------------------
 
 
-@admin.get("/projects", response_model=list[ProjectOut])
+@router.get("/admin/projects", tags=ADMIN_TAGS, response_model=list[ProjectOut])
 async def admin_projects(cloud: CloudDep, _who: Operator) -> list[ProjectOut]:
     projects = await cloud.projects.list_projects()
     return [project_out(p, await cloud.projects.usage(p.id)) for p in projects]
 
 
-@admin.post("/projects", status_code=201, response_model=ProjectCreatedOut)
+@router.post("/admin/projects", tags=ADMIN_TAGS, status_code=201, response_model=ProjectCreatedOut)
 async def admin_create_project(
     cloud: CloudDep, body: ProjectCreateIn, _who: Operator
 ) -> ProjectCreatedOut:
@@ -474,40 +478,42 @@ async def admin_create_project(
     )
 
 
-@admin.get("/projects/{project}", response_model=ProjectOut)
+@router.get("/admin/projects/{project}", tags=ADMIN_TAGS, response_model=ProjectOut)
 async def admin_project(cloud: CloudDep, project: str, _who: Operator) -> ProjectOut:
     found = await cloud.projects.get(project)
     return project_out(found, await cloud.projects.usage(project))
 
 
-@admin.delete("/projects/{project}", status_code=204)
+@router.delete("/admin/projects/{project}", tags=ADMIN_TAGS, status_code=204)
 async def admin_remove_project(cloud: CloudDep, project: str, _who: Operator) -> None:
     await cloud.projects.remove(project)
 
 
-@admin.put("/projects/{project}/quotas", response_model=ProjectOut)
+@router.put("/admin/projects/{project}/quotas", tags=ADMIN_TAGS, response_model=ProjectOut)
 async def admin_quotas(cloud: CloudDep, project: str, body: QuotasIn, _who: Operator) -> ProjectOut:
     updated = await cloud.projects.set_quotas(project, body.quotas)
     return project_out(updated, await cloud.projects.usage(project))
 
 
-@admin.get("/projects/{project}/tokens", response_model=list[TokenOut])
+@router.get("/admin/projects/{project}/tokens", tags=ADMIN_TAGS, response_model=list[TokenOut])
 async def admin_tokens(cloud: CloudDep, project: str, _who: Operator) -> list[TokenOut]:
     return [token_out(t) for t in await cloud.projects.list_tokens(project)]
 
 
-@admin.post("/projects/{project}/tokens", status_code=201, response_model=TokenOut)
+@router.post(
+    "/admin/projects/{project}/tokens", tags=ADMIN_TAGS, status_code=201, response_model=TokenOut
+)
 async def admin_new_token(cloud: CloudDep, project: str, body: TokenIn, _who: Operator) -> TokenOut:
     new = await cloud.projects.issue_token(project, body.label)
     return token_out(new.record, new.token)
 
 
-@admin.delete("/tokens/{token_id}", status_code=204)
+@router.delete("/admin/tokens/{token_id}", tags=ADMIN_TAGS, status_code=204)
 async def admin_revoke_token(cloud: CloudDep, token_id: str, _who: Operator) -> None:
     await cloud.projects.revoke_token(token_id)
 
 
-@admin.get("/projects/{project}/invoice", response_model=InvoiceOut)
+@router.get("/admin/projects/{project}/invoice", tags=ADMIN_TAGS, response_model=InvoiceOut)
 async def admin_invoice(
     cloud: CloudDep,
     project: str,
@@ -519,12 +525,23 @@ async def admin_invoice(
     return invoice_out(await cloud.billing.invoice(project, first, last))
 
 
-@admin.get("/hosts", response_model=list[HostOut], summary="Registered GPU and Poplar hosts")
+@router.get(
+    "/admin/hosts",
+    tags=ADMIN_TAGS,
+    response_model=list[HostOut],
+    summary="Registered GPU and Poplar hosts",
+)
 async def admin_hosts(cloud: CloudDep, _who: Operator) -> list[HostOut]:
     return [host_out(u) for u in await cloud.hosts.list_hosts()]
 
 
-@admin.post("/hosts", status_code=201, response_model=HostOut, summary="Register a host")
+@router.post(
+    "/admin/hosts",
+    tags=ADMIN_TAGS,
+    status_code=201,
+    response_model=HostOut,
+    summary="Register a host",
+)
 async def admin_register_host(cloud: CloudDep, body: HostIn, _who: Operator) -> HostOut:
     await cloud.hosts.register(
         body.id,
@@ -538,14 +555,14 @@ async def admin_register_host(cloud: CloudDep, body: HostIn, _who: Operator) -> 
     return host_out(usage[body.id])
 
 
-@admin.put("/hosts/{host}/enabled", status_code=204)
+@router.put("/admin/hosts/{host}/enabled", tags=ADMIN_TAGS, status_code=204)
 async def admin_enable_host(
     cloud: CloudDep, host: str, body: HostEnabledIn, _who: Operator
 ) -> None:
     await cloud.hosts.set_enabled(host, body.enabled)
 
 
-@admin.delete("/hosts/{host}", status_code=204)
+@router.delete("/admin/hosts/{host}", tags=ADMIN_TAGS, status_code=204)
 async def admin_remove_host(cloud: CloudDep, host: str, _who: Operator) -> None:
     await cloud.hosts.remove(host)
 
@@ -562,9 +579,6 @@ async def openapi(request: Request) -> dict[str, Any]:
     }
     document["paths"] = {p: v for p, v in whole["paths"].items() if p.startswith(PREFIX)}
     return document
-
-
-router.include_router(admin)
 
 
 def cloud_router(cloud: Cloud) -> APIRouter:
