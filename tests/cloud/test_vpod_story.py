@@ -116,6 +116,8 @@ def test_the_vpod_story_through_the_rest_api(live: LiveCloud) -> None:
     assert (
         live.run(controller.ctx.db(controller.ctx.db.store.find_allocation, allocation_id)) is None
     )
+    assert cluster["vipu"]["allocation_id"] is None  # released: not shown as if still held
+    assert cluster["vipu"]["user_id"] == f"vpod-{cluster['id']}"  # the user stays, key and all
     assert "resume it first" in error(acme.get("/clusters/train/shell"), 409, "FAILED_PRECONDITION")
 
     # 6. Its IPUs are free for others: initech fits a vPOD-8 now (4 + 8 of 16 IPUs).
@@ -135,6 +137,7 @@ def test_the_vpod_story_through_the_rest_api(live: LiveCloud) -> None:
     cluster = ok(acme.get("/clusters/train"))
     assert (cluster["status"], cluster["saved_partitions"]) == ("SUSPENDED", ["p1"])
     assert cluster["servers"][0]["status"] == "SHELVED_OFFLOADED"
+    assert cluster["vipu"]["allocation_id"] is None
 
     # 8. initech leaves; acme resumes: same user and key, p1 back with its id.
     assert run_task(live, initech, "DELETE", "/clusters/batch")["state"] == "FINISHED"
@@ -142,6 +145,7 @@ def test_the_vpod_story_through_the_rest_api(live: LiveCloud) -> None:
     assert task["state"] == "FINISHED", task
     cluster = ok(acme.get("/clusters/train"))
     assert (cluster["status"], cluster["saved_partitions"]) == ("ACTIVE", None)
+    assert cluster["vipu"]["allocation_id"] == allocation_id
     assert _hcl(live, cluster) == key_before
     listed = in_shell(acme, "train", "vipu list partitions")
     assert listed.returncode == 0, listed.stderr

@@ -26,6 +26,8 @@ class ClusterChange:
     gpus: int | None = None
     vipu_released: bool = False
     """The vPOD's V-IPU allocation and user are gone (a rolled-back creation)."""
+    allocation_released: bool = False
+    """The vPOD's allocation was given back (suspended); its user stays, key and all."""
 
     def fields(self, now: datetime) -> dict[str, Any]:
         """The columns to write, as the store takes them."""
@@ -38,6 +40,8 @@ class ClusterChange:
             values["gpus"] = self.gpus
         if self.vipu_released:
             values.update(allocation_id=None, vipu_user_id=None)
+        if self.allocation_released:
+            values["allocation_id"] = None
         return values
 
 

@@ -63,7 +63,9 @@ class SuspendCluster:
                 await set_server_status(job, server, ServerStatus.SHELVED_OFFLOADED)
         entry = cluster_entry(cluster, ClusterStatus.SUSPENDED, job.now)
         return Outcome(
-            cluster=ClusterChange(ClusterStatus.SUSPENDED, error=""),
+            cluster=ClusterChange(
+                ClusterStatus.SUSPENDED, error="", allocation_released=flavor.is_vpod
+            ),
             meter=[entry],
         )
 
@@ -149,4 +151,6 @@ class ResumeCluster:
                 else:
                     await ctx.compute.shelve(server.id)
                     await set_server_status(job, server, ServerStatus.SHELVED_OFFLOADED)
-        return Outcome(cluster=ClusterChange(ClusterStatus.SUSPENDED))
+        return Outcome(
+            cluster=ClusterChange(ClusterStatus.SUSPENDED, allocation_released=flavor.is_vpod)
+        )
