@@ -19,6 +19,7 @@ from vpod.controller.tls import ServerTls
 from vpod.web import WebConsole
 
 from .errors import run_cli
+from .interfaces import resolve_interfaces
 from .parent_death import die_with_parent
 from .server_security import (
     SecurityOptions,
@@ -81,6 +82,15 @@ def _configure_logging(
     default=8091,
     show_default=True,
     help="Port of the admin API (gRPC).",
+)
+@click.option(
+    "-a",
+    "--autodiscovery-listen-interfaces",
+    "autodiscovery",
+    default="",
+    metavar="IF[,IF...]",
+    help="Network interfaces (names such as eth1, or addresses) on which agents may also"
+    " announce themselves, on the admin port; the admin API itself stays on --admin-host.",
 )
 @click.option("--http-host", default=None, help="Address of the HTTP API (default: --host).")
 @click.option(
@@ -161,6 +171,7 @@ def main(
     user_port: int,
     admin_host: str | None,
     admin_port: int,
+    autodiscovery: str,
     http_host: str | None,
     http_port: int,
     secure: bool,
@@ -178,6 +189,12 @@ def main(
     """Run the V-IPU controller until interrupted (Ctrl-C or SIGTERM stop it cleanly)."""
     die_with_parent()
     _configure_logging(log_level, log_file, log_max_bytes, log_backups)
+    entries = [e.strip() for e in autodiscovery.split(",") if e.strip()]
+    try:
+        discovery = resolve_interfaces(entries)
+    except ValueError as exc:
+        print(f"error: -a/--autodiscovery-listen-interfaces: {exc}", file=sys.stderr)
+        sys.exit(2)
     settings = Settings(
         data_dir=data_dir,
         database_url=database_url,
@@ -185,6 +202,7 @@ def main(
         user_port=user_port,
         admin_host=admin_host or host,
         admin_port=admin_port,
+        autodiscovery_addresses=discovery,
         http_host=http_host or host,
         http_port=http_port,
         secure=secure,

@@ -27,6 +27,7 @@ from vpod.wire import admin_pb2, virmgrpc_pb2
 
 from .agent_grpc import GrpcAgentGateway
 from .app import Controller, build_controller
+from .autodiscovery import autodiscovery_server, listen_addresses
 from .listener_limits import listener_limits
 from .metrics import ControllerMetrics
 from .settings import Settings
@@ -184,6 +185,14 @@ async def serve(
     admin_port = _bind(
         admin_server, settings.admin_host, settings.admin_port, "admin API", credentials
     )
+    discovery_addresses = listen_addresses(settings.autodiscovery_addresses, settings.admin_host)
+    discovery_server = autodiscovery_server(
+        discovery_addresses,
+        admin_port,
+        RegistrationServicer(controller.fleet),
+        options=grpc_options,
+        credentials=credentials,
+    )
 
     http_app = create_http_app(controller, readiness=readiness, metrics=metrics)
     for extra in extras:
@@ -210,12 +219,14 @@ async def serve(
     await user_server.start()
     readiness.started(USER_API)
     await admin_server.start()
+    await discovery_server.start()
     readiness.started(ADMIN_API)
     http_task = asyncio.create_task(http_server.serve(), name="http")
     while not http_server.started:
         if http_task.done():
             await user_server.stop(0)
             await admin_server.stop(0)
+            await discovery_server.stop(0)
             http_task.result()
             raise OSError(
                 f"cannot listen for the HTTP API on {settings.http_host}:{settings.http_port}"
@@ -247,6 +258,7 @@ async def serve(
         http_server.should_exit = True
         await user_server.stop(grace=2)
         await admin_server.stop(grace=2)
+        await discovery_server.stop(grace=2)
         with contextlib.suppress(asyncio.CancelledError):
             await http_task
         await gateway.close()

@@ -22,6 +22,8 @@ class Settings:
     user_port: int = 8090
     admin_host: str = "127.0.0.1"
     admin_port: int = 8091
+    autodiscovery_addresses: tuple[str, ...] = ()
+    """Further addresses on which agents may announce themselves (``-a``), on the admin port."""
     http_host: str = "127.0.0.1"
     http_port: int = 8080
     secure: bool = False
