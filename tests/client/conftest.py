@@ -19,7 +19,10 @@ from vpod.client.config import parse_hcl
 
 @pytest.fixture(scope="session")
 def pod(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pod]:
-    started = start_pod(tmp_path_factory.mktemp("client-pod"), "--secure", "--pod", "pod16")
+    # The V-IPU pod alone (no tenants' pod): these tests count its agents and IPUs.
+    started = start_pod(
+        tmp_path_factory.mktemp("client-pod"), "--secure", "--pod", "pod16", "--cloud-pod", "none"
+    )
     try:
         yield started
     finally:

@@ -86,6 +86,12 @@ def test_the_vpod_story_through_the_rest_api(live: LiveCloud) -> None:
     assert partition_ids(made.stdout) == ["p1"]
     env = in_shell(acme, "train", "echo $IPUOF_VIPU_API_HOST:$IPUOF_VIPU_API_PORT")
     assert env.stdout.strip() == f"127.0.0.1:{live.user_port}"
+    # Every vipu command works with the server's config, which names only the user endpoint.
+    allocations = in_shell(acme, "train", "vipu list allocations")
+    assert allocations.returncode == 0, allocations.stderr
+    assert [row.split("|")[0].strip() for row in allocations.stdout.splitlines()[2:]] == [
+        allocation_id
+    ]
 
     # 4. Another tenant's vPOD sees none of it, and cannot touch p1.
     assert (

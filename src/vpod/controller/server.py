@@ -189,7 +189,7 @@ async def serve(
     discovery_server = autodiscovery_server(
         discovery_addresses,
         admin_port,
-        RegistrationServicer(controller.fleet),
+        registration,
         options=grpc_options,
         credentials=credentials,
     )
