@@ -134,7 +134,6 @@ def build_cloud(
         await check_vpods(ctx)
 
     runner.on_health_check(health)
-    ctx.submit = runner.submit
     reservations = Reservations(ctx, parse_terms(settings.reservation_terms))
     capacity = Capacity(ctx, reservations)
     clusters = Clusters(ctx, capacity)

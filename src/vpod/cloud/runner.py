@@ -134,9 +134,8 @@ class TaskRunner:
         self._sleep = sleep
         self._operations = operations
         self._holder = holder
-        self._wake = asyncio.Event()
+        self._inbox = ctx.inbox
         self._running: dict[str, asyncio.Task[None]] = {}
-        self._finished: dict[str, asyncio.Event] = {}
         self._loop_task: asyncio.Task[None] | None = None
         self._health: Callable[[], Awaitable[None]] | None = None
 
@@ -163,8 +162,7 @@ class TaskRunner:
 
     def submit(self, task_id: str) -> None:
         """A task was recorded: look for it now rather than at the next poll."""
-        self._finished.setdefault(task_id, asyncio.Event())
-        self._wake.set()
+        self._inbox.submit(task_id)
 
     async def wait(self, task_id: str, timeout_s: float | None = None) -> Task:
         """The task once it has ended (FINISHED or ERROR)."""
@@ -174,7 +172,7 @@ class TaskRunner:
                 task = await self._ctx.records.get_task(task_id)
                 if task.state.done:
                     return task
-                event = self._finished.setdefault(task_id, asyncio.Event())
+                event = self._inbox.finished(task_id)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(event.wait(), self._ctx.settings.task_poll_s)
 
@@ -189,7 +187,7 @@ class TaskRunner:
         ttl = self._ctx.settings.lease_ttl_s
         next_health = 0.0
         while True:
-            self._wake.clear()
+            self._inbox.wake.clear()
             try:
                 now = self._ctx.clock.now()
                 held = await self._ctx.db(store.try_acquire_lease, LEASE, self._holder, now, ttl)
@@ -207,7 +205,7 @@ class TaskRunner:
             except Exception:  # the loop must survive a database hiccup; it retries next round
                 log.exception("cloud task runner: looking for tasks failed; retrying")
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self._ctx.settings.task_poll_s)
+                await asyncio.wait_for(self._inbox.wake.wait(), self._ctx.settings.task_poll_s)
 
     def _spawn(self, task: Task) -> None:
         runner = asyncio.create_task(self._execute(task), name=f"cloud-task-{task.id}")
@@ -298,4 +296,4 @@ class TaskRunner:
             meter=outcome.meter,
         )
         self._ctx.published(outcome.meter)
-        self._finished.setdefault(job.task.id, asyncio.Event()).set()
+        self._inbox.finished(job.task.id).set()

@@ -29,6 +29,25 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 
+class TaskInbox:
+    """The meeting point of the use-cases that record tasks and the runner that runs them.
+
+    Built with the context, so neither side is wired into the other after construction.
+    """
+
+    def __init__(self) -> None:
+        self.wake = asyncio.Event()
+        self._finished: dict[str, asyncio.Event] = {}
+
+    def submit(self, task_id: str) -> None:
+        self.finished(task_id)
+        self.wake.set()
+
+    def finished(self, task_id: str) -> asyncio.Event:
+        """The event set when ``task_id`` ends."""
+        return self._finished.setdefault(task_id, asyncio.Event())
+
+
 @dataclass
 class CloudContext:
     settings: CloudSettings
@@ -43,11 +62,15 @@ class CloudContext:
     volumes: VolumeDriver
     vipu: VipuPort
     sink: MeteringSink = field(default_factory=NoSink)
-    submit: Callable[[str], None] = field(default=lambda _task_id: None)
-    """Hands a new task to the runner (set by ``build_cloud``)."""
+    inbox: TaskInbox = field(default_factory=TaskInbox)
+    """Where use-cases post new tasks and the runner waits for them."""
     endpoint_refresh: asyncio.Lock = field(default_factory=asyncio.Lock)
     """One endpoint refresh at a time: two would each issue a V-IPU key and could leave
     the servers holding the one revoked by the other."""
+
+    def submit(self, task_id: str) -> None:
+        """A task was recorded: have the runner look for it now rather than at its next poll."""
+        self.inbox.submit(task_id)
 
     async def db(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """Run a store call, every store error as a cloud error (see :class:`CloudDb`)."""
