@@ -92,7 +92,9 @@ class Apps:
 
 @pytest.fixture(scope="package")
 def apps(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Apps]:
-    pod = start_pod(tmp_path_factory.mktemp("apps"), "--no-cloud")
+    # Open mode: the tests also act as the pod's administrator (faults, the telemetry route)
+    # with the same plain config, as they were written for.
+    pod = start_pod(tmp_path_factory.mktemp("apps"), "--open", "--no-cloud")
     home = tmp_path_factory.mktemp("home")
     user = UserClient.from_config(str(pod.config), env={})
     admin = AdminClient.from_config(str(pod.config), env={})
