@@ -11,6 +11,7 @@ even by URL. Screenshots of the main pages land in test-artifacts/.
 from __future__ import annotations
 
 import re
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.conftest import Pod, start_pod
+from tests.e2e.conftest import BIN, Pod, start_pod
 
 from .browser import chromium, console_errors, eventually, screenshot, wait_in_page
 
@@ -196,6 +197,50 @@ def test_faults_links_down_and_unreachable_agents_show_on_the_map(console: Conso
         '.machine[data-agent="ag6"].unreachable',
     ):
         wait_in_page(browser, f"return !document.querySelector({selector!r})", 30)
+
+
+def test_a_running_workload_shows_its_utilisation_and_holder(console: Console) -> None:
+    """An application attached over IPUoF shows on its IPUs: who holds them, how busy."""
+    console.log_in_admin()
+    browser = console.browser
+    console.pod.run("vipu", "create", "partition", "busy", "--size", "4")
+    env = console.pod.env() | {
+        "IPUOF_VIPU_API_HOST": "127.0.0.1",
+        "IPUOF_VIPU_API_PORT": str(console.pod.user_port),
+        "IPUOF_VIPU_API_PARTITION_ID": "busy",
+    }
+    workload = subprocess.Popen(
+        [str(BIN / "vpod-workload"), "--seconds", "60", "--load", "0.8"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        label = wait_in_page(
+            browser,
+            "const cells = [...document.querySelectorAll('#map .ipu[data-partition=\"busy\"]')];"
+            " const busy = cells.filter(c => c.classList.contains('attached')"
+            " && c.firstChild.style.height !== '0px' && c.firstChild.style.height !== '0');"
+            " return busy.length === 4 && busy[0].getAttribute('aria-label')",
+            30,
+        )
+        assert "held by" in label
+        assert "vpod-workload" in label
+        assert re.search(r"utilisation [1-9]\d*%", label)
+        screenshot(browser, "admin-map-workload")
+        browser.find_element("css selector", '#map .ipu[data-partition="busy"]').click()
+        attached = wait_in_page(
+            browser,
+            "const p = document.getElementById('panel');"
+            " return !p.hidden && p.textContent.includes('vpod-workload') && p.textContent",
+            15,
+        )
+        assert "Attached processes" in attached
+    finally:
+        workload.terminate()
+        workload.wait(30)
+        console.pod.run("vipu", "remove", "partition", "busy", "--force", check=False)
 
 
 def test_the_map_works_from_the_keyboard(console: Console) -> None:

@@ -40,6 +40,7 @@ class IpuCell:
     partition_id: str | None
     fault: str
     utilisation: float | None
+    process: str = ""
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,8 @@ class Fragmentation:
 @dataclass(frozen=True)
 class Change:
     """One event of the stream: ``kind`` (``hello`` once it is open, then ``partition``,
-    ``agent``, ``inventory``, ``audit``, ``resync``) and the object's whole state."""
+    ``agent``, ``telemetry``, ``inventory``, ``audit``, ``resync``) and the object's whole
+    state."""
 
     kind: str
     data: dict[str, Any]

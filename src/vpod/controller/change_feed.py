@@ -31,7 +31,7 @@ from vpod.store.records import AgentHealthState, AuditEvent
 
 from .context import Context
 from .inventory import Inventory
-from .pod_map import LinkHealth, PartitionSummary, partition_summary
+from .pod_map import LinkHealth, PartitionSummary, ipu_telemetry, partition_summary
 
 log = logging.getLogger("vpod.changes")
 
@@ -42,7 +42,8 @@ AUDIT_BATCH = 200
 
 @dataclass(frozen=True)
 class Change:
-    """One change: ``kind`` is ``partition``, ``agent``, ``inventory``, ``audit`` or ``resync``."""
+    """One change: ``kind`` is ``partition``, ``agent``, ``telemetry``, ``inventory``, ``audit``
+    or ``resync``."""
 
     seq: int
     kind: str
@@ -134,6 +135,7 @@ class ChangeFeed:
         self._agents: dict[str, _AgentState] = {}
         self._inventory_shape: object = None
         self._last_event_id: int | None = None
+        self._telemetry: dict[tuple[str, int], tuple[float | None, str]] = {}
 
     @property
     def subscribers(self) -> int:
@@ -197,6 +199,7 @@ class ChangeFeed:
         changes += await self._inventory_changes()
         changes += await self._partition_changes()
         changes += await self._agent_changes()
+        changes += self._telemetry_changes()
         changes += await self._audit_changes()
         return [] if first else changes
 
@@ -245,6 +248,25 @@ class ChangeFeed:
         changes = [("agent", s.out(a)) for a, s in now.items() if self._agents.get(a) != s]
         self._agents = now
         return changes
+
+    def _telemetry_changes(self) -> list[tuple[str, dict[str, Any]]]:
+        """Utilisation (whole percent) and holders that changed, as one change per read."""
+        now: dict[tuple[str, int], tuple[float | None, str]] = {}
+        for agent_id in self._agents:
+            heard = self._links.last_health(agent_id)
+            if heard is None:
+                continue
+            for ipu in heard[0].ipus:
+                utilisation, process = ipu_telemetry(heard[0], ipu.device_id)
+                rounded = round(utilisation) if utilisation is not None else None
+                now[(agent_id, ipu.device_id)] = (rounded, process)
+        moved = [
+            {"agent_id": a, "device_id": d, "utilisation": u, "process": p}
+            for (a, d), (u, p) in now.items()
+            if self._telemetry.get((a, d)) != (u, p)
+        ]
+        self._telemetry = now
+        return [("telemetry", {"ipus": moved})] if moved else []
 
     async def _audit_changes(self) -> list[tuple[str, dict[str, Any]]]:
         store = self._ctx.db.store

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from vpod.agent.model import MachineHealth
 from vpod.domain.entities import Allocation, Cluster
 from vpod.domain.sizes import DOMAIN_MAX_IPUS, SEGMENT_SIZES
 from vpod.placement import PartitionRequest, Rejected, place
@@ -35,9 +36,22 @@ from .partitions import PartitionService
 
 class LinkHealth(Protocol):
     """What heartbeats know beyond the store (:class:`.agent_health.AgentHealthBook`): links
-    down on each machine."""
+    down on each machine, and each IPU's telemetry and holder."""
 
     def machine_link_faults(self, agent_id: str) -> list[str]: ...
+
+    def last_health(self, agent_id: str) -> tuple[MachineHealth, float] | None: ...
+
+
+def ipu_telemetry(health: MachineHealth | None, device_id: int) -> tuple[float | None, str]:
+    """An IPU's utilisation in percent (None when unknown) and who holds it ("" when free)."""
+    if health is None:
+        return None, ""
+    for ipu in health.ipus:
+        if ipu.device_id == device_id:
+            holder = ipu.holder.describe(ipu.attached_client) if ipu.attached else ""
+            return round(ipu.telemetry.utilisation * 100, 1), holder
+    return None, ""
 
 
 @dataclass(frozen=True)
@@ -51,6 +65,8 @@ class IpuCell:
     """Why the IPU is out of placement (empty when healthy)."""
     utilisation: float | None
     """Percent busy from the agent's telemetry; None when the agent does not report it."""
+    process: str
+    """The application attached to the IPU over IPUoF ("" when none)."""
 
 
 @dataclass(frozen=True)
@@ -229,9 +245,13 @@ class PodMapService:
                 known = health.get(agent_id)
                 state = known.state if known is not None else AgentHealthState.UNKNOWN
                 device_faults = faults.get(agent_id, {})
+                heard = self._links.last_health(agent_id)
                 ipus = []
                 for slot in pod.machine_slots(machine):
                     ref = pod.ipu(slot)
+                    utilisation, process = ipu_telemetry(
+                        heard[0] if heard is not None else None, ref.device_id
+                    )
                     ipus.append(
                         IpuCell(
                             slot=slot,
@@ -239,7 +259,8 @@ class PodMapService:
                             position=ref.position,
                             partition_id=holder.get(slot),
                             fault=device_faults.get(ref.device_id, ""),
-                            utilisation=None,
+                            utilisation=utilisation,
+                            process=process,
                         )
                     )
                 machines.append(

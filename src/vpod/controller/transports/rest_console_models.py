@@ -32,6 +32,7 @@ class IpuCellOut(_FromAttributes):
     utilisation: float | None = Field(
         description="Percent busy from the agent's telemetry; null when not reported."
     )
+    process: str = Field(description="The application attached over IPUoF; empty when none.")
 
 
 class MachineOut(_FromAttributes):

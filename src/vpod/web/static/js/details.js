@@ -43,7 +43,7 @@ export async function showPartition(id) {
   for (const ipu of partition.ipus) (gcds[ipu.gcd] ||= []).push(ipu);
   const attached = (window.vpodMap ? [...window.vpodMap.clusters.values()] : [])
     .flatMap((c) => partition.ipus.map((i) => c.ipus.find((x) => x && x.agent === i.agent_id
-      && x.device_id === i.device_id))).filter((x) => x && (x.process || x.utilisation != null));
+      && x.device_id === i.device_id))).filter((x) => x && x.process);
   const reset = h("button", { type: "button", onclick: async () => {
     if (!await confirmDialog(`Reset partition ${id}? Every IPU goes back to its initial state.`, "Reset")) return;
     try { await post(`/api/v1/partitions/${encodeURIComponent(id)}/reset`); toast(`Partition ${id} reset`, "ok"); showPartition(id); } catch (error) { toast(error.message); }

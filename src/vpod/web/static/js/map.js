@@ -129,6 +129,7 @@ function cellText(entry, slot) {
   if (fault) words.push(`faulty: ${fault}`);
   if (agent && agent.state === "unreachable") words.push("agent unreachable");
   if (ipu.utilisation !== null && ipu.utilisation !== undefined) words.push(`utilisation ${Math.round(ipu.utilisation)}%`);
+  if (ipu.process) words.push(`held by ${ipu.process}`);
   return { text: words.join("; "), partition, owner, fault, agent };
 }
 
@@ -151,6 +152,7 @@ function paintCell(entry, slot) {
   el.classList.toggle("down", Boolean(agent && agent.state === "unreachable"));
   const util = entry.ipus[slot].utilisation;
   el.firstChild.style.height = util === null || util === undefined ? "0" : `${Math.max(0, Math.min(100, util))}%`;
+  el.classList.toggle("attached", Boolean(entry.ipus[slot].process));
 }
 
 function paintMachine(agentId) {
@@ -201,6 +203,17 @@ function apply(kind, data) {
     agent.links = data.links_down;
     for (const ipu of agent.machine.ipus) agent.cluster.dirty.add(ipu.slot);
     paintMachine(data.id);
+  } else if (kind === "telemetry") {
+    for (const sample of data.ipus) {
+      const agent = map.agents.get(sample.agent_id);
+      if (!agent) continue;
+      const ipu = agent.machine.ipus.find((i) => i.device_id === sample.device_id);
+      if (!ipu) continue;
+      const cell = agent.cluster.ipus[ipu.slot];
+      cell.utilisation = sample.utilisation;
+      cell.process = sample.process;
+      agent.cluster.dirty.add(ipu.slot);
+    }
   }
   map.applied += 1;
 }
@@ -298,13 +311,14 @@ export async function showMap(view) {
       h("span", { class: "ipu sample fault" }), "faulty ",
       h("span", { class: "ipu sample down" }), "agent unreachable ",
       h("span", { class: "alloc sample" }), "allocation outline ",
-      h("span", { class: "ipu sample util" }, h("i", { style: "height:60%" })), "utilisation"),
+      h("span", { class: "ipu sample util" }, h("i", { style: "height:60%" })), "utilisation ",
+      h("span", { class: "ipu sample attached" }), "an application attached"),
     root);
   // Open the stream first: every event carries whole state, so one that arrives while the
   // picture loads is simply applied on top of it.
   let reconnecting = false;
   const stream = new EventSource("/api/v1/admin/stream");
-  for (const kind of ["partition", "agent"]) {
+  for (const kind of ["partition", "agent", "telemetry"]) {
     stream.addEventListener(kind, (e) => enqueue(kind, JSON.parse(e.data)));
   }
   const redraw = () => draw(root).catch((error) => toast(error.message));
