@@ -1,8 +1,10 @@
 """A real Slurm (munged, slurmctld, slurmd, the bridge) on loopback beside a real ``vpod up``.
 
-``slurm_pod_fixture`` [``slurm``]: one per test module, so its tests share
-the daemons; it skips with the reason when the machine cannot run Slurm
-(not root, ``slurm-wlm``/``munge`` missing: ``scripts/test`` installs them).
+:func:`slurm_pod` starts them; ``tests/slurm/conftest.py`` makes one for the
+whole package (with accounting when slurmdbd and MariaDB are installed), so
+the tests share the daemons; it skips with the reason when the machine
+cannot run Slurm (not root, ``slurm-wlm``/``munge`` missing: ``scripts/test``
+installs them).
 The pod listens on fixed free ports so it can be stopped and started again
 (``SlurmPod.restart_pod``) under the same address the integration knows.
 
@@ -244,9 +246,3 @@ TEST_SETTINGS = {
     "create_timeout_s": 10.0,
 }
 """Short delays so the scenarios finish in seconds (production defaults are longer)."""
-
-
-@pytest.fixture(scope="module", name="slurm")
-def slurm_pod_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmPod]:
-    """A pod64 and a one-node Slurm wired to it, shared by the tests of one module."""
-    yield from slurm_pod(tmp_path_factory, TEST_SETTINGS)

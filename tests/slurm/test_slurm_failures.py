@@ -13,10 +13,11 @@ import time
 import pytest
 
 from .harness import AgentSampler, SlurmPod, wait_until
-from .harness import slurm_pod_fixture as slurm_pod_fixture  # fixture, used by its name slurm
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
+JOB_S = 15
+"""Long enough that the jobs are still running when slurmctld is killed."""
 SLURM_STATE_SAVE_S = 6.0
 """Longer than slurmctld's longest delay before it writes a change of job state (5 s)."""
 CHECK_ENV = 'test "$IPUOF_VIPU_API_PARTITION_ID" = "slurm_$SLURM_JOB_ID" || exit 7'
@@ -56,10 +57,10 @@ def test_slurmctld_killed_and_restarted_loses_no_job_and_no_partition(slurm: Slu
     """SIGKILL slurmctld with jobs running and queued; after a restart all finish, nothing leaks."""
     with AgentSampler(slurm):
         jobs = [
-            slurm.sbatch(f"--gres=ipu:{size}", wrap=f"{CHECK_ENV}; sleep 8")
-            for size in (16, 16, 16, 8, 8, 4, 4, 64, 2, 1)
+            slurm.sbatch(f"--gres=ipu:{size}", wrap=f"{CHECK_ENV}; sleep {JOB_S}")
+            for size in (16, 16, 16, 8, 4, 2, 1, 64)
         ]
-        wait_until(lambda: sum(slurm.state(j) == "RUNNING" for j in jobs) >= 3, 60, "jobs to run")
+        wait_until(lambda: sum(slurm.state(j) == "RUNNING" for j in jobs) >= 7, 60, "jobs to run")
         # slurmctld writes its job state up to a few seconds after a change, and a SIGKILL
         # loses what it has not written (Slurm's own window: such jobs vanish, and the
         # reconciler frees their IPUs). Kill it once the running jobs are on disk.
@@ -75,11 +76,18 @@ def test_slurmctld_killed_and_restarted_loses_no_job_and_no_partition(slurm: Slu
         slurm.check_settled()
 
 
-def test_stress_300_jobs_of_mixed_sizes_with_random_cancels(slurm: SlurmPod) -> None:
-    """300 short jobs, sizes 1..64, a fifth cancelled at random moments: all accounted for."""
+def test_stress_300_jobs_with_random_cancels_beside_a_time_limit_kill(slurm: SlurmPod) -> None:
+    """300 short jobs, sizes 1..64, a fifth cancelled at random moments: all accounted for.
+
+    Beside them a job runs into its time limit (--time=1: Slurm's smallest, a
+    minute) and is killed (TIMEOUT); its partition goes with it.
+    """
     rng = random.Random(20261125)
-    sizes = [1, 1, 2, 2, 4, 4, 4, 8, 8, 16, 64]
+    sizes = [1, 1, 1, 2, 2, 2, 4, 4, 4, 4, 8, 8, 8, 16, 16] * 2 + [64]
     with AgentSampler(slurm) as sampler:
+        timed = slurm.sbatch("--gres=ipu:2", "--time=1", wrap="sleep 600")
+        slurm.wait_state(timed, {"RUNNING"})
+        assert f"slurm_{timed}" in slurm.partitions()
         jobs = []
         for _ in range(300):
             seconds = rng.choice([0, 0.2, 0.5])
@@ -96,6 +104,7 @@ def test_stress_300_jobs_of_mixed_sizes_with_random_cancels(slurm: SlurmPod) -> 
             slurm.slurm("scancel", job_id)
         slurm.check_settled(timeout=300)
     assert sampler.samples > 5
+    assert slurm.state(timed) == "TIMEOUT"
     states = slurm.states()
     for job_id in jobs:
         state = states[job_id]

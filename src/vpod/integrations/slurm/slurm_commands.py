@@ -12,9 +12,24 @@ from .bridge_protocol import ipus_in_tres
 from .settings import SlurmSettings
 
 ALIVE_STATES = frozenset(
-    {"RUNNING", "CONFIGURING", "SUSPENDED", "STOPPED", "SIGNALING", "RESIZING", "STAGE_OUT"}
+    {
+        "RUNNING",
+        "CONFIGURING",
+        "COMPLETING",
+        "SUSPENDED",
+        "STOPPED",
+        "SIGNALING",
+        "RESIZING",
+        "STAGE_OUT",
+    }
 )
-"""Job states in which a job may still be using its partition: the reconciler keeps those."""
+"""Job states in which a job may still be using its partition: the reconciler keeps those.
+
+COMPLETING is among them: its tasks may still be dying, and right after a
+slurmctld restart Slurm's idea of which jobs are done is not yet reliable.
+The epilog removes the partition; if it is lost, the job leaves COMPLETING for
+a final state and the next pass removes it.
+"""
 COMMAND_TIMEOUT_S = 30.0
 
 
