@@ -401,6 +401,19 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def missing_browser() -> str:
+    """Why Chromium cannot be driven here ("" when it can)."""
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        return "selenium is not installed (scripts/bootstrap installs the dev dependencies)"
+    if not (shutil.which("chromium") or Path("/usr/bin/chromium").exists()):
+        return "Debian's chromium is not installed (scripts/ensure-system-deps installs it)"
+    if not (shutil.which("chromedriver") or Path("/usr/bin/chromedriver").exists()):
+        return "Debian's chromium-driver is not installed (scripts/ensure-system-deps installs it)"
+    return ""
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shapes", default="pod64,pod256,pod1024")
@@ -410,6 +423,10 @@ def main() -> int:
     parser.add_argument("--load-s", type=float, default=10.0, help="seconds of load")
     parser.add_argument("--json", type=Path, help="write the results here")
     args = parser.parse_args()
+    why = missing_browser()
+    if why:
+        print(f"web_console: skipped, {why}", file=sys.stderr)
+        return 0
     results = []
     with tempfile.TemporaryDirectory(prefix="vpod-web-bench-") as tmp:
         for shape in args.shapes.split(","):
