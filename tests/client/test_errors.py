@@ -140,17 +140,31 @@ def test_tls_settings_that_cannot_work_are_diagnosed(pod: Pod, tmp_path: Path) -
 
 
 def test_a_deadline_on_a_live_controller_is_not_called_unreachable(pod: Pod) -> None:
-    """The deadline passes, but the controller accepts connections: DeadlineExceeded."""
-    with pytest.raises(DeadlineExceeded, match=r"did not answer within 0\.001 s") as late:
-        user(pod, timeout=0.001).list_partitions()
-    assert isinstance(late.value, RetryableError)
+    """The deadline passes, but the controller accepts connections: DeadlineExceeded.
+
+    A loaded host can still answer within 1 ms now and then; such a call proves
+    nothing either way, so the call is repeated until the deadline does pass.
+    """
+
+    def late_sync() -> DeadlineExceeded | None:
+        try:
+            user(pod, timeout=0.001).list_partitions()
+        except DeadlineExceeded as exc:
+            return exc
+        return None
+
+    late = next((exc for exc in (late_sync() for _ in range(20)) if exc is not None), None)
+    assert late is not None, "20 calls with a 1 ms deadline all answered in time"
+    assert "did not answer within 0.001 s" in str(late)
+    assert isinstance(late, RetryableError)
 
     async def late_async() -> list[type[Exception]]:
         async with AsyncUserClient.from_config(str(pod.config), timeout=0.001) as client:
-            try:
-                await client.list_partitions()
-            except Exception as exc:
-                return [type(exc)]
+            for _ in range(20):
+                try:
+                    await client.list_partitions()
+                except Exception as exc:
+                    return [type(exc)]
         return []
 
     assert asyncio.run(late_async()) == [DeadlineExceeded]
