@@ -27,13 +27,13 @@ from __future__ import annotations
 import calendar
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from fractions import Fraction
 
 from .billing import CENT, MINUTE, MeterRecord, minute_of
-from .flavors import HOURS_PER_MONTH, ClusterKind, Flavor
+from .flavors import HOURS_PER_MONTH, ClusterKind, Flavor, find_flavor
 from .model import errors
 
 IPU_MACHINE_POOL = "ipu-machines"
@@ -106,6 +106,83 @@ def pool_of(flavor: Flavor) -> Pool:
     raise errors.InvalidArgument(
         f"{flavor.name} is not reservable: reserve a virtual vPOD (g2a-...) or a GPU bare-metal"
         " flavor (bm2-/bm3-...)"
+    )
+
+
+@dataclass
+class PoolView:
+    """A pool's hardware now, with reservations applied (see :func:`apply_reservations`)."""
+
+    pool: str
+    total: int
+    """Hardware units the pool has."""
+    free: int
+    """Not held by any cluster now."""
+    reserved_unused: int = 0
+    """Held by reservations, not used by their owners' clusters now."""
+    own_unused: dict[tuple[str, str], int] = field(default_factory=dict)
+    """(project, flavor) -> reserved clusters (or servers) it can still create."""
+
+    @property
+    def on_demand_free(self) -> int:
+        """What anyone may take: free units less those reserved and unused."""
+        return max(0, self.free - self.reserved_unused)
+
+
+def apply_reservations(
+    views: Mapping[str, PoolView],
+    using: Mapping[tuple[str, str], int],
+    holding: Iterable[tuple[str, str, int]],
+) -> None:
+    """Fill ``views`` from the units (project, flavor) clusters use now and the active
+    reservations ``(project, flavor, units)``."""
+    reserved: dict[tuple[str, str], int] = defaultdict(int)
+    for project_id, flavor_name, units in holding:
+        reserved[(project_id, flavor_name)] += units
+    for (project_id, flavor_name), units in reserved.items():
+        pool = pool_of(find_flavor(flavor_name))
+        unused = max(0, units - using.get((project_id, flavor_name), 0))
+        views[pool.name].reserved_unused += unused * pool.per_unit
+        views[pool.name].own_unused[(project_id, flavor_name)] = unused
+
+
+def capacity_for(project_id: str, flavor: Flavor, fits: int, views: Mapping[str, PoolView]) -> int:
+    """What the catalog shows ``project_id`` for ``flavor``, ``fits`` being what placement
+    alone would allow: its unused reserved units plus on-demand capacity nobody reserved."""
+    if not reservable(flavor):
+        return fits
+    pool = pool_of(flavor)
+    view = views[pool.name]
+    on_demand = min(fits, view.on_demand_free // max(pool.per_unit, 1))
+    return on_demand + view.own_unused.get((project_id, flavor.name), 0)
+
+
+def creation_refusal(project_id: str, flavor: Flavor, count: int, view: PoolView) -> str | None:
+    """Why ``count`` units of ``flavor`` cannot be created for ``project_id`` now, or None."""
+    pool = pool_of(flavor)
+    mine = view.own_unused.get((project_id, flavor.name), 0)
+    beyond = max(0, count - mine) * pool.per_unit
+    if beyond <= view.on_demand_free:
+        return None
+    return (
+        f"no capacity for {flavor.name} now: {beyond} {pool.what} are needed beyond your"
+        f" reservations ({mine} unused) and {view.on_demand_free} are free and not"
+        f" reserved ({view.free} free, {view.reserved_unused} of them reserved);"
+        " reserve capacity (`vpod reservation create`) or try later"
+    )
+
+
+def purchase_refusal(flavor: Flavor, units: int, view: PoolView) -> str | None:
+    """Why ``units`` of ``flavor`` cannot be reserved now, with the numbers, or None."""
+    pool = pool_of(flavor)
+    need = units * pool.per_unit
+    if need <= view.on_demand_free:
+        return None
+    return (
+        f"cannot reserve {units} × {flavor.name}: that needs {need} {pool.what}; the"
+        f" cloud has {view.total}, {view.total - view.free} are in use and"
+        f" {view.reserved_unused} of the {view.free} free ones are reserved already,"
+        f" so {view.on_demand_free} can be reserved: reserve fewer, or later"
     )
 
 

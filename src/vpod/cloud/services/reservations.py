@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 
 from vpod.store.reservation_store import PoolState, ReservationRecord, ReservationStore
@@ -26,12 +25,17 @@ from ..reservations import (
     IPUS_PER_MACHINE,
     MAX_UNITS,
     Plan,
+    PoolView,
     Term,
     add_months,
+    apply_reservations,
     cancellation_end,
+    capacity_for,
+    creation_refusal,
     find_term,
     pool_of,
     price_per_unit_month,
+    purchase_refusal,
     reservable,
 )
 from ..states import ClusterStatus
@@ -63,23 +67,6 @@ def in_use(cluster: Cluster, flavor: Flavor) -> int:
         holds = cluster.allocation_id is not None and cluster.status != ClusterStatus.SUSPENDED
         return 1 if holds else 0
     return cluster.server_count if cluster.status != ClusterStatus.ERROR else 0
-
-
-@dataclass
-class PoolView:
-    pool: str
-    total: int
-    """Hardware units the pool has."""
-    free: int
-    """Not held by any cluster now."""
-    reserved_unused: int = 0
-    """Held by reservations, not used by their owners' clusters now."""
-    own_unused: dict[tuple[str, str], int] = field(default_factory=dict)
-    """(project, flavor) -> reserved clusters (or servers) it can still create."""
-
-    @property
-    def on_demand_free(self) -> int:
-        return max(0, self.free - self.reserved_unused)
 
 
 class Reservations:
@@ -129,26 +116,14 @@ class Reservations:
             using[(cluster.project_id, cluster.flavor)] += in_use(
                 cluster, find_flavor(cluster.flavor)
             )
-        reserved: dict[tuple[str, str], int] = defaultdict(int)
-        for record in holding:
-            reserved[(record.project_id, record.flavor)] += record.units
-        for (project_id, flavor_name), units in reserved.items():
-            pool = pool_of(find_flavor(flavor_name))
-            unused = max(0, units - using[(project_id, flavor_name)])
-            views[pool.name].reserved_unused += unused * pool.per_unit
-            views[pool.name].own_unused[(project_id, flavor_name)] = unused
+        apply_reservations(views, using, [(r.project_id, r.flavor, r.units) for r in holding])
         return views
 
     async def capacity_for(
         self, project_id: str, flavor: Flavor, fits: int, views: Mapping[str, PoolView]
     ) -> int:
         """What the catalog shows ``project_id`` for ``flavor`` given ``fits`` placeable now."""
-        if not reservable(flavor):
-            return fits
-        pool = pool_of(flavor)
-        view = views[pool.name]
-        on_demand = min(fits, view.on_demand_free // max(pool.per_unit, 1))
-        return on_demand + view.own_unused.get((project_id, flavor.name), 0)
+        return capacity_for(project_id, flavor, fits, views)
 
     async def reserved_free(self, project_id: str, flavor: Flavor) -> int:
         if not reservable(flavor):
@@ -161,17 +136,10 @@ class Reservations:
         on-demand capacity not reserved by others."""
         if not reservable(flavor):
             return
-        pool = pool_of(flavor)
-        view = (await self.pools())[pool.name]
-        mine = view.own_unused.get((project_id, flavor.name), 0)
-        beyond = max(0, count - mine) * pool.per_unit
-        if beyond > view.on_demand_free:
-            raise errors.NoCapacity(
-                f"no capacity for {flavor.name} now: {beyond} {pool.what} are needed beyond your"
-                f" reservations ({mine} unused) and {view.on_demand_free} are free and not"
-                f" reserved ({view.free} free, {view.reserved_unused} of them reserved);"
-                " reserve capacity (`vpod reservation create`) or try later"
-            )
+        view = (await self.pools())[pool_of(flavor).name]
+        refusal = creation_refusal(project_id, flavor, count, view)
+        if refusal is not None:
+            raise errors.NoCapacity(refusal)
 
     # -- use-cases ----------------------------------------------------------------------------
 
@@ -193,13 +161,9 @@ class Reservations:
         )
         view = (await self.pools(now))[pool.name]
         need = units * pool.per_unit
-        if need > view.on_demand_free:
-            raise errors.NoCapacity(
-                f"cannot reserve {units} × {flavor.name}: that needs {need} {pool.what}; the"
-                f" cloud has {view.total}, {view.total - view.free} are in use and"
-                f" {view.reserved_unused} of the {view.free} free ones are reserved already,"
-                f" so {view.on_demand_free} can be reserved: reserve fewer, or later"
-            )
+        refusal = purchase_refusal(flavor, units, view)
+        if refusal is not None:
+            raise errors.NoCapacity(refusal)
         record = ReservationRecord(
             id=ctx.ids.new("rsv"),
             project_id=project_id,
