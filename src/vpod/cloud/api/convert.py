@@ -5,16 +5,15 @@ from __future__ import annotations
 from datetime import datetime
 
 from vpod.store.cloud_records import HostUsage, ProjectRecord, TokenRecord
-from vpod.store.reservation_store import ReservationRecord
 
 from ..billing import Invoice
 from ..drivers import ShellAccess
 from ..flavors import CURRENCY, Flavor, find_flavor, images_for
 from ..model.records import Cluster, Task, Volume
+from ..model.reservations import Reservation
 from ..quotas import Exceeded
 from ..reserved_billing import Utilisation
 from ..services.clusters import ClusterView
-from ..services.reservations import status_of
 from ..states import phases_of
 from .models import (
     ClusterOut,
@@ -238,9 +237,8 @@ def host_out(usage: HostUsage) -> HostOut:
 
 
 def reservation_out(
-    record: ReservationRecord, used: Utilisation, start: datetime, end: datetime, now: datetime
+    record: Reservation, used: Utilisation, start: datetime, end: datetime, now: datetime
 ) -> ReservationOut:
-    billed = record.ends_at if record.billed_until is None else record.billed_until
     return ReservationOut(
         id=record.id,
         flavor=record.flavor,
@@ -248,14 +246,14 @@ def reservation_out(
         units=record.units,
         pool_units=record.units * record.per_unit,
         term=record.term,
-        status=status_of(record, now),
+        status=record.status_at(now).value,
         price_per_unit_month=str(record.price_per_unit_month),
         price_per_month=str(record.price_per_unit_month * record.units),
         currency=CURRENCY,
         starts_at=record.starts_at,
         ends_at=record.ends_at,
         cancelled_at=record.cancelled_at,
-        billed_until=billed,
+        billed_until=record.billed_end,
         utilisation=UtilisationOut(
             start=start,
             end=end,

@@ -26,11 +26,11 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from vpod.controller.moments import LATEST, TimeOutOfRange, utc_moment
-from vpod.store.reservation_store import ReservationRecord
 
 from ..app import Cloud
 from ..flavors import find_flavor
 from ..model import errors
+from ..model.reservations import Reservation
 from ..services.clusters import ClusterRequest, Clusters, NewVolume
 from ..services.projects import Principal
 from ..services.reservations import plan_of
@@ -217,7 +217,7 @@ async def check_limits(cloud: CloudDep, body: LimitsIn, who: Tenant) -> LimitsOu
 async def _reservations_out(
     cloud: Cloud,
     who: Principal,
-    records: list[ReservationRecord],
+    records: list[Reservation],
     start: datetime | None,
     end: datetime | None,
 ) -> list[ReservationOut]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from . import errors
 from .errors import CloudError, DriverError, ServiceError, TemporaryDriverError, is_temporary
 from .records import Cluster, Server, Task, Volume
+from .reservations import Reservation, ReservationStatus
 from .results import Attachment, ClusterChange, VolumeChange
 from .statuses import ClusterStatus, Operation, Phase, ServerStatus, TaskState, VolumeStatus
 
@@ -18,6 +19,8 @@ __all__ = [
     "DriverError",
     "Operation",
     "Phase",
+    "Reservation",
+    "ReservationStatus",
     "Server",
     "ServerStatus",
     "ServiceError",

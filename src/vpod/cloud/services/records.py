@@ -23,8 +23,10 @@ from vpod.store.cloud_records import (
     VolumeRecord,
 )
 from vpod.store.cloud_store import Admit, CloudStore
+from vpod.store.reservation_store import ReservationRecord
 
 from ..model.records import Cluster, Server, Task, Volume
+from ..model.reservations import Reservation
 from ..model.statuses import ClusterStatus, Operation, Phase, ServerStatus, TaskState, VolumeStatus
 from .db import CloudDb
 
@@ -59,6 +61,14 @@ def task_of(record: TaskRecord) -> Task:
         detailed_state=Phase(record.detailed_state) if record.detailed_state else None,
         phases=[(Phase(phase), at) for phase, at in record.phases],
     )
+
+
+def reservation_of(record: ReservationRecord) -> Reservation:
+    return _copy(Reservation, record)
+
+
+def row_of_reservation(reservation: Reservation) -> ReservationRecord:
+    return _copy(ReservationRecord, reservation)
 
 
 def row_of_cluster(cluster: Cluster) -> ClusterRecord:

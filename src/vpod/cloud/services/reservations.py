@@ -19,6 +19,7 @@ from vpod.store.reservation_store import PoolState, ReservationRecord, Reservati
 from ..flavors import CATALOG, Flavor, HostRole, find_flavor
 from ..model import errors
 from ..model.records import Cluster
+from ..model.reservations import Reservation
 from ..quotas import check_limits, refuse_if_exceeded
 from ..reservations import (
     IPU_MACHINE_POOL,
@@ -41,12 +42,13 @@ from ..reservations import (
 from ..states import ClusterStatus
 from .context import CloudContext
 from .projects import Principal
+from .records import reservation_of, row_of_reservation
 
 _LIMIT = 100_000
 """Machines counted when measuring the IPU pool (far more than any pod)."""
 
 
-def plan_of(record: ReservationRecord) -> Plan:
+def plan_of(record: Reservation | ReservationRecord) -> Plan:
     return Plan(
         id=record.id,
         project_id=record.project_id,
@@ -145,7 +147,7 @@ class Reservations:
 
     async def create(
         self, principal: Principal, flavor_name: str, units: int, term_name: str
-    ) -> ReservationRecord:
+    ) -> Reservation:
         ctx = self._ctx
         project_id = principal.project()
         flavor = find_flavor(flavor_name)
@@ -164,7 +166,7 @@ class Reservations:
         refusal = purchase_refusal(flavor, units, view)
         if refusal is not None:
             raise errors.NoCapacity(refusal)
-        record = ReservationRecord(
+        record = Reservation(
             id=ctx.ids.new("rsv"),
             project_id=project_id,
             flavor=flavor.name,
@@ -185,7 +187,7 @@ class Reservations:
                     f" only {left} of the pool's {state.units} are not reserved already"
                 )
 
-        await ctx.db(self._store.buy, record, view.total, admit)
+        await ctx.db(self._store.buy, row_of_reservation(record), view.total, admit)
         return record
 
     async def units_held(self, project_id: str, now: datetime | None = None) -> int:
@@ -195,24 +197,26 @@ class Reservations:
         )
         return sum(r.units for r in holding)
 
-    async def list_reservations(self, principal: Principal) -> list[ReservationRecord]:
-        return await self._ctx.db(self._store.list_reservations, project_id=principal.project())
+    async def list_reservations(self, principal: Principal) -> list[Reservation]:
+        found = await self._ctx.db(self._store.list_reservations, project_id=principal.project())
+        return [reservation_of(r) for r in found]
 
     async def all_plans(self, project_id: str) -> list[Plan]:
+        """Every reservation of the project as billing sees it."""
         return [
             plan_of(r)
             for r in await self._ctx.db(self._store.list_reservations, project_id=project_id)
         ]
 
-    async def get(self, principal: Principal, reservation_id: str) -> ReservationRecord:
-        record = await self._ctx.db(self._store.get, reservation_id)
+    async def get(self, principal: Principal, reservation_id: str) -> Reservation:
+        record = reservation_of(await self._ctx.db(self._store.get, reservation_id))
         if record.project_id != principal.project():
             raise errors.NotFound(
                 f"reservation {reservation_id} does not exist: `vpod reservation list` shows yours"
             )
         return record
 
-    async def cancel(self, principal: Principal, reservation_id: str) -> ReservationRecord:
+    async def cancel(self, principal: Principal, reservation_id: str) -> Reservation:
         """Policy: capacity is released at once; charges run to the end of the current
         calendar month (UTC), never past the term."""
         record = await self.get(principal, reservation_id)
@@ -228,10 +232,4 @@ class Reservations:
             )
         until = cancellation_end(plan_of(record), now)
         await self._ctx.db(self._store.cancel, reservation_id, now, until)
-        return await self._ctx.db(self._store.get, reservation_id)
-
-
-def status_of(record: ReservationRecord, now: datetime) -> str:
-    if record.cancelled_at is not None:
-        return "cancelled"
-    return "active" if record.ends_at > now else "expired"
+        return reservation_of(await self._ctx.db(self._store.get, reservation_id))
