@@ -71,7 +71,7 @@ async def _catalog(http: httpx.AsyncClient, repeat: int) -> list[float]:
     return samples
 
 
-async def _bench(repeat: int) -> tuple[list[Timing], float]:
+async def _bench(repeat: int, projects: int, per_project: int) -> tuple[list[Timing], float]:
     data_dir = Path(tempfile.mkdtemp(prefix="vpod-bench-reservations-"))
     plan = AddressPlan(
         mode=AddressMode.PER_MACHINE, base_host="127.0.0.1", agent_port=0, server_port=0,
@@ -100,7 +100,7 @@ async def _bench(repeat: int) -> tuple[list[Timing], float]:
         for n in range(count):
             await service.hosts.register(f"{model}-{n}", "baremetal", model, slots=1)
     tokens = []
-    for n in range(PROJECTS + 1):
+    for n in range(projects + 1):
         _, token = await service.projects.create(f"p{n:03d}", quotas={"reserved_units": -1})
         tokens.append(token.token)
     base = f"http://127.0.0.1:{running.http_port}/api/cloud/v1"
@@ -108,13 +108,13 @@ async def _bench(repeat: int) -> tuple[list[Timing], float]:
     try:
         async with httpx.AsyncClient(base_url=base, timeout=120) as http:
             owner = {"Authorization": f"Bearer {tokens[0]}"}
-            stranger = {"Authorization": f"Bearer {tokens[PROJECTS]}"}
+            stranger = {"Authorization": f"Bearer {tokens[projects]}"}
             http.headers.update(owner)
             timings.append(_timing("catalog, no reservations", 0, await _catalog(http, repeat)))
             buying = []
-            for n in range(PROJECTS * PER_PROJECT):
-                flavor = VPOD if n < PROJECTS // PER_PROJECT else HOSTS[n % 3][2]
-                http.headers.update({"Authorization": f"Bearer {tokens[n % PROJECTS]}"})
+            for n in range(projects * per_project):
+                flavor = VPOD if n < projects // per_project else HOSTS[n % 3][2]
+                http.headers.update({"Authorization": f"Bearer {tokens[n % projects]}"})
                 started = time.perf_counter()
                 reply = await http.post(
                     "/reservations", json={"flavor": flavor, "units": 1, "term": "1y"}
@@ -122,7 +122,7 @@ async def _bench(repeat: int) -> tuple[list[Timing], float]:
                 buying.append(time.perf_counter() - started)
                 if reply.status_code != 201:
                     raise SystemExit(f"reservation {n}: {reply.text}")
-            total = PROJECTS * PER_PROJECT
+            total = projects * per_project
             timings.append(_timing("reserve one (REST)", total, buying))
             http.headers.update(owner)
             timings.append(_timing("catalog, an owner", total, await _catalog(http, repeat)))
@@ -151,8 +151,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--json", type=Path, help="write the results here")
     parser.add_argument("--repeat", type=int, default=30, help="catalog listings per case")
+    parser.add_argument("--projects", type=int, default=PROJECTS)
+    parser.add_argument("--per-project", type=int, default=PER_PROJECT, help="reservations")
     args = parser.parse_args()
-    timings, free_vpods = asyncio.run(_bench(args.repeat))
+    timings, free_vpods = asyncio.run(_bench(args.repeat, args.projects, args.per_project))
     print(_table(timings))
     print(f"(a project with no reservation sees {free_vpods} of {MACHINES} vPOD-4: the rest are"
           " reserved)")  # fmt: skip
@@ -160,8 +162,8 @@ def main() -> None:
         document = {
             "machines": MACHINES,
             "gpu_hosts": sum(count for _, count, _ in HOSTS),
-            "projects": PROJECTS,
-            "reservations": PROJECTS * PER_PROJECT,
+            "projects": args.projects,
+            "reservations": args.projects * args.per_project,
             "timings": [asdict(t) for t in timings],
             "vpod4_capacity_for_others": free_vpods,
         }

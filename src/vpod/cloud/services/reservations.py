@@ -14,6 +14,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
+from vpod.store.cloud_records import HostUsage
 from vpod.store.reservation_store import PoolState, ReservationRecord, ReservationStore
 
 from ..flavors import CATALOG, Flavor, HostRole, find_flavor
@@ -82,7 +83,9 @@ class Reservations:
 
     # -- pools ------------------------------------------------------------------------------
 
-    async def _measure(self, pool: str, clusters: Sequence[Cluster]) -> tuple[int, int]:
+    async def _measure(
+        self, pool: str, clusters: Sequence[Cluster], hosts: Sequence[HostUsage]
+    ) -> tuple[int, int]:
         """(total, free) hardware units of ``pool`` now."""
         if pool == IPU_MACHINE_POOL:
             free = await self._ctx.vipu.capacity(IPUS_PER_MACHINE, limit=_LIMIT)
@@ -93,25 +96,25 @@ class Reservations:
             )
             return free + held, free
         model = pool.split(":", 1)[1]
-        usage = await self._ctx.db(self._ctx.store.list_host_usage)
-        hosts = [
+        usable = [
             u
-            for u in usage
+            for u in hosts
             if u.host.enabled and u.host.role == HostRole.BAREMETAL and u.host.model == model
         ]
-        return len(hosts), sum(1 for u in hosts if len(u.free) == u.host.slots)
+        return len(usable), sum(1 for u in usable if len(u.free) == u.host.slots)
 
     async def pools(self, now: datetime | None = None) -> dict[str, PoolView]:
         """Every pool some reservable flavor draws from, with its reservations applied."""
         now = now or self._ctx.clock.now()
         clusters = await self._ctx.records.list_clusters(None)
         holding = await self._ctx.db(self._store.list_reservations, holding_at=now)
+        hosts = await self._ctx.db(self._ctx.store.list_host_usage)
         views: dict[str, PoolView] = {}
         for flavor in CATALOG:
             if reservable(flavor):
                 name = pool_of(flavor).name
                 if name not in views:
-                    total, free = await self._measure(name, clusters)
+                    total, free = await self._measure(name, clusters, hosts)
                     views[name] = PoolView(name, total, free)
         using: dict[tuple[str, str], int] = defaultdict(int)
         for cluster in clusters:
