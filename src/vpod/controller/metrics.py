@@ -28,8 +28,8 @@ Metric names::
     vpod_state_up                                        gauge
 
 and the per-IPU telemetry series of :mod:`.telemetry` (``vpod_ipu_*``, one
-series per IPU, labelled like NVIDIA's DCGM exporter), rendered at most once
-a second from the heartbeats' cache: :meth:`ControllerMetrics.render_telemetry`.
+series per IPU, labelled like NVIDIA's DCGM exporter), rendered at most every
+0.5 s from the heartbeats' cache: :meth:`ControllerMetrics.render_telemetry`.
 """
 
 from __future__ import annotations

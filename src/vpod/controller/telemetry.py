@@ -11,8 +11,9 @@ clusters the agents belong to. Only the controller that runs the heartbeats
 manner of NVIDIA's DCGM exporter: one series per IPU per quantity, labelled
 ``cluster``, ``machine`` (the agent id), ``ipu`` (device id), ``serial`` and
 ``partition`` (empty when free). It renders at most once per ``ttl_s`` and
-serves the same bytes to every scrape in between, so a pod1024 scraped by
-several Prometheus servers costs one rendering per second.
+serves the same bytes to every scrape in between (0.5 s by default), so a
+pod1024 scraped by several Prometheus servers costs at most two renderings a
+second.
 """
 
 from __future__ import annotations

@@ -172,6 +172,7 @@ class LineConnection:
         """True when the endpoint sent something (or closed) that nobody read yet."""
         if b"\n" in self._buffer:
             return True
+        timeout = self.sock.gettimeout()
         self.sock.setblocking(False)
         try:
             chunk = self.sock.recv(4096)
@@ -180,7 +181,7 @@ class LineConnection:
         except OSError:
             return True
         finally:
-            self.sock.setblocking(True)
+            self.sock.settimeout(timeout)  # setblocking(True) would drop the timeout
         if not chunk:
             self._buffer += b"BYE connection closed\n"
         self._buffer += chunk
