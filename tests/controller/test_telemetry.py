@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 
+from prometheus_client.parser import text_string_to_metric_families
+
 from vpod.agent.emulated import EmulatedMachine
 from vpod.agent.model import Holder, IpuAssignment, MachineHealth, PartitionConfig
 from vpod.controller import errors
-from vpod.controller.telemetry import IpuTelemetryView, TelemetryExporter, fold_samples
+from vpod.controller.telemetry import METRICS, IpuTelemetryView, TelemetryExporter, fold_samples
 from vpod.domain.entities import Agent, Cluster
 
 AGENTS = [Agent(id=f"a{i}", host="127.0.0.1", port=9000 + i) for i in range(2)]
@@ -53,16 +55,13 @@ class Timer:
 
 
 def view(fail: list[bool]) -> IpuTelemetryView:
-    async def agents() -> list[Agent]:
+    async def inventory() -> tuple[list[Agent], list[Cluster]]:
         if fail[0]:
             raise errors.Unavailable("the store is down")
-        return AGENTS
-
-    async def clusters() -> list[Cluster]:
-        return [CLUSTER]
+        return AGENTS, [CLUSTER]
 
     seen = heartbeats()
-    return IpuTelemetryView(seen.get, agents, clusters)
+    return IpuTelemetryView(seen.get, inventory)
 
 
 def test_scrapes_within_the_time_to_live_reuse_one_rendering() -> None:
@@ -78,10 +77,15 @@ def test_scrapes_within_the_time_to_live_reuse_one_rendering() -> None:
     assert exporter.renders == 1
     lines = [line for line in text.splitlines() if line.startswith("vpod_ipu_utilization_ratio{")]
     assert len(lines) == 8, "one series per IPU"
-    assert (
-        'vpod_ipu_utilization_ratio{cluster="c",ipu="3",machine="a0",partition="p",serial="' in text
-    )
     assert "vpod_ipu_link_errors_total{" in text
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    assert len(families) == len(METRICS)
+    assert all(len(f.samples) == 8 for f in families.values())
+    busy = [s for s in families["vpod_ipu_utilization_ratio"].samples if s.value > 0]
+    assert [(s.labels["machine"], s.labels["ipu"]) for s in busy] == [("a0", "3")]
+    assert busy[0].labels["cluster"] == "c"
+    assert busy[0].labels["partition"] == "p"
+    assert busy[0].labels["serial"]
     timer.now = 0.6
     asyncio.run(scrape(10))
     assert exporter.renders == 2

@@ -135,9 +135,7 @@ def build_controller(
         changes=ChangeFeed(ctx, inventory, health),
         tenancy=Tenancy(ctx, inventory, partitions, auth),
         agent_tokens=AgentTokens(ctx),
-        telemetry=IpuTelemetryView(
-            health.last_health, inventory.list_agents, inventory.list_clusters
-        ),
+        telemetry=IpuTelemetryView(health.last_health, inventory.cached_agents_and_clusters),
     )
 
 

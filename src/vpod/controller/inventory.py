@@ -67,6 +67,12 @@ class Inventory:
             )
         return cluster
 
+    async def cached_agents_and_clusters(self) -> tuple[list[Agent], list[Cluster]]:
+        """Every agent and cluster from the short-lived view (at most a second old): for
+        readers that poll, such as telemetry, and must not cost store reads each time."""
+        view = await self._cache.view()
+        return list(view.agents.values()), list(view.clusters.values())
+
     async def agents(self, agent_ids: Iterable[str]) -> list[Agent]:
         wanted = list(agent_ids)
         view = await self._cache.view()

@@ -21,12 +21,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-
-from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
 
 from vpod.agent.model import Holder, IpuTelemetry, MachineHealth
 from vpod.domain.entities import Agent, Cluster
@@ -73,12 +69,10 @@ class IpuTelemetryView:
     def __init__(
         self,
         last_health: Callable[[str], tuple[MachineHealth, float] | None],
-        list_agents: Callable[[], Awaitable[list[Agent]]],
-        list_clusters: Callable[[], Awaitable[list[Cluster]]],
+        agents_and_clusters: Callable[[], Awaitable[tuple[list[Agent], list[Cluster]]]],
     ) -> None:
         self._last_health = last_health
-        self._list_agents = list_agents
-        self._list_clusters = list_clusters
+        self._agents_and_clusters = agents_and_clusters
 
     async def samples(
         self,
@@ -87,8 +81,7 @@ class IpuTelemetryView:
         partition_id: str = "",
         agent_ids: Sequence[str] = (),
     ) -> list[IpuSample]:
-        agents = await self._list_agents()
-        clusters = await self._list_clusters()
+        agents, clusters = await self._agents_and_clusters()
         return fold_samples(
             agents,
             clusters,
@@ -174,28 +167,32 @@ def _values(sample: IpuSample) -> tuple[float, ...]:
     )
 
 
-class _SamplesCollector(Collector):
-    def __init__(self) -> None:
-        self.samples: list[IpuSample] = []
+def _label(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
-    def collect(self) -> Iterator[Metric]:
-        families: list[GaugeMetricFamily | CounterMetricFamily] = [
-            (CounterMetricFamily if kind == "counter" else GaugeMetricFamily)(
-                name, text, labels=LABELS
-            )
-            for name, kind, text in METRICS
-        ]
-        for sample in self.samples:
-            labels = [
-                sample.cluster_id,
-                sample.agent_id,
-                str(sample.device_id),
-                sample.serial,
-                sample.partition_id,
-            ]
-            for family, value in zip(families, _values(sample), strict=True):
-                family.add_metric(labels, value)
-        yield from families
+
+def render_samples(samples: Sequence[IpuSample]) -> bytes:
+    """The Prometheus text of :data:`METRICS` for ``samples``.
+
+    Written directly rather than through ``prometheus_client``'s collectors: one
+    label string per IPU serves all seven families, which keeps a pod1024
+    (7,168 series) to a few milliseconds.
+    """
+    labels = [
+        f'cluster="{_label(s.cluster_id)}",machine="{_label(s.agent_id)}",ipu="{s.device_id}",'
+        f'serial="{_label(s.serial)}",partition="{_label(s.partition_id)}"'
+        for s in samples
+    ]
+    values = [_values(s) for s in samples]
+    out: list[str] = []
+    for column, (name, kind, text) in enumerate(METRICS):
+        series = f"{name}_total" if kind == "counter" else name
+        out.append(f"# HELP {series} {text}\n# TYPE {series} {kind}\n")
+        out.extend(
+            f"{series}{{{label}}} {value[column]!r}\n"
+            for label, value in zip(labels, values, strict=True)
+        )
+    return "".join(out).encode()
 
 
 class TelemetryExporter:
@@ -211,9 +208,6 @@ class TelemetryExporter:
         self._view = view
         self._ttl = ttl_s
         self._timer = timer
-        self._collector = _SamplesCollector()
-        self._registry = CollectorRegistry(auto_describe=False)
-        self._registry.register(self._collector)
         self._rendered = b""
         self._rendered_at: float | None = None
         self._lock = asyncio.Lock()
@@ -228,13 +222,13 @@ class TelemetryExporter:
             if self._rendered_at is not None and self._timer() - self._rendered_at < self._ttl:
                 return self._rendered
             try:
-                self._collector.samples = await self._view.samples()
+                samples = await self._view.samples()
             except errors.ServiceError as exc:
                 # Without the inventory (store down) the series cannot be labelled: serve the
                 # last rendering (or none); the state gauges report the outage.
                 log.warning("telemetry: cannot read the inventory: %s", exc)
                 return self._rendered
-            self._rendered = generate_latest(self._registry)
+            self._rendered = render_samples(samples)
             self._rendered_at = self._timer()
             self.renders += 1
             return self._rendered
