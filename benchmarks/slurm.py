@@ -44,6 +44,7 @@ def start_pod(data_dir: Path) -> tuple[subprocess.Popen[str], int]:
         "up",
         "--data-dir",
         str(data_dir),
+        "--open",
         "--no-cloud",
         "--port",
         str(free_port()),
