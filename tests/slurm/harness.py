@@ -220,6 +220,7 @@ def slurm_pod(
     ]
     pod = start_pod(tmp_path_factory.mktemp("pod"), *pod_args)
     cluster: LocalSlurm | None = None
+    shared: SlurmPod | None = None
     try:
         slurm_settings = SlurmSettings(
             vipu_config=str(pod.config),
@@ -232,11 +233,13 @@ def slurm_pod(
             tmp_path_factory.mktemp("slurm"), slurm_settings, ipus, accounting=accounting
         )
         cluster.start()
-        yield SlurmPod(pod, cluster, pod_args)
+        shared = SlurmPod(pod, cluster, pod_args)
+        yield shared
     finally:
         if cluster is not None:
             cluster.stop()
-        pod.stop()
+        # restart_pod replaces the pod: stop the one running now.
+        (shared.pod if shared is not None else pod).stop()
 
 
 TEST_SETTINGS = {
