@@ -197,14 +197,29 @@ class Instances:
 
 
 @click.command(context_settings={**CONTEXT, "allow_interspersed_args": False})
-@click.option("--num-replicas", type=click.IntRange(1), required=True, metavar="R")
-@click.option("--ipus-per-replica", type=click.IntRange(1), required=True, metavar="K")
-@click.option("--num-instances", type=click.IntRange(1), default=1, show_default=True, metavar="I")
+@click.option(
+    "--num-replicas", type=click.IntRange(1), required=True, metavar="R",
+    help="Replicas of the model in all (POPDIST_NUM_TOTAL_REPLICAS).",
+)  # fmt: skip
+@click.option(
+    "--ipus-per-replica", type=click.IntRange(1), required=True, metavar="K",
+    help="IPUs of one replica: 1, 2 or 4.",
+)  # fmt: skip
+@click.option(
+    "--num-instances", type=click.IntRange(1), default=1, show_default=True, metavar="I",
+    help="Processes to start; each runs R/I replicas.",
+)  # fmt: skip
 @click.option("--vipu-partition", metavar="P", help="Use (or create and remove) this partition.")
-@click.option("--num-ilds", type=click.IntRange(1), default=1, show_default=True, metavar="D")
+@click.option(
+    "--num-ilds", type=click.IntRange(1), default=1, show_default=True, metavar="D",
+    help="IPU-Link domains a created partition spans (one GCD each).",
+)  # fmt: skip
 @click.option("--vipu-allocation", metavar="A", help="Create the partition in this allocation.")
 @click.option("--vipu-server-host", metavar="HOST", help="Default: api-host of vipu-cli.hcl.")
-@click.option("--vipu-server-port", type=click.IntRange(1, 65535), metavar="PORT")
+@click.option(
+    "--vipu-server-port", type=click.IntRange(1, 65535), metavar="PORT",
+    help="Default: api-port of vipu-cli.hcl (8090).",
+)  # fmt: skip
 @click.option(
     "--vipu-server-timeout", type=click.IntRange(1), default=120, show_default=True,
     metavar="S", help="Seconds to wait for the partition to be ACTIVE.",
