@@ -198,3 +198,32 @@ def test_bodies_larger_than_the_limit_are_refused_with_413(target: Target, chunk
         assert reply.status_code == 413, reply.text
         assert "larger than" in reply.json()["error"]["message"]
         assert http.get("/healthz").status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("seconds", "nanos", "accepted"),
+    [
+        (-62135596800, 0, True),  # 0001-01-01T00:00:00Z
+        (-62135596801, 0, False),
+        (253402300799, 999_999_999, True),  # 9999-12-31T23:59:59.999999999Z
+        (253402300800, 0, False),  # a float of datetime.max rounds to this: counted exactly
+        (0, 1_000_000_000, False),
+        (0, -1, False),
+        (2**63 - 1, 0, False),
+    ],
+)
+def test_grpc_timestamps_at_the_edges_of_the_range(
+    seconds: int, nanos: int, accepted: bool
+) -> None:
+    """A Timestamp is read as a time exactly when it lies in years 1 to 9999; outside,
+    TimeOutOfRange with a sentence (INVALID_ARGUMENT on the wire)."""
+    from google.protobuf.timestamp_pb2 import Timestamp
+
+    from vpod.controller.moments import TimeOutOfRange, from_timestamp
+
+    stamp = Timestamp(seconds=seconds, nanos=nanos)
+    if accepted:
+        assert from_timestamp(stamp, "since").year in (1, 9999)
+    else:
+        with pytest.raises(TimeOutOfRange, match="since"):
+            from_timestamp(stamp, "since")

@@ -55,7 +55,8 @@ def from_timestamp(stamp: Timestamp, name: str) -> datetime:
         raise TimeOutOfRange(
             f"{name} has nanos {stamp.nanos}: a Timestamp's nanos are 0 to 999,999,999"
         )
-    low, high = int(EARLIEST.timestamp()), int(LATEST.timestamp())
+    epoch, second = datetime(1970, 1, 1, tzinfo=UTC), timedelta(seconds=1)
+    low, high = (EARLIEST - epoch) // second, (LATEST - epoch) // second  # exact, not floats
     if not low <= stamp.seconds <= high:
         raise TimeOutOfRange(f"{name} is {stamp.seconds} seconds from 1970: give a time {_RANGE}")
     return utc_moment(stamp.ToDatetime(UTC), name)

@@ -62,7 +62,7 @@ async def whoami(caller: AsUser, auth: AuthenticatorDep) -> Identity:
     "/admin/pod-map",
     tags=["admin: pod map"],
     response_model=PodMap,
-    responses=error_responses(401, 403, 404, 503),
+    responses=error_responses(400, 401, 403, 404, 503),
 )
 async def pod_map(
     caller: AsAdmin,
