@@ -3,9 +3,10 @@
 Operators: log in, the pod64 map shows 64 labelled IPUs, a partition created
 with the `vipu` CLI appears within a second and disappears when removed, an
 injected fault shows, the map is usable from the keyboard. Tenants: log in
-with the project's token, create a vPOD and follow its phases, suspend and
-resume it; never reach an operator's page or another project's objects,
-even by URL. Screenshots of the main pages land in test-artifacts/.
+with the project's token, create a vPOD, follow its phases and see it ACTIVE
+in the list without a reload, suspend and resume it; never reach an
+operator's page or another project's objects, even by URL. Screenshots of
+the main pages land in test-artifacts/.
 """
 
 from __future__ import annotations
@@ -370,6 +371,16 @@ def test_a_tenant_creates_a_vpod_follows_its_phases_suspends_and_resumes(
     )
     assert len(phases) >= 3
     assert all(state == "done" for _, state in phases)
+    # The list catches up with the finished task on the open page, no reload.
+    status = wait_in_page(
+        browser,
+        "const row = [...document.querySelectorAll('#clusters tbody tr')]"
+        ".find(tr => tr.cells[0].textContent === 'webpod');"
+        " return row && row.cells[2].textContent",
+        UPDATE_LIMIT_S,
+    )
+    assert status == "ACTIVE"
+    assert browser.find_element("css selector", "#cluster-list .filters .muted").text == "1 of 1"
     screenshot(browser, "tenant-clusters")
     assert _run_action(console, "webpod", "suspend") == "FINISHED"
     wait_in_page(
