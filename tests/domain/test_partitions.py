@@ -26,6 +26,7 @@ PODS: dict[str, Pod] = {
     "pod128": shape("pod128"),
     "pod256": shape("pod256"),
     "pod1024": shape("pod1024"),
+    "pod4096": shape("pod4096"),
     "mesh64": build_pod(16, topology=IldTopology.MESH, name="mesh64"),
     "two16": build_pod(8, num_domains=2, name="two16"),
     "switched128": build_pod(32, num_domains=2, gw_topology=GwTopology.SWITCHED, name="sw128"),
@@ -67,6 +68,7 @@ VALID = [
     ),
     ("switched128", {"size": 128, "num_gcds": 2}, (2, 2, 2, RINGSWNC, GwRouting.SWRING, GS2)),
     ("pod1024", {"size": 1024, "num_gcds": 16}, (16, 16, 16, RINGSWNC, GwRouting.SWRING, GS2)),
+    ("pod4096", {"size": 4096, "num_gcds": 64}, (64, 64, 64, RINGSWNC, GwRouting.SWRING, GS2)),
     ("pod256", {"size": 192, "num_gcds": 3}, (3, 3, 3, RINGSWNC, GwRouting.RING, GS2)),
     (
         "pod128",
@@ -389,7 +391,7 @@ def _resolves(pod: str, **kwargs: Any) -> bool:
 
 
 @pytest.mark.parametrize(
-    ("pod", "largest"), [("pod16", 16), ("pod64", 64), ("two16", 16), ("pod1024", 1024)]
+    ("pod", "largest"), [("pod16", 16), ("pod64", 64), ("two16", 16), ("pod1024", 1024), ("pod4096", 4096)]
 )
 def test_largest_partition_size(pod: str, largest: int) -> None:
     assert largest_partition_size(PODS[pod]) == largest

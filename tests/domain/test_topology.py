@@ -15,6 +15,7 @@ from vpod.domain.topology import GwTopology, IldTopology, build_pod, shape
         ("pod128", 32, 2, GwTopology.LOOPED),
         ("pod256", 64, 4, GwTopology.LOOPED),
         ("pod1024", 256, 16, GwTopology.SWITCHED),
+        ("pod4096", 1024, 64, GwTopology.SWITCHED),
     ],
 )
 def test_ready_made_shapes(name: str, machines: int, domains: int, gw: GwTopology) -> None:
@@ -28,6 +29,19 @@ def test_ready_made_shapes(name: str, machines: int, domains: int, gw: GwTopolog
 
 def test_m2000_prefix_picks_machine_type() -> None:
     assert shape("m2000-pod64").machine_type is MachineType.M2000
+    assert shape("m2000-pod4096").machine_type is MachineType.M2000
+
+
+def test_pod4096_is_the_whole_fabric() -> None:
+    """The seeds' fabric: 1,024 machines (the limit), 64 domains of 16, the last IPU's identity."""
+    pod = shape("pod4096")
+    assert pod.num_ipus == 4096
+    assert {d.num_machines for d in pod.domains} == {16}
+    last = pod.ipu(4095)
+    assert (last.machine, last.domain, last.position, last.device_id) == (1023, 63, 63, 0)
+    assert pod.slot_of(63, 63) == 4095
+    with pytest.raises(InvalidSpec, match="at most 1024 machines"):
+        build_pod(1028, num_domains=257)
 
 
 def test_device_ids_run_3_to_0_in_ladder_order() -> None:

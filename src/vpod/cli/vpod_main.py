@@ -50,7 +50,7 @@ def cli() -> None:
     "pod_shape",
     default=None,
     metavar="SHAPE",
-    help="pod16, pod64 (default), pod128, pod256 or pod1024; prefix m2000- for IPU-M2000"
+    help="pod16, pod64 (default), pod128, pod256, pod1024 or pod4096; prefix m2000- for IPU-M2000"
     " machines (bow- is the default).",
 )
 @click.option(

@@ -194,21 +194,22 @@ def build_pod(
     return Pod(machine_type=machine_type, domains=domains, gw_topology=gw_topology, name=name)
 
 
-_SHAPE = re.compile(r"^(?:(?P<kind>bow|m2000)-)?pod(?P<ipus>16|64|128|256|1024)$")
-SHAPES: tuple[str, ...] = ("pod16", "pod64", "pod128", "pod256", "pod1024")
+_SHAPE = re.compile(r"^(?:(?P<kind>bow|m2000)-)?pod(?P<ipus>16|64|128|256|1024|4096)$")
+SHAPES: tuple[str, ...] = ("pod16", "pod64", "pod128", "pod256", "pod1024", "pod4096")
 
 
 def shape(name: str) -> Pod:
-    """A ready-made pod: ``pod16``, ``pod64``, ``pod128``, ``pod256`` or ``pod1024``.
+    """A ready-made pod: ``pod16``, ``pod64``, ``pod128``, ``pod256``, ``pod1024`` or ``pod4096``.
 
     A ``bow-`` (default) or ``m2000-`` prefix picks the machine type. A POD16
     is one domain of 4 machines; larger shapes are domains of 16 machines
-    (one POD64 rack each).
+    (one POD64 rack each): a POD4096 is the largest fabric GW-Links join,
+    1,024 machines in 64 domains, switched.
     """
     match = _SHAPE.match(name.strip().lower())
     if match is None:
         raise InvalidSpec(
-            f"unknown pod shape {name!r}: use pod16, pod64, pod128, pod256 or pod1024,"
+            f"unknown pod shape {name!r}: use pod16, pod64, pod128, pod256, pod1024 or pod4096,"
             " optionally prefixed with bow- or m2000-"
         )
     kind = MachineType.M2000 if match["kind"] == "m2000" else MachineType.BOW2000
