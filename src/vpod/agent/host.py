@@ -41,6 +41,9 @@ from .service import AgentService
 log = logging.getLogger(__name__)
 
 SERVER_OPTIONS: tuple[tuple[str, int], ...] = (("grpc.so_reuseport", 0),)
+REGISTRATIONS_IN_FLIGHT = 32
+"""A fleet's registration calls in flight at once: well under a controller's 100 streams
+per connection, so a 1,024-machine fleet registers in batches instead of being refused."""
 
 
 class AgentStartError(Exception):
@@ -220,6 +223,7 @@ class AgentFleet:
 
     def _start_registration(self, target: str) -> None:
         self._register_channel = registration_channel(target, self.settings.register_tls)
+        limit = asyncio.Semaphore(REGISTRATIONS_IN_FLIGHT)
         for host in self.hosts:
             request = registration_request(
                 host.machine.identity(),
@@ -233,6 +237,7 @@ class AgentFleet:
                     target=target,
                     backoff=self.settings.register_backoff,
                     token=self.settings.register_token,
+                    limit=limit,
                 ),
                 name=f"register-{host.agent_id}",
             )

@@ -15,6 +15,7 @@ certificates (``--tls-client-auth``), the agent's own certificate and key.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 from collections.abc import Awaitable, Callable
@@ -131,11 +132,13 @@ async def register_until_answered(
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     rand: Callable[[], float] = random.random,
     token: str = "",
+    limit: asyncio.Semaphore | None = None,
 ) -> admin_pb2.RegisterAgentReply:
     """Call RegisterAgent on ``channel`` until the controller answers; return its answer.
 
     Every failure (controller down, slow, refusing, not implementing the
-    call) is logged and retried; only cancellation stops the loop. ``token`` is
+    call) is logged and retried; only cancellation stops the loop. ``limit`` bounds the
+    calls in flight that share it (a controller refuses streams past its cap). ``token`` is
     the agent registration token a ``--secure`` controller asks for (sent as
     metadata ``vipu-agent-token``).
     """
@@ -146,9 +149,10 @@ async def register_until_answered(
     while True:
         attempt += 1
         try:
-            reply: admin_pb2.RegisterAgentReply = await stub.RegisterAgent(
-                request, timeout=timeout, metadata=metadata
-            )
+            async with limit or contextlib.nullcontext():
+                reply: admin_pb2.RegisterAgentReply = await stub.RegisterAgent(
+                    request, timeout=timeout, metadata=metadata
+                )
         except grpc.aio.AioRpcError as err:
             delay = next(delays)
             refused = err.code() in (

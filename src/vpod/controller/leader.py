@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import logging
 
-from vpod.agent.errors import AgentError
 from vpod.store.errors import StoreError
 
 from . import errors
@@ -50,6 +49,7 @@ class LeaderLoop:
         self.monitor = monitor
         self.is_leader = False
         self._became_leader = asyncio.Event()
+        self._reconciling: asyncio.Task[None] | None = None
 
     async def wait_leader(self) -> None:
         """Return once this controller leads (tests and tools use it)."""
@@ -93,6 +93,10 @@ class LeaderLoop:
                 elapsed = clock.monotonic() - started
                 await asyncio.sleep(max(0.05, settings.heartbeat_interval_s - elapsed))
         finally:
+            if self._reconciling is not None:
+                self._reconciling.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await self._reconciling
             if self.is_leader:
                 with contextlib.suppress(Exception):
                     await db(db.store.release_lease, LEASE, holder)
@@ -105,19 +109,34 @@ class LeaderLoop:
             await self._repair.repair_round(faulty)
             if started >= next_recovery:
                 await self._repair.finish_abandoned()
-                await self._reconcile_all()
+                self._start_reconcile_all()
         except asyncio.CancelledError:
             raise
         except Exception:
             log.exception("background round failed; the next one retries")
 
+    def _start_reconcile_all(self) -> None:
+        """Reconcile the fleet beside the rounds, not inside one: with 1,024 agents it takes
+        seconds, and heartbeats must keep their pace meanwhile. One at a time."""
+        if self._reconciling is not None and not self._reconciling.done():
+            return
+        self._reconciling = asyncio.create_task(self._reconcile_all(), name="reconcile-all")
+
     async def _reconcile_all(self) -> None:
         """Make every reachable agent hold what the store says."""
-        for agent in await self._inventory.list_agents():
-            health = await self._fleet.health_of(agent.id)
-            if not health.reachable:
-                continue
-            try:
-                await self._fleet.reconcile(agent)
-            except AgentError as exc:
-                log.info("reconciling %s failed, next round retries: %s", agent.id, exc.message)
+        try:
+            await self._reconcile_reachable()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("reconciling the fleet failed; the next recovery round retries")
+
+    async def _reconcile_reachable(self) -> None:
+        health = await self._fleet.health_of_all()
+        agents = [
+            a
+            for a in await self._inventory.list_agents()
+            if a.id in health and health[a.id].reachable
+        ]
+        for agent_id, exc in sorted((await self._fleet.reconcile_all(agents)).items()):
+            log.info("reconciling %s failed, next round retries: %s", agent_id, exc.message)

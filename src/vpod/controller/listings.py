@@ -119,12 +119,13 @@ class Listings:
                 allocation_of.update(dict.fromkeys(allocation.agent_ids(owner), allocation.id))
         if cluster_id:
             agents = [a for a in agents if cluster_of.get(a.id) == cluster_id]
+        health = await self._fleet.health_of_all()
         return [
             AgentRow(
                 agent=a,
                 cluster_id=cluster_of.get(a.id, ""),
                 allocation_id=allocation_of.get(a.id, ""),
-                health=await self._fleet.health_of(a.id),
+                health=health[a.id] if a.id in health else await self._fleet.health_of(a.id),
             )
             for a in agents
         ]
