@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -247,6 +247,17 @@ class AgentClient:
             self._stub.Health, pb.HealthRequest(since_event=since_event), timeout
         )
         return self._decode(lambda: convert.health_from_wire(reply))
+
+    async def fleet_health(
+        self, machines: Sequence[tuple[str, int]], *, timeout: float | None = None
+    ) -> list[MachineHealth]:
+        """Heartbeats of machines hosted by this agent's process, as (agent id, since event)
+        pairs; a machine the process does not serve promptly now is left out."""
+        request = pb.FleetHealthRequest(
+            machines=[pb.MachineHealthRequest(agent_id=a, since_event=s) for a, s in machines]
+        )
+        reply = await self._call(self._stub.FleetHealth, request, timeout)
+        return self._decode(lambda: [convert.health_from_wire(m) for m in reply.machines])
 
     async def watch_events(self, since_event: int = 0) -> AsyncIterator[EventBatch]:
         """Events after ``since_event`` now, then each new batch as it happens (no deadline).

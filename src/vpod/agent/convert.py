@@ -374,6 +374,7 @@ def health_to_wire(health: MachineHealth) -> pb.HealthReply:
         events=[event_to_wire(e) for e in batch.events] if batch else [],
         last_event=batch.last_event if batch else 0,
         events_truncated=batch.truncated if batch else False,
+        fleet_id=health.fleet_id,
     )
 
 
@@ -413,6 +414,7 @@ def health_from_wire(msg: pb.HealthReply) -> MachineHealth:
             last_event=msg.last_event,
             truncated=msg.events_truncated,
         ),
+        fleet_id=msg.fleet_id,
     )
 
 

@@ -36,6 +36,7 @@ from .registration import (
     registration_channel,
     registration_request,
 )
+from .roster import FleetRoster
 from .service import AgentService
 
 log = logging.getLogger(__name__)
@@ -54,10 +55,16 @@ class AgentHost:
     """One emulated machine with its gRPC server and IPUoF endpoints."""
 
     def __init__(
-        self, machine: EmulatedMachine, address: MachineAddress, *, listen_rdma: bool = True
+        self,
+        machine: EmulatedMachine,
+        address: MachineAddress,
+        *,
+        listen_rdma: bool = True,
+        roster: FleetRoster | None = None,
     ) -> None:
         self.machine = machine
         self.plan = address
+        self._roster = roster
         self._listen_rdma = listen_rdma
         self._server: grpc.aio.Server | None = None
         self._ipuof: IpuofEndpoints | None = None
@@ -101,7 +108,7 @@ class AgentHost:
             ) from exc
         self._ipuof = ipuof
         server = grpc.aio.server(options=SERVER_OPTIONS)
-        self._service = AgentService(self.machine)
+        self._service = AgentService(self.machine, self._roster)
         agent_pb2_grpc.add_AgentServiceServicer_to_server(self._service, server)
         wanted = join_host_port(plan.host, plan.agent_port)
         try:
@@ -117,6 +124,8 @@ class AgentHost:
         await server.start()
         self._server = server
         self._port = port
+        if self._roster is not None:
+            self._roster.join(self.agent_id, self._service)
         self.machine.set_endpoints(
             MachineEndpoints(
                 management_address=self.address,
@@ -128,6 +137,8 @@ class AgentHost:
 
     async def stop(self, grace: float | None = 1.0) -> None:
         """Stop serving: in-flight calls get ``grace`` seconds; applications are detached."""
+        if self._roster is not None:
+            self._roster.leave(self.agent_id)
         if self._server is not None:
             await self._server.stop(grace)
             self._server = None
@@ -185,6 +196,7 @@ class AgentFleet:
             raise ValueError("agent ids must be unique: an id is listed twice")
         addresses = settings.plan.addresses(len(ids))
         self.settings = settings
+        self.roster = FleetRoster()
         self.hosts = [
             AgentHost(
                 EmulatedMachine(
@@ -196,6 +208,7 @@ class AgentFleet:
                 ),
                 address,
                 listen_rdma=settings.listen_rdma,
+                roster=self.roster,
             )
             for agent_id, address in zip(ids, addresses, strict=True)
         ]

@@ -319,6 +319,8 @@ class MachineHealth:
     links: tuple[LinkHealth, ...]
     faults: tuple[Fault, ...] = ()
     events: EventBatch | None = None
+    fleet_id: str = ""
+    """The agent process hosting the machine, shared by every machine it hosts ("": its own)."""
 
     @property
     def healthy(self) -> bool:

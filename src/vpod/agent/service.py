@@ -32,6 +32,7 @@ from . import convert
 from .backend import MachineBackend
 from .errors import REASON_KEY, InvalidRequest, MachineConflict, MachineRefusal, UnknownPartition
 from .model import AgentEvent, Fault, FaultKind
+from .roster import FleetRoster
 
 log = logging.getLogger(__name__)
 
@@ -56,8 +57,9 @@ def status_of(exc: MachineRefusal) -> grpc.StatusCode:
 class AgentService(pb_grpc.AgentServiceServicer):
     """Serves one machine. Create it inside the event loop that runs the server."""
 
-    def __init__(self, backend: MachineBackend) -> None:
+    def __init__(self, backend: MachineBackend, roster: FleetRoster | None = None) -> None:
         self._backend = backend
+        self._roster = roster
         self._hang: Fault | None = None
         self._slow: Fault | None = None
         self._healed = asyncio.Event()
@@ -69,6 +71,18 @@ class AgentService(pb_grpc.AgentServiceServicer):
 
     def agent_faults(self) -> list[Fault]:
         return [f for f in (self._hang, self._slow) if f is not None]
+
+    @property
+    def answers_promptly(self) -> bool:
+        """Neither hung nor slowed: a fleet may answer a heartbeat for this machine."""
+        return self._hang is None and self._slow is None
+
+    def health_reply(self, since_event: int) -> pb.HealthReply:
+        reply = convert.health_to_wire(self._backend.health(since_event))
+        reply.faults.extend(convert.faults_to_wire(self.agent_faults()))
+        if self._roster is not None:
+            reply.fleet_id = self._roster.fleet_id
+        return reply
 
     # ------------------------------------------------------------ plumbing
 
@@ -187,14 +201,26 @@ class AgentService(pb_grpc.AgentServiceServicer):
     async def Health(
         self, request: pb.HealthRequest, context: grpc.aio.ServicerContext
     ) -> pb.HealthReply:
-        backend = self._backend
+        return await self._run(context, "Health", lambda: self.health_reply(request.since_event))
 
-        def health() -> pb.HealthReply:
-            reply = convert.health_to_wire(backend.health(request.since_event))
-            reply.faults.extend(convert.faults_to_wire(self.agent_faults()))
+    async def FleetHealth(
+        self, request: pb.FleetHealthRequest, context: grpc.aio.ServicerContext
+    ) -> pb.FleetHealthReply:
+        roster = self._roster
+
+        def fleet_health() -> pb.FleetHealthReply:
+            reply = pb.FleetHealthReply()
+            if roster is None:  # a machine alone in its process speaks only for itself
+                wanted = [m for m in request.machines if m.agent_id == self._backend.agent_id]
+                reply.machines.extend(self.health_reply(m.since_event) for m in wanted)
+                return reply
+            for machine in request.machines:
+                member = roster.prompt(machine.agent_id)
+                if isinstance(member, AgentService):
+                    reply.machines.append(member.health_reply(machine.since_event))
             return reply
 
-        return await self._run(context, "Health", health)
+        return await self._run(context, "FleetHealth", fleet_health)
 
     async def WatchEvents(
         self, request: pb.WatchEventsRequest, context: grpc.aio.ServicerContext

@@ -9,7 +9,7 @@ failure is an :class:`~vpod.agent.errors.AgentError` naming the agent.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Protocol, TypeVar
 
 from vpod.agent.errors import AgentError
@@ -49,6 +49,12 @@ class AgentGateway(Protocol):
     async def health(
         self, agent: Agent, *, since_event: int = 0, timeout: float
     ) -> MachineHealth: ...
+
+    async def fleet_health(
+        self, agent: Agent, machines: Sequence[tuple[str, int]], *, timeout: float
+    ) -> list[MachineHealth]:
+        """Heartbeats of machines sharing ``agent``'s process, as (agent id, since event);
+        the machines it does not serve promptly are left out."""
 
     async def link_tests(
         self, agent: Agent, kinds: Iterable[LinkTestKind], *, timeout: float

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TypeVar
 
 from vpod.agent.client import AgentClient, ChannelPool
@@ -68,6 +68,11 @@ class GrpcAgentGateway:
 
     async def health(self, agent: Agent, *, since_event: int = 0, timeout: float) -> MachineHealth:
         return await self._call(agent, lambda c: c.health(since_event, timeout=timeout))
+
+    async def fleet_health(
+        self, agent: Agent, machines: Sequence[tuple[str, int]], *, timeout: float
+    ) -> list[MachineHealth]:
+        return await self._call(agent, lambda c: c.fleet_health(machines, timeout=timeout))
 
     async def link_tests(
         self, agent: Agent, kinds: Iterable[LinkTestKind], *, timeout: float

@@ -20,6 +20,10 @@ Every round the leader asks each agent for its health with a short deadline.
   previous leader already answered with a reset gets no second one.
 
 Writes happen only on a change, so a healthy fleet costs no database writes.
+Machines that share an agent process (their answers carry its ``fleet_id``)
+are asked in one ``FleetHealth`` call per process and round; a machine the
+process leaves out is asked alone, so a dead, hung or slow machine is still
+judged by its own silence.
 """
 
 from __future__ import annotations
@@ -85,6 +89,11 @@ class HeartbeatMonitor:
         """Partitions an application detached from, waiting for their auto-reset: why, tries."""
         self._faults_stored: dict[str, dict[int, str]] = {}
         """Per agent: the faulty IPUs this monitor last wrote to the store."""
+        self._fleet_of: dict[str, str] = {}
+        """Per agent: the process hosting it, from its last answer ("": alone)."""
+        self._silent: set[str] = set()
+        """Agents whose last heartbeat failed (not asked to speak for their fleet)."""
+        self._round = 0
 
     def forget_stored_faults(self) -> None:
         """Write every agent's faults again next round (call on becoming leader: another
@@ -93,8 +102,50 @@ class HeartbeatMonitor:
 
     async def tick(self) -> None:
         agents = await self._inventory.list_agents()
-        await asyncio.gather(*(self._check(a) for a in agents))
+        answers = await self._ask_fleets(agents)
+        await asyncio.gather(*(self._check(a, answers.get(a.id)) for a in agents))
         await self._reset_detached()
+
+    async def _ask_fleets(self, agents: list[Agent]) -> dict[str, MachineHealth]:
+        """One FleetHealth call per agent process hosting several machines (learnt from the
+        ``fleet_id`` of their answers) instead of one Health call per machine. A machine the
+        process leaves out, or whose process did not answer, is asked alone by :meth:`_check`,
+        so its own silence still decides. The member asked rotates among those that answered."""
+        fleets: dict[str, list[Agent]] = {}
+        for agent in agents:
+            fleet = self._fleet_of.get(agent.id, "")
+            if fleet:
+                fleets.setdefault(fleet, []).append(agent)
+        groups = [members for members in fleets.values() if len(members) > 1]
+        if not groups:
+            return {}
+        self._round += 1
+        timeout = self._timeout()
+
+        async def ask(members: list[Agent]) -> list[MachineHealth]:
+            answering = [a for a in members if a.id not in self._silent] or members
+            via = answering[self._round % len(answering)]
+            wanted = [(a.id, self._events_seen.get(a.id, ("", 0))[1]) for a in members]
+            try:
+                return await self._ctx.gateway.fleet_health(via, wanted, timeout=timeout)
+            except AgentError as exc:
+                log.info(
+                    "the fleet of %s did not answer (its machines are asked alone): %s",
+                    via.id,
+                    exc.message,
+                )
+                return []
+
+        answers: dict[str, MachineHealth] = {}
+        for members, replies in zip(
+            groups, await asyncio.gather(*(ask(g) for g in groups)), strict=True
+        ):
+            ids = {a.id for a in members}
+            answers.update((h.agent_id, h) for h in replies if h.agent_id in ids)
+        return answers
+
+    def _timeout(self) -> float:
+        return max(0.2, min(1.0, self._ctx.settings.unreachable_after_s / 3))
 
     async def _reset_detached(self) -> None:
         """Auto-reset partitions applications detached from; a reset that lost a race is
@@ -126,16 +177,19 @@ class HeartbeatMonitor:
             else:
                 self._detached[partition_id] = (why, tries + 1)
 
-    async def _check(self, agent: Agent) -> None:
+    async def _check(self, agent: Agent, answer: MachineHealth | None = None) -> None:
         ctx = self._ctx
         book = self._health
         now = ctx.clock.monotonic()
         book.expecting(agent.id, now)
-        timeout = max(0.2, min(1.0, ctx.settings.unreachable_after_s / 3))
         boot, since = self._events_seen.get(agent.id, ("", 0))
         try:
-            health = await ctx.gateway.health(agent, since_event=since, timeout=timeout)
+            health = answer or await ctx.gateway.health(
+                agent, since_event=since, timeout=self._timeout()
+            )
         except AgentError as exc:
+            self._silent.add(agent.id)
+            self._fleet_of.pop(agent.id, None)
             silent_for = book.missed(agent.id, now)
             if (
                 silent_for >= ctx.settings.unreachable_after_s
@@ -144,6 +198,8 @@ class HeartbeatMonitor:
                 await self._mark_unreachable(agent, exc.message, silent_for)
             return
         book.answered(agent.id, now)
+        self._silent.discard(agent.id)
+        self._fleet_of[agent.id] = health.fleet_id
         if book.believed(agent.id) is not AgentHealthState.REACHABLE:
             await self._mark_reachable(agent)
         changed = book.note_health(agent.id, health, ctx.clock.now().timestamp())

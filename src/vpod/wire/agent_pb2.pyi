@@ -976,6 +976,7 @@ class HealthReply(_message.Message):
     EVENTS_FIELD_NUMBER: _builtins.int
     LAST_EVENT_FIELD_NUMBER: _builtins.int
     EVENTS_TRUNCATED_FIELD_NUMBER: _builtins.int
+    FLEET_ID_FIELD_NUMBER: _builtins.int
     agent_id: _builtins.str
     boot_id: _builtins.str
     healthy: _builtins.bool
@@ -984,6 +985,8 @@ class HealthReply(_message.Message):
     """sequence of the newest event (0 = none yet)"""
     events_truncated: _builtins.bool
     """events after since_event were dropped from the buffer"""
+    fleet_id: _builtins.str
+    """the agent process hosting this machine ("" = its own)"""
     @_builtins.property
     def ipus(self) -> _containers.RepeatedCompositeFieldContainer[Global___IpuHealth]: ...
     @_builtins.property
@@ -1008,14 +1011,79 @@ class HealthReply(_message.Message):
         events: _abc.Iterable[Global___AgentEvent] | None = ...,
         last_event: _builtins.int = ...,
         events_truncated: _builtins.bool = ...,
+        fleet_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "boot_id", b"boot_id", "events", b"events", "events_truncated", b"events_truncated", "faults", b"faults", "healthy", b"healthy", "ipus", b"ipus", "last_event", b"last_event", "links", b"links"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "boot_id", b"boot_id", "events", b"events", "events_truncated", b"events_truncated", "faults", b"faults", "fleet_id", b"fleet_id", "healthy", b"healthy", "ipus", b"ipus", "last_event", b"last_event", "links", b"links"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___HealthReply: _TypeAlias = HealthReply  # noqa: Y015
+
+@_typing.final
+class FleetHealthRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MACHINES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def machines(self) -> _containers.RepeatedCompositeFieldContainer[Global___MachineHealthRequest]: ...
+    def __init__(
+        self,
+        *,
+        machines: _abc.Iterable[Global___MachineHealthRequest] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["machines", b"machines"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___FleetHealthRequest: _TypeAlias = FleetHealthRequest  # noqa: Y015
+
+@_typing.final
+class MachineHealthRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    AGENT_ID_FIELD_NUMBER: _builtins.int
+    SINCE_EVENT_FIELD_NUMBER: _builtins.int
+    agent_id: _builtins.str
+    since_event: _builtins.int
+    def __init__(
+        self,
+        *,
+        agent_id: _builtins.str = ...,
+        since_event: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "since_event", b"since_event"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___MachineHealthRequest: _TypeAlias = MachineHealthRequest  # noqa: Y015
+
+@_typing.final
+class FleetHealthReply(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MACHINES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def machines(self) -> _containers.RepeatedCompositeFieldContainer[Global___HealthReply]:
+        """only the machines served now, in request order"""
+
+    def __init__(
+        self,
+        *,
+        machines: _abc.Iterable[Global___HealthReply] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["machines", b"machines"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___FleetHealthReply: _TypeAlias = FleetHealthReply  # noqa: Y015
 
 @_typing.final
 class WatchEventsRequest(_message.Message):

@@ -74,6 +74,11 @@ class AgentServiceStub:
                 request_serializer=vpod_dot_wire_dot_agent__pb2.HealthRequest.SerializeToString,
                 response_deserializer=vpod_dot_wire_dot_agent__pb2.HealthReply.FromString,
                 _registered_method=True)
+        self.FleetHealth = channel.unary_unary(
+                '/vpod.agent.v1.AgentService/FleetHealth',
+                request_serializer=vpod_dot_wire_dot_agent__pb2.FleetHealthRequest.SerializeToString,
+                response_deserializer=vpod_dot_wire_dot_agent__pb2.FleetHealthReply.FromString,
+                _registered_method=True)
         self.WatchEvents = channel.unary_stream(
                 '/vpod.agent.v1.AgentService/WatchEvents',
                 request_serializer=vpod_dot_wire_dot_agent__pb2.WatchEventsRequest.SerializeToString,
@@ -151,6 +156,16 @@ class AgentServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def FleetHealth(self, request, context):
+        """Health of several machines hosted by the same agent process as this one
+        (the fleet_id of their HealthReply): one call instead of one per machine.
+        A machine the process does not serve right now (stopped, hung, slow) is
+        left out of the reply; ask it with Health.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def WatchEvents(self, request, context):
         """Events as they happen (attach, detach, configure, release, reset, faults).
         """
@@ -213,6 +228,11 @@ def add_AgentServiceServicer_to_server(servicer, server):
                     servicer.Health,
                     request_deserializer=vpod_dot_wire_dot_agent__pb2.HealthRequest.FromString,
                     response_serializer=vpod_dot_wire_dot_agent__pb2.HealthReply.SerializeToString,
+            ),
+            'FleetHealth': grpc.unary_unary_rpc_method_handler(
+                    servicer.FleetHealth,
+                    request_deserializer=vpod_dot_wire_dot_agent__pb2.FleetHealthRequest.FromString,
+                    response_serializer=vpod_dot_wire_dot_agent__pb2.FleetHealthReply.SerializeToString,
             ),
             'WatchEvents': grpc.unary_stream_rpc_method_handler(
                     servicer.WatchEvents,
@@ -446,6 +466,33 @@ class AgentService:
             '/vpod.agent.v1.AgentService/Health',
             vpod_dot_wire_dot_agent__pb2.HealthRequest.SerializeToString,
             vpod_dot_wire_dot_agent__pb2.HealthReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def FleetHealth(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vpod.agent.v1.AgentService/FleetHealth',
+            vpod_dot_wire_dot_agent__pb2.FleetHealthRequest.SerializeToString,
+            vpod_dot_wire_dot_agent__pb2.FleetHealthReply.FromString,
             options,
             channel_credentials,
             insecure,

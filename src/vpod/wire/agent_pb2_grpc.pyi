@@ -59,6 +59,12 @@ class AgentServiceStub:
     """Cabling, IPU-Link, GW-Link, Sync-Link and traffic tests of this machine."""
     Health: _grpc.UnaryUnaryMultiCallable[_agent_pb2.HealthRequest, _agent_pb2.HealthReply]
     """Per-IPU health, link state, active faults and recent events (heartbeat)."""
+    FleetHealth: _grpc.UnaryUnaryMultiCallable[_agent_pb2.FleetHealthRequest, _agent_pb2.FleetHealthReply]
+    """Health of several machines hosted by the same agent process as this one
+    (the fleet_id of their HealthReply): one call instead of one per machine.
+    A machine the process does not serve right now (stopped, hung, slow) is
+    left out of the reply; ask it with Health.
+    """
     WatchEvents: _grpc.UnaryStreamMultiCallable[_agent_pb2.WatchEventsRequest, _agent_pb2.WatchEventsReply]
     """Events as they happen (attach, detach, configure, release, reset, faults)."""
     InjectFault: _grpc.UnaryUnaryMultiCallable[_agent_pb2.InjectFaultRequest, _agent_pb2.InjectFaultReply]
@@ -86,6 +92,12 @@ class AgentServiceAsyncStub(AgentServiceStub):
     """Cabling, IPU-Link, GW-Link, Sync-Link and traffic tests of this machine."""
     Health: _aio.UnaryUnaryMultiCallable[_agent_pb2.HealthRequest, _agent_pb2.HealthReply]  # type: ignore[assignment]
     """Per-IPU health, link state, active faults and recent events (heartbeat)."""
+    FleetHealth: _aio.UnaryUnaryMultiCallable[_agent_pb2.FleetHealthRequest, _agent_pb2.FleetHealthReply]  # type: ignore[assignment]
+    """Health of several machines hosted by the same agent process as this one
+    (the fleet_id of their HealthReply): one call instead of one per machine.
+    A machine the process does not serve right now (stopped, hung, slow) is
+    left out of the reply; ask it with Health.
+    """
     WatchEvents: _aio.UnaryStreamMultiCallable[_agent_pb2.WatchEventsRequest, _agent_pb2.WatchEventsReply]  # type: ignore[assignment]
     """Events as they happen (attach, detach, configure, release, reset, faults)."""
     InjectFault: _aio.UnaryUnaryMultiCallable[_agent_pb2.InjectFaultRequest, _agent_pb2.InjectFaultReply]  # type: ignore[assignment]
@@ -158,6 +170,18 @@ class AgentServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_agent_pb2.HealthReply, _abc.Awaitable[_agent_pb2.HealthReply]]:
         """Per-IPU health, link state, active faults and recent events (heartbeat)."""
+
+    @_abc_1.abstractmethod
+    def FleetHealth(
+        self,
+        request: _agent_pb2.FleetHealthRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_agent_pb2.FleetHealthReply, _abc.Awaitable[_agent_pb2.FleetHealthReply]]:
+        """Health of several machines hosted by the same agent process as this one
+        (the fleet_id of their HealthReply): one call instead of one per machine.
+        A machine the process does not serve right now (stopped, hung, slow) is
+        left out of the reply; ask it with Health.
+        """
 
     @_abc_1.abstractmethod
     def WatchEvents(
