@@ -211,7 +211,11 @@ class AgentService(pb_grpc.AgentServiceServicer):
         def fleet_health() -> pb.FleetHealthReply:
             reply = pb.FleetHealthReply()
             if roster is None:  # a machine alone in its process speaks only for itself
-                wanted = [m for m in request.machines if m.agent_id == self._backend.agent_id]
+                wanted = [
+                    m
+                    for m in request.machines
+                    if m.agent_id == self._backend.agent_id and self.answers_promptly
+                ]
                 reply.machines.extend(self.health_reply(m.since_event) for m in wanted)
                 return reply
             for machine in request.machines:
@@ -220,7 +224,9 @@ class AgentService(pb_grpc.AgentServiceServicer):
                     reply.machines.append(member.health_reply(machine.since_event))
             return reply
 
-        return await self._run(context, "FleetHealth", fleet_health)
+        # Not gated: this machine's own hang or slowness is the process's to report (it
+        # leaves the machine out), not a reason to keep the others' answers waiting.
+        return await self._run(context, "FleetHealth", fleet_health, gate=False)
 
     async def WatchEvents(
         self, request: pb.WatchEventsRequest, context: grpc.aio.ServicerContext

@@ -72,16 +72,30 @@ class AgentGateway(Protocol):
     async def close(self) -> None: ...
 
 
+FAN_OUT_IN_FLIGHT = 64
+"""Calls a fan-out has in flight at once: a pod4096 partition spans 1,024 agents, and 1,024
+calls at once would starve the controller's heartbeats and other callers."""
+
+
 async def fan_out(
-    agents: Iterable[Agent], call: Callable[[Agent], Awaitable[T]]
+    agents: Iterable[Agent],
+    call: Callable[[Agent], Awaitable[T]],
+    *,
+    in_flight: int = FAN_OUT_IN_FLIGHT,
 ) -> tuple[dict[str, T], dict[str, AgentError]]:
-    """Call every agent concurrently; sort outcomes into successes and failures.
+    """Call every agent, ``in_flight`` at a time; sort outcomes into successes and failures.
 
     An agent's refusal or silence is an :class:`AgentError` and is returned,
     not raised; any other exception is a bug and propagates.
     """
     agent_list = list(agents)
-    results = await asyncio.gather(*(call(a) for a in agent_list), return_exceptions=True)
+    gate = asyncio.Semaphore(in_flight)
+
+    async def gated(agent: Agent) -> T:
+        async with gate:
+            return await call(agent)
+
+    results = await asyncio.gather(*(gated(a) for a in agent_list), return_exceptions=True)
     done: dict[str, T] = {}
     failed: dict[str, AgentError] = {}
     for agent, result in zip(agent_list, results, strict=True):

@@ -9,7 +9,6 @@ on demand.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -134,20 +133,18 @@ class Fleet:
         ``RECONCILE_IN_FLIGHT`` agents are called at once, so a pod4096 neither
         floods its agents nor delays the controller's other calls."""
         timeout = self._ctx.settings.agent_timeout_s
-        gate = asyncio.Semaphore(RECONCILE_IN_FLIGHT)
 
         async def read(agent: Agent) -> list[ConfiguredPartition]:
-            async with gate:
-                return await self._ctx.gateway.configurations(agent, timeout=timeout)
+            return await self._ctx.gateway.configurations(agent, timeout=timeout)
 
-        held, failed = await fan_out(agents, read)
+        held, failed = await fan_out(agents, read, in_flight=RECONCILE_IN_FLIGHT)
         wanted, busy = await self._wanted_configs()
 
         async def converge(agent: Agent) -> int:
-            async with gate:
-                return await self._converge(agent, held[agent.id], wanted.get(agent.id, {}), busy)
+            return await self._converge(agent, held[agent.id], wanted.get(agent.id, {}), busy)
 
-        _, failed_after = await fan_out([a for a in agents if a.id in held], converge)
+        reached = [a for a in agents if a.id in held]
+        _, failed_after = await fan_out(reached, converge, in_flight=RECONCILE_IN_FLIGHT)
         return failed | failed_after
 
     async def _wanted_configs(

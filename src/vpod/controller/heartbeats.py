@@ -106,11 +106,15 @@ class HeartbeatMonitor:
         await asyncio.gather(*(self._check(a, answers.get(a.id)) for a in agents))
         await self._reset_detached()
 
-    async def _ask_fleets(self, agents: list[Agent]) -> dict[str, MachineHealth]:
+    async def _ask_fleets(self, agents: list[Agent]) -> dict[str, MachineHealth | AgentError]:
         """One FleetHealth call per agent process hosting several machines (learnt from the
-        ``fleet_id`` of their answers) instead of one Health call per machine. A machine the
-        process leaves out, or whose process did not answer, is asked alone by :meth:`_check`,
-        so its own silence still decides. The member asked rotates among those that answered."""
+        ``fleet_id`` of their answers) instead of one Health call per machine.
+
+        A machine the process leaves out is asked alone by :meth:`_check`, so its own
+        silence decides. When the process does not answer at all, its machines count as
+        silent this round without being asked alone: 1,024 single calls to a process
+        already too busy to answer one would only bury it (and the controller) deeper. The
+        member asked rotates among those that answered last."""
         fleets: dict[str, list[Agent]] = {}
         for agent in agents:
             fleet = self._fleet_of.get(agent.id, "")
@@ -122,26 +126,21 @@ class HeartbeatMonitor:
         self._round += 1
         timeout = self._timeout()
 
-        async def ask(members: list[Agent]) -> list[MachineHealth]:
+        async def ask(members: list[Agent]) -> dict[str, MachineHealth | AgentError]:
             answering = [a for a in members if a.id not in self._silent] or members
             via = answering[self._round % len(answering)]
             wanted = [(a.id, self._events_seen.get(a.id, ("", 0))[1]) for a in members]
             try:
-                return await self._ctx.gateway.fleet_health(via, wanted, timeout=timeout)
+                replies = await self._ctx.gateway.fleet_health(via, wanted, timeout=timeout)
             except AgentError as exc:
-                log.info(
-                    "the fleet of %s did not answer (its machines are asked alone): %s",
-                    via.id,
-                    exc.message,
-                )
-                return []
-
-        answers: dict[str, MachineHealth] = {}
-        for members, replies in zip(
-            groups, await asyncio.gather(*(ask(g) for g in groups)), strict=True
-        ):
+                self._silent.add(via.id)
+                return {a.id: exc for a in members}
             ids = {a.id for a in members}
-            answers.update((h.agent_id, h) for h in replies if h.agent_id in ids)
+            return {h.agent_id: h for h in replies if h.agent_id in ids}
+
+        answers: dict[str, MachineHealth | AgentError] = {}
+        for found in await asyncio.gather(*(ask(g) for g in groups)):
+            answers.update(found)
         return answers
 
     def _timeout(self) -> float:
@@ -177,19 +176,22 @@ class HeartbeatMonitor:
             else:
                 self._detached[partition_id] = (why, tries + 1)
 
-    async def _check(self, agent: Agent, answer: MachineHealth | None = None) -> None:
+    async def _check(self, agent: Agent, answer: MachineHealth | AgentError | None = None) -> None:
         ctx = self._ctx
         book = self._health
         now = ctx.clock.monotonic()
         book.expecting(agent.id, now)
         boot, since = self._events_seen.get(agent.id, ("", 0))
         try:
+            if isinstance(answer, AgentError):  # its whole process was silent
+                raise answer
             health = answer or await ctx.gateway.health(
                 agent, since_event=since, timeout=self._timeout()
             )
         except AgentError as exc:
-            self._silent.add(agent.id)
-            self._fleet_of.pop(agent.id, None)
+            if answer is None:  # silent alone: ask it alone until it answers again
+                self._silent.add(agent.id)
+                self._fleet_of.pop(agent.id, None)
             silent_for = book.missed(agent.id, now)
             if (
                 silent_for >= ctx.settings.unreachable_after_s
