@@ -136,6 +136,26 @@ def translate(agent: str, address: str, err: grpc.aio.AioRpcError) -> AgentError
     return AgentFailed(agent, f"agent {agent} at {address} failed: {details}", code.name)
 
 
+class HealthMemo:
+    """Decodes heartbeats, reusing the last decoded answer of a machine whose answer did not
+    change: a pod4096 answers 1,024 heartbeats a second, nearly all of them the same as the
+    second before, and decoding them anew would cost the controller a third of a core."""
+
+    def __init__(self) -> None:
+        self._last: dict[str, tuple[bytes, MachineHealth]] = {}
+
+    def decode(self, message: pb.HealthReply) -> MachineHealth:
+        if message.events:  # events are news: never the same answer twice
+            return convert.health_from_wire(message)
+        wire = message.SerializeToString(deterministic=True)
+        last = self._last.get(message.agent_id)
+        if last is not None and last[0] == wire:
+            return last[1]
+        health = convert.health_from_wire(message)
+        self._last[message.agent_id] = (wire, health)
+        return health
+
+
 class AgentClient:
     """Typed async calls to one agent. Create it inside the event loop that will use it."""
 
@@ -249,15 +269,21 @@ class AgentClient:
         return self._decode(lambda: convert.health_from_wire(reply))
 
     async def fleet_health(
-        self, machines: Sequence[tuple[str, int]], *, timeout: float | None = None
+        self,
+        machines: Sequence[tuple[str, int]],
+        *,
+        timeout: float | None = None,
+        memo: HealthMemo | None = None,
     ) -> list[MachineHealth]:
         """Heartbeats of machines hosted by this agent's process, as (agent id, since event)
-        pairs; a machine the process does not serve promptly now is left out."""
+        pairs; a machine the process does not serve promptly now is left out. ``memo``
+        spares decoding answers equal to the previous ones."""
         request = pb.FleetHealthRequest(
             machines=[pb.MachineHealthRequest(agent_id=a, since_event=s) for a, s in machines]
         )
         reply = await self._call(self._stub.FleetHealth, request, timeout)
-        return self._decode(lambda: [convert.health_from_wire(m) for m in reply.machines])
+        decode = memo.decode if memo is not None else convert.health_from_wire
+        return self._decode(lambda: [decode(m) for m in reply.machines])
 
     async def watch_events(self, since_event: int = 0) -> AsyncIterator[EventBatch]:
         """Events after ``since_event`` now, then each new batch as it happens (no deadline).

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TypeVar
 
-from vpod.agent.client import AgentClient, ChannelPool
+from vpod.agent.client import AgentClient, ChannelPool, HealthMemo
 from vpod.agent.errors import AgentUnavailable
 from vpod.agent.model import (
     ConfiguredPartition,
@@ -27,6 +27,7 @@ class GrpcAgentGateway:
 
     def __init__(self) -> None:
         self._pool = ChannelPool()
+        self._health_memo = HealthMemo()
         self._closing: set[asyncio.Task[None]] = set()
 
     def _client(self, agent: Agent) -> AgentClient:
@@ -72,7 +73,9 @@ class GrpcAgentGateway:
     async def fleet_health(
         self, agent: Agent, machines: Sequence[tuple[str, int]], *, timeout: float
     ) -> list[MachineHealth]:
-        return await self._call(agent, lambda c: c.fleet_health(machines, timeout=timeout))
+        return await self._call(
+            agent, lambda c: c.fleet_health(machines, timeout=timeout, memo=self._health_memo)
+        )
 
     async def link_tests(
         self, agent: Agent, kinds: Iterable[LinkTestKind], *, timeout: float

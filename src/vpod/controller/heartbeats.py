@@ -93,7 +93,6 @@ class HeartbeatMonitor:
         """Per agent: the process hosting it, from its last answer ("": alone)."""
         self._silent: set[str] = set()
         """Agents whose last heartbeat failed (not asked to speak for their fleet)."""
-        self._round = 0
 
     def forget_stored_faults(self) -> None:
         """Write every agent's faults again next round (call on becoming leader: another
@@ -114,7 +113,7 @@ class HeartbeatMonitor:
         silence decides. When the process does not answer at all, its machines count as
         silent this round without being asked alone: 1,024 single calls to a process
         already too busy to answer one would only bury it (and the controller) deeper. The
-        member asked rotates among those that answered last."""
+        member asked is the first that answered last time."""
         fleets: dict[str, list[Agent]] = {}
         for agent in agents:
             fleet = self._fleet_of.get(agent.id, "")
@@ -123,12 +122,11 @@ class HeartbeatMonitor:
         groups = [members for members in fleets.values() if len(members) > 1]
         if not groups:
             return {}
-        self._round += 1
         timeout = self._timeout()
 
         async def ask(members: list[Agent]) -> dict[str, MachineHealth | AgentError]:
             answering = [a for a in members if a.id not in self._silent] or members
-            via = answering[self._round % len(answering)]
+            via = answering[0]
             wanted = [(a.id, self._events_seen.get(a.id, ("", 0))[1]) for a in members]
             try:
                 replies = await self._ctx.gateway.fleet_health(via, wanted, timeout=timeout)
