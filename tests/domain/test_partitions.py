@@ -391,7 +391,8 @@ def _resolves(pod: str, **kwargs: Any) -> bool:
 
 
 @pytest.mark.parametrize(
-    ("pod", "largest"), [("pod16", 16), ("pod64", 64), ("two16", 16), ("pod1024", 1024), ("pod4096", 4096)]
+    ("pod", "largest"),
+    [("pod16", 16), ("pod64", 64), ("two16", 16), ("pod1024", 1024), ("pod4096", 4096)],
 )
 def test_largest_partition_size(pod: str, largest: int) -> None:
     assert largest_partition_size(PODS[pod]) == largest

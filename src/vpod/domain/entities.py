@@ -11,6 +11,7 @@ run of consecutive machines up to 16 long forms one IPU-Link domain.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -21,6 +22,7 @@ from .sizes import check_allocation_size
 from .topology import LOOPED_MAX_IPUS, GwTopology, IldTopology, Pod, build_pod
 
 HOST_MAX_LENGTH = 253
+_WHITESPACE = re.compile(r"\s")
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +38,7 @@ class Agent:
 
     def __post_init__(self) -> None:
         check_id("agent", self.id)
-        if not self.host or len(self.host) > HOST_MAX_LENGTH or any(c.isspace() for c in self.host):
+        if not self.host or len(self.host) > HOST_MAX_LENGTH or _WHITESPACE.search(self.host):
             raise InvalidSpec(
                 f"agent {self.id} has host {self.host!r}: give a host name or IP address"
                 f" of at most {HOST_MAX_LENGTH} characters without spaces"
