@@ -93,12 +93,15 @@ def _cpu_s(pid: int) -> float:
 def _wait_line(proc: subprocess.Popen[str], marker: str, timeout: float) -> str:
     deadline = time.monotonic() + timeout
     assert proc.stdout is not None
+    seen: list[str] = []
     while time.monotonic() < deadline:
         line = proc.stdout.readline()
         if not line:
-            raise RuntimeError(f"{proc.args[0]} exited ({proc.poll()}) before {marker!r}")
+            said = "".join(seen[-5:])
+            raise RuntimeError(f"{proc.args[0]} exited ({proc.wait()}) before {marker!r}: {said}")
         if marker in line:
             return line
+        seen.append(line)
     raise RuntimeError(f"no {marker!r} in {timeout:.0f} s")
 
 
@@ -177,6 +180,9 @@ def measure(pod_name: str, idle_s: float) -> Row:
                 str(admin_config if admin_config.exists() else user_config)
             )
             env = dict(os.environ)
+            token = data / "agent.token"  # a secure pod admits agents with its token
+            if token.exists():
+                env["VIPU_AGENT_TOKEN"] = token.read_text().splitlines()[0].strip()
             with admin, UserClient.from_config(str(user_config)) as user:
                 detection_s = _detection(admin, admin_port, f"probe-{pod_name}", env)
                 size = pod.num_ipus

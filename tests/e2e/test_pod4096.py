@@ -23,7 +23,10 @@ def test_pod4096_is_ready_in_a_minute_and_takes_its_largest_partition(tmp_path) 
     pod = start_pod(tmp_path / "data", "--pod", "pod4096", "--no-cloud")
     try:
         assert "Bow-2000 pod4096 (1024 machines, 4096 IPUs)" in pod.ready_line
-        with AdminClient.from_config(str(pod.config)) as admin:
+        admin_config = pod.data_dir / "admin.vipu-cli.hcl"  # absent in --open mode
+        with AdminClient.from_config(
+            str(admin_config if admin_config.exists() else pod.config)
+        ) as admin:
             agents = admin.list_agents()
         assert len(agents) == 1024
         assert {a.cluster_id for a in agents} == {"cluster"}
