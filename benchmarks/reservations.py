@@ -2,7 +2,7 @@
 
 Runs, in this process, a secure controller (SQLite in a temporary directory)
 serving the cloud layer over 16 emulated Bow-2000 machines (V-IPU cluster
-``pod``) and 1,100 registered bare-metal GPU hosts (400 H100, 400 A100, 300
+``pod``) and 1,200 registered bare-metal GPU hosts (400 each of H100, A100 and
 L40S). Every call goes through the cloud's REST API over loopback HTTP.
 
 Baseline (same run, same hardware): ``GET /flavors`` with no reservation.
@@ -40,7 +40,7 @@ MACHINES = 16
 PROJECTS = 100
 PER_PROJECT = 10
 HOSTS = (("h100-80", 400, "bm3-ai-1xlarge-h100-80-8"), ("a100-80", 400, "bm3-ai-1xlarge-a100-80-8"),
-         ("l40s-48", 300, "bm3-ai-large-l40s-48-8"))  # fmt: skip
+         ("l40s-48", 400, "bm3-ai-large-l40s-48-8"))  # fmt: skip
 VPOD = "g2a-ai-fast-v1pod-4"
 
 
