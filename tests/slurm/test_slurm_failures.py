@@ -63,18 +63,31 @@ def test_slurmctld_killed_and_restarted_loses_no_job_and_no_partition(slurm: Slu
         ]
         wait_until(lambda: sum(slurm.state(j) == "RUNNING" for j in jobs) >= 7, 60, "jobs to run")
         # slurmctld writes its job state up to a few seconds after a change, and a SIGKILL
-        # loses what it has not written (Slurm's own window: such jobs vanish, and the
-        # reconciler frees their IPUs). Kill it once the running jobs are on disk.
-        time.sleep(SLURM_STATE_SAVE_S)
+        # loses what it has not written (Slurm's own window: such jobs vanish, their ids are
+        # handed out again and slurmd drains the node for "Duplicate jobid"). Kill it once
+        # the running jobs are on disk: a job update marks the state dirty, and the next
+        # write of job_state after it holds every running job. A loaded host can take
+        # longer than the usual few seconds, so wait for the file rather than a fixed time.
+        job_state = slurm.cluster.root / "state" / "job_state"
+        marked = time.time()
+        slurm.cluster.run("scontrol", "update", f"jobid={jobs[0]}", "comment=state-saved")
+        wait_until(
+            lambda: job_state.stat().st_mtime > marked, 60, "slurmctld to save its job state"
+        )
+        time.sleep(SLURM_STATE_SAVE_S / 6)
         slurm.cluster.kill("slurmctld", signal.SIGKILL)
         time.sleep(2)
         slurm.cluster.start_slurmctld()
-        for job_id in jobs:
-            assert slurm.wait_state(job_id, {"COMPLETED", "FAILED"}, 120) == "COMPLETED", slurm.job(
-                job_id
-            )
-            assert exit_code(slurm, job_id) == "0:0"
-        slurm.check_settled()
+        try:
+            for job_id in jobs:
+                assert slurm.wait_state(job_id, {"COMPLETED", "FAILED"}, 120) == "COMPLETED", (
+                    slurm.job(job_id)
+                )
+                assert exit_code(slurm, job_id) == "0:0"
+            slurm.check_settled()
+        finally:
+            # Whatever happened here, the next scenarios get a node that takes jobs.
+            slurm.cluster.run("scontrol", "update", "nodename=vpod", "state=resume", check=False)
 
 
 def test_stress_300_jobs_with_random_cancels_beside_a_time_limit_kill(slurm: SlurmPod) -> None:
