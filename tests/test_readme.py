@@ -213,10 +213,13 @@ def shell(tmp_path: Path) -> Shell:
     if taken:
         pytest.skip(f"the README's default ports {taken} are in use on this machine")
     stamp = REPO / ".venv" / ".vpod-lock-stamp"
-    if not stamp.exists() or stamp.read_bytes() != (REPO / "requirements.lock").read_bytes():
+    expected = (REPO / "requirements.lock").read_bytes() + (REPO / "pyproject.toml").read_bytes()
+    if not stamp.exists() or stamp.read_bytes() != expected:
         # scripts/up would reinstall into the shared .venv from the mirror, pointing its
         # scripts at a directory that is gone after the test.
-        pytest.skip(".venv is not up to date with requirements.lock: run scripts/bootstrap")
+        pytest.skip(
+            ".venv is older than requirements.lock or pyproject.toml: run scripts/bootstrap"
+        )
     return Shell(mirror_of_the_repository(tmp_path / "repo"))
 
 

@@ -13,7 +13,8 @@ def _methods(file: object, service: str) -> dict[str, tuple[str, str, bool]]:
 
 
 def test_agent_service_rpcs() -> None:
-    """The agent offers identity, attributes, configuration, health, events, tests and faults."""
+    """The agent offers identity, attributes, configuration, health (per machine and for every
+    machine its process serves), events, tests and faults."""
     methods = _methods(agent_pb2, "AgentService")
     assert set(methods) == {
         "GetIdentity",
@@ -24,6 +25,7 @@ def test_agent_service_rpcs() -> None:
         "ListConfigurations",
         "RunLinkTests",
         "Health",
+        "FleetHealth",
         "WatchEvents",
         "InjectFault",
         "ClearFault",
