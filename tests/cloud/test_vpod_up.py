@@ -55,6 +55,9 @@ def test_vpod_up_serves_the_cloud_and_a_restart_mid_task_loses_nothing(tmp_path:
         task_id = task.split(":")[0].removeprefix("task ")
     finally:
         assert pod.stop() == 0
+    logs = data_dir / "logs"  # vpod up gives vipu-server a --log-file (rotated by size)
+    assert " ready:" in (logs / "controller.out").read_text()
+    assert " INFO vpod" in (logs / "controller.log").read_text()
     pod = start_pod(data_dir, "--secure")
     try:
         done = vpod(config, "task", "show", task_id, "--wait").stdout

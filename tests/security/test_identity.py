@@ -34,7 +34,7 @@ from vpod.wire import admin_pb2 as apb
 from vpod.wire import admin_pb2_grpc as apb_grpc
 
 from .conftest import Tenants
-from .procs import CALL_TIMEOUT_S, issue_agent_token
+from .procs import CALL_TIMEOUT_S, issue_agent_token, run_tool
 
 # ------------------------------------------------------------------ cloud projects
 
@@ -207,3 +207,40 @@ def test_plain_users_cannot_issue_agent_tokens(tenants: Tenants) -> None:
             apb.CreateAgentTokenRequest(), metadata=tenants.md("alice"), timeout=30
         )
     assert refused.value.code() is grpc.StatusCode.PERMISSION_DENIED
+
+
+def test_agent_tokens_over_rest_are_the_same_tokens(tenants: Tenants) -> None:
+    """POST /api/v1/admin/agent-tokens issues a token that registers an agent over gRPC and
+    that `vipu-admin list agent-tokens` lists; GET lists it with its agent and no secret;
+    DELETE removes it (the next registration with it is refused); a plain user gets 403."""
+    path = "/api/v1/admin/agent-tokens"
+    with tenants.http("alice") as alice:
+        assert alice.post(path, json={"label": "x"}).status_code == 403
+        assert alice.get(path).status_code == 403
+    with tenants.http("admin") as http:
+        created = http.post(path, json={"label": "rest-rack"})
+        assert created.status_code == 201, created.text
+        token, token_id = created.json()["token"], created.json()["agent_token"]["id"]
+        assert token.startswith(f"vat_{token_id}.")
+        code, message = _register(tenants, "rest-agent", "127.0.0.80", token)
+        assert code is grpc.StatusCode.OK, message
+        try:
+            listed = {t["id"]: t for t in http.get(path).json()["agent_tokens"]}
+            assert listed[token_id]["label"] == "rest-rack"
+            assert listed[token_id]["agent_ids"] == ["rest-agent"]
+            assert token.split(".", 1)[1] not in http.get(path).text
+            cli = run_tool(
+                "vipu-admin", "--config", str(tenants.config_file("admin")), "list",
+                "agent-tokens", "--json",
+            )  # fmt: skip
+            assert cli.returncode == 0, cli.stderr
+            assert token_id in cli.stdout
+            assert http.post(path, json={"label": "x" * 201}).status_code == 400
+        finally:
+            tenants.admin_stub().RemoveAgent(
+                apb.RemoveAgentRequest(agent_id="rest-agent"), metadata=tenants.md("admin")
+            )
+        assert http.delete(f"{path}/{token_id}").status_code == 204
+        assert http.delete(f"{path}/{token_id}").status_code == 404
+    code, _ = _register(tenants, "rest-agent-2", "127.0.0.81", token)
+    assert code is grpc.StatusCode.UNAUTHENTICATED

@@ -27,6 +27,11 @@ The whole product by default:
   whole pod) and means an administrator reshaping that pod never takes
   capacity a tenant is using.
 
+Logs are under ``DATA_DIR/logs``: ``controller.log`` is the controller's
+(``vipu-server --log-file``, rotated by size), ``controller.out`` what it
+prints outside its log (the ready line, a failure to start), ``agents.log``
+and ``cloud-agents.log`` the agents'.
+
 What the first run chose (pod shapes, addresses, mode) is kept in
 ``DATA_DIR/up.json``; restarts reuse it and bring back the same partitions.
 """
@@ -77,6 +82,10 @@ from .up_state import (
     save_state,
 )
 
+SERVER_LOG = "controller.log"
+"""The controller's log (vipu-server --log-file: rotated by size)."""
+SERVER_OUTPUT = "controller.out"
+"""What vipu-server prints outside its log: the ready line, a failure to start."""
 START_TIMEOUT_S = 60.0
 
 
@@ -183,7 +192,7 @@ def run_up(options: UpOptions, *, echo: bool = True) -> None:
         secure = state.mode == SECURE
         cloud = options.cloud and secure  # the cloud serves tenants only with authentication
         if switch_from == SECURE:
-            run_init(data_dir, "--insecure", logs / "controller.log")
+            run_init(data_dir, "--insecure", logs / SERVER_OUTPUT)
         save_state(data_dir, state)
         server_argv = [
             bin_path("vipu-server"),
@@ -197,11 +206,13 @@ def run_up(options: UpOptions, *, echo: bool = True) -> None:
             str(options.admin_port),
             "--http-port",
             str(options.http_port),
+            "--log-file",  # rotated by size (vipu-server's --log-max-bytes, --log-backups)
+            str(logs / SERVER_LOG),
         ]
         admin: tuple[str, str] | None = None
         if secure:
             server_argv.append("--secure")
-            admin = admin_credentials(data_dir, logs / "controller.log")
+            admin = admin_credentials(data_dir, logs / SERVER_OUTPUT)
         cloud_pod = _cloud_pod(state, cloud)
         if cloud:
             cloud_up.write_cloud_settings(data_dir)
@@ -248,7 +259,7 @@ class _Run:
                 if code is not None:
                     fail(
                         f"vipu-server exited with code {code}: {self.server.last_error()}"
-                        f" (see {self.server.log_path})"
+                        f" (see {self.server.log_path} and {SERVER_LOG} beside it)"
                     )
                 for agents in self.agents:
                     agents.check()
@@ -269,7 +280,7 @@ class _Run:
 
     def _start(self, server_argv: list[str], logs: Path) -> None:
         options, state, pod = self.options, self.state, self.pod
-        self.server = Child("vipu-server", server_argv, logs / "controller.log")
+        self.server = Child("vipu-server", server_argv, logs / SERVER_OUTPUT)
         ready = self.server.wait_ready(START_TIMEOUT_S)
         user_port = _port_of(ready, "user API")
         admin_port = _port_of(ready, "admin API")

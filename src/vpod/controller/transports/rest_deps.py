@@ -12,6 +12,7 @@ from typing import Annotated, Protocol
 
 from fastapi import Depends, Request
 
+from ..agent_tokens import AgentTokens
 from ..audit_log import AuditLog
 from ..auth import Authenticator
 from ..change_feed import ChangeFeed
@@ -56,6 +57,8 @@ class HttpUseCases(Protocol):
     def changes(self) -> ChangeFeed: ...
     @property
     def telemetry(self) -> IpuTelemetryView: ...
+    @property
+    def agent_tokens(self) -> AgentTokens: ...
 
 
 def use_cases(request: Request) -> HttpUseCases:
@@ -115,6 +118,10 @@ def telemetry(request: Request) -> IpuTelemetryView:
     return use_cases(request).telemetry
 
 
+def agent_tokens(request: Request) -> AgentTokens:
+    return use_cases(request).agent_tokens
+
+
 SettingsDep = Annotated[Settings, Depends(settings)]
 AuthenticatorDep = Annotated[Authenticator, Depends(authenticator)]
 InventoryDep = Annotated[Inventory, Depends(inventory)]
@@ -128,3 +135,4 @@ StatusDep = Annotated[ControllerStatus, Depends(controller_status)]
 PodMapDep = Annotated[PodMapService, Depends(pod_map_service)]
 ChangesDep = Annotated[ChangeFeed, Depends(change_feed)]
 TelemetryDep = Annotated[IpuTelemetryView, Depends(telemetry)]
+AgentTokensDep = Annotated[AgentTokens, Depends(agent_tokens)]

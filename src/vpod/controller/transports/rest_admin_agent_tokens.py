@@ -1,0 +1,99 @@
+"""Agent registration tokens under ``/api/v1/admin/agent-tokens``: what
+``vipu-admin create|list|remove agent-token`` do over the admin gRPC API, as JSON.
+
+The same use-case (:class:`~vpod.controller.agent_tokens.AgentTokens`) serves
+both, so a token issued here admits an agent exactly like one issued by
+``vipu-admin``; the secret is in the creation's answer only (the controller
+keeps a hash).
+"""
+
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Path, Response, status
+from pydantic import BaseModel, Field
+
+from vpod.store.agent_tokens import AgentTokenRecord
+
+from ..agent_tokens import MAX_LABEL
+from .rest_auth import AsAdmin, admin_caller
+from .rest_deps import AgentTokensDep
+from .rest_errors import error_responses
+from .rest_user import API_PREFIX
+
+router = APIRouter(
+    prefix=f"{API_PREFIX}/admin/agent-tokens",
+    tags=["admin: agent tokens"],
+    dependencies=[Depends(admin_caller)],
+)
+"""The agent-token endpoints (``create_http_app`` includes them)."""
+
+
+class AgentTokenOut(BaseModel):
+    id: str
+    label: str
+    created_at: datetime
+    agent_ids: list[str] = Field(description="The agents that registered with it.")
+
+
+class AgentTokenList(BaseModel):
+    agent_tokens: list[AgentTokenOut]
+
+
+class CreateAgentTokenBody(BaseModel):
+    label: str = Field("", max_length=MAX_LABEL, description="What it is for (free text).")
+
+
+class CreatedAgentToken(BaseModel):
+    agent_token: AgentTokenOut
+    token: str = Field(
+        description="Shown once: give it to the agent (--token-file FILE or VIPU_AGENT_TOKEN)."
+    )
+
+
+def _out(record: AgentTokenRecord) -> AgentTokenOut:
+    return AgentTokenOut(
+        id=record.id,
+        label=record.label,
+        created_at=record.created_at,
+        agent_ids=list(record.agent_ids),
+    )
+
+
+@router.post(
+    "",
+    response_model=CreatedAgentToken,
+    status_code=status.HTTP_201_CREATED,
+    responses=error_responses(400, 401, 403, 503),
+)
+async def create_agent_token(
+    caller: AsAdmin, tokens: AgentTokensDep, body: CreateAgentTokenBody | None = None
+) -> CreatedAgentToken:
+    """Issue a registration token (`vipu-admin create agent-token`); its secret is shown
+    this once."""
+    issued = await tokens.issue(caller, body.label if body is not None else "")
+    return CreatedAgentToken(agent_token=_out(issued.record), token=issued.token)
+
+
+@router.get("", response_model=AgentTokenList, responses=error_responses(401, 403, 503))
+async def list_agent_tokens(tokens: AgentTokensDep) -> AgentTokenList:
+    """Every registration token and the agents bound to it, never the secrets
+    (`vipu-admin list agent-tokens`)."""
+    return AgentTokenList(agent_tokens=[_out(t) for t in await tokens.list()])
+
+
+@router.delete(
+    "/{token_id}",
+    status_code=204,
+    response_class=Response,
+    responses=error_responses(401, 403, 404, 503),
+)
+async def remove_agent_token(
+    caller: AsAdmin,
+    tokens: AgentTokensDep,
+    token_id: Annotated[str, Path(max_length=64, description="The token's id.")],
+) -> Response:
+    """Remove a token (`vipu-admin remove agent-token`): it admits no registration any more,
+    and the agents bound to it may bind to another token."""
+    await tokens.remove(caller, token_id)
+    return Response(status_code=204)
