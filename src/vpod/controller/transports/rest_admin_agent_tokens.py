@@ -86,7 +86,7 @@ async def list_agent_tokens(tokens: AgentTokensDep) -> AgentTokenList:
     "/{token_id}",
     status_code=204,
     response_class=Response,
-    responses=error_responses(401, 403, 404, 503),
+    responses=error_responses(400, 401, 403, 404, 503),
 )
 async def remove_agent_token(
     caller: AsAdmin,
