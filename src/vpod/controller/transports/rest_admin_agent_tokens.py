@@ -13,9 +13,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Path, Response, status
 from pydantic import BaseModel, Field
 
-from vpod.store.agent_tokens import AgentTokenRecord
-
-from ..agent_tokens import MAX_LABEL
+from ..agent_tokens import MAX_LABEL, AgentTokenRecord
 from .rest_auth import AsAdmin, admin_caller
 from .rest_deps import AgentTokensDep
 from .rest_errors import error_responses
