@@ -72,6 +72,8 @@ class LiveCloud:
     machines: int
     compute: ComputeDriver | None = None
     secure: bool = True
+    settings: dict[str, Any] = field(default_factory=dict)
+    """Cloud settings beyond the defaults (e.g. ``storage_endpoints``)."""
     server: CloudServer | None = None
     running: RunningServer | None = None
     admin_token: str = ""
@@ -146,6 +148,7 @@ class LiveCloud:
             vipu_clusters=(POD_CLUSTER,),
             task_poll_s=0.2,
             task_retry_s=RETRY_S,
+            **self.settings,
         )
         self.server = CloudServer(cloud_settings, **overrides)
         ready: asyncio.Future[RunningServer] = asyncio.get_running_loop().create_future()
@@ -191,6 +194,7 @@ def start_cloud(
     machines: int = 4,
     compute: ComputeDriver | None = None,
     secure: bool = True,
+    settings: dict[str, Any] | None = None,
 ) -> LiveCloud:
     """A secure controller serving the cloud over ``machines`` emulated Bow-2000s (cluster
     ``pod``, the cloud's only V-IPU cluster)."""
@@ -214,6 +218,7 @@ def start_cloud(
             machines=machines,
             compute=compute,
             secure=secure,
+            settings=dict(settings or {}),
         )
         await live._serve()
         return live

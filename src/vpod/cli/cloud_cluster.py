@@ -76,6 +76,12 @@ def _metadata(pairs: tuple[str, ...], option: str) -> dict[str, str]:
     help="Boot volume size per server (VM flavors).",
 )
 @click.option("--meta", multiple=True, metavar="KEY=VALUE", help="Metadata (repeatable).")
+@click.option(
+    "--storage", default=None, metavar="STORAGE", help="Give the servers this dataset storage."
+)
+@click.option(
+    "--mount", default=None, metavar="PATH", help="With --storage: mount the bucket at PATH."
+)
 @wait_option
 @connection_options
 def create(
@@ -88,6 +94,8 @@ def create(
     attach: tuple[str, ...],
     boot_gib: int,
     meta: tuple[str, ...],
+    storage: str | None,
+    mount: str | None,
     wait: bool,
     as_json: bool,
 ) -> None:
@@ -101,6 +109,12 @@ def create(
         options["image"] = image
     if servers is not None:
         options["server_count"] = servers
+    if mount is not None and storage is None:
+        raise click.UsageError("--mount needs --storage: name the dataset storage to mount")
+    if storage is not None:
+        options["dataset_storage"] = storage
+    if mount is not None:
+        options["dataset_mount"] = mount
     task = client.create_cluster(name, flavor, **options)
     report_task(client, task, wait=wait, as_json=as_json)
 

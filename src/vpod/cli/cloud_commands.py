@@ -7,6 +7,7 @@ import click
 from .cloud_cluster import cluster
 from .cloud_more import flavors, invoice, project, task, volume
 from .cloud_reservation import reservation
+from .cloud_storage import storage
 
 CLOUD_COMMANDS: tuple[click.Command, ...] = (
     flavors,
@@ -16,4 +17,5 @@ CLOUD_COMMANDS: tuple[click.Command, ...] = (
     invoice,
     project,
     reservation,
+    storage,
 )

@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 from .cloud_records import (
     CloudCluster,
+    DatasetStorage,
     Flavor,
     Host,
     Invoice,
@@ -22,6 +23,7 @@ from .cloud_records import (
     ProjectCreated,
     Reservation,
     Shell,
+    StorageEndpoint,
     Task,
     Token,
     Volume,
@@ -41,6 +43,10 @@ class ClusterOptions(TypedDict, total=False):
     """``{"id": ...}`` attaches a volume; ``{"name", "size_gib", "volume_type"}`` makes one."""
     boot_volume_gib: int
     metadata: Mapping[str, str]
+    dataset_storage: str
+    """The project's dataset storage (id or name) the servers get."""
+    dataset_mount: str
+    """Also mount its bucket at this absolute path on every server."""
 
 
 def _id(ref: str) -> str:
@@ -281,3 +287,45 @@ def set_host_enabled(host_id: str, enabled: bool) -> HttpCall[None]:
 
 def remove_host(host_id: str) -> HttpCall[None]:
     return delete(f"/admin/hosts/{_id(host_id)}", nothing)
+
+
+def _storage(data: Any) -> DatasetStorage:
+    return from_json(DatasetStorage, data)
+
+
+def storage_endpoints() -> HttpCall[list[StorageEndpoint]]:
+    return get("/storage-endpoints", lambda data: list_of(StorageEndpoint, data))
+
+
+def list_dataset_storage() -> HttpCall[list[DatasetStorage]]:
+    return get("/dataset-storage", lambda data: list_of(DatasetStorage, data))
+
+
+def register_dataset_storage(
+    name: str, endpoint: str, bucket: str, access_key_id: str, secret_access_key: str
+) -> HttpCall[DatasetStorage]:
+    body = {
+        "name": name,
+        "endpoint": endpoint,
+        "bucket": bucket,
+        "access_key_id": access_key_id,
+        "secret_access_key": secret_access_key,
+    }
+    return post("/dataset-storage", _storage, body)
+
+
+def get_dataset_storage(storage: str) -> HttpCall[DatasetStorage]:
+    return get(f"/dataset-storage/{_id(storage)}", _storage)
+
+
+def delete_dataset_storage(storage: str) -> HttpCall[None]:
+    return delete(f"/dataset-storage/{_id(storage)}", nothing)
+
+
+def attach_dataset_storage(storage: str, cluster: str, mount_path: str | None) -> HttpCall[Task]:
+    body = {"storage": storage, "mount_path": mount_path}
+    return post(f"/clusters/{_id(cluster)}/dataset-storage", _task, body)
+
+
+def detach_dataset_storage(cluster: str) -> HttpCall[Task]:
+    return delete(f"/clusters/{_id(cluster)}/dataset-storage", _task)

@@ -297,3 +297,29 @@ class MetadataUpdate:
     task: Task
     metadata: Mapping[str, str]
     raw: Any = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class StorageEndpoint:
+    """An S3-compatible service the operator offers for dataset storage."""
+
+    name: str
+    url: str
+    region: str
+    path_style: bool
+    raw: Any = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class DatasetStorage:
+    """A bucket the project registered; ``access_key`` is masked (``AKIA…WXYZ``), and no
+    answer carries the secret."""
+
+    id: str
+    name: str
+    endpoint: str
+    bucket: str
+    access_key: str
+    clusters: tuple[str, ...]
+    created_at: datetime
+    raw: Any = field(default=None, repr=False, compare=False)

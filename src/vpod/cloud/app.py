@@ -22,11 +22,13 @@ from .model import errors
 from .operations import all_operations
 from .reservations import parse_terms
 from .runner import TaskRunner
+from .sealing import Sealer
 from .server_setup import refresh_endpoints
 from .services.billing import Billing
 from .services.capacity import Capacity
 from .services.clusters import Clusters
 from .services.context import CloudContext
+from .services.datasets import Datasets
 from .services.db import CloudDb
 from .services.health import check_vpods
 from .services.hosts import Hosts
@@ -52,6 +54,7 @@ class Cloud:
     hosts: Hosts
     capacity: Capacity
     reservations: Reservations
+    datasets: Datasets
     runner: TaskRunner
     secure: bool
     """Whether the controller isolates V-IPU users (``--secure``)."""
@@ -64,6 +67,8 @@ class Cloud:
                 "cloud: first administrator token written to %s",
                 self.ctx.settings.admin_token_path,
             )
+        if await self.datasets.reseal_all():
+            log.warning("cloud: dataset credentials sealed again under the newest key")
         await self.runner.start()
         if not self.serves_tenants:
             log.warning("cloud: %s", OPEN_MODE_REFUSAL)
@@ -124,6 +129,7 @@ def build_cloud(
         compute=compute or default_compute,
         volumes=volumes or default_volumes,
         vipu=vipu,
+        sealer=Sealer(settings.sealing_key_path),
         sink=sink,
     )
     holder = controller.settings.replica_id or "vpod-cloud"
@@ -147,6 +153,7 @@ def build_cloud(
         hosts=Hosts(ctx),
         capacity=capacity,
         reservations=reservations,
+        datasets=Datasets(ctx, clusters),
         runner=runner,
         secure=controller.settings.secure,
     )

@@ -2,7 +2,9 @@
 
 vPOD servers get ``vipu-cli.hcl`` and the ``IPUOF_VIPU_API_*`` environment
 pointing at the V-IPU user API with the vPOD's own V-IPU user; GPU servers
-get their GPUs and fabric in the environment; every server gets its peers.
+get their GPUs and fabric in the environment; every server gets its peers
+and, when the cluster holds dataset storage, its ``~/.aws`` files, ``AWS_*``
+variables and mount (:mod:`.services.dataset_access`).
 The V-IPU access key is written only to the servers, never to the store: a
 key made by the running task is used while the task holds it; servers that
 hold the user's key keep it; if any server lacks one (a restart lost the new
@@ -21,6 +23,7 @@ from .drivers import ServerSetup, VipuAccess
 from .flavors import Flavor, find_flavor
 from .model.records import Cluster, Server
 from .services.context import CloudContext
+from .services.dataset_access import dataset_access
 from .states import ClusterStatus
 from .vipu import user_id_of
 
@@ -41,9 +44,10 @@ async def configure_servers(
 ) -> None:
     flavor = find_flavor(cluster.flavor)
     peers = tuple((s.name, s.address) for s in servers)
+    datasets = await dataset_access(ctx, cluster.id)
     if not flavor.is_vpod:
         for server in servers:
-            setup = ServerSetup(cluster.name, peers, _gpu_env(cluster, flavor))
+            setup = ServerSetup(cluster.name, peers, _gpu_env(cluster, flavor), datasets=datasets)
             await ctx.compute.setup(server.id, setup)
         return
     host, port = await ctx.vipu.user_api()
@@ -52,7 +56,9 @@ async def configure_servers(
     async def write(key: str | None) -> bool:
         access = VipuAccess(host=host, port=port, user_id=user_id, access_key=key)
         results = [
-            await ctx.compute.setup(server.id, ServerSetup(cluster.name, peers, vipu=access))
+            await ctx.compute.setup(
+                server.id, ServerSetup(cluster.name, peers, vipu=access, datasets=datasets)
+            )
             for server in servers
         ]
         return all(r.has_vipu_credentials for r in results)

@@ -12,6 +12,11 @@ Every key is optional::
     health_check_s = 2.0          # how often ACTIVE vPODs are checked for unreachable machines
     task_attempts = 3             # tries of a task whose failures are temporary, in all
     task_retry_s = 1.0            # wait before the second try; doubled before each next one
+
+    [storage_endpoints.s3]        # S3-compatible services tenants may register buckets on
+    url = "https://s3.example.net"
+    region = "us-east-1"          # default us-east-1
+    path_style = true             # URL/bucket rather than bucket.HOST (default false)
 """
 
 from __future__ import annotations
@@ -22,13 +27,16 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from .dataset_rules import parse_endpoints
 from .drivers import COMPUTE_DRIVERS, VOLUME_DRIVERS
 from .model import errors
+from .model.datasets import StorageEndpoint
 from .reservations import DEFAULT_TERMS_TEXT, parse_terms
 
 CONFIG_FILE = "cloud.toml"
 CONFIG_ENV = "VPOD_CLOUD_CONFIG"
 ADMIN_TOKEN_FILE = "cloud-admin.token"
+SEALING_KEY_FILE = "dataset-storage.key"
 DRIVERS = {"compute_driver": tuple(COMPUTE_DRIVERS), "volume_driver": tuple(VOLUME_DRIVERS)}
 SINKS = ("none", "jsonl")
 
@@ -53,6 +61,8 @@ class CloudSettings:
     """Only one controller replica runs cloud tasks: the holder of this lease."""
     reservation_terms: str = DEFAULT_TERMS_TEXT
     """Reservation terms, ``NAME:MONTHS:DISCOUNT`` separated by commas."""
+    storage_endpoints: tuple[StorageEndpoint, ...] = ()
+    """S3-compatible services projects may register dataset storage on."""
 
     @property
     def cloud_dir(self) -> Path:
@@ -63,6 +73,11 @@ class CloudSettings:
     def admin_token_path(self) -> Path:
         """Written once, when the first administrator token is made (mode 0600)."""
         return self.data_dir / ADMIN_TOKEN_FILE
+
+    @property
+    def sealing_key_path(self) -> Path:
+        """Keys sealing dataset credentials (made on first use, mode 0600)."""
+        return self.data_dir / SEALING_KEY_FILE
 
 
 def load_settings(data_dir: Path, path: Path | None = None) -> CloudSettings:
@@ -99,6 +114,8 @@ def parse_settings(raw: dict[str, Any], *, data_dir: Path, source: str) -> Cloud
             raise errors.InvalidArgument(
                 f"{source}: {key} = {value!r} is not available here: use {', '.join(DRIVERS[key])}"
             )
+        elif key == "storage_endpoints":
+            values[key] = parse_endpoints(value, source=source)
         elif key == "reservation_terms":
             if not isinstance(value, str):
                 raise errors.InvalidArgument(f"{source}: reservation_terms is a string")

@@ -56,6 +56,10 @@ PHASES: Mapping[tuple[Operation, bool], tuple[Phase, ...]] = {
     (Operation.REBOOT, False): (P.POPLAR_SERVERS, P.FINISHED),
     (Operation.DELETE, True): (P.CLUSTER_CLEAN_UP, P.FINISHED),
     (Operation.DELETE, False): (P.CLUSTER_CLEAN_UP, P.FINISHED),
+    (Operation.DATASET_ATTACH, True): (P.POST_DEPLOY_SETUP, P.FINISHED),
+    (Operation.DATASET_ATTACH, False): (P.POST_DEPLOY_SETUP, P.FINISHED),
+    (Operation.DATASET_DETACH, True): (P.POST_DEPLOY_SETUP, P.FINISHED),
+    (Operation.DATASET_DETACH, False): (P.POST_DEPLOY_SETUP, P.FINISHED),
 }  # fmt: skip
 """Volume tasks and metadata changes have no phases: ``detailed_state`` is null until FINISHED."""
 
@@ -76,6 +80,8 @@ ALLOWED_FROM: Mapping[Operation, frozenset[ClusterStatus]] = {
     Operation.SET_METADATA: frozenset(set(S) - {S.DELETING, S.DELETED}),
     Operation.VOLUME_ATTACH: _STEADY,
     Operation.VOLUME_DETACH: _STEADY | {S.SUSPENDED, S.ERROR},
+    Operation.DATASET_ATTACH: _STEADY,
+    Operation.DATASET_DETACH: _STEADY,
     Operation.DELETE: frozenset(set(S) - {S.DELETED}),
 }
 """Statuses an operation on an existing cluster may start from."""

@@ -22,6 +22,7 @@ from .cloud_schema import (
     cloud_tokens,
     cloud_volumes,
 )
+from .dataset_schema import cloud_dataset_storages
 from .errors import Conflict, NotFound
 
 
@@ -88,6 +89,10 @@ def delete_project(conn: Connection, project_id: str, *, at: datetime) -> None:
             retryable=False,
         )
     conn.execute(delete(cloud_tokens).where(cloud_tokens.c.project_id == project_id))
+    # Its dataset storage registrations (sealed credentials) go too: no cluster holds them.
+    conn.execute(
+        delete(cloud_dataset_storages).where(cloud_dataset_storages.c.project_id == project_id)
+    )
     conn.execute(
         update(cloud_projects).where(cloud_projects.c.id == project_id).values(deleted_at=at)
     )

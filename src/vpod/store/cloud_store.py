@@ -42,6 +42,7 @@ from .cloud_records import (
     VolumeRecord,
 )
 from .cloud_schema import cloud_clusters, cloud_projects, cloud_volumes
+from .dataset_store import DatasetStore
 from .engine import Database
 from .errors import AlreadyExists, Conflict, StoreError
 from .reservation_store import ReservationStore
@@ -61,6 +62,8 @@ class CloudStore:
         self._db = database
         self.reservations = ReservationStore(database)
         """Reservation plans (their own module: :mod:`.reservation_store`)."""
+        self.datasets = DatasetStore(database)
+        """Dataset storage registrations and attachments (:mod:`.dataset_store`)."""
 
     @classmethod
     def of(cls, store: Store) -> CloudStore:

@@ -45,6 +45,12 @@ class ClusterCreateIn(_In):
     )
     boot_volume_gib: int = Field(BOOT_VOLUME_DEFAULT_GIB, description="Per server (VMs).")
     metadata: dict[str, str] = Field(default_factory=dict)
+    dataset_storage: str | None = Field(
+        None, description="Give the servers this dataset storage of yours (id or name)."
+    )
+    dataset_mount: str | None = Field(
+        None, description="Also mount its bucket at this absolute path on every server."
+    )
 
 
 class LimitsIn(_In):

@@ -18,12 +18,12 @@ the routers it returns, so a route can be served and tested alone.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from datetime import datetime, timedelta
 from enum import Enum
-from typing import Annotated, Any
+from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from vpod.controller.moments import LATEST, TimeOutOfRange, utc_moment
 
@@ -47,6 +47,8 @@ from .convert import (
     token_out,
     volume_out,
 )
+from .dataset_routes import dataset_router
+from .deps import ACCEPTED, PREFIX, CloudDep, Operator, Tenant
 from .errors import CloudRoute, error_responses
 from .models import (
     AttachIn,
@@ -75,15 +77,6 @@ from .models import (
     TokenOut,
     VolumeCreateIn,
     VolumeOut,
-)
-
-PREFIX = "/api/cloud/v1"
-ACCEPTED: dict[int | str, dict[str, Any]] = {202: {"description": "The task it started."}}
-
-_bearer = HTTPBearer(
-    scheme_name="CloudToken",
-    description="`Authorization: Bearer vpod_ID.SECRET`: a project's or an administrator's token.",
-    auto_error=False,
 )
 
 
@@ -133,35 +126,6 @@ def _period(
         end = start + timedelta(minutes=1) if start < LATEST - timedelta(minutes=1) else LATEST
     return start, end
 
-
-def cloud_of(request: Request) -> Cloud:
-    """The cloud these routes serve: bound per request by :func:`cloud_router`."""
-    found: Cloud = request.state.cloud
-    return found
-
-
-CloudDep = Annotated[Cloud, Depends(cloud_of)]
-
-
-async def principal(
-    cloud: CloudDep,
-    credentials: HTTPAuthorizationCredentials | None = Depends(_bearer),
-) -> Principal:
-    """The project (or administrator) a request's bearer token names; a project is refused
-    while the controller runs open (tenants could not be isolated)."""
-    who = await cloud.projects.authenticate(credentials.credentials if credentials else None)
-    if not who.admin:
-        cloud.require_tenancy()
-    return who
-
-
-async def administrator(cloud: CloudDep, who: Principal = Depends(principal)) -> Principal:
-    cloud.projects.require_admin(who)
-    return who
-
-
-Tenant = Annotated[Principal, Depends(principal)]
-Operator = Annotated[Principal, Depends(administrator)]
 
 router = APIRouter(
     prefix=PREFIX, tags=["cloud"], route_class=CloudRoute, responses=error_responses()
@@ -292,7 +256,15 @@ async def list_clusters(cloud: CloudDep, who: Tenant) -> list[ClusterOut]:
     summary="Create a cluster",
 )
 async def create_cluster(cloud: CloudDep, body: ClusterCreateIn, who: Tenant) -> TaskOut:
-    return task_out(await cloud.clusters.create(who, _request(body)))
+    request = _request(body)
+    if body.dataset_storage is not None:
+        storage_id, mount = await cloud.datasets.check_for_cluster(
+            who, body.dataset_storage, body.dataset_mount
+        )
+        request = replace(request, dataset_storage_id=storage_id, dataset_mount=mount)
+    elif body.dataset_mount is not None:
+        raise errors.InvalidArgument("dataset_mount needs dataset_storage: name the storage")
+    return task_out(await cloud.clusters.create(who, request))
 
 
 @router.get("/clusters/{cluster}", response_model=ClusterOut, summary="One cluster")
@@ -589,6 +561,7 @@ def cloud_router(cloud: Cloud) -> APIRouter:
 
     bound = APIRouter()
     bound.include_router(router, dependencies=[Depends(bind)])
+    bound.include_router(dataset_router, dependencies=[Depends(bind)])
     return bound
 
 

@@ -14,6 +14,7 @@ from typing import TypeVar
 from ..model.errors import InvalidArgument
 from .base import (
     ComputeDriver,
+    DatasetAccess,
     DriverError,
     ServerSetup,
     ServerSpec,
@@ -67,6 +68,7 @@ __all__ = [
     "COMPUTE_DRIVERS",
     "VOLUME_DRIVERS",
     "ComputeDriver",
+    "DatasetAccess",
     "DriverError",
     "Layout",
     "LocalCompute",

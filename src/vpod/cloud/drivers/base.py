@@ -10,7 +10,8 @@ call                   local                            OpenStack
 ``shelve``/``unshelve`` mark offloaded / back            Nova shelve-offload / unshelve
 ``stop``/``start``     mark SHUTOFF / ACTIVE            Nova stop / start (bare metal)
 ``rebuild``            re-image the workspace           Nova rebuild
-``setup``              write env, hosts, vipu-cli.hcl   cloud-init / ssh script
+``setup``              write env, hosts, vipu-cli.hcl,  cloud-init / ssh script
+                       ~/.aws, rclone mount
 ``shell``              a local bash in the workspace    ssh to the floating IP
 volume ``create``      a directory                      Cinder create
 volume ``attach``      a link under ``/mnt``             Nova volume attachment
@@ -37,6 +38,7 @@ from ..model.errors import DriverError, TemporaryDriverError
 
 __all__ = [
     "ComputeDriver",
+    "DatasetAccess",
     "DriverError",
     "ServerSetup",
     "ServerSpec",
@@ -78,6 +80,21 @@ class VipuAccess:
 
 
 @dataclass(frozen=True)
+class DatasetAccess:
+    """A project's bucket as a server gets it: ``~/.aws`` files, ``AWS_*`` variables and,
+    with ``mount_path``, a mount of the bucket there."""
+
+    endpoint_url: str
+    region: str
+    bucket: str
+    path_style: bool
+    access_key_id: str = field(repr=False)
+    secret_access_key: str = field(repr=False)
+    mount_path: str | None = None
+    """Absolute path on the server; None: credentials only."""
+
+
+@dataclass(frozen=True)
 class ServerSetup:
     """What POST_DEPLOY_SETUP puts on a server."""
 
@@ -86,6 +103,8 @@ class ServerSetup:
     """(host name, address) of every server of the cluster."""
     env: Mapping[str, str] = field(default_factory=dict)
     vipu: VipuAccess | None = None
+    datasets: DatasetAccess | None = None
+    """None: the server holds no dataset storage (written files are removed)."""
 
 
 @dataclass(frozen=True)
@@ -134,6 +153,9 @@ class ComputeDriver(Protocol):
     async def setup(self, server_id: str, setup: ServerSetup) -> SetupResult: ...
 
     async def shell(self, server_id: str) -> ShellAccess: ...
+
+    def mount_problem(self) -> str | None:
+        """Why this back end cannot mount buckets on servers, in one line; None when it can."""
 
 
 class VolumeDriver(Protocol):

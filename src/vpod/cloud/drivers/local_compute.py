@@ -24,8 +24,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from . import confined
+from . import confined, rclone_mount
 from .base import DriverError, ServerSetup, ServerSpec, SetupResult, ShellAccess
+from .dataset_files import dataset_env, write_aws_files
 from .workspace import (
     Layout,
     parse_env,
@@ -103,7 +104,12 @@ class LocalCompute:
         )
 
     async def delete_server(self, server_id: str) -> None:
-        await self._run(lambda: shutil.rmtree(self._layout.server_dir(server_id), True))
+        def delete() -> None:
+            rclone_mount.release(self._layout.mounts, server_id)
+            (self._layout.mounts / f"{server_id}.path").unlink(missing_ok=True)
+            shutil.rmtree(self._layout.server_dir(server_id), True)
+
+        await self._run(delete)
 
     def _set_status(self, server_id: str, status: str) -> None:
         state = self._state(server_id)
@@ -117,13 +123,21 @@ class LocalCompute:
         return state
 
     async def shelve(self, server_id: str) -> None:
-        await self._run(lambda: self._set_status(server_id, SHELVED))
+        def shelve() -> None:
+            rclone_mount.release(self._layout.mounts, server_id)  # its compute goes away
+            self._set_status(server_id, SHELVED)
+
+        await self._run(shelve)
 
     async def unshelve(self, server_id: str) -> None:
         await self._run(lambda: self._set_status(server_id, ACTIVE))
 
     async def stop(self, server_id: str) -> None:
-        await self._run(lambda: self._set_status(server_id, SHUTOFF))
+        def stop() -> None:
+            rclone_mount.release(self._layout.mounts, server_id)  # powered off
+            self._set_status(server_id, SHUTOFF)
+
+        await self._run(stop)
 
     async def start(self, server_id: str) -> None:
         await self._run(lambda: self._set_status(server_id, ACTIVE))
@@ -200,7 +214,14 @@ class LocalCompute:
                 IPUOF_VIPU_API_HOST=setup.vipu.host,
                 IPUOF_VIPU_API_PORT=str(setup.vipu.port),
             )
-        confined.write(real, ENV_PATH, render_env(env))
+        write_aws_files(real, setup.datasets)
+        rclone_mount.sync(real, self._layout.mounts, server_id, setup.datasets)
+        if setup.datasets is not None:
+            env.update(dataset_env(setup.datasets))
+            if setup.datasets.mount_path is not None:  # no chroot here: the host's path to it
+                env["VPOD_DATASET_MOUNT"] = str(root / setup.datasets.mount_path.lstrip("/"))
+        # 0600: the environment may hold dataset keys; the server's own user reads it
+        confined.write(real, ENV_PATH, render_env(env), 0o600)
         confined.write(
             real, "home/.bashrc", render_bashrc(setup.cluster_name, name, root / ENV_PATH)
         )
@@ -208,6 +229,9 @@ class LocalCompute:
 
     async def shell(self, server_id: str) -> ShellAccess:
         return await self._run(lambda: self._shell(server_id))
+
+    def mount_problem(self) -> str | None:
+        return rclone_mount.mount_problem()
 
     def _shell(self, server_id: str) -> ShellAccess:
         state = self._state(server_id)

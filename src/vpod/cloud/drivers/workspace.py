@@ -7,6 +7,8 @@ Layout under the cloud directory (``DATA_DIR/cloud``)::
                                          volume (VMs) or to servers/<server-id>/disk (bare metal)
     volumes/<volume-id>/meta.json        size, type, image
     volumes/<volume-id>/data/            the volume's contents
+    mounts/<server-id>                   the server's dataset bucket (rclone mount), shown
+                                         in its root as a link at the path the tenant chose
 
 and inside a server's root::
 
@@ -49,6 +51,11 @@ class Layout:
 
     def server_root(self, server_id: str) -> Path:
         return self.server_dir(server_id) / "root"
+
+    @property
+    def mounts(self) -> Path:
+        """Mount points of dataset buckets, outside every server's root (see rclone_mount)."""
+        return self.base / "mounts"
 
     def volume_dir(self, volume_id: str) -> Path:
         return self.base / "volumes" / volume_id

@@ -4,6 +4,7 @@ below but plain values. Drivers, rules, use-cases and the API all speak it."""
 from __future__ import annotations
 
 from . import errors
+from .datasets import DatasetStorage, StorageEndpoint
 from .errors import CloudError, DriverError, ServiceError, TemporaryDriverError, is_temporary
 from .records import Cluster, Server, Task, Volume
 from .reservations import Reservation, ReservationStatus
@@ -16,6 +17,7 @@ __all__ = [
     "Cluster",
     "ClusterChange",
     "ClusterStatus",
+    "DatasetStorage",
     "DriverError",
     "Operation",
     "Phase",
@@ -24,6 +26,7 @@ __all__ = [
     "Server",
     "ServerStatus",
     "ServiceError",
+    "StorageEndpoint",
     "Task",
     "TaskState",
     "TemporaryDriverError",

@@ -93,3 +93,5 @@ class Operation(enum.StrEnum):
     VOLUME_DELETE = "volume_delete"
     VOLUME_ATTACH = "volume_attach"
     VOLUME_DETACH = "volume_detach"
+    DATASET_ATTACH = "dataset_attach"
+    DATASET_DETACH = "dataset_detach"

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from ..runner import Operation
 from ..states import Operation as Op
 from .create import CreateCluster
+from .datasets import AttachDatasets, DetachDatasets
 from .lifecycle import DeleteCluster, RebootCluster, RebuildCluster, ResizeCluster
 from .suspend_resume import ResumeCluster, SuspendCluster
 from .volumes import AttachVolume, CreateVolume, DeleteVolume, DetachVolume
@@ -25,4 +26,6 @@ def all_operations() -> Mapping[str, Operation]:
         Op.VOLUME_DELETE.value: DeleteVolume(),
         Op.VOLUME_ATTACH.value: AttachVolume(),
         Op.VOLUME_DETACH.value: DetachVolume(),
+        Op.DATASET_ATTACH.value: AttachDatasets(),
+        Op.DATASET_DETACH.value: DetachDatasets(),
     }

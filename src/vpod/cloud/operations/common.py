@@ -22,6 +22,7 @@ from ..metering import cluster_entry, volume_entry
 from ..model import errors
 from ..model.records import Cluster, Server, Volume
 from ..runner import Job
+from ..services.dataset_access import apply_dataset_change
 from ..states import ClusterStatus, ServerStatus, VolumeStatus
 from ..vipu import saved_spec
 
@@ -212,7 +213,9 @@ async def delete_volume(job: Job, volume: Volume, *, server_id: str | None = Non
 
 
 async def configure_servers(job: Job, cluster: Cluster, servers: Sequence[Server]) -> None:
-    """POST_DEPLOY_SETUP (see :func:`..server_setup.configure_servers`)."""
+    """POST_DEPLOY_SETUP (see :func:`..server_setup.configure_servers`), after the dataset
+    storage change the task asks for, if any."""
+    await apply_dataset_change(job.ctx, cluster.id, job.params)
     await server_setup.configure_servers(job.ctx, cluster, servers, job.secrets)
 
 

@@ -67,6 +67,9 @@ class ClusterRequest:
     """Ids or names of the project's available volumes."""
     boot_volume_gib: int = BOOT_VOLUME_DEFAULT_GIB
     metadata: Mapping[str, str] = field(default_factory=dict)
+    dataset_storage_id: str | None = None
+    """The project's dataset storage to give the servers (checked by ``Datasets``)."""
+    dataset_mount: str | None = None
 
 
 @dataclass(frozen=True)
@@ -231,6 +234,14 @@ class Clusters:
                 "vpod": flavor.is_vpod,
                 "data_volume_ids": data_ids,
                 "new_volume_ids": [v.id for v in volumes + boot],
+                **(
+                    {
+                        "dataset_storage_id": request.dataset_storage_id,
+                        "dataset_mount": request.dataset_mount,
+                    }
+                    if request.dataset_storage_id
+                    else {}
+                ),
             },
         )
         cluster = replace(cluster, active_task_id=task.id)  # the cluster is busy until created
@@ -389,6 +400,12 @@ class Clusters:
         ctx.published(meter)
         ctx.submit(task.id)
         return task
+
+    async def start_task(
+        self, cluster: Cluster, operation: Operation, params: Mapping[str, object]
+    ) -> Task:
+        """Claim ``cluster`` for a task of ``operation`` another use-case checked (datasets)."""
+        return await self._claim(cluster, operation, params)
 
     async def suspend(self, principal: Principal, ref: str) -> Task:
         return await self._start(principal, ref, Operation.SUSPEND)

@@ -20,6 +20,7 @@ from vpod.store.cloud_store import CloudStore
 from ..drivers import ComputeDriver, VolumeDriver
 from ..ids import IdGenerator
 from ..metering import MeteringSink, NoSink
+from ..sealing import Sealer
 from ..settings import CloudSettings
 from ..vipu import VipuPort
 from .db import CloudDb
@@ -61,6 +62,8 @@ class CloudContext:
     compute: ComputeDriver
     volumes: VolumeDriver
     vipu: VipuPort
+    sealer: Sealer
+    """Seals and unseals dataset storage credentials (keys beside the database)."""
     sink: MeteringSink = field(default_factory=NoSink)
     inbox: TaskInbox = field(default_factory=TaskInbox)
     """Where use-cases post new tasks and the runner waits for them."""

@@ -1,0 +1,173 @@
+"""``vpod storage endpoints|register|list|show|delete|attach|detach``: dataset storage, a
+project's S3-compatible buckets given to clusters (docs/cloud.md, "Dataset storage")."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import IO, Any
+
+import click
+
+from vpod.client import CloudClient
+
+from .cloud_options import connection_options, report_task, wait_option
+from .cloud_output import emit
+from .render import details, table
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+def endpoints_table(found: Sequence[dict[str, Any]]) -> str:
+    return table(
+        ["Endpoint", "URL", "Region", "Addressing"],
+        [
+            [e["name"], e["url"], e["region"], "path" if e["path_style"] else "virtual"]
+            for e in found
+        ],
+    )
+
+
+def storage_table(found: Sequence[dict[str, Any]]) -> str:
+    return table(
+        ["Id", "Name", "Endpoint", "Bucket", "Access key", "Clusters"],
+        [
+            [
+                s["id"],
+                s["name"],
+                s["endpoint"],
+                s["bucket"],
+                s["access_key"],
+                ", ".join(s["clusters"]) or "-",
+            ]
+            for s in found
+        ],
+    )
+
+
+def storage_text(s: dict[str, Any]) -> str:
+    return details(
+        [
+            ("Storage", s["id"]),
+            ("Name", s["name"]),
+            ("Endpoint", s["endpoint"]),
+            ("Bucket", s["bucket"]),
+            ("Access key", s["access_key"]),
+            ("Secret key", "(sealed; never shown)"),
+            ("Clusters", ", ".join(s["clusters"]) or "-"),
+            ("Created", s["created_at"]),
+        ]
+    )
+
+
+def _secret(source: IO[str] | None) -> str:
+    """The secret key from a file (``-``: stdin), else a hidden prompt on a terminal."""
+    if source is not None:
+        return source.read().strip()
+    if not sys.stdin.isatty():
+        raise click.UsageError(
+            "give the secret key with --secret-key-file FILE (or - for stdin): it is never"
+            " taken on the command line, where other users could read it"
+        )
+    value: str = click.prompt("Secret access key", hide_input=True)
+    return value
+
+
+@click.group("storage", context_settings=CONTEXT)
+def storage() -> None:
+    """Dataset storage: S3-compatible buckets your clusters' servers can use.
+
+    Register a bucket with its keys once (the keys are sealed at rest and never shown
+    again), then give it to a cluster: every server gets ~/.aws/config and credentials
+    (profile vpod-datasets, and default), AWS_* variables and, with --mount, the bucket
+    mounted at a path you choose.
+    """
+
+
+@storage.command("endpoints")
+@connection_options
+def storage_endpoints(client: CloudClient, as_json: bool) -> None:
+    """The S3-compatible endpoints the operator offers."""
+    emit([e.raw for e in client.storage_endpoints()], as_json, endpoints_table)
+
+
+@storage.command("register")
+@click.argument("name")
+@click.option("--endpoint", required=True, help="An endpoint from `vpod storage endpoints`.")
+@click.option("--bucket", required=True, help="The bucket on that endpoint.")
+@click.option("--access-key", required=True, metavar="ID", help="The access key id.")
+@click.option(
+    "--secret-key-file",
+    type=click.File("r"),
+    default=None,
+    help="A file holding the secret key (- for stdin); default: a hidden prompt.",
+)
+@connection_options
+def storage_register(
+    client: CloudClient,
+    name: str,
+    endpoint: str,
+    bucket: str,
+    access_key: str,
+    secret_key_file: IO[str] | None,
+    as_json: bool,
+) -> None:
+    """Register a bucket and its keys as storage NAME (keys sealed; shown masked from now on)."""
+    found = client.register_dataset_storage(
+        name, endpoint, bucket, access_key, _secret(secret_key_file)
+    )
+    emit(found.raw, as_json, storage_text)
+
+
+@storage.command("list")
+@connection_options
+def storage_list(client: CloudClient, as_json: bool) -> None:
+    """Your project's dataset storage and the clusters holding each."""
+    emit([s.raw for s in client.list_dataset_storage()], as_json, storage_table)
+
+
+@storage.command("show")
+@click.argument("storage_ref", metavar="STORAGE")
+@connection_options
+def storage_show(client: CloudClient, storage_ref: str, as_json: bool) -> None:
+    """One dataset storage (by name or id)."""
+    emit(client.get_dataset_storage(storage_ref).raw, as_json, storage_text)
+
+
+@storage.command("delete")
+@click.argument("storage_ref", metavar="STORAGE")
+@connection_options
+def storage_delete(client: CloudClient, storage_ref: str, as_json: bool) -> None:
+    """Forget a storage and its keys (refused while a cluster holds it: detach first)."""
+    client.delete_dataset_storage(storage_ref)
+    emit({"deleted": storage_ref}, as_json, lambda _: f"dataset storage {storage_ref} deleted")
+
+
+@storage.command("attach")
+@click.argument("storage_ref", metavar="STORAGE")
+@click.argument("cluster_ref", metavar="CLUSTER")
+@click.option(
+    "--mount", default=None, metavar="PATH", help="Also mount the bucket at PATH on each server."
+)
+@wait_option
+@connection_options
+def storage_attach(
+    client: CloudClient,
+    storage_ref: str,
+    cluster_ref: str,
+    mount: str | None,
+    wait: bool,
+    as_json: bool,
+) -> None:
+    """Give every server of CLUSTER the storage (a cluster holds one at a time)."""
+    task = client.attach_dataset_storage(storage_ref, cluster_ref, mount)
+    report_task(client, task, wait=wait, as_json=as_json)
+
+
+@storage.command("detach")
+@click.argument("cluster_ref", metavar="CLUSTER")
+@wait_option
+@connection_options
+def storage_detach(client: CloudClient, cluster_ref: str, wait: bool, as_json: bool) -> None:
+    """Take CLUSTER's storage away: its files and variables go, the bucket is unmounted."""
+    report_task(client, client.detach_dataset_storage(cluster_ref), wait=wait, as_json=as_json)

@@ -1,0 +1,111 @@
+"""Dataset storage routes: register, list, show and delete a project's buckets; attach one
+to a cluster or detach it (tasks). Module-level, bound like ``router`` by ``cloud_router``."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from ..model.datasets import DatasetStorage
+from ..services.datasets import NewStorage
+from .convert import task_out
+from .dataset_models import (
+    DatasetAttachIn,
+    DatasetStorageIn,
+    DatasetStorageOut,
+    StorageEndpointOut,
+)
+from .deps import ACCEPTED, PREFIX, CloudDep, Tenant
+from .errors import CloudRoute, error_responses
+from .models import TaskOut
+
+dataset_router = APIRouter(
+    prefix=PREFIX, tags=["dataset storage"], route_class=CloudRoute, responses=error_responses()
+)
+
+
+def storage_out(storage: DatasetStorage) -> DatasetStorageOut:
+    return DatasetStorageOut(
+        id=storage.id,
+        name=storage.name,
+        endpoint=storage.endpoint,
+        bucket=storage.bucket,
+        access_key=storage.access_key_masked,
+        clusters=list(storage.clusters),
+        created_at=storage.created_at,
+    )
+
+
+@dataset_router.get(
+    "/storage-endpoints",
+    response_model=list[StorageEndpointOut],
+    summary="S3-compatible endpoints the operator offers",
+)
+async def list_endpoints(cloud: CloudDep, _who: Tenant) -> list[StorageEndpointOut]:
+    return [
+        StorageEndpointOut(name=e.name, url=e.url, region=e.region, path_style=e.path_style)
+        for e in cloud.datasets.endpoints
+    ]
+
+
+@dataset_router.get(
+    "/dataset-storage", response_model=list[DatasetStorageOut], summary="Your dataset storage"
+)
+async def list_storage(cloud: CloudDep, who: Tenant) -> list[DatasetStorageOut]:
+    return [storage_out(s) for s in await cloud.datasets.list_storages(who)]
+
+
+@dataset_router.post(
+    "/dataset-storage",
+    status_code=201,
+    response_model=DatasetStorageOut,
+    summary="Register a bucket and its keys (sealed at rest, never shown again)",
+)
+async def register_storage(
+    cloud: CloudDep, body: DatasetStorageIn, who: Tenant
+) -> DatasetStorageOut:
+    new = NewStorage(
+        name=body.name,
+        endpoint=body.endpoint,
+        bucket=body.bucket,
+        access_key_id=body.access_key_id,
+        secret_access_key=body.secret_access_key,
+    )
+    return storage_out(await cloud.datasets.register(who, new))
+
+
+@dataset_router.get("/dataset-storage/{storage}", response_model=DatasetStorageOut)
+async def get_storage(cloud: CloudDep, storage: str, who: Tenant) -> DatasetStorageOut:
+    return storage_out(await cloud.datasets.get(who, storage))
+
+
+@dataset_router.delete(
+    "/dataset-storage/{storage}",
+    status_code=204,
+    summary="Forget a storage (refused while a cluster holds it: detach first)",
+)
+async def delete_storage(cloud: CloudDep, storage: str, who: Tenant) -> None:
+    await cloud.datasets.delete(who, storage)
+
+
+@dataset_router.post(
+    "/clusters/{cluster}/dataset-storage",
+    status_code=202,
+    response_model=TaskOut,
+    responses=ACCEPTED,
+    summary="Give a cluster's servers a dataset storage (and mount it)",
+)
+async def attach_storage(
+    cloud: CloudDep, cluster: str, body: DatasetAttachIn, who: Tenant
+) -> TaskOut:
+    return task_out(await cloud.datasets.attach(who, body.storage, cluster, body.mount_path))
+
+
+@dataset_router.delete(
+    "/clusters/{cluster}/dataset-storage",
+    status_code=202,
+    response_model=TaskOut,
+    responses=ACCEPTED,
+    summary="Take a cluster's dataset storage away (files removed, bucket unmounted)",
+)
+async def detach_storage(cloud: CloudDep, cluster: str, who: Tenant) -> TaskOut:
+    return task_out(await cloud.datasets.detach(who, cluster))

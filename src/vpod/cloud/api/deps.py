@@ -1,0 +1,54 @@
+"""What every cloud route depends on: the :class:`Cloud` it serves and who is calling.
+
+Kept apart from the routes so that route modules (``router``,
+``dataset_routes``) share them without importing each other.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from ..app import Cloud
+from ..services.projects import Principal
+
+PREFIX = "/api/cloud/v1"
+ACCEPTED: dict[int | str, dict[str, Any]] = {202: {"description": "The task it started."}}
+
+_bearer = HTTPBearer(
+    scheme_name="CloudToken",
+    description="`Authorization: Bearer vpod_ID.SECRET`: a project's or an administrator's token.",
+    auto_error=False,
+)
+
+
+def cloud_of(request: Request) -> Cloud:
+    """The cloud these routes serve: bound per request by :func:`cloud_router`."""
+    found: Cloud = request.state.cloud
+    return found
+
+
+CloudDep = Annotated[Cloud, Depends(cloud_of)]
+
+
+async def principal(
+    cloud: CloudDep,
+    credentials: HTTPAuthorizationCredentials | None = Depends(_bearer),
+) -> Principal:
+    """The project (or administrator) a request's bearer token names; a project is refused
+    while the controller runs open (tenants could not be isolated)."""
+    who = await cloud.projects.authenticate(credentials.credentials if credentials else None)
+    if not who.admin:
+        cloud.require_tenancy()
+    return who
+
+
+async def administrator(cloud: CloudDep, who: Principal = Depends(principal)) -> Principal:
+    cloud.projects.require_admin(who)
+    return who
+
+
+Tenant = Annotated[Principal, Depends(principal)]
+Operator = Annotated[Principal, Depends(administrator)]

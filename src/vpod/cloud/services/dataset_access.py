@@ -1,0 +1,47 @@
+"""The dataset storage a cluster's servers are given, unsealed for POST_DEPLOY_SETUP only.
+
+Every setup of a cluster's servers (creation, resume, rebuild, resize, an
+endpoint refresh, attach and detach) writes what :func:`dataset_access`
+returns, so a server recreated or re-imaged gets its storage again, and one
+whose storage was detached loses it.
+"""
+
+from __future__ import annotations
+
+from ..dataset_rules import find_endpoint
+from ..drivers import DatasetAccess
+from .context import CloudContext
+
+
+async def dataset_access(ctx: CloudContext, cluster_id: str) -> DatasetAccess | None:
+    store = ctx.store.datasets
+    attachment = await ctx.db(store.attachment, cluster_id)
+    if attachment is None:
+        return None
+    storage = await ctx.db(store.get, attachment.storage_id)
+    endpoint = find_endpoint(ctx.settings.storage_endpoints, storage.endpoint)
+    return DatasetAccess(
+        endpoint_url=endpoint.url,
+        region=endpoint.region,
+        bucket=storage.bucket,
+        path_style=endpoint.path_style,
+        access_key_id=ctx.sealer.unseal(storage.access_key_sealed),
+        secret_access_key=ctx.sealer.unseal(storage.secret_key_sealed),
+        mount_path=attachment.mount_path,
+    )
+
+
+async def apply_dataset_change(
+    ctx: CloudContext, cluster_id: str, params: dict[str, object]
+) -> None:
+    """What a task's parameters ask of the cluster's attachment, done idempotently first:
+    ``dataset_storage_id`` (+ ``dataset_mount``) attaches, ``dataset_detach`` detaches."""
+    store = ctx.store.datasets
+    if params.get("dataset_detach"):
+        await ctx.db(store.detach, cluster_id)
+    storage_id = params.get("dataset_storage_id")
+    if isinstance(storage_id, str):
+        mount = params.get("dataset_mount")
+        await ctx.db(
+            store.attach, cluster_id, storage_id, mount if isinstance(mount, str) else None
+        )

@@ -1,0 +1,54 @@
+"""The tables of dataset storage (migration ``0006_dataset_storage``).
+
+- ``cloud_dataset_storages``: a project's registration of an S3-compatible
+  bucket on an endpoint the operator configured. The access key id and the
+  secret key are stored only sealed (``*_sealed``: Fernet tokens made by the
+  cloud with a key kept beside the database, never in it); the masked access
+  key (``AKIA…WXYZ``) is what listings show. A name is unique within its
+  project.
+- ``cloud_dataset_attachments``: which storage a cluster is given, and where
+  it is mounted (``mount_path``, or null for credentials only). One storage
+  per cluster (primary key ``cluster_id``); the attachment goes with its
+  cluster (``ON DELETE CASCADE``), and a storage that is attached cannot be
+  deleted (foreign key without cascade).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Column, ForeignKey, Table, Text, UniqueConstraint
+
+from .columns import ID, LABEL, TEXT_SHORT, UtcDateTime, metadata
+
+cloud_dataset_storages = Table(
+    "cloud_dataset_storages",
+    metadata,
+    Column("id", ID, primary_key=True),
+    Column("project_id", ID, ForeignKey("cloud_projects.id"), nullable=False, index=True),
+    Column("name", ID, nullable=False),
+    Column("endpoint", LABEL, nullable=False, comment="an endpoint name of cloud.toml"),
+    Column("bucket", LABEL, nullable=False),
+    Column("access_key_masked", LABEL, nullable=False, comment="e.g. AKIA…WXYZ"),
+    Column("access_key_sealed", Text, nullable=False, comment="Fernet token"),
+    Column("secret_key_sealed", Text, nullable=False, comment="Fernet token"),
+    Column("created_at", UtcDateTime, nullable=False),
+    UniqueConstraint("project_id", "name"),
+)
+
+cloud_dataset_attachments = Table(
+    "cloud_dataset_attachments",
+    metadata,
+    Column(
+        "cluster_id",
+        ID,
+        ForeignKey("cloud_clusters.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column(
+        "storage_id",
+        ID,
+        ForeignKey("cloud_dataset_storages.id"),
+        nullable=False,
+        index=True,
+    ),
+    Column("mount_path", TEXT_SHORT, nullable=True, comment="absolute path on the servers"),
+)

@@ -1,0 +1,341 @@
+"""Dataset storage on a live secure controller against a real S3 server (moto in server
+mode): a project registers a bucket and keys (sealed at rest, shown masked), its cluster's
+servers get ``~/.aws`` files and ``AWS_*`` variables, and a workload in a server lists,
+reads and writes objects with them; another project sees none of it; suspend and resume
+keep it; attach, detach and delete follow their rules; bad input gets a 4xx."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import stat
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from vpod.cli.cloud_client import write_config
+from vpod.client import CloudClient
+from vpod.cloud.model.datasets import StorageEndpoint
+
+from .conftest import error, in_shell, ok, run_task
+from .live import LiveCloud, start_cloud, stop_cloud
+from .s3server import moto_server
+
+V4 = "g2a-ai-fast-v1pod-4"
+VPOD = str(Path(sys.executable).with_name("vpod"))
+BUCKET = "training-data"
+OWNER_KEYS = ("AKIAOWNERKEY00000001", "owner-secret-Vk3pQ9x/Zt8wLm2R+sN4")
+OTHER_KEYS = ("AKIAOTHERKEY0000009", "other-secret-Jh7Tq2Wz/Xc5Bn8M+pK1")
+WORKLOAD = """
+import boto3, os
+s3 = boto3.client("s3")
+bucket = os.environ["VPOD_DATASET_BUCKET"]
+print(sorted(o["Key"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", [])))
+print(s3.get_object(Bucket=bucket, Key="seed.txt")["Body"].read().decode())
+s3.put_object(Bucket=bucket, Key="from-server.txt", Body=os.environ["VPOD_SERVER"].encode())
+"""
+
+
+@pytest.fixture(scope="module")
+def s3_url() -> Iterator[str]:
+    with moto_server() as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory, s3_url: str) -> Iterator[LiveCloud]:
+    endpoint = StorageEndpoint("moto", s3_url, "eu-west-1", path_style=True)
+    cloud = start_cloud(
+        tmp_path_factory.mktemp("datasets"), settings={"storage_endpoints": (endpoint,)}
+    )
+    try:
+        yield cloud
+    finally:
+        stop_cloud(cloud)
+
+
+def s3(url: str, keys: tuple[str, str]) -> Any:
+    return boto3.client(
+        "s3",
+        endpoint_url=url,
+        region_name="eu-west-1",
+        aws_access_key_id=keys[0],
+        aws_secret_access_key=keys[1],
+    )
+
+
+def register(http: Any, name: str, keys: tuple[str, str], bucket: str = BUCKET) -> Any:
+    body = {
+        "name": name,
+        "endpoint": "moto",
+        "bucket": bucket,
+        "access_key_id": keys[0],
+        "secret_access_key": keys[1],
+    }
+    return http.post("/dataset-storage", json=body)
+
+
+def server_root(live: LiveCloud, http: Any, cluster: str) -> Path:
+    home = ok(http.get(f"/clusters/{cluster}/shell"))["cwd"]
+    return Path(home).parent
+
+
+def test_a_workload_uses_its_projects_bucket_and_nobody_elses(live: LiveCloud, s3_url: str) -> None:
+    s3(s3_url, OWNER_KEYS).create_bucket(
+        Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"}
+    )
+    s3(s3_url, OWNER_KEYS).put_object(Bucket=BUCKET, Key="seed.txt", Body=b"hello datasets")
+    owner, other = live.project("ds-owner"), live.project("ds-other")
+    replies: list[str] = []
+    with live.client(owner) as http:
+        reply = register(http, "train", OWNER_KEYS)
+        replies.append(reply.text)
+        storage = ok(reply, 201)
+        assert storage["access_key"] == "AKIA…0001"
+        assert storage["clusters"] == []
+        task = run_task(
+            live,
+            http,
+            "POST",
+            "/clusters",
+            json={"name": "ds-1", "flavor": V4, "dataset_storage": "train"},
+        )
+        assert task["state"] == "FINISHED", task
+        done = in_shell(http, "ds-1", "python3 -c " + shlex.quote(WORKLOAD))
+        assert done.returncode == 0, done.stderr
+        listed, seed = done.stdout.splitlines()[:2]
+        assert listed == "['seed.txt']"
+        assert seed == "hello datasets"
+        root = server_root(live, http, "ds-1")
+        for response in (http.get("/dataset-storage"), http.get("/dataset-storage/train")):
+            replies.append(response.text)
+        assert ok(http.get("/dataset-storage/train"))["clusters"] == ["ds-1"]
+    written = s3(s3_url, OWNER_KEYS).get_object(Bucket=BUCKET, Key="from-server.txt")
+    assert written["Body"].read().decode() == "ds-1-poplar-1"
+
+    credentials = root / "home/.aws/credentials"
+    assert stat.S_IMODE(credentials.stat().st_mode) == 0o600
+    text = credentials.read_text()
+    assert f"aws_access_key_id = {OWNER_KEYS[0]}" in text
+    assert "[vpod-datasets]" in text
+    assert "[default]" in text
+    config = (root / "home/.aws/config").read_text()
+    assert f"endpoint_url = {s3_url}" in config
+    assert "addressing_style = path" in config
+    env = (root / "etc/environment").read_text()
+    assert f"AWS_SECRET_ACCESS_KEY={OWNER_KEYS[1]}" in env.replace("'", "")
+    assert stat.S_IMODE((root / "etc/environment").stat().st_mode) == 0o600
+
+    with live.client(other) as http:
+        assert ok(http.get("/dataset-storage")) == []
+        error(http.get("/dataset-storage/train"), 404, "NOT_FOUND")
+        error(http.get(f"/dataset-storage/{storage['id']}"), 404, "NOT_FOUND")
+        error(http.delete(f"/dataset-storage/{storage['id']}"), 404, "NOT_FOUND")
+        mine = ok(register(http, "train", OTHER_KEYS, bucket="other-data"), 201)
+        assert mine["access_key"] == "AKIA…0009"
+        refused = http.post(
+            "/clusters", json={"name": "ds-x", "flavor": V4, "dataset_storage": storage["id"]}
+        )
+        error(refused, 404, "NOT_FOUND")
+        task = run_task(
+            live,
+            http,
+            "POST",
+            "/clusters",
+            json={"name": "ds-2", "flavor": V4, "dataset_storage": "train"},
+        )
+        assert task["state"] == "FINISHED", task
+        other_root = server_root(live, http, "ds-2")
+    other_files = "".join(
+        p.read_text(errors="replace") for p in other_root.rglob("*") if p.is_file()
+    )
+    assert OTHER_KEYS[1] in other_files
+    assert OWNER_KEYS[0] not in other_files
+    assert OWNER_KEYS[1] not in other_files
+
+    for text in replies:
+        assert OWNER_KEYS[1] not in text
+        assert OWNER_KEYS[0] not in text
+    searched = [n for n in os.listdir(live.data_dir) if n.startswith("vpod.db")]
+    assert "vpod.db" in searched
+    for name in searched:  # the database and its write-ahead log, byte by byte
+        data = (live.data_dir / name).read_bytes()
+        for key in (*OWNER_KEYS, *OTHER_KEYS):
+            assert key.encode() not in data, f"{key} in plain text in {name}"
+    key_file = live.data_dir / "dataset-storage.key"
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+
+
+def test_suspend_and_resume_keep_the_configuration(live: LiveCloud) -> None:
+    with live.client(live.project("ds-owner")) as http:
+        root = server_root(live, http, "ds-1")
+        assert run_task(live, http, "POST", "/clusters/ds-1/suspend")["state"] == "FINISHED"
+        (root / "home/.aws/credentials").unlink()  # as if the server came back re-imaged
+        assert run_task(live, http, "POST", "/clusters/ds-1/resume")["state"] == "FINISHED"
+        assert OWNER_KEYS[1] in (root / "home/.aws/credentials").read_text()
+        done = in_shell(http, "ds-1", 'echo "$AWS_ACCESS_KEY_ID $AWS_ENDPOINT_URL"')
+        assert done.stdout.split()[0] == OWNER_KEYS[0]
+        done = in_shell(http, "ds-1", "python3 -c " + shlex.quote(WORKLOAD))
+        assert done.returncode == 0, done.stderr
+
+
+def test_attached_storage_is_not_deleted_and_detach_takes_it_away(live: LiveCloud) -> None:
+    with live.client(live.project("ds-owner")) as http:
+        message = error(http.delete("/dataset-storage/train"), 409, "FAILED_PRECONDITION")
+        assert "attached to cluster(s) ds-1" in message
+        assert "detach it first" in message
+        ok(register(http, "spare", OWNER_KEYS), 201)
+        refused = http.post("/clusters/ds-1/dataset-storage", json={"storage": "spare"})
+        assert "detach it first" in error(refused, 409, "FAILED_PRECONDITION")
+        root = server_root(live, http, "ds-1")
+        assert run_task(live, http, "DELETE", "/clusters/ds-1/dataset-storage")["state"] == (
+            "FINISHED"
+        )
+        assert not (root / "home/.aws/credentials").exists()
+        assert "AWS_" not in (root / "etc/environment").read_text()
+        assert ok(http.get("/dataset-storage/train"))["clusters"] == []
+        again = http.delete("/clusters/ds-1/dataset-storage")
+        error(again, 409, "FAILED_PRECONDITION")
+        ok(http.delete("/dataset-storage/train"), 204)
+        task = run_task(
+            live, http, "POST", "/clusters/ds-1/dataset-storage", json={"storage": "spare"}
+        )
+        assert task["state"] == "FINISHED", task
+        assert OWNER_KEYS[1] in (root / "home/.aws/credentials").read_text()
+        assert ok(http.get("/dataset-storage/spare"))["clusters"] == ["ds-1"]
+
+
+def test_bad_input_is_refused_with_a_4xx(live: LiveCloud) -> None:
+    with live.client(live.project("ds-bad")) as http:
+        body = {
+            "name": "data",
+            "endpoint": "moto",
+            "bucket": BUCKET,
+            "access_key_id": "AKIAEXAMPLE",
+            "secret_access_key": "s3cret",
+        }
+        message = error(
+            http.post("/dataset-storage", json={**body, "endpoint": "nowhere"}),
+            400,
+            "INVALID_ARGUMENT",
+        )
+        assert "the endpoints are moto" in message
+        error(http.post("/dataset-storage", json={**body, "bucket": ""}), 400, "INVALID_ARGUMENT")
+        error(
+            http.post("/dataset-storage", json={**body, "bucket": "Bad_Bucket"}),
+            400,
+            "INVALID_ARGUMENT",
+        )
+        error(
+            http.post("/dataset-storage", json={**body, "secret_access_key": ""}),
+            400,
+            "INVALID_ARGUMENT",
+        )
+        spaced = http.post("/dataset-storage", json={**body, "secret_access_key": "a b\nc"})
+        assert "a b" not in error(spaced, 400, "INVALID_ARGUMENT")
+        error(http.post("/dataset-storage", json={**body, "name": "x"}), 400, "INVALID_ARGUMENT")
+        huge = http.post(
+            "/dataset-storage",
+            content=b'{"name": "' + b"x" * (10 << 20) + b'"}',
+            headers={"Content-Type": "application/json"},
+        )
+        assert huge.status_code == 413, huge.text
+        ok(http.post("/dataset-storage", json=body), 201)
+        error(http.post("/dataset-storage", json=body), 409, "ALREADY_EXISTS")
+        error(
+            http.post("/clusters/no-such/dataset-storage", json={"storage": "data"}),
+            404,
+            "NOT_FOUND",
+        )
+        error(http.get("/dataset-storage/no-such"), 404, "NOT_FOUND")
+        bad_mount = http.post(
+            "/clusters",
+            json={"name": "ds-m", "flavor": V4, "dataset_storage": "data", "dataset_mount": "/etc"},
+        )
+        error(bad_mount, 400, "INVALID_ARGUMENT")
+        lone_mount = http.post(
+            "/clusters", json={"name": "ds-m", "flavor": V4, "dataset_mount": "/mnt/data"}
+        )
+        error(lone_mount, 400, "INVALID_ARGUMENT")
+        endpoints = ok(http.get("/storage-endpoints"))
+        assert [e["name"] for e in endpoints] == ["moto"]
+
+
+def test_the_storage_commands_and_the_client(live: LiveCloud, tmp_path: Path) -> None:
+    config = tmp_path / "vpod-cli.toml"
+    write_config(config, live.url, live.project("ds-cli"), "ds-cli")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VPOD_")}
+    env["VPOD_CONFIG"] = str(config)
+    outputs: list[str] = []
+
+    def vpod(*args: str, code: int = 0, stdin: str = "") -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [VPOD, *args], env=env, input=stdin, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == code, done.stderr
+        outputs.extend((done.stdout, done.stderr))
+        return done
+
+    register_args = ["storage", "register", "cli-data", "--endpoint", "moto", "--bucket", BUCKET]
+    made = json.loads(
+        vpod(
+            *register_args,
+            "--access-key",
+            OWNER_KEYS[0],
+            "--secret-key-file",
+            "-",
+            "--json",
+            stdin=OWNER_KEYS[1] + "\n",
+        ).stdout
+    )
+    assert made["access_key"] == "AKIA…0001"
+    assert made["clusters"] == []
+    assert "AKIA…0001" in vpod("storage", "list").stdout
+    assert "(sealed; never shown)" in vpod("storage", "show", "cli-data").stdout
+    assert json.loads(vpod("storage", "endpoints", "--json").stdout)[0]["name"] == "moto"
+    bad = vpod(
+        "storage",
+        "register",
+        "bad-endpoint",
+        "--endpoint",
+        "nowhere",
+        "--bucket",
+        BUCKET,
+        "--access-key",
+        "AKIAEXAMPLE",
+        "--secret-key-file",
+        "-",
+        stdin="s3cret",
+        code=2,
+    )
+    assert len(bad.stderr.strip().splitlines()) == 1
+    assert "nowhere" in bad.stderr
+    no_secret = vpod(
+        *register_args[:2], "no-secret", *register_args[3:], "--access-key", "AKIAX", code=2
+    )
+    assert "--secret-key-file" in no_secret.stderr
+    lone_mount = vpod("cluster", "create", "c", "--flavor", V4, "--mount", "/mnt/d", code=2)
+    assert "--mount needs --storage" in lone_mount.stderr
+    vpod("storage", "show", "no-such", code=1)
+    assert "dataset storage" in vpod("storage", "--help").stdout.lower()
+    vpod("storage", "delete", "cli-data")
+    assert json.loads(vpod("storage", "list", "--json").stdout) == []
+
+    with CloudClient.from_config(config) as client:
+        made_by_client = client.register_dataset_storage(
+            "by-client", "moto", BUCKET, OWNER_KEYS[0], OWNER_KEYS[1]
+        )
+        assert made_by_client.access_key == "AKIA…0001"
+        assert [s.name for s in client.list_dataset_storage()] == ["by-client"]
+        assert client.storage_endpoints()[0].path_style is True
+        client.delete_dataset_storage("by-client")
+        assert client.list_dataset_storage() == []
+    for text in outputs:
+        assert OWNER_KEYS[1] not in text
+        assert OWNER_KEYS[0] not in text
