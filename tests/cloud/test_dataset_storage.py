@@ -12,6 +12,7 @@ import shlex
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ import pytest
 
 from vpod.cli.cloud_client import write_config
 from vpod.client import CloudClient
+from vpod.cloud.drivers.rclone_mount import unmount
 from vpod.cloud.model.datasets import StorageEndpoint
 
 from .conftest import error, in_shell, ok, run_task
@@ -58,6 +60,9 @@ def live(tmp_path_factory: pytest.TempPathFactory, s3_url: str) -> Iterator[Live
         yield cloud
     finally:
         stop_cloud(cloud)
+        mounts = cloud.data_dir / "cloud" / "mounts"
+        for entry in mounts.iterdir() if mounts.is_dir() else ():
+            unmount(entry)  # a failed test may leave a mount (and its rclone) behind
 
 
 def s3(url: str, keys: tuple[str, str]) -> Any:
@@ -339,3 +344,65 @@ def test_the_storage_commands_and_the_client(live: LiveCloud, tmp_path: Path) ->
     for text in outputs:
         assert OWNER_KEYS[1] not in text
         assert OWNER_KEYS[0] not in text
+
+
+def _eventually(check: Any, timeout: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return check()
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def test_the_bucket_is_mounted_where_the_tenant_chose(live: LiveCloud, s3_url: str) -> None:
+    problem = live.cloud.ctx.compute.mount_problem()
+    if problem is not None:
+        pytest.skip(f"this host cannot mount buckets: {problem}")
+    bucket = "mounted-data"
+    client = s3(s3_url, OTHER_KEYS)
+    client.create_bucket(
+        Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"}
+    )
+    client.put_object(Bucket=bucket, Key="seed.txt", Body=b"mounted seed")
+    with live.client(live.project("ds-mount")) as http:
+        ok(register(http, "mounted", OTHER_KEYS, bucket=bucket), 201)
+        body = {
+            "name": "ds-3",
+            "flavor": V4,
+            "dataset_storage": "mounted",
+            "dataset_mount": "/mnt/datasets",
+        }
+        task = run_task(live, http, "POST", "/clusters", json=body)
+        assert task["state"] == "FINISHED", task
+        root = server_root(live, http, "ds-3")
+        shown = root / "mnt/datasets"
+        assert shown.is_symlink()
+        assert not Path(os.readlink(shown)).is_relative_to(root.resolve())
+        done = in_shell(
+            http,
+            "ds-3",
+            'cat "$VPOD_DATASET_MOUNT/seed.txt" && echo from-mount > "$VPOD_DATASET_MOUNT/new.txt"',
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == "mounted seed"
+        uploaded = _eventually(lambda: client.get_object(Bucket=bucket, Key="new.txt"))
+        assert uploaded["Body"].read() == b"from-mount\n"
+
+        mount_point = Path(os.readlink(shown))
+        assert run_task(live, http, "POST", "/clusters/ds-3/suspend")["state"] == "FINISHED"
+        assert not os.path.ismount(mount_point)
+        assert run_task(live, http, "POST", "/clusters/ds-3/resume")["state"] == "FINISHED"
+        assert os.path.ismount(mount_point)
+        again = in_shell(http, "ds-3", 'cat "$VPOD_DATASET_MOUNT/new.txt"')
+        assert again.stdout == "from-mount\n"
+
+        detached = run_task(live, http, "DELETE", "/clusters/ds-3/dataset-storage")
+        assert detached["state"] == "FINISHED", detached
+        assert not os.path.ismount(mount_point)
+        assert not shown.is_symlink()
+        deleted = run_task(live, http, "DELETE", "/clusters/ds-3")
+        assert deleted["state"] == "FINISHED", deleted
+    assert client.get_object(Bucket=bucket, Key="seed.txt")["Body"].read() == b"mounted seed"
