@@ -406,3 +406,16 @@ def test_the_bucket_is_mounted_where_the_tenant_chose(live: LiveCloud, s3_url: s
         deleted = run_task(live, http, "DELETE", "/clusters/ds-3")
         assert deleted["state"] == "FINISHED", deleted
     assert client.get_object(Bucket=bucket, Key="seed.txt")["Body"].read() == b"mounted seed"
+
+
+def test_removing_a_project_forgets_its_storage(live: LiveCloud) -> None:
+    token = live.project("ds-gone")
+    with live.client(token) as http:
+        ok(register(http, "leaving", OWNER_KEYS), 201)
+    store = live.cloud.ctx.store.datasets
+    assert [s.name for s in live.run(live.cloud.ctx.db(store.list_storages, "ds-gone"))] == [
+        "leaving"
+    ]
+    with live.admin() as admin:
+        ok(admin.delete("/admin/projects/ds-gone"), 204)
+    assert live.run(live.cloud.ctx.db(store.list_storages, "ds-gone")) == []
