@@ -121,6 +121,9 @@ def test_a_workload_uses_its_projects_bucket_and_nobody_elses(live: LiveCloud, s
         for response in (http.get("/dataset-storage"), http.get("/dataset-storage/train")):
             replies.append(response.text)
         assert ok(http.get("/dataset-storage/train"))["clusters"] == ["ds-1"]
+        held = {"name": "train", "mount_path": None}
+        assert ok(http.get("/clusters/ds-1"))["dataset_storage"] == held
+        assert [c["dataset_storage"] for c in ok(http.get("/clusters"))] == [held]
     written = s3(s3_url, OWNER_KEYS).get_object(Bucket=BUCKET, Key="from-server.txt")
     assert written["Body"].read().decode() == "ds-1-poplar-1"
 
@@ -378,6 +381,8 @@ def test_the_bucket_is_mounted_where_the_tenant_chose(live: LiveCloud, s3_url: s
         task = run_task(live, http, "POST", "/clusters", json=body)
         assert task["state"] == "FINISHED", task
         root = server_root(live, http, "ds-3")
+        held = ok(http.get("/clusters/ds-3"))["dataset_storage"]
+        assert held == {"name": "mounted", "mount_path": "/mnt/datasets"}
         shown = root / "mnt/datasets"
         assert shown.is_symlink()
         assert not Path(os.readlink(shown)).is_relative_to(root.resolve())
@@ -419,3 +424,26 @@ def test_removing_a_project_forgets_its_storage(live: LiveCloud) -> None:
     with live.admin() as admin:
         ok(admin.delete("/admin/projects/ds-gone"), 204)
     assert live.run(live.cloud.ctx.db(store.list_storages, "ds-gone")) == []
+
+
+def test_a_withdrawn_endpoint_never_blocks_a_resume(live: LiveCloud) -> None:
+    """The operator removed the endpoint from cloud.toml: resuming a cluster holding storage
+    on it still works, with a warning, and the servers lose the storage; attaching says why."""
+    with live.client(live.project("ds-other")) as http:
+        root = server_root(live, http, "ds-2")
+    assert (root / "home/.aws/credentials").exists()
+    saved = dict(live.settings)
+    live.settings = {}
+    live.restart()
+    try:
+        with live.client(live.project("ds-other")) as http:
+            assert run_task(live, http, "POST", "/clusters/ds-2/suspend")["state"] == "FINISHED"
+            resumed = run_task(live, http, "POST", "/clusters/ds-2/resume")
+            assert resumed["state"] == "FINISHED", resumed
+            assert any("no dataset storage" in w for w in resumed["warnings"]), resumed
+            assert not (root / "home/.aws/credentials").exists()
+            refused = http.post("/clusters/ds-2/dataset-storage", json={"storage": "train"})
+            assert "is not offered here" in error(refused, 400, "INVALID_ARGUMENT")
+    finally:
+        live.settings = saved
+        live.restart()

@@ -88,6 +88,13 @@ def clusters_table(clusters: Sequence[dict[str, Any]]) -> str:
     )
 
 
+def _storage(held: dict[str, Any] | None) -> str | None:
+    if not held:
+        return None
+    mount = held.get("mount_path")
+    return f"{held['name']} (mounted at {mount})" if mount else str(held["name"])
+
+
 def cluster_text(c: dict[str, Any]) -> str:
     vipu = c.get("vipu") or {}
     pairs: list[tuple[str, object]] = [
@@ -106,6 +113,7 @@ def cluster_text(c: dict[str, Any]) -> str:
         ("Task", c["task_id"]),
         ("Error", c["error"] or None),
         ("Metadata", ",".join(f"{k}={v}" for k, v in sorted(c["metadata"].items())) or None),
+        ("Dataset storage", _storage(c.get("dataset_storage"))),
         ("Created", _when(c["created_at"])),
     ]
     servers = table(

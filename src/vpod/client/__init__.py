@@ -120,6 +120,7 @@ if TYPE_CHECKING:
     from .cloud_config import CloudSettings, resolve_cloud
     from .cloud_records import (
         CloudCluster,
+        ClusterStorage,
         DatasetStorage,
         Exceeded,
         Flavor,
@@ -155,6 +156,7 @@ _LAZY: dict[str, str] = {
     "DatasetStorage": ".cloud_records",
     "ClusterMap": ".fabric",
     "ClusterOptions": ".cloud_calls",
+    "ClusterStorage": ".cloud_records",
     "Exceeded": ".cloud_records",
     "Flavor": ".cloud_records",
     "Fragmentation": ".fabric",
@@ -214,6 +216,7 @@ __all__ = [
     "Cluster",
     "ClusterMap",
     "ClusterOptions",
+    "ClusterStorage",
     "ClusterTestReport",
     "ClusterTestResult",
     "ConfigError",

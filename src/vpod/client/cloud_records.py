@@ -124,6 +124,14 @@ class VipuAccess:
 
 
 @dataclass(frozen=True)
+class ClusterStorage:
+    """The dataset storage a cluster's servers hold, and where its bucket is mounted."""
+
+    name: str
+    mount_path: str | None = None
+
+
+@dataclass(frozen=True)
 class CloudCluster:
     """An AI cluster: a vPOD (IPUs) or a GPU cluster, with its servers and volumes."""
 
@@ -149,6 +157,7 @@ class CloudCluster:
     servers: tuple[Server, ...]
     volumes: tuple[Volume, ...]
     saved_partitions: tuple[str, ...] | None = None
+    dataset_storage: ClusterStorage | None = None
     raw: Any = field(default=None, repr=False, compare=False)
 
 

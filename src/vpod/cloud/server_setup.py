@@ -17,7 +17,8 @@ The endpoint the servers were given is remembered on the cluster
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping, Sequence
+import logging
+from collections.abc import Callable, MutableMapping, Sequence
 
 from .drivers import ServerSetup, VipuAccess
 from .flavors import Flavor, find_flavor
@@ -26,6 +27,8 @@ from .services.context import CloudContext
 from .services.dataset_access import dataset_access
 from .states import ClusterStatus
 from .vipu import user_id_of
+
+log = logging.getLogger("vpod.cloud")
 
 
 def _gpu_env(cluster: Cluster, flavor: Flavor) -> dict[str, str]:
@@ -41,10 +44,13 @@ async def configure_servers(
     cluster: Cluster,
     servers: Sequence[Server],
     secrets: MutableMapping[str, str],
+    warn: Callable[[str], None] | None = None,
 ) -> None:
+    """``warn``: where to say that the cluster's dataset storage cannot be served (it is
+    then left out); None: that fails the setup (attaching it)."""
     flavor = find_flavor(cluster.flavor)
     peers = tuple((s.name, s.address) for s in servers)
-    datasets = await dataset_access(ctx, cluster.id)
+    datasets = await dataset_access(ctx, cluster.id, warn)
     if not flavor.is_vpod:
         for server in servers:
             setup = ServerSetup(cluster.name, peers, _gpu_env(cluster, flavor), datasets=datasets)
@@ -90,4 +96,4 @@ async def _refresh_endpoints(ctx: CloudContext, endpoint: str) -> None:
         if cluster.network.get("vipu_api") in (None, endpoint):
             continue
         servers = await ctx.records.list_servers([cluster.id])
-        await configure_servers(ctx, cluster, servers, {})
+        await configure_servers(ctx, cluster, servers, {}, log.warning)

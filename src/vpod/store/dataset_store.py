@@ -184,6 +184,19 @@ class DatasetStore:
         ).one_or_none()
         return None if row is None else AttachmentRecord(**dict(row._mapping))
 
+    def held_by(self, cluster_ids: list[str]) -> dict[str, tuple[str, str | None]]:
+        """Cluster id -> (name of the storage it holds, mount path), for those that hold one."""
+        if not cluster_ids:
+            return {}
+        a, s = cloud_dataset_attachments, cloud_dataset_storages
+        with self._db.read() as conn:
+            rows = conn.execute(
+                select(a.c.cluster_id, s.c.name, a.c.mount_path)
+                .select_from(a.join(s, s.c.id == a.c.storage_id))
+                .where(a.c.cluster_id.in_(cluster_ids))
+            )
+            return {str(r[0]): (str(r[1]), r[2]) for r in rows}
+
     def attachments(self, storage_id: str) -> list[AttachmentRecord]:
         with self._db.read() as conn:
             rows = conn.execute(

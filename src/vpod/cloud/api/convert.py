@@ -17,6 +17,7 @@ from ..services.clusters import ClusterView
 from ..states import phases_of
 from .models import (
     ClusterOut,
+    ClusterStorageOut,
     ExceededOut,
     FlavorOut,
     HostOut,
@@ -86,7 +87,9 @@ def _vipu(cluster: Cluster) -> VipuOut:
 def cluster_out(view: ClusterView) -> ClusterOut:
     c = view.cluster
     flavor = find_flavor(c.flavor)
+    held = view.dataset_storage
     return ClusterOut(
+        dataset_storage=ClusterStorageOut(name=held[0], mount_path=held[1]) if held else None,
         id=c.id,
         name=c.name,
         flavor=c.flavor,

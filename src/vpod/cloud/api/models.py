@@ -167,6 +167,11 @@ class VipuOut(BaseModel):
     user_id: str | None
 
 
+class ClusterStorageOut(BaseModel):
+    name: str
+    mount_path: str | None = Field(description="Where the bucket is mounted (null: not).")
+
+
 class ClusterOut(BaseModel):
     id: str
     name: str
@@ -192,6 +197,9 @@ class ClusterOut(BaseModel):
     updated_at: datetime
     servers: list[ServerOut]
     volumes: list[VolumeOut]
+    dataset_storage: ClusterStorageOut | None = Field(
+        None, description="The dataset storage its servers hold, if any."
+    )
 
 
 class FlavorOut(BaseModel):

@@ -216,7 +216,9 @@ async def configure_servers(job: Job, cluster: Cluster, servers: Sequence[Server
     """POST_DEPLOY_SETUP (see :func:`..server_setup.configure_servers`), after the dataset
     storage change the task asks for, if any."""
     await apply_dataset_change(job.ctx, cluster.id, job.params)
-    await server_setup.configure_servers(job.ctx, cluster, servers, job.secrets)
+    attaching = "dataset_storage_id" in job.params  # then a storage it cannot serve fails it
+    warn = None if attaching else job.warn
+    await server_setup.configure_servers(job.ctx, cluster, servers, job.secrets, warn)
 
 
 # -- the V-IPU side of a vPOD ---------------------------------------------------------------

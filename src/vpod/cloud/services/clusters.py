@@ -77,6 +77,8 @@ class ClusterView:
     cluster: Cluster
     servers: list[Server]
     volumes: list[Volume]
+    dataset_storage: tuple[str, str | None] | None = None
+    """(name, mount path) of the dataset storage it holds, if any."""
 
     @property
     def busy_with(self) -> str | None:
@@ -120,7 +122,8 @@ class Clusters:
     async def view(self, cluster: Cluster) -> ClusterView:
         servers = await self._ctx.records.list_servers([cluster.id])
         volumes = await self._ctx.records.list_volumes(cluster_id=cluster.id)
-        return ClusterView(cluster, servers, volumes)
+        held = await self._ctx.db(self._ctx.store.datasets.held_by, [cluster.id])
+        return ClusterView(cluster, servers, volumes, held.get(cluster.id))
 
     async def get(self, principal: Principal, ref: str) -> ClusterView:
         return await self.view(await self.find(principal, ref))
@@ -129,11 +132,13 @@ class Clusters:
         clusters = await self._ctx.records.list_clusters(principal.project())
         servers = await self._ctx.records.list_servers([c.id for c in clusters])
         volumes = await self._ctx.records.list_volumes(project_id=principal.project())
+        held = await self._ctx.db(self._ctx.store.datasets.held_by, [c.id for c in clusters])
         return [
             ClusterView(
                 c,
                 [s for s in servers if s.cluster_id == c.id],
                 [v for v in volumes if v.cluster_id == c.id],
+                held.get(c.id),
             )
             for c in clusters
         ]

@@ -8,12 +8,30 @@ whose storage was detached loses it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..dataset_rules import find_endpoint
 from ..drivers import DatasetAccess
+from ..model import errors
 from .context import CloudContext
 
 
-async def dataset_access(ctx: CloudContext, cluster_id: str) -> DatasetAccess | None:
+async def dataset_access(
+    ctx: CloudContext, cluster_id: str, warn: Callable[[str], None] | None = None
+) -> DatasetAccess | None:
+    """The cluster's storage, unsealed. With ``warn``, a storage that cannot be served (its
+    endpoint left ``cloud.toml``, the sealing key changed) is left out with a warning rather
+    than failing the setup: a resume must not fail for it. Without, it raises."""
+    try:
+        return await _access(ctx, cluster_id)
+    except errors.ServiceError as exc:
+        if warn is None:
+            raise
+        warn(f"the servers get no dataset storage: {exc}")
+        return None
+
+
+async def _access(ctx: CloudContext, cluster_id: str) -> DatasetAccess | None:
     store = ctx.store.datasets
     attachment = await ctx.db(store.attachment, cluster_id)
     if attachment is None:
