@@ -4,21 +4,23 @@ A tenant owns everything under its server's root and may replace any file
 or directory there with a symbolic link to the controller's files (here a
 stand-in "controller" directory holding a secret). Every write the local
 drivers make into a server (hosts file, environment, shell rc,
-``vipu-cli.hcl``, the image files of a rebuild, volume links, the reboot's
-``tmp``) must then leave the link's target untouched, and no read may leak
-the target into the server.
+``vipu-cli.hcl``, ``~/.aws`` files and the dataset mount's link, the image
+files of a rebuild, volume links, the reboot's ``tmp``) must then leave the
+link's target untouched, and no read may leak the target into the server.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Coroutine
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 
 from vpod.cloud.drivers import (
+    DatasetAccess,
     DriverError,
     Layout,
     LocalCompute,
@@ -145,3 +147,49 @@ def test_the_shell_environment_is_read_without_following_a_link(server: Server) 
     server.plant("etc/environment", server.secret)
     shell = run(server.compute.shell("sv-1"))
     assert "controller secret" not in " ".join(f"{k}={v}" for k, v in shell.env.items())
+
+
+DATASETS = DatasetAccess(
+    endpoint_url="http://127.0.0.1:9",
+    region="us-east-1",
+    bucket="data",
+    path_style=True,
+    access_key_id="AKIATENANT",
+    secret_access_key="tenant-secret",
+)
+
+
+@pytest.mark.parametrize("relative", ["home/.aws/credentials", "home/.aws/config"])
+def test_dataset_files_replace_a_planted_link(server: Server, relative: str) -> None:
+    server.plant(relative, server.secret)
+    run(server.compute.setup("sv-1", replace(SETUP, datasets=DATASETS)))
+    server.untouched()
+    assert not (server.root / relative).is_symlink()
+    assert "controller secret" not in (server.root / relative).read_text()
+
+
+def test_a_linked_aws_directory_is_refused(server: Server) -> None:
+    server.plant("home/.aws", server.controller)
+    with pytest.raises(DriverError):
+        run(server.compute.setup("sv-1", replace(SETUP, datasets=DATASETS)))
+    server.untouched()
+
+
+def test_a_mount_under_a_linked_directory_is_refused_before_mounting(server: Server) -> None:
+    server.plant("mnt", server.controller)
+    mounted = replace(DATASETS, mount_path="/mnt/datasets")
+    with pytest.raises(DriverError, match="/mnt/datasets"):
+        run(server.compute.setup("sv-1", replace(SETUP, datasets=mounted)))
+    server.untouched()
+    assert not (server.layout.mounts / "sv-1").exists()
+
+
+def test_detaching_leaves_the_tenants_own_aws_files(server: Server) -> None:
+    run(server.compute.setup("sv-1", replace(SETUP, datasets=DATASETS)))
+    own = server.root / "home/.aws/config"
+    own.unlink()
+    own.write_text("[profile mine]\nregion = eu-north-1\n")
+    run(server.compute.setup("sv-1", SETUP))
+    assert own.read_text().startswith("[profile mine]")
+    assert not (server.root / "home/.aws/credentials").exists()
+    assert "AWS_" not in (server.root / "etc/environment").read_text()

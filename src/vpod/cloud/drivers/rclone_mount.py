@@ -134,18 +134,25 @@ def unmount(mount_point: Path) -> None:
     (mount_point.parent / f"{mount_point.name}{FINGERPRINT}").unlink(missing_ok=True)
 
 
-def show_in_root(root: Path, mount_path: str, mount_point: Path) -> None:
-    """Make ``mount_path`` on the server a link to ``mount_point`` (never following links)."""
+def _shown_now(root: Path, mount_path: str) -> str | None:
+    """Where the link ``mount_path`` points now (None: nothing there); DriverError when
+    something else is there, or a link stands where a directory above it belongs."""
     relative = mount_path.lstrip("/")
     try:
-        current = confined.link_target(root, relative)
+        return confined.link_target(root, relative)
     except FileExistsError:
         raise DriverError(
             f"{mount_path} exists on the server and is not a link: remove it, or mount the"
             " storage at another path"
         ) from None
-    if current != str(mount_point):
-        confined.link(root, relative, mount_point)
+    except confined.Escape as exc:
+        raise DriverError(f"cannot mount at {mount_path}: {exc.strerror}") from None
+
+
+def show_in_root(root: Path, mount_path: str, mount_point: Path) -> None:
+    """Make ``mount_path`` on the server a link to ``mount_point`` (never following links)."""
+    if _shown_now(root, mount_path) != str(mount_point):
+        confined.link(root, mount_path.lstrip("/"), mount_point)
 
 
 def hide_in_root(root: Path, mount_path: str, mount_point: Path) -> None:
@@ -171,6 +178,7 @@ def sync(root: Path, mounts: Path, server_id: str, access: DatasetAccess | None)
             hide_in_root(root, previous, mount_point)
         record.unlink(missing_ok=True)
         return
+    _shown_now(root, wanted)  # refuse a planted path before anything is mounted
     mount(mount_point, access, mounts / f"{server_id}.cache")
     if previous and previous != wanted:
         hide_in_root(root, previous, mount_point)

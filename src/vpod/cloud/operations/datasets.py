@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 
+from .. import server_setup
 from ..model import errors
 from ..runner import Job, Outcome
 from ..states import Phase
@@ -26,10 +27,14 @@ class AttachDatasets:
         return Outcome()
 
     async def fail(self, job: Job, _error: str) -> Outcome:
+        """Take the attachment away again and set the servers up without it (not through
+        ``configure_servers``, which would attach it again from the task's parameters)."""
+        ctx = job.ctx
         cluster = await job.cluster()
-        await job.ctx.db(job.ctx.store.datasets.detach, cluster.id)
+        await ctx.db(ctx.store.datasets.detach, cluster.id)
         with contextlib.suppress(errors.CloudError):
-            await configure_servers(job, cluster, await servers_of(job, cluster.id))
+            servers = await servers_of(job, cluster.id)
+            await server_setup.configure_servers(ctx, cluster, servers, job.secrets, job.warn)
         return Outcome()
 
 
