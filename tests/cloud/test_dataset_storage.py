@@ -447,3 +447,28 @@ def test_a_withdrawn_endpoint_never_blocks_a_resume(live: LiveCloud) -> None:
     finally:
         live.settings = saved
         live.restart()
+
+
+def test_an_attach_the_servers_refuse_is_rolled_back(live: LiveCloud, tmp_path: Path) -> None:
+    """The tenant made ~/.aws a link to a directory elsewhere: nothing is written there, the
+    attach task ends in ERROR and the cluster holds no storage afterwards."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    with live.client(live.project("ds-other")) as http:
+        if ok(http.get("/clusters/ds-2"))["dataset_storage"] is not None:
+            detached = run_task(live, http, "DELETE", "/clusters/ds-2/dataset-storage")
+            assert detached["state"] == "FINISHED", detached
+        root = server_root(live, http, "ds-2")
+        aws = root / "home/.aws"
+        if aws.exists():
+            for child in aws.iterdir():
+                child.unlink()
+            aws.rmdir()
+        aws.symlink_to(elsewhere)
+        failed = run_task(
+            live, http, "POST", "/clusters/ds-2/dataset-storage", json={"storage": "train"}
+        )
+        assert failed["state"] == "ERROR", failed
+        assert ok(http.get("/clusters/ds-2"))["dataset_storage"] is None
+        assert ok(http.get("/dataset-storage/train"))["clusters"] == []
+    assert list(elsewhere.iterdir()) == []
