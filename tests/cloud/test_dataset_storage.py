@@ -472,3 +472,25 @@ def test_an_attach_the_servers_refuse_is_rolled_back(live: LiveCloud, tmp_path: 
         assert ok(http.get("/clusters/ds-2"))["dataset_storage"] is None
         assert ok(http.get("/dataset-storage/train"))["clusters"] == []
     assert list(elsewhere.iterdir()) == []
+
+
+def test_a_lost_key_file_is_not_replaced_behind_the_operators_back(
+    live: LiveCloud, caplog: pytest.LogCaptureFixture
+) -> None:
+    key_file = live.data_dir / "dataset-storage.key"
+    kept = key_file.read_bytes()
+    key_file.unlink()
+    live.restart()
+    try:
+        assert not key_file.exists()
+        assert any("is missing: restore it" in r.getMessage() for r in caplog.records)
+        with live.client(live.project("ds-owner")) as http:
+            assert run_task(live, http, "POST", "/clusters/ds-1/suspend")["state"] == "FINISHED"
+            resumed = run_task(live, http, "POST", "/clusters/ds-1/resume")
+            assert resumed["state"] == "FINISHED", resumed
+            assert any("cannot be unsealed" in w for w in resumed["warnings"]), resumed
+    finally:
+        key_file.unlink(missing_ok=True)
+        key_file.write_bytes(kept)
+        key_file.chmod(0o600)
+        live.restart()

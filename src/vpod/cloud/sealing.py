@@ -31,19 +31,21 @@ class Sealer:
     def path(self) -> Path:
         return self._path
 
-    def _keys(self) -> MultiFernet:
+    def _keys(self, *, make: bool = False) -> MultiFernet:
+        """The keys of the file; ``make``: create the file first if it is missing (only
+        sealing does: unsealing with a new key could never succeed, and would hide the loss)."""
         if self._fernet is None:
-            self._fernet = MultiFernet([Fernet(k) for k in self._read_or_make()])
+            self._fernet = MultiFernet([Fernet(k) for k in self._read(make=make)])
         return self._fernet
 
-    def _read_or_make(self) -> list[bytes]:
-        try:
-            fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-        except FileExistsError:
-            pass
-        else:
-            with os.fdopen(fd, "wb") as out:
-                out.write(Fernet.generate_key() + b"\n")
+    def _read(self, *, make: bool) -> list[bytes]:
+        if make:
+            self._make()
+        elif not self._path.exists():
+            raise errors.FailedPrecondition(
+                f"stored dataset credentials cannot be unsealed: {self._path} is missing;"
+                " restore it, or register the storage again"
+            )
         lines = [line.strip() for line in self._path.read_bytes().splitlines()]
         keys = [line for line in lines if line and not line.startswith(b"#")]
         if not keys:
@@ -52,8 +54,16 @@ class Sealer:
             )
         return keys
 
+    def _make(self) -> None:
+        try:
+            fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        except FileExistsError:
+            return
+        with os.fdopen(fd, "wb") as out:
+            out.write(Fernet.generate_key() + b"\n")
+
     def seal(self, text: str) -> str:
-        return self._keys().encrypt(text.encode()).decode("ascii")
+        return self._keys(make=True).encrypt(text.encode()).decode("ascii")
 
     def unseal(self, token: str) -> str:
         try:
@@ -68,7 +78,7 @@ class Sealer:
         """``token`` sealed under the first key, or None when it already is."""
         fernet = self._keys()
         try:
-            primary = Fernet(self._read_or_make()[0])
+            primary = Fernet(self._read(make=False)[0])
             primary.decrypt(token.encode("ascii"))
             return None
         except InvalidToken:

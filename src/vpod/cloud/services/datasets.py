@@ -11,6 +11,7 @@ deleting a storage some cluster holds is refused (detach it first).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from vpod.store.dataset_store import StorageRecord
@@ -33,6 +34,8 @@ from ..validation import check_name
 from .clusters import Clusters
 from .context import CloudContext
 from .projects import Principal
+
+log = logging.getLogger("vpod.cloud")
 
 
 @dataclass(frozen=True)
@@ -178,7 +181,17 @@ class Datasets:
         rotation); how many storages changed."""
         ctx = self._ctx
         changed = 0
-        for record in await ctx.db(ctx.store.datasets.list_storages):
+        stored = await ctx.db(ctx.store.datasets.list_storages)
+        if stored and not ctx.sealer.path.exists():
+            log.error(
+                "cloud: %d dataset storage credentials are stored but %s is missing: restore"
+                " it (they cannot be unsealed without it); a new key is made only when a"
+                " storage is registered",
+                len(stored),
+                ctx.sealer.path,
+            )
+            return 0
+        for record in stored:
             access = ctx.sealer.reseal(record.access_key_sealed)
             secret = ctx.sealer.reseal(record.secret_key_sealed)
             if access is not None or secret is not None:
