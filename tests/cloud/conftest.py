@@ -7,8 +7,11 @@ module; tests use their own project ids so they do not see each other.
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,6 +22,7 @@ from vpod.store.cloud_records import MeterEntry
 from .live import LiveCloud, start_cloud, stop_cloud
 
 SHELL_TIMEOUT_S = 120
+VPOD = str(Path(sys.executable).with_name("vpod"))
 
 
 @pytest.fixture(scope="module")
@@ -53,13 +57,16 @@ def run_task(live: LiveCloud, http: httpx.Client, method: str, path: str, **kwar
 def in_shell(
     http: httpx.Client, cluster: str, command: str, *, server: int = 1
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``command`` in the cluster's server shell, as ``vpod cluster ssh`` does."""
-    access = ok(http.get(f"/clusters/{cluster}/shell", params={"server": server}))
-    assert access["kind"] == "local"
+    """Run ``command`` in the cluster's server, through the real ``vpod cluster ssh`` (the
+    controller's relay into the server's sandbox), as the project ``http`` authenticates."""
+    base = str(http.base_url).rstrip("/").removesuffix("/api/cloud/v1")
+    token = http.headers["Authorization"].removeprefix("Bearer ")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VPOD_")}
+    env.update(VPOD_URL=base, VPOD_TOKEN=token)
     return subprocess.run(
-        ["bash", "-c", command],
-        env=access["env"],
-        cwd=access["cwd"],
+        [VPOD, "cluster", "ssh", cluster, "--server", str(server), "--", command],
+        env=env,
+        stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         timeout=SHELL_TIMEOUT_S,

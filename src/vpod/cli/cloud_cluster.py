@@ -3,18 +3,15 @@ delete, metadata and ssh (a shell on the cluster's server)."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 import click
 
 from vpod.client import CloudClient, ClusterOptions
-from vpod.cloud.drivers.local_compute import PASSED_THROUGH
 
 from .cloud_options import connection_options, report_task, wait_option
 from .cloud_output import cluster_text, clusters_table, emit
-from .errors import CliFailure
+from .cloud_ssh import run_ssh
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -221,25 +218,11 @@ def metadata(
 def ssh(
     client: CloudClient, cluster_ref: str, command: tuple[str, ...], server: int, as_json: bool
 ) -> None:
-    """Open a shell on CLUSTER's server; with `-- COMMAND...`, run that command there."""
-    access = client.shell(cluster_ref, server).raw
+    """Open a shell on CLUSTER's server; with `-- COMMAND...`, run that command there.
+
+    The shell runs inside the server (its sandbox, as its own user), relayed by the
+    controller; a command's exit status is vpod's. --json prints how to connect instead."""
     if as_json:
-        emit(access, True, str)
+        emit(client.shell(cluster_ref, server).raw, True, str)
         return
-    if access["kind"] == "ssh":
-        target = f"{access['user']}@{access['host']}" if access["user"] else access["host"]
-        argv = ["ssh", "-p", str(access["port"]), target, *command]
-        os.execvp("ssh", argv)
-    cwd = Path(access["cwd"])
-    if not cwd.is_dir():
-        raise CliFailure(
-            f"the server's workspace {cwd} is not on this host: the local compute driver keeps"
-            " servers where the controller runs; run `vpod cluster ssh` there"
-        )
-    env = dict(access["env"])
-    env.update({k: os.environ[k] for k in PASSED_THROUGH if k in os.environ})
-    os.chdir(cwd)
-    if command:
-        # As ssh does: the words are joined by spaces and run by the server's shell.
-        os.execvpe("bash", ["bash", "-c", " ".join(command)], env)
-    os.execvpe(access["command"][0], access["command"], env)
+    run_ssh(client, cluster_ref, server, command)

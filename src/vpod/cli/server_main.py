@@ -7,6 +7,7 @@ import logging
 import logging.handlers
 import signal
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -132,6 +133,13 @@ def _configure_logging(
     help="Serve the cloud layer too (/api/cloud/v1; settings in DATA_DIR/cloud.toml).",
 )
 @click.option(
+    "--unsafe-shared-host",
+    is_flag=True,
+    help="UNSAFE: where this host cannot sandbox tenants' servers (no bwrap, not root), run"
+    " them anyway, on the host as this controller's user: every tenant can read the"
+    " controller's files and every other tenant's (docs/cloud.md).",
+)
+@click.option(
     "--max-connections",
     type=click.IntRange(-1, 1_000_000),
     default=-1,
@@ -179,6 +187,7 @@ def main(
     operation_deadline: float,
     recovery_interval: float,
     cloud: bool,
+    unsafe_shared_host: bool,
     max_connections: int,
     log_level: str,
     log_file: Path | None,
@@ -211,19 +220,23 @@ def main(
         recovery_interval_s=recovery_interval,
         max_connections=max_connections,
     )
-    run_cli(lambda: _start(settings, security, cloud))
+    run_cli(lambda: _start(settings, security, cloud, unsafe_shared_host))
 
 
-def _start(settings: Settings, security: SecurityOptions, cloud: bool = True) -> None:
+def _start(
+    settings: Settings, security: SecurityOptions, cloud: bool = True, unsafe: bool = False
+) -> None:
     check_options(settings, security)
     if security.setup_only:
         run_setup(settings, security)
         return
     tls = prepare_serving(settings, security)
-    asyncio.run(_run(settings, tls, cloud))
+    asyncio.run(_run(settings, tls, cloud, unsafe))
 
 
-async def _run(settings: Settings, tls: ServerTls | None, cloud: bool = True) -> None:
+async def _run(
+    settings: Settings, tls: ServerTls | None, cloud: bool = True, unsafe_shared_host: bool = False
+) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -231,7 +244,12 @@ async def _run(settings: Settings, tls: ServerTls | None, cloud: bool = True) ->
 
     scheme = "https" if tls is not None else "http"
 
-    cloud_server = CloudServer(load_settings(settings.data_dir)) if cloud else None
+    cloud_server = None
+    if cloud:
+        cloud_settings = load_settings(settings.data_dir)
+        if unsafe_shared_host:
+            cloud_settings = replace(cloud_settings, unsafe_shared_host=True)
+        cloud_server = CloudServer(cloud_settings)
 
     def ready(running: RunningServer) -> None:
         if cloud_server is not None:

@@ -103,6 +103,8 @@ class UpOptions:
     switch_mode: bool = False
     cloud: bool = True
     cloud_pod: str | None = None
+    unsafe_shared_host: bool = False
+    """Tenants' servers unsandboxed where the host cannot sandbox them (vipu-server's flag)."""
 
 
 @contextlib.contextmanager
@@ -216,6 +218,8 @@ def run_up(options: UpOptions, *, echo: bool = True) -> None:
         cloud_pod = _cloud_pod(state, cloud)
         if cloud:
             cloud_up.write_cloud_settings(data_dir)
+            if options.unsafe_shared_host:
+                server_argv.append("--unsafe-shared-host")
         else:
             server_argv.append("--no-cloud")
         _Run(options, state, pod, cloud_pod, admin, cloud=cloud, echo=echo).run(server_argv, logs)

@@ -113,6 +113,12 @@ def cli() -> None:
     help="Shape of the tenants' pod (default pod16; none for no vPOD capacity); kept from the"
     " first run.",
 )
+@click.option(
+    "--unsafe-shared-host",
+    is_flag=True,
+    help="UNSAFE: where this host cannot sandbox tenants' servers (no bwrap, not root), run"
+    " them anyway on the host, unisolated (docs/cloud.md).",
+)
 def up(
     data_dir: Path,
     pod_shape: str | None,
@@ -125,6 +131,7 @@ def up(
     switch_mode: bool,
     cloud: bool,
     cloud_pod: str | None,
+    unsafe_shared_host: bool,
 ) -> None:
     """Run a controller on SQLite and emulated pods until Ctrl-C (secure unless --open)."""
     options = UpOptions(
@@ -139,6 +146,7 @@ def up(
         switch_mode=switch_mode,
         cloud=cloud,
         cloud_pod=cloud_pod,
+        unsafe_shared_host=unsafe_shared_host,
     )
     run_cli(lambda: run_up(options))
 

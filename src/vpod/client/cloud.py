@@ -42,7 +42,8 @@ from .cloud_records import (
     Token,
     Volume,
 )
-from .errors import TaskFailed, Timeout
+from .cloud_shell import ShellConnection, open_relay
+from .errors import FailedPrecondition, TaskFailed, Timeout
 from .http_transport import DEFAULT_TIMEOUT_S, AsyncHttpTransport, HttpSite, HttpTransport
 
 POLL_S = 0.2
@@ -108,7 +109,8 @@ class CloudClient:
 
     def __init__(self, settings: CloudSettings, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
         self.settings = settings
-        self._http = HttpTransport(cloud_site(settings, timeout_s))
+        self._site = cloud_site(settings, timeout_s)
+        self._http = HttpTransport(self._site)
 
     @classmethod
     def from_config(
@@ -216,6 +218,38 @@ class CloudClient:
     def shell(self, cluster: str, server: int = 1) -> Shell:
         """How to open a shell on server ``server`` (1 = the first) of the cluster."""
         return self._http.invoke(calls.shell(cluster, server))
+
+    def open_shell(
+        self,
+        cluster: str,
+        server: int = 1,
+        *,
+        command: str | None = None,
+        tty: bool = False,
+        rows: int = 24,
+        cols: int = 80,
+        term: str = "xterm",
+        lang: str = "",
+    ) -> ShellConnection:
+        """A shell (or ``command``, run by the server's shell) on the server, relayed by the
+        controller; :class:`~.errors.FailedPrecondition` when its servers are reached by
+        ssh instead."""
+        access = self.shell(cluster, server)
+        if access.kind != "relay":
+            raise FailedPrecondition(
+                f"this server is reached by {access.kind}:"
+                f" ssh -p {access.port} {access.user}@{access.host}"
+            )
+        return open_relay(
+            self._site,
+            access.connect,
+            command=command,
+            tty=tty,
+            rows=rows,
+            cols=cols,
+            term=term,
+            lang=lang,
+        )
 
     # volumes
     def list_volumes(self) -> list[Volume]:

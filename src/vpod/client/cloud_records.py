@@ -272,16 +272,14 @@ class Invoice:
 
 @dataclass(frozen=True)
 class Shell:
-    """How to open a shell on a server: ``local`` (run ``command`` with ``env`` in ``cwd``)
-    or ``ssh``."""
+    """How to reach a server's shell: ``relay`` (a WebSocket to ``connect`` through the
+    cloud API, :meth:`~.cloud.CloudClient.open_shell`) or ``ssh`` to ``user@host -p port``."""
 
     kind: str
-    cwd: str
-    env: Mapping[str, str]
-    command: tuple[str, ...]
     host: str
-    port: int
     user: str
+    port: int
+    connect: str
     raw: Any = field(default=None, repr=False, compare=False)
 
 

@@ -108,7 +108,10 @@ def build_cloud(
     sink: MeteringSink | None = None,
 ) -> Cloud:
     default_compute, default_volumes = build_drivers(
-        settings.cloud_dir, compute=settings.compute_driver, volumes=settings.volume_driver
+        settings.cloud_dir,
+        compute=settings.compute_driver,
+        volumes=settings.volume_driver,
+        compute_options=settings.compute_options(),
     )
     if sink is None:
         sink = (

@@ -15,6 +15,7 @@ is what every vPOD's ``vipu-cli.hcl`` points at.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +27,8 @@ from vpod.controller.server import RunningServer
 from .api import cloud_router
 from .app import Cloud, build_cloud
 from .settings import CloudSettings
+
+log = logging.getLogger("vpod.cloud")
 
 
 def _dialable(host: str) -> str:
@@ -41,6 +44,9 @@ class CloudExtension:
         return cloud_router(self.cloud)
 
     async def start(self) -> None:
+        refused = self.cloud.ctx.compute.refusal()
+        if refused is not None:
+            log.warning("tenants' servers will be refused: %s", refused)
         await self.cloud.start()
 
     async def stop(self) -> None:

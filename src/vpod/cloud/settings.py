@@ -12,6 +12,10 @@ Every key is optional::
     health_check_s = 2.0          # how often ACTIVE vPODs are checked for unreachable machines
     task_attempts = 3             # tries of a task whose failures are temporary, in all
     task_retry_s = 1.0            # wait before the second try; doubled before each next one
+    sandbox_uid_first = 200000    # servers run as uids first .. first + count - 1 (docs/cloud.md)
+    sandbox_uid_count = 100000
+    bwrap_path = ""               # where bubblewrap is; empty: on PATH
+    unsafe_shared_host = false    # UNSAFE: servers without a sandbox where the host has none
 
     [storage_endpoints.s3]        # S3-compatible services tenants may register buckets on
     url = "https://s3.example.net"
@@ -29,6 +33,7 @@ from typing import Any
 
 from .dataset_rules import parse_endpoints
 from .drivers import COMPUTE_DRIVERS, VOLUME_DRIVERS
+from .drivers.sandbox import UidRange
 from .model import errors
 from .model.datasets import StorageEndpoint
 from .reservations import DEFAULT_TERMS_TEXT, parse_terms
@@ -63,6 +68,22 @@ class CloudSettings:
     """Reservation terms, ``NAME:MONTHS:DISCOUNT`` separated by commas."""
     storage_endpoints: tuple[StorageEndpoint, ...] = ()
     """S3-compatible services projects may register dataset storage on."""
+    sandbox_uid_first: int = 200_000
+    """The first uid servers run as (each server gets one of its own)."""
+    sandbox_uid_count: int = 100_000
+    bwrap_path: str = ""
+    """Where bubblewrap is; empty: found on PATH."""
+    unsafe_shared_host: bool = False
+    """UNSAFE: where the host cannot sandbox servers, run them anyway, on the host as the
+    controller's user (every tenant can read the controller's files and each other's)."""
+
+    def compute_options(self) -> dict[str, Any]:
+        """What the local compute driver is built with."""
+        return {
+            "uids": UidRange(self.sandbox_uid_first, self.sandbox_uid_count),
+            "unsafe_shared_host": self.unsafe_shared_host,
+            "bwrap": self.bwrap_path,
+        }
 
     @property
     def cloud_dir(self) -> Path:
@@ -125,12 +146,18 @@ def parse_settings(raw: dict[str, Any], *, data_dir: Path, source: str) -> Cloud
             raise errors.InvalidArgument(f"{source}: metering_sink is one of {', '.join(SINKS)}")
         else:
             expected = type(getattr(settings, key))
+            if expected is int and isinstance(value, bool):
+                value = str(value)  # TOML true is no uid: refused below
             if expected is float and isinstance(value, int):
                 value = float(value)
             if not isinstance(value, expected):
                 raise errors.InvalidArgument(
                     f"{source}: {key} must be a {expected.__name__}, not {value!r}"
                 )
+            if key == "sandbox_uid_first" and not 1000 <= value < 2**31:
+                raise errors.InvalidArgument(f"{source}: sandbox_uid_first is a uid >= 1000")
+            if key == "sandbox_uid_count" and not 1 <= value <= 2**31 - 1000:
+                raise errors.InvalidArgument(f"{source}: sandbox_uid_count is at least 1")
             if key == "task_attempts" and value < 1:
                 raise errors.InvalidArgument(f"{source}: task_attempts is at least 1 (no retry)")
             if expected is float and value < 0:

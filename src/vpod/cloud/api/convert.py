@@ -212,15 +212,13 @@ def invoice_out(invoice: Invoice) -> InvoiceOut:
     )
 
 
-def shell_out(access: ShellAccess) -> ShellOut:
+def shell_out(access: ShellAccess, connect: str) -> ShellOut:
     return ShellOut(
         kind=access.kind,
-        cwd=access.cwd,
-        env=dict(access.env),
-        command=list(access.command),
         host=access.host,
-        port=access.port,
         user=access.user,
+        port=access.port,
+        connect=connect if access.kind == "relay" else "",
     )
 
 

@@ -322,13 +322,16 @@ class InvoiceOut(BaseModel):
 
 
 class ShellOut(BaseModel):
-    kind: str = Field(description="`local`: run `command` with `env` in `cwd`; `ssh`.")
-    cwd: str
-    env: dict[str, str]
-    command: list[str]
-    host: str
-    port: int
-    user: str
+    kind: str = Field(
+        description="`relay`: a WebSocket to `connect` (the server's shell, relayed by the"
+        " controller, see docs/cloud.md); `ssh`: ssh to `user`@`host` -p `port`."
+    )
+    host: str = Field(description="The server's host name (relay) or address (ssh).")
+    user: str = Field(description="Who the shell runs as on the server.")
+    port: int = Field(description="ssh's port; 0 for the relay.")
+    connect: str = Field(
+        description="The relay's path under the API's URL (a WebSocket, same bearer token)."
+    )
 
 
 class HostOut(BaseModel):

@@ -78,6 +78,7 @@ from .models import (
     VolumeCreateIn,
     VolumeOut,
 )
+from .shell_relay import CONNECT_PATH, connect_path, shell_relay
 
 
 def _request(body: ClusterCreateIn) -> ClusterRequest:
@@ -354,7 +355,8 @@ async def set_metadata(cloud: CloudDep, cluster: str, body: MetadataIn, who: Ten
 async def shell(
     cloud: CloudDep, cluster: str, who: Tenant, server: int = Query(1, ge=1)
 ) -> ShellOut:
-    return shell_out(await cloud.clusters.shell(who, cluster, server))
+    access = await cloud.clusters.shell(who, cluster, server)
+    return shell_out(access, connect_path(PREFIX, cluster, server))
 
 
 # -- volumes ----------------------------------------------------------------------------
@@ -562,6 +564,8 @@ def cloud_router(cloud: Cloud) -> APIRouter:
     bound = APIRouter()
     bound.include_router(router, dependencies=[Depends(bind)])
     bound.include_router(dataset_router, dependencies=[Depends(bind)])
+    # A WebSocket route gets no Request to bind through: the relay holds its cloud itself.
+    bound.add_api_websocket_route(PREFIX + CONNECT_PATH, shell_relay(cloud))
     return bound
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ..model.errors import InvalidArgument
 from .base import (
@@ -20,6 +20,8 @@ from .base import (
     ServerSpec,
     SetupResult,
     ShellAccess,
+    ShellRequest,
+    ShellSession,
     TemporaryDriverError,
     VipuAccess,
     VolumeDriver,
@@ -28,10 +30,11 @@ from .local_compute import LocalCompute
 from .local_volumes import LocalVolumes
 from .workspace import Layout
 
-COMPUTE_DRIVERS: Mapping[str, Callable[[Path], ComputeDriver]] = {
-    "local": lambda directory: LocalCompute(Layout(directory)),
+COMPUTE_DRIVERS: Mapping[str, Callable[..., ComputeDriver]] = {
+    "local": lambda directory, **options: LocalCompute(Layout(directory), **options),
 }
-"""Compute drivers by name; each is built from the cloud's data directory."""
+"""Compute drivers by name; each is built from the cloud's data directory and the compute
+options of the settings (uid range, unsafe mode, where bwrap is)."""
 
 VOLUME_DRIVERS: Mapping[str, Callable[[Path], VolumeDriver]] = {
     "local": lambda directory: LocalVolumes(Layout(directory)),
@@ -55,13 +58,17 @@ def _pick(kind: str, name: str, known: Mapping[str, Callable[[Path], D]]) -> Cal
 
 
 def build_drivers(
-    directory: Path, *, compute: str = "local", volumes: str = "local"
+    directory: Path,
+    *,
+    compute: str = "local",
+    volumes: str = "local",
+    compute_options: Mapping[str, Any] | None = None,
 ) -> tuple[ComputeDriver, VolumeDriver]:
     """The compute and volume drivers named ``compute`` and ``volumes``, keeping their state
     under ``directory`` (:class:`UnknownDriver` for a name that is not registered)."""
     make_compute = _pick("compute_driver", compute, COMPUTE_DRIVERS)
     make_volumes = _pick("volume_driver", volumes, VOLUME_DRIVERS)
-    return make_compute(directory), make_volumes(directory)
+    return make_compute(directory, **(compute_options or {})), make_volumes(directory)
 
 
 __all__ = [
@@ -77,6 +84,8 @@ __all__ = [
     "ServerSpec",
     "SetupResult",
     "ShellAccess",
+    "ShellRequest",
+    "ShellSession",
     "TemporaryDriverError",
     "UnknownDriver",
     "VipuAccess",

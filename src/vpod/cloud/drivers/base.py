@@ -12,7 +12,8 @@ call                   local                            OpenStack
 ``rebuild``            re-image the workspace           Nova rebuild
 ``setup``              write env, hosts, vipu-cli.hcl,  cloud-init / ssh script
                        ~/.aws, rclone mount
-``shell``              a local bash in the workspace    ssh to the floating IP
+``shell``              how to reach it (no host path)   ssh to the floating IP
+``open_shell``         bash in the server's sandbox     (none: tenants ssh themselves)
 volume ``create``      a directory                      Cinder create
 volume ``attach``      a link under ``/mnt``             Nova volume attachment
 =====================  ===============================  ==============================
@@ -44,6 +45,8 @@ __all__ = [
     "ServerSpec",
     "SetupResult",
     "ShellAccess",
+    "ShellRequest",
+    "ShellSession",
     "TemporaryDriverError",
     "VipuAccess",
     "VolumeDriver",
@@ -115,17 +118,49 @@ class SetupResult:
 
 @dataclass(frozen=True)
 class ShellAccess:
-    """How to open a shell on a server: a local process, or ssh."""
+    """How a tenant reaches a server's shell; never a path of the host."""
 
     kind: str
-    """``local`` (run ``command`` with ``env`` in ``cwd``) or ``ssh``."""
-    cwd: str = ""
-    env: Mapping[str, str] = field(default_factory=dict)
-    command: tuple[str, ...] = ()
-    """The interactive shell; a one-off command is run with ``bash -c`` in the same env."""
-    host: str = ""
-    port: int = 22
-    user: str = ""
+    """``relay``: through the cloud API (a WebSocket, docs/cloud.md); ``ssh``: to ``host``."""
+    host: str
+    """The server's host name (relay) or the address to ssh to."""
+    user: str
+    """Who the shell runs as on the server."""
+    port: int = 0
+    """ssh's port; 0 for the relay."""
+
+
+@dataclass(frozen=True)
+class ShellRequest:
+    """What a caller of the relay asks for."""
+
+    command: str | None = None
+    """A command line for the server's shell (``bash -c``); ``None``: a shell."""
+    tty: bool = False
+    """A terminal of its own (an interactive shell), else pipes (stdout and stderr apart)."""
+    rows: int = 24
+    cols: int = 80
+    term: str = "xterm"
+    lang: str = ""
+
+
+class ShellSession(Protocol):
+    """A running shell of a server (see :mod:`.sessions`)."""
+
+    async def read(self) -> tuple[int, bytes] | None:
+        """The next output chunk: (1 stdout | 2 stderr, bytes); ``None`` at the end."""
+
+    async def write(self, data: bytes) -> None: ...
+
+    async def close_input(self) -> None: ...
+
+    def resize(self, rows: int, cols: int) -> None: ...
+
+    async def wait(self) -> int:
+        """The exit status."""
+
+    async def end(self) -> None:
+        """Kill what still runs; release everything."""
 
 
 class ComputeDriver(Protocol):
@@ -156,6 +191,13 @@ class ComputeDriver(Protocol):
 
     def mount_problem(self) -> str | None:
         """Why this back end cannot mount buckets on servers, in one line; None when it can."""
+
+    async def open_shell(self, server_id: str, request: ShellRequest) -> ShellSession:
+        """Start a shell (or ``request.command``) on the server, for the relay."""
+
+    def refusal(self) -> str | None:
+        """Why this driver cannot run tenants' servers safely here, in one line (``None``:
+        it can); creating servers is then refused."""
 
 
 class VolumeDriver(Protocol):

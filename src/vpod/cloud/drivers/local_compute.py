@@ -1,23 +1,31 @@
 """The embedded compute driver: a server is a sandboxed workspace on this host.
 
 A server is a directory tree (see :mod:`.workspace`) with its own HOME,
-environment and ``vipu-cli.hcl``; ``vpod cluster ssh`` runs a real ``bash``
-there, started with a clean environment (only the server's variables, plus
-``TERM`` and ``LANG`` of the terminal), HOME and working directory inside
-the workspace. That is the sandbox: separate HOME, environment and working
-directory. It is not a security boundary against a hostile tenant on the same
-host (no namespaces: bubblewrap is not required by the embedded default); an
-OpenStack driver gives each server its own VM or machine.
+environment and ``vipu-cli.hcl``, and a uid of its own from a configured
+range (``sandbox_uid_first``/``sandbox_uid_count``, 200000.. by default).
+Its shells run inside a bubblewrap sandbox (:mod:`.sandbox`): its own mount,
+PID, IPC and UTS namespaces, as its uid, seeing only its own files, attached
+volumes and the host's system directories read-only. ``vpod cluster ssh``
+reaches them through the controller (:meth:`LocalCompute.open_shell`, relayed
+over a WebSocket by the cloud API); the shell info names no host path.
+
+Where the host cannot sandbox (no bwrap, not root, no namespaces),
+:meth:`LocalCompute.refusal` says why and the cloud refuses to create
+servers, unless the operator chose ``unsafe_shared_host``: shells then run
+on the host as the controller's own user, in the server's directory (no
+isolation at all; for a single-user laptop).
 
 Shelving (suspension) keeps the server's root, which lives on its boot
 volume, and marks the server SHELVED_OFFLOADED: it has no shell until
 unshelved. Bare-metal servers are stopped instead (SHUTOFF), keeping their
-local disk.
+local disk. Each of these, and deleting, first ends the server's open shells.
 """
 
 from __future__ import annotations
 
 import asyncio
+import getpass
+import os
 import shutil
 import sys
 from collections.abc import Callable
@@ -25,8 +33,18 @@ from pathlib import Path
 from typing import TypeVar
 
 from . import confined, rclone_mount
-from .base import DriverError, ServerSetup, ServerSpec, SetupResult, ShellAccess
+from .base import (
+    DriverError,
+    ServerSetup,
+    ServerSpec,
+    SetupResult,
+    ShellAccess,
+    ShellRequest,
+    ShellSession,
+)
 from .dataset_files import dataset_env, write_aws_files
+from .sandbox import SERVER_USER, Sandbox, UidRange, allocate_uid, own_tree, sandbox_problem
+from .sessions import ProcessSession, sessions_of
 from .workspace import (
     Layout,
     parse_env,
@@ -55,9 +73,36 @@ def _default_path() -> str:
 class LocalCompute:
     name = "local"
 
-    def __init__(self, layout: Layout, *, path: str | None = None) -> None:
+    def __init__(
+        self,
+        layout: Layout,
+        *,
+        path: str | None = None,
+        uids: UidRange | None = None,
+        unsafe_shared_host: bool = False,
+        bwrap: str = "",
+    ) -> None:
         self._layout = layout
         self._path = path or _default_path()
+        self._uids = uids or UidRange()
+        self._problem = sandbox_problem(bwrap)
+        self._bwrap = bwrap
+        self._unsafe = unsafe_shared_host
+        self._sessions = sessions_of(str(layout.base))
+
+    @property
+    def sandboxed(self) -> bool:
+        """Whether servers' shells run in a sandbox (else: the documented unsafe mode)."""
+        return self._problem is None
+
+    def refusal(self) -> str | None:
+        if self._problem is None or self._unsafe:
+            return None
+        return (
+            f"this host cannot sandbox tenants' servers: {self._problem} (an operator may"
+            " accept servers sharing the host unsandboxed with --unsafe-shared-host, see"
+            " docs/cloud.md)"
+        )
 
     async def _run(self, fn: Callable[[], T]) -> T:
         try:
@@ -90,20 +135,54 @@ class LocalCompute:
             root.symlink_to(target, target_is_directory=True)
         if confined.read(root.resolve(), "etc/image") is None:
             _install_image(root.resolve(), spec.image, spec.name)
-        write_json(
-            state_path,
-            {
-                "status": ACTIVE,
-                "image": spec.image,
-                "name": spec.name,
-                "cluster": spec.cluster_name,
-                "bare_metal": spec.bare_metal,
-                "host": spec.host_id,
-                "address": spec.address,
-            },
-        )
+        state: dict[str, object] = {
+            "status": ACTIVE,
+            "image": spec.image,
+            "name": spec.name,
+            "cluster": spec.cluster_name,
+            "bare_metal": spec.bare_metal,
+            "host": spec.host_id,
+            "address": spec.address,
+        }
+        if self.sandboxed:
+            state["uid"] = self._allocate_uid()
+            self._own(root.resolve(), int(str(state["uid"])))
+        write_json(state_path, state)
+
+    def _allocate_uid(self) -> int:
+        in_use = set()
+        for state_file in (self._layout.base / "servers").glob("*/state.json"):
+            uid = (read_json(state_file) or {}).get("uid")
+            if isinstance(uid, int):
+                in_use.add(uid)
+        return allocate_uid(self._layout.base / "servers", self._uids, in_use)
+
+    def _uid(self, server_id: str) -> int:
+        """The server's uid; a server made before uids were given gets one now."""
+        state = self._state(server_id)
+        uid = state.get("uid")
+        if isinstance(uid, int):
+            return uid
+        uid = self._allocate_uid()
+        state["uid"] = uid
+        self._own(self._layout.server_root(server_id).resolve(), uid)
+        write_json(self._layout.server_dir(server_id) / "state.json", state)
+        return uid
+
+    def _own(self, root: Path, uid: int) -> None:
+        """The server's uid owns its root and what its tenant writes (home, tmp); ``etc`` and
+        ``mnt`` stay the controller's."""
+        os.chown(root, uid, uid, follow_symlinks=False)
+        for sub in ("home", "tmp"):
+            confined.make_dirs(root, sub)
+            own_tree(root / sub, uid)
+        users = f"{SERVER_USER}:x:{uid}:{uid}::/home:/bin/bash\n"
+        confined.write(root, "etc/passwd", "root:x:0:0:root:/root:/usr/sbin/nologin\n" + users)
+        confined.write(root, "etc/group", f"root:x:0:\n{SERVER_USER}:x:{uid}:\n")
 
     async def delete_server(self, server_id: str) -> None:
+        await self._sessions.end_all(server_id)
+
         def delete() -> None:
             rclone_mount.release(self._layout.mounts, server_id)
             (self._layout.mounts / f"{server_id}.path").unlink(missing_ok=True)
@@ -123,6 +202,8 @@ class LocalCompute:
         return state
 
     async def shelve(self, server_id: str) -> None:
+        await self._sessions.end_all(server_id)
+
         def shelve() -> None:
             rclone_mount.release(self._layout.mounts, server_id)  # its compute goes away
             self._set_status(server_id, SHELVED)
@@ -133,6 +214,8 @@ class LocalCompute:
         await self._run(lambda: self._set_status(server_id, ACTIVE))
 
     async def stop(self, server_id: str) -> None:
+        await self._sessions.end_all(server_id)
+
         def stop() -> None:
             rclone_mount.release(self._layout.mounts, server_id)  # powered off
             self._set_status(server_id, SHUTOFF)
@@ -143,6 +226,7 @@ class LocalCompute:
         await self._run(lambda: self._set_status(server_id, ACTIVE))
 
     async def rebuild(self, server_id: str, image: str) -> None:
+        await self._sessions.end_all(server_id)
         await self._run(lambda: self._rebuild(server_id, image))
 
     def _rebuild(self, server_id: str, image: str) -> None:
@@ -156,10 +240,14 @@ class LocalCompute:
             else:
                 entry.unlink()
         _install_image(root.resolve(), image, str(state.get("name", server_id)))
+        if isinstance(state.get("uid"), int):
+            self._own(root.resolve(), int(str(state["uid"])))
         state.update(image=image, status=ACTIVE)
         write_json(self._layout.server_dir(server_id) / "state.json", state)
 
     async def reboot(self, server_id: str) -> None:
+        await self._sessions.end_all(server_id)
+
         def reboot() -> None:
             self._state(server_id)
             root = self._layout.server_root(server_id).resolve()
@@ -169,6 +257,9 @@ class LocalCompute:
             else:
                 confined.unlink(root, "tmp")
             confined.make_dirs(root, "tmp")
+            uid = self._state(server_id).get("uid")
+            if isinstance(uid, int):
+                own_tree(root / "tmp", uid)
             self._set_status(server_id, ACTIVE)
 
         await self._run(reboot)
@@ -180,8 +271,11 @@ class LocalCompute:
 
     def _setup(self, server_id: str, setup: ServerSetup) -> SetupResult:
         state = self._state(server_id)
-        root = self._layout.server_root(server_id)
-        real = root.resolve()  # the controller's own link; below it, nothing is followed
+        real = self._layout.server_root(server_id).resolve()  # the controller's own link
+        uid = self._uid(server_id) if self.sandboxed else None
+        root = (
+            Path("/") if self.sandboxed else real
+        )  # where the server's files are, as it sees them
         name = str(state.get("name", server_id))
         hosts = "".join(f"{address}\t{host}\n" for host, address in setup.peers)
         confined.write(real, "etc/hosts", "127.0.0.1\tlocalhost\n" + hosts)
@@ -208,7 +302,7 @@ class LocalCompute:
             }
             if has_key and key:
                 values["api-access-key"] = key
-            confined.write(real, HCL_PATH, render_hcl(values), 0o600)
+            confined.write(real, HCL_PATH, render_hcl(values), 0o600, owner=uid)
             env.update(
                 VIPU_CLI_CONFIG=str(hcl_path),
                 IPUOF_VIPU_API_HOST=setup.vipu.host,
@@ -223,7 +317,10 @@ class LocalCompute:
         # 0600: the environment may hold dataset keys; the server's own user reads it
         confined.write(real, ENV_PATH, render_env(env), 0o600)
         confined.write(
-            real, "home/.bashrc", render_bashrc(setup.cluster_name, name, root / ENV_PATH)
+            real,
+            "home/.bashrc",
+            render_bashrc(setup.cluster_name, name, root / ENV_PATH),
+            owner=uid,
         )
         return SetupResult(has_vipu_credentials=has_key)
 
@@ -234,22 +331,77 @@ class LocalCompute:
         return rclone_mount.mount_problem()
 
     def _shell(self, server_id: str) -> ShellAccess:
+        state = self._active(server_id)
+        user = SERVER_USER if self.sandboxed else getpass.getuser()
+        return ShellAccess(kind="relay", host=str(state.get("name", server_id)), user=user)
+
+    def _active(self, server_id: str) -> dict[str, object]:
         state = self._state(server_id)
         if state.get("status") != ACTIVE:
             raise DriverError(
                 f"server {state.get('name', server_id)} is {state.get('status')}: it has no"
                 " shell until it runs again (resume or start the cluster)"
             )
-        root = self._layout.server_root(server_id).resolve()
-        env = parse_env(confined.read(root, ENV_PATH) or "")
-        env.setdefault("HOME", str(root / "home"))
+        return state
+
+    async def open_shell(self, server_id: str, request: ShellRequest) -> ShellSession:
+        refused = self.refusal()
+        if refused is not None:
+            raise DriverError(refused)
+        state = await self._run(lambda: self._active(server_id))
+        real = self._layout.server_root(server_id).resolve()
+        env = parse_env(await self._run(lambda: confined.read(real, ENV_PATH) or ""))
         env.setdefault("PATH", self._path)
-        return ShellAccess(
-            kind="local",
-            cwd=str(root / "home"),
-            env=env,
-            command=("bash", "--rcfile", str(root / "home" / ".bashrc"), "-i"),
-        )
+        env.update(TERM=request.term or "dumb", **({"LANG": request.lang} if request.lang else {}))
+        if request.command is not None:
+            argv = ["bash", "-c", request.command]
+        elif request.tty:
+            argv = ["bash", "--rcfile", "/home/.bashrc", "-i"]
+        else:
+            argv = ["bash", "-s"]  # commands on stdin, as ssh without a terminal
+        if not self.sandboxed:  # the documented unsafe mode: the host, as the controller's user
+            env.setdefault("HOME", str(real / "home"))
+            if request.tty:
+                argv = ["bash", "--rcfile", str(real / "home" / ".bashrc"), "-i"]
+            session = await ProcessSession.start(
+                argv,
+                env=env,
+                cwd=str(real / "home"),
+                tty=request.tty,
+                rows=request.rows,
+                cols=request.cols,
+            )
+        else:
+            env["HOME"] = "/home"
+            uid = await self._run(lambda: self._uid(server_id))
+            box = Sandbox(
+                real, str(state.get("name", server_id)), uid, self._volumes(real), self._bwrap
+            )
+            with box.command(argv, env) as (command, fds):
+                session = await ProcessSession.start(
+                    command, pass_fds=fds, tty=request.tty, rows=request.rows, cols=request.cols
+                )
+        self._sessions.add(server_id, session)
+        session.on_end = lambda: self._sessions.discard(server_id, session)
+        return session
+
+    def _volumes(self, root: Path) -> tuple[tuple[str, Path], ...]:
+        """The attached volumes: links the controller made under ``mnt``, to a volume's data
+        directory of this cloud (a link anywhere else is not mounted)."""
+        volumes = self._layout.base / "volumes"
+        found = []
+        mnt = root / "mnt"
+        for entry in sorted(mnt.iterdir()) if mnt.is_dir() and not mnt.is_symlink() else []:
+            try:
+                target = confined.link_target(root, f"mnt/{entry.name}")
+            except (FileExistsError, confined.Escape):
+                continue  # not a link the controller made
+            if target is None:
+                continue
+            data = Path(target)
+            if data.name == "data" and data.parent.parent == volumes and data.is_dir():
+                found.append((entry.name, data))
+        return tuple(found)
 
 
 def _install_image(root: Path, image: str, host_name: str) -> None:

@@ -3,7 +3,9 @@
 Sizes are recorded, not enforced (a directory has no size limit): the
 emulated cloud bills and counts GiB as a real one would. A boot volume is
 the root a VM server lives in (the local compute driver links it); a data
-volume appears in the server as ``/mnt/<volume name>``.
+volume appears in the server as ``/mnt/<volume name>`` (the sandbox mounts it
+there), owned by the server's uid. Detaching ends the server's open shells,
+which hold the mount.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from typing import TypeVar
 
 from . import confined
 from .base import DriverError
+from .sandbox import own_tree
+from .sessions import sessions_of
 from .workspace import Layout, read_json, write_json
 
 T = TypeVar("T")
@@ -61,6 +65,9 @@ class LocalVolumes:
                 current = confined.link_target(root, relative)
             except (FileExistsError, confined.Escape):
                 current = ""
+            uid = (read_json(self._layout.server_dir(server_id) / "state.json") or {}).get("uid")
+            if isinstance(uid, int):  # a sandboxed server's uid owns what it mounts
+                own_tree(data, uid)
             if current == str(data):
                 return f"/mnt/{mount_name}"
             if current is not None:
@@ -73,6 +80,8 @@ class LocalVolumes:
         return await self._run(attach)
 
     async def detach(self, volume_id: str, server_id: str) -> None:
+        await sessions_of(str(self._layout.base)).end_all(server_id)  # they hold its mount
+
         def detach() -> None:
             data = self._layout.volume_data(volume_id)
             root = self._layout.server_root(server_id)

@@ -1,37 +1,54 @@
 """A tenant's server as a sandbox on this host: Linux namespaces through bubblewrap.
 
-Each server's processes run under ``bwrap`` (Debian's ``bubblewrap``) as an
-unprivileged uid of the server's own (:func:`server_uid`), in new user,
-mount, PID, IPC and UTS namespaces, with the server's name as host name.
-Their file system is the server's root (read-write), the host's system
-directories read-only (``/usr`` and its ``/bin``, ``/lib``... links, this
-installation's Python environment so that ``vipu`` works), a private
-``/proc`` showing only the sandbox's processes, a minimal ``/dev``. Nothing
-else of the host is there: not the controller's data directory (store,
-keys, TLS material), not other servers. The arguments reach ``bwrap``
-through a file descriptor (``--args``), so not even the sandbox's PID 1
-shows host paths in its command line.
+Each process of a server (every ``vpod cluster ssh``) runs under ``bwrap``
+(Debian's ``bubblewrap``) in new mount, PID, IPC, UTS and cgroup namespaces
+with the server's name as host name, then drops to the server's own
+unprivileged uid with ``setpriv`` (no capabilities, no new privileges)
+before the tenant's command starts. What it sees:
 
-:func:`sandbox_problem` says, in one line, why a host cannot give that
-(no ``bwrap``, not root so no uid of its own per server, user namespaces
-disabled); the driver then refuses tenants' servers unless the operator
-chose the documented unsafe mode.
+- ``/`` is an empty tmpfs of bwrap's own; ``/usr`` (and the ``/bin``,
+  ``/lib``... links of merged-/usr hosts), a few ``/etc`` files of the host
+  (dynamic linker cache, nsswitch, time zone, alternatives) and this
+  installation's Python environment, read-only;
+- ``/etc/hosts``, ``/etc/environment``, ``/etc/vipu``... the server's own
+  files (the controller writes them), read-only;
+- ``/home`` and ``/tmp`` of the server's root, read-write, owned by its uid;
+  every attached volume at ``/mnt/NAME``, read-write;
+- a ``/proc`` of its own PID namespace (only the sandbox's processes), a
+  minimal ``/dev``.
+
+Nothing else of the host: not the controller's data directory (store,
+keys, TLS material), not other servers, not other processes. bwrap runs as
+root (so the data directory need not be reachable by other uids), which is
+why everything a tenant controls reaches it as a **file descriptor** the
+controller opened without following links (``--bind-fd``): a link a tenant
+planted in its root can never make bwrap mount a host path. bwrap creates
+its mount points on its own tmpfs, never in the tenant's tree.
+
+:func:`sandbox_problem` says, in one line, why a host cannot give that (no
+``bwrap`` or ``setpriv``, not root, namespaces refused); the driver then
+refuses tenants' servers unless the operator chose the documented unsafe
+mode (``--unsafe-shared-host``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
-import hashlib
+import json
 import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-UID_BASE = 200_000
-UID_SPAN = 100_000
+UID_FIRST = 200_000
+UID_COUNT = 100_000
+SERVER_USER = "tenant"
+"""The user name a server's uid has inside it (``/etc/passwd`` of the server)."""
 SYSTEM_DIRS = ("/usr",)
 MERGED_USR_LINKS = {
     "/bin": "usr/bin",
@@ -39,60 +56,131 @@ MERGED_USR_LINKS = {
     "/lib": "usr/lib",
     "/lib64": "usr/lib64",
 }
-ETC_FILES = ("/etc/ld.so.cache", "/etc/nsswitch.conf", "/etc/localtime", "/etc/alternatives")
+HOST_ETC = (
+    "/etc/ld.so.cache",
+    "/etc/nsswitch.conf",
+    "/etc/localtime",
+    "/etc/alternatives",
+    "/etc/ssl",
+)
+SERVER_DIRS = ("home", "tmp")
+"""The parts of a server's root its tenant writes (bound read-write)."""
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 
 
-def server_uid(server_id: str) -> int:
-    """The uid (and gid) a server's processes run as: unprivileged, its own (derived from the
-    id, so the same after a restart), in a range no login user has."""
-    digest = int.from_bytes(hashlib.sha256(server_id.encode()).digest()[:8], "big")
-    return UID_BASE + digest % UID_SPAN
+@dataclass(frozen=True)
+class UidRange:
+    """The uids servers run as: ``first`` .. ``first + count - 1`` (no login user's)."""
+
+    first: int = UID_FIRST
+    count: int = UID_COUNT
+
+    def __contains__(self, uid: object) -> bool:
+        return isinstance(uid, int) and self.first <= uid < self.first + self.count
+
+
+def allocate_uid(servers_dir: Path, uids: UidRange, in_use: set[int]) -> int:
+    """The next uid of ``uids`` no server holds, handed out in order (a deleted server's
+    uid comes back only once the range wrapped): the counter is kept in
+    ``servers_dir/uids.json`` under a lock, so two creations never get the same one."""
+    servers_dir.mkdir(parents=True, exist_ok=True)
+    counter = servers_dir / "uids.json"
+    with open(servers_dir / ".uids.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            state = json.loads(counter.read_text())
+            start = int(state["next"])
+        except (FileNotFoundError, ValueError, KeyError, TypeError):
+            start = uids.first
+        for step in range(uids.count):
+            uid = uids.first + (start - uids.first + step) % uids.count
+            if uid not in in_use:
+                tmp = counter.with_suffix(".tmp")
+                tmp.write_text(json.dumps({"next": uid + 1}) + "\n")
+                os.replace(tmp, counter)
+                return uid
+    raise OSError(f"every uid of {uids.first}..{uids.first + uids.count - 1} is taken")
+
+
+def _tools(bwrap: str = "") -> tuple[str | None, str | None]:
+    return shutil.which(bwrap or "bwrap"), shutil.which("setpriv")
 
 
 @functools.cache
-def sandbox_problem() -> str | None:
-    """Why this host cannot sandbox servers, in one line; ``None`` when it can."""
-    bwrap = shutil.which("bwrap")
+def sandbox_problem(bwrap_path: str = "") -> str | None:
+    """Why this host cannot sandbox servers, in one line; ``None`` when it can.
+    ``bwrap_path``: where bubblewrap is (empty: on ``PATH``)."""
+    bwrap, setpriv = _tools(bwrap_path)
     if bwrap is None:
-        return "bubblewrap (bwrap) is not installed: apt-get install bubblewrap"
+        return f"bubblewrap ({bwrap_path or 'bwrap'}) is not installed: apt-get install bubblewrap"
+    if setpriv is None:
+        return "setpriv is not installed: apt-get install util-linux"
     if os.geteuid() != 0:
         return (
             "the controller does not run as root, so it cannot run each server as a uid of its own"
         )
-    links = [
-        arg
-        for link, target in MERGED_USR_LINKS.items()
-        if os.path.islink(link)
-        for arg in ("--symlink", target, link)
-    ]
     probe = subprocess.run(
-        [bwrap, "--unshare-user", "--unshare-pid", "--ro-bind", "/usr", "/usr", *links, "true"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-        user=UID_BASE,
-        group=UID_BASE,
-        extra_groups=[],
-    )
+        [bwrap, *_namespaces("probe"), *_system_binds(), setpriv, f"--reuid={UID_FIRST}",
+         f"--regid={UID_FIRST}", "--clear-groups", "true"],
+        capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
     if probe.returncode != 0:
-        return f"user namespaces are not available: bwrap says {probe.stderr.strip()[:200]!r}"
+        return f"namespaces are not available: bwrap says {probe.stderr.strip()[:200]!r}"
     return None
 
 
-def _python_dirs() -> list[str]:
+def _namespaces(hostname: str) -> list[str]:
+    return [
+        "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+        "--hostname", hostname, "--die-with-parent", "--clearenv",
+    ]  # fmt: skip
+
+
+def _system_binds() -> list[str]:
+    args: list[str] = []
+    for directory in SYSTEM_DIRS:
+        args += ["--ro-bind", directory, directory]
+    for link, target in MERGED_USR_LINKS.items():
+        if os.path.islink(link):
+            args += ["--symlink", target, link]
+        elif os.path.isdir(link):
+            args += ["--ro-bind", link, link]
+    args += ["--dir", "/etc"]
+    for path in HOST_ETC:
+        if os.path.exists(path):
+            args += ["--ro-bind", path, path]
+    return [*args, "--proc", "/proc", "--dev", "/dev"]
+
+
+def python_dirs() -> list[str]:
     """This installation's Python environment (and its editable sources), read-only: the
-    servers' ``vipu`` runs from it."""
+    servers' ``vipu`` runs from it. bwrap runs as root, so they may be where other uids
+    cannot walk (a Python under ``/root``): the sandbox shows them at the same paths."""
     sources = Path(__file__).resolve().parents[3]  # .../src of an editable install
-    dirs = {sys.prefix, sys.base_prefix, str(sources)}
-    return sorted(d for d in dirs if d and not d.startswith("/usr") and reachable_by_all(d))
+    dirs = {sys.prefix, sys.base_prefix, str(Path(sys.prefix).resolve()), str(sources)}
+    return sorted(d for d in dirs if d and not d.startswith("/usr") and os.path.isdir(d))
 
 
-def reachable_by_all(path: str) -> bool:
-    """Whether any uid may walk to ``path`` (search permission for others all the way);
-    a Python installed in root's home is not, and servers then run without it."""
-    current = Path(path).resolve()
-    return all(os.stat(p).st_mode & 0o001 for p in [current, *current.parents])
+@contextlib.contextmanager
+def _opened(root: Path, relative: str, flags: int) -> Iterator[int | None]:
+    """A descriptor of ``root/relative`` opened one component at a time without following
+    links (None: missing, or a link the tenant planted)."""
+    fds: list[int] = []
+    try:
+        fd = os.open(root, _DIR)
+        fds.append(fd)
+        parts = [p for p in relative.split("/") if p]
+        for index, part in enumerate(parts):
+            last = index == len(parts) - 1
+            fd = os.open(part, flags if last else _DIR, dir_fd=fd)
+            fds.append(fd)
+        yield fds.pop()
+    except OSError:
+        yield None
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 @dataclass(frozen=True)
@@ -100,75 +188,79 @@ class Sandbox:
     """How to run a command inside one server."""
 
     root: Path
+    """The server's root on the host (the controller's own path to it)."""
     hostname: str
     uid: int
+    volumes: tuple[tuple[str, Path], ...] = ()
+    """(mount name, the volume's data directory) of every attached volume."""
+    bwrap: str = ""
+    """Where bubblewrap is (empty: on ``PATH``)."""
 
-    def bwrap_args(self, env: Mapping[str, str], cwd: str) -> list[str]:
-        """Everything but the command (which follows ``--`` on bwrap's own command line).
-
-        ``bwrap`` runs as the server's uid, which must be able to walk to the server's root
-        (search permission on the data directory and its parents: ``chmod o+x``, no read);
-        only ``bwrap`` itself ever runs as that uid outside the sandbox."""
-        args = [
-            "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-            "--unshare-cgroup-try", "--hostname", self.hostname,
-            "--uid", str(self.uid), "--gid", str(self.uid),
-            "--die-with-parent", "--new-session", "--clearenv",
-            "--bind", str(self.root), "/",
-        ]  # fmt: skip
-        for directory in SYSTEM_DIRS:
+    @contextlib.contextmanager
+    def command(
+        self, argv: Sequence[str], env: Mapping[str, str], cwd: str = "/home"
+    ) -> Iterator[tuple[list[str], tuple[int, ...]]]:
+        """The host command line running ``argv`` in the sandbox, and the descriptors it must
+        inherit (open while the context lasts: close them once the process started)."""
+        bwrap, setpriv = _tools(self.bwrap)
+        if bwrap is None or setpriv is None:
+            raise OSError(sandbox_problem(self.bwrap) or "bwrap or setpriv is missing")
+        args = [bwrap, *_namespaces(self.hostname), *_system_binds()]
+        made: set[str] = set()
+        for directory in python_dirs():
+            for parent in reversed(Path(directory).parents[:-1]):  # walkable by the server's uid
+                if str(parent) not in made:
+                    made.add(str(parent))
+                    args += ["--perms", "0755", "--dir", str(parent)]
             args += ["--ro-bind", directory, directory]
-        for link in MERGED_USR_LINKS:
-            if os.path.isdir(link):  # a link to usr/... on merged-/usr hosts: bind its target
-                args += ["--ro-bind", os.path.realpath(link), link]
-        for path in ETC_FILES:
-            if os.path.exists(path):
-                args += ["--ro-bind", path, path]
-        for directory in _python_dirs():
-            args += ["--ro-bind", directory, directory]
-        args += ["--proc", "/proc", "--dev", "/dev", "--chdir", cwd]
-        for key, value in env.items():
-            args += ["--setenv", key, value]
-        return args
+        fds: list[int] = []
+        with contextlib.ExitStack() as stack:
 
-    def run(
-        self,
-        command: Sequence[str],
-        *,
-        env: Mapping[str, str],
-        cwd: str = "/home",
-        timeout: float = 60.0,
-        stdin: str = "",
-    ) -> subprocess.CompletedProcess[str]:
-        """Run ``command`` in the sandbox as the server's uid; its output and exit status."""
-        bwrap = shutil.which("bwrap") or "bwrap"
-        read_end, write_end = os.pipe()
-        payload = b"".join(a.encode() + b"\0" for a in self.bwrap_args(env, cwd))
-        try:
-            with os.fdopen(write_end, "wb") as pipe:
-                pipe.write(payload)  # small: fits the pipe's buffer before bwrap reads it
-            return subprocess.run(
-                [bwrap, "--args", str(read_end), "--", *command],
-                input=stdin,
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                check=False,
-                pass_fds=(read_end,),
-                user=self.uid,
-                group=self.uid,
-                extra_groups=[],
-            )
-        finally:
-            os.close(read_end)
+            def bind(relative: str, dest: str, option: str, flags: int = _DIR) -> None:
+                fd = stack.enter_context(_opened(self.root, relative, flags))
+                if fd is not None:
+                    fds.append(fd)
+                    args.extend([option, str(fd), dest])
+
+            for name in SERVER_DIRS:
+                bind(name, f"/{name}", "--bind-fd")
+            with _opened(self.root, "etc", _DIR) as etc:
+                names = sorted(os.listdir(etc)) if etc is not None else []
+            for name in names:
+                if not name.startswith(".") and f"/etc/{name}" not in HOST_ETC:
+                    bind(f"etc/{name}", f"/etc/{name}", "--ro-bind-fd", _FILE)
+            args += ["--dir", "/mnt"]
+            for mount_name, data in self.volumes:
+                fd = stack.enter_context(_opened(data.parent, data.name, _DIR))
+                if fd is not None:
+                    fds.append(fd)
+                    args += ["--bind-fd", str(fd), f"/mnt/{mount_name}"]
+            args += ["--remount-ro", "/", "--chdir", cwd]
+            for key, value in env.items():
+                args += ["--setenv", key, value]
+            args += [
+                "--", setpriv, f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups",
+                "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--", *argv,
+            ]  # fmt: skip
+            yield args, tuple(fds)
 
 
 def own_tree(root: Path, uid: int) -> None:
-    """Give a server's whole root to its uid (links themselves, never what they point to)."""
-    for directory, dirs, files in os.walk(root):
-        os.lchown(directory, uid, uid)
+    """Give a tree to ``uid`` (links themselves, never what they point to; walked through
+    directory descriptors, so a directory swapped for a link is not followed)."""
+    os.chown(root, uid, uid, follow_symlinks=False)
+    for _, dirs, files, fd in os.fwalk(root, follow_symlinks=False):
         for name in [*dirs, *files]:
-            os.lchown(os.path.join(directory, name), uid, uid)
+            with contextlib.suppress(FileNotFoundError):
+                os.chown(name, uid, uid, dir_fd=fd, follow_symlinks=False)
 
 
-__all__ = ["Sandbox", "own_tree", "sandbox_problem", "server_uid"]
+__all__ = [
+    "SERVER_USER",
+    "Sandbox",
+    "UidRange",
+    "allocate_uid",
+    "own_tree",
+    "python_dirs",
+    "sandbox_problem",
+]

@@ -14,7 +14,7 @@ import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from ..drivers import DriverError, ShellAccess
+from ..drivers import DriverError, ShellAccess, ShellRequest, ShellSession
 from ..flavors import Flavor, check_image, find_flavor
 from ..metering import cluster_entry
 from ..model import errors
@@ -171,9 +171,15 @@ class Clusters:
             return flavor.poplar_count
         return check_server_count(1 if requested is None else requested)
 
+    def _refuse_unsandboxed(self) -> None:
+        refused = self._ctx.compute.refusal()
+        if refused is not None:
+            raise errors.FailedPrecondition(refused)
+
     async def create(self, principal: Principal, request: ClusterRequest) -> Task:
         ctx = self._ctx
         project_id = principal.project()
+        self._refuse_unsandboxed()
         name = check_name("cluster", request.name)
         flavor = find_flavor(request.flavor)
         image = check_image(flavor, request.image)
@@ -445,6 +451,8 @@ class Clusters:
         check_state(Operation.RESIZE, cluster.status, flavor, cluster.name)
         target = check_server_count(server_count)
         current = cluster.server_count
+        if target > current:
+            self._refuse_unsandboxed()
         if target == current:
             raise errors.InvalidArgument(
                 f"cluster {cluster.name} has {current} servers already: give another count"
@@ -520,6 +528,23 @@ class Clusters:
         return task, updated
 
     async def shell(self, principal: Principal, ref: str, position: int = 1) -> ShellAccess:
+        server_id = await self._shell_server(principal, ref, position)
+        try:
+            return await self._ctx.compute.shell(server_id)
+        except DriverError as exc:
+            raise errors.FailedPrecondition(str(exc)) from None
+
+    async def open_shell(
+        self, principal: Principal, ref: str, position: int, request: ShellRequest
+    ) -> ShellSession:
+        """Start a shell (or a command) on the server, for the relay; the caller ends it."""
+        server_id = await self._shell_server(principal, ref, position)
+        try:
+            return await self._ctx.compute.open_shell(server_id, request)
+        except DriverError as exc:
+            raise errors.FailedPrecondition(str(exc)) from None
+
+    async def _shell_server(self, principal: Principal, ref: str, position: int) -> str:
         view = await self.get(principal, ref)
         server = next((s for s in view.servers if s.position == position), None)
         if server is None:
@@ -530,7 +555,4 @@ class Clusters:
             raise errors.FailedPrecondition(
                 f"cluster {view.cluster.name} is SUSPENDED: resume it first (`vpod cluster resume`)"
             )
-        try:
-            return await self._ctx.compute.shell(server.id)
-        except DriverError as exc:
-            raise errors.FailedPrecondition(str(exc)) from None
+        return server.id

@@ -64,6 +64,7 @@ def guarded_h11(limits: HttpLimits, warn: RateLimitedWarning | None = None) -> t
         _deadline: asyncio.TimerHandle | None = None
         _deadline_kind = ""
         _since = 0.0
+        _upgraded = False
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
@@ -85,7 +86,15 @@ def guarded_h11(limits: HttpLimits, warn: RateLimitedWarning | None = None) -> t
 
         def data_received(self, data: bytes) -> None:
             super().data_received(data)
-            self._watch()
+            if not self._upgraded:
+                self._watch()
+
+        def handle_websocket_upgrade(self, event: Any) -> None:
+            # The connection is a WebSocket's from now on (its own pings watch it): no header
+            # deadline of this protocol may close it.
+            self._upgraded = True
+            self._disarm()
+            super().handle_websocket_upgrade(event)
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
