@@ -61,7 +61,7 @@ def test_a_vpod_through_the_client_with_its_phases(live: LiveCloud) -> None:
         assert cluster.vipu.allocation_id
         assert {v.name for v in cluster.volumes} >= {"data"}
         assert cloud.cluster_metadata("train") == {"team": "a"}
-        assert cloud.shell("train").kind == "local"
+        assert cloud.shell("train").kind == "relay"
         assert [c.name for c in cloud.list_clusters()] == ["train"]
         assert cloud.list_tasks(resource=cluster.id)[0].id == task.id
         gone = cloud.wait_task(cloud.delete_cluster("train", delete_volumes=True), timeout=300)
