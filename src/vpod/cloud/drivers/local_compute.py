@@ -309,13 +309,15 @@ class LocalCompute:
                 IPUOF_VIPU_API_PORT=str(setup.vipu.port),
             )
         write_aws_files(real, setup.datasets)
-        rclone_mount.sync(real, self._layout.mounts, server_id, setup.datasets)
+        if uid is not None and (real / "home" / ".aws").is_dir():
+            own_tree(real / "home" / ".aws", uid)  # the server's user reads its keys
+        rclone_mount.sync(real, self._layout.mounts, server_id, setup.datasets, uid)
         if setup.datasets is not None:
             env.update(dataset_env(setup.datasets))
-            if setup.datasets.mount_path is not None:  # no chroot here: the host's path to it
+            if setup.datasets.mount_path is not None:  # as the server sees it
                 env["VPOD_DATASET_MOUNT"] = str(root / setup.datasets.mount_path.lstrip("/"))
         # 0600: the environment may hold dataset keys; the server's own user reads it
-        confined.write(real, ENV_PATH, render_env(env), 0o600)
+        confined.write(real, ENV_PATH, render_env(env), 0o600, owner=uid)
         confined.write(
             real,
             "home/.bashrc",
@@ -374,9 +376,8 @@ class LocalCompute:
         else:
             env["HOME"] = "/home"
             uid = await self._run(lambda: self._uid(server_id))
-            box = Sandbox(
-                real, str(state.get("name", server_id)), uid, self._volumes(real), self._bwrap
-            )
+            mounts = self._volumes(real) + self._dataset_mount(server_id)
+            box = Sandbox(real, str(state.get("name", server_id)), uid, mounts, self._bwrap)
             with box.command(argv, env) as (command, fds):
                 session = await ProcessSession.start(
                     command, pass_fds=fds, tty=request.tty, rows=request.rows, cols=request.cols
@@ -400,8 +401,16 @@ class LocalCompute:
                 continue
             data = Path(target)
             if data.name == "data" and data.parent.parent == volumes and data.is_dir():
-                found.append((entry.name, data))
+                found.append((f"/mnt/{entry.name}", data))
         return tuple(found)
+
+    def _dataset_mount(self, server_id: str) -> tuple[tuple[str, Path], ...]:
+        """The bucket's mount, where the tenant asked for it; not under ``/home``, whose
+        entries the tenant controls (a mount point is made on the sandbox's own tmpfs only)."""
+        shown = rclone_mount.shown_at(self._layout.mounts, server_id)
+        if shown is None or shown[0].split("/")[1:2] == ["home"]:
+            return ()
+        return ((shown[0], shown[1]),)
 
 
 def _install_image(root: Path, image: str, host_name: str) -> None:

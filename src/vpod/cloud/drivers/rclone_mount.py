@@ -79,8 +79,11 @@ def _fingerprint(access: DatasetAccess) -> str:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
-def mount(mount_point: Path, access: DatasetAccess, cache_dir: Path) -> None:
-    """Serve ``access``'s bucket at ``mount_point`` (idempotent)."""
+def mount(
+    mount_point: Path, access: DatasetAccess, cache_dir: Path, owner: int | None = None
+) -> None:
+    """Serve ``access``'s bucket at ``mount_point`` (idempotent); its files belong to
+    ``owner`` (a sandboxed server's uid), else to the controller's user."""
     marker = mount_point.parent / f"{mount_point.name}{FINGERPRINT}"
     wanted = _fingerprint(access)
     if is_mounted(mount_point):
@@ -107,6 +110,8 @@ def mount(mount_point: Path, access: DatasetAccess, cache_dir: Path) -> None:
         "--daemon", "--allow-other", "--vfs-cache-mode", "writes",
         "--cache-dir", str(cache_dir), "--dir-cache-time", "5s",
     ]  # fmt: skip
+    if owner is not None:
+        command += ["--uid", str(owner), "--gid", str(owner)]
     try:
         done = subprocess.run(
             command, env=env, capture_output=True, text=True, timeout=MOUNT_TIMEOUT_S, check=False
@@ -165,7 +170,13 @@ def hide_in_root(root: Path, mount_path: str, mount_point: Path) -> None:
         return  # the tenant replaced it: it is theirs now
 
 
-def sync(root: Path, mounts: Path, server_id: str, access: DatasetAccess | None) -> None:
+def sync(
+    root: Path,
+    mounts: Path,
+    server_id: str,
+    access: DatasetAccess | None,
+    owner: int | None = None,
+) -> None:
     """Make the server at ``root`` show what ``access`` asks (a mount, or none): mount point
     ``mounts/<server_id>``, what it shows in ``mounts/<server_id>.path``."""
     mount_point = mounts / server_id
@@ -179,11 +190,20 @@ def sync(root: Path, mounts: Path, server_id: str, access: DatasetAccess | None)
         record.unlink(missing_ok=True)
         return
     _shown_now(root, wanted)  # refuse a planted path before anything is mounted
-    mount(mount_point, access, mounts / f"{server_id}.cache")
+    mount(mount_point, access, mounts / f"{server_id}.cache", owner)
     if previous and previous != wanted:
         hide_in_root(root, previous, mount_point)
     show_in_root(root, wanted, mount_point)
     record.write_text(wanted + "\n")
+
+
+def shown_at(mounts: Path, server_id: str) -> tuple[str, Path] | None:
+    """(the path the server shows its bucket at, the mount point) while it is mounted."""
+    record = mounts / f"{server_id}.path"
+    mount_point = mounts / server_id
+    if not record.exists() or not is_mounted(mount_point):
+        return None
+    return record.read_text().strip(), mount_point
 
 
 def release(mounts: Path, server_id: str) -> None:

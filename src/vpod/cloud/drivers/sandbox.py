@@ -191,8 +191,9 @@ class Sandbox:
     """The server's root on the host (the controller's own path to it)."""
     hostname: str
     uid: int
-    volumes: tuple[tuple[str, Path], ...] = ()
-    """(mount name, the volume's data directory) of every attached volume."""
+    mounts: tuple[tuple[str, Path], ...] = ()
+    """(where in the server, the host directory) of every attached volume (``/mnt/NAME``) and
+    mounted bucket: directories of the controller's own, bound read-write."""
     bwrap: str = ""
     """Where bubblewrap is (empty: on ``PATH``)."""
 
@@ -230,11 +231,11 @@ class Sandbox:
                 if not name.startswith(".") and f"/etc/{name}" not in HOST_ETC:
                     bind(f"etc/{name}", f"/etc/{name}", "--ro-bind-fd", _FILE)
             args += ["--dir", "/mnt"]
-            for mount_name, data in self.volumes:
-                fd = stack.enter_context(_opened(data.parent, data.name, _DIR))
+            for dest, source in self.mounts:
+                fd = stack.enter_context(_opened(source.parent, source.name, _DIR))
                 if fd is not None:
                     fds.append(fd)
-                    args += ["--bind-fd", str(fd), f"/mnt/{mount_name}"]
+                    args += ["--bind-fd", str(fd), dest]
             args += ["--remount-ro", "/", "--chdir", cwd]
             for key, value in env.items():
                 args += ["--setenv", key, value]
