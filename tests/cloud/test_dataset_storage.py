@@ -87,8 +87,12 @@ def register(http: Any, name: str, keys: tuple[str, str], bucket: str = BUCKET) 
 
 
 def server_root(live: LiveCloud, http: Any, cluster: str) -> Path:
-    home = ok(http.get(f"/clusters/{cluster}/shell"))["cwd"]
-    return Path(home).parent
+    """The host's path to the cluster's first server's root (the shell info names none)."""
+    host = ok(http.get(f"/clusters/{cluster}/shell"))["host"]
+    for state in (live.data_dir / "cloud" / "servers").glob("*/state.json"):
+        if json.loads(state.read_text())["name"] == host:
+            return state.parent / "root"
+    raise AssertionError(f"no server {host} on this host")
 
 
 def test_a_workload_uses_its_projects_bucket_and_nobody_elses(live: LiveCloud, s3_url: str) -> None:
