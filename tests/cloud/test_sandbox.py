@@ -20,7 +20,9 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -160,6 +162,34 @@ def test_an_interactive_shell_gets_a_terminal(
         assert "\ris-a-tty\r\n" in text
         assert "\n33 101\r\n" in text
         assert "[box-a] box-a-poplar-1:~$" in text  # the server's prompt (its .bashrc)
+
+
+def _sandbox_cmdlines(hostname: str) -> list[bytes]:
+    found = []
+    for path in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            line = path.read_bytes()
+        except OSError:
+            continue  # ended meanwhile
+        if b"bwrap" in line and hostname.encode() in line:
+            found.append(line)
+    return found
+
+
+def test_the_servers_environment_is_on_no_host_command_line(
+    two: tuple[httpx.Client, httpx.Client],
+) -> None:
+    """bwrap's command line is readable by every user of the host: the server's environment
+    (which may hold dataset keys) reaches the sandbox through the process environment."""
+    a, _ = two
+    with ThreadPoolExecutor(1) as pool:
+        running = pool.submit(in_shell, a, "box-a", "sleep 4; echo $VPOD_CLUSTER")
+        deadline = time.monotonic() + 60
+        while not (lines := _sandbox_cmdlines("box-a-poplar-1")) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert running.result().stdout == "box-a\n"
+    assert lines, "the sandbox's bwrap was never seen running"
+    assert not any(b"VPOD_CLUSTER" in line or b"IPUOF_VIPU" in line for line in lines)
 
 
 def test_the_shell_info_shows_no_host_path(

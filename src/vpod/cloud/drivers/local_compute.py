@@ -378,9 +378,14 @@ class LocalCompute:
             uid = await self._run(lambda: self._uid(server_id))
             mounts = self._volumes(real) + self._dataset_mount(server_id)
             box = Sandbox(real, str(state.get("name", server_id)), uid, mounts, self._bwrap)
-            with box.command(argv, env) as (command, fds):
+            with box.command(argv) as (command, fds):
                 session = await ProcessSession.start(
-                    command, pass_fds=fds, tty=request.tty, rows=request.rows, cols=request.cols
+                    command,
+                    env=env,
+                    pass_fds=fds,
+                    tty=request.tty,
+                    rows=request.rows,
+                    cols=request.cols,
                 )
         self._sessions.add(server_id, session)
         session.on_end = lambda: self._sessions.discard(server_id, session)

@@ -41,7 +41,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -133,7 +133,7 @@ def sandbox_problem(bwrap_path: str = "") -> str | None:
 def _namespaces(hostname: str) -> list[str]:
     return [
         "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-        "--hostname", hostname, "--die-with-parent", "--clearenv",
+        "--hostname", hostname, "--die-with-parent",
     ]  # fmt: skip
 
 
@@ -199,10 +199,14 @@ class Sandbox:
 
     @contextlib.contextmanager
     def command(
-        self, argv: Sequence[str], env: Mapping[str, str], cwd: str = "/home"
+        self, argv: Sequence[str], cwd: str = "/home"
     ) -> Iterator[tuple[list[str], tuple[int, ...]]]:
         """The host command line running ``argv`` in the sandbox, and the descriptors it must
-        inherit (open while the context lasts: close them once the process started)."""
+        inherit (open while the context lasts: close them once the process started).
+
+        Start it with the server's environment as its whole environment: bwrap and setpriv
+        pass it on. Never on the command line, which every user of the host may read (the
+        environment may hold dataset keys)."""
         bwrap, setpriv = _tools(self.bwrap)
         if bwrap is None or setpriv is None:
             raise OSError(sandbox_problem(self.bwrap) or "bwrap or setpriv is missing")
@@ -237,8 +241,6 @@ class Sandbox:
                     fds.append(fd)
                     args += ["--bind-fd", str(fd), dest]
             args += ["--remount-ro", "/", "--chdir", cwd]
-            for key, value in env.items():
-                args += ["--setenv", key, value]
             args += [
                 "--", setpriv, f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups",
                 "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--", *argv,
