@@ -183,13 +183,14 @@ def test_the_servers_environment_is_on_no_host_command_line(
     (which may hold dataset keys) reaches the sandbox through the process environment."""
     a, _ = two
     with ThreadPoolExecutor(1) as pool:
-        running = pool.submit(in_shell, a, "box-a", "sleep 4; echo $VPOD_CLUSTER")
+        running = pool.submit(in_shell, a, "box-a", "sleep 4; echo ${VPOD_CLUSTER}")
         deadline = time.monotonic() + 60
         while not (lines := _sandbox_cmdlines("box-a-poplar-1")) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert running.result().stdout == "box-a\n"
     assert lines, "the sandbox's bwrap was never seen running"
-    assert not any(b"VPOD_CLUSTER" in line or b"IPUOF_VIPU" in line for line in lines)
+    names = (b"VPOD_CLUSTER", b"IPUOF_VIPU_API_HOST")  # as --setenv NAME VALUE, or NAME=VALUE
+    assert not any(n + sep in line for line in lines for n in names for sep in (b"\0", b"="))
 
 
 def test_the_shell_info_shows_no_host_path(
