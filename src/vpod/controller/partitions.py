@@ -42,6 +42,7 @@ from .agent_gateway import describe_failures, fan_out
 from .caller import Caller
 from .context import Context
 from .inventory import Inventory
+from .run_to_completion import runs_to_completion
 
 RESERVE_ATTEMPTS = 3
 """State moves retried after a concurrent change (see ``move_state``)."""
@@ -103,6 +104,7 @@ class PartitionService:
 
     # ----------------------------------------------------------------- create
 
+    @runs_to_completion
     async def create(
         self,
         caller: Caller,
@@ -304,6 +306,7 @@ class PartitionService:
 
     # ----------------------------------------------------------------- remove
 
+    @runs_to_completion
     async def remove(self, caller: Caller, partition_id: str, *, force: bool = False) -> None:
         record = await self.get(caller, partition_id, for_change=True)
         cluster = await self._inventory.cluster(record.cluster_id)
@@ -328,6 +331,7 @@ class PartitionService:
 
     # ------------------------------------------------------------------ reset
 
+    @runs_to_completion
     async def reset(self, caller: Caller, partition_id: str, *, relocatable: bool = False) -> None:
         record = await self.get(caller, partition_id)
         if relocatable and not record.relocatable:
