@@ -336,6 +336,19 @@ def test_the_storage_commands_and_the_client(live: LiveCloud, tmp_path: Path) ->
     assert "--mount needs --storage" in lone_mount.stderr
     vpod("storage", "show", "no-such", code=1)
     assert "dataset storage" in vpod("storage", "--help").stdout.lower()
+    created = vpod(
+        "cluster", "create", "cli-1", "--flavor", V4, "--storage", "cli-data", "--wait", "--json"
+    )
+    assert json.loads(created.stdout)["state"] == "FINISHED"
+    assert "cli-data" in vpod("cluster", "show", "cli-1").stdout
+    held = vpod("storage", "delete", "cli-data", code=1)
+    assert "detach it first" in held.stderr
+    detached = vpod("storage", "detach", "cli-1", "--wait", "--json")
+    assert json.loads(detached.stdout)["state"] == "FINISHED"
+    attached = vpod("storage", "attach", "cli-data", "cli-1", "--wait", "--json")
+    assert json.loads(attached.stdout)["state"] == "FINISHED"
+    assert json.loads(vpod("storage", "show", "cli-data", "--json").stdout)["clusters"] == ["cli-1"]
+    vpod("cluster", "delete", "cli-1", "--wait")
     vpod("storage", "delete", "cli-data")
     assert json.loads(vpod("storage", "list", "--json").stdout) == []
 
