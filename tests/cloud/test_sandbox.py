@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -162,6 +163,25 @@ def test_an_interactive_shell_gets_a_terminal(
         assert "\ris-a-tty\r\n" in text
         assert "\n33 101\r\n" in text
         assert "[box-a] box-a-poplar-1:~$" in text  # the server's prompt (its .bashrc)
+
+
+@pytest.mark.skipif(shutil.which("script") is None, reason="needs script(1) for a terminal")
+def test_vpod_cluster_ssh_on_a_terminal_is_an_interactive_shell(
+    live: LiveCloud, two: tuple[httpx.Client, httpx.Client]
+) -> None:
+    """`vpod cluster ssh CLUSTER` with a terminal (script(1) gives it one): the server's
+    prompt, a terminal on the server too, the shell's exit status as vpod's."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VPOD_")}
+    env.update(VPOD_URL=live.url, VPOD_TOKEN=live.project("boxed-a"), TERM="xterm")
+    done = subprocess.run(
+        ["script", "-qec", f"{VPOD} cluster ssh box-a", "/dev/null"],
+        input="test -t 0 && echo on-a-tty; hostname; exit 4\n",
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert "[box-a] box-a-poplar-1:~$" in done.stdout
+    assert "\non-a-tty" in done.stdout.replace("\r", "")
+    assert "\nbox-a-poplar-1\n" in done.stdout.replace("\r", "")
 
 
 def _sandbox_cmdlines(hostname: str) -> list[bytes]:

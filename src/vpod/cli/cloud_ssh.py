@@ -81,7 +81,7 @@ def _raw_terminal(active: bool) -> Iterator[None]:
         yield
         return
     saved = termios.tcgetattr(0)
-    tty.setraw(0)
+    tty.setraw(0, termios.TCSANOW)  # keep what was typed ahead (TCSAFLUSH would drop it)
     try:
         yield
     finally:
