@@ -20,6 +20,7 @@ from vpod.cloud.drivers import (
     ServerSpec,
     VipuAccess,
 )
+from vpod.cloud.drivers.sandbox import UidRange, allocate_uid
 from vpod.cloud.drivers.workspace import parse_env, parse_hcl
 
 T = TypeVar("T")
@@ -171,3 +172,15 @@ def test_a_relative_cloud_directory_works(tmp_path: Path, monkeypatch: pytest.Mo
     assert (root / "mnt" / "data").resolve() == (
         tmp_path / "vpod-data" / "cloud" / "volumes" / "vol-data" / "data"
     )
+
+
+def test_uids_are_handed_out_in_order_never_to_two_servers(tmp_path: Path) -> None:
+    """In order from the range's start; a uid a server holds is skipped; after the end the
+    range wraps to the free ones; a full range is refused with a sentence."""
+    uids = UidRange(500_000, 4)
+    assert allocate_uid(tmp_path, uids, set()) == 500_000
+    assert allocate_uid(tmp_path, uids, {500_000}) == 500_001
+    assert allocate_uid(tmp_path, uids, {500_000, 500_002}) == 500_003
+    assert allocate_uid(tmp_path, uids, {500_003}) == 500_000  # wrapped; 500_000 was freed
+    with pytest.raises(OSError, match=r"every uid of 500000\.\.500003 is taken"):
+        allocate_uid(tmp_path, uids, {500_000, 500_001, 500_002, 500_003})

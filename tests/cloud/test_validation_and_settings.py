@@ -84,6 +84,21 @@ def test_settings_from_the_file_vpod_up_writes(tmp_path: Path) -> None:
     assert loaded.cloud_dir == tmp_path / "cloud"
 
 
+def test_the_sandbox_settings_reach_the_compute_driver(tmp_path: Path) -> None:
+    """The uid range, the unsafe mode and bubblewrap's path, from cloud.toml."""
+    (tmp_path / "cloud.toml").write_text(
+        "sandbox_uid_first = 300000\nsandbox_uid_count = 10\nunsafe_shared_host = true\n"
+        'bwrap_path = "/opt/bwrap"\n'
+    )
+    options = load_settings(tmp_path).compute_options()
+    assert (options["uids"].first, options["uids"].count) == (300_000, 10)
+    assert 300_009 in options["uids"]
+    assert 300_010 not in options["uids"]
+    assert options["unsafe_shared_host"] is True
+    assert options["bwrap"] == "/opt/bwrap"
+    assert CloudSettings().compute_options()["unsafe_shared_host"] is False  # safe by default
+
+
 @pytest.mark.parametrize(
     ("raw", "message"),
     [
@@ -92,6 +107,10 @@ def test_settings_from_the_file_vpod_up_writes(tmp_path: Path) -> None:
         ({"vipu_clusters": "cloud"}, "vipu_clusters is a list"),
         ({"task_poll_s": "fast"}, "task_poll_s must be a float"),
         ({"metering_sink": "kafka"}, "metering_sink is one of none, jsonl"),
+        ({"sandbox_uid_first": 0}, "sandbox_uid_first is a uid >= 1000"),
+        ({"sandbox_uid_first": True}, "sandbox_uid_first must be a int"),
+        ({"sandbox_uid_count": 0}, "sandbox_uid_count is at least 1"),
+        ({"unsafe_shared_host": "yes"}, "unsafe_shared_host must be a bool"),
     ],
 )
 def test_bad_settings_are_refused_with_the_key(raw: dict[str, object], message: str) -> None:
