@@ -6,6 +6,7 @@ keep it; attach, detach and delete follow their rules; bad input gets a 4xx."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shlex
@@ -21,7 +22,7 @@ import boto3
 import pytest
 
 from vpod.cli.cloud_client import write_config
-from vpod.client import CloudClient
+from vpod.client import AsyncCloudClient, CloudClient
 from vpod.cloud.drivers.rclone_mount import unmount
 from vpod.cloud.model.datasets import StorageEndpoint
 
@@ -361,6 +362,18 @@ def test_the_storage_commands_and_the_client(live: LiveCloud, tmp_path: Path) ->
         assert client.storage_endpoints()[0].path_style is True
         client.delete_dataset_storage("by-client")
         assert client.list_dataset_storage() == []
+
+    async def through_asyncio() -> list[str]:
+        async with AsyncCloudClient.from_config(config) as client:
+            await client.register_dataset_storage(
+                "by-async", "moto", BUCKET, OWNER_KEYS[0], OWNER_KEYS[1]
+            )
+            names = [s.name for s in await client.list_dataset_storage()]
+            assert (await client.get_dataset_storage("by-async")).access_key == "AKIA…0001"
+            await client.delete_dataset_storage("by-async")
+            return names
+
+    assert asyncio.run(through_asyncio()) == ["by-async"]
     for text in outputs:
         assert OWNER_KEYS[1] not in text
         assert OWNER_KEYS[0] not in text

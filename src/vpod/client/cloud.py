@@ -24,9 +24,9 @@ from typing import Unpack
 from . import cloud_calls as calls
 from .cloud_calls import ClusterOptions
 from .cloud_config import API_PREFIX, CloudSettings, resolve_cloud
+from .cloud_datasets import AsyncDatasetStorageCalls, DatasetStorageCalls
 from .cloud_records import (
     CloudCluster,
-    DatasetStorage,
     Flavor,
     Host,
     Invoice,
@@ -37,7 +37,6 @@ from .cloud_records import (
     ProjectCreated,
     Reservation,
     Shell,
-    StorageEndpoint,
     Task,
     Token,
     Volume,
@@ -104,7 +103,7 @@ class _Follow:
         )
 
 
-class CloudClient:
+class CloudClient(DatasetStorageCalls):
     """The cloud API of one controller, over blocking HTTP (``httpx``)."""
 
     def __init__(self, settings: CloudSettings, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
@@ -270,37 +269,6 @@ class CloudClient:
     def detach_volume(self, volume: str) -> Task:
         return self._http.invoke(calls.detach_volume(volume))
 
-    # dataset storage
-    def storage_endpoints(self) -> list[StorageEndpoint]:
-        """The S3-compatible endpoints the operator offers."""
-        return self._http.invoke(calls.storage_endpoints())
-
-    def list_dataset_storage(self) -> list[DatasetStorage]:
-        return self._http.invoke(calls.list_dataset_storage())
-
-    def register_dataset_storage(
-        self, name: str, endpoint: str, bucket: str, access_key_id: str, secret_access_key: str
-    ) -> DatasetStorage:
-        """Register a bucket and its keys (sealed at rest; the secret is never shown again)."""
-        return self._http.invoke(
-            calls.register_dataset_storage(name, endpoint, bucket, access_key_id, secret_access_key)
-        )
-
-    def get_dataset_storage(self, storage: str) -> DatasetStorage:
-        return self._http.invoke(calls.get_dataset_storage(storage))
-
-    def delete_dataset_storage(self, storage: str) -> None:
-        """Refused (FailedPrecondition) while a cluster holds it: detach it first."""
-        self._http.invoke(calls.delete_dataset_storage(storage))
-
-    def attach_dataset_storage(
-        self, storage: str, cluster: str, mount_path: str | None = None
-    ) -> Task:
-        return self._http.invoke(calls.attach_dataset_storage(storage, cluster, mount_path))
-
-    def detach_dataset_storage(self, cluster: str) -> Task:
-        return self._http.invoke(calls.detach_dataset_storage(cluster))
-
     # tasks
     def list_tasks(
         self, *, resource: str | None = None, state: str | None = None, limit: int | None = None
@@ -389,7 +357,7 @@ class CloudClient:
         self._http.invoke(calls.remove_host(host_id))
 
 
-class AsyncCloudClient:
+class AsyncCloudClient(AsyncDatasetStorageCalls):
     """The cloud API over ``httpx.AsyncClient``; the same methods as :class:`CloudClient`."""
 
     def __init__(self, settings: CloudSettings, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
@@ -510,33 +478,6 @@ class AsyncCloudClient:
 
     async def detach_volume(self, volume: str) -> Task:
         return await self._http.invoke(calls.detach_volume(volume))
-
-    async def storage_endpoints(self) -> list[StorageEndpoint]:
-        return await self._http.invoke(calls.storage_endpoints())
-
-    async def list_dataset_storage(self) -> list[DatasetStorage]:
-        return await self._http.invoke(calls.list_dataset_storage())
-
-    async def register_dataset_storage(
-        self, name: str, endpoint: str, bucket: str, access_key_id: str, secret_access_key: str
-    ) -> DatasetStorage:
-        return await self._http.invoke(
-            calls.register_dataset_storage(name, endpoint, bucket, access_key_id, secret_access_key)
-        )
-
-    async def get_dataset_storage(self, storage: str) -> DatasetStorage:
-        return await self._http.invoke(calls.get_dataset_storage(storage))
-
-    async def delete_dataset_storage(self, storage: str) -> None:
-        await self._http.invoke(calls.delete_dataset_storage(storage))
-
-    async def attach_dataset_storage(
-        self, storage: str, cluster: str, mount_path: str | None = None
-    ) -> Task:
-        return await self._http.invoke(calls.attach_dataset_storage(storage, cluster, mount_path))
-
-    async def detach_dataset_storage(self, cluster: str) -> Task:
-        return await self._http.invoke(calls.detach_dataset_storage(cluster))
 
     async def list_tasks(
         self, *, resource: str | None = None, state: str | None = None, limit: int | None = None
