@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from vpod.cloud.drivers.sandbox import sandbox_problem
+
 BIN = Path(sys.executable).parent
 READY_TIMEOUT_S = 90
 
@@ -94,6 +96,8 @@ def start_pod(data_dir: Path, *extra: str, cwd: Path | None = None) -> Pod:
             "0",
             "--http-port",
             "0",
+            # sandboxed tenants' servers as root (here, CI); elsewhere, deliberately not
+            *(["--unsafe-shared-host"] if sandbox_problem() is not None else []),
             *extra,
         ],
         stdout=subprocess.PIPE,
