@@ -18,6 +18,7 @@ from vpod.cloud.drivers import (
     LocalVolumes,
     ServerSetup,
     ServerSpec,
+    ShellRequest,
     VipuAccess,
 )
 from vpod.cloud.drivers.sandbox import UidRange, allocate_uid
@@ -184,3 +185,26 @@ def test_uids_are_handed_out_in_order_never_to_two_servers(tmp_path: Path) -> No
     assert allocate_uid(tmp_path, uids, {500_003}) == 500_000  # wrapped; 500_000 was freed
     with pytest.raises(OSError, match=r"every uid of 500000\.\.500003 is taken"):
         allocate_uid(tmp_path, uids, {500_000, 500_001, 500_002, 500_003})
+
+
+def test_a_server_has_at_most_max_shells_open(layout: Layout, tmp_path: Path) -> None:
+    """The next shell is refused with the reason; ending one makes room (the unsafe mode here,
+    so the test runs on any host: the count is the same with the sandbox)."""
+    compute = LocalCompute(
+        layout, bwrap=str(tmp_path / "no-bwrap"), unsafe_shared_host=True, max_shells=2
+    )
+    run(compute.create_server(spec(boot=None)))
+    run(compute.setup("sv-1", access("K")))
+
+    async def scenario() -> None:
+        first = await compute.open_shell("sv-1", ShellRequest(command="sleep 30"))
+        second = await compute.open_shell("sv-1", ShellRequest(command="sleep 30"))
+        with pytest.raises(DriverError, match="has 2 shells open already"):
+            await compute.open_shell("sv-1", ShellRequest(command="true"))
+        await first.end()
+        third = await compute.open_shell("sv-1", ShellRequest(command="exit 5"))
+        assert await third.wait() == 5
+        for session in (second, third):
+            await session.end()
+
+    run(scenario())

@@ -62,6 +62,8 @@ ACTIVE, SHUTOFF, SHELVED = "ACTIVE", "SHUTOFF", "SHELVED_OFFLOADED"
 HCL_PATH = "etc/vipu/vipu-cli.hcl"
 ENV_PATH = "etc/environment"
 PASSED_THROUGH = ("TERM", "LANG", "LC_ALL", "COLORTERM")
+MAX_SHELLS = 16
+"""Shells a server may have open at once (each is a sandbox of processes on the host)."""
 """Variables of the caller's terminal a shell keeps; everything else comes from the server."""
 
 
@@ -81,8 +83,10 @@ class LocalCompute:
         uids: UidRange | None = None,
         unsafe_shared_host: bool = False,
         bwrap: str = "",
+        max_shells: int = MAX_SHELLS,
     ) -> None:
         self._layout = layout
+        self._max_shells = max_shells
         self._path = path or _default_path()
         self._uids = uids or UidRange()
         self._problem = sandbox_problem(bwrap)
@@ -351,6 +355,11 @@ class LocalCompute:
         if refused is not None:
             raise DriverError(refused)
         state = await self._run(lambda: self._active(server_id))
+        if self._sessions.count(server_id) >= self._max_shells:
+            raise DriverError(
+                f"server {state.get('name', server_id)} has {self._max_shells} shells open"
+                " already: close one first"
+            )
         real = self._layout.server_root(server_id).resolve()
         env = parse_env(await self._run(lambda: confined.read(real, ENV_PATH) or ""))
         env.setdefault("PATH", self._path)

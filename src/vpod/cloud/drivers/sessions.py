@@ -185,6 +185,9 @@ class LiveSessions:
     def __init__(self) -> None:
         self._by_server: dict[str, set[ProcessSession]] = {}
 
+    def count(self, server_id: str) -> int:
+        return len(self._by_server.get(server_id, ()))
+
     def add(self, server_id: str, session: ProcessSession) -> None:
         self._by_server.setdefault(server_id, set()).add(session)
 
