@@ -28,6 +28,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from websockets.sync.client import connect
 
 from vpod.client import CloudClient
 from vpod.client.cloud_shell import ShellExit
@@ -247,6 +248,30 @@ def test_the_relay_refuses_a_wrong_token_and_another_tenants_cluster(
                      "Sec-WebSocket-Version": "13"},
         )  # fmt: skip
         assert reply.status_code == 401
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        "not json",
+        "[1, 2]",
+        '{"command": 5}',
+        '{"tty": "yes"}',
+        '{"rows": 0}',
+        '{"cols": 100000}',
+        '{"term": "x\\u0000y"}',
+    ],
+)
+def test_a_malformed_request_gets_a_sentence_not_a_shell(
+    live: LiveCloud, two: tuple[httpx.Client, httpx.Client], first: str
+) -> None:
+    url = live.url.replace("http://", "ws://") + "/api/cloud/v1/clusters/box-a/shell/connect"
+    headers = {"Authorization": f"Bearer {live.project('boxed-a')}"}
+    with connect(url, additional_headers=headers, open_timeout=30) as ws:
+        ws.send(first)
+        answer = json.loads(ws.recv(timeout=30))
+    assert answer["error"]["code"] == "INVALID_ARGUMENT", answer
+    assert answer["error"]["message"]
 
 
 # -- where the host cannot sandbox
