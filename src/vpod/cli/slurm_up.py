@@ -1,5 +1,7 @@
 """``vpod slurm up``: the embedded pod plus a one-node Slurm whose jobs get V-IPU partitions.
 
+``vpod slurm hooks DIR``: write the bash hooks a production slurm.conf names.
+
 It runs ``vpod up`` as a child (same data directory and options), reads the
 size of the default allocation with ``vipu-admin list allocations --json``,
 then starts munged, slurmctld, slurmd and ``vpod-slurm-bridge`` under
@@ -27,7 +29,13 @@ from vpod.integrations.slurm.local_cluster import (
     LocalSlurmError,
     missing_requirements,
 )
-from vpod.integrations.slurm.settings import SlurmSettings
+from vpod.integrations.slurm.settings import (
+    DEFAULT_CONFIG_PATH,
+    SettingsError,
+    SlurmSettings,
+    load_settings,
+)
+from vpod.integrations.slurm.shell_hooks import write_hooks
 
 from .errors import CliFailure, fail, run_cli
 
@@ -245,3 +253,37 @@ def _run(
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     print("vpod slurm stopped", flush=True)
+
+
+@slurm.command("hooks")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--config",
+    "config",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=DEFAULT_CONFIG_PATH,
+    show_default=True,
+    help="The integration's settings file the hooks read.",
+)
+def slurm_hooks(directory: Path, config: Path) -> None:
+    """Write the bash hooks Slurm runs per job (prolog, epilog, task-prolog) into DIRECTORY.
+
+    They start in a few milliseconds (no Python) and hand the job to
+    vpod-slurm-bridge; the Python hooks next to this vpod are their fallback.
+    Name them in slurm.conf as printed.
+    """
+
+    def body() -> None:
+        try:
+            load_settings(str(config))
+        except SettingsError as exc:
+            fail(str(exc), 2)
+        try:
+            written = write_hooks(directory, config.absolute(), Path(sys.executable).parent)
+        except OSError as exc:
+            fail(f"cannot write the hooks into {directory}: {exc.strerror}", 2)
+        print(f"PrologSlurmctld={written['prolog']}")
+        print(f"EpilogSlurmctld={written['epilog']}")
+        print(f"TaskProlog={written['task_prolog']}")
+
+    run_cli(body)

@@ -7,10 +7,15 @@ small standard-library programs that hand the job to this daemon over a Unix
 socket (mode 0600, owned by SlurmUser), and the daemon keeps one warm channel
 to the controller. It also runs the reconciler every ``reconcile_interval_s``.
 
+The shell hooks (:mod:`.shell_hooks`) cannot open a Unix socket, so the bridge
+also listens on a free port of 127.0.0.1 and writes ``PORT TOKEN`` into
+``settings.hook_file`` (0600, SlurmUser's like the socket): a request on that
+port counts only with the token in it.
+
 Protocol: one JSON object per line each way. Requests ``{"op": "start",
 "job_id": "42", "partition": "ipu"}``, ``{"op": "end", "job_id": "42"}``,
-``{"op": "reconcile"}``, ``{"op": "ping"}``; answers ``{"ok": true,
-"message": ...}`` or ``{"ok": false, "error": ...}``.
+``{"op": "reconcile"}``, ``{"op": "ping"}`` (plus ``"token"`` on the TCP
+port); answers ``{"ok": true, "message": ...}`` or ``{"ok": false, "error": ...}``.
 """
 
 from __future__ import annotations
@@ -18,9 +23,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
+import hmac
 import json
 import logging
 import os
+import secrets
 import signal
 import sys
 from pathlib import Path
@@ -73,8 +81,13 @@ class Bridge:
         return {"ok": True, "message": message}
 
     async def serve_connection(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        *,
+        token: str | None = None,
     ) -> None:
+        """Answer requests; with ``token`` (the TCP port) only those that carry it."""
         try:
             while line := await reader.readline():
                 try:
@@ -84,7 +97,12 @@ class Bridge:
                 except ValueError as exc:
                     answer: dict[str, Any] = {"ok": False, "error": f"bad request: {exc}"}
                 else:
-                    answer = await self.handle(request)
+                    if token is not None and not hmac.compare_digest(
+                        str(request.pop("token", "")).encode(), token.encode()
+                    ):
+                        answer = {"ok": False, "error": "refused: wrong or missing token"}
+                    else:
+                        answer = await self.handle(request)
                 writer.write(json.dumps(answer).encode() + b"\n")
                 await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError):
@@ -106,9 +124,20 @@ class Bridge:
                 log.info("reconcile removed %s", ", ".join(report.removed))
 
 
+def write_hook_file(path: Path, port: int, token: str) -> None:
+    """``PORT TOKEN`` for the shell hooks, born 0600 and replaced in one step."""
+    new = path.with_name(path.name + ".new")
+    with contextlib.suppress(FileNotFoundError):
+        new.unlink()
+    fd = os.open(new, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(f"{port} {token}\n")
+    os.replace(new, path)
+
+
 async def serve(settings: SlurmSettings, *, ready: str | None = READY_LINE) -> None:
     api = open_api(settings)
-    jobs = JobPartitions(settings, api)
+    jobs = JobPartitions(settings, api, remove_in_background=True)
     bridge = Bridge(settings, jobs)
     path = Path(settings.socket)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -119,6 +148,12 @@ async def serve(settings: SlurmSettings, *, ready: str | None = READY_LINE) -> N
         server = await asyncio.start_unix_server(bridge.serve_connection, path=str(path))
     finally:
         os.umask(old_umask)
+    token = secrets.token_hex(32)
+    tcp = await asyncio.start_server(
+        functools.partial(bridge.serve_connection, token=token), host="127.0.0.1", port=0
+    )
+    hook_file = Path(settings.hook_file)
+    write_hook_file(hook_file, tcp.sockets[0].getsockname()[1], token)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -127,14 +162,15 @@ async def serve(settings: SlurmSettings, *, ready: str | None = READY_LINE) -> N
     if ready:
         print(f"{ready}: socket {path}", flush=True)
     try:
-        async with server:
+        async with server, tcp:
             await stop.wait()
     finally:
         reconciler.cancel()
         await jobs.drain()
         await api.close()
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
+        for own in (path, hook_file):
+            with contextlib.suppress(FileNotFoundError):
+                own.unlink()
 
 
 def main(argv: list[str] | None = None) -> None:

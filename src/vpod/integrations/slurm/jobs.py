@@ -12,6 +12,11 @@ Slurm's own delay before a requeued job is eligible again is fixed, so the
 bridge sets the job's ``StartTime`` itself, doubling from ``retry_initial_s``
 up to ``retry_max_s``, and writes why into the job's ``AdminComment``
 (``scontrol show job`` shows it).
+
+With ``remove_in_background`` (the bridge) ``end`` answers the epilog as soon
+as the removal is under way, so Slurm releases the job's IPUs without waiting
+for V-IPU; every ``start`` first waits for the removals begun before it, so a
+new partition never competes with one still being removed for the same IPUs.
 """
 
 from __future__ import annotations
@@ -76,14 +81,17 @@ class JobPartitions:
         *,
         clock: Callable[[], float] = time.time,
         schedule_retries: bool = True,
+        remove_in_background: bool = False,
     ) -> None:
         self.settings = settings
         self.schedule_retries = schedule_retries
+        self.remove_in_background = remove_in_background
         self.api = api
         self.clock = clock
         self._locks: dict[str, asyncio.Lock] = {}
         self._retries: dict[str, _Retry] = {}
         self._background: set[asyncio.Task[None]] = set()
+        self._removals: dict[str, asyncio.Task[bool]] = {}
         self._ipu_requests = slurm_commands.IpuRequests(settings)
 
     def _lock(self, job_id: str) -> asyncio.Lock:
@@ -99,6 +107,8 @@ class JobPartitions:
 
     async def start(self, job_id: str, slurm_partition: str, ipus: int | None = None) -> str:
         """Make the job's partition; return what was done, raise StartRefused to requeue."""
+        # Outside the job's lock: the removal of this job's previous run (a requeue) takes it.
+        await self._removals_begun()
         async with self._lock(job_id):
             try:
                 return await self._start(job_id, slurm_partition, ipus)
@@ -150,6 +160,16 @@ class JobPartitions:
     async def end(self, job_id: str) -> str:
         """Remove the job's partition (any end: done, failed, cancelled, timed out, requeued)."""
         partition_id = self.settings.partition_id(job_id)
+        if not self.remove_in_background:
+            if await self._remove(job_id, partition_id):
+                return f"partition {partition_id} removed"
+            return f"partition {partition_id} was already gone"
+        task = asyncio.create_task(self._remove_logged(job_id, partition_id))
+        self._removals[job_id] = task
+        task.add_done_callback(lambda done: self._removal_done(job_id, done))
+        return f"partition {partition_id} is being removed"
+
+    async def _remove(self, job_id: str, partition_id: str) -> bool:
         began = time.perf_counter()
         async with self._lock(job_id):
             try:
@@ -163,8 +183,27 @@ class JobPartitions:
                 partition_id,
                 (time.perf_counter() - began) * 1000,
             )
-            return f"partition {partition_id} removed"
-        return f"partition {partition_id} was already gone"
+        return removed
+
+    async def _remove_logged(self, job_id: str, partition_id: str) -> bool:
+        """A removal nobody waits for: its failure is logged, and the reconciler retries it."""
+        try:
+            return await self._remove(job_id, partition_id)
+        except PartitionFailure as exc:
+            log.warning("job %s ended: %s; the reconciler will remove it", job_id, exc)
+        except Exception:
+            log.exception("job %s ended: removing %s failed unexpectedly", job_id, partition_id)
+        return False
+
+    def _removal_done(self, job_id: str, task: asyncio.Task[bool]) -> None:
+        if self._removals.get(job_id) is task:
+            del self._removals[job_id]
+
+    async def _removals_begun(self) -> None:
+        """Wait for every removal begun so far (each is bounded by the API's timeout)."""
+        pending = list(self._removals.values())
+        if pending:
+            await asyncio.wait(pending)
 
     async def reconcile(self) -> ReconcileReport:
         """Remove our partitions whose job is gone or not running; never a running job's."""
@@ -236,6 +275,7 @@ class JobPartitions:
             log.warning("job %s: cannot write its comment: %s", job_id, exc)
 
     async def drain(self) -> None:
-        """Wait for the background retry bookkeeping (for a clean shutdown)."""
+        """Wait for background removals and retry bookkeeping (for a clean shutdown)."""
+        await self._removals_begun()
         if self._background:
             await asyncio.gather(*self._background, return_exceptions=True)

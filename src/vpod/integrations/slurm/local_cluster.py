@@ -23,6 +23,7 @@ from pathlib import Path
 
 from .local_accounting import LocalAccounting
 from .settings import SlurmSettings, render_settings
+from .shell_hooks import write_hooks
 from .slurm_conf import (
     IpuPartition,
     accounting_lines,
@@ -138,19 +139,9 @@ class LocalSlurm:
             slurm_bin_dir=str(Path(_which("squeue")).parent),
         )
         self.settings_path.write_text(render_settings(self.settings))
-        hooks = {}
-        for hook, program in (
-            ("prolog", "vpod-slurm-prolog"),
-            ("epilog", "vpod-slurm-epilog"),
-            ("task_prolog", "vpod-slurm-task-prolog"),
-        ):
-            # slurm.conf names a program without arguments: a wrapper passes our settings file.
-            wrapper = self.root / "bin" / program
-            wrapper.write_text(
-                f"#!/bin/sh\nexec {self.bin_dir / program} --config {self.settings_path}\n"
-            )
-            os.chmod(wrapper, 0o755)
-            hooks[hook] = str(wrapper)
+        # The bash hooks Slurm runs per job; they fall back to the Python ones in bin_dir.
+        written = write_hooks(self.root / "bin", self.settings_path, self.bin_dir)
+        hooks = {hook: str(path) for hook, path in written.items()}
         partition = IpuPartition(
             SLURM_PARTITION, NODE_NAME, self.settings.allocation_for(SLURM_PARTITION), self.ipus
         )

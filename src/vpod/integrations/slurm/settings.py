@@ -82,6 +82,11 @@ class SlurmSettings:
             env["SLURM_CONF"] = self.slurm_conf
         return env
 
+    @property
+    def hook_file(self) -> str:
+        """Where the bridge writes ``PORT TOKEN`` for the shell hooks: beside its socket."""
+        return self.socket + ".tcp"
+
     def slurm_command(self, name: str) -> str:
         return str(Path(self.slurm_bin_dir) / name) if self.slurm_bin_dir else name
 
