@@ -9,7 +9,10 @@ baseline), alternating ``--rounds`` times so both see the same machine load.
   ``sbatch`` until the job's script runs (it writes the time; the TaskProlog
   and PrologSlurmctld happen before that), p50 and p99;
 - drain rate: ``--drain-jobs`` 4-IPU jobs submitted held, released at once,
-  jobs per second until the queue is empty.
+  jobs per second until the queue is empty;
+- where a job's time goes, from the logs: slurmctld's allocation to its
+  "done" (prolog, launch, TaskProlog, the job) per job, and the bridge's own
+  ``squeue``, create and remove times.
 
 Needs root, ``slurm-wlm`` and ``munge``. Usage::
 
@@ -19,6 +22,7 @@ Needs root, ``slurm-wlm`` and ``munge``. Usage::
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import re
 import signal
@@ -110,6 +114,37 @@ def drain_rate(cluster: LocalSlurm, jobs: int) -> float:
     return jobs / (time.monotonic() - started)
 
 
+def _ms_stats(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {}
+    return {"p50": statistics.median(values), "p90": percentile(values, 0.9), "n": len(values)}
+
+
+def job_phases(cluster: LocalSlurm) -> dict[str, dict[str, float]]:
+    """From the logs: allocation -> done per job; the bridge's squeue/create/remove times."""
+    allocated: dict[str, float] = {}
+    done: list[float] = []
+    for line in (cluster.logs / "slurmctld.log").read_text(errors="replace").splitlines():
+        match = re.match(r"\[([^\]]+)\] (?:sched: Allocate|_job_complete:) JobId=(\d+)", line)
+        if not match:
+            continue
+        when = datetime.datetime.fromisoformat(match[1]).timestamp()
+        if "Allocate" in line:
+            allocated[match[2]] = when
+        elif line.endswith(" done") and match[2] in allocated:
+            done.append((when - allocated.pop(match[2])) * 1000)
+    phases = {"allocated_to_done_ms": _ms_stats(done)}
+    bridge_log = cluster.logs / "bridge.out"
+    if bridge_log.exists():
+        text = bridge_log.read_text(errors="replace")
+        starts = re.findall(r"squeue (\d+) ms, create (\d+) ms", text)
+        phases["bridge_squeue_ms"] = _ms_stats([float(q) for q, _ in starts])
+        phases["bridge_create_ms"] = _ms_stats([float(c) for _, c in starts])
+        removes = re.findall(r"removed \((\d+) ms\)", text)
+        phases["bridge_remove_ms"] = _ms_stats([float(r) for r in removes])
+    return phases
+
+
 def measure(
     root: Path, settings: SlurmSettings, with_integration: bool, args: Any
 ) -> dict[str, Any]:
@@ -122,7 +157,7 @@ def measure(
         rate = drain_rate(cluster, args.drain_jobs)
     finally:
         cluster.stop()
-    return {"latencies_s": latencies, "drain_jobs_per_s": rate}
+    return {"latencies_s": latencies, "drain_jobs_per_s": rate, "phases": job_phases(cluster)}
 
 
 def main() -> None:
@@ -150,10 +185,15 @@ def main() -> None:
                 for name, flag in (("baseline", False), ("integration", True)):
                     result = measure(work / f"{name}-{round_}", settings, flag, args)
                     runs[name].append(result)
+                    phases = ", ".join(
+                        f"{phase} p50 {stats['p50']:.0f} p90 {stats['p90']:.0f}"
+                        for phase, stats in result["phases"].items()
+                        if stats
+                    )
                     print(
                         f"round {round_ + 1} {name}: p50"
                         f" {statistics.median(result['latencies_s']) * 1000:.0f} ms,"
-                        f" drain {result['drain_jobs_per_s']:.1f} jobs/s",
+                        f" drain {result['drain_jobs_per_s']:.1f} jobs/s; {phases}",
                         flush=True,
                     )
         finally:

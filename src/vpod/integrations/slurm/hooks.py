@@ -1,9 +1,11 @@
-"""The programs Slurm runs for every job and task: PrologSlurmctld, EpilogSlurmctld, TaskProlog.
+"""The Python hooks: PrologSlurmctld, EpilogSlurmctld and TaskProlog as console scripts.
 
-They sit on every job's path to its first task, so they start as fast as
-Python can: they import only ``os``, ``sys``, ``socket`` and ``json``, read
-the settings file with :func:`simple_values` (one ``key = value`` per line;
-the full TOML parser only when a line is anything else), and hand the work
+Slurm runs the bash hooks of :mod:`.shell_hooks`, which start in a few
+milliseconds; they run these when the bridge's loopback port is not there
+(or the settings need full TOML). These start as fast as Python can: they
+import only ``os``, ``sys``, ``socket`` and ``json``, read the settings
+file with :func:`simple_values` (one ``key = value`` per line; the full
+TOML parser only when a line is anything else), and hand the work
 to ``vpod-slurm-bridge`` over its Unix socket. When the bridge is not
 running, the prolog and epilog do the work themselves (slower: they load
 gRPC and open a channel each time).
