@@ -9,7 +9,7 @@ import click
 import pytest
 from fastapi import FastAPI
 
-from vpod.cli.cloud_commands import CLOUD_COMMANDS
+from vpod.cli.cloud_commands import cloud_commands
 from vpod.cloud.api.router import PREFIX, cloud_router
 from vpod.cloud.flavors import CATALOG
 from vpod.cloud.quotas import QUOTA_NAMES
@@ -31,7 +31,7 @@ def _routes() -> list[str]:
 
 def _commands() -> list[str]:
     found = []
-    for command in CLOUD_COMMANDS:
+    for command in cloud_commands():
         if isinstance(command, click.Group):
             found += [f"vpod {command.name} {name}" for name in command.commands]
         else:

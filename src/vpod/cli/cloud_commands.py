@@ -1,21 +1,36 @@
-"""The ``vpod`` cloud commands, for ``vpod_main`` to register (see docs/cloud.md, "CLI")."""
+"""The ``vpod`` cloud commands, for ``vpod_main`` to register (see docs/cloud.md, "CLI").
+
+Each is named with the module that defines it, so ``vpod`` imports only the
+command being run: a cloud command then never loads gRPC, ``vpod up`` never
+loads the cloud client.
+"""
 
 from __future__ import annotations
 
+import importlib
+
 import click
 
-from .cloud_cluster import cluster
-from .cloud_more import flavors, invoice, project, task, volume
-from .cloud_reservation import reservation
-from .cloud_storage import storage
+CLOUD_COMMAND_MODULES: dict[str, str] = {
+    "flavors": "cloud_more",
+    "cluster": "cloud_cluster",
+    "volume": "cloud_more",
+    "task": "cloud_more",
+    "invoice": "cloud_more",
+    "project": "cloud_more",
+    "reservation": "cloud_reservation",
+    "storage": "cloud_storage",
+}
 
-CLOUD_COMMANDS: tuple[click.Command, ...] = (
-    flavors,
-    cluster,
-    volume,
-    task,
-    invoice,
-    project,
-    reservation,
-    storage,
-)
+
+def load_command(module: str, name: str) -> click.Command:
+    """The click command ``name`` defined in ``vpod.cli.<module>``."""
+    command = getattr(importlib.import_module(f"{__package__}.{module}"), name)
+    if not isinstance(command, click.Command):
+        raise TypeError(f"vpod.cli.{module}.{name} is not a click command")
+    return command
+
+
+def cloud_commands() -> tuple[click.Command, ...]:
+    """Every cloud command, loaded (for documentation checks)."""
+    return tuple(load_command(m, name) for name, m in CLOUD_COMMAND_MODULES.items())

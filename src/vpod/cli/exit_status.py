@@ -14,7 +14,7 @@ to exit codes once, here (docs/cli.md "Exit status"), for `vipu` and
 from __future__ import annotations
 
 from vpod.client import InvalidArgument, VpodError
-from vpod.client.grpc_transport import one_line
+from vpod.client.errors import one_line
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2

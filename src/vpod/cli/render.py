@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from google.protobuf import json_format
-from google.protobuf.message import Message
-from google.protobuf.timestamp_pb2 import Timestamp
+if TYPE_CHECKING:  # protobuf is loaded by the gRPC commands that print its messages
+    from google.protobuf.message import Message
+    from google.protobuf.timestamp_pb2 import Timestamp
 
 EMPTY_CELL = "-"
 
@@ -61,6 +61,8 @@ def details(pairs: Sequence[tuple[str, object]]) -> str:
 
 def message_dict(message: Message) -> dict[str, Any]:
     """A reply as plain data, the way ``--json`` prints it: fields in ``.proto`` order."""
+    from google.protobuf import json_format
+
     data: dict[str, Any] = json_format.MessageToDict(
         message,
         preserving_proto_field_name=True,

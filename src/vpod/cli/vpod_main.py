@@ -8,17 +8,29 @@ import click
 
 from vpod import __version__
 
-from .cloud_commands import CLOUD_COMMANDS
+from .cloud_commands import CLOUD_COMMAND_MODULES, load_command
 from .errors import run_cli
-from .sim_command import sim
-from .slurm_up import slurm
-from .up import UpOptions, run_up
-from .up_state import OPEN, SECURE
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
+LAZY_COMMANDS: dict[str, str] = {"sim": "sim_command", "slurm": "slurm_up", **CLOUD_COMMAND_MODULES}
+"""Commands loaded when named: a CLI's start-up is part of every command it runs."""
 
-@click.group(context_settings=CONTEXT)
+
+class LazyGroup(click.Group):
+    """A group whose commands (but ``up``) are imported only when used or listed."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *LAZY_COMMANDS])
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = LAZY_COMMANDS.get(cmd_name)
+        if module is not None:
+            return load_command(module, cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=LazyGroup, context_settings=CONTEXT)
 @click.version_option(__version__, prog_name="vpod")
 def cli() -> None:
     """vpod: an open control plane for AI accelerator pods.
@@ -134,6 +146,9 @@ def up(
     unsafe_shared_host: bool,
 ) -> None:
     """Run a controller on SQLite and emulated pods until Ctrl-C (secure unless --open)."""
+    from .up import UpOptions, run_up
+    from .up_state import OPEN, SECURE
+
     options = UpOptions(
         data_dir=data_dir,
         pod=pod_shape,
@@ -149,12 +164,6 @@ def up(
         unsafe_shared_host=unsafe_shared_host,
     )
     run_cli(lambda: run_up(options))
-
-
-cli.add_command(sim)
-cli.add_command(slurm)
-for _command in CLOUD_COMMANDS:
-    cli.add_command(_command)
 
 
 def main() -> None:

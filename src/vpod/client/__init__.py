@@ -54,28 +54,6 @@ import importlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .admin import AdminClient, AsyncAdminClient
-from .admin_calls import EventFilter
-from .admin_records import (
-    Agent,
-    AgentFaults,
-    AgentState,
-    AgentToken,
-    Allocation,
-    AuditEvent,
-    Cluster,
-    ClusterTestReport,
-    ClusterTestResult,
-    CreatedUser,
-    DiscoveredAgent,
-    Fault,
-    FaultKind,
-    IpuLocation,
-    IssuedAgentToken,
-    LinkTest,
-    PartitionInfo,
-    User,
-)
 from .config import Endpoint, Settings, admin_endpoint, load_settings, user_endpoint
 from .errors import (
     AlreadyExists,
@@ -101,20 +79,30 @@ from .errors import (
     VpodError,
     WrongEndpoint,
 )
-from .records import (
-    GcdConfig,
-    IpuAttributes,
-    IpuofConfig,
-    IpuofDevice,
-    Partition,
-    PartitionIpu,
-    PartitionStatus,
-    Version,
-)
-from .user import AsyncUserClient, UserClient
-from .user_calls import PartitionOptions
 
 if TYPE_CHECKING:
+    from .admin import AdminClient, AsyncAdminClient
+    from .admin_calls import EventFilter
+    from .admin_records import (
+        Agent,
+        AgentFaults,
+        AgentState,
+        AgentToken,
+        Allocation,
+        AuditEvent,
+        Cluster,
+        ClusterTestReport,
+        ClusterTestResult,
+        CreatedUser,
+        DiscoveredAgent,
+        Fault,
+        FaultKind,
+        IpuLocation,
+        IssuedAgentToken,
+        LinkTest,
+        PartitionInfo,
+        User,
+    )
     from .cloud import AsyncCloudClient, CloudClient
     from .cloud_calls import ClusterOptions
     from .cloud_config import CloudSettings, resolve_cloud
@@ -144,9 +132,53 @@ if TYPE_CHECKING:
         Volume,
     )
     from .fabric import Change, ClusterMap, Fragmentation, Identity
+    from .records import (
+        GcdConfig,
+        IpuAttributes,
+        IpuofConfig,
+        IpuofDevice,
+        Partition,
+        PartitionIpu,
+        PartitionStatus,
+        Version,
+    )
     from .rest import AsyncRestClient, RestClient, RestSettings
+    from .user import AsyncUserClient, UserClient
+    from .user_calls import PartitionOptions
 
 _LAZY: dict[str, str] = {
+    "AdminClient": ".admin",
+    "Agent": ".admin_records",
+    "AgentFaults": ".admin_records",
+    "AgentState": ".admin_records",
+    "AgentToken": ".admin_records",
+    "Allocation": ".admin_records",
+    "AsyncAdminClient": ".admin",
+    "AsyncUserClient": ".user",
+    "AuditEvent": ".admin_records",
+    "Cluster": ".admin_records",
+    "ClusterTestReport": ".admin_records",
+    "ClusterTestResult": ".admin_records",
+    "CreatedUser": ".admin_records",
+    "DiscoveredAgent": ".admin_records",
+    "EventFilter": ".admin_calls",
+    "Fault": ".admin_records",
+    "FaultKind": ".admin_records",
+    "GcdConfig": ".records",
+    "IpuAttributes": ".records",
+    "IpuLocation": ".admin_records",
+    "IpuofConfig": ".records",
+    "IpuofDevice": ".records",
+    "IssuedAgentToken": ".admin_records",
+    "LinkTest": ".admin_records",
+    "Partition": ".records",
+    "PartitionInfo": ".admin_records",
+    "PartitionIpu": ".records",
+    "PartitionOptions": ".user_calls",
+    "PartitionStatus": ".records",
+    "User": ".admin_records",
+    "UserClient": ".user",
+    "Version": ".records",
     "AsyncCloudClient": ".cloud",
     "AsyncRestClient": ".rest",
     "Change": ".fabric",
@@ -183,8 +215,9 @@ _LAZY: dict[str, str] = {
     "Volume": ".cloud_records",
     "resolve_cloud": ".cloud_config",
 }
-"""Names served on first use: their modules import httpx, which a gRPC-only program (an
-IPUoF application finding its partition) should not pay for at start-up."""
+"""Names served on first use: the gRPC clients import grpc and protobuf, the HTTP ones
+httpx; a program using one API (an IPUoF application finding its partition, the cloud
+CLI) should not pay for the others at start-up."""
 
 
 def __getattr__(name: str) -> Any:
@@ -304,6 +337,8 @@ def connect(
     **overrides: str | int | float | None,
 ) -> UserClient:
     """A :class:`UserClient` configured like ``vipu`` (``api_host="ctl"`` ... override)."""
+    from .user import UserClient
+
     return UserClient.from_config(config, env=env, **overrides)
 
 
@@ -314,6 +349,8 @@ def connect_admin(
     **overrides: str | int | float | None,
 ) -> AdminClient:
     """An :class:`AdminClient` configured like ``vipu-admin``."""
+    from .admin import AdminClient
+
     return AdminClient.from_config(config, env=env, **overrides)
 
 

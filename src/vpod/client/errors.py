@@ -212,3 +212,8 @@ def error_of_http(status: int, code: str, message: str, endpoint: str) -> VpodEr
     if cls is None:
         cls = ERROR_OF_HTTP_STATUS.get(status, ServerError if status >= 500 else InvalidArgument)
     return cls(message, code=code or None, status=status, endpoint=endpoint)
+
+
+def one_line(text: str) -> str:
+    """Collapse whitespace so a message from anywhere prints as one line."""
+    return " ".join(text.split())

@@ -37,6 +37,7 @@ from .errors import (
     VpodError,
     WrongEndpoint,
     error_of_code,
+    one_line,
 )
 
 USER_ID_METADATA = "vipu-user-id"
@@ -70,11 +71,6 @@ _NETWORK_FAILURES: tuple[tuple[str, str], ...] = (
     ("failed to connect to all addresses", "cannot connect"),
 )
 """Fragments of gRPC core's own UNAVAILABLE details, most specific first, and what to say."""
-
-
-def one_line(text: str) -> str:
-    """Collapse whitespace so a message from anywhere prints as one line."""
-    return " ".join(text.split())
 
 
 @dataclass(frozen=True)
