@@ -8,6 +8,10 @@
 - ``database_url``: parametrized over an SQLite file and a PostgreSQL
   database, so a test runs once on each; the PostgreSQL case carries the
   ``postgres`` marker (deselect with ``-m "not postgres"``).
+
+``scripts/test`` runs pytest-xdist workers with ``--dist loadgroup``: each test
+module is one group, so a module's shared pod starts once, on one worker; the
+Slurm package is a single group because its tests share one slurmctld.
 """
 
 from __future__ import annotations
@@ -18,6 +22,17 @@ from pathlib import Path
 import pytest
 
 from tests.pg import PostgresServer, PostgresUnavailable
+
+TESTS = Path(__file__).resolve().parent
+SINGLE_GROUP_PACKAGES = ("slurm",)
+"""Packages whose modules share a package-scoped service that must exist once."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        parts = item.path.resolve().relative_to(TESTS).parts
+        group = parts[0] if parts[0] in SINGLE_GROUP_PACKAGES else "/".join(parts)
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(scope="session")
