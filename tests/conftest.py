@@ -9,9 +9,9 @@
   database, so a test runs once on each; the PostgreSQL case carries the
   ``postgres`` marker (deselect with ``-m "not postgres"``).
 
-``scripts/test`` runs pytest-xdist workers with ``--dist loadgroup``: each test
-module is one group, so a module's shared pod starts once, on one worker; the
-Slurm package is a single group because its tests share one slurmctld.
+``scripts/test`` runs pytest-xdist workers; :class:`ModuleScheduling` hands
+each a whole test module at a time, and the Slurm package as one unit because
+its modules share one slurmctld.
 """
 
 from __future__ import annotations
@@ -20,19 +20,26 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from xdist.remote import Producer
+from xdist.scheduler import LoadFileScheduling
 
 from tests.pg import PostgresServer, PostgresUnavailable
 
-TESTS = Path(__file__).resolve().parent
-SINGLE_GROUP_PACKAGES = ("slurm",)
+SINGLE_GROUP_PACKAGES = ("tests/slurm/",)
 """Packages whose modules share a package-scoped service that must exist once."""
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        parts = item.path.resolve().relative_to(TESTS).parts
-        group = parts[0] if parts[0] in SINGLE_GROUP_PACKAGES else "/".join(parts)
-        item.add_marker(pytest.mark.xdist_group(group))
+class ModuleScheduling(LoadFileScheduling):
+    """xdist work units: one test module (its shared pod starts once, its tests keep their
+    order), or a whole package from ``SINGLE_GROUP_PACKAGES``."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        package = next((p for p in SINGLE_GROUP_PACKAGES if nodeid.startswith(p)), None)
+        return package or super()._split_scope(nodeid)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Producer) -> ModuleScheduling:
+    return ModuleScheduling(config, log)
 
 
 @pytest.fixture(scope="session")
