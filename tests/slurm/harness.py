@@ -10,7 +10,9 @@ The pod listens on fixed free ports so it can be stopped and started again
 
 The checks every scenario ends with (:meth:`SlurmPod.check_settled`): the
 queue drains, every submitted job reached a final state (none lost), no
-``slurm_*`` partition is left in V-IPU nor configured on any agent. While a
+``slurm_*`` partition is left in V-IPU nor configured on any agent; a job in
+``SlurmPod.running_beside`` (started by a fixture to run across several
+scenarios) is the one exception, until its own scenario checks it. While a
 scenario runs, :class:`AgentSampler` reads every agent's configurations and
 fails if an IPU is ever in two partitions, or a running job's IPUs are not.
 """
@@ -57,6 +59,9 @@ class SlurmPod:
     cluster: LocalSlurm
     pod_args: list[str]
     submitted: list[str] = field(default_factory=list)
+    running_beside: set[str] = field(default_factory=set)
+    """Jobs meant to outlive the scenario running now: check_settled leaves them and their
+    partitions alone (the scenario that owns one takes it out before its own checks)."""
 
     # -- Slurm
 
@@ -139,20 +144,30 @@ class SlurmPod:
     # -- the checks after every scenario
 
     def check_settled(self, timeout: float = 90) -> None:
-        wait_until(lambda: not self.queue(), timeout, "the queue to drain")
+        beside = set(self.running_beside)
+        ours = {self.cluster.settings.partition_id(job) for job in beside}
+
+        def queued() -> list[str]:
+            return [line for line in self.queue() if line.split()[0] not in beside]
+
+        wait_until(lambda: not queued(), timeout, "the queue to drain")
         states = self.states()
-        lost = {j: states.get(j) for j in self.submitted if states.get(j) not in FINAL_STATES}
+        lost = {
+            j: states.get(j)
+            for j in self.submitted
+            if j not in beside and states.get(j) not in FINAL_STATES
+        }
         assert not lost, f"jobs not in a final state: {lost}"
         prefix = self.cluster.settings.partition_prefix
         wait_until(
-            lambda: not [p for p in self.partitions() if p.startswith(prefix)],
+            lambda: not [p for p in self.partitions() if p.startswith(prefix) and p not in ours],
             timeout,
             "every slurm_* partition to be removed",
         )
         leftovers = {
             ipu: holders
             for ipu, holders in self.agent_configurations().items()
-            if any(h.startswith(prefix) for h in holders)
+            if any(h.startswith(prefix) and h not in ours for h in holders)
         }
         assert not leftovers, f"agents still hold job partitions: {leftovers}"
 
