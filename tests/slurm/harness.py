@@ -25,6 +25,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -59,6 +60,7 @@ class SlurmPod:
     cluster: LocalSlurm
     pod_args: list[str]
     submitted: list[str] = field(default_factory=list)
+    _agents: tuple[Pod, list[dict[str, Any]]] | None = None
     running_beside: set[str] = field(default_factory=set)
     """Jobs meant to outlive the scenario running now: check_settled leaves them and their
     partitions alone (the scenario that owns one takes it out before its own checks)."""
@@ -120,11 +122,18 @@ class SlurmPod:
         listing = json.loads(self.pod.run("vipu", "list", "partitions", "--json").stdout)
         return [p["id"] for p in listing["partitions"]]
 
+    def agents(self) -> list[dict[str, Any]]:
+        """The pod's agents, read once per pod (``vipu-admin`` is a Python start: ~0.3 s of CPU)."""
+        if self._agents is None or self._agents[0] is not self.pod:
+            pod = self.pod
+            listing = json.loads(pod.run("vipu-admin", "list", "agents", "--json").stdout)
+            self._agents = (pod, listing["agents"])
+        return self._agents[1]
+
     def agent_configurations(self) -> dict[tuple[str, int], list[str]]:
         """(agent, device id) -> the partitions every agent says hold that IPU."""
-        agents = json.loads(self.pod.run("vipu-admin", "list", "agents", "--json").stdout)
         held: dict[tuple[str, int], list[str]] = {}
-        for agent in agents["agents"]:
+        for agent in self.agents():
             target = f"{agent['host']}:{agent['port']}"
             with grpc.insecure_channel(target) as channel:
                 reply = apb_grpc.AgentServiceStub(channel).ListConfigurations(
@@ -245,7 +254,11 @@ def slurm_pod(
             **settings,  # type: ignore[arg-type]
         )
         cluster = LocalSlurm(
-            tmp_path_factory.mktemp("slurm"), slurm_settings, ipus, accounting=accounting
+            tmp_path_factory.mktemp("slurm"),
+            slurm_settings,
+            ipus,
+            accounting=accounting,
+            sched_interval_s=TEST_SCHED_INTERVAL_S,
         )
         cluster.start()
         shared = SlurmPod(pod, cluster, pod_args)
@@ -264,3 +277,5 @@ TEST_SETTINGS = {
     "create_timeout_s": 10.0,
 }
 """Short delays so the scenarios finish in seconds (production defaults are longer)."""
+TEST_SCHED_INTERVAL_S = 1
+"""Slurm's smallest scheduling pass: jobs wait ~0.5 s for one on average, not ~1 s."""

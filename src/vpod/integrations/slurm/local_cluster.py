@@ -89,6 +89,8 @@ class LocalSlurm:
     """False: the same Slurm without hooks or job_submit.lua (the benchmark's baseline)."""
     accounting: bool = False
     """Also run MariaDB and slurmdbd, so sacct shows each job's gres/ipu (see local_accounting)."""
+    sched_interval_s: int = 2
+    """Slurm's main scheduling pass: batch jobs start on one of them (docs/performance.md)."""
     ctld_port: int = 0
     slurmd_port: int = 0
     dbd_port: int = 0
@@ -176,7 +178,7 @@ class LocalSlurm:
             "SelectType=select/cons_tres",
             "SelectTypeParameters=CR_CPU",
             "SchedulerType=sched/builtin",
-            "SchedulerParameters=sched_interval=2",
+            f"SchedulerParameters=sched_interval={self.sched_interval_s}",
             "SlurmdParameters=config_overrides",
             "ReturnToService=2",
             "MinJobAge=600",
