@@ -30,6 +30,8 @@ TIME_LIMIT_S = 60
 """``--time=1``: Slurm's smallest time limit."""
 KILL_MARGIN_S = 15
 """The slurmctld kill waits out the time-limited job when it is this close to its limit."""
+TIME_LIMIT_CHECK_S = 30
+"""slurmctld checks time limits every 30 s, counted from its start."""
 
 
 def exit_code(slurm: SlurmPod, job_id: str) -> str:
@@ -93,6 +95,16 @@ def test_slurmctld_killed_and_restarted_loses_no_job_and_no_partition(
     slurm: SlurmPod, time_limited: str
 ) -> None:
     """SIGKILL slurmctld with jobs running and queued; after a restart all finish, nothing leaks."""
+    # Restarted once the time-limited job has run 30 s, slurmctld's first time-limit check
+    # finds it at its limit (restarted sooner, only the second, up to 30 s later).
+    wait_until(
+        lambda: (
+            slurm.state(time_limited) != "RUNNING"
+            or run_seconds(slurm, time_limited) >= TIME_LIMIT_CHECK_S
+        ),
+        TIME_LIMIT_S,
+        "the time-limited job to run half its minute",
+    )
     with AgentSampler(slurm):
         # Seven jobs fill the pod (63 IPUs, 64 with the time-limited job's); the last one
         # queues behind them and is short: only its way through the restart matters.
