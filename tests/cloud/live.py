@@ -27,10 +27,12 @@ from typing import Any, TypeVar
 import httpx
 
 from vpod.agent.addressing import AddressMode, AddressPlan
+from vpod.agent.fabric import claim_addresses, release_addresses
 from vpod.agent.host import AgentFleet, FleetSettings
 from vpod.cloud.app import Cloud
 from vpod.cloud.drivers import ComputeDriver
 from vpod.cloud.drivers.sandbox import sandbox_problem
+from vpod.cloud.drivers.tenant_network import network_problem
 from vpod.cloud.extension import CloudServer
 from vpod.cloud.ids import SequentialIds
 from vpod.cloud.settings import CloudSettings
@@ -78,6 +80,8 @@ class LiveCloud:
     server: CloudServer | None = None
     running: RunningServer | None = None
     admin_token: str = ""
+    fabric: list[str] = field(default_factory=list)
+    """Link-local IPUoF addresses this cloud's machines hold (released when it stops)."""
     _stop: asyncio.Event | None = None
     _serving: asyncio.Future[None] | None = None
     _tokens: dict[str, str] = field(default_factory=dict)
@@ -145,7 +149,7 @@ class LiveCloud:
         if self.compute is not None:
             overrides["compute"] = self.compute
         extra = dict(self.settings)
-        if sandbox_problem() is not None:
+        if not isolated_networks():
             # Tests run as root (here and in CI), where servers are sandboxed. Elsewhere the
             # cloud's own tests still run, deliberately unsandboxed (tests/cloud/test_sandbox.py
             # skips, saying why).
@@ -207,6 +211,10 @@ def start_cloud(
     ``pod``, the cloud's only V-IPU cluster)."""
     loop = LoopThread()
 
+    # Where servers get networks of their own, the machines' IPUoF endpoints listen on
+    # link-local fabric addresses they can be routed to (as `vpod up` does).
+    fabric = claim_addresses(machines) if isolated_networks() else []
+
     async def start() -> LiveCloud:
         plan = AddressPlan(
             mode=AddressMode.PER_MACHINE,
@@ -214,6 +222,7 @@ def start_cloud(
             agent_port=0,
             server_port=0,
             rdma_port=0,
+            ipuof_base_host=fabric[0] if fabric else None,
         )
         fleet = AgentFleet(FleetSettings(machines=machines, plan=plan, stop_grace=0))
         await fleet.start()
@@ -226,6 +235,7 @@ def start_cloud(
             compute=compute,
             secure=secure,
             settings=dict(settings or {}),
+            fabric=fabric,
         )
         await live._serve()
         return live
@@ -234,6 +244,7 @@ def start_cloud(
         return loop.run(start())
     except BaseException:
         loop.close()
+        release_addresses(fabric)
         raise
 
 
@@ -246,3 +257,9 @@ def stop_cloud(live: LiveCloud) -> None:
         live.run(stop())
     finally:
         live.loop.close()
+        release_addresses(live.fabric)
+
+
+def isolated_networks() -> bool:
+    """Whether servers here get sandboxes and networks of their own (root, bwrap, nft)."""
+    return sandbox_problem() is None and network_problem() is None

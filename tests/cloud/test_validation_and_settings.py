@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 
 import pytest
@@ -63,11 +64,14 @@ def test_sizes_and_counts_have_ranges() -> None:
         check_server_count(33)
 
 
-def test_a_cluster_network_is_a_stable_private_slash_24() -> None:
-    """The same id always gives the same 10.x.y.0/24."""
-    assert network_cidr("cl-abc") == network_cidr("cl-abc")
-    assert network_cidr("cl-abc").startswith("10.")
-    assert network_cidr("cl-abc").endswith(".0/24")
+@pytest.mark.parametrize("cluster_id", ["cl-abc", "cl-0001", "cl-zzzzzzzzzzzz", "c"])
+def test_a_cluster_network_asks_for_a_stable_link_local_slash_26(cluster_id: str) -> None:
+    """The same id always asks for the same /26, inside 169.254.64.0/18: tenant networks use
+    addresses that never leave the host."""
+    asked = ipaddress.IPv4Network(network_cidr(cluster_id))
+    assert network_cidr(cluster_id) == str(asked)
+    assert asked.prefixlen == 26
+    assert asked.subnet_of(ipaddress.IPv4Network("169.254.64.0/18"))
 
 
 def test_settings_default_without_a_file(tmp_path: Path) -> None:

@@ -73,6 +73,8 @@ class CloudServer:
         if self.cloud is not None:
             host = self.settings.user_api_host or _dialable(running.controller.settings.host)
             self.cloud.ctx.vipu.user_api_listening(host, running.user_port)
+            http_host = _dialable(running.controller.settings.http_host)
+            self.cloud.ctx.vipu.http_api = (http_host, running.http_port)
 
 
 ExtensionFactory = Callable[[Controller], CloudExtension]

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, MutableMapping, Sequence
+from urllib.parse import urlsplit
 
-from .drivers import ServerSetup, VipuAccess
+from .drivers import DatasetAccess, NetworkReach, ServerSetup, VipuAccess
 from .flavors import Flavor, find_flavor
 from .model.records import Cluster, Server
 from .services.context import CloudContext
@@ -39,6 +40,26 @@ def _gpu_env(cluster: Cluster, flavor: Flavor) -> dict[str, str]:
     }
 
 
+async def _reach(
+    ctx: CloudContext,
+    cluster: Cluster,
+    datasets: DatasetAccess | None,
+    user_api: tuple[str, int] | None = None,
+) -> NetworkReach:
+    """What the cluster's servers may reach: the V-IPU user API (vPODs), the cloud API,
+    their dataset storage endpoint, and the IPUoF endpoints of their allocation's machines
+    (asked again at every setup: a resume may have moved the allocation)."""
+    services = [s for s in (user_api, ctx.vipu.http_api) if s is not None]
+    if datasets is not None:
+        url = urlsplit(datasets.endpoint_url)
+        if url.hostname:
+            services.append((url.hostname, url.port or (443 if url.scheme == "https" else 80)))
+    ipuof: list[str] = []
+    if cluster.allocation_id is not None:
+        ipuof = await ctx.vipu.ipuof_addresses(cluster.allocation_id)
+    return NetworkReach(tuple(services), tuple(ipuof))
+
+
 async def configure_servers(
     ctx: CloudContext,
     cluster: Cluster,
@@ -52,11 +73,13 @@ async def configure_servers(
     peers = tuple((s.name, s.address) for s in servers)
     datasets = await dataset_access(ctx, cluster.id, warn)
     if not flavor.is_vpod:
+        await ctx.compute.set_reach(cluster.id, await _reach(ctx, cluster, datasets))
         for server in servers:
             setup = ServerSetup(cluster.name, peers, _gpu_env(cluster, flavor), datasets=datasets)
             await ctx.compute.setup(server.id, setup)
         return
     host, port = await ctx.vipu.user_api()
+    await ctx.compute.set_reach(cluster.id, await _reach(ctx, cluster, datasets, (host, port)))
     user_id = cluster.vipu_user_id or user_id_of(cluster.id)
 
     async def write(key: str | None) -> bool:

@@ -16,6 +16,9 @@ Every key is optional::
     sandbox_uid_count = 100000
     bwrap_path = ""               # where bubblewrap is; empty: on PATH
     unsafe_shared_host = false    # UNSAFE: servers without a sandbox where the host has none
+    tenant_network_pool = "169.254.64.0/18"  # vPODs' subnets (docs/security.md, tenant networks)
+    tenant_network_prefix = 26    # each vPOD's subnet: /26 (up to 52 servers)
+    tenant_outbound = true        # servers may reach addresses beyond this host (masqueraded)
 
     [storage_endpoints.s3]        # S3-compatible services tenants may register buckets on
     url = "https://s3.example.net"
@@ -25,6 +28,7 @@ Every key is optional::
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import tomllib
 from dataclasses import dataclass, field, fields, replace
@@ -34,6 +38,7 @@ from typing import Any
 from .dataset_rules import parse_endpoints
 from .drivers import COMPUTE_DRIVERS, VOLUME_DRIVERS
 from .drivers.sandbox import UidRange
+from .drivers.tenant_network import DEFAULT_POOL, DEFAULT_PREFIX, NetworkSettings
 from .model import errors
 from .model.datasets import StorageEndpoint
 from .reservations import DEFAULT_TERMS_TEXT, parse_terms
@@ -76,6 +81,11 @@ class CloudSettings:
     unsafe_shared_host: bool = False
     """UNSAFE: where the host cannot sandbox servers, run them anyway, on the host as the
     controller's user (every tenant can read the controller's files and each other's)."""
+    tenant_network_pool: str = DEFAULT_POOL
+    """Where each vPOD's subnet comes from (link-local by default: never leaves the host)."""
+    tenant_network_prefix: int = DEFAULT_PREFIX
+    tenant_outbound: bool = True
+    """Whether servers reach addresses beyond this host; false closes it."""
 
     def compute_options(self) -> dict[str, Any]:
         """What the local compute driver is built with."""
@@ -83,6 +93,11 @@ class CloudSettings:
             "uids": UidRange(self.sandbox_uid_first, self.sandbox_uid_count),
             "unsafe_shared_host": self.unsafe_shared_host,
             "bwrap": self.bwrap_path,
+            "network": NetworkSettings(
+                pool=self.tenant_network_pool,
+                prefix=self.tenant_network_prefix,
+                outbound=self.tenant_outbound,
+            ),
         }
 
     @property
@@ -158,12 +173,30 @@ def parse_settings(raw: dict[str, Any], *, data_dir: Path, source: str) -> Cloud
                 raise errors.InvalidArgument(f"{source}: sandbox_uid_first is a uid >= 1000")
             if key == "sandbox_uid_count" and not 1 <= value <= 2**31 - 1000:
                 raise errors.InvalidArgument(f"{source}: sandbox_uid_count is at least 1")
+            if key == "tenant_network_pool":
+                _check_pool(value, source)
+            if key == "tenant_network_prefix" and not 20 <= value <= 28:
+                raise errors.InvalidArgument(
+                    f"{source}: tenant_network_prefix is 20 to 28 (a subnet per vPOD)"
+                )
             if key == "task_attempts" and value < 1:
                 raise errors.InvalidArgument(f"{source}: task_attempts is at least 1 (no retry)")
             if expected is float and value < 0:
                 raise errors.InvalidArgument(f"{source}: {key} cannot be negative")
             values[key] = value
     return replace(settings, **values)
+
+
+def _check_pool(value: str, source: str) -> None:
+    try:
+        pool = ipaddress.IPv4Network(value)
+    except ValueError:
+        raise errors.InvalidArgument(
+            f"{source}: tenant_network_pool is an IPv4 network such as 169.254.64.0/18,"
+            f" not {value[:60]!r}"
+        ) from None
+    if pool.prefixlen > 24:
+        raise errors.InvalidArgument(f"{source}: tenant_network_pool is /24 or larger")
 
 
 def render_settings(vipu_clusters: tuple[str, ...]) -> str:

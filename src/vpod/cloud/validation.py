@@ -106,6 +106,9 @@ def check_server_count(count: int) -> int:
 
 
 def network_cidr(cluster_id: str) -> str:
-    """A private /24 for the cluster's network, derived from its id (stable across restarts)."""
+    """The subnet the cluster's network asks for, derived from its id: a link-local /26 of
+    169.254.64.0/18 (addresses that never leave the host). The compute driver may hand out
+    another one where that is taken (:meth:`ComputeDriver.create_network`)."""
     digest = sum((i + 1) * ord(c) for i, c in enumerate(cluster_id))
-    return f"10.{(digest >> 8) % 250 + 1}.{digest % 256}.0/24"
+    block = digest % 256
+    return f"169.254.{64 + block // 4}.{(block % 4) * 64}/26"

@@ -109,6 +109,8 @@ class VipuPort:
         self._clusters = tuple(clusters)
         self._api: tuple[str, int] | None = None
         self._api_known = asyncio.Event()
+        self.http_api: tuple[str, int] | None = None
+        """Where the controller's HTTP API (the cloud API among it) listens, once it does."""
 
     # -- where servers reach the user API -----------------------------------------------------
 
@@ -180,6 +182,14 @@ class VipuPort:
         """Agents of the allocation's machines that the controller cannot reach."""
         async with _translated():
             return await self._tenancy.unreachable_agents(allocation)
+
+    async def ipuof_addresses(self, allocation_id: str) -> list[str]:
+        """Where the IPUoF endpoints of the allocation's machines listen (none if it is gone)."""
+        async with _translated():
+            allocation = await self._tenancy.find_allocation(allocation_id)
+            if allocation is None:
+                return []
+            return await self._tenancy.ipuof_addresses(allocation)
 
     # -- the vPOD's V-IPU user ----------------------------------------------------------------
 

@@ -14,11 +14,13 @@ changes.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from vpod.domain.entities import Allocation
+from vpod.agent.errors import AgentError
+from vpod.domain.entities import Agent, Allocation
 from vpod.domain.partitions import PartitionRequirements, PartitionSpec
 from vpod.placement import AllocationRequest, Rejected, place
 from vpod.store.records import AgentHealthState
@@ -136,6 +138,25 @@ class Tenancy:
             for h in health
             if h.agent_id in agents and h.state is AgentHealthState.UNREACHABLE
         )
+
+    async def ipuof_addresses(self, allocation: Allocation) -> list[str]:
+        """Where the IPUoF endpoints of the allocation's machines listen (the addresses a
+        tenant network must let its servers reach); machines that do not answer now are
+        left out (they are asked again at the cluster's next setup)."""
+        cluster = await self._inventory.cluster(allocation.cluster_id)
+        wanted = {cluster.agent_of(m) for m in allocation.machines}
+        agents = [a for a in await self._inventory.list_agents() if a.id in wanted]
+        timeout = self._ctx.settings.agent_timeout_s
+
+        async def address(agent: Agent) -> str | None:
+            try:
+                identity = await self._ctx.gateway.identity(agent, timeout=timeout)
+            except AgentError:
+                return None
+            return identity.ipuof_address or None
+
+        found = await asyncio.gather(*(address(a) for a in agents))
+        return sorted({a for a in found if a})
 
     # ---------------------------------------------------------------- users
 

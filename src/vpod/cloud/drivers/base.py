@@ -12,6 +12,9 @@ call                   local                            OpenStack
 ``rebuild``            re-image the workspace           Nova rebuild
 ``setup``              write env, hosts, vipu-cli.hcl,  cloud-init / ssh script
                        ~/.aws, rclone mount
+``create_network``     a bridge and a subnet lease      Neutron network + subnet
+``set_reach``          the vPOD's nftables table        security groups
+``delete_network``     bridge, rules and lease gone     Neutron network delete
 ``shell``              how to reach it (no host path)   ssh to the floating IP
 ``open_shell``         bash in the server's sandbox     (none: tenants ssh themselves)
 volume ``create``      a directory                      Cinder create
@@ -41,6 +44,7 @@ __all__ = [
     "ComputeDriver",
     "DatasetAccess",
     "DriverError",
+    "NetworkReach",
     "ServerSetup",
     "ServerSpec",
     "SetupResult",
@@ -108,6 +112,17 @@ class ServerSetup:
     vipu: VipuAccess | None = None
     datasets: DatasetAccess | None = None
     """None: the server holds no dataset storage (written files are removed)."""
+
+
+@dataclass(frozen=True)
+class NetworkReach:
+    """What a cluster's servers may reach beyond each other (and nothing else of the host)."""
+
+    services: tuple[tuple[str, int], ...] = ()
+    """(host, port) of the controller's APIs and dataset storage endpoints servers dial; a
+    loopback service is reached at the server's gateway on the same port."""
+    ipuof_hosts: tuple[str, ...] = ()
+    """IPUoF addresses of the IPU-Machines in the cluster's allocation."""
 
 
 @dataclass(frozen=True)
@@ -186,6 +201,16 @@ class ComputeDriver(Protocol):
     async def reboot(self, server_id: str) -> None: ...
 
     async def setup(self, server_id: str, setup: ServerSetup) -> SetupResult: ...
+
+    async def create_network(self, cluster_id: str, cidr: str) -> str:
+        """The cluster's own network (idempotent); returns the subnet it has, ``cidr`` when
+        that was free (servers are then addressed in the subnet returned)."""
+
+    async def set_reach(self, cluster_id: str, reach: NetworkReach) -> None:
+        """Let the cluster's servers reach exactly ``reach`` beyond each other."""
+
+    async def delete_network(self, cluster_id: str) -> None:
+        """Remove the cluster's network (its servers are gone); nothing if it is gone."""
 
     async def shell(self, server_id: str) -> ShellAccess: ...
 

@@ -25,16 +25,20 @@ from __future__ import annotations
 
 import asyncio
 import getpass
+import ipaddress
 import os
 import shutil
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
+from urllib.parse import urlsplit
 
-from . import confined, rclone_mount
+from . import confined, rclone_mount, tenant_network
 from .base import (
     DriverError,
+    NetworkReach,
     ServerSetup,
     ServerSpec,
     SetupResult,
@@ -45,6 +49,7 @@ from .base import (
 from .dataset_files import dataset_env, write_aws_files
 from .sandbox import SERVER_USER, Sandbox, UidRange, allocate_uid, own_tree, sandbox_problem
 from .sessions import ProcessSession, sessions_of
+from .tenant_network import NetworkSettings, network_problem
 from .workspace import (
     Layout,
     parse_env,
@@ -84,12 +89,14 @@ class LocalCompute:
         unsafe_shared_host: bool = False,
         bwrap: str = "",
         max_shells: int = MAX_SHELLS,
+        network: NetworkSettings | None = None,
     ) -> None:
         self._layout = layout
         self._max_shells = max_shells
         self._path = path or _default_path()
         self._uids = uids or UidRange()
-        self._problem = sandbox_problem(bwrap)
+        self._problem = sandbox_problem(bwrap) or network_problem()
+        self._network = network or NetworkSettings()
         self._bwrap = bwrap
         self._unsafe = unsafe_shared_host
         self._sessions = sessions_of(str(layout.base))
@@ -147,11 +154,14 @@ class LocalCompute:
             "bare_metal": spec.bare_metal,
             "host": spec.host_id,
             "address": spec.address,
+            "cluster_id": spec.cluster_id,
         }
         if self.sandboxed:
             state["uid"] = self._allocate_uid()
             self._own(root.resolve(), int(str(state["uid"])))
         write_json(state_path, state)
+        if self.sandboxed:
+            self._server_net(spec.server_id, state)
 
     def _allocate_uid(self) -> int:
         in_use = set()
@@ -188,6 +198,8 @@ class LocalCompute:
         await self._sessions.end_all(server_id)
 
         def delete() -> None:
+            if self.sandboxed:
+                tenant_network.remove_server(self._key(server_id))
             rclone_mount.release(self._layout.mounts, server_id)
             (self._layout.mounts / f"{server_id}.path").unlink(missing_ok=True)
             shutil.rmtree(self._layout.server_dir(server_id), True)
@@ -281,6 +293,8 @@ class LocalCompute:
             Path("/") if self.sandboxed else real
         )  # where the server's files are, as it sees them
         name = str(state.get("name", server_id))
+        if self.sandboxed:
+            setup = self._as_seen_inside(setup, self._server_net(server_id, state)[1])
         hosts = "".join(f"{address}\t{host}\n" for host, address in setup.peers)
         confined.write(real, "etc/hosts", "127.0.0.1\tlocalhost\n" + hosts)
         env = {
@@ -385,12 +399,15 @@ class LocalCompute:
         else:
             env["HOME"] = "/home"
             uid = await self._run(lambda: self._uid(server_id))
+            netns, _ = await self._run(lambda: self._server_net(server_id, state))
             mounts = self._volumes(real) + self._dataset_mount(server_id)
-            box = Sandbox(real, str(state.get("name", server_id)), uid, mounts, self._bwrap)
+            box = Sandbox(
+                real, str(state.get("name", server_id)), uid, mounts, self._bwrap, netns=netns
+            )
             with box.command(argv) as (command, fds):
                 session = await ProcessSession.start(
                     command,
-                    env=env,
+                    env=box.environment(env),
                     pass_fds=fds,
                     tty=request.tty,
                     rows=request.rows,
@@ -399,6 +416,99 @@ class LocalCompute:
         self._sessions.add(server_id, session)
         session.on_end = lambda: self._sessions.discard(server_id, session)
         return session
+
+    # -- networks ------------------------------------------------------------------------------
+
+    def _key(self, resource_id: str) -> str:
+        """A key no other controller on this host uses (names, subnet leases)."""
+        return f"{self._layout.base.resolve()}#{resource_id}"
+
+    def _net_state(self, cluster_id: str) -> Path:
+        return self._layout.base / "networks" / f"{cluster_id}.json"
+
+    async def create_network(self, cluster_id: str, cidr: str) -> str:
+        if not self.sandboxed:
+            return cidr  # the documented unsafe mode: the host's network
+        return await self._run(lambda: self._create_network(cluster_id, cidr))
+
+    def _create_network(self, cluster_id: str, cidr: str) -> str:
+        state = read_json(self._net_state(cluster_id)) or {}
+        wanted = str(state.get("subnet") or cidr)
+        subnet = tenant_network.lease_subnet(self._network, self._key(cluster_id), wanted)
+        net = tenant_network.cluster_net(self._key(cluster_id), subnet)
+        tenant_network.ensure_bridge(net, self._network)
+        reach = _reach_from(state.get("reach"))
+        tenant_network.apply_rules(self._ruleset(net, reach))
+        self._net_state(cluster_id).parent.mkdir(parents=True, exist_ok=True)
+        write_json(self._net_state(cluster_id), {"subnet": subnet, "reach": _reach_json(reach)})
+        return subnet
+
+    def _ruleset(
+        self, net: tenant_network.ClusterNet, reach: NetworkReach
+    ) -> tenant_network.Ruleset:
+        return tenant_network.Ruleset(net, reach, self._network.outbound, self._network.pool)
+
+    async def set_reach(self, cluster_id: str, reach: NetworkReach) -> None:
+        if not self.sandboxed:
+            return
+
+        def program() -> None:
+            state = read_json(self._net_state(cluster_id))
+            if state is None:
+                raise DriverError(f"cluster {cluster_id} has no network on this host")
+            net = tenant_network.cluster_net(self._key(cluster_id), str(state["subnet"]))
+            tenant_network.ensure_bridge(net, self._network)
+            tenant_network.apply_rules(self._ruleset(net, reach))
+            write_json(self._net_state(cluster_id), {**state, "reach": _reach_json(reach)})
+
+        await self._run(program)
+
+    async def delete_network(self, cluster_id: str) -> None:
+        if not self.sandboxed:
+            return
+
+        def delete() -> None:
+            state = read_json(self._net_state(cluster_id))
+            if state is not None:
+                net = tenant_network.cluster_net(self._key(cluster_id), str(state["subnet"]))
+                tenant_network.remove_cluster(net)
+            tenant_network.release_subnet(self._network, self._key(cluster_id))
+            self._net_state(cluster_id).unlink(missing_ok=True)
+
+        await self._run(delete)
+
+    def _server_net(self, server_id: str, state: dict[str, object]) -> tuple[str, str]:
+        """The server's namespace, joined to its cluster's bridge, made again where it is
+        missing (a host restart removes both); and the server's gateway."""
+        cluster_id = str(state.get("cluster_id") or "")
+        address = str(state.get("address") or "")
+        if not cluster_id or not address:
+            raise DriverError(f"server {state.get('name', server_id)} has no network address")
+        net_state = read_json(self._net_state(cluster_id))
+        if net_state is None:  # a server made before its cluster had a network
+            wanted = str(ipaddress.ip_interface(f"{address}/{self._network.prefix}").network)
+            self._create_network(cluster_id, wanted)
+            net_state = read_json(self._net_state(cluster_id)) or {}
+        net = tenant_network.cluster_net(self._key(cluster_id), str(net_state["subnet"]))
+        if not (Path("/sys/class/net") / net.bridge).exists():
+            tenant_network.ensure_bridge(net, self._network)
+            tenant_network.apply_rules(self._ruleset(net, _reach_from(net_state.get("reach"))))
+        netns = tenant_network.ensure_server(net, self._key(server_id), address)
+        return netns, net.gateway
+
+    @staticmethod
+    def _as_seen_inside(setup: ServerSetup, gateway: str) -> ServerSetup:
+        """Services on the host's loopback, as a server dials them: at its gateway."""
+        vipu = setup.vipu
+        if vipu is not None and _is_loopback(vipu.host):
+            vipu = replace(vipu, host=gateway)
+        datasets = setup.datasets
+        if datasets is not None:
+            url = urlsplit(datasets.endpoint_url)
+            if url.hostname and _is_loopback(url.hostname):
+                netloc = gateway + (f":{url.port}" if url.port else "")
+                datasets = replace(datasets, endpoint_url=url._replace(netloc=netloc).geturl())
+        return replace(setup, vipu=vipu, datasets=datasets)
 
     def _volumes(self, root: Path) -> tuple[tuple[str, Path], ...]:
         """The attached volumes: links the controller made under ``mnt``, to a volume's data
@@ -425,6 +535,24 @@ class LocalCompute:
         if shown is None or shown[0].split("/")[1:2] == ["home"]:
             return ()
         return ((shown[0], shown[1]),)
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def _reach_json(reach: NetworkReach) -> dict[str, object]:
+    return {"services": [list(s) for s in reach.services], "ipuof_hosts": list(reach.ipuof_hosts)}
+
+
+def _reach_from(raw: object) -> NetworkReach:
+    if not isinstance(raw, dict):
+        return NetworkReach()
+    services = tuple((str(h), int(p)) for h, p in raw.get("services", []))
+    return NetworkReach(services, tuple(str(h) for h in raw.get("ipuof_hosts", [])))
 
 
 def _install_image(root: Path, image: str, host_name: str) -> None:

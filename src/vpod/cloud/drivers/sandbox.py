@@ -45,6 +45,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .tenant_network import enter as enter_netns
+
 UID_FIRST = 200_000
 UID_COUNT = 100_000
 SERVER_USER = "tenant"
@@ -153,13 +155,71 @@ def _system_binds() -> list[str]:
     return [*args, "--proc", "/proc", "--dev", "/dev"]
 
 
+def _sources_dir() -> str:
+    return str(Path(__file__).resolve().parents[3])  # .../src of an editable install
+
+
 def python_dirs() -> list[str]:
     """This installation's Python environment (and its editable sources), read-only: the
     servers' ``vipu`` runs from it. bwrap runs as root, so they may be where other uids
-    cannot walk (a Python under ``/root``): the sandbox shows them at the same paths."""
-    sources = Path(__file__).resolve().parents[3]  # .../src of an editable install
-    dirs = {sys.prefix, sys.base_prefix, str(Path(sys.prefix).resolve()), str(sources)}
+    cannot walk (a Python under ``/root``): the sandbox shows them at the same paths, or,
+    where a server's own directory would hide them, under :data:`RELOCATED`."""
+    dirs = {sys.prefix, sys.base_prefix, str(Path(sys.prefix).resolve()), _sources_dir()}
     return sorted(d for d in dirs if d and not d.startswith("/usr") and os.path.isdir(d))
+
+
+RELOCATED = "/opt/vpod-install"
+"""Where the sandbox shows parts of this installation that lie under a server's own
+directory (a checkout or venv under ``/tmp``): the server's ``/tmp`` is bound over that
+path, and binding the installation inside a directory the tenant writes would let the
+tenant steer where bwrap (as root) makes its mount points."""
+RELOCATED_BIN = f"{RELOCATED}/bin"
+"""This installation's commands, with their ``#!`` naming the relocated interpreter."""
+
+
+def _hidden(directory: str) -> bool:
+    return any(Path(directory).is_relative_to(f"/{name}") for name in SERVER_DIRS)
+
+
+@functools.cache
+def relocated_python_dirs() -> tuple[tuple[str, str], ...]:
+    """(host path, path in the sandbox) of every Python directory a server's own directories
+    would hide; empty where the installation lies elsewhere (the usual case)."""
+    hidden = [d for d in python_dirs() if _hidden(d)]
+    return tuple((d, f"{RELOCATED}/{n}") for n, d in enumerate(hidden))
+
+
+def _moved(path: str, moved: Sequence[tuple[str, str]]) -> str:
+    """``path`` as the sandbox shows it (the longest relocated directory holding it)."""
+    for source, dest in sorted(moved, key=lambda m: -len(m[0])):
+        if path == source or Path(path).is_relative_to(source):
+            return dest + path[len(source) :]
+    return path
+
+
+def _relocated_scripts(
+    stack: contextlib.ExitStack, fds: list[int], moved: Sequence[tuple[str, str]]
+) -> list[str]:
+    """bwrap arguments making :data:`RELOCATED_BIN`: each console script of the environment,
+    its ``#!`` line pointing at the relocated interpreter (a memfd each, read by bwrap)."""
+    bin_dir = Path(sys.prefix) / "bin"
+    args = ["--perms", "0755", "--dir", RELOCATED_BIN]
+    for script in sorted(bin_dir.iterdir()) if bin_dir.is_dir() else []:
+        try:
+            head = script.read_bytes()[:65536]
+        except OSError:
+            continue
+        if not head.startswith(b"#!") or not script.is_file():
+            continue
+        first, _, rest = head.partition(b"\n")
+        interpreter = first[2:].decode(errors="replace").strip()
+        fd = os.memfd_create(f"vpod-{script.name}", 0)
+        stack.callback(os.close, fd)
+        os.write(fd, f"#!{_moved(interpreter, moved)}\n".encode() + rest)
+        os.lseek(fd, 0, os.SEEK_SET)
+        fds.append(fd)
+        args += ["--perms", "0755", "--file", str(fd), f"{RELOCATED_BIN}/{script.name}"]
+    return args
 
 
 @contextlib.contextmanager
@@ -196,6 +256,22 @@ class Sandbox:
     mounted bucket: directories of the controller's own, bound read-write."""
     bwrap: str = ""
     """Where bubblewrap is (empty: on ``PATH``)."""
+    netns: str | None = None
+    """The server's network namespace (``/run/netns/NAME``); None: the host's network."""
+
+    def environment(self, env: dict[str, str]) -> dict[str, str]:
+        """``env`` as the sandbox needs it: paths of this installation that the server's own
+        directories would hide are named where the sandbox shows them instead."""
+        moved = relocated_python_dirs()
+        if not moved:
+            return env
+        out = dict(env)
+        path = [_moved(entry, moved) for entry in out.get("PATH", "").split(":") if entry]
+        out["PATH"] = ":".join([RELOCATED_BIN, *path])
+        sources = [dest for source, dest in moved if source == _sources_dir()]
+        if sources:  # an editable install's .pth names the hidden path
+            out["PYTHONPATH"] = ":".join([*sources, *filter(None, [out.get("PYTHONPATH")])])
+        return out
 
     @contextlib.contextmanager
     def command(
@@ -210,16 +286,21 @@ class Sandbox:
         bwrap, setpriv = _tools(self.bwrap)
         if bwrap is None or setpriv is None:
             raise OSError(sandbox_problem(self.bwrap) or "bwrap or setpriv is missing")
-        args = [bwrap, *_namespaces(self.hostname), *_system_binds()]
+        prefix = enter_netns(self.netns) if self.netns else []
+        args = [*prefix, bwrap, *_namespaces(self.hostname), *_system_binds()]
+        moved = dict(relocated_python_dirs())
         made: set[str] = set()
         for directory in python_dirs():
-            for parent in reversed(Path(directory).parents[:-1]):  # walkable by the server's uid
+            shown = moved.get(directory, directory)
+            for parent in reversed(Path(shown).parents[:-1]):  # walkable by the server's uid
                 if str(parent) not in made:
                     made.add(str(parent))
                     args += ["--perms", "0755", "--dir", str(parent)]
-            args += ["--ro-bind", directory, directory]
+            args += ["--ro-bind", directory, shown]
         fds: list[int] = []
         with contextlib.ExitStack() as stack:
+            if moved:
+                args += _relocated_scripts(stack, fds, list(moved.items()))
 
             def bind(relative: str, dest: str, option: str, flags: int = _DIR) -> None:
                 fd = stack.enter_context(_opened(self.root, relative, flags))

@@ -24,6 +24,7 @@ from ..model.records import Cluster, Server, Volume
 from ..runner import Job
 from ..services.dataset_access import apply_dataset_change
 from ..states import ClusterStatus, ServerStatus, VolumeStatus
+from ..validation import network_cidr
 from ..vipu import saved_spec
 
 PLACE_ATTEMPTS = 3
@@ -42,8 +43,12 @@ async def volumes_of(job: Job, cluster_id: str) -> list[Volume]:
 
 
 def server_address(cluster: Cluster, position: int) -> str:
-    network = ipaddress.ip_network(cluster.network.get("cidr", "10.0.0.0/24"))
-    return str(network.network_address + 10 + position)
+    return address_in(cluster.network.get("cidr") or network_cidr(cluster.id), position)
+
+
+def address_in(cidr: str, position: int) -> str:
+    """The address of the server at ``position`` in the cluster's subnet."""
+    return str(ipaddress.ip_network(cidr).network_address + 10 + position)
 
 
 def boot_volume_of(server: Server, volumes: Sequence[Volume]) -> Volume | None:
@@ -207,6 +212,35 @@ async def delete_volume(job: Job, volume: Volume, *, server_id: str | None = Non
     entry = volume_entry(volume, VolumeStatus.DELETED, job.now)
     await job.ctx.records.delete_volume(volume.id, [entry])
     job.ctx.published([entry])
+
+
+# -- the cluster's network ------------------------------------------------------------------
+
+
+async def create_network(job: Job, cluster: Cluster) -> Cluster:
+    """NETWORK: the cluster's own network on the compute back end. The driver may hand out
+    another subnet than the one asked for (taken on this host): the servers are then
+    addressed in the one it gave, before anything is built."""
+    asked = cluster.network.get("cidr") or network_cidr(cluster.id)
+    subnet = await job.ctx.compute.create_network(cluster.id, asked)
+    if cluster.network and subnet == asked:
+        return cluster
+    network = {
+        "name": f"{cluster.name}-net",
+        "interfaces": cluster.interfaces,
+        **cluster.network,
+        "cidr": subnet,
+    }
+    if subnet != asked:
+        for server in await servers_of(job, cluster.id):
+            await job.ctx.records.update_server(
+                server.id, address=address_in(subnet, server.position)
+            )
+    return await job.ctx.records.update_cluster(cluster.id, network=network)
+
+
+async def delete_network(job: Job, cluster: Cluster) -> None:
+    await job.ctx.compute.delete_network(cluster.id)
 
 
 # -- configuration --------------------------------------------------------------------------

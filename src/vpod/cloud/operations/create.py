@@ -16,12 +16,13 @@ from ..model import errors
 from ..model.results import ClusterChange, VolumeChange
 from ..runner import Job, Outcome
 from ..states import ClusterStatus, Phase, VolumeStatus
-from ..validation import network_cidr
 from ..vipu import allocation_id_of, user_id_of
 from .common import (
     attach_data_volumes,
     build_servers,
     configure_servers,
+    create_network,
+    delete_network,
     delete_volume,
     flavor_of,
     place_on_hosts,
@@ -41,13 +42,7 @@ class CreateCluster:
             cluster = await set_status(job, cluster, ClusterStatus.CREATING)
 
         await job.phase(Phase.NETWORK)
-        if not cluster.network:
-            network = {
-                "name": f"{cluster.name}-net",
-                "cidr": network_cidr(cluster.id),
-                "interfaces": cluster.interfaces,
-            }
-            cluster = await ctx.records.update_cluster(cluster.id, network=network)
+        cluster = await create_network(job, cluster)
 
         if flavor.is_vpod:
             await job.phase(Phase.VIPU_CONTROLLER)
@@ -100,6 +95,7 @@ class CreateCluster:
             )
             await release_vipu(job, cluster, remove_user=True)
         await remove_servers(job, await servers_of(job, cluster.id), delete_data_volumes=False)
+        await delete_network(job, cluster)
         new_ids = set(job.params.get("new_volume_ids", []))
         released: dict[str, VolumeChange] = {}
         for volume in await ctx.records.list_volumes(project_id=cluster.project_id):

@@ -25,6 +25,7 @@ from ..states import ClusterStatus, Phase, ServerStatus
 from .common import (
     build_servers,
     configure_servers,
+    delete_network,
     flavor_of,
     place_on_hosts,
     release_vipu,
@@ -154,6 +155,7 @@ class DeleteCluster:
             await servers_of(job, cluster.id),
             delete_data_volumes=bool(job.params.get("delete_volumes")),
         )
+        await delete_network(job, cluster)
         entry = cluster_entry(cluster, ClusterStatus.DELETED, job.now, holds_servers=False)
         await job.ctx.records.delete_cluster(cluster.id, [entry])
         job.ctx.published([entry])
