@@ -90,6 +90,11 @@ class AgentHost:
         return join_host_port(self.plan.host, self._port)
 
     @property
+    def ipuof_ports(self) -> tuple[int, ...]:
+        """The bound IPUoF server ports, by device id (after :meth:`start`)."""
+        return self._ipuof.server_ports if self._ipuof is not None else ()
+
+    @property
     def service(self) -> AgentService:
         if self._service is None:
             raise RuntimeError(f"agent {self.agent_id} is not started")
