@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 import stat
 from collections.abc import Coroutine
@@ -78,14 +79,21 @@ def test_setup_writes_a_private_hcl_and_the_ipuof_environment(layout: Layout) ->
     hcl = root / "etc" / "vipu" / "vipu-cli.hcl"
     assert result.has_vipu_credentials
     assert stat.S_IMODE(hcl.stat().st_mode) == 0o600
+    # a sandboxed server has a network of its own: it dials the controller's loopback
+    # service at its gateway (docs/security.md, "Tenant networks")
+    host = parse_hcl(hcl.read_text())["api-host"]
+    if compute.sandboxed:
+        assert ipaddress.ip_address(host) in ipaddress.ip_network("169.254.64.0/18")
+    else:
+        assert host == "127.0.0.1"
     assert parse_hcl(hcl.read_text()) == {
-        "api-host": "127.0.0.1",
+        "api-host": host,
         "api-port": "8090",
         "api-user-id": "vpod-cl-1",
         "api-access-key": "KEY1",
     }
     env = parse_env((root / "etc" / "environment").read_text())
-    assert env["IPUOF_VIPU_API_HOST"] == "127.0.0.1"
+    assert env["IPUOF_VIPU_API_HOST"] == host
     assert env["IPUOF_VIPU_API_PORT"] == "8090"
     if compute.sandboxed:  # paths as the server sees them; the server's uid reads its key
         assert (env["VIPU_CLI_CONFIG"], env["HOME"]) == ("/etc/vipu/vipu-cli.hcl", "/home")

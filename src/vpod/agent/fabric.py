@@ -35,9 +35,7 @@ class FabricError(OSError):
 
 
 def _ip(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["ip", *args], capture_output=True, text=True, timeout=30, check=False
-    )
+    return subprocess.run(["ip", *args], capture_output=True, text=True, timeout=30, check=False)
 
 
 def fabric_problem() -> str | None:
@@ -89,4 +87,10 @@ def release_addresses(addresses: Sequence[str], *, interface: str = FABRIC_INTER
         _ip("addr", "del", f"{address}/32", "dev", interface)
 
 
-__all__ = ["FABRIC_INTERFACE", "FabricError", "claim_addresses", "fabric_problem", "release_addresses"]
+__all__ = [
+    "FABRIC_INTERFACE",
+    "FabricError",
+    "claim_addresses",
+    "fabric_problem",
+    "release_addresses",
+]

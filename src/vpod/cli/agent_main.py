@@ -33,6 +33,7 @@ from vpod.agent.addressing import (
     AddressPlan,
     split_host_port,
 )
+from vpod.agent.fabric import FabricError, claim_addresses, release_addresses
 from vpod.agent.host import AgentFleet, AgentStartError, FleetSettings
 from vpod.agent.registration import RegistrationTls
 from vpod.domain.catalog import machine_spec
@@ -97,6 +98,12 @@ def _port(value: int, option: str) -> int:
 @click.option("--single-address", default=None, help="Put every machine on HOST with offset ports.")
 @click.option("--ipuof-address-base", default=None, help="IPUoF addresses, when not the agent's.")
 @click.option(
+    "--ipuof-fabric",
+    is_flag=True,
+    help="Put IPUoF endpoints on link-local addresses of the vpod-fabric interface, which"
+    " tenants' server networks can reach (root; released on exit; docs/security.md).",
+)
+@click.option(
     "--agent-port", default=DEFAULT_AGENT_PORT, show_default=True, help="Agent gRPC port (0 = any)."
 )
 @click.option(
@@ -154,6 +161,7 @@ def cli(
     address_base: str | None,
     single_address: str | None,
     ipuof_address_base: str | None,
+    ipuof_fabric: bool,
     agent_port: int,
     ipuof_server_port: int,
     ipuof_rdma_port: int,
@@ -191,6 +199,15 @@ def cli(
     if token and register is None:
         raise click.UsageError("an agent token is for registration: give --register HOST:PORT too")
     mode = AddressMode.SHARED if single_address else AddressMode.PER_MACHINE
+    if ipuof_fabric and ipuof_address_base:
+        raise click.UsageError("give --ipuof-fabric or --ipuof-address-base, not both")
+    fabric: list[str] = []
+    if ipuof_fabric:
+        try:
+            fabric = claim_addresses(len(agent_ids) or machines)
+        except FabricError as exc:
+            raise click.UsageError(f"--ipuof-fabric: {exc}") from None
+        ipuof_address_base = fabric[0]
     plan = AddressPlan(
         mode=mode,
         base_host=single_address or address_base or DEFAULT_ADDRESS_BASE,
@@ -223,6 +240,8 @@ def cli(
         raise click.ClickException(str(exc)) from None
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
+    finally:
+        release_addresses(fabric)
 
 
 def _registration_token(token_file: Path | None) -> str:

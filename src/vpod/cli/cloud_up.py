@@ -24,6 +24,7 @@ from __future__ import annotations
 import ipaddress
 from pathlib import Path
 
+from vpod.agent.fabric import fabric_problem
 from vpod.client import AdminClient, CloudClient, CloudSettings, NotFound, VpodError
 from vpod.client.cloud_config import API_PREFIX, CONFIG_NAME, read_config, write_config
 from vpod.cloud.settings import ADMIN_TOKEN_FILE, CONFIG_FILE, render_settings
@@ -78,6 +79,8 @@ def cloud_agent_argv(agent_argv: list[str], pod: Pod, main_base: str) -> list[st
     for index, word in enumerate(argv[:-1]):
         if word in replaced:
             argv[index + 1] = replaced[word]
+    if fabric_problem() is None:  # tenants' servers (own networks) can then reach the IPUs
+        argv.append("--ipuof-fabric")
     return argv
 
 

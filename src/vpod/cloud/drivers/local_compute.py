@@ -480,16 +480,18 @@ class LocalCompute:
     def _server_net(self, server_id: str, state: dict[str, object]) -> tuple[str, str]:
         """The server's namespace, joined to its cluster's bridge, made again where it is
         missing (a host restart removes both); and the server's gateway."""
-        cluster_id = str(state.get("cluster_id") or "")
+        cluster_id = str(state.get("cluster_id") or state.get("cluster") or server_id)
         address = str(state.get("address") or "")
-        if not cluster_id or not address:
-            raise DriverError(f"server {state.get('name', server_id)} has no network address")
         net_state = read_json(self._net_state(cluster_id))
         if net_state is None:  # a server made before its cluster had a network
-            wanted = str(ipaddress.ip_interface(f"{address}/{self._network.prefix}").network)
-            self._create_network(cluster_id, wanted)
+            wanted = ipaddress.ip_interface(f"{address or '169.254.64.10'}/{self._network.prefix}")
+            self._create_network(cluster_id, str(wanted.network))
             net_state = read_json(self._net_state(cluster_id)) or {}
         net = tenant_network.cluster_net(self._key(cluster_id), str(net_state["subnet"]))
+        if not address or ipaddress.ip_address(address) not in net.subnet:
+            # the cluster's network was given another subnet: same host part, in this one
+            offset = int(ipaddress.ip_address(address or "0.0.0.10")) % net.subnet.num_addresses
+            address = str(net.subnet.network_address + max(offset, 2))
         if not (Path("/sys/class/net") / net.bridge).exists():
             tenant_network.ensure_bridge(net, self._network)
             tenant_network.apply_rules(self._ruleset(net, _reach_from(net_state.get("reach"))))

@@ -270,6 +270,13 @@ def remove_cluster(net: ClusterNet) -> None:
         _ip("link", "delete", net.bridge, check=False)
 
 
+def _ipv4(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).version == 4
+    except ValueError:
+        return False
+
+
 def _loopback(host: str) -> bool:
     with contextlib.suppress(ValueError):
         return ipaddress.ip_address(host).is_loopback
@@ -297,8 +304,8 @@ class Ruleset:
     def text(self) -> str:
         br, gw, table = self.net.bridge, self.net.gateway, self.net.table
         ipuof = sorted({h for h in self.reach.ipuof_hosts if ipaddress.ip_address(h).version == 4})
-        direct = sorted(
-            {(h, p) for h, p in self.reach.services if not _loopback(h) and ":" not in h}
+        direct = sorted(  # address literals only: a rule never waits on name resolution
+            {(h, p) for h, p in self.reach.services if _ipv4(h) and not _loopback(h)}
         )
         lines = [
             f"table inet {table} {{",
