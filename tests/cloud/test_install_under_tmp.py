@@ -38,8 +38,10 @@ for sub in ("home", "tmp", "etc"):
     (root / sub).chmod(0o777)
 print("relocated", len(relocated_python_dirs()))
 box = Sandbox(root, "reloc", int(sys.argv[2]))
-env = box.environment({"PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin", "HOME": "/home"})
-with box.command(["sh", "-c", "command -v vipu; vipu --help | head -1; python3 -c 'import vpod, sys; print(vpod.__file__)'"]) as (cmd, fds):
+path = str(Path(sys.executable).parent) + ":/usr/bin:/bin"
+env = box.environment({"PATH": path, "HOME": "/home"})
+script = "command -v vipu; vipu --help | head -1; python3 -c 'import vpod; print(vpod.__file__)'"
+with box.command(["sh", "-c", script]) as (cmd, fds):
     done = subprocess.run(cmd, env=env, pass_fds=fds, capture_output=True, text=True, timeout=60)
 print(done.stdout, done.stderr, "exit", done.returncode)
 """
