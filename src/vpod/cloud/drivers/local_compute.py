@@ -90,13 +90,18 @@ class LocalCompute:
         bwrap: str = "",
         max_shells: int = MAX_SHELLS,
         network: NetworkSettings | None = None,
+        isolate_network: bool = True,
     ) -> None:
+        """``isolate_network=False`` keeps sandboxed servers on the host's network, as vpod
+        did before tenant networks: only to measure what isolation costs
+        (benchmarks/tenant_network.py); the cloud never builds it so."""
         self._layout = layout
         self._max_shells = max_shells
         self._path = path or _default_path()
         self._uids = uids or UidRange()
-        self._problem = sandbox_problem(bwrap) or network_problem()
+        self._problem = sandbox_problem(bwrap) or (network_problem() if isolate_network else None)
         self._network = network or NetworkSettings()
+        self._isolated = isolate_network and self._problem is None
         self._bwrap = bwrap
         self._unsafe = unsafe_shared_host
         self._sessions = sessions_of(str(layout.base))
@@ -160,7 +165,7 @@ class LocalCompute:
             state["uid"] = self._allocate_uid()
             self._own(root.resolve(), int(str(state["uid"])))
         write_json(state_path, state)
-        if self.sandboxed:
+        if self._isolated:
             self._server_net(spec.server_id, state)
 
     def _allocate_uid(self) -> int:
@@ -198,7 +203,7 @@ class LocalCompute:
         await self._sessions.end_all(server_id)
 
         def delete() -> None:
-            if self.sandboxed:
+            if self._isolated:
                 tenant_network.remove_server(self._key(server_id))
             rclone_mount.release(self._layout.mounts, server_id)
             (self._layout.mounts / f"{server_id}.path").unlink(missing_ok=True)
@@ -293,7 +298,7 @@ class LocalCompute:
             Path("/") if self.sandboxed else real
         )  # where the server's files are, as it sees them
         name = str(state.get("name", server_id))
-        if self.sandboxed:
+        if self._isolated:
             setup = self._as_seen_inside(setup, self._server_net(server_id, state)[1])
         hosts = "".join(f"{address}\t{host}\n" for host, address in setup.peers)
         confined.write(real, "etc/hosts", "127.0.0.1\tlocalhost\n" + hosts)
@@ -399,7 +404,9 @@ class LocalCompute:
         else:
             env["HOME"] = "/home"
             uid = await self._run(lambda: self._uid(server_id))
-            netns, _ = await self._run(lambda: self._server_net(server_id, state))
+            netns = None
+            if self._isolated:
+                netns, _ = await self._run(lambda: self._server_net(server_id, state))
             mounts = self._volumes(real) + self._dataset_mount(server_id)
             box = Sandbox(
                 real, str(state.get("name", server_id)), uid, mounts, self._bwrap, netns=netns
@@ -427,7 +434,7 @@ class LocalCompute:
         return self._layout.base / "networks" / f"{cluster_id}.json"
 
     async def create_network(self, cluster_id: str, cidr: str) -> str:
-        if not self.sandboxed:
+        if not self._isolated:
             return cidr  # the documented unsafe mode: the host's network
         return await self._run(lambda: self._create_network(cluster_id, cidr))
 
@@ -449,7 +456,7 @@ class LocalCompute:
         return tenant_network.Ruleset(net, reach, self._network.outbound, self._network.pool)
 
     async def set_reach(self, cluster_id: str, reach: NetworkReach) -> None:
-        if not self.sandboxed:
+        if not self._isolated:
             return
 
         def program() -> None:
@@ -464,7 +471,7 @@ class LocalCompute:
         await self._run(program)
 
     async def delete_network(self, cluster_id: str) -> None:
-        if not self.sandboxed:
+        if not self._isolated:
             return
 
         def delete() -> None:
