@@ -298,6 +298,7 @@ class LocalCompute:
             Path("/") if self.sandboxed else real
         )  # where the server's files are, as it sees them
         name = str(state.get("name", server_id))
+        host_datasets = setup.datasets  # the host mounts the bucket at its own address
         if self._isolated:
             setup = self._as_seen_inside(setup, self._server_net(server_id, state)[1])
         hosts = "".join(f"{address}\t{host}\n" for host, address in setup.peers)
@@ -334,7 +335,7 @@ class LocalCompute:
         write_aws_files(real, setup.datasets)
         if uid is not None and (real / "home" / ".aws").is_dir():
             own_tree(real / "home" / ".aws", uid)  # the server's user reads its keys
-        rclone_mount.sync(real, self._layout.mounts, server_id, setup.datasets, uid)
+        rclone_mount.sync(real, self._layout.mounts, server_id, host_datasets, uid)
         if setup.datasets is not None:
             env.update(dataset_env(setup.datasets))
             if setup.datasets.mount_path is not None:  # as the server sees it
