@@ -28,7 +28,6 @@ import logging
 import signal
 import socket
 import sys
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -252,6 +251,7 @@ def cli(
     logging.basicConfig(
         level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per sample otherwise
     limits = HealthLimits(max_temperature_c=max_temperature)
     if as_json and not show_inventory:
         raise click.UsageError("--json is for --inventory")

@@ -107,10 +107,10 @@ class NvmlBackend:
                 self._stop.wait(1.0)
                 continue
             uuid = _text(_optional(lambda: pynvml.nvmlDeviceGetUUID(event.device), ""))
-            index = index_of.get(uuid)
-            if index is not None:
-                self._xids[index] = int(event.eventData)
-                log.error("GPU %d (%s): XID %d", index, uuid, event.eventData)
+            found = index_of.get(uuid)
+            if found is not None:
+                self._xids[found] = int(event.eventData)
+                log.error("GPU %d (%s): XID %d", found, uuid, event.eventData)
         with contextlib.suppress(pynvml.NVMLError):
             pynvml.nvmlEventSetFree(events)
 
@@ -182,7 +182,7 @@ class NvmlBackend:
         remapped = _optional(lambda: pynvml.nvmlDeviceGetRemappedRows(handle), (0, 0, 0, 0))
         reasons = _optional(lambda: pynvml.nvmlDeviceGetCurrentClocksThrottleReasons(handle), 0)
         pending = _optional(lambda: pynvml.nvmlDeviceGetRetiredPagesPendingStatus(handle), 0)
-        retired = _optional(
+        retired: list[Any] = _optional(
             lambda: pynvml.nvmlDeviceGetRetiredPages(
                 handle, pynvml.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR
             ),

@@ -80,12 +80,13 @@ class ControllerLink:
         reply = await self._client.post(API + path, json=body)
         if 400 <= reply.status_code < 500:
             try:
-                message = str(reply.json().get("message") or reply.json().get("detail"))
-            except ValueError:
+                body = reply.json()
+                message = str(body.get("error", {}).get("message") or body)[:500]
+            except (ValueError, AttributeError):
                 message = reply.text[:300]
             raise Refused(reply.status_code, message)
         reply.raise_for_status()
-        answer: dict[str, Any] = reply.json()
+        answer: dict[str, Any] = reply.json() if reply.content else {}
         return answer
 
     async def register(
@@ -152,7 +153,7 @@ class GpuHostAgent:
             try:
                 inventory = await self.backend.inventory()
                 answer = await self._link.register(self.identity, self.boot_id, inventory)
-            except (Refused, httpx.HTTPError) as exc:
+            except (Refused, httpx.HTTPError, ValueError) as exc:
                 delay = next(delays)
                 refused = isinstance(exc, Refused)
                 level = logging.ERROR if refused or attempt == 1 else logging.DEBUG
@@ -184,6 +185,6 @@ class GpuHostAgent:
                 self.registered.clear()
                 await self.register()
                 continue
-            except httpx.HTTPError as exc:
+            except (httpx.HTTPError, ValueError) as exc:
                 log.warning("GPU host %s: cannot report (%s)", self.identity.host_id, exc)
             await self._sleep(self._interval)

@@ -15,7 +15,9 @@ before the tenant's command starts. What it sees:
 - ``/home`` and ``/tmp`` of the server's root, read-write, owned by its uid;
   every attached volume at ``/mnt/NAME``, read-write;
 - a ``/proc`` of its own PID namespace (only the sandbox's processes), a
-  minimal ``/dev``.
+  minimal ``/dev``, and the device nodes of the GPUs the server holds
+  (``devices``: ``/dev/nvidiaN`` of each, ``nvidiactl``, ``nvidia-uvm``,
+  ``nvidia-uvm-tools``), bound with ``--dev-bind``; no other GPU of the host.
 
 Nothing else of the host: not the controller's data directory (store,
 keys, TLS material), not other servers, not other processes. bwrap runs as
@@ -196,6 +198,9 @@ class Sandbox:
     mounted bucket: directories of the controller's own, bound read-write."""
     bwrap: str = ""
     """Where bubblewrap is (empty: on ``PATH``)."""
+    devices: tuple[tuple[str, Path], ...] = ()
+    """(where in the server, the host's node) of every device node it may use: the GPUs it
+    holds (checked by the driver: NVIDIA's nodes, or an emulated host's stand-ins)."""
 
     @contextlib.contextmanager
     def command(
@@ -218,6 +223,8 @@ class Sandbox:
                     made.add(str(parent))
                     args += ["--perms", "0755", "--dir", str(parent)]
             args += ["--ro-bind", directory, directory]
+        for dest, node in self.devices:  # after --dev /dev: its own minimal /dev holds them
+            args += ["--dev-bind", str(node), dest]
         fds: list[int] = []
         with contextlib.ExitStack() as stack:
 
