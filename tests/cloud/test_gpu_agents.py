@@ -21,6 +21,7 @@ import pytest
 
 from vpod.agent.gpu.emulated import EmulatorControls, emulated_uuid
 from vpod.cloud.drivers.sandbox import sandbox_problem
+from vpod.cloud.services.health import check_gpu_clusters
 from vpod.controller.caller import SYSTEM
 
 from .conftest import VPOD, error, in_shell, ok, run_task
@@ -60,9 +61,13 @@ def _start_agent(live: LiveCloud, hosts: Path, devices: Path, token: str) -> sub
     return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True)
 
 
-def wait_for(what: str, check: Callable[[], Any]) -> Any:
+def wait_for(what: str, check: Callable[[], Any], live: LiveCloud | None = None) -> Any:
+    """``check()`` once true; with ``live``, the cloud's health round runs before each try
+    (its runner paces rounds by the tests' fake clock, which stands still)."""
     deadline = time.monotonic() + WAIT_S
     while True:
+        if live is not None:
+            live.run(check_gpu_clusters(live.cloud.ctx))
         found = check()
         if found:
             return found
@@ -254,6 +259,7 @@ def test_a_gpu_that_fails_in_use_degrades_its_cluster_naming_gpu_and_error(
             degraded = wait_for(
                 "DEGRADED",
                 lambda: (c := ok(http.get("/clusters/bm-x")))["status"] == "DEGRADED" and c,
+                live,
             )
             assert f"GPU 3 ({gpu['uuid']}) of host {host}" in degraded["error"]
             assert "XID 79 (GPU has fallen off the bus)" in degraded["error"]
@@ -262,7 +268,7 @@ def test_a_gpu_that_fails_in_use_degrades_its_cluster_naming_gpu_and_error(
             assert (shown["healthy"], shown["last_xid"]) == (False, 79)
         finally:
             gpu_cloud.controls(host).clear(3)
-        wait_for("ACTIVE again", lambda: ok(http.get("/clusters/bm-x"))["status"] == "ACTIVE")
+        wait_for("ACTIVE again", lambda: ok(http.get("/clusters/bm-x"))["status"] == "ACTIVE", live)
         assert ok(http.get("/clusters/bm-x"))["error"] == ""
         assert run_task(live, http, "DELETE", "/clusters/bm-x")["state"] == "FINISHED"
 
@@ -358,12 +364,16 @@ def test_a_silent_agent_takes_its_hosts_out_and_degrades_their_clusters(
         try:
             live.clock.advance(60)
             degraded = wait_for(
-                "DEGRADED", lambda: (c := ok(http.get("/clusters/quiet-1")))["status"] == "DEGRADED" and c
+                "DEGRADED",
+                lambda: (c := ok(http.get("/clusters/quiet-1")))["status"] == "DEGRADED" and c,
+                live,
             )
             assert f"the GPU agent of host {host} is silent" in degraded["error"]
             flavors = {f["name"]: f["capacity"] for f in ok(http.get("/flavors"))}
             assert flavors[BM_A100] == 0 and flavors[VM_2] == 0
         finally:
             gpu_cloud.start_agent()
-        wait_for("ACTIVE again", lambda: ok(http.get("/clusters/quiet-1"))["status"] == "ACTIVE")
+        wait_for(
+            "ACTIVE again", lambda: ok(http.get("/clusters/quiet-1"))["status"] == "ACTIVE", live
+        )
         assert run_task(live, http, "DELETE", "/clusters/quiet-1")["state"] == "FINISHED"

@@ -62,7 +62,9 @@ class GpuHosts:
         self._ctx = ctx
         self._inventories: dict[str, HostInventory] = {}
         self._samples: dict[str, tuple[float, tuple[GpuSample, ...]]] = {}
-        self._stored_at: dict[str, float] = {}
+        self._stored_at: dict[str, datetime] = {}
+        """When each host's report time was last written (the cloud's clock, as silence is
+        judged by it)."""
 
     # -- the agent's calls --------------------------------------------------------------------
 
@@ -138,7 +140,7 @@ class GpuHosts:
         await self._check_role(host_id, role)
         new = await self._ctx.db(self._ctx.store.gpu_hosts.register, host, agent, gpus)
         self._inventories[host_id] = inventory
-        self._stored_at[host_id] = time.monotonic()
+        self._stored_at[host_id] = now
         message = (
             f"GPU host {host_id} {'registered' if new else 'registered again'}:"
             f" {len(gpus)} × {first.name}, driver {inventory.driver_version}"
@@ -190,10 +192,11 @@ class GpuHosts:
             if gpu.healthy != sample.healthy or gpu.problems != problems:
                 changes.append(HealthChange(index, sample.healthy, problems))
         self._samples[host_id] = (time.monotonic(), tuple(samples))
-        stale = time.monotonic() - self._stored_at.get(host_id, 0.0)
-        if changes or stale >= self._ctx.settings.gpu_agent_silent_s / 3:
-            await self._ctx.db(store.record_health, host_id, changes, self._ctx.clock.now())
-            self._stored_at[host_id] = time.monotonic()
+        now = self._ctx.clock.now()
+        written = self._stored_at.get(host_id, agent.reported_at)
+        if changes or (now - written).total_seconds() >= self._ctx.settings.gpu_agent_silent_s / 3:
+            await self._ctx.db(store.record_health, host_id, changes, now)
+            self._stored_at[host_id] = now
 
     # -- what others read ---------------------------------------------------------------------
 
