@@ -326,9 +326,14 @@ class _Run:
         )
         cloud_line = ""
         if self.cloud:
-            cloud_line = cloud_up.bootstrap_cloud(
-                options.data_dir, f"http://{options.host}:{http_port}"
-            )
+            url = f"http://{options.host}:{http_port}"
+            cloud_line = cloud_up.bootstrap_cloud(options.data_dir, url)
+            gpu_argv = cloud_up.gpu_agent_argv(options.data_dir, url)
+            gpus = self._supervise("vpod-gpu-agent", gpu_argv, logs / "gpu-agents.log", agent_env)
+            gpus.child.wait_ready(START_TIMEOUT_S)
+            late = cloud_up.wait_for_gpu_hosts(options.data_dir, url, START_TIMEOUT_S)
+            if late is not None:
+                _say(f"vpod cloud: {late} (see {logs / 'gpu-agents.log'})")
         elif options.cloud and state.mode == OPEN:
             cloud_line = "vpod cloud: off in open mode (tenants need authentication: drop --open)"
         admin_hint = ""
