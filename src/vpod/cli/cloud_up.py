@@ -80,6 +80,8 @@ def gpu_agent_argv(data_dir: Path, url: str) -> list[str]:
         str(path),
         "--device-dir",
         str(data_dir / "cloud" / "gpu-devices"),
+        "--interval",
+        "5",  # 18 hosts on one laptop: a sample each every 5 s is plenty
     ]
 
 
