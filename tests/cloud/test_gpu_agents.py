@@ -377,3 +377,28 @@ def test_a_silent_agent_takes_its_hosts_out_and_degrades_their_clusters(
             "ACTIVE again", lambda: ok(http.get("/clusters/quiet-1"))["status"] == "ACTIVE", live
         )
         assert run_task(live, http, "DELETE", "/clusters/quiet-1")["state"] == "FINISHED"
+
+
+def test_operators_see_the_gpu_hosts_with_either_credentials_tenants_do_not(
+    gpu_cloud: GpuCloud,
+) -> None:
+    """The web console's operators hold V-IPU credentials: a V-IPU administrator reads
+    ``/admin/gpus`` as a cloud administrator does; a V-IPU user and a project do not."""
+    live = gpu_cloud.live
+    inventory = live.running.controller.inventory  # type: ignore[union-attr]
+    admin_key = live.run(inventory.create_user(SYSTEM, "gpu-ops", [], admin=True)).access_key
+    user_key = live.run(inventory.create_user(SYSTEM, "gpu-user", [])).access_key
+    with httpx.Client(base_url=live.url + "/api/cloud/v1", timeout=60) as http:
+        headers = {"x-vipu-user-id": "gpu-ops", "x-vipu-access-key": admin_key}
+        assert sorted(h["host_id"] for h in ok(http.get("/admin/gpus", headers=headers))) == [
+            "gbm-1",
+            "gbm-2",
+            "ghv-1",
+        ]
+        headers = {"x-vipu-user-id": "gpu-user", "x-vipu-access-key": user_key}
+        error(http.get("/admin/gpus", headers=headers), 403, "PERMISSION_DENIED")
+        headers = {"x-vipu-user-id": "gpu-ops", "x-vipu-access-key": "wrong"}
+        error(http.get("/admin/gpus", headers=headers), 401, "UNAUTHENTICATED")
+        error(http.get("/admin/gpus"), 401, "UNAUTHENTICATED")
+    with live.client(live.project("nosy")) as http:
+        error(http.get("/admin/gpus"), 403, "PERMISSION_DENIED")

@@ -196,6 +196,10 @@ class VipuPort:
     def agent_tokens_required(self) -> bool:
         return self._tenancy.agent_tokens_required
 
+    async def vipu_admin(self, user_id: str, access_key: str, *, source: str) -> None:
+        async with _translated():
+            await self._tenancy.vipu_admin(user_id, access_key, source=source)
+
     async def agent_registered(
         self, agent_id: str, token_id: str | None, message: str, *, source: str
     ) -> None:

@@ -162,6 +162,11 @@ class Tenancy:
     def agent_tokens_required(self) -> bool:
         return self._agent_tokens.required
 
+    async def vipu_admin(self, user_id: str, access_key: str, *, source: str) -> None:
+        """Unauthenticated or PermissionDenied unless these are a V-IPU administrator's
+        credentials (the operators' web console shows the cloud's GPU hosts with them)."""
+        await self._auth.caller(user_id, access_key, source=source, admin=True)
+
     # ---------------------------------------------------------------- users
 
     async def user_exists(self, user_id: str) -> bool:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Request
+from fastapi import APIRouter, Depends, Header, Request
 
 from ..services.gpu_hosts import HostGpus
 from .convert import gpu_out, host_out
-from .deps import PREFIX, CloudDep, Operator
+from .deps import PREFIX, CloudDep, fleet_operator
 from .errors import CloudRoute, error_responses
 from .gpu_models import GpuHostOut, GpuHostRegisterIn, GpuHostRegisterOut, GpuSamplesIn
 
@@ -83,8 +83,10 @@ async def report_gpu_samples(
     tags=["cloud admin"],
     response_model=list[GpuHostOut],
     summary="Every GPU host with an agent, its GPUs, their health and last samples",
+    dependencies=[Depends(fleet_operator)],
 )
-async def admin_gpus(cloud: CloudDep, _who: Operator) -> list[GpuHostOut]:
+async def admin_gpus(cloud: CloudDep) -> list[GpuHostOut]:
+    """For a cloud administrator's token or a V-IPU administrator's credentials."""
     usage = {u.host.id: u for u in await cloud.hosts.list_hosts()}
     hosts: dict[str, HostGpus] = await cloud.gpu_hosts.inventory()
     found = []
