@@ -333,7 +333,8 @@ def test_metrics_carry_the_dcgm_exporter_series(gpu_cloud: GpuCloud) -> None:
         assert "# TYPE DCGM_FI_DEV_GPU_UTIL gauge" in text
         assert "# HELP DCGM_FI_DEV_FB_USED Framebuffer memory used (in MiB)." in text
         fb = line("DCGM_FI_DEV_FB_USED")
-        assert fb is not None and fb.endswith(" 1234.0")
+        assert fb is not None
+        assert fb.endswith(" 1234.0")
         for label in (
             'gpu="2"',
             'device="nvidia2"',
@@ -343,7 +344,8 @@ def test_metrics_carry_the_dcgm_exporter_series(gpu_cloud: GpuCloud) -> None:
         ):
             assert label in fb
         power = line("DCGM_FI_DEV_POWER_USAGE")
-        assert power is not None and power.endswith(" 250.5")
+        assert power is not None
+        assert power.endswith(" 250.5")
         for series in ("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_FB_FREE"):
             assert line(series) is not None
         assert sum(1 for x in text.splitlines() if x.startswith("DCGM_FI_DEV_GPU_UTIL{")) == 20
@@ -370,7 +372,7 @@ def test_a_silent_agent_takes_its_hosts_out_and_degrades_their_clusters(
             )
             assert f"the GPU agent of host {host} is silent" in degraded["error"]
             flavors = {f["name"]: f["capacity"] for f in ok(http.get("/flavors"))}
-            assert flavors[BM_A100] == 0 and flavors[VM_2] == 0
+            assert (flavors[BM_A100], flavors[VM_2]) == (0, 0)
         finally:
             gpu_cloud.start_agent()
         wait_for(

@@ -83,4 +83,4 @@ def test_unusable_slots_name_the_gpu_and_its_error_or_the_silent_agent() -> None
         2: "GPU 2 of host h1 is missing from its inventory",
     }
     silent = unusable_slots("h1", gpus, 42.0, 2)
-    assert silent == {s: "the GPU agent of host h1 is silent (42 s)" for s in (0, 1)}
+    assert silent == dict.fromkeys((0, 1), "the GPU agent of host h1 is silent (42 s)")

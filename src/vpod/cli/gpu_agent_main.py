@@ -139,7 +139,7 @@ async def _serve(agents: list[GpuHostAgent], links: list[ControllerLink]) -> Non
 @click.option(
     "--token-file",
     type=click.Path(path_type=Path, dir_okay=False),
-    help="File holding the agent registration token (`vipu-admin create agent-token`); or set VIPU_AGENT_TOKEN.",
+    help="File holding the agent token (`vipu-admin create agent-token`); or VIPU_AGENT_TOKEN.",
 )
 @click.option(
     "--tls-ca",
@@ -167,7 +167,7 @@ async def _serve(agents: list[GpuHostAgent], links: list[ControllerLink]) -> Non
 @click.option(
     "--model",
     default=None,
-    help="The cloud's host model (h100-80, a100-80, a100-40, l40s-48); default: derived from the GPUs.",
+    help="The cloud's host model (h100-80, a100-80, a100-40, l40s-48); default: from the GPUs.",
 )
 @click.option(
     "--interval",
@@ -207,7 +207,7 @@ async def _serve(agents: list[GpuHostAgent], links: list[ControllerLink]) -> Non
 @click.option(
     "--device-dir",
     type=click.Path(path_type=Path, file_okay=False),
-    help="Where emulated hosts' stand-in device files go (with --emulate-hosts: one directory per host under it).",
+    help="Where emulated hosts' stand-in device files go (--emulate-hosts: a directory per host).",
 )
 @click.option(
     "--emulate-hosts",

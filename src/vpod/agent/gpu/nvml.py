@@ -45,10 +45,10 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def _optional(call: Callable[[], T], default: T) -> T:
-    """``call()``, or ``default`` where the GPU does not support it."""
+def _optional(default: T, call: Callable[..., T], *args: Any) -> T:
+    """``call(*args)``, or ``default`` where the GPU does not support it."""
     try:
-        return call()
+        return call(*args)
     except pynvml.NVMLError:
         return default
 
@@ -106,7 +106,7 @@ class NvmlBackend:
                 log.warning("waiting for NVML events failed: %s", exc)
                 self._stop.wait(1.0)
                 continue
-            uuid = _text(_optional(lambda: pynvml.nvmlDeviceGetUUID(event.device), ""))
+            uuid = _text(_optional("", pynvml.nvmlDeviceGetUUID, event.device))
             found = index_of.get(uuid)
             if found is not None:
                 self._xids[found] = int(event.eventData)
@@ -115,7 +115,7 @@ class NvmlBackend:
             pynvml.nvmlEventSetFree(events)
 
     def device_nodes(self, index: int) -> tuple[DeviceNode, ...]:
-        minor = _optional(lambda: pynvml.nvmlDeviceGetMinorNumber(self._handles[index]), index)
+        minor = _optional(index, pynvml.nvmlDeviceGetMinorNumber, self._handles[index])
         own = f"/dev/nvidia{minor}"
         return (DeviceNode(own, own), *(DeviceNode(p, p) for p in CONTROL_DEVICES))
 
@@ -129,7 +129,7 @@ class NvmlBackend:
         for index, handle in enumerate(self._handles):
             peers = []
             for link in range(pynvml.NVML_NVLINK_MAX_LINKS):
-                active = _optional(lambda: pynvml.nvmlDeviceGetNvLinkState(handle, link), 0)
+                active = _optional(0, pynvml.nvmlDeviceGetNvLinkState, handle, link)
                 if active == pynvml.NVML_FEATURE_ENABLED:
                     remote = pynvml.nvmlDeviceGetNvLinkRemotePciInfo(handle, link)
                     peers.append(_text(remote.busId))
@@ -141,10 +141,10 @@ class NvmlBackend:
                     topology.append((other, "NVLINK"))
                     continue
                 level = _optional(
-                    lambda: pynvml.nvmlDeviceGetTopologyCommonAncestor(handle, other_handle), 50
+                    50, pynvml.nvmlDeviceGetTopologyCommonAncestor, handle, other_handle
                 )
                 topology.append((other, _TOPOLOGY.get(int(level), "SYS")))
-            mig = _optional(lambda: pynvml.nvmlDeviceGetMigMode(handle), None)
+            mig = _optional(None, pynvml.nvmlDeviceGetMigMode, handle)
             gpus.append(
                 GpuInfo(
                     index=index,
@@ -152,7 +152,7 @@ class NvmlBackend:
                     name=_text(pynvml.nvmlDeviceGetName(handle)),
                     memory_mib=int(pynvml.nvmlDeviceGetMemoryInfo(handle).total) // 2**20,
                     pci_bus_id=bus_ids[index],
-                    minor=_optional(lambda: pynvml.nvmlDeviceGetMinorNumber(handle), index),
+                    minor=_optional(index, pynvml.nvmlDeviceGetMinorNumber, handle),
                     mig_mode=None if mig is None else bool(mig[0]),
                     nvlink_peers=tuple(peers),
                     topology=tuple(topology),
@@ -179,57 +179,52 @@ class NvmlBackend:
             memory = pynvml.nvmlDeviceGetMemoryInfo(handle)
         except pynvml.NVMLError_GpuIsLost:
             return GpuReading(index=index, uuid="", last_xid=self._xids.get(index, 0), lost=True)
-        remapped = _optional(lambda: pynvml.nvmlDeviceGetRemappedRows(handle), (0, 0, 0, 0))
-        reasons = _optional(lambda: pynvml.nvmlDeviceGetCurrentClocksThrottleReasons(handle), 0)
-        pending = _optional(lambda: pynvml.nvmlDeviceGetRetiredPagesPendingStatus(handle), 0)
+        remapped = _optional((0, 0, 0, 0), pynvml.nvmlDeviceGetRemappedRows, handle)
+        reasons = _optional(0, pynvml.nvmlDeviceGetCurrentClocksThrottleReasons, handle)
+        pending = _optional(0, pynvml.nvmlDeviceGetRetiredPagesPendingStatus, handle)
+        nvml = pynvml
         retired: list[Any] = _optional(
-            lambda: pynvml.nvmlDeviceGetRetiredPages(
-                handle, pynvml.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR
-            ),
             [],
+            nvml.nvmlDeviceGetRetiredPages,
+            handle,
+            nvml.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR,
         )
+        utilization = _optional(None, nvml.nvmlDeviceGetUtilizationRates, handle)
         return GpuReading(
             index=index,
             uuid=uuid,
-            utilization_pct=int(
-                _optional(lambda: pynvml.nvmlDeviceGetUtilizationRates(handle).gpu, 0)
-            ),
+            utilization_pct=int(utilization.gpu) if utilization is not None else 0,
             memory_used_mib=int(memory.used) // 2**20,
             memory_total_mib=int(memory.total) // 2**20,
             temperature_c=int(
-                _optional(
-                    lambda: pynvml.nvmlDeviceGetTemperature(handle, pynvml.NVML_TEMPERATURE_GPU),
-                    0,
-                )
+                _optional(0, nvml.nvmlDeviceGetTemperature, handle, nvml.NVML_TEMPERATURE_GPU)
             ),
             slowdown_temperature_c=int(
                 _optional(
-                    lambda: pynvml.nvmlDeviceGetTemperatureThreshold(
-                        handle, pynvml.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN
-                    ),
                     0,
+                    nvml.nvmlDeviceGetTemperatureThreshold,
+                    handle,
+                    nvml.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN,
                 )
             ),
-            power_w=_optional(lambda: pynvml.nvmlDeviceGetPowerUsage(handle), 0) / 1000.0,
+            power_w=_optional(0, nvml.nvmlDeviceGetPowerUsage, handle) / 1000.0,
             last_xid=self._xids.get(index, 0),
             ecc_uncorrected=int(
                 _optional(
-                    lambda: pynvml.nvmlDeviceGetTotalEccErrors(
-                        handle,
-                        pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
-                        pynvml.NVML_VOLATILE_ECC,
-                    ),
                     0,
+                    nvml.nvmlDeviceGetTotalEccErrors,
+                    handle,
+                    nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
+                    nvml.NVML_VOLATILE_ECC,
                 )
             ),
             ecc_corrected=int(
                 _optional(
-                    lambda: pynvml.nvmlDeviceGetTotalEccErrors(
-                        handle,
-                        pynvml.NVML_MEMORY_ERROR_TYPE_CORRECTED,
-                        pynvml.NVML_VOLATILE_ECC,
-                    ),
                     0,
+                    nvml.nvmlDeviceGetTotalEccErrors,
+                    handle,
+                    nvml.NVML_MEMORY_ERROR_TYPE_CORRECTED,
+                    nvml.NVML_VOLATILE_ECC,
                 )
             ),
             retired_pages=len(retired),
