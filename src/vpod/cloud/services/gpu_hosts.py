@@ -186,8 +186,10 @@ class GpuHosts:
         for sample in samples:
             index = sample.reading.index
             gpu = known.get(index)
-            if gpu is None:
-                raise errors.InvalidArgument(f"host {host_id} has no GPU {index}: register again")
+            if gpu is None or (sample.reading.uuid and sample.reading.uuid != gpu.uuid):
+                raise errors.NotFound(
+                    f"GPU {index} of host {host_id} is not the one registered: register again"
+                )
             problems = "; ".join(sample.problems)[:2000]
             if gpu.healthy != sample.healthy or gpu.problems != problems:
                 changes.append(HealthChange(index, sample.healthy, problems))
