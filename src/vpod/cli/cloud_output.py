@@ -121,7 +121,46 @@ def cluster_text(c: dict[str, Any]) -> str:
         [[s["name"], s["status"], s["address"], s["image"], s["host_id"]] for s in c["servers"]],
     )
     volumes = volumes_table(c["volumes"]) if c["volumes"] else "(no volumes)"
-    return f"{details(pairs)}\n\n{servers}\n\n{volumes}"
+    parts = [details(pairs), servers, gpus_table(c["servers"]), volumes]
+    return "\n\n".join(p for p in parts if p)
+
+
+def _reading(value: object, unit: str) -> str:
+    return (
+        "-"
+        if value is None
+        else f"{value:g}{unit}"
+        if isinstance(value, float)
+        else f"{value}{unit}"
+    )
+
+
+def gpus_table(servers: list[dict[str, Any]]) -> str:
+    """Each server's GPUs by UUID, with health and last readings ("" when none holds any)."""
+    rows = []
+    for s in servers:
+        for g in s.get("gpus") or []:
+            health = {True: "healthy", False: f"UNHEALTHY: {g.get('problems')}", None: "-"}[
+                g.get("healthy")
+            ]
+            rows.append(
+                [
+                    s["name"],
+                    g["index"],
+                    g.get("uuid") or "-",
+                    g.get("name") or "-",
+                    health,
+                    _reading(g.get("utilization_pct"), "%"),
+                    _reading(g.get("memory_used_mib"), " MiB"),
+                    _reading(g.get("temperature_c"), " °C"),
+                    _reading(g.get("power_w"), " W"),
+                ]
+            )
+    if not rows:
+        return ""
+    return table(
+        ["Server", "GPU", "UUID", "Model", "Health", "Util", "Memory used", "Temp", "Power"], rows
+    )
 
 
 def volumes_table(volumes: Sequence[dict[str, Any]]) -> str:

@@ -10,9 +10,12 @@ which takes every IPU) as it was and adds, for the cloud layer:
   flavors have no capacity (the V-IPU pod stays whole for ``vipu``) while GPU
   flavors work;
 - emulated GPU hosts (H100 and A100 bare metal in two InfiniBand fabrics,
-  A100 PCIe and L40S bare metal, one hypervisor per GPU model) and four
-  bare-metal Poplar hosts, registered through the cloud's admin API with the
-  administrator token the controller wrote (``DATA_DIR/cloud-admin.token``);
+  A100 PCIe and L40S bare metal, one hypervisor per GPU model), served by one
+  ``vpod-gpu-agent`` process on emulated GPUs (``DATA_DIR/gpu-hosts.json``,
+  stand-in device nodes under ``DATA_DIR/cloud/gpu-devices``) that registers
+  them with the agent token the IPU agents use, and four bare-metal Poplar
+  hosts registered through the cloud's admin API with the administrator
+  token the controller wrote (``DATA_DIR/cloud-admin.token``);
 - project ``default`` and ``DATA_DIR/vpod-cli.toml`` (URL and token, 0600)
   for the ``vpod`` commands.
 
@@ -22,6 +25,9 @@ Everything is created once and found again on the next run.
 from __future__ import annotations
 
 import ipaddress
+import json
+import sys
+import time
 from pathlib import Path
 
 from vpod.agent.fabric import fabric_problem
@@ -37,6 +43,9 @@ CLOUD_AGENT_PREFIX = "cag"
 DEFAULT_PROJECT = "default"
 ADDRESS_OFFSET = 1024
 
+GPU_HOSTS_FILE = "gpu-hosts.json"
+GPUS_PER_HOST = 8
+
 # (id, role, model, fabric)
 EMULATED_HOSTS: tuple[tuple[str, str, str, str | None], ...] = (
     *((f"bm-h100-{i}", "baremetal", "h100-80", f"ib-{1 + (i - 1) // 3}") for i in range(1, 7)),
@@ -50,6 +59,48 @@ EMULATED_HOSTS: tuple[tuple[str, str, str, str | None], ...] = (
     ("hv-l40s-1", "hypervisor", "l40s-48", None),
     *((f"poplar-{i}", "baremetal", "poplar", None) for i in range(1, 5)),
 )
+
+
+EMULATED_GPU_HOSTS = tuple(h for h in EMULATED_HOSTS if h[2] != "poplar")
+"""Served by the emulated GPU host agent; the Poplar hosts are registered by hand."""
+
+
+def gpu_agent_argv(data_dir: Path, url: str) -> list[str]:
+    """``vpod-gpu-agent`` for the emulated GPU hosts (their list written to ``DATA_DIR``)."""
+    hosts = [
+        {"host_id": h, "role": role, "model": model, "fabric": fabric, "gpus": GPUS_PER_HOST}
+        for h, role, model, fabric in EMULATED_GPU_HOSTS
+    ]
+    path = data_dir / GPU_HOSTS_FILE
+    path.write_text(json.dumps(hosts, indent=1) + "\n")
+    return [
+        str(Path(sys.executable).with_name("vpod-gpu-agent")),
+        "--controller",
+        url,
+        "--emulate-hosts",
+        str(path),
+        "--device-dir",
+        str(data_dir / "cloud" / "gpu-devices"),
+        "--interval",
+        "5",  # 18 hosts on one laptop: a sample each every 5 s is plenty
+    ]
+
+
+def wait_for_gpu_hosts(data_dir: Path, url: str, timeout_s: float) -> str | None:
+    """Wait until the emulated GPU hosts registered (None), or say which did not."""
+    token_file = data_dir / ADMIN_TOKEN_FILE
+    if not token_file.exists():
+        return "no administrator token to check the GPU hosts with"
+    wanted = {h[0] for h in EMULATED_GPU_HOSTS}
+    deadline = time.monotonic() + timeout_s
+    with CloudClient(CloudSettings(url, token_file.read_text().strip()), timeout_s=30) as cloud:
+        while True:
+            missing = wanted - {h.id for h in cloud.list_hosts()}
+            if not missing:
+                return None
+            if time.monotonic() > deadline:
+                return f"GPU hosts not registered yet: {', '.join(sorted(missing))}"
+            time.sleep(0.2)
 
 
 def write_cloud_settings(data_dir: Path) -> None:
@@ -116,7 +167,7 @@ def _default_project_token(admin: CloudSettings, config: Path) -> str:
     with CloudClient(admin, timeout_s=30) as cloud:
         known = {h.id for h in cloud.list_hosts()}
         for host_id, role, model, fabric in EMULATED_HOSTS:
-            if host_id not in known:
+            if host_id not in known and model == "poplar":  # GPU hosts: their agent
                 cloud.register_host(host_id, role, model, fabric=fabric)
         token: str | None = None
         try:

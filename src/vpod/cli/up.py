@@ -295,6 +295,11 @@ class _Run:
             target = f"{options.host}:{admin_port}"
             agent_env["VIPU_AGENT_TOKEN"] = ensure_agent_token(target, self.admin, options.data_dir)
         main = self._supervise("vipu-agent", agent_argv, logs / "agents.log", agent_env)
+        gpus = None
+        if self.cloud:  # the emulated GPU hosts register while the pods are set up
+            url = f"http://{options.host}:{http_port}"
+            gpu_argv = cloud_up.gpu_agent_argv(options.data_dir, url)
+            gpus = self._supervise("vpod-gpu-agent", gpu_argv, logs / "gpu-agents.log", agent_env)
         main.child.wait_ready(START_TIMEOUT_S)
         ids = [f"ag{i}" for i in range(1, pod.num_machines + 1)]
         cloud_ids: list[str] = []
@@ -326,9 +331,13 @@ class _Run:
         )
         cloud_line = ""
         if self.cloud:
-            cloud_line = cloud_up.bootstrap_cloud(
-                options.data_dir, f"http://{options.host}:{http_port}"
-            )
+            url = f"http://{options.host}:{http_port}"
+            cloud_line = cloud_up.bootstrap_cloud(options.data_dir, url)
+            if gpus is not None:
+                gpus.child.wait_ready(START_TIMEOUT_S)
+            late = cloud_up.wait_for_gpu_hosts(options.data_dir, url, START_TIMEOUT_S)
+            if late is not None:
+                _say(f"vpod cloud: {late} (see {logs / 'gpu-agents.log'})")
         elif options.cloud and state.mode == OPEN:
             cloud_line = "vpod cloud: off in open mode (tenants need authentication: drop --open)"
         admin_hint = ""

@@ -89,6 +89,24 @@ class Task:
 
 
 @dataclass(frozen=True)
+class ServerGpu:
+    """A GPU a server holds, with its health and last sample (``None``: not known: a host
+    without an agent, or no sample yet)."""
+
+    index: int
+    uuid: str | None
+    name: str | None
+    memory_mib: int | None
+    healthy: bool | None
+    problems: str = ""
+    utilization_pct: int | None = None
+    memory_used_mib: int | None = None
+    temperature_c: int | None = None
+    power_w: float | None = None
+    last_xid: int | None = None
+
+
+@dataclass(frozen=True)
 class Server:
     id: str
     name: str
@@ -97,6 +115,7 @@ class Server:
     image: str
     address: str
     host_id: str | None
+    gpus: tuple[ServerGpu, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,8 @@ from .services.clusters import Clusters
 from .services.context import CloudContext
 from .services.datasets import Datasets
 from .services.db import CloudDb
-from .services.health import check_vpods
+from .services.gpu_hosts import GpuHosts
+from .services.health import check_gpu_clusters, check_vpods
 from .services.hosts import Hosts
 from .services.projects import Projects
 from .services.records import CloudRecords
@@ -52,6 +53,7 @@ class Cloud:
     tasks: Tasks
     billing: Billing
     hosts: Hosts
+    gpu_hosts: GpuHosts
     capacity: Capacity
     reservations: Reservations
     datasets: Datasets
@@ -141,11 +143,13 @@ def build_cloud(
     async def health() -> None:
         await refresh_endpoints(ctx)
         await check_vpods(ctx)
+        await check_gpu_clusters(ctx)
 
     runner.on_health_check(health)
     reservations = Reservations(ctx, parse_terms(settings.reservation_terms))
     capacity = Capacity(ctx, reservations)
-    clusters = Clusters(ctx, capacity)
+    gpu_hosts = GpuHosts(ctx)
+    clusters = Clusters(ctx, capacity, gpu_hosts)
     return Cloud(
         ctx=ctx,
         projects=Projects(ctx),
@@ -154,6 +158,7 @@ def build_cloud(
         tasks=Tasks(ctx, runner.wait),
         billing=Billing(ctx),
         hosts=Hosts(ctx),
+        gpu_hosts=gpu_hosts,
         capacity=capacity,
         reservations=reservations,
         datasets=Datasets(ctx, clusters),

@@ -26,6 +26,7 @@ from vpod.controller.server import RunningServer
 
 from .api import cloud_router
 from .app import Cloud, build_cloud
+from .gpu_metrics import dcgm_renderer
 from .settings import CloudSettings
 
 log = logging.getLogger("vpod.cloud")
@@ -39,6 +40,12 @@ def _dialable(host: str) -> str:
 class CloudExtension:
     def __init__(self, cloud: Cloud) -> None:
         self.cloud = cloud
+        gpu_hosts = cloud.gpu_hosts
+        self._dcgm = dcgm_renderer(gpu_hosts.telemetry, gpu_hosts.driver_versions)
+
+    async def render_metrics(self) -> bytes:
+        """The per-GPU ``DCGM_FI_DEV_*`` series (:mod:`.gpu_metrics`) for ``/metrics``."""
+        return self._dcgm()
 
     def http_router(self) -> APIRouter | None:
         return cloud_router(self.cloud)

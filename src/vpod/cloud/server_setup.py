@@ -26,18 +26,38 @@ from .flavors import Flavor, find_flavor
 from .model.records import Cluster, Server
 from .services.context import CloudContext
 from .services.dataset_access import dataset_access
+from .services.gpu_hosts import ServerGpu, server_gpus
 from .states import ClusterStatus
 from .vipu import user_id_of
 
 log = logging.getLogger("vpod.cloud")
 
 
-def _gpu_env(cluster: Cluster, flavor: Flavor) -> dict[str, str]:
-    return {
-        "CUDA_VISIBLE_DEVICES": ",".join(str(i) for i in range(flavor.gpus_per_server)),
+def _gpu_setup(
+    cluster: Cluster, flavor: Flavor, gpus: Sequence[ServerGpu]
+) -> tuple[dict[str, str], tuple[tuple[str, str], ...]]:
+    """A GPU server's environment and device nodes. GPUs of a host with an agent are named
+    by UUID (``CUDA_VISIBLE_DEVICES`` and ``NVIDIA_VISIBLE_DEVICES`` take UUIDs, so the
+    names hold however the server numbers its GPUs) and only their nodes are bound; a host
+    registered by hand gives indexes 0..N-1, as a server sees its N GPUs."""
+    records = [g.record for g in gpus]
+    if records and all(r is not None for r in records):
+        visible = ",".join(r.uuid for r in records if r is not None)
+        devices: dict[str, str] = {}
+        for record in records:
+            for node in record.details.get("devices", []) if record is not None else []:
+                devices.setdefault(str(node["path"]), str(node["source"]))
+        nodes = tuple(sorted(devices.items()))
+    else:
+        visible = ",".join(str(i) for i in range(flavor.gpus_per_server))
+        nodes = ()
+    env = {
+        "CUDA_VISIBLE_DEVICES": visible,
+        "NVIDIA_VISIBLE_DEVICES": visible,
         "VPOD_GPU_MODEL": flavor.host_model or "",
         "VPOD_IB_FABRIC": cluster.fabric or "",
     }
+    return env, nodes
 
 
 async def _reach(
@@ -74,8 +94,10 @@ async def configure_servers(
     datasets = await dataset_access(ctx, cluster.id, warn)
     if not flavor.is_vpod:
         await ctx.compute.set_reach(cluster.id, await _reach(ctx, cluster, datasets))
+        held = await server_gpus(ctx, [s.id for s in servers])
         for server in servers:
-            setup = ServerSetup(cluster.name, peers, _gpu_env(cluster, flavor), datasets=datasets)
+            env, devices = _gpu_setup(cluster, flavor, held.get(server.id, []))
+            setup = ServerSetup(cluster.name, peers, env, datasets=datasets, devices=devices)
             await ctx.compute.setup(server.id, setup)
         return
     host, port = await ctx.vipu.user_api()

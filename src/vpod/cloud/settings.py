@@ -10,6 +10,7 @@ Every key is optional::
     user_api_host = ""            # address servers dial for the V-IPU user API
     task_poll_s = 1.0             # how often a runner looks for tasks another replica queued
     health_check_s = 2.0          # how often ACTIVE vPODs are checked for unreachable machines
+    gpu_agent_silent_s = 30.0     # a GPU host whose agent said nothing for this long is unusable
     task_attempts = 3             # tries of a task whose failures are temporary, in all
     task_retry_s = 1.0            # wait before the second try; doubled before each next one
     sandbox_uid_first = 200000    # servers run as uids first .. first + count - 1 (docs/cloud.md)
@@ -63,6 +64,9 @@ class CloudSettings:
     """Where servers reach the V-IPU user API; empty: the controller's own --host."""
     task_poll_s: float = 1.0
     health_check_s: float = 2.0
+    gpu_agent_silent_s: float = 30.0
+    """A GPU host whose agent sent no sample for this long: its GPUs leave placement and its
+    clusters go DEGRADED (docs/gpu.md)."""
     task_attempts: int = 3
     """How many times a task runs when its failures are temporary (1: never again)."""
     task_retry_s: float = 1.0

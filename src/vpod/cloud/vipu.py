@@ -191,6 +191,31 @@ class VipuPort:
                 return []
             return await self._tenancy.ipuof_addresses(allocation)
 
+    # -- agent registration tokens (GPU host agents) ------------------------------------------
+
+    async def admit_agent(self, agent_id: str, token: str, *, source: str) -> str | None:
+        """The id of the agent token ``token`` (None: open mode, no token); the cloud's
+        Unauthenticated or PermissionDenied with the controller's sentence otherwise."""
+        async with _translated():
+            return await self._tenancy.admit_agent(agent_id, token, source=source)
+
+    async def agent_token_id(self, token: str) -> str | None:
+        return await self._tenancy.agent_token_id(token)
+
+    @property
+    def agent_tokens_required(self) -> bool:
+        return self._tenancy.agent_tokens_required
+
+    async def vipu_admin(self, user_id: str, access_key: str, *, source: str) -> None:
+        async with _translated():
+            await self._tenancy.vipu_admin(user_id, access_key, source=source)
+
+    async def agent_registered(
+        self, agent_id: str, token_id: str | None, message: str, *, source: str
+    ) -> None:
+        async with _translated():
+            await self._tenancy.agent_registered(agent_id, token_id, message, source=source)
+
     # -- the vPOD's V-IPU user ----------------------------------------------------------------
 
     async def ensure_user(self, user_id: str, allocation_id: str) -> str | None:

@@ -115,6 +115,7 @@ def build_controller(
     repair = PartitionRepair(ctx, inventory, partitions, health.steadily_answering)
     monitor = HeartbeatMonitor(ctx, inventory, health, fleet, repair)
     auth = Authenticator(ctx)
+    agent_tokens = AgentTokens(ctx)
     return Controller(
         settings=settings,
         ctx=ctx,
@@ -133,8 +134,8 @@ def build_controller(
         leader=LeaderLoop(ctx, inventory, health, fleet, repair, monitor),
         pod_map=PodMapService(ctx, inventory, partitions, health),
         changes=ChangeFeed(ctx, inventory, health),
-        tenancy=Tenancy(ctx, inventory, partitions, auth),
-        agent_tokens=AgentTokens(ctx),
+        tenancy=Tenancy(ctx, inventory, partitions, auth, agent_tokens),
+        agent_tokens=agent_tokens,
         telemetry=IpuTelemetryView(health.last_health, inventory.cached_agents_and_clusters),
     )
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 import grpc
@@ -122,11 +122,14 @@ class ControllerMetrics:
         read_state: StateReader | None = None,
         *,
         telemetry: TelemetryExporter | None = None,
+        more: Sequence[Callable[[], Awaitable[bytes]]] = (),
         registry: CollectorRegistry | None = None,
         timer: Callable[[], float] = time.perf_counter,
     ) -> None:
         self._read_state = read_state
         self.telemetry = telemetry
+        self._more = tuple(more)
+        """Series of server extensions (the cloud's per-GPU ``DCGM_FI_DEV_*``)."""
         self.registry = registry or CollectorRegistry(auto_describe=True)
         self.timer = timer
         self._http_requests = Counter(
@@ -197,8 +200,12 @@ class ControllerMetrics:
         return generate_latest(self.registry)
 
     async def render_telemetry(self) -> bytes:
-        """The per-IPU ``vpod_ipu_*`` series (cached for a second), in the same format."""
-        return await self.telemetry.render() if self.telemetry is not None else b""
+        """The per-IPU ``vpod_ipu_*`` series (cached for a second), and the extensions' own
+        series, in the same format."""
+        text = await self.telemetry.render() if self.telemetry is not None else b""
+        for render in self._more:
+            text += await render()
+        return text
 
 
 # -- gRPC ---------------------------------------------------------------------------------

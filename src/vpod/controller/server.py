@@ -72,6 +72,14 @@ class WrapsHttp(Protocol):
         """The application to serve instead of ``app`` (which it calls)."""
 
 
+@runtime_checkable
+class ExportsMetrics(Protocol):
+    """An extension with series of its own for ``/metrics`` (the cloud's per-GPU series)."""
+
+    async def render_metrics(self) -> bytes:
+        """Its series in the Prometheus text format."""
+
+
 ExtensionFactory = Callable[[Controller], ServerExtension]
 
 
@@ -130,7 +138,9 @@ async def serve(
     auth = GrpcAuthenticator(controller.auth)
 
     metrics = ControllerMetrics(
-        controller.status.state, telemetry=TelemetryExporter(controller.telemetry)
+        controller.status.state,
+        telemetry=TelemetryExporter(controller.telemetry),
+        more=[e.render_metrics for e in extras if isinstance(e, ExportsMetrics)],
     )
     readiness = Readiness([USER_API, ADMIN_API])
     interceptors = [metrics.grpc_interceptor()]

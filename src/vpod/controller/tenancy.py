@@ -26,6 +26,7 @@ from vpod.placement import AllocationRequest, Rejected, place
 from vpod.store.records import AgentHealthState
 
 from . import errors
+from .agent_tokens import AgentTokens
 from .auth import Authenticator
 from .caller import Caller
 from .context import Context
@@ -61,11 +62,13 @@ class Tenancy:
         inventory: Inventory,
         partitions: PartitionService,
         auth: Authenticator,
+        agent_tokens: AgentTokens,
     ) -> None:
         self._ctx = ctx
         self._inventory = inventory
         self._partitions = partitions
         self._auth = auth
+        self._agent_tokens = agent_tokens
 
     # ---------------------------------------------------------- allocations
 
@@ -157,6 +160,33 @@ class Tenancy:
 
         found = await asyncio.gather(*(address(a) for a in agents))
         return sorted({a for a in found if a})
+
+    # ---------------------------------------------------------------- agent tokens
+
+    async def admit_agent(self, agent_id: str, token: str, *, source: str) -> str | None:
+        """Check the registration token of an agent the cloud registers (a GPU host agent),
+        as the IPU agents' are checked: the token's id, or ``None`` in the open mode without
+        one; Unauthenticated or PermissionDenied with a sentence otherwise."""
+        return await self._agent_tokens.admit(agent_id, token, source=source)
+
+    async def agent_token_id(self, token: str) -> str | None:
+        """The id of a valid agent token (None: unknown, wrong or removed)."""
+        return await self._agent_tokens.token_of(token) if token else None
+
+    async def agent_registered(
+        self, agent_id: str, token_id: str | None, message: str, *, source: str
+    ) -> None:
+        """Audit an agent's registration (the cloud keeps the agent's binding itself)."""
+        await self._agent_tokens.registered(agent_id, token_id, message, source=source)
+
+    @property
+    def agent_tokens_required(self) -> bool:
+        return self._agent_tokens.required
+
+    async def vipu_admin(self, user_id: str, access_key: str, *, source: str) -> None:
+        """Unauthenticated or PermissionDenied unless these are a V-IPU administrator's
+        credentials (the operators' web console shows the cloud's GPU hosts with them)."""
+        await self._auth.caller(user_id, access_key, source=source, admin=True)
 
     # ---------------------------------------------------------------- users
 

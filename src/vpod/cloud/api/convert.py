@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from vpod.agent.gpu.model import GpuSample
 from vpod.store.cloud_records import HostUsage, ProjectRecord, TokenRecord
+from vpod.store.gpu_hosts import HostGpuRecord
 
 from ..billing import Invoice
 from ..drivers import ShellAccess
@@ -14,12 +16,14 @@ from ..model.reservations import Reservation
 from ..quotas import Exceeded
 from ..reserved_billing import Utilisation
 from ..services.clusters import ClusterView
+from ..services.gpu_hosts import ServerGpu
 from ..states import phases_of
 from .models import (
     ClusterOut,
     ClusterStorageOut,
     ExceededOut,
     FlavorOut,
+    GpuOut,
     HostOut,
     InvoiceLineOut,
     InvoiceOut,
@@ -121,6 +125,7 @@ def cluster_out(view: ClusterView) -> ClusterOut:
                 image=s.image,
                 address=s.address,
                 host_id=s.host_id,
+                gpus=[server_gpu_out(g, sample) for g, sample in view.gpus.get(s.id, [])],
             )
             for s in view.servers
         ],
@@ -220,6 +225,35 @@ def shell_out(access: ShellAccess, connect: str) -> ShellOut:
         port=access.port,
         connect=connect if access.kind == "relay" else "",
     )
+
+
+def gpu_out(gpu: HostGpuRecord, sample: GpuSample | None, in_use: bool | None) -> GpuOut:
+    reading = sample.reading if sample is not None else None
+    return GpuOut(
+        index=gpu.idx,
+        uuid=gpu.uuid,
+        name=gpu.name,
+        memory_mib=gpu.memory_mib,
+        pci_bus_id=gpu.pci_bus_id,
+        mig_mode=gpu.details.get("mig_mode"),
+        nvlinks=len(gpu.details.get("nvlink_peers", ())),
+        healthy=gpu.healthy,
+        problems=gpu.problems,
+        warnings=list(sample.warnings) if sample is not None else [],
+        in_use=in_use,
+        utilization_pct=reading.utilization_pct if reading else None,
+        memory_used_mib=reading.memory_used_mib if reading else None,
+        temperature_c=reading.temperature_c if reading else None,
+        power_w=reading.power_w if reading else None,
+        last_xid=reading.last_xid if reading else None,
+    )
+
+
+def server_gpu_out(held: ServerGpu, sample: GpuSample | None) -> GpuOut:
+    """A GPU a server holds; a host registered by hand says only the slot."""
+    if held.record is None:
+        return GpuOut(index=held.slot, uuid=None, name=None, memory_mib=None, healthy=None)
+    return gpu_out(held.record, sample, True)
 
 
 def host_out(usage: HostUsage) -> HostOut:

@@ -50,5 +50,23 @@ async def administrator(cloud: CloudDep, who: Principal = Depends(principal)) ->
     return who
 
 
+async def fleet_operator(
+    cloud: CloudDep,
+    request: Request,
+    credentials: HTTPAuthorizationCredentials | None = Depends(_bearer),
+) -> None:
+    """A cloud administrator's token, or a V-IPU administrator's user id and access key (the
+    headers of the controller's own API): the hardware views operators share."""
+    user_id = request.headers.get("x-vipu-user-id")
+    if credentials is None and user_id is not None:
+        client = request.client
+        source = f"{client.host}:{client.port}" if client is not None else "unknown:0"
+        key = request.headers.get("x-vipu-access-key", "")
+        await cloud.ctx.vipu.vipu_admin(user_id, key, source=source)
+        return
+    who = await principal(cloud, credentials)
+    cloud.projects.require_admin(who)
+
+
 Tenant = Annotated[Principal, Depends(principal)]
 Operator = Annotated[Principal, Depends(administrator)]

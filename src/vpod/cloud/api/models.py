@@ -138,6 +138,27 @@ class TaskOut(BaseModel):
     finished_at: datetime | None = None
 
 
+class GpuOut(BaseModel):
+    """One GPU: inventory, health and its last sample (null readings: no sample yet)."""
+
+    index: int
+    uuid: str | None = Field(description="null: a host registered by hand, without an agent.")
+    name: str | None
+    memory_mib: int | None
+    pci_bus_id: str | None = None
+    mig_mode: bool | None = None
+    nvlinks: int = 0
+    healthy: bool | None = Field(description="null: no agent watches its host.")
+    problems: str = ""
+    warnings: list[str] = Field(default_factory=list)
+    in_use: bool | None = None
+    utilization_pct: int | None = None
+    memory_used_mib: int | None = None
+    temperature_c: int | None = None
+    power_w: float | None = None
+    last_xid: int | None = None
+
+
 class ServerOut(BaseModel):
     id: str
     name: str
@@ -146,6 +167,9 @@ class ServerOut(BaseModel):
     image: str
     address: str
     host_id: str | None
+    gpus: list[GpuOut] = Field(
+        default_factory=list, description="The GPUs it holds (GPU clusters), by UUID."
+    )
 
 
 class VolumeOut(BaseModel):

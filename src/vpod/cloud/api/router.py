@@ -50,6 +50,7 @@ from .convert import (
 from .dataset_routes import dataset_router
 from .deps import ACCEPTED, PREFIX, CloudDep, Operator, Tenant
 from .errors import CloudRoute, error_responses
+from .gpu_routes import gpu_router
 from .models import (
     AttachIn,
     ClusterCreateIn,
@@ -564,6 +565,7 @@ def cloud_router(cloud: Cloud) -> APIRouter:
     bound = APIRouter()
     bound.include_router(router, dependencies=[Depends(bind)])
     bound.include_router(dataset_router, dependencies=[Depends(bind)])
+    bound.include_router(gpu_router, dependencies=[Depends(bind)])
     # A WebSocket route gets no Request to bind through: the relay holds its cloud itself.
     bound.add_api_websocket_route(PREFIX + CONNECT_PATH, shell_relay(cloud))
     return bound

@@ -112,6 +112,9 @@ class ServerSetup:
     vipu: VipuAccess | None = None
     datasets: DatasetAccess | None = None
     """None: the server holds no dataset storage (written files are removed)."""
+    devices: tuple[tuple[str, str], ...] = ()
+    """(path in the server, path on the host) of the device nodes of the GPUs it holds:
+    the only GPUs its processes may see (GPU clusters whose hosts run an agent)."""
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,9 @@ import asyncio
 import getpass
 import ipaddress
 import os
+import re
 import shutil
+import stat
 import sys
 from collections.abc import Callable
 from dataclasses import replace
@@ -336,6 +338,11 @@ class LocalCompute:
         if uid is not None and (real / "home" / ".aws").is_dir():
             own_tree(real / "home" / ".aws", uid)  # the server's user reads its keys
         rclone_mount.sync(real, self._layout.mounts, server_id, host_datasets, uid)
+        devices = [list(d) for d in setup.devices]
+        current = self._state(server_id)  # _uid may have written it since
+        if current.get("devices", []) != devices:
+            current["devices"] = devices
+            write_json(self._layout.server_dir(server_id) / "state.json", current)
         if setup.datasets is not None:
             env.update(dataset_env(setup.datasets))
             if setup.datasets.mount_path is not None:  # as the server sees it
@@ -410,7 +417,13 @@ class LocalCompute:
                 netns, _ = await self._run(lambda: self._server_net(server_id, state))
             mounts = self._volumes(real) + self._dataset_mount(server_id)
             box = Sandbox(
-                real, str(state.get("name", server_id)), uid, mounts, self._bwrap, netns=netns
+                real,
+                str(state.get("name", server_id)),
+                uid,
+                mounts,
+                self._bwrap,
+                netns=netns,
+                devices=gpu_devices(state.get("devices"), self._layout.gpu_stand_ins),
             )
             with box.command(argv) as (command, fds):
                 session = await ProcessSession.start(
@@ -563,6 +576,36 @@ def _reach_from(raw: object) -> NetworkReach:
         return NetworkReach()
     services = tuple((str(h), int(p)) for h, p in raw.get("services", []))
     return NetworkReach(services, tuple(str(h) for h in raw.get("ipuof_hosts", [])))
+
+
+GPU_DEVICE = re.compile(r"/dev/nvidia([0-9]{1,3}|ctl|-uvm|-uvm-tools)")
+
+
+def gpu_devices(listed: object, stand_ins: Path) -> tuple[tuple[str, Path], ...]:
+    """The device nodes a server's state lists that may be bound into its sandbox: NVIDIA's
+    names only, each from a character device of the host's ``/dev/nvidia*`` or a stand-in
+    file of an emulated GPU host under ``stand_ins`` (never a link: anything else of the
+    host stays out, whatever an agent reported)."""
+    found: list[tuple[str, Path]] = []
+    root = stand_ins.resolve()
+    for entry in listed if isinstance(listed, list) else []:
+        if not (
+            isinstance(entry, list) and len(entry) == 2 and all(isinstance(e, str) for e in entry)
+        ):
+            continue
+        dest, source = entry
+        if GPU_DEVICE.fullmatch(dest) is None:
+            continue
+        try:
+            info = os.lstat(source)
+        except OSError:
+            continue
+        node = Path(source)
+        nvidia = stat.S_ISCHR(info.st_mode) and GPU_DEVICE.fullmatch(source) is not None
+        stand_in = stat.S_ISREG(info.st_mode) and node.resolve().is_relative_to(root)
+        if (nvidia or stand_in) and dest not in {d for d, _ in found}:
+            found.append((dest, node))
+    return tuple(found)
 
 
 def _install_image(root: Path, image: str, host_name: str) -> None:

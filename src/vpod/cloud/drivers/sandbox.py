@@ -15,7 +15,9 @@ before the tenant's command starts. What it sees:
 - ``/home`` and ``/tmp`` of the server's root, read-write, owned by its uid;
   every attached volume at ``/mnt/NAME``, read-write;
 - a ``/proc`` of its own PID namespace (only the sandbox's processes), a
-  minimal ``/dev``.
+  minimal ``/dev``, and the device nodes of the GPUs the server holds
+  (``devices``: ``/dev/nvidiaN`` of each, ``nvidiactl``, ``nvidia-uvm``,
+  ``nvidia-uvm-tools``), bound with ``--dev-bind``; no other GPU of the host.
 
 Nothing else of the host: not the controller's data directory (store,
 keys, TLS material), not other servers, not other processes. bwrap runs as
@@ -273,6 +275,10 @@ class Sandbox:
             out["PYTHONPATH"] = ":".join([*sources, *filter(None, [out.get("PYTHONPATH")])])
         return out
 
+    devices: tuple[tuple[str, Path], ...] = ()
+    """(where in the server, the host's node) of every device node it may use: the GPUs it
+    holds (checked by the driver: NVIDIA's nodes, or an emulated host's stand-ins)."""
+
     @contextlib.contextmanager
     def command(
         self, argv: Sequence[str], cwd: str = "/home"
@@ -297,6 +303,8 @@ class Sandbox:
                     made.add(str(parent))
                     args += ["--perms", "0755", "--dir", str(parent)]
             args += ["--ro-bind", directory, shown]
+        for dest, node in self.devices:  # after --dev /dev: its own minimal /dev holds them
+            args += ["--dev-bind", str(node), dest]
         fds: list[int] = []
         with contextlib.ExitStack() as stack:
             if moved:

@@ -57,6 +57,12 @@ class Layout:
         """Mount points of dataset buckets, outside every server's root (see rclone_mount)."""
         return self.base / "mounts"
 
+    @property
+    def gpu_stand_ins(self) -> Path:
+        """Where emulated GPU hosts keep their stand-in device nodes (one directory per host):
+        the only device sources besides NVIDIA's own ``/dev/nvidia*`` a server is given."""
+        return self.base / "gpu-devices"
+
     def volume_dir(self, volume_id: str) -> Path:
         return self.base / "volumes" / volume_id
 

@@ -16,13 +16,14 @@ from vpod.store.errors import Conflict
 
 from .. import server_setup
 from ..drivers import ServerSpec
-from ..flavors import Flavor, HostRole, find_flavor
-from ..host_placement import HostView, place_servers
+from ..flavors import Flavor, find_flavor
+from ..host_placement import place_servers
 from ..metering import cluster_entry, volume_entry
 from ..model import errors
 from ..model.records import Cluster, Server, Volume
 from ..runner import Job
 from ..services.dataset_access import apply_dataset_change
+from ..services.gpu_hosts import host_views
 from ..states import ClusterStatus, ServerStatus, VolumeStatus
 from ..validation import network_cidr
 from ..vipu import saved_spec
@@ -87,19 +88,7 @@ async def place_on_hosts(job: Job, cluster: Cluster, servers: Sequence[Server]) 
         return
     store = job.ctx.store
     for _ in range(PLACE_ATTEMPTS):
-        usage = await job.ctx.db(store.list_host_usage)
-        views = [
-            HostView(
-                id=u.host.id,
-                role=HostRole(u.host.role),
-                model=u.host.model,
-                fabric=u.host.fabric,
-                slots=u.host.slots,
-                free=u.free,
-                enabled=u.host.enabled,
-            )
-            for u in usage
-        ]
+        views = await host_views(job.ctx)
         chosen = place_servers(views, flavor, len(waiting), fabric=cluster.fabric)
         if isinstance(chosen, Rejected):
             raise errors.NoCapacity(f"no capacity for cluster {cluster.name}: {chosen}")

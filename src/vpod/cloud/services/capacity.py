@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from vpod.placement import Rejected
 
-from ..flavors import CATALOG, Flavor, HostRole
+from ..flavors import CATALOG, Flavor
 from ..host_placement import HostView, capacity, place_servers
 from ..model import errors
 from .context import CloudContext
+from .gpu_hosts import host_views
 from .reservations import Reservations
 
 MAX_COUNTED = 64
@@ -29,19 +30,7 @@ class Capacity:
         self._reservations = reservations
 
     async def _hosts(self) -> list[HostView]:
-        usage = await self._ctx.db(self._ctx.store.list_host_usage)
-        return [
-            HostView(
-                id=u.host.id,
-                role=HostRole(u.host.role),
-                model=u.host.model,
-                fabric=u.host.fabric,
-                slots=u.host.slots,
-                free=u.free,
-                enabled=u.host.enabled,
-            )
-            for u in usage
-        ]
+        return await host_views(self._ctx)
 
     async def of(self, flavor: Flavor, hosts: list[HostView] | None = None) -> int:
         """Clusters of ``flavor`` (one server each for GPU flavors) that fit now."""

@@ -14,6 +14,8 @@ import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from vpod.agent.gpu.model import GpuSample
+
 from ..drivers import DriverError, ShellAccess, ShellRequest, ShellSession
 from ..flavors import Flavor, check_image, find_flavor
 from ..metering import cluster_entry
@@ -44,6 +46,7 @@ from ..validation import (
 )
 from .capacity import Capacity
 from .context import CloudContext
+from .gpu_hosts import GpuHosts, ServerGpu
 from .projects import Principal
 from .tasks import new_task
 
@@ -79,6 +82,8 @@ class ClusterView:
     volumes: list[Volume]
     dataset_storage: tuple[str, str | None] | None = None
     """(name, mount path) of the dataset storage it holds, if any."""
+    gpus: Mapping[str, list[tuple[ServerGpu, GpuSample | None]]] = field(default_factory=dict)
+    """Server id -> the GPUs it holds, with their last samples."""
 
     @property
     def busy_with(self) -> str | None:
@@ -103,9 +108,12 @@ def server_name(cluster_name: str, flavor: Flavor, position: int) -> str:
 
 
 class Clusters:
-    def __init__(self, ctx: CloudContext, capacity: Capacity) -> None:
+    def __init__(
+        self, ctx: CloudContext, capacity: Capacity, gpu_hosts: GpuHosts | None = None
+    ) -> None:
         self._ctx = ctx
         self._capacity = capacity
+        self._gpu_hosts = gpu_hosts
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -123,7 +131,13 @@ class Clusters:
         servers = await self._ctx.records.list_servers([cluster.id])
         volumes = await self._ctx.records.list_volumes(cluster_id=cluster.id)
         held = await self._ctx.db(self._ctx.store.datasets.held_by, [cluster.id])
-        return ClusterView(cluster, servers, volumes, held.get(cluster.id))
+        gpus = await self._gpus([s.id for s in servers])
+        return ClusterView(cluster, servers, volumes, held.get(cluster.id), gpus)
+
+    async def _gpus(
+        self, server_ids: list[str]
+    ) -> Mapping[str, list[tuple[ServerGpu, GpuSample | None]]]:
+        return await self._gpu_hosts.of_servers(server_ids) if self._gpu_hosts else {}
 
     async def get(self, principal: Principal, ref: str) -> ClusterView:
         return await self.view(await self.find(principal, ref))
@@ -133,12 +147,14 @@ class Clusters:
         servers = await self._ctx.records.list_servers([c.id for c in clusters])
         volumes = await self._ctx.records.list_volumes(project_id=principal.project())
         held = await self._ctx.db(self._ctx.store.datasets.held_by, [c.id for c in clusters])
+        gpus = await self._gpus([s.id for s in servers])
         return [
             ClusterView(
                 c,
                 [s for s in servers if s.cluster_id == c.id],
                 [v for v in volumes if v.cluster_id == c.id],
                 held.get(c.id),
+                gpus,
             )
             for c in clusters
         ]

@@ -21,6 +21,29 @@ export async function showAgents(view) {
   ], rows, { id: "agents" }));
 }
 
+export async function showGpus(view) {
+  // The cloud's GPU hosts that run an agent: every GPU with its health and last sample.
+  document.title = "GPUs - vpod";
+  const hosts = await get("/api/cloud/v1/admin/gpus");
+  const value = (v, unit) => (v === null || v === undefined ? "—" : `${v}${unit}`);
+  const rows = hosts.flatMap((host) => host.gpus.map((g) => ({ ...g, host: host.host_id,
+    model: host.model, driver: host.driver_version,
+    agent: host.silent_for_s === null ? "reporting" : `silent ${Math.round(host.silent_for_s)} s`,
+    health: g.healthy ? "healthy" : "unhealthy", use: g.in_use ? "in use" : "free" })));
+  view.append(h("h1", {}, "GPUs"), filteredTable([
+    { key: "host", label: "Host", choices: true }, { key: "index", label: "GPU" },
+    { key: "uuid", label: "UUID" }, { key: "name", label: "Model", choices: true },
+    { key: "agent", label: "Agent", choices: true }, { key: "use", label: "Use", choices: true },
+    { key: "health", label: "Health", choices: true, render: (g) => (g.healthy ? "healthy" : `unhealthy: ${g.problems}`) },
+    { key: "utilization_pct", label: "Util", render: (g) => value(g.utilization_pct, "%") },
+    { key: "memory_used_mib", label: "Memory used", render: (g) => value(g.memory_used_mib, " MiB") },
+    { key: "temperature_c", label: "Temp", render: (g) => value(g.temperature_c, " °C") },
+    { key: "power_w", label: "Power", render: (g) => value(g.power_w, " W") },
+    { key: "last_xid", label: "Last XID", render: (g) => value(g.last_xid || null, "") },
+    { key: "driver", label: "Driver", choices: true },
+  ], rows, { id: "gpus" }));
+}
+
 export async function showClusters(view) {
   document.title = "Clusters - vpod";
   const { clusters } = await get("/api/v1/admin/clusters");

@@ -3,7 +3,7 @@ import { ApiError, api, get, setCsrf } from "./api.js";
 import { clear, h, toast } from "./ui.js";
 
 const NAV = {
-  admin: [["/admin/map", "Pod map"], ["/admin/agents", "Agents"], ["/admin/clusters", "Clusters"],
+  admin: [["/admin/map", "Pod map"], ["/admin/agents", "Agents"], ["/admin/gpus", "GPUs"], ["/admin/clusters", "Clusters"],
     ["/admin/allocations", "Allocations"], ["/admin/users", "Users"], ["/admin/events", "Audit log"]],
   tenant: [["/tenant/clusters", "Clusters"], ["/tenant/volumes", "Volumes"],
     ["/tenant/quotas", "Quotas"], ["/tenant/invoice", "Invoice"]],
@@ -13,6 +13,7 @@ const NAV = {
 const VIEWS = {
   "/admin/map": () => import("./map.js").then((m) => m.showMap),
   "/admin/agents": () => import("./admin.js").then((m) => m.showAgents),
+  "/admin/gpus": () => import("./admin.js").then((m) => m.showGpus),
   "/admin/clusters": () => import("./admin.js").then((m) => m.showClusters),
   "/admin/allocations": () => import("./admin.js").then((m) => m.showAllocations),
   "/admin/users": () => import("./admin.js").then((m) => m.showUsers),

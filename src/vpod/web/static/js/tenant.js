@@ -66,6 +66,21 @@ export async function showClusters(view) {
       section("From your machine", h("pre", {}, `vpod cluster ssh ${cluster.name}`)));
     } catch (error) { toast(error.message); }
   }
+  function gpus(cluster) {
+    // Each server's GPUs by UUID, with health and the last sample its host's agent sent.
+    const rows = cluster.servers.flatMap((s) => s.gpus.map((g) => ({ server: s.name, ...g,
+      health: g.healthy === null ? "—" : g.healthy ? "healthy" : `unhealthy: ${g.problems}` })));
+    const value = (v, unit) => (v === null || v === undefined ? "—" : `${v}${unit}`);
+    openPanel(`GPUs of ${cluster.name}`, filteredTable([
+      { key: "server", label: "Server", choices: true }, { key: "index", label: "GPU" },
+      { key: "uuid", label: "UUID" }, { key: "name", label: "Model" },
+      { key: "health", label: "Health", choices: true },
+      { key: "utilization_pct", label: "Util", render: (g) => value(g.utilization_pct, "%") },
+      { key: "memory_used_mib", label: "Memory used", render: (g) => value(g.memory_used_mib, " MiB") },
+      { key: "temperature_c", label: "Temp", render: (g) => value(g.temperature_c, " °C") },
+      { key: "power_w", label: "Power", render: (g) => value(g.power_w, " W") },
+    ], rows, { id: "server-gpus" }));
+  }
   async function refresh() {
     const [clusters, latest] = await Promise.all([get(`${CLOUD}/clusters`), get(`${CLOUD}/flavors`)]);
     for (const option of select.options) {
@@ -86,6 +101,7 @@ export async function showClusters(view) {
           active ? act(c, "rebuild", "Rebuild", () => ({})) : null,
           active && GPU_KINDS.has(c.kind) ? act(c, "resize", "Resize", () => ({ server_count: Number(prompt("Servers", c.server_count)) || c.server_count })) : null,
           active ? h("button", { type: "button", onclick: () => shell(c) }, "Shell") : null,
+          c.servers.some((s) => s.gpus.length) ? h("button", { type: "button", onclick: () => gpus(c) }, "GPUs") : null,
           c.task_id ? h("span", { class: "muted" }, "busy…") : act(c, "delete", "Delete"));
       } },
     ], clusters.map((c) => ({ ...c, size: c.ipus ? `${c.ipus} IPUs` : `${c.server_count} × ${c.gpus} GPUs` })),
