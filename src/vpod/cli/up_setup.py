@@ -65,8 +65,8 @@ def ensure_default_allocation(
         warn(
             f"allocation {ALLOCATION_ID} was removed by an administrator and is not made again"
             " over the pod as it is now; bring it back with vipu-admin create allocation"
-            f" {ALLOCATION_ID} --cluster {CLUSTER_ID} --size N (then vipu-admin grant it to"
-            f" user {USER_ID})"
+            f" {ALLOCATION_ID} --cluster {CLUSTER_ID} --size N (then vipu-admin grant allocation"
+            f" {ALLOCATION_ID} --user {USER_ID})"
         )
         return
     admin.create_allocation(ALLOCATION_ID, CLUSTER_ID, size=pod.num_ipus)

@@ -343,6 +343,36 @@ class Inventory:
         """When each user was created; None for users created before vpod kept it."""
         return await self._ctx.db(self._store.user_times)
 
+    async def grant_allocation(self, caller: Caller, user_id: str, allocation_id: str) -> User:
+        """Let an existing user use the allocation too; its access key stays as it is.
+
+        Granting twice is harmless. It applies at the user's next call, on every
+        controller sharing the store (the store bumps the user's access version).
+        """
+        user = await self._ctx.db(self._store.grant_allocation, user_id, allocation_id)
+        self.invalidate()
+        await self._ctx.audit(caller, "grant_allocation", user_id, "ok", allocation_id)
+        return user
+
+    async def revoke_allocation(self, caller: Caller, user_id: str, allocation_id: str) -> User:
+        """Stop a user using the allocation (at its next call); its key and other grants stay.
+
+        Revoking an allocation that was not granted is harmless; one that does not exist
+        is NOT_FOUND, as is a user that does not exist.
+        """
+        user = await self._ctx.db(self._store.get_user, user_id)
+        if allocation_id not in user.allocation_ids:
+            if await self._ctx.db(self._store.find_allocation, allocation_id) is None:
+                raise errors.NotFound(
+                    f"allocation {allocation_id} does not exist:"
+                    " `vipu-admin list allocations` shows them"
+                )
+            return user
+        user = await self._ctx.db(self._store.revoke_allocation, user_id, allocation_id)
+        self.invalidate()
+        await self._ctx.audit(caller, "revoke_allocation", user_id, "ok", allocation_id)
+        return user
+
     async def remove_user(self, caller: Caller, user_id: str) -> None:
         await self._ctx.db(self._store.remove_user, user_id)
         self.invalidate()

@@ -250,10 +250,19 @@ class Store:
         with self._db.read(snapshot=True) as conn:
             return user_rows.get_user(conn, user_id)
 
-    def user_key_hash(self, user_id: str) -> str | None:
-        """The user's access-key hash, or ``None``: one primary-key read, for every call."""
+    def user_access(self, user_id: str) -> tuple[str, int] | None:
+        """The user's access-key hash and access version, or ``None``: one primary-key read,
+        for every call (the version moves with every change to what the user may do)."""
         with self._db.read() as conn:
-            return _or_none(user_rows.get_key_hash, conn, user_id)
+            return _or_none(user_rows.get_access, conn, user_id)
+
+    def find_user_with_access(self, user_id: str) -> tuple[User, str, int] | None:
+        """The user, its access-key hash and access version, read together, or ``None``."""
+        with self._db.read(snapshot=True) as conn:
+            user = _or_none(user_rows.get_user, conn, user_id)
+            if user is None:
+                return None
+            return (user, *user_rows.get_access(conn, user_id))
 
     def find_user_with_hash(self, user_id: str) -> tuple[User, str] | None:
         """The user and its access-key hash, or ``None`` (for authentication)."""
