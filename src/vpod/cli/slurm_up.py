@@ -38,6 +38,7 @@ from vpod.integrations.slurm.settings import (
 from vpod.integrations.slurm.shell_hooks import write_hooks
 
 from .errors import CliFailure, fail, run_cli
+from .short_help import FittingGroup
 
 UP_TIMEOUT_S = 120.0
 INTEGRATION_USER = "slurm"
@@ -119,7 +120,7 @@ def _integration_user(data_dir: Path, admin_config: Path, allocation: str, port:
     return path
 
 
-@click.group("slurm")
+@click.group("slurm", cls=FittingGroup)
 def slurm() -> None:
     """A one-node Slurm wired to the embedded pod."""
 

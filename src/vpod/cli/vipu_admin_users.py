@@ -21,6 +21,7 @@ from pathlib import Path
 import click
 
 from vpod.client.admin_records import User
+from vpod.domain.naming import natural_key
 from vpod.wire import admin_pb2 as apb
 
 from .config import DEFAULT_ADMIN_PORT, DEFAULT_USER_PORT, Endpoint, Settings, render_hcl
@@ -85,7 +86,11 @@ def write_private(path: Path, text: str) -> None:
         raise
 
 
-@click.command("user", context_settings=CONTEXT)
+@click.command(
+    "user",
+    context_settings=CONTEXT,
+    short_help="Create user ID; print its key once, write ID.vipu-cli.hcl",
+)
 @click.argument("user_id", metavar="ID")
 @click.option(
     "--allocations", metavar="A,B", callback=csv_list, help="Allocations the user may use."
@@ -179,7 +184,7 @@ def list_users(ctx: click.Context, as_json: bool) -> None:
         return
     rows = [
         [u.id, u.admin, joined(u.allocation_ids), timestamp_text(u.created_at)]
-        for u in sorted(reply.users, key=lambda u: u.id)
+        for u in sorted(reply.users, key=lambda u: natural_key(u.id))
     ]
     click.echo(table(USER_HEADERS, rows))
 

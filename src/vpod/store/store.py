@@ -155,6 +155,11 @@ class Store:
             agent_rows.set_health(conn, agent_id, state, at=at, reason=reason)
             return agent_rows.get_health(conn, agent_id)
 
+    def set_agent_heartbeats(self, times: Mapping[str, datetime]) -> None:
+        """Record the last heartbeat of many agents in one transaction (agent id -> when)."""
+        with self._db.write() as conn:
+            agent_rows.set_heartbeats(conn, times)
+
     def set_agent_faults(self, agent_id: str, faults: Mapping[int, str]) -> None:
         """Replace the faulty IPUs an agent's machine reports: device id (0..3) -> why.
 
