@@ -6,6 +6,7 @@ is the case where times taken at print time all come out the same.
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 
 from vpod.cli.cloud_output import phase_durations, total_seconds
@@ -62,3 +63,9 @@ def test_a_failed_task_ends_at_its_error() -> None:
     )
     assert phase_durations(task) == [("NETWORK", 1.0), ("RETRY", 2.0), ("NETWORK", 0.5)]
     assert total_seconds(task) == 4.0
+
+
+def test_a_task_that_has_not_started_has_no_phase_times_yet() -> None:
+    task = _task([("FINISHED", 0.0)], TaskState.NEW, finished=False)
+    assert phase_durations(dataclasses.replace(task, phases=())) == []
+    assert phase_durations(task) == []

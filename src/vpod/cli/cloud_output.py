@@ -218,6 +218,8 @@ def phase_durations(task: Task) -> list[tuple[str, float]]:
     """Each phase the task went through and the seconds it took (the last one's up to the
     task's end, or its last update while it runs); FINISHED/ERROR are ends, not phases."""
     steps = [p for p in task.phases if p.phase not in DONE]
+    if not steps:
+        return []
     end = task.finished_at or next((p.at for p in task.phases if p.phase in DONE), task.updated_at)
     ends = [p.at for p in steps[1:]] + [end]
     return [
