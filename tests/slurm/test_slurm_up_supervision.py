@@ -58,7 +58,9 @@ def alive(pid: int) -> bool:
 
 
 def port_free(port: int) -> bool:
+    """Whether a server could listen on ``port`` now (as servers do, past TIME_WAIT)."""
     with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind(("127.0.0.1", port))
         except OSError:
