@@ -7,10 +7,13 @@ environment, or options; ``--wait`` follows tasks, printing phases on stderr;
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import re
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +57,28 @@ def cli(live: LiveCloud, tmp_path_factory: pytest.TempPathFactory) -> Cli:
     config = tmp_path_factory.mktemp("cli") / "vpod-cli.toml"
     write_config(config, live.url, live.project("clients"), "clients")
     return Cli(live, config)
+
+
+def _seconds(start: str, end: str) -> float:
+    return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+
+
+def assert_wait_times(stderr: str, task: dict[str, Any]) -> None:
+    """--wait printed each phase with the time it took by the controller's timestamps (the
+    next phase's start less its own), and the total from creation to the end."""
+    printed = re.findall(r"^  ([A-Z_]+) +(\d+\.\d) s$", stderr, re.MULTILINE)
+    phases = task["phases"]
+    expected = [
+        (p["phase"], _seconds(p["at"], after["at"]))
+        for p, after in itertools.pairwise(phases)
+        if p["phase"] not in ("FINISHED", "ERROR")
+    ]
+    assert [name for name, _ in printed] == [name for name, _ in expected]
+    for (name, shown), (_, seconds) in zip(printed, expected, strict=True):
+        assert abs(float(shown) - seconds) <= 0.051, f"{name}: printed {shown}, took {seconds}"
+    total = re.search(r": done in (\d+\.\d) s$", stderr, re.MULTILINE)
+    assert total is not None, stderr
+    assert abs(float(total.group(1)) - _seconds(task["created_at"], phases[-1]["at"])) <= 0.06
 
 
 def test_the_story_through_the_cli(cli: Cli) -> None:
@@ -102,6 +127,8 @@ def test_the_story_through_the_cli(cli: Cli) -> None:
 
     tasks = cli.json("task", "list")
     assert [t["operation"] for t in tasks[:3]] == ["resume", "suspend", "volume_attach"]
+    create = next(t for t in tasks if t["operation"] == "create")
+    assert_wait_times(created.stderr, cli.json("task", "show", create["id"]))
     invoice = cli.json("invoice", "--from", "2026-01-01", "--to", "2026-02-01")
     assert invoice["project_id"] == "clients"
     table = cli("cluster", "list").stdout

@@ -3,7 +3,7 @@
 import pytest
 
 from vpod.domain.errors import InvalidSpec
-from vpod.domain.naming import ID_KINDS, check_id, check_unique_ids, is_valid_id
+from vpod.domain.naming import ID_KINDS, check_id, check_unique_ids, is_valid_id, natural_key
 
 
 @pytest.mark.parametrize(
@@ -56,3 +56,22 @@ def test_unique_ids_refuse_a_repeat() -> None:
     assert check_unique_ids("agent", ["a1", "a2"]) == ("a1", "a2")
     with pytest.raises(InvalidSpec, match="agent 'a1' is listed twice"):
         check_unique_ids("agent", ["a1", "a2", "a1"])
+
+
+def test_ids_sort_with_their_numbers_by_value() -> None:
+    """ag2 before ag10 (not as text), digits before letters, ties kept in a total order."""
+    ids = ["ag10", "ag2", "ag1", "ag11", "cag1", "Ag3", "pod128", "pod16", "a", "a1", "ag01"]
+    assert sorted(ids, key=natural_key) == [
+        "a",
+        "a1",
+        "ag01",
+        "ag1",
+        "ag2",
+        "Ag3",
+        "ag10",
+        "ag11",
+        "cag1",
+        "pod16",
+        "pod128",
+    ]
+    assert natural_key("ag01") != natural_key("ag1")

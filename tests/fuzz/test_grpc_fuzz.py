@@ -476,6 +476,16 @@ def test_list_events(target: FuzzTarget, request: apb.ListEventsRequest) -> None
         ),
         st.builds(apb.RemoveUserRequest, user_id=IDS),
         st.builds(
+            apb.GrantAllocationRequest,
+            allocation_id=IDS.filter(lambda i: i != "al"),
+            user_id=IDS,
+        ),
+        st.builds(
+            apb.RevokeAllocationRequest,
+            allocation_id=IDS.filter(lambda i: i != "al"),
+            user_id=IDS,
+        ),
+        st.builds(
             apb.TestClusterRequest,
             cluster_id=st.one_of(st.just("c1"), IDS),
             tests=st.lists(st.one_of(st.integers(0, 6), ENUM), max_size=6),
@@ -503,6 +513,8 @@ def test_admin_removals_tests_and_other_lists(target: FuzzTarget, request: Any) 
         apb.RemoveClusterRequest: ("RemoveCluster", admin.RemoveCluster),
         apb.RemoveAllocationRequest: ("RemoveAllocation", admin.RemoveAllocation),
         apb.RemoveUserRequest: ("RemoveUser", admin.RemoveUser),
+        apb.GrantAllocationRequest: ("GrantAllocation", admin.GrantAllocation),
+        apb.RevokeAllocationRequest: ("RevokeAllocation", admin.RevokeAllocation),
         apb.TestClusterRequest: ("TestCluster", admin.TestCluster),
         apb.ListAllocationsRequest: ("ListAllocations", admin.ListAllocations),
         apb.ListClustersRequest: ("ListClusters", admin.ListClusters),

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 
 import httpx
 import pytest
@@ -36,6 +38,35 @@ def test_agents_are_listed_with_cluster_allocation_and_health(http: httpx.Client
     assert agents["ag1"]["reachable"] is True
     in_pod = http.get(f"{ADMIN}/agents", params={"cluster": "pod"}).json()["agents"]
     assert [a["id"] for a in in_pod] == ["ag1", "ag2", "ag3", "ag4"]
+
+
+def test_ids_are_listed_in_natural_order(http: httpx.Client) -> None:
+    """ag2 before ag10 in the agent list, and so for clusters and allocations."""
+    extra = ["ag10", "ag11", "ag9"]
+    for n, agent_id in enumerate(extra):
+        body = {"id": agent_id, "host": f"127.9.9.{n + 1}", "port": 8092}
+        assert http.post(f"{ADMIN}/agents", json=body).status_code == 201
+    try:
+        clusters = {"c10": ["ag10"], "c9": ["ag9"]}
+        for cluster_id, members in clusters.items():
+            body = {"id": cluster_id, "agent_ids": members}
+            made = http.post(f"{ADMIN}/clusters", json=body)
+            assert made.status_code == 201, made.text
+        for cluster_id in clusters:
+            body = {"id": f"a-{cluster_id}", "cluster_id": cluster_id, "size": 4}
+            made = http.post(f"{ADMIN}/allocations", json=body)
+            assert made.status_code == 201, made.text
+        agents = [a["id"] for a in http.get(f"{ADMIN}/agents").json()["agents"]]
+        assert agents == ["ag1", "ag2", "ag3", "ag4", "ag5", "ag6", "ag9", "ag10", "ag11"]
+        listed = [c["id"] for c in http.get(f"{ADMIN}/clusters").json()["clusters"]]
+        assert listed.index("c9") < listed.index("c10")
+        allocations = [a["id"] for a in http.get(f"{ADMIN}/allocations").json()["allocations"]]
+        assert allocations.index("a-c9") < allocations.index("a-c10")
+    finally:
+        for cluster_id in ("c10", "c9"):
+            http.delete(f"{ADMIN}/clusters/{cluster_id}", params={"force": True})
+        for agent_id in extra:
+            http.delete(f"{ADMIN}/agents/{agent_id}", params={"force": True})
 
 
 def test_create_and_remove_an_agent(http: httpx.Client) -> None:
@@ -184,6 +215,28 @@ def test_agents_show_faults_and_last_seen_after_a_heartbeat(
         assert 'vpod_agents{state="reachable"} 6.0' in page
     finally:
         http.delete(f"{ADMIN}/agents/ag5/faults")
+
+
+def test_last_seen_follows_the_heartbeats_not_the_registration(
+    http: httpx.Client, pod: LivePod
+) -> None:
+    """Every agent's last heartbeat, as listed (and as the pod map shows it), moves on with
+    the heartbeats: it is at most ``unreachable_after_s`` old while the agent answers."""
+
+    def last_seen() -> dict[str, datetime]:
+        listed = http.get(f"{ADMIN}/agents").json()["agents"]
+        return {a["id"]: datetime.fromisoformat(a["last_seen"]) for a in listed}
+
+    pod.run(pod.controller.leader.monitor.tick())
+    before = last_seen()
+    time.sleep(pod.controller.settings.unreachable_after_s)
+    pod.run(pod.controller.leader.monitor.tick())
+    after = last_seen()
+    assert after.keys() == before.keys()
+    assert all(after[a] > before[a] for a in before), (before, after)
+    assert max(after.values()) - min(after.values()) < timedelta(
+        seconds=pod.controller.settings.unreachable_after_s
+    )
 
 
 def test_a_fault_without_its_target_is_400(http: httpx.Client) -> None:

@@ -151,3 +151,44 @@ def test_users_keep_the_creation_time_the_caller_gives(store: Store) -> None:
     assert store.user_times() == {"old": None, "u1": at(5)}
     store.remove_user("u1")
     assert store.user_times() == {"old": None}
+
+
+def test_every_change_to_what_a_user_may_do_moves_its_access_version(store: Store) -> None:
+    """A new key, the admin flag, a grant, a revoke and the removal of a granted allocation
+    each bump the version (so replicas stop trusting what they remember); what changes
+    nothing (a repeated grant, revoking what was not granted) and other users' changes
+    leave it alone."""
+    add_cluster(store, machines=4)
+    add_allocation(store, "al1", (0,))
+    add_allocation(store, "al2", (1,))
+    store.add_user(User("u1", allocation_ids=("al1",)), "h")
+    store.add_user(User("other"), "h2")
+
+    def version() -> int:
+        access = store.user_access("u1")
+        assert access is not None
+        return access[1]
+
+    changes = [
+        lambda: store.grant_allocation("u1", "al2"),
+        lambda: store.revoke_allocation("u1", "al2"),
+        lambda: store.set_user_admin("u1", True),
+        lambda: store.set_user_key_hash("u1", "h-new"),
+        lambda: store.remove_allocation("al1"),
+    ]
+    no_ops = [
+        lambda: store.revoke_allocation("u1", "al2"),
+        lambda: store.grant_allocation("other", "al2"),
+        lambda: store.remove_allocation("al2"),  # granted to other only
+    ]
+    seen = [version()]
+    for change in changes:
+        change()
+        seen.append(version())
+    assert seen == sorted(set(seen)), f"a change left the version alone: {seen}"
+    for no_op in no_ops:
+        no_op()
+        assert version() == seen[-1]
+    assert store.user_access("u1") == ("h-new", seen[-1])
+    assert store.find_user_with_access("u1") == (User("u1", admin=True), "h-new", seen[-1])
+    assert store.user_access("nobody") is None

@@ -61,6 +61,8 @@ def test_admin_service_covers_vipu_admin_commands() -> None:
         "CreateUser",
         "ListUsers",
         "RemoveUser",
+        "GrantAllocation",
+        "RevokeAllocation",
         "ListPartitions",
         "InjectFault",
         "ClearFault",

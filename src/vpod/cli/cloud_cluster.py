@@ -12,11 +12,12 @@ from vpod.client import CloudClient, ClusterOptions
 from .cloud_options import connection_options, report_task, wait_option
 from .cloud_output import cluster_text, clusters_table, emit
 from .cloud_ssh import run_ssh
+from .short_help import FittingGroup
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
-@click.group("cluster", context_settings=CONTEXT)
+@click.group("cluster", context_settings=CONTEXT, cls=FittingGroup)
 def cluster() -> None:
     """AI clusters: vPODs (virtual or dedicated) and GPU clusters.
 
@@ -174,7 +175,7 @@ def rebuild(
     report_task(client, task, wait=wait, as_json=as_json)
 
 
-@cluster.command("delete")
+@cluster.command("delete", short_help="Delete CLUSTER (keeps data volumes unless --with-volumes)")
 @click.argument("cluster_ref", metavar="CLUSTER")
 @click.option("--with-volumes", is_flag=True, help="Delete its data volumes too.")
 @wait_option

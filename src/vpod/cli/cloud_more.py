@@ -20,6 +20,7 @@ from .cloud_output import (
     wait_for,
 )
 from .render import details, table
+from .short_help import FittingGroup
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -34,7 +35,7 @@ def flavors(client: CloudClient, as_json: bool) -> None:
 # -- volumes -----------------------------------------------------------------------------------
 
 
-@click.group("volume", context_settings=CONTEXT)
+@click.group("volume", context_settings=CONTEXT, cls=FittingGroup)
 def volume() -> None:
     """Volumes: boot and data; data volumes attach to VM clusters (not bare metal)."""
 
@@ -110,7 +111,7 @@ def volume_delete(client: CloudClient, volume_ref: str, wait: bool, as_json: boo
 # -- tasks -------------------------------------------------------------------------------------
 
 
-@click.group("task", context_settings=CONTEXT)
+@click.group("task", context_settings=CONTEXT, cls=FittingGroup)
 def task() -> None:
     """Tasks: what mutating calls started, their state and phases."""
 

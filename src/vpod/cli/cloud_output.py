@@ -2,21 +2,23 @@
 
 Tables follow the CLIs' one format (:mod:`.render`: `` | `` columns, ``-``
 for empty cells); ``--json`` prints the API's JSON. Waiting (``--wait``)
-shows each phase of the task's ``detailed_state`` as it is entered, on
-stderr (a spinner on a terminal, one line per phase otherwise), so stdout
-stays for the result.
+shows the task's ``detailed_state`` on stderr (a spinner on a terminal), and
+one line per phase once it is over, with the time that phase took, so stdout
+stays for the result. Times come from the controller's timestamps of the
+phases, not from when this process happened to poll: phases seen in one poll
+(or a task that ended before the first) still show their own times, and the
+total runs from the task's creation to its end.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import click
 from rich.console import Console
 
-from vpod.client import CloudClient, Phase, Task
+from vpod.client import CloudClient, Task, TaskFailed
 
 from .render import details, json_text, table
 
@@ -251,24 +253,54 @@ def started(task: dict[str, Any]) -> str:
     )
 
 
+def phase_durations(task: Task) -> list[tuple[str, float]]:
+    """Each phase the task went through and the seconds it took (the last one's up to the
+    task's end, or its last update while it runs); FINISHED/ERROR are ends, not phases."""
+    steps = [p for p in task.phases if p.phase not in DONE]
+    if not steps:
+        return []
+    end = task.finished_at or next((p.at for p in task.phases if p.phase in DONE), task.updated_at)
+    ends = [p.at for p in steps[1:]] + [end]
+    return [
+        (p.phase, max(0.0, (e - p.at).total_seconds())) for p, e in zip(steps, ends, strict=True)
+    ]
+
+
+def total_seconds(task: Task) -> float:
+    """From the task's creation to its end (or its last update)."""
+    end = task.finished_at or next((p.at for p in task.phases if p.phase in DONE), None)
+    return max(0.0, ((end or task.updated_at) - task.created_at).total_seconds())
+
+
 def wait_for(client: CloudClient, task: Task, *, quiet: bool = False) -> Task:
     """Follow the task until it ends, showing its phases on stderr; fail if it ends in ERROR."""
     console = Console(stderr=True, quiet=quiet, highlight=False)
-    started_at = time.monotonic()
     label = f"{task.operation} {task.resource_name}"
+    shown = 0
 
-    def entered(phase: Phase) -> None:
-        if phase.phase not in DONE:
-            elapsed = time.monotonic() - started_at
-            console.print(f"  {phase.phase:<18} {elapsed:6.1f} s")
+    def show_finished_phases(current: Task) -> None:
+        """Print the phases that are over (a phase is over once the next one began)."""
+        nonlocal shown
+        durations = phase_durations(current)
+        over = durations if current.ended else durations[:-1]
+        for name, seconds in over[shown:]:
+            console.print(f"  {name:<18} {seconds:6.1f} s")
+        shown = max(shown, len(over))
 
     with console.status(f"{label}: {task.state.value}") as status:
 
         def polled(current: Task) -> None:
             status.update(f"{label}: {current.detailed_state or current.state.value}")
+            show_finished_phases(current)
 
-        task = client.wait_task(task, on_phase=entered, on_update=polled)
+        try:
+            task = client.wait_task(task, on_update=polled)
+        except TaskFailed as failed:
+            if isinstance(failed.task, Task):
+                show_finished_phases(failed.task)
+            raise
+    show_finished_phases(task)
     for warning in task.warnings:
         console.print(f"  warning: {warning}")
-    console.print(f"{label}: done in {time.monotonic() - started_at:.1f} s")
+    console.print(f"{label}: done in {total_seconds(task):.1f} s")
     return task

@@ -13,6 +13,7 @@ from vpod.client import CloudClient
 from .cloud_options import connection_options
 from .cloud_output import emit
 from .render import details, table
+from .short_help import FittingGroup
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -87,7 +88,7 @@ _period = [
 ]
 
 
-@click.group("reservation", context_settings=CONTEXT)
+@click.group("reservation", context_settings=CONTEXT, cls=FittingGroup)
 def reservation() -> None:
     """Reservation plans: capacity held for your project for a term, billed monthly."""
 

@@ -14,6 +14,7 @@ from vpod.client import CloudClient
 from .cloud_options import connection_options, report_task, wait_option
 from .cloud_output import emit
 from .render import details, table
+from .short_help import FittingGroup
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -73,7 +74,7 @@ def _secret(source: IO[str] | None) -> str:
     return value
 
 
-@click.group("storage", context_settings=CONTEXT)
+@click.group("storage", context_settings=CONTEXT, cls=FittingGroup)
 def storage() -> None:
     """Dataset storage: S3-compatible buckets your clusters' servers can use.
 

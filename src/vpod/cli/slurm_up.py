@@ -9,7 +9,10 @@ then starts munged, slurmctld, slurmd and ``vpod-slurm-bridge`` under
 prints what to type. Secure by default, as ``vpod up``: the integration gets
 its own V-IPU user ``slurm`` whose key is in ``DATA_DIR/slurm.vipu-cli.hcl``
 (mode 0600); ``--open`` runs the open V-IPU mode instead.
-Ctrl-C stops everything.
+Ctrl-C stops everything; so does the end of this process however it ends
+(SIGKILL included): every child asks Linux for a parent-death signal
+(``cli/parent_death.py``) and the daemons run in the foreground, so a second
+``vpod slurm up`` finds the ports free.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ from vpod.integrations.slurm.settings import (
 from vpod.integrations.slurm.shell_hooks import write_hooks
 
 from .errors import CliFailure, fail, run_cli
+from .parent_death import dying_with_this_process
+from .short_help import FittingGroup
 
 UP_TIMEOUT_S = 120.0
 INTEGRATION_USER = "slurm"
@@ -48,8 +53,14 @@ def _bin(name: str) -> str:
 
 
 def _start_pod(argv: list[str]) -> tuple[subprocess.Popen[str], str]:
+    # SIGTERM when this process ends however it ends: vpod up then stops its own children.
     proc = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        preexec_fn=dying_with_this_process(),
     )
     ready: list[str] = []
     seen = threading.Event()
@@ -119,7 +130,7 @@ def _integration_user(data_dir: Path, admin_config: Path, allocation: str, port:
     return path
 
 
-@click.group("slurm")
+@click.group("slurm", cls=FittingGroup)
 def slurm() -> None:
     """A one-node Slurm wired to the embedded pod."""
 
@@ -225,7 +236,9 @@ def _run(
             retry_initial_s=5.0,
             reconcile_interval_s=30.0,
         )
-        cluster = LocalSlurm(data_dir / "slurm", settings, ipus)
+        cluster = LocalSlurm(
+            data_dir / "slurm", settings, ipus, child_setup=dying_with_this_process()
+        )
         cluster.start()
         print(
             f"vpod slurm is up: Slurm partition {SLURM_PARTITION} with {ipus} IPUs (V-IPU"

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from vpod.client import AdminClient
+from vpod.domain.naming import natural_key
 from vpod.domain.topology import Pod
 
 from .config import parse_hcl, render_hcl
@@ -45,7 +46,9 @@ def wait_for_agents(admin: AdminClient, ids: list[str], timeout: float) -> None:
         if not missing:
             return
         time.sleep(0.1)
-    fail(f"agents did not register in {timeout:.0f} s: {', '.join(sorted(missing))}")
+    fail(
+        f"agents did not register in {timeout:.0f} s: {', '.join(sorted(missing, key=natural_key))}"
+    )
 
 
 def ensure_cluster(admin: AdminClient, pod: Pod, ids: list[str]) -> None:
@@ -65,8 +68,8 @@ def ensure_default_allocation(
         warn(
             f"allocation {ALLOCATION_ID} was removed by an administrator and is not made again"
             " over the pod as it is now; bring it back with vipu-admin create allocation"
-            f" {ALLOCATION_ID} --cluster {CLUSTER_ID} --size N (then vipu-admin grant it to"
-            f" user {USER_ID})"
+            f" {ALLOCATION_ID} --cluster {CLUSTER_ID} --size N (then vipu-admin grant allocation"
+            f" {ALLOCATION_ID} --user {USER_ID})"
         )
         return
     admin.create_allocation(ALLOCATION_ID, CLUSTER_ID, size=pod.num_ipus)

@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from vpod.client import AdminClient
+from vpod.domain.naming import natural_key
 from vpod.domain.topology import GwTopology, IldTopology
 from vpod.wire import admin_pb2 as apb
 from vpod.wire import agent_pb2 as agpb
@@ -145,7 +146,7 @@ def list_agents(ctx: click.Context, cluster: str | None, as_json: bool) -> None:
     if as_json:
         echo_json(message_dict(apb.ListAgentsReply(agents=[a.raw for a in agents])))
         return
-    rows = [agent_row(a.raw) for a in sorted(agents, key=lambda a: a.id)]
+    rows = [agent_row(a.raw) for a in sorted(agents, key=lambda a: natural_key(a.id))]
     click.echo(table(AGENT_HEADERS, rows))
 
 
@@ -273,7 +274,7 @@ def list_clusters(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         echo_json(message_dict(apb.ListClustersReply(clusters=[c.raw for c in clusters])))
         return
-    rows = [cluster_row(c.raw) for c in sorted(clusters, key=lambda c: c.id)]
+    rows = [cluster_row(c.raw) for c in sorted(clusters, key=lambda c: natural_key(c.id))]
     click.echo(table(CLUSTER_HEADERS, rows))
 
 
@@ -332,7 +333,7 @@ def list_allocations(ctx: click.Context, cluster: str | None, as_json: bool) -> 
         reply = apb.ListAllocationsReply(allocations=[a.raw for a in allocations])
         echo_json(message_dict(reply))
         return
-    infos = sorted(allocations, key=lambda a: a.id)
+    infos = sorted(allocations, key=lambda a: natural_key(a.id))
     click.echo(table(ADMIN_ALLOCATION_HEADERS, [allocation_row(i.raw) for i in infos]))
 
 

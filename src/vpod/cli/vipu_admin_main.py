@@ -48,6 +48,7 @@ def cli(ctx: click.Context, server_version: bool) -> None:
       vipu-admin test cluster pod16
       vipu-admin create allocation team-a --cluster pod16 --size 8
       vipu-admin create user alice --allocations team-a
+      vipu-admin grant allocation team-b --user alice
       vipu-admin list partitions
       vipu-admin list events --since 2h
     """
@@ -94,6 +95,16 @@ _verb(
     inventory.remove_allocation,
     users.remove_user,
     agent_tokens.remove_agent_token,
+)
+_verb(
+    "grant",
+    "Let an existing user use an allocation too (its key stays).",
+    users.grant_allocation,
+)
+_verb(
+    "revoke",
+    "Take an allocation away from a user.",
+    users.revoke_allocation,
 )
 _verb("discover", "Find agents on the network.", inventory.discover_agent)
 _verb("test", "Test a cluster's cabling and links.", operations.test_cluster)

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import click
 
+from vpod.client.admin_records import User
+from vpod.domain.naming import natural_key
 from vpod.wire import admin_pb2 as apb
 
 from .config import DEFAULT_ADMIN_PORT, DEFAULT_USER_PORT, Endpoint, Settings, render_hcl
@@ -84,7 +86,11 @@ def write_private(path: Path, text: str) -> None:
         raise
 
 
-@click.command("user", context_settings=CONTEXT)
+@click.command(
+    "user",
+    context_settings=CONTEXT,
+    short_help="Create user ID; print its key once, write ID.vipu-cli.hcl",
+)
 @click.argument("user_id", metavar="ID")
 @click.option(
     "--allocations", metavar="A,B", callback=csv_list, help="Allocations the user may use."
@@ -178,7 +184,7 @@ def list_users(ctx: click.Context, as_json: bool) -> None:
         return
     rows = [
         [u.id, u.admin, joined(u.allocation_ids), timestamp_text(u.created_at)]
-        for u in sorted(reply.users, key=lambda u: u.id)
+        for u in sorted(reply.users, key=lambda u: natural_key(u.id))
     ]
     click.echo(table(USER_HEADERS, rows))
 
@@ -190,3 +196,49 @@ def remove_user(ctx: click.Context, user_id: str) -> None:
     """Remove user ID: its access key stops working at once."""
     admin_client(ctx).remove_user(user_id)
     success("remove", "user", user_id)
+
+
+def _show_grants(user: User, as_json: bool, verb: str, allocation_id: str) -> None:
+    if as_json:
+        echo_json(message_dict(user.raw))
+        return
+    click.echo(f"{verb} allocation ({allocation_id}) for user {user.id}: success.")
+    click.echo(f"user {user.id} may use: {joined(user.allocation_ids) or 'no allocation'}")
+
+
+@click.command("allocation", context_settings=CONTEXT)
+@click.argument("allocation_id", metavar="ALLOCATION")
+@click.option("--user", "user_id", required=True, metavar="USER", help="The user to grant it to.")
+@json_option
+@click.pass_context
+def grant_allocation(ctx: click.Context, allocation_id: str, user_id: str, as_json: bool) -> None:
+    """Let existing user USER use ALLOCATION too; its access key stays the same.
+
+    The user's vipu-cli.hcl keeps working; the grant applies at its next call.
+    Granting twice is harmless.
+
+    \b
+    Examples:
+      vipu-admin grant allocation default --user default
+      vipu-admin grant allocation team-b --user alice --json
+    """
+    user = admin_client(ctx).grant_allocation(allocation_id, user_id)
+    _show_grants(user, as_json, "grant", allocation_id)
+
+
+@click.command("allocation", context_settings=CONTEXT)
+@click.argument("allocation_id", metavar="ALLOCATION")
+@click.option("--user", "user_id", required=True, metavar="USER", help="The user to take it from.")
+@json_option
+@click.pass_context
+def revoke_allocation(ctx: click.Context, allocation_id: str, user_id: str, as_json: bool) -> None:
+    """Stop user USER using ALLOCATION, from its next call; its key and other grants stay.
+
+    Revoking what was not granted is harmless; its partitions stay in the allocation.
+
+    \b
+    Examples:
+      vipu-admin revoke allocation team-a --user alice
+    """
+    user = admin_client(ctx).revoke_allocation(allocation_id, user_id)
+    _show_grants(user, as_json, "revoke", allocation_id)

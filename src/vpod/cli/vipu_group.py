@@ -27,6 +27,7 @@ from vpod.client.config import Settings, admin_endpoint, load_settings, user_end
 
 from .exit_status import EXIT_FAILURE, EXIT_USAGE, CliError, exit_code_of, one_line
 from .render import json_text
+from .short_help import FittingGroup
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -239,7 +240,7 @@ def csv_list(_ctx: click.Context, _param: click.Parameter, value: str | None) ->
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
-class SubcommandGroup(click.Group):
+class SubcommandGroup(FittingGroup):
     """``create``, ``list``, ... : groups whose commands carry the global options too."""
 
     def add_command(self, cmd: click.Command, name: str | None = None) -> None:
@@ -247,7 +248,7 @@ class SubcommandGroup(click.Group):
         super().add_command(cmd, name)
 
 
-class VipuGroup(click.Group):
+class VipuGroup(FittingGroup):
     """The top-level group: runs the command and owns the one error exit."""
 
     def __init__(self, *args: Any, admin_cli: bool = False, **kwargs: Any) -> None:

@@ -17,6 +17,7 @@ import click
 from vpod.cli import grpc_logging  # noqa: F401  (before anything imports grpc)
 from vpod.client import AdminClient, PartitionOptions, UserClient
 from vpod.domain.errors import InvalidSpec
+from vpod.domain.naming import natural_key
 from vpod.domain.routing import parse_gw_routing, parse_ipulink_routing, parse_sync_type
 from vpod.wire import admin_pb2 as apb
 from vpod.wire import virmgrpc_pb2 as pb
@@ -248,7 +249,9 @@ def list_allocations(ctx: click.Context, as_json: bool) -> None:
         reply = apb.ListAllocationsReply(allocations=[a.raw for a in allocations])
         echo_json(message_dict(reply))
         return
-    rows = [[a.id, joined(a.agent_ids)] for a in sorted(allocations, key=lambda a: a.id)]
+    rows = [
+        [a.id, joined(a.agent_ids)] for a in sorted(allocations, key=lambda a: natural_key(a.id))
+    ]
     click.echo(table(ALLOCATION_HEADERS, rows))
 
 

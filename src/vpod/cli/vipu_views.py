@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from vpod.client import IpuAttributes
+from vpod.domain.naming import natural_key
 from vpod.domain.routing import SyncType
 from vpod.wire import virmgrpc_pb2 as pb
 
@@ -138,7 +139,7 @@ def attributes_reply(entries: Sequence[IpuAttributes]) -> pb.ListIPUAttributesRe
 def ipu_attribute_rows(entries: Sequence[IpuAttributes]) -> list[list[object]]:
     """One row per attribute: agents, IPUs and attribute names in sorted order."""
     rows: list[list[object]] = []
-    for entry in sorted(entries, key=lambda e: e.agent):
+    for entry in sorted(entries, key=lambda e: natural_key(e.agent)):
         for ipu in sorted(entry.ipus):
             attributes = entry.ipus[ipu]
             rows += [[entry.agent, ipu, name, attributes[name]] for name in sorted(attributes)]

@@ -10,6 +10,7 @@ from vpod import __version__
 
 from .cloud_commands import CLOUD_COMMAND_MODULES, load_command
 from .errors import run_cli
+from .short_help import FittingGroup, fit
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -17,7 +18,7 @@ LAZY_COMMANDS: dict[str, str] = {"sim": "sim_command", "slurm": "slurm_up", **CL
 """Commands loaded when named: a CLI's start-up is part of every command it runs."""
 
 
-class LazyGroup(click.Group):
+class LazyGroup(FittingGroup):
     """A group whose commands (but ``up``) are imported only when used or listed."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -26,7 +27,7 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         module = LAZY_COMMANDS.get(cmd_name)
         if module is not None:
-            return load_command(module, cmd_name)
+            return fit(load_command(module, cmd_name))
         return super().get_command(ctx, cmd_name)
 
 

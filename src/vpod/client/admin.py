@@ -166,6 +166,14 @@ class AdminClient:
     def remove_user(self, user_id: str) -> None:
         self._grpc.invoke(calls.remove_user(user_id))
 
+    def grant_allocation(self, allocation_id: str, user_id: str) -> User:
+        """Let an existing user use the allocation too (its key is unchanged)."""
+        return self._grpc.invoke(calls.grant_allocation(allocation_id, user_id))
+
+    def revoke_allocation(self, allocation_id: str, user_id: str) -> User:
+        """Take the allocation away from the user (at its next call)."""
+        return self._grpc.invoke(calls.revoke_allocation(allocation_id, user_id))
+
     # partitions, faults, attributes, audit log
     def list_partitions(
         self, *, allocation: str | None = None, cluster: str | None = None
@@ -297,6 +305,12 @@ class AsyncAdminClient:
 
     async def remove_user(self, user_id: str) -> None:
         await self._grpc.invoke(calls.remove_user(user_id))
+
+    async def grant_allocation(self, allocation_id: str, user_id: str) -> User:
+        return await self._grpc.invoke(calls.grant_allocation(allocation_id, user_id))
+
+    async def revoke_allocation(self, allocation_id: str, user_id: str) -> User:
+        return await self._grpc.invoke(calls.revoke_allocation(allocation_id, user_id))
 
     async def list_partitions(
         self, *, allocation: str | None = None, cluster: str | None = None

@@ -205,6 +205,24 @@ def remove_user(user_id: str) -> Rpc[None]:
     )
 
 
+def grant_allocation(allocation_id: str, user_id: str) -> Rpc[User]:
+    return Rpc(
+        ADMIN_SERVICE + "GrantAllocation",
+        apb.GrantAllocationRequest(allocation_id=allocation_id, user_id=user_id),
+        apb.GrantAllocationReply,
+        lambda reply: User.from_wire(reply.user),
+    )
+
+
+def revoke_allocation(allocation_id: str, user_id: str) -> Rpc[User]:
+    return Rpc(
+        ADMIN_SERVICE + "RevokeAllocation",
+        apb.RevokeAllocationRequest(allocation_id=allocation_id, user_id=user_id),
+        apb.RevokeAllocationReply,
+        lambda reply: User.from_wire(reply.user),
+    )
+
+
 def list_partitions(allocation: str | None, cluster: str | None) -> Rpc[list[PartitionInfo]]:
     return Rpc(
         ADMIN_SERVICE + "ListPartitions",

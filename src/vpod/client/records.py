@@ -5,7 +5,7 @@ Enums are the domain's (:class:`~vpod.domain.partition_states.ReadyState`,
 ("undefined") reads as ``None``. Every record keeps what it was read from in
 ``raw`` (not compared, not shown by ``repr``): the protobuf message over
 gRPC, the JSON object over REST (:mod:`.rest_records`), for tools that print
-the wire form, such as ``vipu --json``. Fields one API does not carry are
+the wire form, such as ``vipu list partitions --json``. Fields one API does not carry are
 ``None`` when the record comes from that API.
 """
 

@@ -7,6 +7,13 @@ the key is checked against its slow salted hash, and a verified pair is
 remembered for a short while (keyed by a fast hash of the key, never the
 key itself) so that a busy client does not pay scrypt on every call.
 
+What is remembered never outlives a change: every call reads the user's key
+hash and access version (one primary-key read), which the store bumps with
+every change to what the user may do (a new key, the admin flag, a grant, a
+revoke, a removed allocation; ``vpod.store.access_versions``). A removed
+user, or a change made by this replica or any other sharing the store, is
+seen at the next call; a changed version costs one more read, never scrypt.
+
 The scrypt check runs in a worker thread: it takes tens of milliseconds and
 would otherwise stall every other call on the event loop. An unknown user id
 costs the same check as a wrong key, so timing does not reveal which ids
@@ -22,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from dataclasses import dataclass
 
 from vpod.domain.entities import User
 from vpod.domain.naming import ID_RULE, is_valid_id
@@ -43,8 +51,8 @@ WRONG_CREDENTIALS = "unknown user id or wrong access key: check api-user-id and 
 class Authenticator:
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
-        self._verified: dict[tuple[str, str], tuple[float, User, str]] = {}
-        """(user id, sha256 of the key) -> (when, the user, the stored hash it matched)."""
+        self._verified: dict[tuple[str, str], _Verified] = {}
+        """(user id, sha256 of the key) -> what was verified, and when."""
         self._denials: dict[tuple[str, bool, str], float] = {}
 
     @property
@@ -82,22 +90,25 @@ class Authenticator:
         token = (user_id, hashlib.sha256(access_key.encode()).hexdigest())
         now = self._ctx.clock.monotonic()
         cached = self._verified.get(token)
-        if cached is not None and now - cached[0] < VERIFIED_TTL_S:
-            # The stored hash is read at every call: a removed user, or one created again
-            # with the same id (a new key, so a new hash), stops the old key at once on
-            # every replica, not after the cache's lifetime.
-            stored = await self._ctx.db(self._ctx.db.store.user_key_hash, user_id)
-            if stored == cached[2]:
-                return cached[1]
+        if cached is not None and now - cached.at < VERIFIED_TTL_S:
+            access = await self._ctx.db(self._ctx.db.store.user_access, user_id)
+            if access == (cached.key_hash, cached.version):
+                return cached.user
+            if access is not None and access[0] == cached.key_hash:
+                # Same key, other grants: read the user again, no need to hash the key.
+                fresh = await self._ctx.db(self._ctx.db.store.find_user_with_access, user_id)
+                if fresh is not None and fresh[1] == cached.key_hash:
+                    self._verified[token] = _Verified(cached.at, *fresh)
+                    return fresh[0]
             del self._verified[token]
-        found = await self._ctx.db(self._ctx.db.store.find_user_with_hash, user_id)
+        found = await self._ctx.db(self._ctx.db.store.find_user_with_access, user_id)
         if found is None:
             await asyncio.to_thread(verify_unknown, access_key)
             return None
-        user, key_hash = found
+        user, key_hash, version = found
         if not await asyncio.to_thread(verify_key, access_key, key_hash):
             return None
-        self._verified[token] = (now, user, key_hash)
+        self._verified[token] = _Verified(now, user, key_hash, version)
         return user
 
     async def _deny(self, user_id: str, source: str, admin: bool, why: str) -> None:
@@ -117,9 +128,23 @@ class Authenticator:
         await self._ctx.audit(who, "authenticate", endpoint, "denied", why)
 
     def forget(self, user_id: str) -> None:
-        """Drop remembered verifications of a user (after removal or a grant change)."""
+        """Drop remembered verifications of a user (after removal or a grant change).
+
+        Not needed for correctness (the access version is checked at every call): it only
+        frees what cannot be used again."""
         for token in [t for t in self._verified if t[0] == user_id]:
             del self._verified[token]
+
+
+@dataclass(frozen=True)
+class _Verified:
+    at: float
+    """When the key was checked against its hash (monotonic)."""
+    user: User
+    key_hash: str
+    """The stored hash the key matched."""
+    version: int
+    """The user's access version when ``user`` was read."""
 
 
 def _host_of(source: str) -> str:

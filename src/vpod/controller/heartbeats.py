@@ -19,7 +19,12 @@ Every round the leader asks each agent for its health with a short deadline.
   round (or while no controller listened) still gets its reset, and one a
   previous leader already answered with a reset gets no second one.
 
-Writes happen only on a change, so a healthy fleet costs no database writes.
+Writes happen on a change, and for the time of the last heartbeat (what the
+agent listings and the pod map show as last seen): each agent's is written
+again once the stored one is ``unreachable_after_s`` old, all due agents of
+a round in one transaction, so the stored time of an agent that answers is
+never older than the silence that would make it unreachable, and a healthy
+fleet costs one write every few rounds.
 Machines that share an agent process (their answers carry its ``fleet_id``)
 are asked in one ``FleetHealth`` call per process and round; a machine the
 process leaves out is asked alone, so a dead, hung or slow machine is still
@@ -31,6 +36,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable
+from datetime import datetime
+from math import inf
 
 from vpod.agent.errors import AgentError
 from vpod.agent.model import AgentEvent, EventKind, MachineHealth
@@ -93,6 +100,10 @@ class HeartbeatMonitor:
         """Per agent: the process hosting it, from its last answer ("": alone)."""
         self._silent: set[str] = set()
         """Agents whose last heartbeat failed (not asked to speak for their fleet)."""
+        self._heartbeat_stored: dict[str, float] = {}
+        """Per agent: when (monotonic) its last heartbeat time was last written to the store."""
+        self._heartbeats_due: dict[str, datetime] = {}
+        """Answers of this round whose time is to be written (agent id -> when it answered)."""
 
     def forget_stored_faults(self) -> None:
         """Write every agent's faults again next round (call on becoming leader: another
@@ -103,7 +114,23 @@ class HeartbeatMonitor:
         agents = await self._inventory.list_agents()
         answers = await self._ask_fleets(agents)
         await asyncio.gather(*(self._check(a, answers.get(a.id)) for a in agents))
+        await self._store_heartbeats()
         await self._reset_detached()
+
+    async def _store_heartbeats(self) -> None:
+        """Write the times of this round's due answers in one transaction (see the module's
+        docstring); a failed write is tried again next round."""
+        due, self._heartbeats_due = self._heartbeats_due, {}
+        if not due:
+            return
+        try:
+            await self._ctx.db(self._ctx.db.store.set_agent_heartbeats, due)
+        except errors.Unavailable as exc:
+            log.warning("storing the last heartbeats failed (next round retries): %s", exc)
+            return
+        now = self._ctx.clock.monotonic()
+        for agent_id in due:
+            self._heartbeat_stored[agent_id] = now
 
     async def _ask_fleets(self, agents: list[Agent]) -> dict[str, MachineHealth | AgentError]:
         """One FleetHealth call per agent process hosting several machines (learnt from the
@@ -201,7 +228,9 @@ class HeartbeatMonitor:
         self._silent.discard(agent.id)
         self._fleet_of[agent.id] = health.fleet_id
         if book.believed(agent.id) is not AgentHealthState.REACHABLE:
-            await self._mark_reachable(agent)
+            await self._mark_reachable(agent)  # writes the heartbeat's time too
+        elif now - self._heartbeat_stored.get(agent.id, -inf) >= ctx.settings.unreachable_after_s:
+            self._heartbeats_due[agent.id] = ctx.clock.now()
         changed = book.note_health(agent.id, health, ctx.clock.now().timestamp())
         await self._store_faults(agent)
         if changed:
@@ -266,6 +295,7 @@ class HeartbeatMonitor:
             at=ctx.clock.now(),
             reason="",
         )
+        self._heartbeat_stored[agent.id] = ctx.clock.monotonic()
         if was is AgentHealthState.UNREACHABLE:
             ctx.occupancy.forget()
             await ctx.audit(SYSTEM, "agent_reachable", agent.id, "detected")

@@ -15,7 +15,7 @@ from datetime import datetime
 from vpod.domain.catalog import MachineType
 from vpod.domain.entities import Agent, Allocation, Cluster, User
 from vpod.domain.errors import DomainError
-from vpod.domain.naming import check_id
+from vpod.domain.naming import check_id, natural_key
 from vpod.domain.topology import GwTopology, IldTopology
 from vpod.placement import AllocationRequest, Rejected, place
 from vpod.placement.results import AllocationPlacement
@@ -102,7 +102,8 @@ class Inventory:
     async def visible_allocations(self, caller: Caller) -> list[Allocation]:
         view = await self._cache.view()
         return sorted(
-            (a for a in view.allocations.values() if caller.may_use(a.id)), key=lambda a: a.id
+            (a for a in view.allocations.values() if caller.may_use(a.id)),
+            key=lambda a: natural_key(a.id),
         )
 
     async def candidate_allocations(
@@ -164,7 +165,7 @@ class Inventory:
         return True, f"agent {agent.id} known; address {agent.address}"
 
     async def list_agents(self) -> list[Agent]:
-        return sorted(await self._ctx.db(self._store.list_agents), key=lambda a: a.id)
+        return sorted(await self._ctx.db(self._store.list_agents), key=lambda a: natural_key(a.id))
 
     async def remove_agent(self, caller: Caller, agent_id: str) -> None:
         try:
@@ -221,7 +222,9 @@ class Inventory:
         return cluster
 
     async def list_clusters(self) -> list[Cluster]:
-        return sorted(await self._ctx.db(self._store.list_clusters), key=lambda c: c.id)
+        return sorted(
+            await self._ctx.db(self._store.list_clusters), key=lambda c: natural_key(c.id)
+        )
 
     async def remove_cluster(self, caller: Caller, cluster_id: str) -> None:
         try:
@@ -298,7 +301,7 @@ class Inventory:
         allocations = await self._ctx.db(self._store.list_allocations)
         return sorted(
             (a for a in allocations if not cluster_id or a.cluster_id == cluster_id),
-            key=lambda a: a.id,
+            key=lambda a: natural_key(a.id),
         )
 
     async def remove_allocation(self, caller: Caller, allocation_id: str) -> None:
@@ -337,11 +340,41 @@ class Inventory:
         return NewUser(user=user, access_key=key, created_at=now)
 
     async def list_users(self) -> list[User]:
-        return sorted(await self._ctx.db(self._store.list_users), key=lambda u: u.id)
+        return sorted(await self._ctx.db(self._store.list_users), key=lambda u: natural_key(u.id))
 
     async def user_times(self) -> dict[str, datetime | None]:
         """When each user was created; None for users created before vpod kept it."""
         return await self._ctx.db(self._store.user_times)
+
+    async def grant_allocation(self, caller: Caller, user_id: str, allocation_id: str) -> User:
+        """Let an existing user use the allocation too; its access key stays as it is.
+
+        Granting twice is harmless. It applies at the user's next call, on every
+        controller sharing the store (the store bumps the user's access version).
+        """
+        user = await self._ctx.db(self._store.grant_allocation, user_id, allocation_id)
+        self.invalidate()
+        await self._ctx.audit(caller, "grant_allocation", user_id, "ok", allocation_id)
+        return user
+
+    async def revoke_allocation(self, caller: Caller, user_id: str, allocation_id: str) -> User:
+        """Stop a user using the allocation (at its next call); its key and other grants stay.
+
+        Revoking an allocation that was not granted is harmless; one that does not exist
+        is NOT_FOUND, as is a user that does not exist.
+        """
+        user = await self._ctx.db(self._store.get_user, user_id)
+        if allocation_id not in user.allocation_ids:
+            if await self._ctx.db(self._store.find_allocation, allocation_id) is None:
+                raise errors.NotFound(
+                    f"allocation {allocation_id} does not exist:"
+                    " `vipu-admin list allocations` shows them"
+                )
+            return user
+        user = await self._ctx.db(self._store.revoke_allocation, user_id, allocation_id)
+        self.invalidate()
+        await self._ctx.audit(caller, "revoke_allocation", user_id, "ok", allocation_id)
+        return user
 
     async def remove_user(self, caller: Caller, user_id: str) -> None:
         await self._ctx.db(self._store.remove_user, user_id)

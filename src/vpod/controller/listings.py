@@ -20,6 +20,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from vpod.domain.entities import Agent, Allocation, Cluster
+from vpod.domain.naming import natural_key
 from vpod.store.records import PartitionRecord
 
 from .caller import Caller
@@ -86,7 +87,9 @@ class Listings:
             AllocationRow(
                 allocation=a,
                 cluster=clusters.get(a.cluster_id),
-                user_ids=tuple(sorted(u.id for u in users if a.id in u.allocation_ids)),
+                user_ids=tuple(
+                    sorted((u.id for u in users if a.id in u.allocation_ids), key=natural_key)
+                ),
                 num_partitions=counts.get(a.id, 0),
             )
             for a in allocations

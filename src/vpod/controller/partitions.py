@@ -22,7 +22,7 @@ from vpod.agent.errors import AgentError, AgentRefused, Reason
 from vpod.agent.model import IpuAssignment, PartitionConfig
 from vpod.domain.entities import Agent, Allocation, Cluster
 from vpod.domain.errors import DomainError, IllegalTransition, InvalidSpec
-from vpod.domain.naming import check_id
+from vpod.domain.naming import check_id, natural_key
 from vpod.domain.partition_states import (
     ABSENT,
     Event,
@@ -100,7 +100,7 @@ class PartitionService:
         records = await self._ctx.db(
             self._ctx.db.store.list_partitions, allocation_ids=wanted, cluster_id=cluster_id
         )
-        return sorted(records, key=lambda r: r.id)
+        return sorted(records, key=lambda r: natural_key(r.id))
 
     # ----------------------------------------------------------------- create
 

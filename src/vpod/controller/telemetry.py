@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from vpod.agent.model import Holder, IpuTelemetry, MachineHealth
 from vpod.domain.entities import Agent, Cluster
+from vpod.domain.naming import natural_key
 
 from . import errors
 
@@ -105,7 +106,7 @@ def fold_samples(
     cluster_of = {a: c.id for c in clusters for a in c.agent_ids}
     wanted = set(agent_ids)
     samples: list[IpuSample] = []
-    for agent in sorted(agents, key=lambda a: a.id):
+    for agent in sorted(agents, key=lambda a: natural_key(a.id)):
         if wanted and agent.id not in wanted:
             continue
         cluster = cluster_of.get(agent.id, "")

@@ -211,9 +211,8 @@ class Tenancy:
 
     async def grant(self, caller: Caller, user_id: str, allocation_id: str) -> None:
         """Let the user use the allocation (granting twice is harmless)."""
-        await self._ctx.db(self._ctx.db.store.grant_allocation, user_id, allocation_id)
-        self._changed(user_id)
-        await self._ctx.audit(caller, "grant_allocation", user_id, "ok", allocation_id)
+        await self._inventory.grant_allocation(caller, user_id, allocation_id)
+        self._auth.forget(user_id)
 
     async def revoke(self, caller: Caller, user_id: str, allocation_id: str) -> None:
         """Stop the user using the allocation (nothing if the user is gone)."""

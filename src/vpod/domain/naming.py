@@ -57,3 +57,17 @@ def check_unique_ids(kind: str, values: tuple[str, ...] | list[str]) -> tuple[st
             raise InvalidSpec(f"{kind} {value!r} is listed twice: list each {kind} once")
         seen.add(value)
     return tuple(values)
+
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(value: str) -> tuple[tuple[tuple[int, int | str], ...], str]:
+    """Sort key that orders the numbers inside ids by value: ag2 before ag10, and
+    ``pod16`` before ``pod128``. Digits sort before letters (as in ASCII), letters
+    case-insensitively; ties (``ag01``, ``ag1``) fall back to the id as written."""
+    parts = _DIGITS.split(value)
+    key = tuple(
+        (0, int(part)) if n % 2 else (1, part.casefold()) for n, part in enumerate(parts) if part
+    )
+    return key, value

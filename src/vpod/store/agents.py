@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, delete, insert, select, update
+from sqlalchemy import Connection, Row, bindparam, delete, insert, select, update
 
 from vpod.domain.catalog import IPUS_PER_MACHINE, MachineType
 from vpod.domain.entities import Agent
@@ -153,6 +153,18 @@ def set_health(
     done = conn.execute(update(agents).where(agents.c.id == agent_id).values(**values))
     if done.rowcount == 0:
         raise _not_found(agent_id)
+
+
+def set_heartbeats(conn: Connection, times: Mapping[str, datetime]) -> None:
+    """Record when each agent last answered (agents removed meanwhile are skipped)."""
+    if not times:
+        return
+    conn.execute(
+        update(agents)
+        .where(agents.c.id == bindparam("agent_id"))
+        .values(last_heartbeat=bindparam("at")),
+        [{"agent_id": agent_id, "at": at} for agent_id, at in sorted(times.items())],
+    )
 
 
 def set_faults(conn: Connection, agent_id: str, faults: Mapping[int, str]) -> None:

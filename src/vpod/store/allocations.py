@@ -14,6 +14,7 @@ from sqlalchemy import Connection, delete, insert, select
 
 from vpod.domain.entities import Allocation
 
+from . import access_versions
 from . import clusters as cluster_rows
 from .errors import AlreadyExists, Conflict, NotFound, StoreError
 from .schema import allocation_machines, allocations, cluster_agents, partitions
@@ -130,6 +131,7 @@ def delete_allocation(conn: Connection, allocation_id: str) -> None:
     blocking = partitions_of(conn, allocation_id)
     if blocking:
         raise has_partitions(allocation_id, blocking)
+    access_versions.revoke_everywhere(conn, allocation_id)
     if conn.execute(delete(allocations).where(allocations.c.id == allocation_id)).rowcount == 0:
         raise not_found(allocation_id)
 

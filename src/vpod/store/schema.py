@@ -129,6 +129,13 @@ users = Table(
     Column("key_hash", TEXT_SHORT, nullable=False),
     Column("admin", Boolean, nullable=False),
     Column("created_at", UtcDateTime, nullable=True, comment="NULL for users older than 0003"),
+    Column(
+        "access_version",
+        Integer,
+        nullable=False,
+        server_default="0",
+        comment="bumped by every change to what the user may do (key, admin, grants)",
+    ),
 )
 
 agent_tokens = Table(

@@ -155,6 +155,11 @@ class Store:
             agent_rows.set_health(conn, agent_id, state, at=at, reason=reason)
             return agent_rows.get_health(conn, agent_id)
 
+    def set_agent_heartbeats(self, times: Mapping[str, datetime]) -> None:
+        """Record the last heartbeat of many agents in one transaction (agent id -> when)."""
+        with self._db.write() as conn:
+            agent_rows.set_heartbeats(conn, times)
+
     def set_agent_faults(self, agent_id: str, faults: Mapping[int, str]) -> None:
         """Replace the faulty IPUs an agent's machine reports: device id (0..3) -> why.
 
@@ -250,10 +255,19 @@ class Store:
         with self._db.read(snapshot=True) as conn:
             return user_rows.get_user(conn, user_id)
 
-    def user_key_hash(self, user_id: str) -> str | None:
-        """The user's access-key hash, or ``None``: one primary-key read, for every call."""
+    def user_access(self, user_id: str) -> tuple[str, int] | None:
+        """The user's access-key hash and access version, or ``None``: one primary-key read,
+        for every call (the version moves with every change to what the user may do)."""
         with self._db.read() as conn:
-            return _or_none(user_rows.get_key_hash, conn, user_id)
+            return _or_none(user_rows.get_access, conn, user_id)
+
+    def find_user_with_access(self, user_id: str) -> tuple[User, str, int] | None:
+        """The user, its access-key hash and access version, read together, or ``None``."""
+        with self._db.read(snapshot=True) as conn:
+            user = _or_none(user_rows.get_user, conn, user_id)
+            if user is None:
+                return None
+            return (user, *user_rows.get_access(conn, user_id))
 
     def find_user_with_hash(self, user_id: str) -> tuple[User, str] | None:
         """The user and its access-key hash, or ``None`` (for authentication)."""

@@ -4,6 +4,9 @@ Only a hash of the access key is stored (hashing is the caller's job; the
 store never sees a key). Grants are rows of ``user_allocations``; removing an
 allocation revokes its grants (``ON DELETE CASCADE``). A user's
 ``allocation_ids`` come back sorted.
+
+Every change to what a user may do bumps ``users.access_version``
+(:mod:`.access_versions`).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from sqlalchemy import Connection, delete, insert, select, update
 
 from vpod.domain.entities import User
 
+from . import access_versions
 from . import allocations as allocation_rows
 from .errors import AlreadyExists, Conflict, NotFound, StoreError
 from .schema import allocations, user_allocations, users
@@ -95,14 +99,32 @@ def get_key_hash(conn: Connection, user_id: str) -> str:
     return str(key_hash)
 
 
+def get_access(conn: Connection, user_id: str) -> tuple[str, int]:
+    """The user's key hash and access version: one primary-key read."""
+    row = conn.execute(
+        select(users.c.key_hash, users.c.access_version).where(users.c.id == user_id)
+    ).first()
+    if row is None:
+        raise not_found(user_id)
+    return str(row.key_hash), int(row.access_version)
+
+
 def set_key_hash(conn: Connection, user_id: str, key_hash: str) -> None:
-    done = conn.execute(update(users).where(users.c.id == user_id).values(key_hash=key_hash))
+    done = conn.execute(
+        update(users)
+        .where(users.c.id == user_id)
+        .values(key_hash=key_hash, access_version=access_versions.BUMPED)
+    )
     if done.rowcount == 0:
         raise not_found(user_id)
 
 
 def set_admin(conn: Connection, user_id: str, admin: bool) -> None:
-    done = conn.execute(update(users).where(users.c.id == user_id).values(admin=admin))
+    done = conn.execute(
+        update(users)
+        .where(users.c.id == user_id)
+        .values(admin=admin, access_version=access_versions.BUMPED)
+    )
     if done.rowcount == 0:
         raise not_found(user_id)
 
@@ -125,17 +147,20 @@ def grant(conn: Connection, user_id: str, allocation_id: str) -> None:
     )
     if already is None:
         conn.execute(insert(user_allocations).values(user_id=user_id, allocation_id=allocation_id))
+        access_versions.bump(conn, [user_id])
 
 
 def revoke(conn: Connection, user_id: str, allocation_id: str) -> None:
     """Take ``allocation_id`` away from ``user_id``; revoking what was not granted is harmless."""
     get_user(conn, user_id)
-    conn.execute(
+    done = conn.execute(
         delete(user_allocations).where(
             user_allocations.c.user_id == user_id,
             user_allocations.c.allocation_id == allocation_id,
         )
     )
+    if done.rowcount:
+        access_versions.bump(conn, [user_id])
 
 
 def explain_grant_refused(conn: Connection, user_id: str, allocation_id: str) -> StoreError:

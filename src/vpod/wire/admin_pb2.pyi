@@ -1164,6 +1164,94 @@ class RemoveUserReply(_message.Message):
 Global___RemoveUserReply: _TypeAlias = RemoveUserReply  # noqa: Y015
 
 @_typing.final
+class GrantAllocationRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ALLOCATION_ID_FIELD_NUMBER: _builtins.int
+    USER_ID_FIELD_NUMBER: _builtins.int
+    allocation_id: _builtins.str
+    user_id: _builtins.str
+    def __init__(
+        self,
+        *,
+        allocation_id: _builtins.str = ...,
+        user_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["allocation_id", b"allocation_id", "user_id", b"user_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GrantAllocationRequest: _TypeAlias = GrantAllocationRequest  # noqa: Y015
+
+@_typing.final
+class GrantAllocationReply(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    USER_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def user(self) -> Global___User:
+        """the user with its allocations after the grant"""
+
+    def __init__(
+        self,
+        *,
+        user: Global___User | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["user", b"user"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["user", b"user"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GrantAllocationReply: _TypeAlias = GrantAllocationReply  # noqa: Y015
+
+@_typing.final
+class RevokeAllocationRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ALLOCATION_ID_FIELD_NUMBER: _builtins.int
+    USER_ID_FIELD_NUMBER: _builtins.int
+    allocation_id: _builtins.str
+    user_id: _builtins.str
+    def __init__(
+        self,
+        *,
+        allocation_id: _builtins.str = ...,
+        user_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["allocation_id", b"allocation_id", "user_id", b"user_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RevokeAllocationRequest: _TypeAlias = RevokeAllocationRequest  # noqa: Y015
+
+@_typing.final
+class RevokeAllocationReply(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    USER_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def user(self) -> Global___User:
+        """the user with its allocations after the revoke"""
+
+    def __init__(
+        self,
+        *,
+        user: Global___User | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["user", b"user"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["user", b"user"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RevokeAllocationReply: _TypeAlias = RevokeAllocationReply  # noqa: Y015
+
+@_typing.final
 class IpuLocation(_message.Message):
     """-------------------------------------------------------------- partitions"""
 

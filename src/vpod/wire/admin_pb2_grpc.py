@@ -105,6 +105,16 @@ class AdminServiceStub:
                 request_serializer=vpod_dot_wire_dot_admin__pb2.RemoveUserRequest.SerializeToString,
                 response_deserializer=vpod_dot_wire_dot_admin__pb2.RemoveUserReply.FromString,
                 _registered_method=True)
+        self.GrantAllocation = channel.unary_unary(
+                '/vpod.admin.v1.AdminService/GrantAllocation',
+                request_serializer=vpod_dot_wire_dot_admin__pb2.GrantAllocationRequest.SerializeToString,
+                response_deserializer=vpod_dot_wire_dot_admin__pb2.GrantAllocationReply.FromString,
+                _registered_method=True)
+        self.RevokeAllocation = channel.unary_unary(
+                '/vpod.admin.v1.AdminService/RevokeAllocation',
+                request_serializer=vpod_dot_wire_dot_admin__pb2.RevokeAllocationRequest.SerializeToString,
+                response_deserializer=vpod_dot_wire_dot_admin__pb2.RevokeAllocationReply.FromString,
+                _registered_method=True)
         self.ListPartitions = channel.unary_unary(
                 '/vpod.admin.v1.AdminService/ListPartitions',
                 request_serializer=vpod_dot_wire_dot_admin__pb2.ListPartitionsRequest.SerializeToString,
@@ -245,6 +255,21 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GrantAllocation(self, request, context):
+        """Grant an existing user an allocation, or take it back; the user's key is unchanged
+        and the change applies at its next call. Granting twice, or revoking what was not
+        granted, is harmless.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RevokeAllocation(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ListPartitions(self, request, context):
         """Partitions of every allocation, with their status.
         """
@@ -380,6 +405,16 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.RemoveUser,
                     request_deserializer=vpod_dot_wire_dot_admin__pb2.RemoveUserRequest.FromString,
                     response_serializer=vpod_dot_wire_dot_admin__pb2.RemoveUserReply.SerializeToString,
+            ),
+            'GrantAllocation': grpc.unary_unary_rpc_method_handler(
+                    servicer.GrantAllocation,
+                    request_deserializer=vpod_dot_wire_dot_admin__pb2.GrantAllocationRequest.FromString,
+                    response_serializer=vpod_dot_wire_dot_admin__pb2.GrantAllocationReply.SerializeToString,
+            ),
+            'RevokeAllocation': grpc.unary_unary_rpc_method_handler(
+                    servicer.RevokeAllocation,
+                    request_deserializer=vpod_dot_wire_dot_admin__pb2.RevokeAllocationRequest.FromString,
+                    response_serializer=vpod_dot_wire_dot_admin__pb2.RevokeAllocationReply.SerializeToString,
             ),
             'ListPartitions': grpc.unary_unary_rpc_method_handler(
                     servicer.ListPartitions,
@@ -805,6 +840,60 @@ class AdminService:
             '/vpod.admin.v1.AdminService/RemoveUser',
             vpod_dot_wire_dot_admin__pb2.RemoveUserRequest.SerializeToString,
             vpod_dot_wire_dot_admin__pb2.RemoveUserReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GrantAllocation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vpod.admin.v1.AdminService/GrantAllocation',
+            vpod_dot_wire_dot_admin__pb2.GrantAllocationRequest.SerializeToString,
+            vpod_dot_wire_dot_admin__pb2.GrantAllocationReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RevokeAllocation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vpod.admin.v1.AdminService/RevokeAllocation',
+            vpod_dot_wire_dot_admin__pb2.RevokeAllocationRequest.SerializeToString,
+            vpod_dot_wire_dot_admin__pb2.RevokeAllocationReply.FromString,
             options,
             channel_credentials,
             insecure,

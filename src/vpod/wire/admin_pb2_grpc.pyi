@@ -61,6 +61,12 @@ class AdminServiceStub:
     """Users: holders of access keys."""
     ListUsers: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ListUsersRequest, _admin_pb2.ListUsersReply]
     RemoveUser: _grpc.UnaryUnaryMultiCallable[_admin_pb2.RemoveUserRequest, _admin_pb2.RemoveUserReply]
+    GrantAllocation: _grpc.UnaryUnaryMultiCallable[_admin_pb2.GrantAllocationRequest, _admin_pb2.GrantAllocationReply]
+    """Grant an existing user an allocation, or take it back; the user's key is unchanged
+    and the change applies at its next call. Granting twice, or revoking what was not
+    granted, is harmless.
+    """
+    RevokeAllocation: _grpc.UnaryUnaryMultiCallable[_admin_pb2.RevokeAllocationRequest, _admin_pb2.RevokeAllocationReply]
     ListPartitions: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ListPartitionsRequest, _admin_pb2.ListPartitionsReply]
     """Partitions of every allocation, with their status."""
     InjectFault: _grpc.UnaryUnaryMultiCallable[_admin_pb2.InjectFaultRequest, _admin_pb2.InjectFaultReply]
@@ -105,6 +111,12 @@ class AdminServiceAsyncStub(AdminServiceStub):
     """Users: holders of access keys."""
     ListUsers: _aio.UnaryUnaryMultiCallable[_admin_pb2.ListUsersRequest, _admin_pb2.ListUsersReply]  # type: ignore[assignment]
     RemoveUser: _aio.UnaryUnaryMultiCallable[_admin_pb2.RemoveUserRequest, _admin_pb2.RemoveUserReply]  # type: ignore[assignment]
+    GrantAllocation: _aio.UnaryUnaryMultiCallable[_admin_pb2.GrantAllocationRequest, _admin_pb2.GrantAllocationReply]  # type: ignore[assignment]
+    """Grant an existing user an allocation, or take it back; the user's key is unchanged
+    and the change applies at its next call. Granting twice, or revoking what was not
+    granted, is harmless.
+    """
+    RevokeAllocation: _aio.UnaryUnaryMultiCallable[_admin_pb2.RevokeAllocationRequest, _admin_pb2.RevokeAllocationReply]  # type: ignore[assignment]
     ListPartitions: _aio.UnaryUnaryMultiCallable[_admin_pb2.ListPartitionsRequest, _admin_pb2.ListPartitionsReply]  # type: ignore[assignment]
     """Partitions of every allocation, with their status."""
     InjectFault: _aio.UnaryUnaryMultiCallable[_admin_pb2.InjectFaultRequest, _admin_pb2.InjectFaultReply]  # type: ignore[assignment]
@@ -230,6 +242,24 @@ class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _admin_pb2.RemoveUserRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_admin_pb2.RemoveUserReply, _abc.Awaitable[_admin_pb2.RemoveUserReply]]: ...
+
+    @_abc_1.abstractmethod
+    def GrantAllocation(
+        self,
+        request: _admin_pb2.GrantAllocationRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.GrantAllocationReply, _abc.Awaitable[_admin_pb2.GrantAllocationReply]]:
+        """Grant an existing user an allocation, or take it back; the user's key is unchanged
+        and the change applies at its next call. Granting twice, or revoking what was not
+        granted, is harmless.
+        """
+
+    @_abc_1.abstractmethod
+    def RevokeAllocation(
+        self,
+        request: _admin_pb2.RevokeAllocationRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.RevokeAllocationReply, _abc.Awaitable[_admin_pb2.RevokeAllocationReply]]: ...
 
     @_abc_1.abstractmethod
     def ListPartitions(

@@ -283,6 +283,28 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         self._authenticator.forget(request.user_id)
         return apb.RemoveUserReply()
 
+    @grpc_errors
+    async def GrantAllocation(  # noqa: N802
+        self, request: apb.GrantAllocationRequest, context: grpc.aio.ServicerContext
+    ) -> apb.GrantAllocationReply:
+        caller = await self._auth.admin(context)
+        user = await self._inventory.grant_allocation(
+            caller, request.user_id, request.allocation_id
+        )
+        times = await self._inventory.user_times()
+        return apb.GrantAllocationReply(user=_user_to_wire(user, times.get(user.id)))
+
+    @grpc_errors
+    async def RevokeAllocation(  # noqa: N802
+        self, request: apb.RevokeAllocationRequest, context: grpc.aio.ServicerContext
+    ) -> apb.RevokeAllocationReply:
+        caller = await self._auth.admin(context)
+        user = await self._inventory.revoke_allocation(
+            caller, request.user_id, request.allocation_id
+        )
+        times = await self._inventory.user_times()
+        return apb.RevokeAllocationReply(user=_user_to_wire(user, times.get(user.id)))
+
     # -- partitions, faults, attributes
 
     @grpc_errors

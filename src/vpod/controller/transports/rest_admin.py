@@ -401,6 +401,39 @@ async def remove_user(
     return Response(status_code=204)
 
 
+AllocationIdPath = Annotated[str, Path(description="The allocation's id.")]
+
+
+@router.put(
+    "/users/{user_id}/allocations/{allocation_id}",
+    tags=["admin: users"],
+    response_model=UserOut,
+    responses=error_responses(400, 401, 403, 404, 503),
+)
+async def grant_allocation(
+    caller: AsAdmin, user_id: IdPath, allocation_id: AllocationIdPath, inventory: InventoryDep
+) -> UserOut:
+    """Grant an existing user an allocation (`vipu-admin grant allocation`); its access key
+    is unchanged. Granting twice is harmless; the answer is the user after the grant."""
+    user = await inventory.grant_allocation(caller, user_id, allocation_id)
+    return UserOut(id=user.id, allocation_ids=list(user.allocation_ids), admin=user.admin)
+
+
+@router.delete(
+    "/users/{user_id}/allocations/{allocation_id}",
+    tags=["admin: users"],
+    response_model=UserOut,
+    responses=error_responses(400, 401, 403, 404, 503),
+)
+async def revoke_allocation(
+    caller: AsAdmin, user_id: IdPath, allocation_id: AllocationIdPath, inventory: InventoryDep
+) -> UserOut:
+    """Take an allocation away from a user (`vipu-admin revoke allocation`), at the user's
+    next call. Revoking what was not granted is harmless; the answer is the user after."""
+    user = await inventory.revoke_allocation(caller, user_id, allocation_id)
+    return UserOut(id=user.id, allocation_ids=list(user.allocation_ids), admin=user.admin)
+
+
 # -- partitions and IPUs across allocations
 
 

@@ -1,5 +1,6 @@
 """Agent registration tokens under ``/api/v1/admin/agent-tokens``: what
-``vipu-admin create|list|remove agent-token`` do over the admin gRPC API, as JSON.
+``vipu-admin create agent-token``, ``list agent-tokens`` and ``remove agent-token`` do
+over the admin gRPC API, as JSON.
 
 The same use-case (:class:`~vpod.controller.agent_tokens.AgentTokens`) serves
 both, so a token issued here admits an agent exactly like one issued by

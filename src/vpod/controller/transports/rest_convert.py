@@ -10,6 +10,7 @@ from typing import Any
 
 from vpod.domain.entities import Cluster
 from vpod.domain.ipuof import ipuof_conf_file
+from vpod.domain.naming import natural_key
 from vpod.domain.partitions import PartitionRequirements
 from vpod.store.records import PartitionRecord
 
@@ -147,5 +148,5 @@ def attributes_out(
                 for device_id, values in sorted(ipus.items())
             ],
         )
-        for agent_id, ipus in sorted(attributes.items())
+        for agent_id, ipus in sorted(attributes.items(), key=lambda item: natural_key(item[0]))
     ]

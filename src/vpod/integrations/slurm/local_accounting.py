@@ -16,6 +16,7 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,6 +58,8 @@ class LocalAccounting:
     db_port: int
     dbd_port: int
     password: str = field(default_factory=lambda: secrets.token_hex(16))
+    child_setup: Callable[[], None] | None = None
+    """``preexec_fn`` of MariaDB and slurmdbd (see :attr:`LocalSlurm.child_setup`)."""
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
     @property
@@ -67,7 +70,12 @@ class LocalAccounting:
     def _spawn(self, name: str, argv: list[str], env: dict[str, str]) -> None:
         log = open(self.root / f"{name}.out", "ab")  # noqa: SIM115 - the child owns it
         self.procs[name] = subprocess.Popen(
-            argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+            preexec_fn=self.child_setup,
         )
         log.close()
 

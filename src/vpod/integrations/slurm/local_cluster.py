@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -94,6 +95,9 @@ class LocalSlurm:
     ctld_port: int = 0
     slurmd_port: int = 0
     dbd_port: int = 0
+    child_setup: Callable[[], None] | None = None
+    """Run in each child before it execs (``preexec_fn``): ``vpod slurm up`` passes one that
+    asks for a parent-death signal, so no daemon outlives it (see ``cli/parent_death.py``)."""
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     _accounting: LocalAccounting | None = None
 
@@ -210,7 +214,12 @@ class LocalSlurm:
     def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
         log = open(self.logs / f"{name}.out", "ab")  # noqa: SIM115 - the child owns it
         proc = subprocess.Popen(
-            argv, env=self.env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            argv,
+            env=self.env(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=self.child_setup,
         )
         log.close()
         self.procs[name] = proc
@@ -245,7 +254,12 @@ class LocalSlurm:
         self._wait(lambda: (m / "munge.socket").exists(), "munged to open its socket")
         if self.accounting:
             self._accounting = LocalAccounting(
-                self.root / "accounting", self.etc, m / "munge.socket", free_port(), self.dbd_port
+                self.root / "accounting",
+                self.etc,
+                m / "munge.socket",
+                free_port(),
+                self.dbd_port,
+                child_setup=self.child_setup,
             )
             self._accounting.start(self.env())
         if self.with_bridge and self.with_integration:

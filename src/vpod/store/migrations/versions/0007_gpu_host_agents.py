@@ -1,7 +1,7 @@
 """GPU host agents: the agent of a registered host and the GPUs it found, with their
 health; see ``vpod/store/gpu_schema.py``.
 
-Revision ID: 0007_gpu_host_agents
+Revision ID: 0007
 Revises: 0006
 Create Date: 2026-11-26
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0007_gpu_host_agents"
+revision: str = "0007"
 down_revision: str | None = "0006"
 branch_labels: str | None = None
 depends_on: str | None = None
