@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from vpod.domain.entities import Agent, Allocation, Cluster
 from vpod.store.records import PartitionRecord
 
+from . import errors
 from .caller import Caller
 from .fleet import Fleet, HealthView
 from .inventory import Inventory
@@ -76,6 +77,7 @@ class Listings:
         self, caller: Caller, cluster_id: str | None = None
     ) -> list[AllocationRow]:
         """The allocations the caller may use (of one cluster when ``cluster_id``), by id."""
+        errors.check_filter("cluster", cluster_id)
         allocations = [
             a for a in await self._inventory.list_allocations(cluster_id) if caller.may_use(a.id)
         ]
@@ -96,6 +98,8 @@ class Listings:
         self, caller: Caller, *, allocation_id: str | None = None, cluster_id: str | None = None
     ) -> list[PartitionRow]:
         """The partitions the caller may see, by id; NOT_FOUND for an allocation not theirs."""
+        errors.check_filter("allocation", allocation_id)
+        errors.check_filter("cluster", cluster_id)
         records = await self._partitions.list_partitions(
             caller, allocation_id=allocation_id, cluster_id=cluster_id
         )
@@ -108,6 +112,7 @@ class Listings:
 
     async def agents(self, cluster_id: str | None = None) -> list[AgentRow]:
         """Every agent (of one cluster when ``cluster_id``) with where it is and its health."""
+        errors.check_filter("cluster", cluster_id)
         agents = await self._inventory.list_agents()
         clusters = await self._inventory.list_clusters()
         cluster_of = {a: c.id for c in clusters for a in c.agent_ids}

@@ -258,6 +258,7 @@ class PartitionService:
                     disable_auto_reset=disable_auto_reset,
                     relocatable=relocatable,
                     max_auto_reset_retries=ctx.settings.max_auto_reset_retries,
+                    operation_owner=ctx.owner or None,
                 )
                 event = ctx.audit_event(
                     caller,
@@ -422,8 +423,15 @@ class PartitionService:
     async def update_record(
         self, record: PartitionRecord, **changes: Unpack[PartitionChanges]
     ) -> PartitionRecord:
-        """Compare-and-set write; raises Conflict when the record moved meanwhile."""
+        """Compare-and-set write; raises Conflict when the record moved meanwhile.
+
+        A change of state names this controller as the owner of the operation it starts,
+        and no owner once the partition is idle (:mod:`.operation_owners`).
+        """
         ctx = self._ctx
+        state = changes.get("state")
+        if state is not None:
+            changes["operation_owner"] = (ctx.owner or None) if state.busy else None
         try:
             updated: PartitionRecord = await ctx.db(
                 ctx.db.store.update_partition_from, record, updated_at=ctx.clock.now(), **changes

@@ -201,6 +201,12 @@ partitions = Table(
     Column("created_at", UtcDateTime, nullable=False),
     Column("updated_at", UtcDateTime, nullable=False),
     Column("version", Integer, nullable=False, comment="bumped by every update"),
+    Column(
+        "operation_owner",
+        TEXT_SHORT,
+        nullable=True,
+        comment="controller running the operation (replica/boot); NULL: idle or before 0007",
+    ),
     UniqueConstraint("id", "allocation_id", "cluster_id"),
     ForeignKeyConstraint(
         ["allocation_id", "cluster_id"],
