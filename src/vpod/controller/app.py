@@ -113,7 +113,7 @@ def build_controller(
     inventory = Inventory(ctx)
     facts = AgentFactsCache(ctx)
     fleet = Fleet(ctx, inventory, facts, health)
-    partitions = PartitionService(ctx, inventory)
+    partitions = PartitionService(ctx, inventory, facts)
     owners = OwnerLease(ctx)
     repair = PartitionRepair(ctx, inventory, partitions, health.steadily_answering, owners)
     monitor = HeartbeatMonitor(ctx, inventory, health, fleet, repair)

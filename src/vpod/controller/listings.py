@@ -26,6 +26,7 @@ from . import errors
 from .caller import Caller
 from .fleet import Fleet, HealthView
 from .inventory import Inventory
+from .partition_views import with_unreachable_agents
 from .partitions import PartitionService
 from .settings import Settings
 
@@ -104,8 +105,13 @@ class Listings:
             caller, allocation_id=allocation_id, cluster_id=cluster_id
         )
         clusters = {c.id: c for c in await self._inventory.list_clusters()}
+        health = await self._fleet.health_of_all() if records else {}
+        unreachable = {a: h.reason for a, h in health.items() if not h.reachable}
         return [
-            PartitionRow(record=r, cluster=clusters[r.cluster_id])
+            PartitionRow(
+                record=with_unreachable_agents(r, clusters[r.cluster_id], unreachable),
+                cluster=clusters[r.cluster_id],
+            )
             for r in records
             if r.cluster_id in clusters
         ]

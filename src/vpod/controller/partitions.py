@@ -42,6 +42,7 @@ from .agent_gateway import describe_failures, fan_out
 from .caller import Caller
 from .context import Context
 from .inventory import Inventory
+from .partition_views import AgentFactsCache
 from .run_to_completion import runs_to_completion
 
 RESERVE_ATTEMPTS = 3
@@ -63,9 +64,10 @@ class _PlacedOnFaultyIpu(errors.Unavailable):
 
 
 class PartitionService:
-    def __init__(self, ctx: Context, inventory: Inventory) -> None:
+    def __init__(self, ctx: Context, inventory: Inventory, facts: AgentFactsCache) -> None:
         self._ctx = ctx
         self._inventory = inventory
+        self._facts = facts
         self._recent: dict[str, PartitionRecord] = {}
         """The last version of each live partition this controller wrote."""
 
@@ -291,6 +293,9 @@ class PartitionService:
             agents, lambda a: self._ctx.gateway.configure(a, configs[a.id], timeout=timeout)
         )
         if not failed:
+            # What the agents reported for IPUoF is recorded now: a dead agent must not hide
+            # the configuration of a partition that is ACTIVE on it.
+            await self._facts.remember(agents)
             return await self.move_state(record, Event.CONFIGURED, errors_=())
         # Undo: release everywhere (release is idempotent), then give the IPUs back.
         await fan_out(agents, lambda a: self._ctx.gateway.release(a, record.id, timeout=timeout))

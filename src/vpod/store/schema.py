@@ -70,6 +70,12 @@ agents = Table(
         nullable=True,
         comment="[[device_id, reason], ...] last reported; NULL (older rows): none",
     ),
+    Column(
+        "ipuof_facts",
+        JSON,
+        nullable=True,
+        comment="the IPUoF details the agent reported (addresses, ports, ids); NULL: not yet",
+    ),
 )
 
 clusters = Table(
