@@ -123,6 +123,7 @@ def test_revisions_form_one_chain_ending_at_the_newest_file() -> None:
         assert scripts.get_revision(newer).down_revision == older
     assert scripts.get_revision(chain[-1]).down_revision is None
     assert head_revision() == chain[0]
+    assert head_revision()[:4] == numbered[-1]
 
 
 def _alembic_config() -> Config:

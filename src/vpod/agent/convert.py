@@ -15,6 +15,7 @@ from typing import TypeVar
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from vpod.domain.catalog import machine_spec
+from vpod.domain.excerpts import excerpt
 from vpod.domain.routing import GwRouting, IpuLinkRouting, SyncType
 from vpod.wire import agent_pb2 as pb
 from vpod.wire import virmgrpc_pb2 as vpb
@@ -241,8 +242,23 @@ def fault_to_wire(fault: Fault) -> pb.Fault:
     )
 
 
+FAULT_REASON_MAX = 200
+"""A fault's reason is a short note shown in health and events."""
+LINK_ID_MAX = 63
+
+
 def fault_from_wire(msg: pb.Fault) -> Fault:
     kind = _required_enum(FaultKind, msg.kind, "fault kind")
+    if len(msg.reason) > FAULT_REASON_MAX:
+        raise InvalidRequest(
+            f"fault reason {excerpt(msg.reason, quote=True)} is too long: give at most"
+            f" {FAULT_REASON_MAX} characters"
+        )
+    if len(msg.link_id) > LINK_ID_MAX:
+        raise InvalidRequest(
+            f"link id {excerpt(msg.link_id, quote=True)} is too long: name a link such as"
+            " ipulink0 or gwlink0"
+        )
     return Fault(
         kind=kind,
         device_id=msg.device_id if kind is FaultKind.IPU else None,

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 import vpod
 from vpod.domain.catalog import IPUS_PER_MACHINE, MachineType, machine_spec
 from vpod.domain.errors import InvalidSpec
+from vpod.domain.excerpts import excerpt
 from vpod.domain.naming import check_id
 
 from .errors import InvalidRequest, MachineConflict, Reason, UnknownPartition
@@ -475,7 +476,8 @@ class EmulatedMachine:
         elif fault.kind is FaultKind.LINK_DOWN:
             if fault.link_id not in LINKS:
                 raise InvalidRequest(
-                    f"agent {self._agent_id} has no link {fault.link_id!r}: use one of"
+                    f"agent {self._agent_id} has no link"
+                    f" {excerpt(fault.link_id, quote=True)}: use one of"
                     f" {', '.join(LINKS)}"
                 )
             if fault.link_id not in self._link_faults:

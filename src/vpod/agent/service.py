@@ -25,6 +25,7 @@ from typing import NoReturn, TypeVar
 
 import grpc
 
+from vpod.domain.excerpts import bounded
 from vpod.wire import agent_pb2 as pb
 from vpod.wire import agent_pb2_grpc as pb_grpc
 
@@ -95,7 +96,9 @@ class AgentService(pb_grpc.AgentServiceServicer):
 
     async def _abort(self, context: grpc.aio.ServicerContext, exc: MachineRefusal) -> NoReturn:
         await context.abort(
-            status_of(exc), exc.message, trailing_metadata=((REASON_KEY, exc.reason.value),)
+            status_of(exc),
+            bounded(exc.message),  # a refusal quoting a huge field must still fit the metadata
+            trailing_metadata=((REASON_KEY, exc.reason.value),),
         )
         raise AssertionError("context.abort returned")  # pragma: no cover
 

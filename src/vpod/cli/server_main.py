@@ -115,8 +115,17 @@ def _configure_logging(
     type=click.FloatRange(1, 3600),
     default=30.0,
     show_default=True,
-    help="Seconds after which an unfinished create, remove or reset counts as abandoned"
-    " (its controller died) and the leader rolls it back or finishes it.",
+    help="Seconds after which an unfinished create, remove or reset with no owner lease"
+    " (written before owner leases existed) counts as abandoned and the leader rolls it back"
+    " or finishes it.",
+)
+@click.option(
+    "--owner-lease-ttl",
+    type=click.FloatRange(2, 3600),
+    default=10.0,
+    show_default=True,
+    help="Seconds a controller's owner lease outlives its last renewal (each second): the"
+    " leader recovers a create, remove or reset only once its controller's lease expired.",
 )
 @click.option(
     "--recovery-interval",
@@ -185,6 +194,7 @@ def main(
     secure: bool,
     agent_timeout: float,
     operation_deadline: float,
+    owner_lease_ttl: float,
     recovery_interval: float,
     cloud: bool,
     unsafe_shared_host: bool,
@@ -217,6 +227,7 @@ def main(
         secure=secure,
         agent_timeout_s=agent_timeout,
         operation_deadline_s=operation_deadline,
+        owner_lease_ttl_s=owner_lease_ttl,
         recovery_interval_s=recovery_interval,
         max_connections=max_connections,
     )

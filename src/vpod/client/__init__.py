@@ -143,10 +143,12 @@ if TYPE_CHECKING:
         Version,
     )
     from .rest import AsyncRestClient, RestClient, RestSettings
+    from .retry import RetryPolicy
     from .user import AsyncUserClient, UserClient
     from .user_calls import PartitionOptions
 
 _LAZY: dict[str, str] = {
+    "RetryPolicy": ".retry",
     "AdminClient": ".admin",
     "Agent": ".admin_records",
     "AgentFaults": ".admin_records",
@@ -297,6 +299,7 @@ __all__ = [
     "Reservation",
     "RestClient",
     "RestSettings",
+    "RetryPolicy",
     "RetryableError",
     "Server",
     "ServerError",

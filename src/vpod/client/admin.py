@@ -45,6 +45,7 @@ from .grpc_transport import (
     GrpcTransport,
 )
 from .records import IpuAttributes, Version
+from .retry import DEFAULT_RETRY, RetryPolicy
 from .user import ADMIN_HINT
 
 
@@ -66,9 +67,10 @@ class AdminClient:
         *,
         hint: str = ADMIN_HINT,
         credentials_hint: str = DEFAULT_CREDENTIALS_HINT,
+        retry: RetryPolicy = DEFAULT_RETRY,
     ) -> None:
         self.endpoint = endpoint
-        self._grpc = GrpcTransport(Diagnosis(endpoint, hint, credentials_hint))
+        self._grpc = GrpcTransport(Diagnosis(endpoint, hint, credentials_hint), retry)
 
     @classmethod
     def from_config(
@@ -215,9 +217,10 @@ class AsyncAdminClient:
         *,
         hint: str = ADMIN_HINT,
         credentials_hint: str = DEFAULT_CREDENTIALS_HINT,
+        retry: RetryPolicy = DEFAULT_RETRY,
     ) -> None:
         self.endpoint = endpoint
-        self._grpc = AsyncGrpcTransport(Diagnosis(endpoint, hint, credentials_hint))
+        self._grpc = AsyncGrpcTransport(Diagnosis(endpoint, hint, credentials_hint), retry)
 
     @classmethod
     def from_config(

@@ -184,6 +184,7 @@ def create_user(user_id: str, allocation_ids: Sequence[str], admin: bool) -> Rpc
         apb.CreateUserRequest(user_id=user_id, allocation_ids=list(allocation_ids), admin=admin),
         apb.CreateUserReply,
         lambda reply: CreatedUser(User.from_wire(reply.user), reply.access_key, raw=reply),
+        idempotent=False,  # a second call is ALREADY_EXISTS, and the key is shown once
     )
 
 
@@ -305,6 +306,7 @@ def create_agent_token(label: str) -> Rpc[IssuedAgentToken]:
         lambda reply: IssuedAgentToken(
             AgentToken.from_wire(reply.agent_token), reply.token, raw=reply
         ),
+        idempotent=False,  # each call issues another token
     )
 
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from vpod.domain.excerpts import bounded
+
 
 class VpodError(Exception):
     """Any failure of a :mod:`vpod.client` call; ``str()`` is the sentence to show."""
@@ -31,6 +33,7 @@ class VpodError(Exception):
         status: int | None = None,
         endpoint: str = "",
     ) -> None:
+        message = bounded(message)  # a server's or a setting's sentence, whatever it quotes
         super().__init__(message)
         self.message = message
         if code is not None:

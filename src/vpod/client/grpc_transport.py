@@ -12,12 +12,17 @@ that is :class:`~.errors.Unavailable` with the server's sentence. gRPC's core
 answers ``UNAVAILABLE`` too when it cannot connect; those are told apart by
 the text core puts in the details, and become :class:`~.errors.Unreachable`
 or :class:`~.errors.TlsError` naming the endpoint and what to check.
+
+A call the server refused before running it (a refused HTTP/2 stream, a
+server at its limit of concurrent calls) is sent again with jittered
+backoff when it may be repeated (:mod:`.retry`).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -39,6 +44,7 @@ from .errors import (
     error_of_code,
     one_line,
 )
+from .retry import DEFAULT_RETRY, RetryPolicy, refused
 
 USER_ID_METADATA = "vipu-user-id"
 ACCESS_KEY_METADATA = "vipu-access-key"
@@ -81,6 +87,8 @@ class Rpc(Generic[T]):
     request: Message
     reply_type: type[Message]
     parse: Callable[[Any], T]
+    idempotent: bool = True
+    """May be sent twice: a refusal of the server is retried (see :mod:`.retry`)."""
 
 
 @dataclass(frozen=True)
@@ -165,6 +173,18 @@ class Diagnosis:
         return error_of_code(code.name, message, endpoint=target)
 
 
+def _pauses(rpc: Rpc[Any], retry: RetryPolicy, endpoint: Endpoint) -> Iterator[float]:
+    """The backoff of one call: none for a call that must not be sent twice."""
+    return retry.pauses(endpoint.timeout_s) if rpc.idempotent else iter(())
+
+
+def _retry_after(code: grpc.StatusCode, details: str, pauses: Iterator[float]) -> float | None:
+    """The pause before sending a refused call again; None: do not retry."""
+    if not refused(code, details):
+        return None
+    return next(pauses, None)
+
+
 def _read(path: str, key: str) -> bytes:
     try:
         return Path(path).expanduser().read_bytes()
@@ -215,8 +235,9 @@ def metadata(endpoint: Endpoint) -> tuple[tuple[str, str], ...]:
 class GrpcTransport:
     """One endpoint over a blocking channel, opened on first use."""
 
-    def __init__(self, diagnosis: Diagnosis) -> None:
+    def __init__(self, diagnosis: Diagnosis, retry: RetryPolicy = DEFAULT_RETRY) -> None:
         self.diagnosis = diagnosis
+        self.retry = retry
         self._channel: grpc.Channel | None = None
         self._methods: dict[str, Any] = {}
 
@@ -239,13 +260,19 @@ class GrpcTransport:
                 request_serializer=type(rpc.request).SerializeToString,
                 response_deserializer=rpc.reply_type.FromString,
             )
-        try:
-            reply = method(
-                rpc.request, timeout=self.endpoint.timeout_s, metadata=metadata(self.endpoint)
-            )
-        except grpc.RpcError as exc:
-            raise self.translate(exc) from None
-        return rpc.parse(reply)
+        pauses = _pauses(rpc, self.retry, self.endpoint)
+        while True:
+            try:
+                reply = method(
+                    rpc.request, timeout=self.endpoint.timeout_s, metadata=metadata(self.endpoint)
+                )
+            except grpc.RpcError as exc:
+                pause = _retry_after(exc.code(), exc.details() or "", pauses)
+                if pause is None:
+                    raise self.translate(exc) from None
+                time.sleep(pause)
+                continue
+            return rpc.parse(reply)
 
     def translate(self, exc: grpc.RpcError) -> VpodError:
         error = self.diagnosis.translate(exc.code(), exc.details() or "")
@@ -267,8 +294,9 @@ class GrpcTransport:
 class AsyncGrpcTransport:
     """One endpoint over a ``grpc.aio`` channel, opened on first use (inside the event loop)."""
 
-    def __init__(self, diagnosis: Diagnosis) -> None:
+    def __init__(self, diagnosis: Diagnosis, retry: RetryPolicy = DEFAULT_RETRY) -> None:
         self.diagnosis = diagnosis
+        self.retry = retry
         self._channel: grpc.aio.Channel | None = None
         self._methods: dict[str, Any] = {}
 
@@ -291,13 +319,19 @@ class AsyncGrpcTransport:
                 request_serializer=type(rpc.request).SerializeToString,
                 response_deserializer=rpc.reply_type.FromString,
             )
-        try:
-            reply = await method(
-                rpc.request, timeout=self.endpoint.timeout_s, metadata=metadata(self.endpoint)
-            )
-        except grpc.aio.AioRpcError as exc:
-            raise await self.translate(exc) from None
-        return rpc.parse(reply)
+        pauses = _pauses(rpc, self.retry, self.endpoint)
+        while True:
+            try:
+                reply = await method(
+                    rpc.request, timeout=self.endpoint.timeout_s, metadata=metadata(self.endpoint)
+                )
+            except grpc.aio.AioRpcError as exc:
+                pause = _retry_after(exc.code(), exc.details() or "", pauses)
+                if pause is None:
+                    raise await self.translate(exc) from None
+                await asyncio.sleep(pause)
+                continue
+            return rpc.parse(reply)
 
     async def translate(self, exc: grpc.aio.AioRpcError) -> VpodError:
         error = self.diagnosis.translate(exc.code(), exc.details() or "")

@@ -33,6 +33,7 @@ from .grpc_transport import (
     GrpcTransport,
 )
 from .records import IpuAttributes, IpuofConfig, Partition, PartitionStatus, Version
+from .retry import DEFAULT_RETRY, RetryPolicy
 from .user_calls import PartitionOptions
 
 ADMIN_HINT = "admin-api-host/admin-api-port in vipu-cli.hcl or VIPU_CLI_ADMIN_API_PORT"
@@ -70,9 +71,10 @@ class UserClient(_UserBase):
         *,
         hint: str = DEFAULT_HINT,
         credentials_hint: str = DEFAULT_CREDENTIALS_HINT,
+        retry: RetryPolicy = DEFAULT_RETRY,
     ) -> None:
         super().__init__(endpoint, hint=hint, credentials_hint=credentials_hint)
-        self._user = GrpcTransport(self._diagnosis)
+        self._user = GrpcTransport(self._diagnosis, retry)
 
     @classmethod
     def from_config(
@@ -161,9 +163,10 @@ class AsyncUserClient(_UserBase):
         *,
         hint: str = DEFAULT_HINT,
         credentials_hint: str = DEFAULT_CREDENTIALS_HINT,
+        retry: RetryPolicy = DEFAULT_RETRY,
     ) -> None:
         super().__init__(endpoint, hint=hint, credentials_hint=credentials_hint)
-        self._user = AsyncGrpcTransport(self._diagnosis)
+        self._user = AsyncGrpcTransport(self._diagnosis, retry)
 
     @classmethod
     def from_config(

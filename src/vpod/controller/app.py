@@ -27,6 +27,7 @@ from .inventory import Inventory
 from .leader import LeaderLoop
 from .listings import Listings
 from .occupancy import OccupancyCache, snapshot_loader
+from .operation_owners import OwnerLease, owner_token
 from .partition_repair import PartitionRepair
 from .partition_views import AgentFactsCache, PartitionViews
 from .partitions import PartitionService
@@ -107,12 +108,14 @@ def build_controller(
         db=db,
         gateway=gateway,
         occupancy=OccupancyCache(snapshot_loader(db, health.faulty_slots)),
+        owner=owner_token(settings.replica_id),
     )
     inventory = Inventory(ctx)
     facts = AgentFactsCache(ctx)
     fleet = Fleet(ctx, inventory, facts, health)
-    partitions = PartitionService(ctx, inventory)
-    repair = PartitionRepair(ctx, inventory, partitions, health.steadily_answering)
+    partitions = PartitionService(ctx, inventory, facts)
+    owners = OwnerLease(ctx)
+    repair = PartitionRepair(ctx, inventory, partitions, health.steadily_answering, owners)
     monitor = HeartbeatMonitor(ctx, inventory, health, fleet, repair)
     auth = Authenticator(ctx)
     agent_tokens = AgentTokens(ctx)
@@ -131,7 +134,7 @@ def build_controller(
         listings=Listings(settings, inventory, partitions, fleet),
         audit_log=AuditLog(ctx),
         status=ControllerStatus(db, inventory, partitions),
-        leader=LeaderLoop(ctx, inventory, health, fleet, repair, monitor),
+        leader=LeaderLoop(ctx, inventory, health, fleet, repair, monitor, owners),
         pod_map=PodMapService(ctx, inventory, partitions, health),
         changes=ChangeFeed(ctx, inventory, health),
         tenancy=Tenancy(ctx, inventory, partitions, auth, agent_tokens),

@@ -29,6 +29,9 @@ class Context:
     db: Db
     gateway: AgentGateway
     occupancy: OccupancyCache
+    owner: str = ""
+    """This controller as the owner of the operations it runs (``replica/boot``, see
+    :mod:`.operation_owners`)."""
 
     def audit_event(
         self, caller: Caller, action: str, target: str, outcome: str, detail: str = ""

@@ -18,6 +18,9 @@ exceptions from the store, the agents or the domain: use-cases translate them.
 
 from __future__ import annotations
 
+from vpod.domain.errors import DomainError
+from vpod.domain.naming import check_id
+
 
 class ServiceError(Exception):
     """A use-case could not be carried out; the message says why."""
@@ -53,3 +56,12 @@ class PermissionDenied(ServiceError):
 
 class Unavailable(ServiceError):
     pass
+
+
+def check_filter(kind: str, value: str | None) -> None:
+    """A filter naming an id no entity can have is the caller's mistake, not an empty list."""
+    if value:
+        try:
+            check_id(kind, value)
+        except DomainError as exc:
+            raise InvalidArgument(str(exc)) from None

@@ -25,6 +25,7 @@ from vpod.agent.model import (
 )
 from vpod.domain.entities import Agent, Cluster
 from vpod.domain.errors import DomainError
+from vpod.domain.excerpts import excerpt
 from vpod.store.records import AgentHealth, AgentHealthState
 
 from . import errors
@@ -39,6 +40,8 @@ from .partitions import machine_configs
 log = logging.getLogger("vpod.fleet")
 
 RECONCILE_IN_FLIGHT = 32
+MAX_ADDRESS_CHARS = 253 + 6
+"""A DNS name and a port: no address to probe is longer."""
 """Agents a reconciliation of the whole fleet calls at once."""
 
 
@@ -197,10 +200,17 @@ class Fleet:
         known = {a.id for a in await self._inventory.list_agents()}
         found: list[dict[str, Any]] = []
         for address in addresses:
+            if len(address) > MAX_ADDRESS_CHARS:
+                raise errors.InvalidArgument(
+                    f"address {excerpt(address, quote=True)} is not HOST:PORT: a host name has"
+                    " at most 253 characters"
+                )
             host, _, port_text = address.rpartition(":")
             entry: dict[str, Any] = {"host": host, "port": 0}
             if not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
-                entry["error"] = f"{address!r} is not HOST:PORT with a port in 1..65535"
+                entry["error"] = (
+                    f"{excerpt(address, quote=True)} is not HOST:PORT with a port in 1..65535"
+                )
                 found.append(entry)
                 continue
             entry["port"] = int(port_text)

@@ -22,6 +22,7 @@ from .context import Context
 from .fleet import Fleet
 from .heartbeats import HeartbeatMonitor
 from .inventory import Inventory
+from .operation_owners import OwnerLease
 from .partition_repair import PartitionRepair
 
 log = logging.getLogger("vpod.leader")
@@ -40,6 +41,7 @@ class LeaderLoop:
         fleet: Fleet,
         repair: PartitionRepair,
         monitor: HeartbeatMonitor,
+        owners: OwnerLease,
     ) -> None:
         self._ctx = ctx
         self._inventory = inventory
@@ -47,6 +49,7 @@ class LeaderLoop:
         self._fleet = fleet
         self._repair = repair
         self.monitor = monitor
+        self._owners = owners
         self.is_leader = False
         self._became_leader = asyncio.Event()
         self._reconciling: asyncio.Task[None] | None = None
@@ -61,6 +64,8 @@ class LeaderLoop:
         db = self._ctx.db
         clock = self._ctx.clock
         next_recovery = 0.0
+        # Every controller, leader or not, keeps its owner lease: its operations are its own.
+        owner_lease = asyncio.create_task(self._owners.run(), name="owner-lease")
         try:
             while True:
                 started = clock.monotonic()
@@ -93,6 +98,9 @@ class LeaderLoop:
                 elapsed = clock.monotonic() - started
                 await asyncio.sleep(max(0.05, settings.heartbeat_interval_s - elapsed))
         finally:
+            owner_lease.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await owner_lease
             if self._reconciling is not None:
                 self._reconciling.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):

@@ -12,9 +12,19 @@ instead (0: no caps, for measuring what they are worth).
 gRPC listeners also get: ``grpc.max_allowed_incoming_connections`` (the
 cap), a 10 s handshake deadline (a connection that never completes its
 HTTP/2 preface or TLS handshake is closed), idle connections closed after 5
-minutes (clients reconnect transparently), at most 100 concurrent streams
-per connection, and keepalive enforcement (pings without data more often
-than every 10 s count as strikes; two strikes close the connection).
+minutes (clients reconnect transparently), at most
+``MAX_STREAMS_PER_CONNECTION`` concurrent streams per connection, and
+keepalive enforcement (pings without data more often than every 10 s count
+as strikes; two strikes close the connection).
+
+The stream limit is not a throttle. gRPC's client does not queue calls
+against the server's advertised limit: every stream above it is refused
+(``UNAVAILABLE``, RST_STREAM REFUSED_STREAM), so a limit of 100 failed two
+thirds of the calls of a client with 256 in flight on one channel. The
+controller serves each call as a coroutine that waits on the store or the
+agents, so thousands of streams per connection cost little; the limit stays
+only to bound what one connection can hold, and ``vpod.client`` retries the
+rare refusal (``vpod.client.retry``).
 """
 
 from __future__ import annotations
@@ -25,6 +35,7 @@ from typing import Any
 
 AUTO = -1
 RESERVE_MIN = 128
+MAX_STREAMS_PER_CONNECTION = 4096
 
 
 @dataclass(frozen=True)
@@ -49,7 +60,7 @@ class ListenerLimits:
     def grpc_options(self) -> list[tuple[str, Any]]:
         options: list[tuple[str, Any]] = [
             ("grpc.so_reuseport", 0),
-            ("grpc.max_concurrent_streams", 100),
+            ("grpc.max_concurrent_streams", MAX_STREAMS_PER_CONNECTION),
             ("grpc.server_handshake_timeout_ms", 10_000),
             ("grpc.max_connection_idle_ms", 300_000),
             ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
@@ -87,4 +98,11 @@ def listener_limits(max_connections: int = AUTO, file_limit: int | None = None) 
     )
 
 
-__all__ = ["AUTO", "HttpLimits", "ListenerLimits", "listener_limits", "raise_file_limit"]
+__all__ = [
+    "AUTO",
+    "MAX_STREAMS_PER_CONNECTION",
+    "HttpLimits",
+    "ListenerLimits",
+    "listener_limits",
+    "raise_file_limit",
+]

@@ -23,9 +23,11 @@ from vpod.domain.entities import Agent, Allocation, Cluster
 from vpod.domain.naming import natural_key
 from vpod.store.records import PartitionRecord
 
+from . import errors
 from .caller import Caller
 from .fleet import Fleet, HealthView
 from .inventory import Inventory
+from .partition_views import with_unreachable_agents
 from .partitions import PartitionService
 from .settings import Settings
 
@@ -77,6 +79,7 @@ class Listings:
         self, caller: Caller, cluster_id: str | None = None
     ) -> list[AllocationRow]:
         """The allocations the caller may use (of one cluster when ``cluster_id``), by id."""
+        errors.check_filter("cluster", cluster_id)
         allocations = [
             a for a in await self._inventory.list_allocations(cluster_id) if caller.may_use(a.id)
         ]
@@ -99,18 +102,26 @@ class Listings:
         self, caller: Caller, *, allocation_id: str | None = None, cluster_id: str | None = None
     ) -> list[PartitionRow]:
         """The partitions the caller may see, by id; NOT_FOUND for an allocation not theirs."""
+        errors.check_filter("allocation", allocation_id)
+        errors.check_filter("cluster", cluster_id)
         records = await self._partitions.list_partitions(
             caller, allocation_id=allocation_id, cluster_id=cluster_id
         )
         clusters = {c.id: c for c in await self._inventory.list_clusters()}
+        health = await self._fleet.health_of_all() if records else {}
+        unreachable = {a: h.reason for a, h in health.items() if not h.reachable}
         return [
-            PartitionRow(record=r, cluster=clusters[r.cluster_id])
+            PartitionRow(
+                record=with_unreachable_agents(r, clusters[r.cluster_id], unreachable),
+                cluster=clusters[r.cluster_id],
+            )
             for r in records
             if r.cluster_id in clusters
         ]
 
     async def agents(self, cluster_id: str | None = None) -> list[AgentRow]:
         """Every agent (of one cluster when ``cluster_id``) with where it is and its health."""
+        errors.check_filter("cluster", cluster_id)
         agents = await self._inventory.list_agents()
         clusters = await self._inventory.list_clusters()
         cluster_of = {a: c.id for c in clusters for a in c.agent_ids}

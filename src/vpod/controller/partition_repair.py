@@ -50,6 +50,7 @@ from .agent_gateway import describe_failures, fan_out
 from .caller import SYSTEM
 from .context import Context
 from .inventory import Inventory
+from .operation_owners import OwnerLease
 from .partitions import PartitionService, machine_configs
 
 log = logging.getLogger("vpod.repair")
@@ -62,11 +63,13 @@ class PartitionRepair:
         inventory: Inventory,
         partitions: PartitionService,
         steadily_answering: Callable[[str], bool],
+        owners: OwnerLease,
     ) -> None:
         self._ctx = ctx
         self._inventory = inventory
         self._p = partitions
         self._steadily_answering = steadily_answering
+        self._owners = owners
 
     # ----------------------------------------------------------------- faults
 
@@ -224,15 +227,23 @@ class PartitionRepair:
     # -------------------------------------------------- abandoned operations
 
     async def finish_abandoned(self) -> int:
-        """Roll back or finish operations older than the deadline; returns how many."""
+        """Roll back or finish operations whose owner died; returns how many.
+
+        A dead owner is one whose lease expired (:mod:`.operation_owners`); an operation
+        with no owner, or an owner that never took its lease, is abandoned once older than
+        ``operation_deadline_s``.
+        """
         ctx = self._ctx
         deadline = ctx.settings.operation_deadline_s
         now = ctx.clock.now()
+        busy = [r for r in await ctx.db(ctx.db.store.list_partitions) if r.state.busy]
+        alive = await self._owners.alive(r.operation_owner for r in busy if r.operation_owner)
         count = 0
-        for record in await ctx.db(ctx.db.store.list_partitions):
-            if not record.state.busy:
-                continue
-            if (now - record.updated_at).total_seconds() < deadline:
+        for record in busy:
+            owner_alive = alive.get(record.operation_owner or "")
+            if owner_alive:
+                continue  # its controller lives: however slow, the operation is its own
+            if owner_alive is None and (now - record.updated_at).total_seconds() < deadline:
                 continue
             try:
                 await self._finish(record)

@@ -3,27 +3,44 @@
 Building an IPUoF config needs facts only the agents know (the machine's
 RDMA address, each IPU's ports and chip id, software versions). They are
 asked once per agent boot and cached: they do not change while an agent
-runs, and a re-registration with a new boot id drops the entry.
+runs, and a re-registration with a new boot id drops the entry. They are
+also recorded in the store (``agents.ipuof_facts``), at the latest when a
+partition is configured on the agent: a dead agent does not hide what the
+controller knows, its partitions' configurations are served from the record
+(what an application does with an IPU whose machine is down is its own
+affair; the partition's status names the unreachable agent).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+import contextlib
+import dataclasses
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+from google.protobuf.json_format import MessageToDict, ParseDict
+
+from vpod.agent.convert import identity_from_wire, identity_to_wire
 from vpod.agent.errors import AgentError
 from vpod.agent.model import MachineIdentity
-from vpod.domain.entities import Agent
+from vpod.domain.entities import Agent, Cluster
 from vpod.domain.errors import DomainError
 from vpod.domain.ipuof import IpuEndpoint, partition_ipuof_config
 from vpod.domain.partition_states import ReadyState
-from vpod.store.records import PartitionRecord
+from vpod.store.records import AgentHealthState, PartitionRecord
+from vpod.wire import agent_pb2
 
 from . import errors
 from .caller import Caller
 from .context import Context
 from .inventory import Inventory
+
+
+async def unreachable_agents(ctx: Context) -> dict[str, str]:
+    """Agents the heartbeats found unreachable (as stored, so every replica agrees), by id."""
+    health = await ctx.db(ctx.db.store.list_agent_health)
+    return {h.agent_id: h.reason for h in health if h.state is AgentHealthState.UNREACHABLE}
 
 
 class AgentFactsCache:
@@ -35,6 +52,7 @@ class AgentFactsCache:
         self._facts.pop(agent_id, None)
 
     async def of(self, agents: Iterable[Agent]) -> dict[str, MachineIdentity]:
+        """Each agent's facts: cached, else asked (and recorded), else as last recorded."""
         wanted = list(agents)
         missing = [a for a in wanted if a.id not in self._facts]
         if missing:
@@ -43,15 +61,63 @@ class AgentFactsCache:
                 *(self._ctx.gateway.identity(a, timeout=timeout) for a in missing),
                 return_exceptions=True,
             )
+            silent: dict[str, AgentError] = {}
             for agent, result in zip(missing, results, strict=True):
                 if isinstance(result, AgentError):
-                    raise errors.Unavailable(
-                        f"cannot read the IPUoF details of agent {agent.id}: {result.message}"
-                    )
+                    silent[agent.id] = result
+                    continue
                 if isinstance(result, BaseException):
                     raise result
                 self._facts[agent.id] = result
+                await self._record(result)
+            if silent:
+                return {**await self._recorded(silent), **self._known(wanted, silent)}
         return {a.id: self._facts[a.id] for a in wanted}
+
+    async def remember(self, agents: Iterable[Agent]) -> None:
+        """Make sure the store holds these agents' facts (after a configure): best effort,
+        an agent that died meanwhile is recorded when it is next heard."""
+        with contextlib.suppress(errors.Unavailable):
+            await self.of(agents)
+
+    def _known(
+        self, wanted: list[Agent], silent: dict[str, AgentError]
+    ) -> dict[str, MachineIdentity]:
+        return {a.id: self._facts[a.id] for a in wanted if a.id not in silent}
+
+    async def _record(self, facts: MachineIdentity) -> None:
+        data = MessageToDict(identity_to_wire(facts), preserving_proto_field_name=True)
+        await self._ctx.db(self._ctx.db.store.set_ipuof_facts, facts.agent_id, data)
+
+    async def _recorded(self, silent: dict[str, AgentError]) -> dict[str, MachineIdentity]:
+        """The recorded facts of agents that did not answer; UNAVAILABLE for one never heard."""
+        stored = await self._ctx.db(self._ctx.db.store.ipuof_facts, sorted(silent))
+        found: dict[str, MachineIdentity] = {}
+        for agent_id, failure in sorted(silent.items()):
+            if agent_id not in stored:
+                raise errors.Unavailable(
+                    f"cannot read the IPUoF details of agent {agent_id}: {failure.message}"
+                )
+            found[agent_id] = identity_from_wire(
+                ParseDict(stored[agent_id], agent_pb2.Identity(), ignore_unknown_fields=True)
+            )
+        return found
+
+
+def with_unreachable_agents(
+    record: PartitionRecord, cluster: Cluster, unreachable: Mapping[str, str]
+) -> PartitionRecord:
+    """``record`` with a line in its errors for each of its agents that cannot be reached
+    (``unreachable``: agent id to the reason), as read now; nothing is stored."""
+    agents = sorted({cluster.agent_of(ipu.machine) for ipu in record.ipus} & set(unreachable))
+    notes = [
+        f"agent {a} is unreachable ({unreachable[a] or 'it stopped answering'}): the IPUoF"
+        " configuration is served from what the controller recorded"
+        for a in agents
+    ]
+    if not notes:
+        return record
+    return dataclasses.replace(record, errors=(*record.errors, *notes))
 
 
 class PartitionViews:
@@ -59,6 +125,14 @@ class PartitionViews:
         self._ctx = ctx
         self._inventory = inventory
         self._facts = facts
+
+    async def status(self, record: PartitionRecord) -> PartitionRecord:
+        """The record as its status shows it: naming any of its agents that cannot be reached."""
+        unreachable = await unreachable_agents(self._ctx)
+        if not unreachable:
+            return record
+        cluster = await self._inventory.cluster(record.cluster_id)
+        return with_unreachable_agents(record, cluster, unreachable)
 
     async def ipuof_config(self, record: PartitionRecord, gcd_id: int | None) -> dict[str, Any]:
         """The wire's ``PartitionConfig`` as plain data (see ``vpod.domain.ipuof``)."""

@@ -42,6 +42,7 @@ from .agent_gateway import describe_failures, fan_out
 from .caller import Caller
 from .context import Context
 from .inventory import Inventory
+from .partition_views import AgentFactsCache
 from .run_to_completion import runs_to_completion
 
 RESERVE_ATTEMPTS = 3
@@ -63,9 +64,10 @@ class _PlacedOnFaultyIpu(errors.Unavailable):
 
 
 class PartitionService:
-    def __init__(self, ctx: Context, inventory: Inventory) -> None:
+    def __init__(self, ctx: Context, inventory: Inventory, facts: AgentFactsCache) -> None:
         self._ctx = ctx
         self._inventory = inventory
+        self._facts = facts
         self._recent: dict[str, PartitionRecord] = {}
         """The last version of each live partition this controller wrote."""
 
@@ -258,6 +260,7 @@ class PartitionService:
                     disable_auto_reset=disable_auto_reset,
                     relocatable=relocatable,
                     max_auto_reset_retries=ctx.settings.max_auto_reset_retries,
+                    operation_owner=ctx.owner or None,
                 )
                 event = ctx.audit_event(
                     caller,
@@ -290,6 +293,9 @@ class PartitionService:
             agents, lambda a: self._ctx.gateway.configure(a, configs[a.id], timeout=timeout)
         )
         if not failed:
+            # What the agents reported for IPUoF is recorded now: a dead agent must not hide
+            # the configuration of a partition that is ACTIVE on it.
+            await self._facts.remember(agents)
             return await self.move_state(record, Event.CONFIGURED, errors_=())
         # Undo: release everywhere (release is idempotent), then give the IPUs back.
         await fan_out(agents, lambda a: self._ctx.gateway.release(a, record.id, timeout=timeout))
@@ -422,8 +428,15 @@ class PartitionService:
     async def update_record(
         self, record: PartitionRecord, **changes: Unpack[PartitionChanges]
     ) -> PartitionRecord:
-        """Compare-and-set write; raises Conflict when the record moved meanwhile."""
+        """Compare-and-set write; raises Conflict when the record moved meanwhile.
+
+        A change of state names this controller as the owner of the operation it starts,
+        and no owner once the partition is idle (:mod:`.operation_owners`).
+        """
         ctx = self._ctx
+        state = changes.get("state")
+        if state is not None:
+            changes["operation_owner"] = (ctx.owner or None) if state.busy else None
         try:
             updated: PartitionRecord = await ctx.db(
                 ctx.db.store.update_partition_from, record, updated_at=ctx.clock.now(), **changes

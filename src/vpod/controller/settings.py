@@ -37,7 +37,10 @@ class Settings:
     recovery_interval_s: float = 10.0
     """How often the leader reconciles agents and finishes abandoned operations."""
     operation_deadline_s: float = 30.0
-    """An operation older than this was abandoned by a controller that died."""
+    """An operation with no owner lease (older rows) counts as abandoned after this."""
+    owner_lease_ttl_s: float = 10.0
+    """How long a controller's owner lease outlives its last renewal (every heartbeat
+    interval): its operations are recovered only once the lease has expired."""
     api_version: str = VIPU_API_VERSION
     ipuof_server_version: str = IPUOF_SERVER_VERSION
     max_connections: int = -1

@@ -82,6 +82,10 @@ class IpuTelemetryView:
         partition_id: str = "",
         agent_ids: Sequence[str] = (),
     ) -> list[IpuSample]:
+        errors.check_filter("cluster", cluster_id)
+        errors.check_filter("partition", partition_id)
+        for agent_id in agent_ids:
+            errors.check_filter("agent", agent_id)
         agents, clusters = await self._agents_and_clusters()
         return fold_samples(
             agents,

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from .catalog import IPUS_PER_MACHINE, MachineType
 from .errors import InvalidSpec
+from .excerpts import excerpt
 from .naming import check_id, check_unique_ids
 from .sizes import check_allocation_size
 from .topology import LOOPED_MAX_IPUS, GwTopology, IldTopology, Pod, build_pod
@@ -40,7 +41,8 @@ class Agent:
         check_id("agent", self.id)
         if not self.host or len(self.host) > HOST_MAX_LENGTH or _WHITESPACE.search(self.host):
             raise InvalidSpec(
-                f"agent {self.id} has host {self.host!r}: give a host name or IP address"
+                f"agent {self.id} has host {excerpt(self.host, quote=True)}: give a host name or IP"
+                f" address"
                 f" of at most {HOST_MAX_LENGTH} characters without spaces"
             )
         if not 1 <= self.port <= 65535:

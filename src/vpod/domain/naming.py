@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from .errors import InvalidSpec
+from .excerpts import excerpt
 
 ID_MAX_LENGTH = 63
 ID_RULE = (
@@ -44,7 +45,7 @@ def check_id(kind: str, value: str) -> str:
     if len(value) > ID_MAX_LENGTH:
         raise InvalidSpec(f"{kind} id {value[:20]!r}... is {len(value)} characters long: {ID_RULE}")
     if _ID.fullmatch(value) is None:
-        raise InvalidSpec(f"{kind} id {value!r} is not valid: {ID_RULE}")
+        raise InvalidSpec(f"{kind} id {excerpt(value, quote=True)} is not valid: {ID_RULE}")
     return value
 
 
@@ -54,7 +55,9 @@ def check_unique_ids(kind: str, values: tuple[str, ...] | list[str]) -> tuple[st
     for value in values:
         check_id(kind, value)
         if value in seen:
-            raise InvalidSpec(f"{kind} {value!r} is listed twice: list each {kind} once")
+            raise InvalidSpec(
+                f"{kind} {excerpt(value, quote=True)} is listed twice: list each {kind} once"
+            )
         seen.add(value)
     return tuple(values)
 

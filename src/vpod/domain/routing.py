@@ -30,6 +30,7 @@ from __future__ import annotations
 import enum
 
 from .errors import InvalidSpec
+from .excerpts import excerpt
 from .topology import GwTopology, IldTopology
 
 
@@ -125,7 +126,9 @@ def parse_ipulink_routing(text: str) -> IpuLinkRouting:
     """Parse ``dnc``, ``swnc``, ``btnc`` or ``ringswnc`` (case-insensitive, ``-``/``_`` ignored)."""
     found = _ROUTING_BY_NAME.get(_normalise(text))
     if found is None:
-        raise InvalidSpec(f"unknown IPU-Link routing {text!r}: use dnc, swnc, btnc or ringswnc")
+        raise InvalidSpec(
+            f"unknown IPU-Link routing {excerpt(text, quote=True)}: use dnc, swnc, btnc or ringswnc"
+        )
     return found
 
 
@@ -133,7 +136,7 @@ def parse_gw_routing(text: str) -> GwRouting:
     """Parse ``ring`` or ``swring`` (case-insensitive, ``-``/``_`` ignored)."""
     found = _GW_ROUTING_BY_NAME.get(_normalise(text))
     if found is None:
-        raise InvalidSpec(f"unknown GW routing {text!r}: use ring or swring")
+        raise InvalidSpec(f"unknown GW routing {excerpt(text, quote=True)}: use ring or swring")
     return found
 
 
@@ -141,7 +144,9 @@ def parse_sync_type(text: str) -> SyncType:
     """Parse a sync type by CLI spelling or enum name; refuse the unsupported one."""
     found = _SYNC_BY_NAME.get(_normalise(text))
     if found is None:
-        raise InvalidSpec(f"unknown sync type {text!r}: use {_supported_sync_names()}")
+        raise InvalidSpec(
+            f"unknown sync type {excerpt(text, quote=True)}: use {_supported_sync_names()}"
+        )
     return check_sync_type(found)
 
 

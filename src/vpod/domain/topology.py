@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from .catalog import IPUS_PER_MACHINE, MachineType
 from .errors import InvalidSpec
+from .excerpts import excerpt
 
 MAX_MACHINES_PER_DOMAIN = 16
 MAX_MACHINES = 1024
@@ -209,7 +210,8 @@ def shape(name: str) -> Pod:
     match = _SHAPE.match(name.strip().lower())
     if match is None:
         raise InvalidSpec(
-            f"unknown pod shape {name!r}: use pod16, pod64, pod128, pod256, pod1024 or pod4096,"
+            f"unknown pod shape {excerpt(name, quote=True)}: use pod16, pod64, pod128, pod256,"
+            " pod1024 or pod4096,"
             " optionally prefixed with bow- or m2000-"
         )
     kind = MachineType.M2000 if match["kind"] == "m2000" else MachineType.BOW2000

@@ -195,3 +195,18 @@ def list_health(conn: Connection) -> list[AgentHealth]:
 
 def _not_found(agent_id: str) -> NotFound:
     return NotFound(f"agent {agent_id} does not exist: list agents to see the registered ones")
+
+
+def set_ipuof_facts(conn: Connection, agent_id: str, facts: Mapping[str, Any]) -> None:
+    """Record the IPUoF details an agent reported (a removed agent's are simply dropped)."""
+    conn.execute(update(agents).where(agents.c.id == agent_id).values(ipuof_facts=dict(facts)))
+
+
+def ipuof_facts(conn: Connection, agent_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """The recorded IPUoF details of those agents that have any, by agent id."""
+    rows = conn.execute(
+        select(agents.c.id, agents.c.ipuof_facts).where(
+            agents.c.id.in_(list(agent_ids)), agents.c.ipuof_facts.is_not(None)
+        )
+    )
+    return {row.id: dict(row.ipuof_facts) for row in rows}

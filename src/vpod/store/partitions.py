@@ -93,6 +93,7 @@ def _record(row: Row[Any], ipus: Iterable[PartitionIpu]) -> PartitionRecord:
         auto_reset_retry_count=row.auto_reset_retry_count,
         last_auto_reset_time=row.last_auto_reset_time,
         version=row.version,
+        operation_owner=row.operation_owner,
     )
 
 
@@ -187,6 +188,7 @@ def insert_partition(conn: Connection, record: PartitionRecord) -> None:
             "created_at": record.created_at,
             "updated_at": record.updated_at,
             "version": 1,
+            "operation_owner": record.operation_owner,
         },
     )
     _insert_ipus(conn, record, record.ipus)

@@ -105,6 +105,8 @@ class PartitionRecord:
     auto_reset_retry_count: int = 0
     last_auto_reset_time: datetime | None = None
     version: int = 0
+    operation_owner: str | None = None
+    """The controller running its operation (``replica/boot``); None when idle or unknown."""
 
     def __post_init__(self) -> None:
         if self.spec.allocation_id is None or self.spec.cluster_id is None:
@@ -164,6 +166,7 @@ class PartitionChanges(TypedDict, total=False):
     last_auto_reset_time: datetime | None
     ipus: tuple[PartitionIpu, ...]
     """New IPUs (relocation): the old IPU rows are released in the same transaction."""
+    operation_owner: str | None
 
 
 # -- occupancy ------------------------------------------------------------------------------

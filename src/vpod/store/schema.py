@@ -71,6 +71,12 @@ agents = Table(
         nullable=True,
         comment="[[device_id, reason], ...] last reported; NULL (older rows): none",
     ),
+    Column(
+        "ipuof_facts",
+        JSON,
+        nullable=True,
+        comment="the IPUoF details the agent reported (addresses, ports, ids); NULL: not yet",
+    ),
 )
 
 clusters = Table(
@@ -209,6 +215,12 @@ partitions = Table(
     Column("created_at", UtcDateTime, nullable=False),
     Column("updated_at", UtcDateTime, nullable=False),
     Column("version", Integer, nullable=False, comment="bumped by every update"),
+    Column(
+        "operation_owner",
+        TEXT_SHORT,
+        nullable=True,
+        comment="controller running the operation (replica/boot); NULL: idle or before 0007",
+    ),
     UniqueConstraint("id", "allocation_id", "cluster_id"),
     ForeignKeyConstraint(
         ["allocation_id", "cluster_id"],

@@ -16,7 +16,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from functools import partial
 from types import TracebackType
-from typing import Concatenate, ParamSpec, TypeVar, Unpack
+from typing import Any, Concatenate, ParamSpec, TypeVar, Unpack
 
 from sqlalchemy import Connection, text
 
@@ -177,6 +177,16 @@ class Store:
     def get_agent_health(self, agent_id: str) -> AgentHealth:
         with self._db.read() as conn:
             return agent_rows.get_health(conn, agent_id)
+
+    def set_ipuof_facts(self, agent_id: str, facts: Mapping[str, Any]) -> None:
+        """Record the IPUoF details an agent reported (JSON-able), for when it cannot answer."""
+        with self._db.write() as conn:
+            agent_rows.set_ipuof_facts(conn, agent_id, facts)
+
+    def ipuof_facts(self, agent_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The recorded IPUoF details of those of ``agent_ids`` that have any."""
+        with self._db.read() as conn:
+            return agent_rows.ipuof_facts(conn, agent_ids)
 
     def list_agent_health(self) -> list[AgentHealth]:
         with self._db.read() as conn:

@@ -34,6 +34,8 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, Field
 
+from vpod.domain.excerpts import bounded
+
 from ..model import errors
 
 HTTP_STATUS: dict[type[errors.CloudError], tuple[int, str]] = {
@@ -60,7 +62,7 @@ def status_of(exc: errors.CloudError) -> tuple[int, str]:
 def cloud_error_response(exc: errors.CloudError) -> JSONResponse:
     status, code = status_of(exc)
     headers = {"WWW-Authenticate": 'Bearer realm="vpod"'} if status == 401 else None
-    body = {"error": {"code": code, "message": str(exc), "details": []}}
+    body = {"error": {"code": code, "message": bounded(str(exc)), "details": []}}
     return JSONResponse(body, status_code=status, headers=headers)
 
 

@@ -1,4 +1,9 @@
-"""The one mapping from service errors to gRPC status codes."""
+"""The one mapping from service errors to gRPC status codes.
+
+Every message is bounded (:func:`vpod.domain.excerpts.bounded`): one that
+quotes a huge field in full would otherwise outgrow gRPC's metadata limit
+and reach the caller as another status.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import grpc
+
+from vpod.domain.excerpts import bounded
 
 from .. import errors
 
@@ -43,7 +50,7 @@ def grpc_errors(handler: Handler[R]) -> Handler[R]:
         try:
             return await handler(self, request, context)
         except errors.ServiceError as exc:
-            await context.abort(status_of(exc), str(exc))
+            await context.abort(status_of(exc), bounded(str(exc)))
         except grpc.aio.AbortError:
             raise
         except Exception:

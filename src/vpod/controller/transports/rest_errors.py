@@ -43,6 +43,8 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from vpod.domain.excerpts import bounded
+
 from .. import errors
 
 log = logging.getLogger("vpod.http")
@@ -109,7 +111,11 @@ def error_response(
     details: Sequence[FieldProblem] = (),
     headers: dict[str, str] | None = None,
 ) -> JSONResponse:
-    body = ErrorResponse(error=ErrorDetail(code=code, message=message, details=list(details)))
+    # the last guard: no message grows with what the caller sent
+    problems = [
+        FieldProblem(location=bounded(p.location), message=bounded(p.message)) for p in details
+    ]
+    body = ErrorResponse(error=ErrorDetail(code=code, message=bounded(message), details=problems))
     return JSONResponse(body.model_dump(mode="json"), status_code=status, headers=headers)
 
 

@@ -117,9 +117,10 @@ async def get_partition(
     partitions: PartitionsDep,
     inventory: InventoryDep,
     settings: SettingsDep,
+    views: ViewsDep,
 ) -> Partition:
     """One partition: its spec, state and IPUs (`vipu get partition`)."""
-    record = await partitions.get(caller, partition_id)
+    record = await views.status(await partitions.get(caller, partition_id))
     cluster = await inventory.cluster(record.cluster_id)
     return partition_out(record, cluster, settings.ipuof_server_version)
 
@@ -169,10 +170,11 @@ async def reset_partition(
     responses=error_responses(401, 404, 503),
 )
 async def get_partition_status(
-    caller: AsUser, partition_id: PartitionIdPath, partitions: PartitionsDep
+    caller: AsUser, partition_id: PartitionIdPath, partitions: PartitionsDep, views: ViewsDep
 ) -> PartitionStatus:
-    """Ready and operation state, errors and auto-reset counters."""
-    return status_out(await partitions.get(caller, partition_id))
+    """Ready and operation state, errors (naming any agent that cannot be reached) and
+    auto-reset counters."""
+    return status_out(await views.status(await partitions.get(caller, partition_id)))
 
 
 @router.get(

@@ -116,7 +116,7 @@ class UserServicer(pb_grpc.UserServiceServicer):
     ) -> pb.GetPartitionStatusReply:
         caller = await self._auth.user(context)
         record = await self._partitions.get(caller, request.partition_id)
-        return pb.GetPartitionStatusReply(status=status_to_wire(record))
+        return pb.GetPartitionStatusReply(status=status_to_wire(await self._views.status(record)))
 
 
 def add_version_api(server: grpc.aio.Server, settings: Settings) -> None:
