@@ -27,6 +27,7 @@ from .inventory import Inventory
 from .leader import LeaderLoop
 from .listings import Listings
 from .occupancy import OccupancyCache, snapshot_loader
+from .partition_keys import PartitionKeys
 from .partition_repair import PartitionRepair
 from .partition_views import AgentFactsCache, PartitionViews
 from .partitions import PartitionService
@@ -66,6 +67,7 @@ class Controller:
     changes: ChangeFeed
     tenancy: Tenancy
     agent_tokens: AgentTokens
+    partition_keys: PartitionKeys
 
     @property
     def clock(self) -> Clock:
@@ -135,6 +137,7 @@ def build_controller(
         changes=ChangeFeed(ctx, inventory, health),
         tenancy=Tenancy(ctx, inventory, partitions, auth),
         agent_tokens=AgentTokens(ctx),
+        partition_keys=PartitionKeys(ctx, partitions),
         telemetry=IpuTelemetryView(health.last_health, inventory.cached_agents_and_clusters),
     )
 
