@@ -18,7 +18,8 @@ presented as any access key, with its id as the user id
 A key goes with its partition (the store deletes it with the partition, so a
 partition made again with the same id never answers to an old key), with its
 owner, or when revoked. Minting again with the same id for the same
-partition replaces the key (a retried prolog).
+partition replaces the key (a retried prolog). A controller without
+``--secure`` checks no credentials, so it mints none (``FAILED_PRECONDITION``).
 """
 
 from __future__ import annotations
@@ -94,6 +95,11 @@ class PartitionKeys:
         """A new key for ``partition_id`` (one the caller may use), named ``key_id`` or
         ``<caller>.<partition>``."""
         refuse_scoped(caller, "mint partition keys")
+        if not self._ctx.settings.secure:
+            raise errors.FailedPrecondition(
+                "this controller runs without --secure: every caller may use every partition,"
+                " so a partition key would restrict nothing"
+            )
         await self._partitions.get(caller, partition_id)
         key_id = key_id or f"{caller.user_id}.{partition_id}"
         try:

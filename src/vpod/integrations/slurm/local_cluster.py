@@ -138,6 +138,7 @@ class LocalSlurm:
             self.settings,
             slurm_conf=str(self.slurm_conf),
             socket=str(self.root / "run" / "bridge.sock"),
+            credentials_dir=str(self.root / "run" / "jobs"),
             slurm_bin_dir=str(Path(_which("squeue")).parent),
         )
         self.settings_path.write_text(render_settings(self.settings))
@@ -151,6 +152,7 @@ class LocalSlurm:
         (self.etc / "gres.conf").write_text(gres_conf([partition]))
         (self.etc / "job_submit.lua").write_text(job_submit_lua([partition], SLURM_PARTITION))
         os.chmod(self.root, 0o755)  # jobs of other users read the settings and hooks
+        os.chmod(self.root / "run", 0o755)  # and their own key file under run/jobs (0711)
 
     def _slurm_conf(self, partition: IpuPartition, hooks: dict[str, str]) -> str:
         r = self.root
