@@ -106,6 +106,37 @@ def test_srun_and_salloc_jobs_attach_their_ipus(secure: SlurmPod) -> None:
     assert re.search(r"attached 1 slurm_\d+", alloc.stdout), alloc.stdout
 
 
+def test_ipus_option_on_srun_sbatch_and_salloc(secure: SlurmPod) -> None:
+    """--ipus=N (the SPANK plugin built at set-up) asks for N IPUs as --gres=ipu:N does."""
+    if secure.cluster.spank_plugin is None:
+        pytest.skip(f"no --ipus plugin here: {secure.cluster.spank_missing}")
+    step = secure.cluster.run("srun", "--ipus=4", _py(secure), str(IPU_JOB), "0", check=False)
+    assert step.returncode == 0, step.stderr
+    assert re.search(r"attached 4 slurm_\d+", step.stdout), step.stdout
+    job = secure.sbatch("--ipus=8", wrap=f"{_py(secure)} {IPU_JOB} 0")
+    assert _finished(secure, job) == "COMPLETED", secure.output(job)
+    assert f"attached 8 slurm_{job}" in secure.output(job)
+    assert "gres/ipu:8" in secure.job(job).get("TresPerNode", "") or "ipu:8" in str(secure.job(job))
+    alloc = secure.cluster.run(
+        "salloc", "--ipus=2", "srun", _py(secure), str(IPU_JOB), "0", check=False
+    )
+    assert alloc.returncode == 0, alloc.stderr
+    assert re.search(r"attached 2 slurm_\d+", alloc.stdout), alloc.stdout
+    before = secure.queue()
+    for bad, words in (
+        ("--ipus=3", "3 IPUs is not a partition size"),
+        ("--ipus=0", "0 IPUs is not a partition size"),
+        ("--ipus=lots", "--ipus=lots is not a number of IPUs"),
+    ):
+        refused = secure.cluster.run("sbatch", bad, "--wrap", "true", check=False)
+        assert refused.returncode != 0, bad
+        assert words in refused.stderr, refused.stderr
+    both = secure.cluster.run("sbatch", "--ipus=4", "--gres=ipu:8", "--wrap", "true", check=False)
+    assert both.returncode != 0
+    assert "not both" in both.stderr
+    assert secure.queue() == before  # nothing refused was queued
+
+
 def test_a_job_cannot_see_another_running_jobs_partition(secure: SlurmPod) -> None:
     holder = secure.ipu_job(4, 60)
     wait_until(lambda: "attached 4" in secure.output(holder), 90, "the first job to attach")

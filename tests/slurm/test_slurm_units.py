@@ -34,6 +34,7 @@ class FakeApi:
         self.keys: dict[str, str] = {}
         """Key id -> partition, of the keys minted and not revoked."""
         self.calls: list[str] = []
+        self.refuse_removal = False
 
     async def create(self, partition_id: str, size: int, allocation: str) -> None:
         if self.refuse:
@@ -42,11 +43,14 @@ class FakeApi:
 
     async def remove(self, partition_id: str) -> bool:
         self.calls.append(f"remove {partition_id}")
+        if self.refuse_removal:
+            raise PartitionFailure(f"cannot remove partition {partition_id}: controller busy")
         # V-IPU deletes a partition's keys with it.
         self.keys = {k: p for k, p in self.keys.items() if p != partition_id}
         return self.partitions.pop(partition_id, None) is not None
 
     async def mint_key(self, partition_id: str, key_id: str) -> str | None:
+        self.calls.append(f"mint {key_id}")
         if not self.secure:
             return None
         assert partition_id in self.partitions
@@ -169,7 +173,7 @@ def test_the_hooks_quick_reader_agrees_with_toml_or_defers_to_it() -> None:
     assert simple_values("ports = [1, 2]") is None
 
 
-def test_a_secure_jobs_key_is_minted_written_for_its_user_and_revoked_first(
+def test_a_secure_jobs_key_is_minted_written_for_its_user_and_goes_with_the_partition(
     tmp_path: Path,
 ) -> None:
     settings = SlurmSettings(
@@ -197,7 +201,14 @@ def test_a_secure_jobs_key_is_minted_written_for_its_user_and_revoked_first(
         assert "removed" in await jobs.end("5")
         assert not keyfile.exists()
         assert api.keys == {}
-        assert api.calls == ["revoke slurm_5.job", "remove slurm_5"]
+        assert api.calls == ["mint slurm_5.job", "remove slurm_5"]  # the key goes with it
+        # A removal that fails revokes the key all the same.
+        await jobs.start("6", "ipu", 4, os.getuid())
+        api.refuse_removal = True
+        with pytest.raises(PartitionFailure):
+            await jobs.end("6")
+        assert api.keys == {}
+        assert api.calls[-1] == "revoke slurm_6.job"
 
     asyncio.run(scenario())
 
@@ -206,9 +217,15 @@ def test_an_open_controller_gives_jobs_no_key(tmp_path: Path) -> None:
     settings = SlurmSettings(credentials_dir=str(tmp_path / "jobs"), default_allocation="a1")
     api = FakeApi()
     jobs = JobPartitions(settings, api, schedule_retries=False)
-    assert "ACTIVE" in asyncio.run(jobs.start("6", "ipu", 4, os.getuid()))
+    async def scenario() -> None:
+        assert "ACTIVE" in await jobs.start("6", "ipu", 4, os.getuid())
+        assert "ACTIVE" in await jobs.start("7", "ipu", 4, os.getuid())
+
+    asyncio.run(scenario())
     assert api.keys == {}
     assert not (tmp_path / "jobs").exists()
+    # Told once that the controller is open, the bridge stops asking for a while.
+    assert [c for c in api.calls if c.startswith("mint")] == ["mint slurm_6.job"]
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="handing a file to another user needs root")

@@ -14,9 +14,12 @@ keys. The TaskProlog exports ``VIPU_CLI_CONFIG`` naming the file and
 ``VIPU_CLI_API_USER_ID``/``VIPU_CLI_API_ACCESS_KEY`` from it, the variables
 every V-IPU client reads.
 
-When the job ends the file is deleted at once and the key revoked before the
-partition is removed (the controller deletes a partition's keys with it in
-any case, so a reconciled partition takes its key along).
+When the job ends the file is deleted at once; removing the partition
+deletes its keys in the same transaction on the controller, so the key is
+revoked by the removal itself, and only a removal that fails (controller
+busy, an agent down) is followed by an explicit revoke, lest the key outlive
+the job while the reconciler retries. Against an open controller (no key to
+mint) the bridge asks again only every ``OPEN_RECHECK_S``.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import os
 import pwd
 import shutil
 import subprocess
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -40,6 +44,8 @@ from .vipu_api import PartitionApi
 log = logging.getLogger("vpod.slurm")
 
 CREDENTIALS_SUFFIX = ".vipu-cli.hcl"
+OPEN_RECHECK_S = 60.0
+"""How long an open controller's answer spares each job the call that asks for a key."""
 _TLS_KEYS = ("tls-ca", "tls-server-name")
 """What the job's file copies from the integration's vipu-cli.hcl (never its key)."""
 
@@ -60,16 +66,29 @@ def credentials_path(settings: SlurmSettings, partition_id: str) -> Path:
 class JobCredentials:
     """Mint, hand over and revoke the partition key of each job."""
 
-    def __init__(self, settings: SlurmSettings, api: PartitionApi) -> None:
+    def __init__(
+        self,
+        settings: SlurmSettings,
+        api: PartitionApi,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.settings = settings
         self.api = api
+        self.clock = clock
         self._tls = _tls_values(settings.vipu_config)
+        self._open_until = float("-inf")
+        """Until then the controller is taken to run open (it said so): no key is asked for."""
 
     async def issue(self, partition_id: str, uid: int | Callable[[], Awaitable[int | None]]) -> str:
         """Mint the job's key and write its file for the job's user (``uid``, or the function
         that finds it); what was done, for the log."""
+        if self.clock() < self._open_until:
+            return "no key (the controller runs without --secure)"
         key = await self.api.mint_key(partition_id, key_id(partition_id))
         if key is None:
+            # Asked again after a while: the controller may come back secure.
+            self._open_until = self.clock() + OPEN_RECHECK_S
             return "no key (the controller runs without --secure)"
         owner = uid if isinstance(uid, int) else await uid()
         if owner is None:

@@ -20,12 +20,14 @@ new partition never competes with one still being removed for the same IPUs.
 
 Under a ``--secure`` controller each job also gets a partition key for its
 partition (:mod:`.job_credentials`), minted once the partition is ACTIVE and
-revoked when the job ends, before its partition is removed.
+deleted with its partition when the job ends (revoked explicitly only when
+that removal fails).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -204,15 +206,19 @@ class JobPartitions:
         began = time.perf_counter()
         async with self._lock(job_id):
             try:
-                # The key first: removing the partition deletes it too, but a removal that
-                # fails (controller busy, agent down) must not leave the key working.
-                await self.credentials.revoke(partition_id)
-                removed = await self.api.remove(partition_id)
+                # Removing the partition deletes its key with it; a removal that fails
+                # (controller busy, agent down) must not leave the key working meanwhile.
+                try:
+                    removed = await self.api.remove(partition_id)
+                except PartitionFailure:
+                    with contextlib.suppress(PartitionFailure):
+                        await self.credentials.revoke(partition_id)
+                    raise
             finally:
                 self._forget_lock(job_id)
         if removed:
             log.info(
-                "job %s ended: partition %s removed (%.0f ms)",
+                "job %s ended: partition %s removed with its key (%.0f ms)",
                 job_id,
                 partition_id,
                 (time.perf_counter() - began) * 1000,
