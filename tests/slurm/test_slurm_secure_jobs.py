@@ -28,7 +28,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 @pytest.fixture(scope="module")
 def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmPod]:
-    yield from slurm_pod(tmp_path_factory, TEST_SETTINGS, secure=True)
+    # A pod16: the scenarios need 8 IPUs at most, and it starts in a quarter of a pod64's time.
+    yield from slurm_pod(tmp_path_factory, TEST_SETTINGS, shape="pod16", ipus=16, secure=True)
 
 
 def _py(slurm: SlurmPod) -> str:

@@ -27,7 +27,7 @@ def test_build_is_idempotent_and_exports_the_ipus_option(tmp_path: Path) -> None
         ["nm", "-D", "--defined-only", str(plugin)], capture_output=True, text=True, check=False
     )
     if symbols.returncode == 0:
-        for name in ("spank_options", "slurm_spank_init_post_opt", "plugin_name"):
+        for name in ("slurm_spank_init", "slurm_spank_init_post_opt", "plugin_name"):
             assert name in symbols.stdout
     assert b"ipus" in plugin.read_bytes()
 

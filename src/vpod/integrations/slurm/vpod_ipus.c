@@ -22,12 +22,12 @@ static long requested = -1;
 
 static int ipus_option(int val, const char *optarg, int remote);
 
-struct spank_option spank_options[] = {
-    {"ipus", "N",
-     "IPUs for the job: one V-IPU partition of N IPUs (1, 2, 4, 8, 16, 64 or a multiple of "
-     "64), as --gres=ipu:N",
-     1, 0, ipus_option},
-    SPANK_OPTIONS_TABLE_END};
+/* Registered in slurm_spank_init: a spank_options table reaches srun only, not sbatch/salloc. */
+static struct spank_option ipus_spank_option = {
+    "ipus", "N",
+    "IPUs for the job: one V-IPU partition of N IPUs (1, 2, 4, 8, 16, 64 or a multiple of 64),"
+    " as --gres=ipu:N",
+    1, 0, ipus_option};
 
 static int ipus_option(int val, const char *optarg, int remote)
 {
@@ -48,6 +48,17 @@ static int ipus_option(int val, const char *optarg, int remote)
         return -1;
     }
     requested = n;
+    return 0;
+}
+
+int slurm_spank_init(spank_t sp, int ac, char **av)
+{
+    (void)ac;
+    (void)av;
+    if (spank_option_register(sp, &ipus_spank_option) != ESPANK_SUCCESS) {
+        slurm_error("vpod: cannot register --ipus");
+        return -1;
+    }
     return 0;
 }
 
