@@ -217,6 +217,7 @@ def test_an_open_controller_gives_jobs_no_key(tmp_path: Path) -> None:
     settings = SlurmSettings(credentials_dir=str(tmp_path / "jobs"), default_allocation="a1")
     api = FakeApi()
     jobs = JobPartitions(settings, api, schedule_retries=False)
+
     async def scenario() -> None:
         assert "ACTIVE" in await jobs.start("6", "ipu", 4, os.getuid())
         assert "ACTIVE" in await jobs.start("7", "ipu", 4, os.getuid())
