@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+import tests.e2e.conftest as e2e
 from vpod.client import UserClient
 from vpod.client.errors import Unauthenticated
 
@@ -29,7 +30,14 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 @pytest.fixture(scope="module")
 def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmPod]:
     # A pod16: the scenarios need 8 IPUs at most, and it starts in a quarter of a pod64's time.
-    yield from slurm_pod(tmp_path_factory, TEST_SETTINGS, shape="pod16", ipus=16, secure=True)
+    # A secure start also makes the administrator's and the default user's keys (scrypt): on
+    # a loaded shared machine that took over the usual 90 s, so this pod gets longer.
+    ready_timeout = e2e.READY_TIMEOUT_S
+    e2e.READY_TIMEOUT_S = max(ready_timeout, 300)
+    try:
+        yield from slurm_pod(tmp_path_factory, TEST_SETTINGS, shape="pod16", ipus=16, secure=True)
+    finally:
+        e2e.READY_TIMEOUT_S = ready_timeout
 
 
 def _py(slurm: SlurmPod) -> str:
