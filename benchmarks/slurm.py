@@ -253,19 +253,17 @@ def main() -> None:
         }
     added = summary["integration"]["start_p50_ms"] - summary["baseline"]["start_p50_ms"]
     cost = 1 - summary["integration"]["drain_jobs_per_s"] / summary["baseline"]["drain_jobs_per_s"]
-    keys = [
-        phase
-        for r in runs["integration-secure"]
-        for phase in (
-            r["phases"].get("bridge_key_mint_ms"),
-            r["phases"].get("bridge_key_revoke_ms"),
-        )
-    ]
-    mint = [p["p50"] for p in keys[0::2] if p]
-    revoke = [p["p50"] for p in keys[1::2] if p]
+
+    def p50s(name: str, phase: str) -> list[float]:
+        return [r["phases"][phase]["p50"] for r in runs[name] if r["phases"].get(phase)]
+
+    mint = p50s("integration-secure", "bridge_key_mint_ms")
+    removal = p50s("integration-secure", "bridge_remove_ms")
+    open_removal = p50s("integration", "bridge_remove_ms")
     key_cost = {
         "mint_p50_ms": statistics.median(mint) if mint else None,
-        "revoke_p50_ms": statistics.median(revoke) if revoke else None,
+        "remove_with_key_p50_ms": statistics.median(removal) if removal else None,
+        "remove_open_p50_ms": statistics.median(open_removal) if open_removal else None,
         "added_start_p50_ms": summary["integration-secure"]["start_p50_ms"]
         - summary["integration"]["start_p50_ms"],
         "drain_cost": 1
