@@ -203,8 +203,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="vpod-slurm-bench-") as tmp:
         work = Path(tmp)
         pod, user_port = start_pod(work / "pod")
-        secure_pod, secure_port = start_pod(work / "secure-pod", secure=True)
+        pods = [pod]
         try:
+            secure_pod, secure_port = start_pod(work / "secure-pod", secure=True)
+            pods.append(secure_pod)
             settings = SlurmSettings(
                 vipu_config=str(work / "pod" / "vipu-cli.hcl"),
                 default_allocation="default",
@@ -239,7 +241,7 @@ def main() -> None:
                         flush=True,
                     )
         finally:
-            for proc in (pod, secure_pod):
+            for proc in pods:  # the open one too when the secure one did not start
                 proc.send_signal(signal.SIGINT)
                 proc.wait(timeout=60)
     summary = {}
