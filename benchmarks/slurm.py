@@ -12,7 +12,10 @@ baseline), alternating ``--rounds`` times so both see the same machine load.
   jobs per second until the queue is empty;
 - where a job's time goes, from the logs: slurmctld's allocation to its
   "done" (prolog, launch, TaskProlog, the job) per job, and the bridge's own
-  ``squeue``, create and remove times.
+  ``squeue``, create and remove times;
+- the same with a ``--secure`` pod (``integration-secure``), where every job
+  also gets a partition key: the bridge's mint (and key file) and revoke
+  times per job, and what they add to the start and the drain rate.
 
 Needs root, ``slurm-wlm`` and ``munge``. Usage::
 
@@ -42,13 +45,13 @@ BIN = Path(sys.executable).parent
 IPUS = 4
 
 
-def start_pod(data_dir: Path) -> tuple[subprocess.Popen[str], int]:
+def start_pod(data_dir: Path, *, secure: bool = False) -> tuple[subprocess.Popen[str], int]:
     argv = [
         str(BIN / "vpod"),
         "up",
         "--data-dir",
         str(data_dir),
-        "--open",
+        "--secure" if secure else "--open",
         "--no-cloud",
         "--port",
         str(free_port()),
@@ -137,12 +140,39 @@ def job_phases(cluster: LocalSlurm) -> dict[str, dict[str, float]]:
     bridge_log = cluster.logs / "bridge.out"
     if bridge_log.exists():
         text = bridge_log.read_text(errors="replace")
-        starts = re.findall(r"squeue (\d+) ms, create (\d+) ms", text)
-        phases["bridge_squeue_ms"] = _ms_stats([float(q) for q, _ in starts])
-        phases["bridge_create_ms"] = _ms_stats([float(c) for _, c in starts])
-        removes = re.findall(r"removed \((\d+) ms\)", text)
+        starts = re.findall(r"squeue (\d+) ms, create (\d+) ms, key (\d+) ms", text)
+        phases["bridge_squeue_ms"] = _ms_stats([float(q) for q, _, _ in starts])
+        phases["bridge_create_ms"] = _ms_stats([float(c) for _, c, _ in starts])
+        phases["bridge_key_mint_ms"] = _ms_stats([float(k) for _, _, k in starts])
+        removes = re.findall(r"removed(?: with its key)? \((\d+) ms\)", text)
         phases["bridge_remove_ms"] = _ms_stats([float(r) for r in removes])
     return phases
+
+
+def integration_user(data_dir: Path, user_port: int) -> Path:
+    """The secure pod's V-IPU user ``slurm`` (as ``vpod slurm up``): its vipu-cli.hcl."""
+    done = subprocess.run(
+        [
+            str(BIN / "vipu-admin"),
+            "--config",
+            str(data_dir / "admin.vipu-cli.hcl"),
+            "create",
+            "user",
+            "slurm",
+            "--allocations",
+            "default",
+            "--output",
+            str(data_dir),
+            "--user-api-port",
+            str(user_port),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"vipu-admin create user slurm: {done.stderr.strip()}")
+    return data_dir / "slurm.vipu-cli.hcl"
 
 
 def measure(
@@ -173,17 +203,31 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="vpod-slurm-bench-") as tmp:
         work = Path(tmp)
         pod, user_port = start_pod(work / "pod")
+        pods = [pod]
         try:
+            secure_pod, secure_port = start_pod(work / "secure-pod", secure=True)
+            pods.append(secure_pod)
             settings = SlurmSettings(
                 vipu_config=str(work / "pod" / "vipu-cli.hcl"),
                 default_allocation="default",
                 ipuof_api_host="127.0.0.1",
                 ipuof_api_port=user_port,
             )
-            runs: dict[str, list[dict[str, Any]]] = {"integration": [], "baseline": []}
+            secure_settings = SlurmSettings(
+                vipu_config=str(integration_user(work / "secure-pod", secure_port)),
+                default_allocation="default",
+                ipuof_api_host="127.0.0.1",
+                ipuof_api_port=secure_port,
+            )
+            setups = (
+                ("baseline", settings, False),
+                ("integration", settings, True),
+                ("integration-secure", secure_settings, True),
+            )
+            runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _, _ in setups}
             for round_ in range(args.rounds):
-                for name, flag in (("baseline", False), ("integration", True)):
-                    result = measure(work / f"{name}-{round_}", settings, flag, args)
+                for name, setup, flag in setups:
+                    result = measure(work / f"{name}-{round_}", setup, flag, args)
                     runs[name].append(result)
                     phases = ", ".join(
                         f"{phase} p50 {stats['p50']:.0f} p90 {stats['p90']:.0f}"
@@ -197,8 +241,9 @@ def main() -> None:
                         flush=True,
                     )
         finally:
-            pod.send_signal(signal.SIGINT)
-            pod.wait(timeout=60)
+            for proc in pods:  # the open one too when the secure one did not start
+                proc.send_signal(signal.SIGINT)
+                proc.wait(timeout=60)
     summary = {}
     for name, results in runs.items():
         latencies = [x for r in results for x in r["latencies_s"]]
@@ -210,12 +255,36 @@ def main() -> None:
         }
     added = summary["integration"]["start_p50_ms"] - summary["baseline"]["start_p50_ms"]
     cost = 1 - summary["integration"]["drain_jobs_per_s"] / summary["baseline"]["drain_jobs_per_s"]
-    print(f"{'setup':<12} {'start p50':>10} {'start p99':>10} {'drain/s':>8}")
+
+    def p50s(name: str, phase: str) -> list[float]:
+        return [r["phases"][phase]["p50"] for r in runs[name] if r["phases"].get(phase)]
+
+    mint = p50s("integration-secure", "bridge_key_mint_ms")
+    removal = p50s("integration-secure", "bridge_remove_ms")
+    open_removal = p50s("integration", "bridge_remove_ms")
+    key_cost = {
+        "mint_p50_ms": statistics.median(mint) if mint else None,
+        "remove_with_key_p50_ms": statistics.median(removal) if removal else None,
+        "remove_open_p50_ms": statistics.median(open_removal) if open_removal else None,
+        "added_start_p50_ms": summary["integration-secure"]["start_p50_ms"]
+        - summary["integration"]["start_p50_ms"],
+        "drain_cost": 1
+        - summary["integration-secure"]["drain_jobs_per_s"]
+        / summary["integration"]["drain_jobs_per_s"],
+    }
+    print(f"{'setup':<20} {'start p50':>10} {'start p99':>10} {'drain/s':>8}")
     for name, row in summary.items():
         print(
-            f"{name:<12} {row['start_p50_ms']:>8.0f}ms {row['start_p99_ms']:>8.0f}ms"
+            f"{name:<20} {row['start_p50_ms']:>8.0f}ms {row['start_p99_ms']:>8.0f}ms"
             f" {row['drain_jobs_per_s']:>8.1f}"
         )
+    print(
+        f"per-job keys (secure): minting {key_cost['mint_p50_ms'] or 0:.0f} ms in the bridge"
+        f" (p50); the removal that revokes the key {key_cost['remove_with_key_p50_ms'] or 0:.0f}"
+        f" ms (open: {key_cost['remove_open_p50_ms'] or 0:.0f} ms); they add"
+        f" {key_cost['added_start_p50_ms']:+.0f} ms to the median start and cost"
+        f" {key_cost['drain_cost'] * 100:.1f} % of the drain rate against the open integration"
+    )
     print(
         f"integration adds {added:+.0f} ms to the median start (target <= 50 ms) and costs"
         f" {cost * 100:.1f} % of the drain rate (target <= 10 %)"
@@ -223,7 +292,13 @@ def main() -> None:
     if args.json:
         args.json.write_text(
             json.dumps(
-                {"summary": summary, "added_start_p50_ms": added, "drain_cost": cost, "runs": runs},
+                {
+                    "summary": summary,
+                    "added_start_p50_ms": added,
+                    "drain_cost": cost,
+                    "per_job_keys": key_cost,
+                    "runs": runs,
+                },
                 indent=2,
             )
         )

@@ -155,3 +155,45 @@ def workloads(marker: str) -> list[int]:
         if any(a.endswith(b"vpod-workload") for a in argv[:2]) and marker.encode() in argv:
             found.append(int(proc.name))
     return found
+
+
+def test_update_partition_re_creates_a_partition_of_another_shape(apps: Apps) -> None:
+    """--update-partition yes: the partition takes the run's shape (same id) and stays."""
+    pid = apps.fresh_partition("apps-update", 4)
+    done = run_launcher(
+        apps, "--num-replicas", "4", "--ipus-per-replica", "2", "--update-partition", "yes",
+        "--vipu-partition", pid, "--", str(BIN / "vpod-workload"), "--steps", "1",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert f"updated partition {pid} to 8 IPUs, 4 replicas (4 IPUs, not 8" in done.stderr
+    updated = apps.user.get_partition(pid)
+    assert (updated.size, updated.num_replicas) == (8, 4)
+    again = run_launcher(
+        apps, "--num-replicas", "4", "--ipus-per-replica", "2", "--update-partition", "yes",
+        "--vipu-partition", pid, "--", "true",
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert "updated" not in again.stderr  # the same shape: used as it is
+    assert f"using partition {pid}" in again.stderr
+    apps.remove(pid)
+
+
+def test_update_partition_refuses_a_partition_in_use_and_says_who_holds_it(apps: Apps) -> None:
+    pid = apps.fresh_partition("apps-update-busy", 4)
+    holder = apps.start("vpod-workload", "--seconds", "120", env=apps.env(pid))
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().startswith("attached device")
+        done = run_launcher(
+            apps, "--num-replicas", "2", "--ipus-per-replica", "1", "--update-partition", "yes",
+            "--vipu-partition", pid, "--", "true",
+        )  # fmt: skip
+        assert done.returncode == 1, done.stderr
+        assert f"partition {pid} is in use, so it cannot be updated (4 IPUs, not 2" in done.stderr
+        assert f"held by pid {holder.pid}" in done.stderr
+        assert apps.user.get_partition(pid).size == 4  # untouched
+        assert holder.poll() is None
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+    apps.remove(pid)

@@ -60,6 +60,8 @@ class SlurmPod:
     cluster: LocalSlurm
     pod_args: list[str]
     submitted: list[str] = field(default_factory=list)
+    admin_config: Path | None = None
+    """A secure pod's administrator's vipu-cli.hcl (None: the pod runs open)."""
     _agents: tuple[Pod, list[dict[str, Any]]] | None = None
     running_beside: set[str] = field(default_factory=set)
     """Jobs meant to outlive the scenario running now: check_settled leaves them and their
@@ -117,16 +119,23 @@ class SlurmPod:
 
     # -- V-IPU
 
+    def _as_admin(self) -> list[str]:
+        return ["--config", str(self.admin_config)] if self.admin_config else []
+
     def partitions(self) -> list[str]:
         """Ids of every partition V-IPU has (open mode: everyone sees all)."""
-        listing = json.loads(self.pod.run("vipu", "list", "partitions", "--json").stdout)
+        listing = json.loads(
+            self.pod.run("vipu", *self._as_admin(), "list", "partitions", "--json").stdout
+        )
         return [p["id"] for p in listing["partitions"]]
 
     def agents(self) -> list[dict[str, Any]]:
         """The pod's agents, read once per pod (``vipu-admin`` is a Python start: ~0.3 s of CPU)."""
         if self._agents is None or self._agents[0] is not self.pod:
             pod = self.pod
-            listing = json.loads(pod.run("vipu-admin", "list", "agents", "--json").stdout)
+            listing = json.loads(
+                pod.run("vipu-admin", *self._as_admin(), "list", "agents", "--json").stdout
+            )
             self._agents = (pod, listing["agents"])
         return self._agents[1]
 
@@ -226,12 +235,16 @@ def slurm_pod(
     shape: str = "pod64",
     ipus: int = ALLOCATION_IPUS,
     accounting: bool = False,
+    secure: bool = False,
 ) -> Iterator[SlurmPod]:
+    """``secure``: the pod authenticates every call and the integration is its user ``slurm``
+    (as ``vpod slurm up``), so every job gets a partition key."""
     reason = missing_requirements() or (missing_accounting() if accounting else None)
     if reason:
         pytest.skip(f"cannot run Slurm here: {reason}")
     pod_args = [
-        "--open",  # the admin's calls (vipu-admin list agents) use the pod's plain config
+        # open: the admin's calls (vipu-admin list agents) use the pod's plain config
+        "--secure" if secure else "--open",
         "--no-cloud",
         "--port",
         str(free_port()),
@@ -246,8 +259,27 @@ def slurm_pod(
     cluster: LocalSlurm | None = None
     shared: SlurmPod | None = None
     try:
+        admin_config = pod.data_dir / "admin.vipu-cli.hcl" if secure else None
+        vipu_config = pod.config
+        if admin_config is not None:
+            made = pod.run(
+                "vipu-admin",
+                "--config",
+                str(admin_config),
+                "create",
+                "user",
+                "slurm",
+                "--allocations",
+                "default",
+                "--output",
+                str(pod.data_dir),
+                "--user-api-port",
+                str(pod.user_port),
+            )
+            assert made.returncode == 0, made.stderr
+            vipu_config = pod.data_dir / "slurm.vipu-cli.hcl"
         slurm_settings = SlurmSettings(
-            vipu_config=str(pod.config),
+            vipu_config=str(vipu_config),
             default_allocation="default",
             ipuof_api_host="127.0.0.1",
             ipuof_api_port=pod.user_port,
@@ -261,7 +293,7 @@ def slurm_pod(
             sched_interval_s=TEST_SCHED_INTERVAL_S,
         )
         cluster.start()
-        shared = SlurmPod(pod, cluster, pod_args)
+        shared = SlurmPod(pod, cluster, pod_args, admin_config=admin_config)
         yield shared
     finally:
         if cluster is not None:

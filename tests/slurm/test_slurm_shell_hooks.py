@@ -29,7 +29,7 @@ TOKEN = "0123abcd" * 8
 
 
 def fake_squeue(bin_dir: Path, tres: str, exit_code: int = 0) -> None:
-    """A squeue that prints ``%A %b`` / ``%b`` rows for the jobs asked, as Slurm's does."""
+    """A squeue that prints ``%A %U %b`` / ``%b`` rows for the jobs asked, as Slurm's does."""
     bin_dir.mkdir(exist_ok=True)
     script = bin_dir / "squeue"
     script.write_text(
@@ -38,8 +38,8 @@ def fake_squeue(bin_dir: Path, tres: str, exit_code: int = 0) -> None:
         "while [ $# -gt 0 ]; do case $1 in --jobs) jobs=$2; shift;; --format) fmt=$2; shift;;"
         " esac; shift; done\n"
         f"[ {exit_code} = 0 ] || {{ echo 'squeue: error: slurmctld down'; exit {exit_code}; }}\n"
-        'for j in ${jobs//,/ }; do if [ "$fmt" = "%b" ]; then'
-        f' echo "{tres}"; else echo "$j {tres}"; fi; done\n'
+        f'for j in ${{jobs//,/ }}; do case $fmt in "%b") echo "{tres}";;'
+        f' "%A %U %b") echo "$j $(id -u) {tres}";; *) echo "$j {tres}";; esac; done\n'
     )
     script.chmod(0o755)
 
@@ -53,6 +53,7 @@ def setup(tmp_path: Path, tres: str, exit_code: int = 0) -> tuple[SlurmSettings,
         ipuof_timeout_s=30,
         slurm_bin_dir=str(tmp_path / "slurm-bin"),
         default_allocation="default",
+        credentials_dir=str(tmp_path / "jobs"),
     )
     config = tmp_path / "slurm.toml"
     config.write_text(render_settings(settings))
@@ -173,3 +174,24 @@ def test_a_start_waits_for_the_removals_begun_before_it() -> None:
         "created slurm_2",
     ]
     assert api.partitions == {"slurm_2": (64, "")}
+
+
+def test_task_prolog_exports_the_jobs_key_when_its_file_is_readable(tmp_path: Path) -> None:
+    """With the job's key file (a secure controller) both TaskProlog hooks export
+    VIPU_CLI_CONFIG and the key's id and key; without it, nothing of the kind."""
+    settings, hooks = setup(tmp_path, "gres:ipu:4")
+    values = simple_values(render_settings(settings))
+    assert values is not None
+    code, out, _ = asyncio.run(run_hook(hooks["task_prolog"], "42"))
+    assert code == 0
+    assert not [line for line in out.splitlines() if "VIPU_CLI" in line]
+    api = FakeApi(secure=True)
+    jobs = JobPartitions(settings, api, schedule_retries=False)
+    asyncio.run(jobs.start("42", "ipu", 4, os.getuid()))
+    keyfile = Path(settings.credentials_dir) / "slurm_42.vipu-cli.hcl"
+    code, out, _ = asyncio.run(run_hook(hooks["task_prolog"], "42"))
+    assert code == 0
+    assert out.splitlines() == task_prolog_lines(values, "42", 4)
+    assert f"export VIPU_CLI_CONFIG={keyfile}" in out.splitlines()
+    assert "export VIPU_CLI_API_USER_ID=slurm_42.job" in out.splitlines()
+    assert "export VIPU_CLI_API_ACCESS_KEY=key-of-slurm_42.job" in out.splitlines()

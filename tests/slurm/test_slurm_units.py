@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import pwd
+from pathlib import Path
 
 import pytest
 
+from vpod.client.config import parse_hcl
 from vpod.integrations.slurm.bridge_protocol import ipus_in_tres
 from vpod.integrations.slurm.hooks import simple_values, task_prolog_lines
 from vpod.integrations.slurm.jobs import JobPartitions, StartRefused
@@ -22,9 +26,15 @@ from vpod.integrations.slurm.vipu_api import PartitionFailure
 class FakeApi:
     """V-IPU as the jobs logic sees it; ``refuse`` makes creates fail with that sentence."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, secure: bool = False) -> None:
         self.partitions: dict[str, tuple[int, str]] = {}
         self.refuse = ""
+        self.secure = secure
+        """Whether V-IPU mints keys (a --secure controller)."""
+        self.keys: dict[str, str] = {}
+        """Key id -> partition, of the keys minted and not revoked."""
+        self.calls: list[str] = []
+        self.refuse_removal = False
 
     async def create(self, partition_id: str, size: int, allocation: str) -> None:
         if self.refuse:
@@ -32,7 +42,24 @@ class FakeApi:
         self.partitions[partition_id] = (size, allocation)
 
     async def remove(self, partition_id: str) -> bool:
+        self.calls.append(f"remove {partition_id}")
+        if self.refuse_removal:
+            raise PartitionFailure(f"cannot remove partition {partition_id}: controller busy")
+        # V-IPU deletes a partition's keys with it.
+        self.keys = {k: p for k, p in self.keys.items() if p != partition_id}
         return self.partitions.pop(partition_id, None) is not None
+
+    async def mint_key(self, partition_id: str, key_id: str) -> str | None:
+        self.calls.append(f"mint {key_id}")
+        if not self.secure:
+            return None
+        assert partition_id in self.partitions
+        self.keys[key_id] = partition_id
+        return f"key-of-{key_id}"
+
+    async def revoke_key(self, key_id: str) -> bool:
+        self.calls.append(f"revoke {key_id}")
+        return self.keys.pop(key_id, None) is not None
 
     async def list_ids(self) -> list[str]:
         return list(self.partitions)
@@ -144,3 +171,69 @@ def test_the_hooks_quick_reader_agrees_with_toml_or_defers_to_it() -> None:
     assert quick == full
     assert simple_values('socket = "a\\"b"') is None
     assert simple_values("ports = [1, 2]") is None
+
+
+def test_a_secure_jobs_key_is_minted_written_for_its_user_and_goes_with_the_partition(
+    tmp_path: Path,
+) -> None:
+    settings = SlurmSettings(
+        credentials_dir=str(tmp_path / "jobs"),
+        ipuof_api_host="vipu.example",
+        ipuof_api_port=8090,
+        default_allocation="a1",
+    )
+    api = FakeApi(secure=True)
+    jobs = JobPartitions(settings, api, schedule_retries=False)
+    keyfile = tmp_path / "jobs" / "slurm_5.vipu-cli.hcl"
+
+    async def scenario() -> None:
+        assert "ACTIVE" in await jobs.start("5", "ipu", 4, os.getuid())
+        assert api.keys == {"slurm_5.job": "slurm_5"}
+        assert keyfile.stat().st_mode & 0o777 == 0o600
+        assert keyfile.stat().st_uid == os.getuid()
+        assert (tmp_path / "jobs").stat().st_mode & 0o777 == 0o711
+        assert parse_hcl(keyfile.read_text()) == {
+            "api-host": "vipu.example",
+            "api-port": "8090",
+            "api-user-id": "slurm_5.job",
+            "api-access-key": "key-of-slurm_5.job",
+        }
+        assert "removed" in await jobs.end("5")
+        assert not keyfile.exists()
+        assert api.keys == {}
+        assert api.calls == ["mint slurm_5.job", "remove slurm_5"]  # the key goes with it
+        # A removal that fails revokes the key all the same.
+        await jobs.start("6", "ipu", 4, os.getuid())
+        api.refuse_removal = True
+        with pytest.raises(PartitionFailure):
+            await jobs.end("6")
+        assert api.keys == {}
+        assert api.calls[-1] == "revoke slurm_6.job"
+
+    asyncio.run(scenario())
+
+
+def test_an_open_controller_gives_jobs_no_key(tmp_path: Path) -> None:
+    settings = SlurmSettings(credentials_dir=str(tmp_path / "jobs"), default_allocation="a1")
+    api = FakeApi()
+    jobs = JobPartitions(settings, api, schedule_retries=False)
+
+    async def scenario() -> None:
+        assert "ACTIVE" in await jobs.start("6", "ipu", 4, os.getuid())
+        assert "ACTIVE" in await jobs.start("7", "ipu", 4, os.getuid())
+
+    asyncio.run(scenario())
+    assert api.keys == {}
+    assert not (tmp_path / "jobs").exists()
+    # Told once that the controller is open, the bridge stops asking for a while.
+    assert [c for c in api.calls if c.startswith("mint")] == ["mint slurm_6.job"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="handing a file to another user needs root")
+def test_the_key_file_belongs_to_the_jobs_user(tmp_path: Path) -> None:
+    nobody = pwd.getpwnam("nobody")
+    settings = SlurmSettings(credentials_dir=str(tmp_path / "jobs"), default_allocation="a1")
+    jobs = JobPartitions(settings, FakeApi(secure=True), schedule_retries=False)
+    asyncio.run(jobs.start("7", "ipu", 1, nobody.pw_uid))
+    stat = (tmp_path / "jobs" / "slurm_7.vipu-cli.hcl").stat()
+    assert (stat.st_uid, stat.st_gid, stat.st_mode & 0o777) == (nobody.pw_uid, nobody.pw_gid, 0o600)

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import click
 
+from vpod.integrations.slurm import spank
 from vpod.integrations.slurm.local_cluster import (
     SLURM_PARTITION,
     LocalSlurm,
@@ -298,5 +299,52 @@ def slurm_hooks(directory: Path, config: Path) -> None:
         print(f"PrologSlurmctld={written['prolog']}")
         print(f"EpilogSlurmctld={written['epilog']}")
         print(f"TaskProlog={written['task_prolog']}")
+
+    run_cli(body)
+
+
+@slurm.command("build-spank")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("/usr/local/lib/vpod-slurm"),
+    show_default=True,
+    help="Where to build vpod_ipus.so (every submit host and compute node needs it).",
+)
+@click.option(
+    "--plugstack",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also name the plugin in this plugstack.conf (kept otherwise; idempotent).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the paths as JSON.")
+def slurm_build_spank(out_dir: Path, plugstack: Path | None, as_json: bool) -> None:
+    """Build the --ipus SPANK plugin against the installed Slurm's headers.
+
+    Needs Slurm's headers (Debian: libslurm-dev) and a C compiler. Building
+    again changes nothing unless the plugin's source or Slurm's headers
+    changed. Name the plugin in plugstack.conf (PlugStackConfig in
+    slurm.conf) as printed, or with --plugstack.
+    """
+
+    def body() -> None:
+        try:
+            plugin = spank.build(out_dir.absolute())
+        except spank.SpankBuildError as exc:
+            fail(str(exc), 2)
+        except OSError as exc:
+            fail(f"cannot build into {out_dir}: {exc.strerror}", 2)
+        if plugstack is not None:
+            try:
+                spank.write_plugstack(plugstack, plugin)
+            except OSError as exc:
+                fail(f"cannot write {plugstack}: {exc.strerror}", 2)
+        if as_json:
+            print(
+                json.dumps({"plugin": str(plugin), "plugstack_line": spank.plugstack_line(plugin)})
+            )
+        else:
+            print(spank.plugstack_line(plugin))
 
     run_cli(body)

@@ -132,6 +132,7 @@ if TYPE_CHECKING:
         Volume,
     )
     from .fabric import Change, ClusterMap, Fragmentation, Identity
+    from .partition_keys import MintedPartitionKey, PartitionKey
     from .records import (
         GcdConfig,
         IpuAttributes,
@@ -174,6 +175,8 @@ _LAZY: dict[str, str] = {
     "IssuedAgentToken": ".admin_records",
     "LinkTest": ".admin_records",
     "Partition": ".records",
+    "PartitionKey": ".partition_keys",
+    "MintedPartitionKey": ".partition_keys",
     "PartitionInfo": ".admin_records",
     "PartitionIpu": ".records",
     "PartitionOptions": ".user_calls",
@@ -282,12 +285,14 @@ __all__ = [
     "Limits",
     "LinkTest",
     "MetadataUpdate",
+    "MintedPartitionKey",
     "NoCapacity",
     "NotConfigured",
     "NotFound",
     "Partition",
     "PartitionInfo",
     "PartitionIpu",
+    "PartitionKey",
     "PartitionOptions",
     "PartitionStatus",
     "PermanentError",

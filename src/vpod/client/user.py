@@ -21,6 +21,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Unpack
 
+from . import partition_keys as key_calls
 from . import user_calls as calls
 from .admin_records import Allocation
 from .config import Endpoint, load_settings, user_endpoint
@@ -32,6 +33,7 @@ from .grpc_transport import (
     Diagnosis,
     GrpcTransport,
 )
+from .partition_keys import MintedPartitionKey, PartitionKey
 from .records import IpuAttributes, IpuofConfig, Partition, PartitionStatus, Version
 from .retry import DEFAULT_RETRY, RetryPolicy
 from .user_calls import PartitionOptions
@@ -135,6 +137,18 @@ class UserClient(_UserBase):
         """The allocations granted to the caller (every one, for an administrator)."""
         return self._user.invoke(calls.list_allocations())
 
+    def create_partition_key(self, partition_id: str, key_id: str = "") -> MintedPartitionKey:
+        """A key that may get, reset and attach ``partition_id`` only (shown once)."""
+        return self._user.invoke(key_calls.create_partition_key(partition_id, key_id))
+
+    def list_partition_keys(self) -> list[PartitionKey]:
+        """The partition keys the caller minted (every one, for an administrator)."""
+        return self._user.invoke(key_calls.list_partition_keys())
+
+    def remove_partition_key(self, key_id: str) -> None:
+        """Stop a partition key now."""
+        self._user.invoke(key_calls.remove_partition_key(key_id))
+
     def wait_until_active(
         self,
         partition_id: str,
@@ -219,6 +233,15 @@ class AsyncUserClient(_UserBase):
 
     async def list_allocations(self) -> list[Allocation]:
         return await self._user.invoke(calls.list_allocations())
+
+    async def create_partition_key(self, partition_id: str, key_id: str = "") -> MintedPartitionKey:
+        return await self._user.invoke(key_calls.create_partition_key(partition_id, key_id))
+
+    async def list_partition_keys(self) -> list[PartitionKey]:
+        return await self._user.invoke(key_calls.list_partition_keys())
+
+    async def remove_partition_key(self, key_id: str) -> None:
+        await self._user.invoke(key_calls.remove_partition_key(key_id))
 
     async def wait_until_active(
         self,

@@ -28,6 +28,7 @@ from .leader import LeaderLoop
 from .listings import Listings
 from .occupancy import OccupancyCache, snapshot_loader
 from .operation_owners import OwnerLease, owner_token
+from .partition_keys import PartitionKeys
 from .partition_repair import PartitionRepair
 from .partition_views import AgentFactsCache, PartitionViews
 from .partitions import PartitionService
@@ -67,6 +68,7 @@ class Controller:
     changes: ChangeFeed
     tenancy: Tenancy
     agent_tokens: AgentTokens
+    partition_keys: PartitionKeys
 
     @property
     def clock(self) -> Clock:
@@ -139,6 +141,7 @@ def build_controller(
         changes=ChangeFeed(ctx, inventory, health),
         tenancy=Tenancy(ctx, inventory, partitions, auth, agent_tokens),
         agent_tokens=agent_tokens,
+        partition_keys=PartitionKeys(ctx, partitions),
         telemetry=IpuTelemetryView(health.last_health, inventory.cached_agents_and_clusters),
     )
 

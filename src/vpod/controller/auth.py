@@ -19,6 +19,12 @@ would otherwise stall every other call on the event loop. An unknown user id
 costs the same check as a wrong key, so timing does not reveal which ids
 exist.
 
+A user id that is no user's may be a partition key's (:mod:`.partition_keys`):
+its caller sees one partition and nothing else, and never the admin endpoint.
+Its key is checked against a SHA-256 hash at every call (one primary-key
+read): the key is 256 random bits, so a slow hash would add nothing but
+time to every job that starts.
+
 Refusals (no credentials, a wrong key, a user on the admin endpoint) go to
 the audit log as ``authenticate`` events with outcome ``denied``, at most
 one per claimed user, endpoint and peer host per :data:`DENIAL_AUDIT_INTERVAL_S`,
@@ -28,6 +34,7 @@ so a misconfigured client retrying in a loop cannot flood the store.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 from dataclasses import dataclass
 
@@ -38,6 +45,7 @@ from . import errors
 from .caller import ANONYMOUS, Caller
 from .context import Context
 from .credentials import verify_key, verify_unknown
+from .partition_keys import PartitionKeyBook
 
 VERIFIED_TTL_S = 30.0
 DENIAL_AUDIT_INTERVAL_S = 60.0
@@ -51,6 +59,7 @@ WRONG_CREDENTIALS = "unknown user id or wrong access key: check api-user-id and 
 class Authenticator:
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
+        self._partition_keys = PartitionKeyBook(ctx)
         self._verified: dict[tuple[str, str], _Verified] = {}
         """(user id, sha256 of the key) -> what was verified, and when."""
         self._denials: dict[tuple[str, bool, str], float] = {}
@@ -72,6 +81,13 @@ class Authenticator:
                 " (or api-user-id/api-access-key in vipu-cli.hcl)"
             )
         user = await self._check(user_id, access_key)
+        if isinstance(user, Caller):
+            if admin:
+                await self._deny(user_id, source, admin, "a partition key")
+                raise errors.PermissionDenied(
+                    f"{user_id} is a partition key: the admin endpoint is for admins only"
+                )
+            return dataclasses.replace(user, source=source)
         if user is None:
             await self._deny(user_id, source, admin, "unknown user id or wrong access key")
             raise errors.Unauthenticated(WRONG_CREDENTIALS)
@@ -83,8 +99,8 @@ class Authenticator:
         allocations = None if user.admin else frozenset(user.allocation_ids)
         return Caller(user_id=user.id, admin=user.admin, allocation_ids=allocations, source=source)
 
-    async def _check(self, user_id: str, access_key: str) -> User | None:
-        """The user whose id and key these are, or None."""
+    async def _check(self, user_id: str, access_key: str) -> User | Caller | None:
+        """The user whose id and key these are, the caller of a partition key, or None."""
         if len(access_key) > MAX_KEY_CHARS:
             return None
         token = (user_id, hashlib.sha256(access_key.encode()).hexdigest())
@@ -103,6 +119,9 @@ class Authenticator:
             del self._verified[token]
         found = await self._ctx.db(self._ctx.db.store.find_user_with_access, user_id)
         if found is None:
+            scoped = await self._partition_keys.caller(user_id, access_key)
+            if scoped is not None:
+                return scoped
             await asyncio.to_thread(verify_unknown, access_key)
             return None
         user, key_hash, version = found

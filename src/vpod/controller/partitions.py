@@ -39,7 +39,7 @@ from vpod.store.records import AuditEvent, PartitionChanges, PartitionRecord, ip
 
 from . import errors
 from .agent_gateway import describe_failures, fan_out
-from .caller import Caller
+from .caller import Caller, refuse_scoped
 from .context import Context
 from .inventory import Inventory
 from .partition_views import AgentFactsCache
@@ -85,7 +85,7 @@ class PartitionService:
         record = self._recent.get(partition_id) if for_change else None
         if record is None:
             record = await self._ctx.db(self._ctx.db.store.find_partition, partition_id)
-        if record is None or not caller.may_use(record.allocation_id):
+        if record is None or not caller.may_see(record.id, record.allocation_id):
             raise errors.NotFound(
                 f"partition {partition_id} does not exist: `vipu list partitions` shows yours"
             )
@@ -94,6 +94,8 @@ class PartitionService:
     async def list_partitions(
         self, caller: Caller, *, allocation_id: str | None = None, cluster_id: str | None = None
     ) -> list[PartitionRecord]:
+        if caller.partition_scope is not None:
+            return await self._scoped_listing(caller, allocation_id, cluster_id)
         if allocation_id:
             await self._inventory.allocation_for(caller, allocation_id)
             wanted: frozenset[str] | None = frozenset({allocation_id})
@@ -103,6 +105,20 @@ class PartitionService:
             self._ctx.db.store.list_partitions, allocation_ids=wanted, cluster_id=cluster_id
         )
         return sorted(records, key=lambda r: natural_key(r.id))
+
+    async def _scoped_listing(
+        self, caller: Caller, allocation_id: str | None, cluster_id: str | None
+    ) -> list[PartitionRecord]:
+        """A partition key's listing: its partition (when it matches the filters), nothing else."""
+        assert caller.partition_scope is not None
+        record = await self._ctx.db(self._ctx.db.store.find_partition, caller.partition_scope)
+        if record is None or not caller.may_see(record.id, record.allocation_id):
+            return []
+        if allocation_id and record.allocation_id != allocation_id:
+            return []
+        if cluster_id and record.cluster_id != cluster_id:
+            return []
+        return [record]
 
     # ----------------------------------------------------------------- create
 
@@ -116,6 +132,7 @@ class PartitionService:
         relocatable: bool = False,
     ) -> PartitionRecord:
         """Create and configure a partition; repeating an identical request is harmless."""
+        refuse_scoped(caller, "create partitions")
         try:
             return await self._create_once(caller, req, disable_auto_reset, relocatable)
         except _PlacedOnFaultyIpu:
@@ -314,6 +331,7 @@ class PartitionService:
 
     @runs_to_completion
     async def remove(self, caller: Caller, partition_id: str, *, force: bool = False) -> None:
+        refuse_scoped(caller, "remove it")
         record = await self.get(caller, partition_id, for_change=True)
         cluster = await self._inventory.cluster(record.cluster_id)
         request = Event.FORCE_REMOVE_REQUESTED if force else Event.REMOVE_REQUESTED

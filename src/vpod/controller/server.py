@@ -23,7 +23,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from starlette.types import ASGIApp
 
-from vpod.wire import admin_pb2, virmgrpc_pb2
+from vpod.wire import admin_pb2, keys_pb2, virmgrpc_pb2
 
 from .agent_grpc import GrpcAgentGateway
 from .app import Controller, build_controller
@@ -37,6 +37,7 @@ from .transports.admin_grpc import AdminServicer, RegistrationServicer, add_admi
 from .transports.auth import GrpcAuthenticator
 from .transports.http_guard import RateLimitedWarning, guarded_h11, quiet_accept_errors
 from .transports.http_health import Readiness
+from .transports.keys_grpc import PartitionKeyServicer, add_partition_key_api
 from .transports.rest import create_http_app
 from .transports.user_allocations import add_user_allocations
 from .transports.user_grpc import UserServicer, add_user_api, add_version_api
@@ -153,12 +154,14 @@ async def serve(
         auth=auth,
     )
     add_user_api(user_server, controller.settings, user_api)
+    add_partition_key_api(user_server, PartitionKeyServicer(controller.partition_keys, auth))
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, user_server)
     reflection.enable_server_reflection(
         (
             virmgrpc_pb2.DESCRIPTOR.services_by_name["UserService"].full_name,
             virmgrpc_pb2.DESCRIPTOR.services_by_name["VersionService"].full_name,
+            keys_pb2.DESCRIPTOR.services_by_name["PartitionKeyService"].full_name,
             reflection.SERVICE_NAME,
         ),
         user_server,

@@ -38,8 +38,9 @@ from typing import IO
 
 import click
 
-from vpod.client import AlreadyExists, NotFound, UserClient, VpodError
+from vpod.client import AlreadyExists, NotFound, Partition, UserClient, VpodError
 
+from .partition_update import holders, shape_differences
 from .render import fail
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -228,6 +229,11 @@ class Instances:
     "--remove-partition/--keep-partition", default=True, show_default=True,
     help="Remove a partition this run created when it ends.",
 )  # fmt: skip
+@click.option(
+    "--update-partition", type=click.Choice(["yes", "no"]), default="no", show_default=True,
+    help="yes: re-create --vipu-partition with this run's shape when it differs and is not in"
+    " use (refused, saying who holds it, when it is).",
+)  # fmt: skip
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def main(
     num_replicas: int,
@@ -240,6 +246,7 @@ def main(
     vipu_server_port: int | None,
     vipu_server_timeout: int,
     remove_partition: bool,
+    update_partition: str,
     command: tuple[str, ...],
 ) -> None:
     """Run COMMAND as I instances over one partition of R×K IPUs.
@@ -271,7 +278,12 @@ def main(
     previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         created = _claim_partition(
-            client, partition_id, shape, vipu_allocation, vipu_server_timeout
+            client,
+            partition_id,
+            shape,
+            vipu_allocation,
+            vipu_server_timeout,
+            update=update_partition == "yes",
         )
         if interrupted.is_set():
             raise SystemExit(130)
@@ -315,34 +327,74 @@ def _claim_partition(
     shape: RunShape,
     allocation: str | None,
     timeout_s: int,
+    *,
+    update: bool = False,
 ) -> bool:
-    """Reuse ``partition_id`` or create it; True when this run created it."""
+    """Reuse ``partition_id`` or create it; True when this run created it. ``update``: make
+    an existing partition of another shape this run's, unless it is in use."""
     try:
         existing = client.get_partition(partition_id)
     except NotFound:
         existing = None
     if existing is None:
-        options: dict[str, object] = {"num_replicas": shape.replicas}
-        if shape.ilds > 1:
-            options.update(num_ilds=shape.ilds, num_gcds=shape.ilds)
-        if allocation:
-            options["allocation"] = allocation
         try:
-            client.create_partition(partition_id, shape.size, **options)  # type: ignore[arg-type]
+            _create(client, partition_id, shape, allocation)
             click.echo(f"vpod-run: created partition {partition_id} of {shape.size} IPUs", err=True)
             client.wait_until_active(partition_id, timeout=timeout_s)
             return True
         except AlreadyExists:
             existing = client.get_partition(partition_id)
+    differences = shape_differences(existing, shape.size, shape.replicas, shape.ilds)
+    if update and differences:
+        _update(client, existing, shape, differences, timeout_s)
+        return False
     if existing.size != shape.size:
         fail(
             f"partition {partition_id} has {existing.size} IPUs but {shape.replicas} replicas of"
-            f" {shape.ipus_per_replica} IPUs need {shape.size}: choose another --vipu-partition",
+            f" {shape.ipus_per_replica} IPUs need {shape.size}: choose another --vipu-partition"
+            " or re-create it with --update-partition yes",
             2,
         )
     client.wait_until_active(partition_id, timeout=timeout_s)
     click.echo(f"vpod-run: using partition {partition_id} of {shape.size} IPUs", err=True)
     return False
+
+
+def _create(client: UserClient, partition_id: str, shape: RunShape, allocation: str | None) -> None:
+    options: dict[str, object] = {"num_replicas": shape.replicas}
+    if shape.ilds > 1:
+        options.update(num_ilds=shape.ilds, num_gcds=shape.ilds)
+    if allocation:
+        options["allocation"] = allocation
+    client.create_partition(partition_id, shape.size, **options)  # type: ignore[arg-type]
+
+
+def _update(
+    client: UserClient,
+    existing: Partition,
+    shape: RunShape,
+    differences: list[str],
+    timeout_s: int,
+) -> None:
+    """Re-create ``existing`` with ``shape`` in its allocation; refused while it is in use."""
+    partition_id = existing.id
+    held = holders(client, partition_id)
+    if held:
+        click.echo(
+            f"vpod-run: partition {partition_id} is in use, so it cannot be updated"
+            f" ({'; '.join(differences)}): {', '.join(held)}; wait until it is released or"
+            " choose another --vipu-partition",
+            err=True,
+        )
+        raise SystemExit(1)
+    client.remove_partition(partition_id)
+    _create(client, partition_id, shape, existing.allocation_id or None)
+    client.wait_until_active(partition_id, timeout=timeout_s)
+    click.echo(
+        f"vpod-run: updated partition {partition_id} to {shape.size} IPUs, {shape.replicas}"
+        f" replicas ({'; '.join(differences)} before)",
+        err=True,
+    )
 
 
 def _remove(client: UserClient, partition_id: str) -> None:

@@ -243,3 +243,13 @@ class Lease:
     expires_at: datetime
     term: int
     """Fencing token: grows by one each time the lease passes to a new holder."""
+
+
+@dataclass(frozen=True)
+class PartitionKeyRecord:
+    """A key that may use one partition: who minted it, for which, and when."""
+
+    id: str
+    owner_id: str
+    partition_id: str
+    created_at: datetime

@@ -144,6 +144,23 @@ users = Table(
     ),
 )
 
+partition_keys = Table(
+    "partition_keys",
+    metadata,
+    Column("id", ID, primary_key=True, comment="the user id the key is presented with"),
+    Column("owner_id", ID, ForeignKey("users.id", ondelete="CASCADE"), nullable=False, index=True),
+    Column(
+        "partition_id",
+        ID,
+        ForeignKey("partitions.id", ondelete="CASCADE"),
+        nullable=False,
+        index=True,
+        comment="the one partition the key may use: it goes with the partition",
+    ),
+    Column("key_hash", TEXT_SHORT, nullable=False, comment="sha256 of a 256-bit random key"),
+    Column("created_at", UtcDateTime, nullable=False),
+)
+
 agent_tokens = Table(
     "agent_tokens",
     metadata,

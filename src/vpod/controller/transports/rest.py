@@ -30,6 +30,7 @@ from . import (
     rest_admin,
     rest_admin_agent_tokens,
     rest_console,
+    rest_partition_keys,
     rest_user,
     telemetry_rest,
 )
@@ -100,6 +101,7 @@ def create_http_app(
     app.include_router(rest_user.router)
     app.include_router(rest_admin.router)
     app.include_router(rest_admin_agent_tokens.router)
+    app.include_router(rest_partition_keys.router)
     app.include_router(telemetry_rest.router)
     app.include_router(rest_console.router)
     app.include_router(http_health.router)

@@ -19,6 +19,7 @@ from ..change_feed import ChangeFeed
 from ..fleet import Fleet
 from ..inventory import Inventory
 from ..listings import Listings
+from ..partition_keys import PartitionKeys
 from ..partition_views import PartitionViews
 from ..partitions import PartitionService
 from ..pod_map import PodMapService
@@ -59,6 +60,8 @@ class HttpUseCases(Protocol):
     def telemetry(self) -> IpuTelemetryView: ...
     @property
     def agent_tokens(self) -> AgentTokens: ...
+    @property
+    def partition_keys(self) -> PartitionKeys: ...
 
 
 def use_cases(request: Request) -> HttpUseCases:
@@ -122,6 +125,10 @@ def agent_tokens(request: Request) -> AgentTokens:
     return use_cases(request).agent_tokens
 
 
+def partition_keys(request: Request) -> PartitionKeys:
+    return use_cases(request).partition_keys
+
+
 SettingsDep = Annotated[Settings, Depends(settings)]
 AuthenticatorDep = Annotated[Authenticator, Depends(authenticator)]
 InventoryDep = Annotated[Inventory, Depends(inventory)]
@@ -136,3 +143,4 @@ PodMapDep = Annotated[PodMapService, Depends(pod_map_service)]
 ChangesDep = Annotated[ChangeFeed, Depends(change_feed)]
 TelemetryDep = Annotated[IpuTelemetryView, Depends(telemetry)]
 AgentTokensDep = Annotated[AgentTokens, Depends(agent_tokens)]
+PartitionKeysDep = Annotated[PartitionKeys, Depends(partition_keys)]

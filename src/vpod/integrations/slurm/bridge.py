@@ -13,7 +13,8 @@ also listens on a free port of 127.0.0.1 and writes ``PORT TOKEN`` into
 port counts only with the token in it.
 
 Protocol: one JSON object per line each way. Requests ``{"op": "start",
-"job_id": "42", "partition": "ipu"}``, ``{"op": "end", "job_id": "42"}``,
+"job_id": "42", "partition": "ipu", "uid": "1000"}`` (``uid``: the job's user,
+``SLURM_JOB_UID``; read with squeue when absent), ``{"op": "end", "job_id": "42"}``,
 ``{"op": "reconcile"}``, ``{"op": "ping"}`` (plus ``"token"`` on the TCP
 port); answers ``{"ok": true, "message": ...}`` or ``{"ok": false, "error": ...}``.
 """
@@ -61,8 +62,12 @@ class Bridge:
         job_id = str(request.get("job_id", ""))
         try:
             if op == "start":
+                uid = str(request.get("uid", ""))
                 message = await self.jobs.start(
-                    job_id, str(request.get("partition", "")), request.get("ipus")
+                    job_id,
+                    str(request.get("partition", "")),
+                    request.get("ipus"),
+                    int(uid) if uid.isdigit() else None,
                 )
             elif op == "end":
                 message = await self.jobs.end(job_id)

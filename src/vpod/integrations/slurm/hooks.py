@@ -142,6 +142,7 @@ def prolog_main(argv: list[str] | None = None) -> None:
         "op": "start",
         "job_id": job_id,
         "partition": os.environ.get("SLURM_JOB_PARTITION", ""),
+        "uid": os.environ.get("SLURM_JOB_UID", ""),
     }
     _finish("vpod-slurm-prolog", job_id, call_bridge(config, values, request))
 
@@ -167,7 +168,28 @@ def task_prolog_lines(values: dict[str, Any], job_id: str, ipus: int) -> list[st
         "IPUOF_VIPU_API_GCD_ID": 0,
         "IPUOF_VIPU_API_TIMEOUT": values.get("ipuof_timeout_s", 120),
     }
+    exports.update(_job_key_exports(values, job_id))
     return [f"export {name}={value}" for name, value in exports.items()]
+
+
+def _job_key_exports(values: dict[str, Any], job_id: str) -> dict[str, str]:
+    """VIPU_CLI_CONFIG and the key's id and key from the job's key file, when it has one
+    (a secure controller; only the job's user can read it)."""
+    directory = str(values.get("credentials_dir", "/run/vpod-slurm/jobs"))
+    path = os.path.join(
+        directory, f"{values.get('partition_prefix', 'slurm_')}{job_id}.vipu-cli.hcl"
+    )
+    try:
+        with open(path) as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return {}
+    found = {"VIPU_CLI_CONFIG": path}
+    for line in lines:
+        key, _, value = line.partition("=")
+        if key in ("api-user-id", "api-access-key") and len(value) > 2:
+            found["VIPU_CLI_" + key.upper().replace("-", "_")] = value.strip('"')
+    return found
 
 
 def _job_tres(values: dict[str, Any], job_id: str) -> tuple[int, str]:

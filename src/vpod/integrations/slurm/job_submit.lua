@@ -40,6 +40,20 @@ local function suggestion(sizes, ipus)
   return sizes[#sizes]
 end
 
+-- --ipus=N (the vpod_ipus SPANK plugin): N in the job's control environment, VPOD_IPUS.
+local function spank_ipus(job_desc)
+  local env = job_desc.spank_job_env
+  if type(env) ~= "table" then return nil end
+  for key, value in pairs(env) do
+    local text = value
+    if type(key) == "string" then text = key .. "=" .. tostring(value) end
+    local count = string.match(tostring(text), "^VPOD_IPUS=(.*)$")
+      or string.match(tostring(text), "^SPANK_VPOD_IPUS=(.*)$")
+    if count ~= nil then return count end
+  end
+  return nil
+end
+
 local function refuse(message)
   slurm.log_user("vpod: " .. message)
   return slurm.ERROR
@@ -81,6 +95,23 @@ local function check(job_desc, partition)
 end
 
 function slurm_job_submit(job_desc, part_list, submit_uid)
+  local asked = spank_ipus(job_desc)
+  if asked ~= nil then
+    if not string.match(asked, "^%d+$") then
+      return refuse("--ipus=" .. asked .. " is not a number of IPUs: give e.g. --ipus=8")
+    end
+    if asks_ipus(job_desc.tres_per_node) then
+      if ipus_per_node(job_desc.tres_per_node) ~= tonumber(asked) then
+        return refuse("give --ipus=N or --gres=ipu:N, not both with different counts")
+      end
+    else
+      local request = "gres:ipu:" .. tonumber(asked)
+      if job_desc.tres_per_node ~= nil and job_desc.tres_per_node ~= "" then
+        request = job_desc.tres_per_node .. "," .. request
+      end
+      job_desc.tres_per_node = request
+    end
+  end
   return check(job_desc, job_desc.partition)
 end
 

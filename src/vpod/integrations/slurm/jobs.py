@@ -17,11 +17,17 @@ With ``remove_in_background`` (the bridge) ``end`` answers the epilog as soon
 as the removal is under way, so Slurm releases the job's IPUs without waiting
 for V-IPU; every ``start`` first waits for the removals begun before it, so a
 new partition never competes with one still being removed for the same IPUs.
+
+Under a ``--secure`` controller each job also gets a partition key for its
+partition (:mod:`.job_credentials`), minted once the partition is ACTIVE and
+deleted with its partition when the job ends (revoked explicitly only when
+that removal fails).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -30,6 +36,7 @@ from dataclasses import dataclass, field
 from vpod.domain.sizes import is_partition_size
 
 from . import slurm_commands
+from .job_credentials import CredentialsFailure, JobCredentials
 from .settings import SlurmSettings
 from .slurm_commands import ALIVE_STATES, SlurmCommandError
 from .vipu_api import PartitionApi, PartitionFailure
@@ -93,6 +100,7 @@ class JobPartitions:
         self._background: set[asyncio.Task[None]] = set()
         self._removals: dict[str, asyncio.Task[bool]] = {}
         self._ipu_requests = slurm_commands.IpuRequests(settings)
+        self.credentials = JobCredentials(settings, api)
 
     def _lock(self, job_id: str) -> asyncio.Lock:
         lock = self._locks.get(job_id)
@@ -105,13 +113,20 @@ class JobPartitions:
         if lock is not None and not lock.locked():
             del self._locks[job_id]
 
-    async def start(self, job_id: str, slurm_partition: str, ipus: int | None = None) -> str:
-        """Make the job's partition; return what was done, raise StartRefused to requeue."""
+    async def start(
+        self,
+        job_id: str,
+        slurm_partition: str,
+        ipus: int | None = None,
+        uid: int | None = None,
+    ) -> str:
+        """Make the job's partition and key; return what was done, raise StartRefused to
+        requeue. ``ipus`` and ``uid`` unknown: read with squeue."""
         # Outside the job's lock: the removal of this job's previous run (a requeue) takes it.
         await self._removals_begun()
         async with self._lock(job_id):
             try:
-                return await self._start(job_id, slurm_partition, ipus)
+                return await self._start(job_id, slurm_partition, ipus, uid)
             except StartRefused as exc:
                 if self.schedule_retries:
                     self._schedule_retry(job_id, str(exc))
@@ -119,13 +134,17 @@ class JobPartitions:
             finally:
                 self._forget_lock(job_id)
 
-    async def _start(self, job_id: str, slurm_partition: str, ipus: int | None) -> str:
+    async def _start(
+        self, job_id: str, slurm_partition: str, ipus: int | None, uid: int | None
+    ) -> str:
         began = time.perf_counter()
         if ipus is None:
             try:
-                ipus = await self._ipu_requests.get(job_id)
+                request = await self._ipu_requests.get(job_id)
             except SlurmCommandError as exc:
                 raise StartRefused(f"cannot read the job's IPU request: {exc}") from None
+            ipus = request.ipus
+            uid = request.uid if uid is None else uid
         if ipus == 0:
             return f"job {job_id} asked for no IPUs"
         partition_id = self.settings.partition_id(job_id)
@@ -141,6 +160,13 @@ class JobPartitions:
         except Exception as exc:  # a bug, but the job must still go back to the queue
             log.exception("job %s: creating %s failed unexpectedly", job_id, partition_id)
             raise StartRefused(f"cannot create partition {partition_id}: {exc!r}") from None
+        created = time.perf_counter()
+        try:
+            keyed = await self.credentials.issue(
+                partition_id, uid if uid is not None else (lambda: self._uid(job_id))
+            )
+        except (PartitionFailure, CredentialsFailure, SlurmCommandError, OSError) as exc:
+            raise StartRefused(f"cannot give job {job_id} its V-IPU key: {exc}") from None
         retry = self._retries.pop(job_id, None)
         if retry is not None:
             await self._annotate(
@@ -148,18 +174,25 @@ class JobPartitions:
             )
         done = time.perf_counter()
         log.info(
-            "job %s: partition %s of %d IPUs is ACTIVE (squeue %.0f ms, create %.0f ms)",
+            "job %s: partition %s of %d IPUs is ACTIVE, %s (squeue %.0f ms, create %.0f ms,"
+            " key %.0f ms)",
             job_id,
             partition_id,
             ipus,
+            keyed,
             (asked - began) * 1000,
-            (done - asked) * 1000,
+            (created - asked) * 1000,
+            (done - created) * 1000,
         )
         return f"partition {partition_id} of {ipus} IPUs is ACTIVE"
+
+    async def _uid(self, job_id: str) -> int | None:
+        return (await self._ipu_requests.get(job_id)).uid
 
     async def end(self, job_id: str) -> str:
         """Remove the job's partition (any end: done, failed, cancelled, timed out, requeued)."""
         partition_id = self.settings.partition_id(job_id)
+        self.credentials.forget_file(partition_id)  # the job's tasks are gone: now, not later
         if not self.remove_in_background:
             if await self._remove(job_id, partition_id):
                 return f"partition {partition_id} removed"
@@ -173,12 +206,19 @@ class JobPartitions:
         began = time.perf_counter()
         async with self._lock(job_id):
             try:
-                removed = await self.api.remove(partition_id)
+                # Removing the partition deletes its key with it; a removal that fails
+                # (controller busy, agent down) must not leave the key working meanwhile.
+                try:
+                    removed = await self.api.remove(partition_id)
+                except PartitionFailure:
+                    with contextlib.suppress(PartitionFailure):
+                        await self.credentials.revoke(partition_id)
+                    raise
             finally:
                 self._forget_lock(job_id)
         if removed:
             log.info(
-                "job %s ended: partition %s removed (%.0f ms)",
+                "job %s ended: partition %s removed with its key (%.0f ms)",
                 job_id,
                 partition_id,
                 (time.perf_counter() - began) * 1000,
@@ -227,6 +267,7 @@ class JobPartitions:
                     if state in ALIVE_STATES:
                         report.kept.append(partition_id)
                         continue
+                    self.credentials.forget_file(partition_id)
                     if await self.api.remove(partition_id):
                         log.info("reconcile: removed %s (job %s: %s)", partition_id, job_id, state)
                         report.removed.append(partition_id)

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from . import spank
 from .local_accounting import LocalAccounting
 from .settings import SlurmSettings, render_settings
 from .shell_hooks import write_hooks
@@ -98,6 +99,10 @@ class LocalSlurm:
     child_setup: Callable[[], None] | None = None
     """Run in each child before it execs (``preexec_fn``): ``vpod slurm up`` passes one that
     asks for a parent-death signal, so no daemon outlives it (see ``cli/parent_death.py``)."""
+    spank_plugin: Path | None = None
+    """The --ipus plugin, when it could be built here (see :attr:`spank_missing`)."""
+    spank_missing: str | None = None
+    """Why the --ipus plugin was not built (no libslurm-dev or C compiler), or None."""
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     _accounting: LocalAccounting | None = None
 
@@ -142,12 +147,15 @@ class LocalSlurm:
             self.settings,
             slurm_conf=str(self.slurm_conf),
             socket=str(self.root / "run" / "bridge.sock"),
+            credentials_dir=str(self.root / "run" / "jobs"),
             slurm_bin_dir=str(Path(_which("squeue")).parent),
         )
         self.settings_path.write_text(render_settings(self.settings))
         # The bash hooks Slurm runs per job; they fall back to the Python ones in bin_dir.
         written = write_hooks(self.root / "bin", self.settings_path, self.bin_dir)
         hooks = {hook: str(path) for hook, path in written.items()}
+        if self.with_integration:
+            self._build_spank()
         partition = IpuPartition(
             SLURM_PARTITION, NODE_NAME, self.settings.allocation_for(SLURM_PARTITION), self.ipus
         )
@@ -155,6 +163,17 @@ class LocalSlurm:
         (self.etc / "gres.conf").write_text(gres_conf([partition]))
         (self.etc / "job_submit.lua").write_text(job_submit_lua([partition], SLURM_PARTITION))
         os.chmod(self.root, 0o755)  # jobs of other users read the settings and hooks
+        os.chmod(self.root / "run", 0o755)  # and their own key file under run/jobs (0711)
+
+    def _build_spank(self) -> None:
+        """Build --ipus into ``lib/`` (idempotent) and name it in plugstack.conf."""
+        try:
+            self.spank_plugin = spank.build(self.root / "lib")
+        except spank.SpankBuildError as exc:
+            self.spank_missing = str(exc)
+            return
+        os.chmod(self.root / "lib", 0o755)
+        spank.write_plugstack(self.etc / spank.PLUGSTACK_FILE, self.spank_plugin)
 
     def _slurm_conf(self, partition: IpuPartition, hooks: dict[str, str]) -> str:
         r = self.root
@@ -199,6 +218,8 @@ class LocalSlurm:
             )
         if self.with_integration:
             lines += integration_lines(hooks)
+            if self.spank_plugin is not None:
+                lines.append(f"PlugStackConfig={self.etc / spank.PLUGSTACK_FILE}")
         else:
             lines += ["GresTypes=ipu"]
         lines += [

@@ -12,6 +12,7 @@ socket = "/run/vpod-slurm/bridge.sock"
 ipuof_api_host = "vipu.example.com"           # what jobs put in IPUOF_VIPU_API_HOST
 ipuof_api_port = 8090
 ipuof_timeout_s = 120
+credentials_dir = "/run/vpod-slurm/jobs"     # each job's key file (on the compute nodes too)
 
 [allocations]                                 # Slurm partition -> V-IPU allocation
 ipu = "default"
@@ -30,6 +31,7 @@ from typing import Any
 DEFAULT_CONFIG_PATH = Path("/etc/vpod/slurm.toml")
 CONFIG_ENV = "VPOD_SLURM_CONFIG"
 DEFAULT_SOCKET = "/run/vpod-slurm/bridge.sock"
+DEFAULT_CREDENTIALS_DIR = "/run/vpod-slurm/jobs"
 
 
 class SettingsError(Exception):
@@ -51,6 +53,9 @@ class SlurmSettings:
     ipuof_api_host: str = "localhost"
     ipuof_api_port: int = 8090
     ipuof_timeout_s: int = 120
+    credentials_dir: str = DEFAULT_CREDENTIALS_DIR
+    """Where each job's vipu-cli.hcl with its partition key is written (the compute nodes
+    must see it: the same host, or a shared file system)."""
     create_timeout_s: float = 60.0
     """How long one create (or remove) may take before the job goes back to the queue."""
     retry_initial_s: float = 5.0
@@ -99,6 +104,7 @@ _FIELDS: dict[str, type] = {
     "ipuof_api_host": str,
     "ipuof_api_port": int,
     "ipuof_timeout_s": int,
+    "credentials_dir": str,
     "create_timeout_s": float,
     "retry_initial_s": float,
     "retry_max_s": float,

@@ -63,8 +63,10 @@ done < "$config"
 { read -r port token < "$socket.tcp"; } 2>/dev/null || fall_back
 [[ $port =~ ^[0-9]+$ && $token =~ ^[0-9a-f]+$ ]] || fall_back
 { exec 3<>"/dev/tcp/127.0.0.1/$port"; } 2>/dev/null || fall_back
-printf '{"op": "%s", "job_id": "%s", "partition": "%s", "token": "%s"}\n' \
-  "$op" "$SLURM_JOB_ID" "$partition" "$token" >&3
+uid=${SLURM_JOB_UID-}
+[[ $uid =~ ^[0-9]*$ ]] || uid=
+printf '{"op": "%s", "job_id": "%s", "partition": "%s", "uid": "%s", "token": "%s"}\n' \
+  "$op" "$SLURM_JOB_ID" "$partition" "$uid" "$token" >&3
 if ! IFS= read -r -t @TIMEOUT@ answer <&3; then
   echo "$prog: job $SLURM_JOB_ID: no answer from vpod-slurm-bridge on port $port" >&2; exit 1
 fi
@@ -77,7 +79,8 @@ echo "$prog: job $SLURM_JOB_ID: $text" >&2
 """
 
 _TASK_BODY = r"""declare -A v=([partition_prefix]=slurm_ [ipuof_api_host]=localhost
-  [ipuof_api_port]=8090 [ipuof_timeout_s]=120 [slurm_bin_dir]= [slurm_conf]=)
+  [ipuof_api_port]=8090 [ipuof_timeout_s]=120 [slurm_bin_dir]= [slurm_conf]=
+  [credentials_dir]=/run/vpod-slurm/jobs)
 simple='^[[:space:]]*([A-Za-z0-9_]+)[[:space:]]*=[[:space:]]*("([^"\\]*)"|([0-9]+(\.[0-9]+)?))[[:space:]]*$'
 while IFS= read -r line; do
   [[ $line =~ ^[[:space:]]*(#.*)?$ ]] && continue
@@ -108,6 +111,17 @@ if ((ipus > 0)); then
   echo "export IPUOF_VIPU_API_PARTITION_ID=${v[partition_prefix]}$SLURM_JOB_ID"
   echo "export IPUOF_VIPU_API_GCD_ID=0"
   echo "export IPUOF_VIPU_API_TIMEOUT=${v[ipuof_timeout_s]}"
+  # The job's partition key (secure controllers): only the job's user reads the file.
+  keyfile=${v[credentials_dir]}/${v[partition_prefix]}$SLURM_JOB_ID.vipu-cli.hcl
+  if [[ -r $keyfile ]]; then
+    echo "export VIPU_CLI_CONFIG=$keyfile"
+    pair='^(api-user-id|api-access-key)="([A-Za-z0-9_.-]+)"$'
+    while IFS= read -r line; do
+      [[ $line =~ $pair ]] || continue
+      name=${BASH_REMATCH[1]^^}
+      echo "export VIPU_CLI_${name//-/_}=${BASH_REMATCH[2]}"
+    done < "$keyfile"
+  fi
 fi
 exit 0
 """

@@ -7,6 +7,7 @@ bridge reads the job's ``TresPerNode`` (``gres:ipu:4``) with ``squeue``.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 
 from .bridge_protocol import ipus_in_tres
 from .settings import SlurmSettings
@@ -56,19 +57,32 @@ async def _run(settings: SlurmSettings, *argv: str) -> tuple[int, str, str]:
     return proc.returncode or 0, out.decode(), err.decode()
 
 
-async def jobs_ipus(settings: SlurmSettings, job_ids: list[str]) -> dict[str, int]:
-    """IPUs each job asked for (``--gres=ipu:N``); jobs squeue does not list are left out."""
+@dataclass(frozen=True)
+class JobRequest:
+    """What a starting job asked for and whose it is."""
+
+    ipus: int
+    uid: int | None
+    """The job's user (None when squeue did not say)."""
+
+
+async def jobs_requests(settings: SlurmSettings, job_ids: list[str]) -> dict[str, JobRequest]:
+    """IPUs each job asked for (``--gres=ipu:N``) and its user; jobs squeue does not list are
+    left out."""
     code, out, err = await _run(
-        settings, "squeue", "--noheader", "--jobs", ",".join(job_ids), "--format", "%A %b"
+        settings, "squeue", "--noheader", "--jobs", ",".join(job_ids), "--format", "%A %U %b"
     )
     if code != 0:
         raise SlurmCommandError(
             f"squeue --jobs {','.join(job_ids)}: {err.strip() or f'exit {code}'}"
         )
-    found: dict[str, int] = {}
+    found: dict[str, JobRequest] = {}
     for line in out.splitlines():
-        job_id, _, tres = line.strip().partition(" ")
-        found[job_id] = ipus_in_tres(tres.strip())
+        job_id, _, rest = line.strip().partition(" ")
+        uid, _, tres = rest.strip().partition(" ")
+        found[job_id] = JobRequest(
+            ipus=ipus_in_tres(tres.strip()), uid=int(uid) if uid.isdigit() else None
+        )
     return found
 
 
@@ -82,11 +96,11 @@ class IpuRequests:
 
     def __init__(self, settings: SlurmSettings) -> None:
         self.settings = settings
-        self._waiting: dict[str, list[asyncio.Future[int]]] = {}
+        self._waiting: dict[str, list[asyncio.Future[JobRequest]]] = {}
         self._runner: asyncio.Task[None] | None = None
 
-    async def get(self, job_id: str) -> int:
-        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+    async def get(self, job_id: str) -> JobRequest:
+        future: asyncio.Future[JobRequest] = asyncio.get_running_loop().create_future()
         self._waiting.setdefault(job_id, []).append(future)
         if self._runner is None or self._runner.done():
             self._runner = asyncio.create_task(self._run())
@@ -96,7 +110,7 @@ class IpuRequests:
         while self._waiting:
             batch, self._waiting = self._waiting, {}
             try:
-                found = await jobs_ipus(self.settings, list(batch))
+                found = await jobs_requests(self.settings, list(batch))
             except SlurmCommandError as exc:
                 for futures in batch.values():
                     for future in futures:

@@ -1,4 +1,5 @@
-"""What the integration asks of V-IPU: create, remove and list its partitions.
+"""What the integration asks of V-IPU: create, remove and list its partitions, and mint and
+revoke each job's partition key.
 
 :class:`PartitionApi` is the whole surface the jobs logic uses, so unit tests
 can stand in for V-IPU. :class:`ClientPartitionApi` is it over
@@ -11,13 +12,23 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeVar
 
-from vpod.client import AsyncUserClient, NotFound, Unreachable, VpodError
+from vpod.client import (
+    AsyncUserClient,
+    FailedPrecondition,
+    NotFound,
+    Unreachable,
+    VpodError,
+)
 
 T = TypeVar("T")
 
 
 class PartitionFailure(Exception):
     """A call to V-IPU failed; the message is one sentence naming the cause."""
+
+
+class _OpenController(Exception):
+    """The controller checks no credentials: a job needs no key."""
 
 
 class PartitionApi(Protocol):
@@ -29,6 +40,13 @@ class PartitionApi(Protocol):
 
     async def list_ids(self) -> list[str]:
         """Ids of every partition the integration's user sees."""
+
+    async def mint_key(self, partition_id: str, key_id: str) -> str | None:
+        """A new key ``key_id`` for the partition only; None when the controller checks no
+        credentials (it runs without --secure)."""
+
+    async def revoke_key(self, key_id: str) -> bool:
+        """Stop the key; False when it did not exist."""
 
     async def close(self) -> None: ...
 
@@ -65,6 +83,10 @@ class ClientPartitionApi:
             return await call(client)
         except NotFound:
             raise
+        except FailedPrecondition as exc:
+            if "without --secure" in str(exc):
+                raise _OpenController(str(exc)) from None
+            raise PartitionFailure(f"{what}: {exc}") from None
         except VpodError as exc:
             if isinstance(exc, Unreachable) and self._client is client:
                 self._client = None
@@ -94,6 +116,25 @@ class ClientPartitionApi:
     async def list_ids(self) -> list[str]:
         partitions = await self._call("cannot list partitions", lambda v: v.list_partitions())
         return [p.id for p in partitions]
+
+    async def mint_key(self, partition_id: str, key_id: str) -> str | None:
+        try:
+            minted = await self._call(
+                f"cannot mint a key for partition {partition_id}",
+                lambda vipu: vipu.create_partition_key(partition_id, key_id),
+            )
+        except _OpenController:
+            return None
+        return minted.access_key
+
+    async def revoke_key(self, key_id: str) -> bool:
+        try:
+            await self._call(
+                f"cannot revoke key {key_id}", lambda vipu: vipu.remove_partition_key(key_id)
+            )
+        except NotFound:
+            return False
+        return True
 
     async def close(self) -> None:
         self._client = None

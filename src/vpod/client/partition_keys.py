@@ -1,0 +1,81 @@
+"""Partition keys: records and call descriptions of ``vpod.keys.v1.PartitionKeyService``.
+
+A partition key may get, reset and attach one partition and nothing else; a
+Slurm job gets one for its partition. The user clients (:mod:`.user`) run
+these calls; nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from vpod.wire import keys_pb2 as kpb
+
+from .grpc_transport import Rpc
+from .records import timestamp_or_none
+
+KEYS_SERVICE = "/vpod.keys.v1.PartitionKeyService/"
+
+
+@dataclass(frozen=True)
+class PartitionKey:
+    """A key (never the key itself): its id, who minted it and for which partition."""
+
+    id: str
+    owner_id: str
+    partition_id: str
+    created_at: datetime | None
+    raw: Any = field(repr=False, compare=False)
+
+    @classmethod
+    def from_wire(cls, message: kpb.PartitionKey) -> PartitionKey:
+        return cls(
+            id=message.id,
+            owner_id=message.owner_id,
+            partition_id=message.partition_id,
+            created_at=timestamp_or_none(message.created_at, message.HasField("created_at")),
+            raw=message,
+        )
+
+
+@dataclass(frozen=True)
+class MintedPartitionKey:
+    """A new key: present ``partition_key.id`` as the user id and ``access_key`` as the key."""
+
+    partition_key: PartitionKey
+    access_key: str = field(repr=False)
+
+    @property
+    def user_id(self) -> str:
+        return self.partition_key.id
+
+
+def create_partition_key(partition_id: str, key_id: str = "") -> Rpc[MintedPartitionKey]:
+    return Rpc(
+        KEYS_SERVICE + "CreatePartitionKey",
+        kpb.CreatePartitionKeyRequest(partition_id=partition_id, key_id=key_id),
+        kpb.CreatePartitionKeyReply,
+        lambda reply: MintedPartitionKey(
+            PartitionKey.from_wire(reply.partition_key), reply.access_key
+        ),
+    )
+
+
+def list_partition_keys() -> Rpc[list[PartitionKey]]:
+    return Rpc(
+        KEYS_SERVICE + "ListPartitionKeys",
+        kpb.ListPartitionKeysRequest(),
+        kpb.ListPartitionKeysReply,
+        lambda reply: [PartitionKey.from_wire(k) for k in reply.partition_keys],
+    )
+
+
+def remove_partition_key(key_id: str) -> Rpc[None]:
+    return Rpc(
+        KEYS_SERVICE + "RemovePartitionKey",
+        kpb.RemovePartitionKeyRequest(key_id=key_id),
+        kpb.RemovePartitionKeyReply,
+        lambda _reply: None,
+    )

@@ -1,0 +1,89 @@
+"""Partition keys under ``/api/v1/partition-keys``: the user endpoint's
+``vpod.keys.v1.PartitionKeyService`` as JSON, over the same use-case
+(:class:`~vpod.controller.partition_keys.PartitionKeys`). The key itself is in
+the creation's answer only (the controller keeps a hash).
+"""
+
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Response, status
+from pydantic import BaseModel, Field
+
+from vpod.store.records import PartitionKeyRecord
+
+from .rest_auth import AsUser
+from .rest_deps import PartitionKeysDep
+from .rest_errors import error_responses
+from .rest_user import API_PREFIX
+
+router = APIRouter(prefix=f"{API_PREFIX}/partition-keys", tags=["partition keys"])
+"""The partition-key endpoints (``create_http_app`` includes them)."""
+
+
+class PartitionKeyOut(BaseModel):
+    id: str = Field(description="The user id the key is presented with.")
+    owner_id: str = Field(description="Who minted it.")
+    partition_id: str = Field(description="The one partition it may use.")
+    created_at: datetime
+
+
+class PartitionKeyList(BaseModel):
+    partition_keys: list[PartitionKeyOut]
+
+
+class CreatePartitionKeyBody(BaseModel):
+    partition_id: str = Field(max_length=64, description="A partition you may use.")
+    key_id: str = Field(
+        "", max_length=64, description="The key's id; empty: <your user id>.<partition id>."
+    )
+
+
+class CreatedPartitionKey(BaseModel):
+    partition_key: PartitionKeyOut
+    access_key: str = Field(description="Shown once: send it with the key's id as the user id.")
+
+
+def _out(record: PartitionKeyRecord) -> PartitionKeyOut:
+    return PartitionKeyOut(
+        id=record.id,
+        owner_id=record.owner_id,
+        partition_id=record.partition_id,
+        created_at=record.created_at,
+    )
+
+
+@router.post(
+    "",
+    response_model=CreatedPartitionKey,
+    status_code=status.HTTP_201_CREATED,
+    responses=error_responses(400, 401, 403, 404, 409, 503),
+)
+async def create_partition_key(
+    caller: AsUser, keys: PartitionKeysDep, body: CreatePartitionKeyBody
+) -> CreatedPartitionKey:
+    """Mint a key that may get, reset and attach one partition and nothing else."""
+    minted = await keys.mint(caller, body.partition_id, body.key_id)
+    return CreatedPartitionKey(partition_key=_out(minted.record), access_key=minted.access_key)
+
+
+@router.get("", response_model=PartitionKeyList, responses=error_responses(401, 403, 503))
+async def list_partition_keys(caller: AsUser, keys: PartitionKeysDep) -> PartitionKeyList:
+    """The keys you minted (every key, for an administrator); never the keys themselves."""
+    return PartitionKeyList(partition_keys=[_out(k) for k in await keys.list(caller)])
+
+
+@router.delete(
+    "/{key_id}",
+    status_code=204,
+    response_class=Response,
+    responses=error_responses(401, 403, 404, 503),
+)
+async def remove_partition_key(
+    caller: AsUser,
+    keys: PartitionKeysDep,
+    key_id: Annotated[str, Path(max_length=64, description="The key's id.")],
+) -> Response:
+    """Stop a key at once."""
+    await keys.revoke(caller, key_id)
+    return Response(status_code=204)
