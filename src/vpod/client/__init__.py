@@ -108,6 +108,7 @@ if TYPE_CHECKING:
     from .cloud_config import CloudSettings, resolve_cloud
     from .cloud_records import (
         CloudCluster,
+        ClusterSsh,
         ClusterStorage,
         DatasetStorage,
         Exceeded,
@@ -115,6 +116,7 @@ if TYPE_CHECKING:
         Host,
         Invoice,
         InvoiceLine,
+        Keypair,
         Limits,
         MetadataUpdate,
         Phase,
@@ -122,7 +124,9 @@ if TYPE_CHECKING:
         ProjectCreated,
         Reservation,
         Server,
+        ServerSsh,
         Shell,
+        SshHostKey,
         StorageEndpoint,
         Task,
         TaskState,
@@ -131,6 +135,7 @@ if TYPE_CHECKING:
         VipuAccess,
         Volume,
     )
+    from .cloud_ssh import SshTunnel
     from .fabric import Change, ClusterMap, Fragmentation, Identity
     from .records import (
         GcdConfig,
@@ -189,6 +194,11 @@ _LAZY: dict[str, str] = {
     "ClusterMap": ".fabric",
     "ClusterOptions": ".cloud_calls",
     "ClusterStorage": ".cloud_records",
+    "ClusterSsh": ".cloud_records",
+    "Keypair": ".cloud_records",
+    "ServerSsh": ".cloud_records",
+    "SshHostKey": ".cloud_records",
+    "SshTunnel": ".cloud_ssh",
     "Exceeded": ".cloud_records",
     "Flavor": ".cloud_records",
     "Fragmentation": ".fabric",
@@ -249,6 +259,7 @@ __all__ = [
     "Cluster",
     "ClusterMap",
     "ClusterOptions",
+    "ClusterSsh",
     "ClusterStorage",
     "ClusterTestReport",
     "ClusterTestResult",
@@ -277,6 +288,7 @@ __all__ = [
     "IpuofConfig",
     "IpuofDevice",
     "IssuedAgentToken",
+    "Keypair",
     "Limits",
     "LinkTest",
     "MetadataUpdate",
@@ -300,8 +312,11 @@ __all__ = [
     "RetryableError",
     "Server",
     "ServerError",
+    "ServerSsh",
     "Settings",
     "Shell",
+    "SshHostKey",
+    "SshTunnel",
     "StorageEndpoint",
     "Task",
     "TaskFailed",

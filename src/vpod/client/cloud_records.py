@@ -89,6 +89,14 @@ class Task:
 
 
 @dataclass(frozen=True)
+class SshHostKey:
+    key: str
+    """``TYPE BASE64``, as known_hosts holds it after the host name."""
+    fingerprint: str
+    """``SHA256:...``, what ssh shows."""
+
+
+@dataclass(frozen=True)
 class Server:
     id: str
     name: str
@@ -97,6 +105,7 @@ class Server:
     image: str
     address: str
     host_id: str | None
+    ssh_host_keys: tuple[SshHostKey, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -158,6 +167,8 @@ class CloudCluster:
     volumes: tuple[Volume, ...]
     saved_partitions: tuple[str, ...] | None = None
     dataset_storage: ClusterStorage | None = None
+    keypairs: tuple[str, ...] = ()
+    """Names of the keypairs that may log in to its servers over SSH."""
     raw: Any = field(default=None, repr=False, compare=False)
 
 
@@ -329,4 +340,40 @@ class DatasetStorage:
     access_key: str
     clusters: tuple[str, ...]
     created_at: datetime
+    raw: Any = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Keypair:
+    """A project's SSH public key; ``private_key`` only in the answer that made it."""
+
+    id: str
+    name: str
+    type: str
+    fingerprint: str
+    public_key: str
+    clusters: tuple[str, ...]
+    created_at: datetime
+    private_key: str | None = field(default=None, repr=False)
+    raw: Any = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class ServerSsh:
+    position: int
+    name: str
+    status: str
+    user: str
+    host_keys: tuple[SshHostKey, ...]
+    connect: str
+    """The tunnel's path under the API's URL (a WebSocket carrying the SSH stream)."""
+
+
+@dataclass(frozen=True)
+class ClusterSsh:
+    """How to reach a cluster's servers over SSH."""
+
+    cluster: str
+    keypairs: tuple[str, ...]
+    servers: tuple[ServerSsh, ...]
     raw: Any = field(default=None, repr=False, compare=False)

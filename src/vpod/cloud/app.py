@@ -32,9 +32,11 @@ from .services.datasets import Datasets
 from .services.db import CloudDb
 from .services.health import check_vpods
 from .services.hosts import Hosts
+from .services.keypairs import Keypairs
 from .services.projects import Projects
 from .services.records import CloudRecords
 from .services.reservations import Reservations
+from .services.ssh_access import SshAccess
 from .services.tasks import Tasks
 from .services.volumes import Volumes
 from .settings import CloudSettings
@@ -55,6 +57,8 @@ class Cloud:
     capacity: Capacity
     reservations: Reservations
     datasets: Datasets
+    keypairs: Keypairs
+    ssh: SshAccess
     runner: TaskRunner
     secure: bool
     """Whether the controller isolates V-IPU users (``--secure``)."""
@@ -157,6 +161,8 @@ def build_cloud(
         capacity=capacity,
         reservations=reservations,
         datasets=Datasets(ctx, clusters),
+        keypairs=Keypairs(ctx, clusters),
+        ssh=SshAccess(ctx, clusters),
         runner=runner,
         secure=controller.settings.secure,
     )

@@ -2,7 +2,8 @@
 
 vPOD servers get ``vipu-cli.hcl`` and the ``IPUOF_VIPU_API_*`` environment
 pointing at the V-IPU user API with the vPOD's own V-IPU user; GPU servers
-get their GPUs and fabric in the environment; every server gets its peers
+get their GPUs and fabric in the environment; every server gets its peers,
+the public keys of the cluster's keypairs (its sshd's ``authorized_keys``)
 and, when the cluster holds dataset storage, its ``~/.aws`` files, ``AWS_*``
 variables and mount (:mod:`.services.dataset_access`).
 The V-IPU access key is written only to the servers, never to the store: a
@@ -25,6 +26,7 @@ from .flavors import Flavor, find_flavor
 from .model.records import Cluster, Server
 from .services.context import CloudContext
 from .services.dataset_access import dataset_access
+from .services.keypairs import authorized_lines
 from .states import ClusterStatus
 from .vipu import user_id_of
 
@@ -51,9 +53,16 @@ async def configure_servers(
     flavor = find_flavor(cluster.flavor)
     peers = tuple((s.name, s.address) for s in servers)
     datasets = await dataset_access(ctx, cluster.id, warn)
+    keys = await authorized_lines(ctx, cluster.id)
     if not flavor.is_vpod:
         for server in servers:
-            setup = ServerSetup(cluster.name, peers, _gpu_env(cluster, flavor), datasets=datasets)
+            setup = ServerSetup(
+                cluster.name,
+                peers,
+                _gpu_env(cluster, flavor),
+                datasets=datasets,
+                authorized_keys=keys,
+            )
             await ctx.compute.setup(server.id, setup)
         return
     host, port = await ctx.vipu.user_api()
@@ -63,7 +72,10 @@ async def configure_servers(
         access = VipuAccess(host=host, port=port, user_id=user_id, access_key=key)
         results = [
             await ctx.compute.setup(
-                server.id, ServerSetup(cluster.name, peers, vipu=access, datasets=datasets)
+                server.id,
+                ServerSetup(
+                    cluster.name, peers, vipu=access, datasets=datasets, authorized_keys=keys
+                ),
             )
             for server in servers
         ]

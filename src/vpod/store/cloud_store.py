@@ -45,6 +45,7 @@ from .cloud_schema import cloud_clusters, cloud_projects, cloud_volumes
 from .dataset_store import DatasetStore
 from .engine import Database
 from .errors import AlreadyExists, Conflict, StoreError
+from .keypair_store import KeypairStore
 from .reservation_store import ReservationStore
 from .store import Store
 
@@ -64,6 +65,8 @@ class CloudStore:
         """Reservation plans (their own module: :mod:`.reservation_store`)."""
         self.datasets = DatasetStore(database)
         """Dataset storage registrations and attachments (:mod:`.dataset_store`)."""
+        self.keypairs = KeypairStore(database)
+        """SSH keypairs and the clusters they log in to (:mod:`.keypair_store`)."""
 
     @classmethod
     def of(cls, store: Store) -> CloudStore:

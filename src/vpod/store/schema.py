@@ -48,6 +48,7 @@ from vpod.domain.catalog import IPUS_PER_MACHINE
 from . import (
     cloud_schema,  # noqa: F401  (the cloud tables join the same metadata)
     dataset_schema,  # noqa: F401  (dataset storage, the same metadata)
+    keypair_schema,  # noqa: F401  (SSH keypairs, the same metadata)
     reservation_schema,  # noqa: F401  (reservation plans, the same metadata)
 )
 from .columns import ID, LABEL, NAME, TEXT_SHORT, UtcDateTime

@@ -28,6 +28,7 @@ from .models import (
     ReservationOut,
     ServerOut,
     ShellOut,
+    SshHostKeyOut,
     TaskOut,
     TokenOut,
     UtilisationOut,
@@ -121,10 +122,15 @@ def cluster_out(view: ClusterView) -> ClusterOut:
                 image=s.image,
                 address=s.address,
                 host_id=s.host_id,
+                ssh_host_keys=[
+                    SshHostKeyOut(key=k.key, fingerprint=k.fingerprint)
+                    for k in view.host_keys.get(s.id, ())
+                ],
             )
             for s in view.servers
         ],
         volumes=[volume_out(v) for v in view.volumes],
+        keypairs=list(view.keypairs),
     )
 
 

@@ -14,6 +14,8 @@ call                   local                            OpenStack
                        ~/.aws, rclone mount
 ``shell``              how to reach it (no host path)   ssh to the floating IP
 ``open_shell``         bash in the server's sandbox     (none: tenants ssh themselves)
+``open_ssh``           ``sshd -i`` in the sandbox       (none: ssh to the floating IP)
+``authorize_keys``     write etc/ssh/authorized_keys    Nova keypair (cloud-init)
 volume ``create``      a directory                      Cinder create
 volume ``attach``      a link under ``/mnt``             Nova volume attachment
 =====================  ===============================  ==============================
@@ -31,7 +33,7 @@ cloud.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -108,6 +110,8 @@ class ServerSetup:
     vipu: VipuAccess | None = None
     datasets: DatasetAccess | None = None
     """None: the server holds no dataset storage (written files are removed)."""
+    authorized_keys: tuple[str, ...] | None = None
+    """The public keys (``authorized_keys`` lines) its sshd accepts; None: keep them."""
 
 
 @dataclass(frozen=True)
@@ -198,6 +202,16 @@ class ComputeDriver(Protocol):
     def refusal(self) -> str | None:
         """Why this driver cannot run tenants' servers safely here, in one line (``None``:
         it can); creating servers is then refused."""
+
+    async def authorize_keys(self, server_id: str, lines: Sequence[str]) -> None:
+        """Make ``lines`` (public keys) the keys the server's sshd accepts."""
+
+    async def ssh_host_keys(self, server_id: str) -> tuple[str, ...]:
+        """The server's public SSH host keys (``TYPE BASE64``); empty when it has none."""
+
+    async def open_ssh(self, server_id: str) -> ShellSession:
+        """Connect to the server's sshd: the session's input and output (stream 1) carry the
+        SSH protocol, its stream 2 is sshd's log."""
 
 
 class VolumeDriver(Protocol):

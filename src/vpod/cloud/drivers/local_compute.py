@@ -28,11 +28,11 @@ import getpass
 import os
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from . import confined, rclone_mount
+from . import confined, rclone_mount, ssh_server
 from .base import (
     DriverError,
     ServerSetup,
@@ -62,9 +62,11 @@ ACTIVE, SHUTOFF, SHELVED = "ACTIVE", "SHUTOFF", "SHELVED_OFFLOADED"
 HCL_PATH = "etc/vipu/vipu-cli.hcl"
 ENV_PATH = "etc/environment"
 PASSED_THROUGH = ("TERM", "LANG", "LC_ALL", "COLORTERM")
+"""Variables of the caller's terminal a shell keeps; everything else comes from the server."""
 MAX_SHELLS = 16
 """Shells a server may have open at once (each is a sandbox of processes on the host)."""
-"""Variables of the caller's terminal a shell keeps; everything else comes from the server."""
+MAX_SSH = 64
+"""SSH connections a server may have open at once (each an sshd in a sandbox of its own)."""
 
 
 def _default_path() -> str:
@@ -151,6 +153,7 @@ class LocalCompute:
         if self.sandboxed:
             state["uid"] = self._allocate_uid()
             self._own(root.resolve(), int(str(state["uid"])))
+            ssh_server.prepare(root.resolve(), int(str(state["uid"])), SERVER_USER)
         write_json(state_path, state)
 
     def _allocate_uid(self) -> int:
@@ -236,6 +239,7 @@ class LocalCompute:
     def _rebuild(self, server_id: str, image: str) -> None:
         state = self._state(server_id)
         root = self._layout.server_root(server_id)
+        kept = ssh_server.saved_host_keys(root.resolve())  # the server stays the same host
         for entry in root.iterdir():
             if entry.name == "mnt":
                 continue  # attached data volumes stay attached
@@ -244,8 +248,11 @@ class LocalCompute:
             else:
                 entry.unlink()
         _install_image(root.resolve(), image, str(state.get("name", server_id)))
-        if isinstance(state.get("uid"), int):
-            self._own(root.resolve(), int(str(state["uid"])))
+        uid = state.get("uid")
+        ssh_server.restore_host_keys(root.resolve(), kept, uid if isinstance(uid, int) else None)
+        if isinstance(uid, int):
+            self._own(root.resolve(), uid)
+            ssh_server.prepare(root.resolve(), uid, SERVER_USER)
         state.update(image=image, status=ACTIVE)
         write_json(self._layout.server_dir(server_id) / "state.json", state)
 
@@ -312,6 +319,10 @@ class LocalCompute:
                 IPUOF_VIPU_API_HOST=setup.vipu.host,
                 IPUOF_VIPU_API_PORT=str(setup.vipu.port),
             )
+        if uid is not None:
+            ssh_server.prepare(real, uid, SERVER_USER)  # host keys a server made earlier lacks
+        if setup.authorized_keys is not None:
+            ssh_server.authorize(real, setup.authorized_keys)
         write_aws_files(real, setup.datasets)
         if uid is not None and (real / "home" / ".aws").is_dir():
             own_tree(real / "home" / ".aws", uid)  # the server's user reads its keys
@@ -332,6 +343,51 @@ class LocalCompute:
 
     async def shell(self, server_id: str) -> ShellAccess:
         return await self._run(lambda: self._shell(server_id))
+
+    # -- ssh ------------------------------------------------------------------------------------
+
+    async def authorize_keys(self, server_id: str, lines: Sequence[str]) -> None:
+        def authorize() -> None:
+            self._state(server_id)
+            ssh_server.authorize(self._layout.server_root(server_id).resolve(), lines)
+
+        await self._run(authorize)
+
+    async def ssh_host_keys(self, server_id: str) -> tuple[str, ...]:
+        return await self._run(
+            lambda: ssh_server.host_keys(self._layout.server_root(server_id).resolve())
+        )
+
+    async def open_ssh(self, server_id: str) -> ShellSession:
+        if not self.sandboxed:
+            raise DriverError(
+                "servers have no sshd on a host that cannot sandbox them (sshd runs as the"
+                f" server's own uid): {self._problem}; use `vpod cluster ssh --relay`"
+            )
+        if not os.access(ssh_server.SSHD, os.X_OK):
+            raise DriverError(
+                f"{ssh_server.SSHD} is missing on the controller's host: apt-get install"
+                " openssh-server (scripts/ensure-system-deps)"
+            )
+        state = await self._run(lambda: self._active(server_id))
+        if self._sessions.count(server_id) >= self._max_shells + MAX_SSH:
+            raise DriverError(
+                f"server {state.get('name', server_id)} has {MAX_SSH} SSH connections open"
+                " already: close one first"
+            )
+        real = self._layout.server_root(server_id).resolve()
+        uid = await self._run(lambda: self._uid(server_id))
+        await self._run(lambda: ssh_server.prepare(real, uid, SERVER_USER))
+        mounts = self._volumes(real) + self._dataset_mount(server_id)
+        box = Sandbox(real, str(state.get("name", server_id)), uid, mounts, self._bwrap)
+        argv = [ssh_server.SSHD, "-i", "-e", "-f", f"/{ssh_server.CONFIG}"]
+        with box.command(argv) as (command, fds):
+            session = await ProcessSession.start(
+                command, env={"PATH": self._path, "LANG": "C.UTF-8"}, pass_fds=fds, tty=False
+            )
+        self._sessions.add(server_id, session)
+        session.on_end = lambda: self._sessions.discard(server_id, session)
+        return session
 
     def mount_problem(self) -> str | None:
         return rclone_mount.mount_problem()
