@@ -9,7 +9,7 @@ import click
 
 from vpod.client import CloudClient, ClusterOptions
 
-from .cloud_cluster_ssh import cluster_keypair, ssh, ssh_config, ssh_proxy
+from .cloud_cluster_ssh import cluster_keypair, console, ssh, ssh_config, ssh_proxy
 from .cloud_options import connection_options, report_task, wait_option
 from .cloud_output import cluster_text, clusters_table, emit
 
@@ -218,3 +218,4 @@ cluster.add_command(ssh)
 cluster.add_command(ssh_proxy)
 cluster.add_command(ssh_config)
 cluster.add_command(cluster_keypair)
+cluster.add_command(console)

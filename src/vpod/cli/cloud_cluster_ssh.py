@@ -179,6 +179,22 @@ def _exec_ssh(
     os.execv(ssh_binary, argv)
 
 
+@click.command("console")
+@click.argument("cluster_ref", metavar="CLUSTER")
+@click.option(
+    "--server",
+    default="1",
+    show_default=True,
+    help="Which server of the cluster (its number or name).",
+)
+@connection_options
+def console(client: CloudClient, cluster_ref: str, server: str, as_json: bool) -> None:
+    """Print the address of a browser terminal on CLUSTER's server (open it in a browser
+    logged in to the web console with your project's token)."""
+    found = client.cluster_console(cluster_ref, server)
+    emit(found.raw, as_json, lambda _: found.url)
+
+
 @click.group("keypair", context_settings=CONTEXT)
 def cluster_keypair() -> None:
     """The keypairs that may log in to a cluster's servers (changed at once, running or not).
@@ -222,4 +238,4 @@ def keypair_remove(client: CloudClient, cluster_ref: str, name: str, as_json: bo
     emit([k.raw for k in found], as_json, lambda _: _cluster_keypairs(found))
 
 
-__all__ = ["cluster_keypair", "ssh", "ssh_config", "ssh_proxy"]
+__all__ = ["cluster_keypair", "console", "ssh", "ssh_config", "ssh_proxy"]

@@ -14,6 +14,7 @@ from urllib.parse import quote
 from .cloud_records import (
     CloudCluster,
     ClusterSsh,
+    Console,
     DatasetStorage,
     Flavor,
     Host,
@@ -381,3 +382,9 @@ def remove_cluster_keypair(cluster: str, keypair: str) -> HttpCall[list[Keypair]
 
 def cluster_ssh(cluster: str) -> HttpCall[ClusterSsh]:
     return get(f"/clusters/{_id(cluster)}/ssh", lambda data: from_json(ClusterSsh, data))
+
+
+def cluster_console(cluster: str, server: str = "1") -> HttpCall[Console]:
+    return get(
+        f"/clusters/{_id(cluster)}/console", lambda data: from_json(Console, data), server=server
+    )

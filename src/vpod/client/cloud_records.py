@@ -377,3 +377,13 @@ class ClusterSsh:
     keypairs: tuple[str, ...]
     servers: tuple[ServerSsh, ...]
     raw: Any = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Console:
+    """A browser terminal on a server: open ``url`` in a browser logged in to the console."""
+
+    type: str
+    url: str
+    server: str
+    raw: Any = field(default=None, repr=False, compare=False)

@@ -21,7 +21,7 @@ from websockets.sync.client import ClientConnection
 
 from . import cloud_calls as calls
 from .cloud_config import API_PREFIX
-from .cloud_records import ClusterSsh, Keypair
+from .cloud_records import ClusterSsh, Console, Keypair
 from .cloud_shell import websocket_to
 from .http_transport import AsyncHttpTransport, HttpSite, HttpTransport
 
@@ -117,6 +117,10 @@ class SshCalls:
         """Each server's name, user and host keys (to pin in known_hosts)."""
         return self._http.invoke(calls.cluster_ssh(cluster))
 
+    def cluster_console(self, cluster: str, server: str = "1") -> Console:
+        """The address of a browser terminal on the server (its number or name)."""
+        return self._http.invoke(calls.cluster_console(cluster, server))
+
     def open_ssh_tunnel(self, cluster: str, server: str) -> SshTunnel:
         """An SSH connection to the server's sshd (``server``: its number or name)."""
         return open_tunnel(self._site, cluster, server)
@@ -148,6 +152,9 @@ class AsyncSshCalls:
 
     async def cluster_ssh(self, cluster: str) -> ClusterSsh:
         return await self._http.invoke(calls.cluster_ssh(cluster))
+
+    async def cluster_console(self, cluster: str, server: str = "1") -> Console:
+        return await self._http.invoke(calls.cluster_console(cluster, server))
 
 
 __all__ = ["AsyncSshCalls", "SshCalls", "SshTunnel", "open_tunnel", "pump", "tunnel_path"]

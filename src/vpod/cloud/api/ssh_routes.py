@@ -4,15 +4,22 @@ servers' sshd (host keys, the tunnel). Module-level, bound like ``router`` by
 
 from __future__ import annotations
 
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query, Request
 
 from ..model.records import Keypair
 from .deps import PREFIX, CloudDep, Tenant
 from .errors import CloudRoute, error_responses
 from .models import SshHostKeyOut
-from .ssh_models import ClusterSshOut, KeypairCreatedOut, KeypairIn, KeypairOut, ServerSshOut
+from .ssh_models import (
+    ClusterSshOut,
+    ConsoleOut,
+    KeypairCreatedOut,
+    KeypairIn,
+    KeypairOut,
+    ServerSshOut,
+)
 
 TUNNEL_PATH = "/clusters/{cluster}/servers/{server}/ssh/connect"
 """Under the cloud API's prefix: the WebSocket carrying one SSH connection."""
@@ -129,6 +136,46 @@ async def cluster_ssh(cloud: CloudDep, cluster: str, who: Tenant) -> ClusterSshO
             for s in servers
         ],
     )
+
+
+TERMINAL_PAGE = "/tenant/terminal"
+"""The web console's page holding a browser terminal (``vpod.web``)."""
+
+
+async def _console(
+    cloud: CloudDep, who: Tenant, request: Request, cluster: str, server: str
+) -> ConsoleOut:
+    found = await cloud.ssh.server(who, cluster, server)
+    named = await cloud.clusters.find(who, cluster)
+    query = urlencode({"cluster": named.name, "server": found.position})
+    url = f"{str(request.base_url).rstrip('/')}{TERMINAL_PAGE}?{query}"
+    return ConsoleOut(type="web-terminal", url=url, server=found.name)
+
+
+@ssh_router.get(
+    "/clusters/{cluster}/console",
+    response_model=ConsoleOut,
+    summary="The address of a browser terminal on a server (`?server=`: number or name)",
+)
+async def cluster_console(
+    cloud: CloudDep,
+    cluster: str,
+    who: Tenant,
+    request: Request,
+    server: str = Query("1", max_length=63, description="The server's number or name."),
+) -> ConsoleOut:
+    return await _console(cloud, who, request, cluster, server)
+
+
+@ssh_router.get(
+    "/clusters/{cluster}/servers/{server}/console",
+    response_model=ConsoleOut,
+    summary="The address of a browser terminal on one server",
+)
+async def server_console(
+    cloud: CloudDep, cluster: str, server: str, who: Tenant, request: Request
+) -> ConsoleOut:
+    return await _console(cloud, who, request, cluster, server)
 
 
 __all__ = ["TUNNEL_PATH", "keypair_out", "ssh_router", "tunnel_path"]
