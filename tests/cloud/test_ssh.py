@@ -337,9 +337,34 @@ def test_keys_added_and_removed_on_a_running_cluster_take_effect_at_once(
     assert alice.vpod("keypair", "delete", "second").returncode == 0
 
 
-def test_suspend_and_resume_keep_the_keys_and_the_host_keys(live: LiveCloud, alice: Tenant) -> None:
+def _scratch_image(live: LiveCloud, http: httpx.Client) -> Path:
+    server_id = ok(http.get("/clusters/sshc"))["servers"][0]["id"]
+    return live.data_dir / "cloud" / "scratch" / f"{server_id}.img"
+
+
+def test_the_vms_local_disk_is_scratch_space_of_the_flavors_size(
+    live: LiveCloud, alice: Tenant
+) -> None:
+    disk = next(f for f in ok(alice.http.get("/flavors")) if f["name"] == FLAVOR)["disk_gib"]
+    assert disk > 0
+    done = ssh(
+        alice, "sshc", "df -B1G --output=size /scratch | tail -1; touch /scratch/w && echo ok"
+    )
+    assert done.returncode == 0, done.stderr
+    size, written = done.stdout.split()
+    assert disk * 0.9 <= int(size) <= disk  # the file system's own overhead aside
+    assert written == "ok"
+    assert _scratch_image(live, alice.http).exists()  # outside the server's root
+
+
+def test_suspend_and_resume_keep_the_keys_and_the_host_keys_not_the_scratch_space(
+    live: LiveCloud, alice: Tenant
+) -> None:
     before = ok(alice.http.get("/clusters/sshc/ssh"))
+    kept = ssh(alice, "sshc", "echo data > /scratch/lost; echo data > /home/kept")
+    assert kept.returncode == 0, kept.stderr
     assert run_task(live, alice.http, "POST", "/clusters/sshc/suspend")["state"] == "FINISHED"
+    assert not _scratch_image(live, alice.http).exists()  # the VM's local disk is released
     refused = ssh(alice, "-o", "BatchMode=yes", "sshc", "true")
     assert refused.returncode == 255
     assert "SUSPENDED" in refused.stderr
@@ -347,6 +372,6 @@ def test_suspend_and_resume_keep_the_keys_and_the_host_keys(live: LiveCloud, ali
     after = ok(alice.http.get("/clusters/sshc/ssh"))
     assert after["servers"] == before["servers"]
     assert after["keypairs"] == ["laptop"]
-    done = ssh(alice, "sshc", "echo back")  # the pinned host key still matches
+    done = ssh(alice, "sshc", "cat /home/kept; ls -A /scratch")  # the pinned host key matches
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "back\n"
+    assert done.stdout == "data\n"  # home (the boot volume) kept, scratch empty again

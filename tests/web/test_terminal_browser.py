@@ -1,7 +1,8 @@
 """A terminal in the browser: a tenant types into a real shell on its server, in Chromium.
 
-A real `vpod up --secure --cloud-pod pod16` serves the console; the tenant
-logs in with its project's token, creates a vPOD through the API, asks the
+A real controller (secure, with the cloud and the web console, over four
+emulated Bow-2000s, on loopback) serves the console; the tenant logs in
+with its project's token, creates a vPOD through the API, asks the
 API for the cluster's console address (`GET .../console`, as `vpod cluster
 console` prints it), opens it, types a command into the xterm.js terminal
 and sees its output; the clusters page's Shell button opens a panel with
@@ -14,8 +15,8 @@ without it is refused.
 from __future__ import annotations
 
 import json
-import re
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,19 +26,19 @@ import pytest
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
-from tests.e2e.conftest import BIN, Pod, start_pod
+from tests.cloud.live import start_cloud, stop_cloud
 from vpod.cloud.drivers.sandbox import sandbox_problem
 
 from .browser import chromium, console_errors, wait_in_page
 
 pytestmark = [
-    pytest.mark.e2e,
     pytest.mark.slow,
     pytest.mark.skipif(
         sandbox_problem() is not None, reason=f"no sandbox on this host: {sandbox_problem()}"
     ),
 ]
 FLAVOR = "g2a-ai-fast-v1pod-4"
+VPOD = str(Path(sys.executable).with_name("vpod"))
 SCREEN = (
     "const t = window.vpodTerminal; if (!t) return null; const b = t.buffer.active;"
     " const lines = []; for (let i = 0; i < b.length; i++) {"
@@ -45,39 +46,23 @@ SCREEN = (
 )
 
 
-def _token(data_dir: Path) -> str:
-    match = re.search(r'^token\s*=\s*"([^"]*)"', (data_dir / "vpod-cli.toml").read_text(), re.M)
-    assert match
-    return match[1]
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """(console URL base, token): a running vPOD `termpod` of project `term`."""
+    live = start_cloud(tmp_path_factory.mktemp("term"), web=True)
+    try:
+        token = live.project("term")
+        with live.client(token) as http:
+            task = http.post("/clusters", json={"name": "termpod", "flavor": FLAVOR}).json()
+            assert live.wait(task["id"])["state"] == "FINISHED"
+            yield live.url, token
+            live.wait(http.delete("/clusters/termpod").json()["id"])
+    finally:
+        stop_cloud(live)
 
 
 @pytest.fixture(scope="module")
-def pod(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pod]:
-    started = start_pod(tmp_path_factory.mktemp("term"), "--secure", "--cloud-pod", "pod16")
-    yield started
-    started.stop()
-
-
-@pytest.fixture(scope="module")
-def cluster(pod: Pod) -> Iterator[tuple[str, str]]:
-    """(console URL base, token): a running vPOD `termpod` of the default project."""
-    url = f"http://127.0.0.1:{pod.http_port}"
-    token = _token(pod.data_dir)
-    env = {"VPOD_URL": url, "VPOD_TOKEN": token, "PATH": str(BIN)}
-    done = subprocess.run(
-        [str(BIN / "vpod"), "cluster", "create", "termpod", "--flavor", FLAVOR, "--wait"],
-        env=env, capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    yield url, token
-    subprocess.run(
-        [str(BIN / "vpod"), "cluster", "delete", "termpod", "--wait"],
-        env=env, capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def browser(pod: Pod) -> Iterator[Any]:
+def browser() -> Iterator[Any]:
     driver = chromium()
     yield driver
     driver.quit()
@@ -99,7 +84,7 @@ def test_typing_into_the_browser_terminal_runs_a_command_and_shows_its_output(
     url, token = cluster
     _log_in(browser, url, token)
     printed = subprocess.run(
-        [str(BIN / "vpod"), "cluster", "console", "termpod", "--json"],
+        [VPOD, "cluster", "console", "termpod", "--json"],
         env={"VPOD_URL": url, "VPOD_TOKEN": token},
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip

@@ -71,6 +71,9 @@ class ServerSpec:
     """The registered host it must run on (bare metal, GPU VMs)."""
     boot_volume_id: str | None = None
     """VMs boot from a volume; bare metal from its local disk."""
+    local_disk_gib: int = 0
+    """A VM's ephemeral local disk (its flavor's ``disk_gib``): ``/scratch``, emptied by
+    suspension; 0: none (bare metal's local disk is its root)."""
 
 
 @dataclass(frozen=True)

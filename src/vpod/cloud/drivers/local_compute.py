@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from . import confined, rclone_mount, ssh_server
+from . import confined, rclone_mount, scratch, ssh_server
 from .base import (
     DriverError,
     ServerSetup,
@@ -154,7 +154,29 @@ class LocalCompute:
             state["uid"] = self._allocate_uid()
             self._own(root.resolve(), int(str(state["uid"])))
             ssh_server.prepare(root.resolve(), int(str(state["uid"])), SERVER_USER)
+        if spec.local_disk_gib > 0 and not spec.bare_metal:
+            state["scratch_gib"] = spec.local_disk_gib
         write_json(state_path, state)
+        self._ensure_scratch(spec.server_id)
+
+    def _scratch_dir(self, server_id: str) -> Path:
+        return self._layout.base / "scratch" / server_id
+
+    def _ensure_scratch(self, server_id: str) -> tuple[tuple[str, Path], ...]:
+        """The VM's local disk at ``/scratch`` (made, or mounted again after a host reboot);
+        none for bare metal and for servers made without one."""
+        state = self._state(server_id)
+        size = state.get("scratch_gib")
+        if not isinstance(size, int) or size <= 0:
+            return ()
+        uid = state.get("uid")
+        problem = scratch.ensure(
+            self._scratch_dir(server_id), size, uid if isinstance(uid, int) else None
+        )
+        if problem is not None and state.get("scratch_unlimited") != problem:
+            state["scratch_unlimited"] = problem  # said once: a plain directory, no size limit
+            write_json(self._layout.server_dir(server_id) / "state.json", state)
+        return (("/scratch", self._scratch_dir(server_id)),)
 
     def _allocate_uid(self) -> int:
         in_use = set()
@@ -191,6 +213,7 @@ class LocalCompute:
         await self._sessions.end_all(server_id)
 
         def delete() -> None:
+            scratch.discard(self._scratch_dir(server_id))
             rclone_mount.release(self._layout.mounts, server_id)
             (self._layout.mounts / f"{server_id}.path").unlink(missing_ok=True)
             shutil.rmtree(self._layout.server_dir(server_id), True)
@@ -213,12 +236,17 @@ class LocalCompute:
 
         def shelve() -> None:
             rclone_mount.release(self._layout.mounts, server_id)  # its compute goes away
+            scratch.discard(self._scratch_dir(server_id))  # and its local disk with it
             self._set_status(server_id, SHELVED)
 
         await self._run(shelve)
 
     async def unshelve(self, server_id: str) -> None:
-        await self._run(lambda: self._set_status(server_id, ACTIVE))
+        def unshelve() -> None:
+            self._ensure_scratch(server_id)  # a new, empty local disk
+            self._set_status(server_id, ACTIVE)
+
+        await self._run(unshelve)
 
     async def stop(self, server_id: str) -> None:
         await self._sessions.end_all(server_id)
@@ -378,7 +406,8 @@ class LocalCompute:
         real = self._layout.server_root(server_id).resolve()
         uid = await self._run(lambda: self._uid(server_id))
         await self._run(lambda: ssh_server.prepare(real, uid, SERVER_USER))
-        mounts = self._volumes(real) + self._dataset_mount(server_id)
+        local = await self._run(lambda: self._ensure_scratch(server_id))
+        mounts = self._volumes(real) + self._dataset_mount(server_id) + local
         box = Sandbox(real, str(state.get("name", server_id)), uid, mounts, self._bwrap)
         argv = [ssh_server.SSHD, "-i", "-e", "-f", f"/{ssh_server.CONFIG}"]
         with box.command(argv) as (command, fds):
@@ -441,7 +470,8 @@ class LocalCompute:
         else:
             env["HOME"] = "/home"
             uid = await self._run(lambda: self._uid(server_id))
-            mounts = self._volumes(real) + self._dataset_mount(server_id)
+            local = await self._run(lambda: self._ensure_scratch(server_id))
+            mounts = self._volumes(real) + self._dataset_mount(server_id) + local
             box = Sandbox(real, str(state.get("name", server_id)), uid, mounts, self._bwrap)
             with box.command(argv) as (command, fds):
                 session = await ProcessSession.start(
