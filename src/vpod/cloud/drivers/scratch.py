@@ -49,7 +49,9 @@ def ensure(scratch_dir: Path, size_gib: int, uid: int | None) -> str | None:
             if not image.exists():
                 with open(image, "wb") as handle:
                     handle.truncate(size_gib * 1024**3)  # sparse: host disk only as it is used
-                _run("mkfs.ext4", "-q", "-F", "-m", "0", "-O", "^has_journal", "-E", LAZY, str(image))
+                _run(
+                    "mkfs.ext4", "-q", "-F", "-m", "0", "-O", "^has_journal", "-E", LAZY, str(image)
+                )
             _run("mount", "-o", "loop,nodev,nosuid", str(image), str(scratch_dir))
         except (OSError, subprocess.SubprocessError) as exc:
             problem = f"cannot loop-mount {image.name}: {exc}"
