@@ -185,6 +185,18 @@ def _measure(
     }
 
 
+def _delete_cluster(controller: Controller) -> None:
+    """Delete the benchmark's cluster (its scratch image and sandboxes), best effort."""
+    headers = {"Authorization": f"Bearer {controller.token}"}
+    with httpx.Client(base_url=controller.url + "/api/cloud/v1", headers=headers,
+                      timeout=600) as http:  # fmt: skip
+        reply = http.delete("/clusters/sshbench")
+        if reply.status_code == 202:
+            task = reply.json()
+            while task["state"] not in ("FINISHED", "ERROR"):
+                task = http.get(f"/tasks/{task['id']}", params={"wait": 60}).json()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--json", type=Path, help="write the results here")
@@ -230,6 +242,7 @@ def main() -> None:
         if sshd is not None:
             sshd.terminate()
             sshd.wait(30)
+        _delete_cluster(controller)
         controller.close()
     direct, tunnel = results["direct sshd (loopback)"], results["vpod tunnel"]
     rows = [

@@ -91,6 +91,7 @@ class Cloud:
 
     async def stop(self) -> None:
         await self.runner.stop()
+        await self.ctx.compute.close()
         self.ctx.calls.close()
 
 

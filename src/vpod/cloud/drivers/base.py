@@ -212,6 +212,10 @@ class ComputeDriver(Protocol):
     async def ssh_host_keys(self, server_id: str) -> tuple[str, ...]:
         """The server's public SSH host keys (``TYPE BASE64``); empty when it has none."""
 
+    async def close(self) -> None:
+        """The controller stops: let go of what this process holds on the host (the local
+        driver's scratch mounts; made again at the next use)."""
+
     async def open_ssh(self, server_id: str) -> ShellSession:
         """Connect to the server's sshd: the session's input and output (stream 1) carry the
         SSH protocol, its stream 2 is sshd's log."""

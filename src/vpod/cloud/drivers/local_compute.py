@@ -159,6 +159,11 @@ class LocalCompute:
         write_json(state_path, state)
         self._ensure_scratch(spec.server_id)
 
+    async def close(self) -> None:
+        """Unmount every scratch space (its image stays: the next shell or SSH connection
+        mounts it again), so no mount outlives the controller that made it."""
+        await self._run(lambda: scratch.release_all(self._layout.base / "scratch"))
+
     def _scratch_dir(self, server_id: str) -> Path:
         return self._layout.base / "scratch" / server_id
 

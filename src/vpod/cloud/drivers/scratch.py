@@ -9,7 +9,8 @@ size-limited (writing past it fails with ENOSPC inside the server) and
 takes host disk only as it is used.
 
 It is **ephemeral**, as a Nova VM's local disk is: kept across reboots and
-controller restarts (an unmounted image is mounted again), **emptied by
+controller restarts (the controller unmounts it when it stops, so no mount
+outlives it, and mounts the image again at the next shell or connection), **emptied by
 suspension** (shelve-offload releases the VM's compute, local disk
 included: the image is deleted and an empty one made at resume) and gone
 with the server. Keep what must survive on volumes (``/mnt/NAME``) or in
@@ -71,6 +72,14 @@ def discard(scratch_dir: Path) -> None:
     image_of(scratch_dir).unlink(missing_ok=True)
 
 
+def release_all(parent: Path) -> None:
+    """Unmount every scratch space under ``parent``, keeping the images (and contents)."""
+    for entry in sorted(parent.iterdir()) if parent.is_dir() else []:
+        if entry.is_dir() and os.path.ismount(entry):
+            with contextlib.suppress(OSError, subprocess.SubprocessError):
+                _run("umount", "--lazy", str(entry))
+
+
 def _loop_problem() -> str | None:
     if os.geteuid() != 0:
         return "the controller is not root"
@@ -89,4 +98,4 @@ def _run(*argv: str) -> None:
         raise OSError(f"{argv[0]} failed: {done.stderr.strip()[:200]}")
 
 
-__all__ = ["discard", "ensure", "image_of"]
+__all__ = ["discard", "ensure", "image_of", "release_all"]
