@@ -40,6 +40,7 @@ from vpod.controller.caller import SYSTEM
 from vpod.controller.clock import FakeClock
 from vpod.controller.server import RunningServer, serve
 from vpod.controller.settings import Settings
+from vpod.web import WebConsole
 
 T = TypeVar("T")
 CALL_TIMEOUT_S = 120.0
@@ -77,6 +78,8 @@ class LiveCloud:
     secure: bool = True
     settings: dict[str, Any] = field(default_factory=dict)
     """Cloud settings beyond the defaults (e.g. ``storage_endpoints``)."""
+    web: bool = False
+    """Serve the web console too (browser tests)."""
     server: CloudServer | None = None
     running: RunningServer | None = None
     admin_token: str = ""
@@ -172,7 +175,12 @@ class LiveCloud:
             ready.set_result(running)
 
         self._serving = asyncio.ensure_future(
-            serve(settings, ready=on_ready, stop=self._stop, extensions=[self.server])
+            serve(
+                settings,
+                ready=on_ready,
+                stop=self._stop,
+                extensions=[self.server, *([WebConsole()] if self.web else [])],
+            )
         )
         done, _ = await asyncio.wait([ready, self._serving], return_when=asyncio.FIRST_COMPLETED)
         if self._serving in done:
@@ -206,6 +214,7 @@ def start_cloud(
     compute: ComputeDriver | None = None,
     secure: bool = True,
     settings: dict[str, Any] | None = None,
+    web: bool = False,
 ) -> LiveCloud:
     """A secure controller serving the cloud over ``machines`` emulated Bow-2000s (cluster
     ``pod``, the cloud's only V-IPU cluster)."""
@@ -236,6 +245,7 @@ def start_cloud(
             secure=secure,
             settings=dict(settings or {}),
             fabric=fabric,
+            web=web,
         )
         await live._serve()
         return live

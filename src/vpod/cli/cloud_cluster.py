@@ -1,5 +1,5 @@
 """``vpod cluster ...``: create, list, show, suspend, resume, resize, rebuild, reboot,
-delete, metadata and ssh (a shell on the cluster's server)."""
+delete, metadata; ssh, ssh-proxy, ssh-config and keypair (``cloud_cluster_ssh``)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import click
 
 from vpod.client import CloudClient, ClusterOptions
 
+from .cloud_cluster_ssh import cluster_keypair, console, ssh, ssh_config, ssh_proxy
 from .cloud_options import connection_options, report_task, wait_option
 from .cloud_output import cluster_text, clusters_table, emit
-from .cloud_ssh import run_ssh
 from .short_help import FittingGroup
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -75,6 +75,13 @@ def _metadata(pairs: tuple[str, ...], option: str) -> dict[str, str]:
 )
 @click.option("--meta", multiple=True, metavar="KEY=VALUE", help="Metadata (repeatable).")
 @click.option(
+    "--keypair",
+    "keypairs",
+    multiple=True,
+    metavar="NAME",
+    help="A keypair of yours that may log in over SSH (repeatable; `vpod keypair list`).",
+)
+@click.option(
     "--storage", default=None, metavar="STORAGE", help="Give the servers this dataset storage."
 )
 @click.option(
@@ -92,6 +99,7 @@ def create(
     attach: tuple[str, ...],
     boot_gib: int,
     meta: tuple[str, ...],
+    keypairs: tuple[str, ...],
     storage: str | None,
     mount: str | None,
     wait: bool,
@@ -103,6 +111,8 @@ def create(
         "boot_volume_gib": boot_gib,
         "metadata": _metadata(meta, "--meta"),
     }
+    if keypairs:
+        options["keypairs"] = list(keypairs)
     if image is not None:
         options["image"] = image
     if servers is not None:
@@ -205,25 +215,8 @@ def metadata(
     emit(current, as_json, lambda m: "\n".join(f"{k}={v}" for k, v in sorted(m.items())))
 
 
-@cluster.command("ssh", context_settings={"ignore_unknown_options": True})
-@click.argument("cluster_ref", metavar="CLUSTER")
-@click.argument("command", nargs=-1, type=click.UNPROCESSED)
-@click.option(
-    "--server",
-    type=click.IntRange(1),
-    default=1,
-    show_default=True,
-    help="Which server of the cluster.",
-)
-@connection_options
-def ssh(
-    client: CloudClient, cluster_ref: str, command: tuple[str, ...], server: int, as_json: bool
-) -> None:
-    """Open a shell on CLUSTER's server; with `-- COMMAND...`, run that command there.
-
-    The shell runs inside the server (its sandbox, as its own user), relayed by the
-    controller; a command's exit status is vpod's. --json prints how to connect instead."""
-    if as_json:
-        emit(client.shell(cluster_ref, server).raw, True, str)
-        return
-    run_ssh(client, cluster_ref, server, command)
+cluster.add_command(ssh)
+cluster.add_command(ssh_proxy)
+cluster.add_command(ssh_config)
+cluster.add_command(cluster_keypair)
+cluster.add_command(console)

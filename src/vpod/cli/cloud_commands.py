@@ -20,6 +20,7 @@ CLOUD_COMMAND_MODULES: dict[str, str] = {
     "project": "cloud_more",
     "reservation": "cloud_reservation",
     "storage": "cloud_storage",
+    "keypair": "cloud_keypair",
 }
 
 

@@ -116,6 +116,7 @@ def cluster_text(c: dict[str, Any]) -> str:
         ("Error", c["error"] or None),
         ("Metadata", ",".join(f"{k}={v}" for k, v in sorted(c["metadata"].items())) or None),
         ("Dataset storage", _storage(c.get("dataset_storage"))),
+        ("Keypairs", ", ".join(c.get("keypairs") or []) or None),
         ("Created", _when(c["created_at"])),
     ]
     servers = table(
@@ -123,7 +124,13 @@ def cluster_text(c: dict[str, Any]) -> str:
         [[s["name"], s["status"], s["address"], s["image"], s["host_id"]] for s in c["servers"]],
     )
     volumes = volumes_table(c["volumes"]) if c["volumes"] else "(no volumes)"
-    parts = [details(pairs), servers, gpus_table(c["servers"]), volumes]
+    keys = [
+        [s["name"], k["key"].split()[0], k["fingerprint"]]
+        for s in c["servers"]
+        for k in s.get("ssh_host_keys") or []
+    ]
+    host_keys = table(["Server", "SSH host key", "Fingerprint"], keys) if keys else ""
+    parts = [details(pairs), servers, gpus_table(c["servers"]), volumes, host_keys]
     return "\n\n".join(p for p in parts if p)
 
 

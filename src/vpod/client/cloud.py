@@ -42,6 +42,7 @@ from .cloud_records import (
     Volume,
 )
 from .cloud_shell import ShellConnection, open_relay
+from .cloud_ssh import AsyncSshCalls, SshCalls
 from .errors import FailedPrecondition, TaskFailed, Timeout
 from .http_transport import DEFAULT_TIMEOUT_S, AsyncHttpTransport, HttpSite, HttpTransport
 
@@ -103,7 +104,7 @@ class _Follow:
         )
 
 
-class CloudClient(DatasetStorageCalls):
+class CloudClient(DatasetStorageCalls, SshCalls):
     """The cloud API of one controller, over blocking HTTP (``httpx``)."""
 
     def __init__(self, settings: CloudSettings, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
@@ -357,7 +358,7 @@ class CloudClient(DatasetStorageCalls):
         self._http.invoke(calls.remove_host(host_id))
 
 
-class AsyncCloudClient(AsyncDatasetStorageCalls):
+class AsyncCloudClient(AsyncDatasetStorageCalls, AsyncSshCalls):
     """The cloud API over ``httpx.AsyncClient``; the same methods as :class:`CloudClient`."""
 
     def __init__(self, settings: CloudSettings, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:

@@ -13,10 +13,13 @@ from urllib.parse import quote
 
 from .cloud_records import (
     CloudCluster,
+    ClusterSsh,
+    Console,
     DatasetStorage,
     Flavor,
     Host,
     Invoice,
+    Keypair,
     Limits,
     MetadataUpdate,
     Project,
@@ -47,6 +50,8 @@ class ClusterOptions(TypedDict, total=False):
     """The project's dataset storage (id or name) the servers get."""
     dataset_mount: str
     """Also mount its bucket at this absolute path on every server."""
+    keypairs: Sequence[str]
+    """The project's keypairs (names or ids) that may log in to its servers."""
 
 
 def _id(ref: str) -> str:
@@ -329,3 +334,57 @@ def attach_dataset_storage(storage: str, cluster: str, mount_path: str | None) -
 
 def detach_dataset_storage(cluster: str) -> HttpCall[Task]:
     return delete(f"/clusters/{_id(cluster)}/dataset-storage", _task)
+
+
+# -- ssh ------------------------------------------------------------------------------------
+
+
+def _keypair(data: Any) -> Keypair:
+    return from_json(Keypair, data)
+
+
+def list_keypairs() -> HttpCall[list[Keypair]]:
+    return get("/keypairs", lambda data: list_of(Keypair, data))
+
+
+def create_keypair(name: str, public_key: str | None = None) -> HttpCall[Keypair]:
+    body: dict[str, Any] = {"name": name}
+    if public_key is not None:
+        body["public_key"] = public_key
+    return post("/keypairs", _keypair, body)
+
+
+def get_keypair(keypair: str) -> HttpCall[Keypair]:
+    return get(f"/keypairs/{_id(keypair)}", _keypair)
+
+
+def delete_keypair(keypair: str) -> HttpCall[None]:
+    return delete(f"/keypairs/{_id(keypair)}", nothing)
+
+
+def cluster_keypairs(cluster: str) -> HttpCall[list[Keypair]]:
+    return get(f"/clusters/{_id(cluster)}/keypairs", lambda data: list_of(Keypair, data))
+
+
+def add_cluster_keypair(cluster: str, keypair: str) -> HttpCall[list[Keypair]]:
+    return put(
+        f"/clusters/{_id(cluster)}/keypairs/{_id(keypair)}",
+        lambda data: list_of(Keypair, data),
+        None,
+    )
+
+
+def remove_cluster_keypair(cluster: str, keypair: str) -> HttpCall[list[Keypair]]:
+    return delete(
+        f"/clusters/{_id(cluster)}/keypairs/{_id(keypair)}", lambda data: list_of(Keypair, data)
+    )
+
+
+def cluster_ssh(cluster: str) -> HttpCall[ClusterSsh]:
+    return get(f"/clusters/{_id(cluster)}/ssh", lambda data: from_json(ClusterSsh, data))
+
+
+def cluster_console(cluster: str, server: str = "1") -> HttpCall[Console]:
+    return get(
+        f"/clusters/{_id(cluster)}/console", lambda data: from_json(Console, data), server=server
+    )

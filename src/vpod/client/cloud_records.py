@@ -107,6 +107,14 @@ class ServerGpu:
 
 
 @dataclass(frozen=True)
+class SshHostKey:
+    key: str
+    """``TYPE BASE64``, as known_hosts holds it after the host name."""
+    fingerprint: str
+    """``SHA256:...``, what ssh shows."""
+
+
+@dataclass(frozen=True)
 class Server:
     id: str
     name: str
@@ -116,6 +124,7 @@ class Server:
     address: str
     host_id: str | None
     gpus: tuple[ServerGpu, ...] = ()
+    ssh_host_keys: tuple[SshHostKey, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -177,6 +186,8 @@ class CloudCluster:
     volumes: tuple[Volume, ...]
     saved_partitions: tuple[str, ...] | None = None
     dataset_storage: ClusterStorage | None = None
+    keypairs: tuple[str, ...] = ()
+    """Names of the keypairs that may log in to its servers over SSH."""
     raw: Any = field(default=None, repr=False, compare=False)
 
 
@@ -348,4 +359,50 @@ class DatasetStorage:
     access_key: str
     clusters: tuple[str, ...]
     created_at: datetime
+    raw: Any = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Keypair:
+    """A project's SSH public key; ``private_key`` only in the answer that made it."""
+
+    id: str
+    name: str
+    type: str
+    fingerprint: str
+    public_key: str
+    clusters: tuple[str, ...]
+    created_at: datetime
+    private_key: str | None = field(default=None, repr=False)
+    raw: Any = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class ServerSsh:
+    position: int
+    name: str
+    status: str
+    user: str
+    host_keys: tuple[SshHostKey, ...]
+    connect: str
+    """The tunnel's path under the API's URL (a WebSocket carrying the SSH stream)."""
+
+
+@dataclass(frozen=True)
+class ClusterSsh:
+    """How to reach a cluster's servers over SSH."""
+
+    cluster: str
+    keypairs: tuple[str, ...]
+    servers: tuple[ServerSsh, ...]
+    raw: Any = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Console:
+    """A browser terminal on a server: open ``url`` in a browser logged in to the console."""
+
+    type: str
+    url: str
+    server: str
     raw: Any = field(default=None, repr=False, compare=False)

@@ -86,23 +86,14 @@ class ShellConnection:
         self.close()
 
 
-def open_relay(
-    site: HttpSite,
-    connect_path: str,
-    *,
-    command: str | None = None,
-    tty: bool = False,
-    rows: int = 24,
-    cols: int = 80,
-    term: str = "xterm",
-    lang: str = "",
-) -> ShellConnection:
-    """Connect to the relay at ``connect_path`` (from the shell info) and start the shell."""
+def websocket_to(site: HttpSite, path: str, what: str) -> ClientConnection:
+    """A WebSocket to ``path`` of the site, with its credentials; refusals as the client's
+    errors (the HTTP answer's JSON error), an unreachable site as :class:`Unreachable`."""
     base = site.base_url.rstrip("/")
-    url = ("wss" + base[5:] if base.startswith("https") else "ws" + base[4:]) + connect_path
+    url = ("wss" + base[5:] if base.startswith("https") else "ws" + base[4:]) + path
     tls = site.tls_context() if base.startswith("https") else None
     try:
-        ws = connect(
+        return connect(
             url,
             additional_headers=dict(site.headers),
             ssl=tls,
@@ -119,9 +110,24 @@ def open_relay(
         raise error_of_http(reply.status_code, code, message, site.base_url) from None
     except (OSError, InvalidHandshake, TimeoutError) as exc:
         raise Unreachable(
-            f"cannot reach {site.name}'s shell relay at {site.base_url} ({exc}): {site.hint}",
+            f"cannot reach {site.name}'s {what} at {site.base_url} ({exc}): {site.hint}",
             endpoint=site.base_url,
         ) from None
+
+
+def open_relay(
+    site: HttpSite,
+    connect_path: str,
+    *,
+    command: str | None = None,
+    tty: bool = False,
+    rows: int = 24,
+    cols: int = 80,
+    term: str = "xterm",
+    lang: str = "",
+) -> ShellConnection:
+    """Connect to the relay at ``connect_path`` (from the shell info) and start the shell."""
+    ws = websocket_to(site, connect_path, "shell relay")
     request = {"command": command, "tty": tty, "rows": rows, "cols": cols, "term": term}
     if lang:
         request["lang"] = lang
@@ -129,4 +135,11 @@ def open_relay(
     return ShellConnection(ws, site.base_url)
 
 
-__all__ = ["ShellConnection", "ShellExit", "ShellOutput", "VpodError", "open_relay"]
+__all__ = [
+    "ShellConnection",
+    "ShellExit",
+    "ShellOutput",
+    "VpodError",
+    "open_relay",
+    "websocket_to",
+]

@@ -33,9 +33,11 @@ from .services.db import CloudDb
 from .services.gpu_hosts import GpuHosts
 from .services.health import check_gpu_clusters, check_vpods
 from .services.hosts import Hosts
+from .services.keypairs import Keypairs
 from .services.projects import Projects
 from .services.records import CloudRecords
 from .services.reservations import Reservations
+from .services.ssh_access import SshAccess
 from .services.tasks import Tasks
 from .services.volumes import Volumes
 from .settings import CloudSettings
@@ -57,6 +59,8 @@ class Cloud:
     capacity: Capacity
     reservations: Reservations
     datasets: Datasets
+    keypairs: Keypairs
+    ssh: SshAccess
     runner: TaskRunner
     secure: bool
     """Whether the controller isolates V-IPU users (``--secure``)."""
@@ -89,6 +93,7 @@ class Cloud:
 
     async def stop(self) -> None:
         await self.runner.stop()
+        await self.ctx.compute.close()
         self.ctx.calls.close()
 
 
@@ -162,6 +167,8 @@ def build_cloud(
         capacity=capacity,
         reservations=reservations,
         datasets=Datasets(ctx, clusters),
+        keypairs=Keypairs(ctx, clusters),
+        ssh=SshAccess(ctx, clusters),
         runner=runner,
         secure=controller.settings.secure,
     )

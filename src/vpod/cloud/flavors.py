@@ -140,7 +140,14 @@ class Flavor:
 
 
 def _vpod(
-    name: str, kind: ClusterKind, ipus: int, poplar: int, hour: str, vcpus: int, ram: int
+    name: str,
+    kind: ClusterKind,
+    ipus: int,
+    poplar: int,
+    hour: str,
+    vcpus: int,
+    ram: int,
+    disk: int = 1920,
 ) -> Flavor:
     dedicated = kind is ClusterKind.DEDICATED_VPOD
     server = "bare-metal" if dedicated else "VM"
@@ -151,7 +158,7 @@ def _vpod(
         f" Poplar server{'s' if poplar > 1 else ''} and {ipus} Bow IPUs",
         vcpus=vcpus,
         ram_gib=ram,
-        disk_gib=1920 if dedicated else 0,
+        disk_gib=disk,
         network="2 × 100 GbE RoCE to the IPU-Machines, 10 GbE external",
         accelerators=f"vPOD-{ipus}: {ipus} × Bow IPU ({ipus // 4} IPU-Machine"
         + ("s)" if ipus > 4 else ")"),
@@ -208,10 +215,10 @@ V, D, BM, VM = (
 
 # fmt: off
 CATALOG: tuple[Flavor, ...] = (
-    _vpod("g2a-ai-fast-v1pod-4", V, 4, 1, "2.40", 32, 256),
-    _vpod("g2a-ai-fast-v1pod-8", V, 8, 1, "4.60", 48, 384),
-    _vpod("g2a-ai-fast-v1pod-16", V, 16, 1, "8.90", 64, 512),
-    _vpod("g2a-ai-fast-v1pod-64", V, 64, 2, "34.00", 96, 768),
+    _vpod("g2a-ai-fast-v1pod-4", V, 4, 1, "2.40", 32, 256, 200),
+    _vpod("g2a-ai-fast-v1pod-8", V, 8, 1, "4.60", 48, 384, 400),
+    _vpod("g2a-ai-fast-v1pod-16", V, 16, 1, "8.90", 64, 512, 800),
+    _vpod("g2a-ai-fast-v1pod-64", V, 64, 2, "34.00", 96, 768, 1600),
     _vpod("bm1-ai-small-v1pod-4", D, 4, 1, "3.10", 128, 512),
     _vpod("bm1-ai-medium-v1pod-16", D, 16, 1, "10.80", 128, 512),
     _vpod("bm1-ai-large-v1pod-64", D, 64, 2, "39.50", 128, 1024),

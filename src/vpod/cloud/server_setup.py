@@ -2,7 +2,8 @@
 
 vPOD servers get ``vipu-cli.hcl`` and the ``IPUOF_VIPU_API_*`` environment
 pointing at the V-IPU user API with the vPOD's own V-IPU user; GPU servers
-get their GPUs and fabric in the environment; every server gets its peers
+get their GPUs and fabric in the environment; every server gets its peers,
+the public keys of the cluster's keypairs (its sshd's ``authorized_keys``)
 and, when the cluster holds dataset storage, its ``~/.aws`` files, ``AWS_*``
 variables and mount (:mod:`.services.dataset_access`).
 The V-IPU access key is written only to the servers, never to the store: a
@@ -27,6 +28,7 @@ from .model.records import Cluster, Server
 from .services.context import CloudContext
 from .services.dataset_access import dataset_access
 from .services.gpu_hosts import ServerGpu, server_gpus
+from .services.keypairs import authorized_lines
 from .states import ClusterStatus
 from .vipu import user_id_of
 
@@ -92,12 +94,20 @@ async def configure_servers(
     flavor = find_flavor(cluster.flavor)
     peers = tuple((s.name, s.address) for s in servers)
     datasets = await dataset_access(ctx, cluster.id, warn)
+    keys = await authorized_lines(ctx, cluster.id)
     if not flavor.is_vpod:
         await ctx.compute.set_reach(cluster.id, await _reach(ctx, cluster, datasets))
         held = await server_gpus(ctx, [s.id for s in servers])
         for server in servers:
             env, devices = _gpu_setup(cluster, flavor, held.get(server.id, []))
-            setup = ServerSetup(cluster.name, peers, env, datasets=datasets, devices=devices)
+            setup = ServerSetup(
+                cluster.name,
+                peers,
+                env,
+                datasets=datasets,
+                devices=devices,
+                authorized_keys=keys,
+            )
             await ctx.compute.setup(server.id, setup)
         return
     host, port = await ctx.vipu.user_api()
@@ -108,7 +118,10 @@ async def configure_servers(
         access = VipuAccess(host=host, port=port, user_id=user_id, access_key=key)
         results = [
             await ctx.compute.setup(
-                server.id, ServerSetup(cluster.name, peers, vipu=access, datasets=datasets)
+                server.id,
+                ServerSetup(
+                    cluster.name, peers, vipu=access, datasets=datasets, authorized_keys=keys
+                ),
             )
             for server in servers
         ]

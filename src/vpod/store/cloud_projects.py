@@ -24,6 +24,7 @@ from .cloud_schema import (
 )
 from .dataset_schema import cloud_dataset_storages
 from .errors import Conflict, NotFound
+from .keypair_schema import cloud_keypairs
 
 
 def not_found(project_id: str) -> NotFound:
@@ -93,6 +94,8 @@ def delete_project(conn: Connection, project_id: str, *, at: datetime) -> None:
     conn.execute(
         delete(cloud_dataset_storages).where(cloud_dataset_storages.c.project_id == project_id)
     )
+    # Its keypairs (public keys only) too: no cluster is left to hold them.
+    conn.execute(delete(cloud_keypairs).where(cloud_keypairs.c.project_id == project_id))
     conn.execute(
         update(cloud_projects).where(cloud_projects.c.id == project_id).values(deleted_at=at)
     )

@@ -46,6 +46,7 @@ from .dataset_store import DatasetStore
 from .engine import Database
 from .errors import AlreadyExists, Conflict, StoreError
 from .gpu_hosts import GpuHostStore
+from .keypair_store import KeypairStore
 from .reservation_store import ReservationStore
 from .store import Store
 
@@ -67,6 +68,8 @@ class CloudStore:
         """Dataset storage registrations and attachments (:mod:`.dataset_store`)."""
         self.gpu_hosts = GpuHostStore(database)
         """GPU host agents, their GPUs and health (:mod:`.gpu_hosts`)."""
+        self.keypairs = KeypairStore(database)
+        """SSH keypairs and the clusters they log in to (:mod:`.keypair_store`)."""
 
     @classmethod
     def of(cls, store: Store) -> CloudStore:

@@ -49,6 +49,7 @@ from . import (
     cloud_schema,  # noqa: F401  (the cloud tables join the same metadata)
     dataset_schema,  # noqa: F401  (dataset storage, the same metadata)
     gpu_schema,  # noqa: F401  (GPU host agents, the same metadata)
+    keypair_schema,  # noqa: F401  (SSH keypairs, the same metadata)
     reservation_schema,  # noqa: F401  (reservation plans, the same metadata)
 )
 from .columns import ID, LABEL, NAME, TEXT_SHORT, UtcDateTime

@@ -10,6 +10,12 @@ For each request under ``/api/`` or ``/web/`` carrying the session cookie:
   ``Origin``, the same host as the request: else 403;
 - the API sees the session's credentials in the headers it reads.
 
+A WebSocket under ``/api/`` (the browser terminal's shell relay) gets the
+session's credentials only when the browser's ``Origin`` names this host and
+the query string carries the session's CSRF token (``?csrf=``): a page of
+another site cannot open a shell with the visitor's cookie, and browsers
+cannot set headers on a WebSocket.
+
 An unknown or expired cookie adds nothing: the API answers 401 as it would
 to anyone without credentials (in open mode, everyone may do everything).
 Pages are served by :mod:`.pages`; this layer only reads the session.
@@ -18,7 +24,7 @@ Pages are served by :mod:`.pages`; this layer only reads the session.
 from __future__ import annotations
 
 import json
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -70,6 +76,9 @@ class SessionCredentials:
         return self._sessions.get(cookie_of(cookie)) if cookie else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket" and scope["path"].startswith("/api/"):
+            await self._app(self._websocket(scope), receive, send)
+            return
         if scope["type"] != "http" or not scope["path"].startswith(GUARDED_PREFIXES):
             await self._app(scope, receive, send)
             return
@@ -98,3 +107,17 @@ class SessionCredentials:
         scope.setdefault("state", {})
         scope["state"] = {**scope["state"], "web_session": session}
         await self._app(scope, receive, send)
+
+    def _websocket(self, scope: Scope) -> Scope:
+        """The scope with the session's credentials, when the page of this site asked."""
+        session = self.session_of(scope)
+        headers = list(scope.get("headers", []))
+        if session is None or any(k in CREDENTIAL_HEADERS for k, _ in headers):
+            return scope
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        token = (query.get("csrf") or [None])[0]
+        if header(scope, b"origin") is None or not same_origin(scope):
+            return scope  # no credentials: the API refuses it as anonymous
+        if not session.csrf_matches(token):
+            return scope
+        return {**scope, "headers": headers + session.credentials.headers()}

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import quote
 
 import httpx
 from fastapi import APIRouter, Request
@@ -132,7 +133,8 @@ def web_routes(sessions: SessionStore) -> APIRouter:
     async def tenant_page(request: Request, rest: str) -> Response:
         session = session_of(request)
         if session is None:
-            return RedirectResponse(f"/login?next=/tenant/{rest}", status_code=303)
+            wanted = f"/tenant/{rest}" + (f"?{request.url.query}" if request.url.query else "")
+            return RedirectResponse(f"/login?next={quote(wanted, safe='/')}", status_code=303)
         if session.kind != "cloud":
             return _denied("a cloud project's members")
         return shell()

@@ -32,6 +32,7 @@ from .models import (
     ReservationOut,
     ServerOut,
     ShellOut,
+    SshHostKeyOut,
     TaskOut,
     TokenOut,
     UtilisationOut,
@@ -126,10 +127,15 @@ def cluster_out(view: ClusterView) -> ClusterOut:
                 address=s.address,
                 host_id=s.host_id,
                 gpus=[server_gpu_out(g, sample) for g, sample in view.gpus.get(s.id, [])],
+                ssh_host_keys=[
+                    SshHostKeyOut(key=k.key, fingerprint=k.fingerprint)
+                    for k in view.host_keys.get(s.id, ())
+                ],
             )
             for s in view.servers
         ],
         volumes=[volume_out(v) for v in view.volumes],
+        keypairs=list(view.keypairs),
     )
 
 

@@ -51,6 +51,10 @@ class ClusterCreateIn(_In):
     dataset_mount: str | None = Field(
         None, description="Also mount its bucket at this absolute path on every server."
     )
+    keypairs: list[str] = Field(
+        default_factory=list,
+        description="Your keypairs (names or ids) that may log in to its servers over SSH.",
+    )
 
 
 class LimitsIn(_In):
@@ -159,6 +163,11 @@ class GpuOut(BaseModel):
     last_xid: int | None = None
 
 
+class SshHostKeyOut(BaseModel):
+    key: str = Field(description="`TYPE BASE64`, as known_hosts holds it after the host name.")
+    fingerprint: str = Field(description="`SHA256:...`, what ssh shows for the host key.")
+
+
 class ServerOut(BaseModel):
     id: str
     name: str
@@ -169,6 +178,10 @@ class ServerOut(BaseModel):
     host_id: str | None
     gpus: list[GpuOut] = Field(
         default_factory=list, description="The GPUs it holds (GPU clusters), by UUID."
+    )
+    ssh_host_keys: list[SshHostKeyOut] = Field(
+        default_factory=list,
+        description="Its sshd's public host keys: check them, do not trust on first use.",
     )
 
 
@@ -223,6 +236,9 @@ class ClusterOut(BaseModel):
     volumes: list[VolumeOut]
     dataset_storage: ClusterStorageOut | None = Field(
         None, description="The dataset storage its servers hold, if any."
+    )
+    keypairs: list[str] = Field(
+        default_factory=list, description="Names of the keypairs that may log in over SSH."
     )
 
 

@@ -80,6 +80,8 @@ from .models import (
     VolumeOut,
 )
 from .shell_relay import CONNECT_PATH, connect_path, shell_relay
+from .ssh_routes import TUNNEL_PATH, ssh_router
+from .ssh_tunnel import ssh_tunnel
 
 
 def _request(body: ClusterCreateIn) -> ClusterRequest:
@@ -106,6 +108,7 @@ def _request(body: ClusterCreateIn) -> ClusterRequest:
         attach_volumes=attach,
         boot_volume_gib=body.boot_volume_gib,
         metadata=body.metadata,
+        keypairs=body.keypairs,
     )
 
 
@@ -566,8 +569,10 @@ def cloud_router(cloud: Cloud) -> APIRouter:
     bound.include_router(router, dependencies=[Depends(bind)])
     bound.include_router(dataset_router, dependencies=[Depends(bind)])
     bound.include_router(gpu_router, dependencies=[Depends(bind)])
+    bound.include_router(ssh_router, dependencies=[Depends(bind)])
     # A WebSocket route gets no Request to bind through: the relay holds its cloud itself.
     bound.add_api_websocket_route(PREFIX + CONNECT_PATH, shell_relay(cloud))
+    bound.add_api_websocket_route(PREFIX + TUNNEL_PATH, ssh_tunnel(cloud))
     return bound
 
 

@@ -17,6 +17,8 @@ call                   local                            OpenStack
 ``delete_network``     bridge, rules and lease gone     Neutron network delete
 ``shell``              how to reach it (no host path)   ssh to the floating IP
 ``open_shell``         bash in the server's sandbox     (none: tenants ssh themselves)
+``open_ssh``           ``sshd -i`` in the sandbox       (none: ssh to the floating IP)
+``authorize_keys``     write etc/ssh/authorized_keys    Nova keypair (cloud-init)
 volume ``create``      a directory                      Cinder create
 volume ``attach``      a link under ``/mnt``             Nova volume attachment
 =====================  ===============================  ==============================
@@ -34,7 +36,7 @@ cloud.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -73,6 +75,9 @@ class ServerSpec:
     """The registered host it must run on (bare metal, GPU VMs)."""
     boot_volume_id: str | None = None
     """VMs boot from a volume; bare metal from its local disk."""
+    local_disk_gib: int = 0
+    """A VM's ephemeral local disk (its flavor's ``disk_gib``): ``/scratch``, emptied by
+    suspension; 0: none (bare metal's local disk is its root)."""
 
 
 @dataclass(frozen=True)
@@ -115,6 +120,9 @@ class ServerSetup:
     devices: tuple[tuple[str, str], ...] = ()
     """(path in the server, path on the host) of the device nodes of the GPUs it holds:
     the only GPUs its processes may see (GPU clusters whose hosts run an agent)."""
+
+    authorized_keys: tuple[str, ...] | None = None
+    """The public keys (``authorized_keys`` lines) its sshd accepts; None: keep them."""
 
 
 @dataclass(frozen=True)
@@ -226,6 +234,20 @@ class ComputeDriver(Protocol):
     def refusal(self) -> str | None:
         """Why this driver cannot run tenants' servers safely here, in one line (``None``:
         it can); creating servers is then refused."""
+
+    async def authorize_keys(self, server_id: str, lines: Sequence[str]) -> None:
+        """Make ``lines`` (public keys) the keys the server's sshd accepts."""
+
+    async def ssh_host_keys(self, server_id: str) -> tuple[str, ...]:
+        """The server's public SSH host keys (``TYPE BASE64``); empty when it has none."""
+
+    async def close(self) -> None:
+        """The controller stops: let go of what this process holds on the host (the local
+        driver's scratch mounts; made again at the next use)."""
+
+    async def open_ssh(self, server_id: str) -> ShellSession:
+        """Connect to the server's sshd: the session's input and output (stream 1) carry the
+        SSH protocol, its stream 2 is sshd's log."""
 
 
 class VolumeDriver(Protocol):

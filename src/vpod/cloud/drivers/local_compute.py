@@ -31,13 +31,13 @@ import re
 import shutil
 import stat
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 from urllib.parse import urlsplit
 
-from . import confined, rclone_mount, tenant_network
+from . import confined, rclone_mount, scratch, ssh_server, tenant_network
 from .base import (
     DriverError,
     NetworkReach,
@@ -69,9 +69,11 @@ ACTIVE, SHUTOFF, SHELVED = "ACTIVE", "SHUTOFF", "SHELVED_OFFLOADED"
 HCL_PATH = "etc/vipu/vipu-cli.hcl"
 ENV_PATH = "etc/environment"
 PASSED_THROUGH = ("TERM", "LANG", "LC_ALL", "COLORTERM")
+"""Variables of the caller's terminal a shell keeps; everything else comes from the server."""
 MAX_SHELLS = 16
 """Shells a server may have open at once (each is a sandbox of processes on the host)."""
-"""Variables of the caller's terminal a shell keeps; everything else comes from the server."""
+MAX_SSH = 64
+"""SSH connections a server may have open at once (each an sshd in a sandbox of its own)."""
 
 
 def _default_path() -> str:
@@ -166,9 +168,37 @@ class LocalCompute:
         if self.sandboxed:
             state["uid"] = self._allocate_uid()
             self._own(root.resolve(), int(str(state["uid"])))
+            ssh_server.prepare(root.resolve(), int(str(state["uid"])), SERVER_USER)
+        if spec.local_disk_gib > 0 and not spec.bare_metal:
+            state["scratch_gib"] = spec.local_disk_gib
         write_json(state_path, state)
         if self._isolated:
             self._server_net(spec.server_id, state)
+        self._ensure_scratch(spec.server_id)
+
+    async def close(self) -> None:
+        """Unmount every scratch space (its image stays: the next shell or SSH connection
+        mounts it again), so no mount outlives the controller that made it."""
+        await self._run(lambda: scratch.release_all(self._layout.base / "scratch"))
+
+    def _scratch_dir(self, server_id: str) -> Path:
+        return self._layout.base / "scratch" / server_id
+
+    def _ensure_scratch(self, server_id: str) -> tuple[tuple[str, Path], ...]:
+        """The VM's local disk at ``/scratch`` (made, or mounted again after a host reboot);
+        none for bare metal and for servers made without one."""
+        state = self._state(server_id)
+        size = state.get("scratch_gib")
+        if not isinstance(size, int) or size <= 0:
+            return ()
+        uid = state.get("uid")
+        problem = scratch.ensure(
+            self._scratch_dir(server_id), size, uid if isinstance(uid, int) else None
+        )
+        if problem is not None and state.get("scratch_unlimited") != problem:
+            state["scratch_unlimited"] = problem  # said once: a plain directory, no size limit
+            write_json(self._layout.server_dir(server_id) / "state.json", state)
+        return (("/scratch", self._scratch_dir(server_id)),)
 
     def _allocate_uid(self) -> int:
         in_use = set()
@@ -207,6 +237,7 @@ class LocalCompute:
         def delete() -> None:
             if self._isolated:
                 tenant_network.remove_server(self._key(server_id))
+            scratch.discard(self._scratch_dir(server_id))
             rclone_mount.release(self._layout.mounts, server_id)
             (self._layout.mounts / f"{server_id}.path").unlink(missing_ok=True)
             shutil.rmtree(self._layout.server_dir(server_id), True)
@@ -229,12 +260,17 @@ class LocalCompute:
 
         def shelve() -> None:
             rclone_mount.release(self._layout.mounts, server_id)  # its compute goes away
+            scratch.discard(self._scratch_dir(server_id))  # and its local disk with it
             self._set_status(server_id, SHELVED)
 
         await self._run(shelve)
 
     async def unshelve(self, server_id: str) -> None:
-        await self._run(lambda: self._set_status(server_id, ACTIVE))
+        def unshelve() -> None:
+            self._ensure_scratch(server_id)  # a new, empty local disk
+            self._set_status(server_id, ACTIVE)
+
+        await self._run(unshelve)
 
     async def stop(self, server_id: str) -> None:
         await self._sessions.end_all(server_id)
@@ -255,6 +291,7 @@ class LocalCompute:
     def _rebuild(self, server_id: str, image: str) -> None:
         state = self._state(server_id)
         root = self._layout.server_root(server_id)
+        kept = ssh_server.saved_host_keys(root.resolve())  # the server stays the same host
         for entry in root.iterdir():
             if entry.name == "mnt":
                 continue  # attached data volumes stay attached
@@ -263,8 +300,11 @@ class LocalCompute:
             else:
                 entry.unlink()
         _install_image(root.resolve(), image, str(state.get("name", server_id)))
-        if isinstance(state.get("uid"), int):
-            self._own(root.resolve(), int(str(state["uid"])))
+        uid = state.get("uid")
+        ssh_server.restore_host_keys(root.resolve(), kept, uid if isinstance(uid, int) else None)
+        if isinstance(uid, int):
+            self._own(root.resolve(), uid)
+            ssh_server.prepare(root.resolve(), uid, SERVER_USER)
         state.update(image=image, status=ACTIVE)
         write_json(self._layout.server_dir(server_id) / "state.json", state)
 
@@ -334,6 +374,10 @@ class LocalCompute:
                 IPUOF_VIPU_API_HOST=setup.vipu.host,
                 IPUOF_VIPU_API_PORT=str(setup.vipu.port),
             )
+        if uid is not None:
+            ssh_server.prepare(real, uid, SERVER_USER)  # host keys a server made earlier lacks
+        if setup.authorized_keys is not None:
+            ssh_server.authorize(real, setup.authorized_keys)
         write_aws_files(real, setup.datasets)
         if uid is not None and (real / "home" / ".aws").is_dir():
             own_tree(real / "home" / ".aws", uid)  # the server's user reads its keys
@@ -359,6 +403,63 @@ class LocalCompute:
 
     async def shell(self, server_id: str) -> ShellAccess:
         return await self._run(lambda: self._shell(server_id))
+
+    # -- ssh ------------------------------------------------------------------------------------
+
+    async def authorize_keys(self, server_id: str, lines: Sequence[str]) -> None:
+        def authorize() -> None:
+            self._state(server_id)
+            ssh_server.authorize(self._layout.server_root(server_id).resolve(), lines)
+
+        await self._run(authorize)
+
+    async def ssh_host_keys(self, server_id: str) -> tuple[str, ...]:
+        return await self._run(
+            lambda: ssh_server.host_keys(self._layout.server_root(server_id).resolve())
+        )
+
+    async def open_ssh(self, server_id: str) -> ShellSession:
+        if not self.sandboxed:
+            raise DriverError(
+                "servers have no sshd on a host that cannot sandbox them (sshd runs as the"
+                f" server's own uid): {self._problem}; use `vpod cluster ssh --relay`"
+            )
+        if not os.access(ssh_server.SSHD, os.X_OK):
+            raise DriverError(
+                f"{ssh_server.SSHD} is missing on the controller's host: apt-get install"
+                " openssh-server (scripts/ensure-system-deps)"
+            )
+        state = await self._run(lambda: self._active(server_id))
+        if self._sessions.count(server_id) >= self._max_shells + MAX_SSH:
+            raise DriverError(
+                f"server {state.get('name', server_id)} has {MAX_SSH} SSH connections open"
+                " already: close one first"
+            )
+        real = self._layout.server_root(server_id).resolve()
+        uid = await self._run(lambda: self._uid(server_id))
+        await self._run(lambda: ssh_server.prepare(real, uid, SERVER_USER))
+        local = await self._run(lambda: self._ensure_scratch(server_id))
+        mounts = self._volumes(real) + self._dataset_mount(server_id) + local
+        netns = None  # sshd's forwardings reach what the server's own processes reach
+        if self._isolated:
+            netns, _ = await self._run(lambda: self._server_net(server_id, state))
+        box = Sandbox(
+            real,
+            str(state.get("name", server_id)),
+            uid,
+            mounts,
+            self._bwrap,
+            netns=netns,
+            devices=gpu_devices(state.get("devices"), self._layout.gpu_stand_ins),
+        )
+        argv = [ssh_server.SSHD, "-i", "-e", "-f", f"/{ssh_server.CONFIG}"]
+        with box.command(argv) as (command, fds):
+            session = await ProcessSession.start(
+                command, env={"PATH": self._path, "LANG": "C.UTF-8"}, pass_fds=fds, tty=False
+            )
+        self._sessions.add(server_id, session)
+        session.on_end = lambda: self._sessions.discard(server_id, session)
+        return session
 
     def mount_problem(self) -> str | None:
         return rclone_mount.mount_problem()
@@ -415,7 +516,8 @@ class LocalCompute:
             netns = None
             if self._isolated:
                 netns, _ = await self._run(lambda: self._server_net(server_id, state))
-            mounts = self._volumes(real) + self._dataset_mount(server_id)
+            local = await self._run(lambda: self._ensure_scratch(server_id))
+            mounts = self._volumes(real) + self._dataset_mount(server_id) + local
             box = Sandbox(
                 real,
                 str(state.get("name", server_id)),

@@ -108,3 +108,18 @@ class Task:
     error: str = ""
     warnings: list[str] = field(default_factory=list)
     finished_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Keypair:
+    """A project's SSH public key (Nova's keypair); the private half is never kept."""
+
+    id: str
+    project_id: str
+    name: str
+    key_type: str
+    public_key: str
+    fingerprint: str
+    created_at: datetime
+    clusters: tuple[str, ...] = ()
+    """Names of the project's clusters it may log in to."""

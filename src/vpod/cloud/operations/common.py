@@ -132,6 +132,7 @@ async def build_servers(job: Job, cluster: Cluster, servers: Sequence[Server]) -
                 address=server.address,
                 host_id=server.host_id,
                 boot_volume_id=boot.id if boot is not None else None,
+                local_disk_gib=0 if flavor.bare_metal else flavor.disk_gib,
             )
         )
         if server.status != ServerStatus.ACTIVE:

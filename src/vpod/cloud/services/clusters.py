@@ -23,6 +23,7 @@ from ..model import errors
 from ..model.records import Cluster, Server, Task, Volume
 from ..model.results import ClusterChange
 from ..quotas import Exceeded, check_limits, cluster_demand, refuse_if_exceeded, server_demand
+from ..ssh_keys import HostKey, host_key_of
 from ..states import (
     ALLOWED_FROM,
     STATUS_DURING,
@@ -73,6 +74,8 @@ class ClusterRequest:
     dataset_storage_id: str | None = None
     """The project's dataset storage to give the servers (checked by ``Datasets``)."""
     dataset_mount: str | None = None
+    keypairs: Sequence[str] = ()
+    """Ids or names of the project's keypairs that may log in to its servers."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,10 @@ class ClusterView:
     """(name, mount path) of the dataset storage it holds, if any."""
     gpus: Mapping[str, list[tuple[ServerGpu, GpuSample | None]]] = field(default_factory=dict)
     """Server id -> the GPUs it holds, with their last samples."""
+    keypairs: tuple[str, ...] = ()
+    """Names of the keypairs that may log in to its servers."""
+    host_keys: Mapping[str, tuple[HostKey, ...]] = field(default_factory=dict)
+    """Server id -> its sshd's public host keys (to pin in known_hosts)."""
 
     @property
     def busy_with(self) -> str | None:
@@ -132,12 +139,31 @@ class Clusters:
         volumes = await self._ctx.records.list_volumes(cluster_id=cluster.id)
         held = await self._ctx.db(self._ctx.store.datasets.held_by, [cluster.id])
         gpus = await self._gpus([s.id for s in servers])
-        return ClusterView(cluster, servers, volumes, held.get(cluster.id), gpus)
+        keys = await self._ctx.db(self._ctx.store.keypairs.of_clusters, [cluster.id])
+        return ClusterView(
+            cluster,
+            servers,
+            volumes,
+            held.get(cluster.id),
+            gpus,
+            tuple(k.name for k in keys.get(cluster.id, [])),
+            await self._host_keys(servers),
+        )
 
     async def _gpus(
         self, server_ids: list[str]
     ) -> Mapping[str, list[tuple[ServerGpu, GpuSample | None]]]:
         return await self._gpu_hosts.of_servers(server_ids) if self._gpu_hosts else {}
+
+    async def _host_keys(self, servers: Sequence[Server]) -> dict[str, tuple[HostKey, ...]]:
+        found = {}
+        for server in servers:
+            try:
+                lines = await self._ctx.compute.ssh_host_keys(server.id)
+            except DriverError:
+                continue  # not built (yet) on this back end: no keys to show
+            found[server.id] = tuple(k for k in map(host_key_of, lines) if k is not None)
+        return found
 
     async def get(self, principal: Principal, ref: str) -> ClusterView:
         return await self.view(await self.find(principal, ref))
@@ -148,6 +174,8 @@ class Clusters:
         volumes = await self._ctx.records.list_volumes(project_id=principal.project())
         held = await self._ctx.db(self._ctx.store.datasets.held_by, [c.id for c in clusters])
         gpus = await self._gpus([s.id for s in servers])
+        keys = await self._ctx.db(self._ctx.store.keypairs.of_clusters, [c.id for c in clusters])
+        host_keys = await self._host_keys(servers)
         return [
             ClusterView(
                 c,
@@ -155,6 +183,8 @@ class Clusters:
                 [v for v in volumes if v.cluster_id == c.id],
                 held.get(c.id),
                 gpus,
+                tuple(k.name for k in keys.get(c.id, [])),
+                host_keys,
             )
             for c in clusters
         ]
@@ -216,6 +246,7 @@ class Clusters:
             check_volume_size(volume.size_gib)
             check_volume_type(volume.volume_type)
         attach = [await self._available_volume(project_id, ref) for ref in request.attach_volumes]
+        keypair_ids = [await self._keypair_id(project_id, ref) for ref in request.keypairs]
         await self._capacity.require(flavor, count, project_id=project_id)
 
         now = ctx.clock.now()
@@ -293,9 +324,20 @@ class Clusters:
                 project.id, check_limits(project.quotas, used, demand)
             ),
         )
+        if keypair_ids:  # before the task runs: its setup writes them on the servers
+            await ctx.db(ctx.store.keypairs.give, cluster_id, keypair_ids)
         ctx.published([entry])
         ctx.submit(task.id)
         return task
+
+    async def _keypair_id(self, project_id: str, ref: str) -> str:
+        found = await self._ctx.db(self._ctx.store.keypairs.find, project_id, ref)
+        if found is None:
+            raise errors.NotFound(
+                f"keypair {str(ref)[:70]} does not exist in project {project_id}:"
+                " `vpod keypair list` shows yours (`vpod keypair create` makes one)"
+            )
+        return found.id
 
     def _server(self, cluster: Cluster, flavor: Flavor, position: int, cidr: str) -> Server:
         address = ipaddress.ip_network(cidr).network_address + 10 + position

@@ -22,6 +22,7 @@ const VIEWS = {
   "/tenant/volumes": () => import("./tenant.js").then((m) => m.showVolumes),
   "/tenant/quotas": () => import("./tenant.js").then((m) => m.showQuotas),
   "/tenant/invoice": () => import("./tenant.js").then((m) => m.showInvoice),
+  "/tenant/terminal": () => import("./terminal.js").then((m) => m.showTerminal),
   "/user/partitions": () => import("./admin.js").then((m) => m.showMyPartitions),
 };
 

@@ -58,12 +58,17 @@ export async function showClusters(view) {
     } }, label);
   }
   async function shell(cluster) {
+    // The cluster's console address (a browser terminal), and how to ssh from a machine.
     try {
-      const info = await get(`${CLOUD}/clusters/${encodeURIComponent(cluster.id)}/shell`);
-      openPanel(`Shell of ${cluster.name}`, keyValues([["Kind", info.kind], ["Command", info.command.join(" ")],
-        ["Host", info.host ? `${info.user}@${info.host}:${info.port}` : "—"]]),
-      section("Environment", h("pre", {}, Object.entries(info.env).map(([k, v]) => `${k}=${v}`).join("\n"))),
-      section("From your machine", h("pre", {}, `vpod cluster ssh ${cluster.name}`)));
+      const path = `${CLOUD}/clusters/${encodeURIComponent(cluster.id)}`;
+      const [console, ssh] = await Promise.all([get(`${path}/console`), get(`${path}/ssh`)]);
+      const keys = ssh.servers.flatMap((s) => s.host_keys.map((k) => [s.name, `${k.key.split(" ")[0]} ${k.fingerprint}`]));
+      openPanel(`Shell of ${cluster.name}`,
+        h("p", {}, h("a", { href: new URL(console.url).pathname + new URL(console.url).search, id: "open-terminal" }, "Open a terminal in the browser")),
+        keyValues([["Server", console.server], ["User", ssh.servers.length ? ssh.servers[0].user : "—"],
+          ["Keypairs", ssh.keypairs.join(", ") || "none (add one to ssh in)"]]),
+        section("SSH host keys", keys.length ? keyValues(keys) : h("p", { class: "muted" }, "none yet")),
+        section("From your machine", h("pre", {}, `vpod cluster ssh ${cluster.name}\nvpod cluster ssh-config ${cluster.name} >> ~/.ssh/config`)));
     } catch (error) { toast(error.message); }
   }
   function gpus(cluster) {
