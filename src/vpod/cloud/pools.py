@@ -50,6 +50,12 @@ def draws(flavor: Flavor, count: int) -> dict[str, int]:
     return taken
 
 
+def draws_on_resume(flavor: Flavor) -> dict[str, int]:
+    """What a suspended cluster of ``flavor`` takes back on resume: a vPOD its IPU-Machines
+    (its servers kept their hosts, powered off or shelved); anything else nothing."""
+    return {IPU_MACHINE_POOL: draws(flavor, 1)[IPU_MACHINE_POOL]} if flavor.is_vpod else {}
+
+
 def pools_of(flavors: Iterable[Flavor]) -> list[str]:
     """Every pool some of ``flavors`` draw from, in a stable order."""
     return sorted({pool for flavor in flavors for pool in draws(flavor, 1)})

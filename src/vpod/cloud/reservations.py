@@ -159,17 +159,23 @@ def capacity_for(project_id: str, flavor: Flavor, fits: int, views: Mapping[str,
 
 
 def creation_refusal(
-    project_id: str, flavor: Flavor, count: int, views: Mapping[str, PoolView]
+    project_id: str,
+    flavor: Flavor,
+    count: int,
+    views: Mapping[str, PoolView],
+    *,
+    taking: Mapping[str, int] | None = None,
 ) -> str | None:
     """Why ``count`` clusters (vPODs) or servers (GPU) of ``flavor`` cannot be created (or
     resumed) for ``project_id`` now, or None. Every flavor kind answers here: what a project's
     own unused reservations of the flavor cover is taken from them, the rest must be free and
-    not reserved by anyone, in each pool the flavor draws from."""
+    not reserved by anyone, in each pool the flavor draws from (``taking``: the units it
+    takes when that is not a creation's, e.g. a resume's)."""
     mine = 0
     if reservable(flavor):
         mine = views[pool_of(flavor).name].own_unused.get((project_id, flavor.name), 0)
     covered = min(mine, count)
-    for pool, need in draws(flavor, count).items():
+    for pool, need in (draws(flavor, count) if taking is None else taking).items():
         view = views[pool]
         if reservable(flavor) and pool == pool_of(flavor).name:
             need -= covered * pool_of(flavor).per_unit

@@ -90,7 +90,9 @@ class Capacity:
         ``resuming``: a suspended vPOD coming back needs a V-IPU allocation again, not hosts
         (its servers kept theirs)."""
         if project_id is not None:
-            await self._reservations.require(project_id, flavor, 1 if flavor.is_vpod else count)
+            await self._reservations.require(
+                project_id, flavor, 1 if flavor.is_vpod else count, resuming=resuming
+            )
         if flavor.is_vpod:
             if await self._ctx.vipu.capacity(flavor.ipus, limit=1) == 0:
                 raise errors.NoCapacity(

@@ -26,7 +26,14 @@ from ..model import errors
 from ..model.records import Cluster
 from ..model.reservations import Reservation
 from ..model.statuses import Operation
-from ..pools import IPU_MACHINE_POOL, IPUS_PER_MACHINE, Claims, claims_of, pools_of
+from ..pools import (
+    IPU_MACHINE_POOL,
+    IPUS_PER_MACHINE,
+    Claims,
+    claims_of,
+    draws_on_resume,
+    pools_of,
+)
 from ..quotas import check_limits, refuse_if_exceeded
 from ..reservations import (
     MAX_UNITS,
@@ -140,10 +147,14 @@ class Reservations:
         views = await self.pools()
         return views[pool_of(flavor).name].own_unused.get((project_id, flavor.name), 0)
 
-    async def require(self, project_id: str, flavor: Flavor, count: int) -> None:
+    async def require(
+        self, project_id: str, flavor: Flavor, count: int, *, resuming: bool = False
+    ) -> None:
         """NoCapacity unless ``count`` clusters (vPODs) or servers (GPU) of ``flavor``, of any
-        kind, fit the project's reservations plus on-demand capacity nobody else reserved."""
-        refusal = creation_refusal(project_id, flavor, count, await self.pools())
+        kind, fit the project's reservations plus on-demand capacity nobody else reserved
+        (``resuming``: one suspended cluster taking back what it gave up)."""
+        taking = draws_on_resume(flavor) if resuming else None
+        refusal = creation_refusal(project_id, flavor, count, await self.pools(), taking=taking)
         if refusal is not None:
             raise errors.NoCapacity(refusal)
 
