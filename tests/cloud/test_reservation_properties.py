@@ -109,8 +109,9 @@ class World:
     def admit(self, project: str, flavor_name: str, count: int) -> bool:
         """The services' creation rule; when it admits, the hardware must really be free."""
         flavor = find_flavor(flavor_name)
-        view = self.views()[pool_of(flavor).name]
-        if creation_refusal(project, flavor, count, view) is not None:
+        views = self.views()
+        view = views[pool_of(flavor).name]
+        if creation_refusal(project, flavor, count, views) is not None:
             return False
         assert view.free >= count * pool_of(flavor).per_unit, "admitted beyond the hardware"
         return True

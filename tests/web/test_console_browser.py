@@ -445,3 +445,140 @@ def test_a_tenant_reaches_no_admin_page_and_nothing_of_another_project(console: 
     console.log_in_admin()
     console.open("/tenant/clusters")
     assert browser.find_element("tag name", "h1").text == "Not permitted"
+
+
+def _log_in_admin_to(console: Console, path: str) -> str:
+    """Log in as the operator from ``/login?next=...``; the URL the browser ends on."""
+    console.log_out()
+    console.open(path)
+    form = appears(console.browser, "#login-vipu")
+    form.find_element("name", "user_id").send_keys(console.admin_id)
+    form.find_element("name", "access_key").send_keys(console.admin_key)
+    form.find_element("css selector", "button").click()
+    eventually(lambda: "/login" not in console.browser.current_url, 30, "the login is left")
+    return str(console.browser.current_url)
+
+
+def test_login_follows_next_only_to_this_site(console: Console) -> None:
+    """``next`` that a browser reads as another host (backslash, tab, //) leads home."""
+    for target in (
+        "/%5Cevil.example",
+        "/%09/evil.example",
+        "//evil.example",
+        "/%5C%09evil.example",
+    ):
+        landed = _log_in_admin_to(console, f"/login?next={target}")
+        assert landed == f"{console.url}/admin/map", (target, landed)
+    assert _log_in_admin_to(console, "/login?next=/admin/agents") == f"{console.url}/admin/agents"
+
+
+def test_the_map_says_where_faults_and_partitions_are(console: Console) -> None:
+    """The heading names the V-IPU cluster once; the summary names the faulty IPU and a click
+    scrolls to it; partition names are written beside their machines; the legend wears the
+    colours of the partitions drawn; the map's JSON came gzip-compressed."""
+    console.log_in_admin()
+    browser = console.browser
+    cluster = _main_cluster(console)
+    heading = browser.execute_script(
+        "return document.querySelector(`[data-cluster='${arguments[0]}'] h2`).textContent",
+        cluster,
+    )
+    assert heading.startswith(f"V-IPU cluster “{cluster}”"), heading
+    assert not re.search(r"(?i)\bcluster\s+cluster\b", heading)
+    sizes = browser.execute_script(
+        "const e = performance.getEntriesByType('resource')"
+        ".find(r => r.name.endsWith('/api/v1/admin/pod-map'));"
+        " return e && [e.encodedBodySize, e.decodedBodySize]"
+    )
+    assert sizes is not None
+    assert 0 < sizes[0] < sizes[1], f"the pod map came uncompressed: {sizes}"
+    (agent, device) = ("ag15", 2)  # near the end of the pod64: below the fold
+    console.pod.run("vipu", "create", "partition", "named", "--size", "8")
+    with console.api() as api:
+        try:
+            fault = {"kind": "ipu", "device_id": device, "reason": "far down"}
+            injected = api.post(f"/api/v1/admin/agents/{agent}/faults", json=fault)
+            assert injected.status_code == 200, injected.text
+            link = appears(browser, "#map-summary .fault-link", 15)
+            summary = browser.find_element("id", "map-summary").text
+            assert f"1 faulty IPU(s): {agent} IPU {device}" in summary, summary
+            assert f"cluster {cluster}" in link.text
+            browser.execute_script("window.scrollTo(0, 0)")
+            link.click()
+            shown = wait_in_page(
+                browser,
+                "const cell = document.activeElement;"
+                " if (!cell || !cell.classList.contains('ipu')) return null;"
+                " const box = cell.getBoundingClientRect();"
+                " return cell.classList.contains('fault') && cell.classList.contains('located')"
+                " && box.top >= 0 && box.bottom <= innerHeight"
+                " && cell.closest('.machine').dataset.agent",
+                10,
+            )
+            assert shown == agent
+            names = wait_in_page(
+                browser,
+                "const boxes = [...document.querySelectorAll('#map .pnames')]"
+                ".filter(b => b.textContent.split(', ').includes('named'));"
+                " return boxes.length && boxes.map(b => b.closest('.machine').dataset.agent)",
+                10,
+            )
+            held = browser.execute_script(
+                "const cells = document.querySelectorAll('#map .ipu[data-partition=named]');"
+                " return [...new Set([...cells].map(c => c.closest('.machine').dataset.agent))]"
+            )
+            assert sorted(names) == sorted(held)
+            same = wait_in_page(
+                browser,
+                "const probe = document.createElement('i'); document.body.append(probe);"
+                " const rgb = (c) => {"
+                " probe.style.color = c; return getComputedStyle(probe).color; };"
+                " const legend = document.getElementById('legend-partition');"
+                " const worn = (legend.dataset.colours || '').split('|').filter(Boolean).map(rgb);"
+                " const drawn = new Set([...document.querySelectorAll('#map .ipu.held')]"
+                ".map(c => getComputedStyle(c).backgroundColor));"
+                " probe.remove();"
+                " return worn.length > 0 && worn.every(c => drawn.has(c))",
+                10,
+            )
+            assert same
+            screenshot(browser, "admin-map-located-fault")
+        finally:
+            assert api.delete(f"/api/v1/admin/agents/{agent}/faults").status_code == 200
+            console.pod.run("vipu", "remove", "partition", "named")
+    assert console_errors(browser) == []
+
+
+def test_a_new_reservation_is_on_the_invoice_at_once_priced_by_the_month(
+    console: Console,
+) -> None:
+    with httpx.Client(
+        base_url=console.url + "/api/cloud/v1",
+        headers={"Authorization": f"Bearer {console.token}"},
+        timeout=60,
+    ) as cloud:
+        bought = cloud.post(
+            "/reservations", json={"flavor": "g2a-ai-fast-v1pod-4", "units": 1, "term": "1y"}
+        )
+        assert bought.status_code == 201, bought.text
+        reservation = bought.json()
+        try:
+            console.log_in_tenant()
+            console.open("/tenant/invoice")
+            browser = console.browser
+            cells = wait_in_page(
+                browser,
+                "const row = [...document.querySelectorAll('#invoice-lines tbody tr')]"
+                ".find(tr => tr.textContent.includes('reserved:g2a-ai-fast-v1pod-4'));"
+                " return row && [...row.cells].map(c => c.textContent)",
+                30,
+            )
+            price = f"{reservation['price_per_unit_month']}/unit-month"
+            assert price in cells, cells
+            headers = browser.execute_script(
+                "return [...document.querySelectorAll('#invoice-lines th')].map(t => t.textContent)"
+            )
+            assert "Unit price" in headers
+            assert "Price/hour" not in headers
+        finally:
+            assert cloud.delete(f"/reservations/{reservation['id']}").status_code == 200

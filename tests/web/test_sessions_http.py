@@ -13,6 +13,7 @@ import pytest
 
 from vpod.controller.caller import SYSTEM
 from vpod.web import WebConsole
+from vpod.web.login_throttle import FREE_FAILURES
 
 from ..rest.live import CALL_TIMEOUT_S, LivePod, start_pod, stop_pod
 
@@ -170,3 +171,46 @@ def test_pages_and_assets_are_served_without_any_cdn(console: tuple[LivePod, str
             assert served.status_code == 200, asset
             assert "https://" not in served.text, asset
         assert browser.get("/web/static/../pages.py").status_code == 404
+
+
+def _from(url: str, source: str) -> httpx.Client:
+    """A browser on another loopback address: another source to the console."""
+    transport = httpx.HTTPTransport(local_address=source)
+    return httpx.Client(
+        base_url=url, timeout=CALL_TIMEOUT_S, follow_redirects=False, transport=transport
+    )
+
+
+def test_wrong_keys_back_off_their_source_and_never_delay_anyone_else(
+    console: tuple[LivePod, str],
+) -> None:
+    pod, url = console
+    statuses = []
+    with _from(url, "127.0.0.3") as guesser:
+        for n in range(FREE_FAILURES + 3):
+            body = {"kind": "vipu", "user_id": f"guess-{n}", "access_key": "wrong"}
+            statuses.append(_log_in(guesser, body).status_code)
+        assert statuses[:FREE_FAILURES] == [401] * FREE_FAILURES
+        assert 429 in statuses[FREE_FAILURES:]
+        refused = _log_in(guesser, {"kind": "vipu", "user_id": "root", "access_key": "x"})
+        assert refused.status_code == 429
+        assert int(refused.headers["Retry-After"]) >= 1
+        assert "try again in" in refused.json()["error"]["message"]
+    with _from(url, "127.0.0.4") as operator:
+        answer = _log_in(operator, {"kind": "vipu", "user_id": "root", "access_key": pod.admin_key})
+        assert answer.status_code == 200, answer.text
+
+
+def test_the_login_answers_where_to_go_only_within_the_site(console: tuple[LivePod, str]) -> None:
+    pod, url = console
+    root = {"kind": "vipu", "user_id": "root", "access_key": pod.admin_key}
+
+    def next_of(target: str) -> str:
+        with _browser(url) as browser:  # a fresh browser: no session yet
+            answer = _log_in(browser, root | {"next": target})
+            assert answer.status_code == 200, answer.text
+            return str(answer.json()["next"])
+
+    for target in ("/\\evil.example", "/\t/evil.example", "//evil.example", "https://x.y/"):
+        assert next_of(target) == "/admin/map"
+    assert next_of("/admin/agents?x=1") == "/admin/agents?x=1"

@@ -78,3 +78,34 @@ def test_what_the_page_learns_holds_no_credentials() -> None:
     public = session.public()
     assert "secret-key" not in repr(public)
     assert set(public) == {"kind", "identity", "csrf"}
+
+
+def test_one_principal_logging_in_again_and_again_evicts_only_its_own_sessions() -> None:
+    """~10,000 logins of one tenant: everyone else stays logged in; the tenant keeps its
+    newest sessions, up to the limit per principal."""
+    clock = FakeClock()
+    store = SessionStore(per_principal=8, clock=clock)
+    operator = store.create(Credentials(kind="vipu", user_id="root", access_key="k"), {})
+    other = store.create(Credentials(kind="cloud", token="vpod_b.c"), {"project_id": "other"})
+    mine = []
+    for _ in range(10_000):
+        clock.now += 0.001
+        mine.append(store.create(Credentials(kind="cloud", token="vpod_a.b"), {"project_id": "p"}))
+    assert store.get(operator.id) is operator
+    assert store.get(other.id) is other
+    assert store.of_principal("cloud:p") == 8
+    assert [store.get(s.id) for s in mine[-8:]] == mine[-8:]
+    assert all(store.get(s.id) is None for s in mine[:-8])
+    assert len(store) == 10
+
+
+def test_the_principal_is_the_project_or_the_user_whatever_the_token() -> None:
+    store = SessionStore(per_principal=2)
+    first = store.create(Credentials(kind="cloud", token="vpod_a.1"), {"project_id": "p"})
+    store.create(Credentials(kind="cloud", token="vpod_b.2"), {"project_id": "p"})
+    store.create(Credentials(kind="cloud", token="vpod_c.3"), {"project_id": "p"})
+    assert store.get(first.id) is None  # another token of the same project: the same principal
+    ann = store.create(Credentials(kind="vipu", user_id="ann", access_key="k"), {})
+    bob = store.create(Credentials(kind="vipu", user_id="bob", access_key="k"), {})
+    assert ann.principal != bob.principal
+    assert store.of_principal("cloud:p") == 2

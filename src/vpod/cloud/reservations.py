@@ -35,9 +35,8 @@ from fractions import Fraction
 from .billing import CENT, MINUTE, MeterRecord, minute_of
 from .flavors import HOURS_PER_MONTH, ClusterKind, Flavor, find_flavor
 from .model import errors
+from .pools import IPU_MACHINE_POOL, IPUS_PER_MACHINE, draws, host_pool
 
-IPU_MACHINE_POOL = "ipu-machines"
-IPUS_PER_MACHINE = 4
 MAX_UNITS = 1000
 """The most units one reservation may hold."""
 
@@ -102,7 +101,7 @@ def pool_of(flavor: Flavor) -> Pool:
     if flavor.kind is ClusterKind.VIRTUAL_VPOD:
         return Pool(IPU_MACHINE_POOL, flavor.ipus // IPUS_PER_MACHINE, "IPU-Machines")
     if flavor.kind is ClusterKind.GPU_BAREMETAL and flavor.host_model is not None:
-        return Pool(f"baremetal:{flavor.host_model}", 1, f"bare-metal {flavor.host_model} servers")
+        return Pool(host_pool(flavor.host_model), 1, f"bare-metal {flavor.host_model} servers")
     raise errors.InvalidArgument(
         f"{flavor.name} is not reservable: reserve a virtual vPOD (g2a-...) or a GPU bare-metal"
         " flavor (bm2-/bm3-...)"
@@ -148,28 +147,49 @@ def apply_reservations(
 
 def capacity_for(project_id: str, flavor: Flavor, fits: int, views: Mapping[str, PoolView]) -> int:
     """What the catalog shows ``project_id`` for ``flavor``, ``fits`` being what placement
-    alone would allow: its unused reserved units plus on-demand capacity nobody reserved."""
+    alone would allow: its unused reserved units plus on-demand capacity nobody reserved, in
+    every pool the flavor draws from."""
+    on_demand = fits
+    for pool, units in draws(flavor, 1).items():
+        if units > 0:
+            on_demand = min(on_demand, views[pool].on_demand_free // units)
     if not reservable(flavor):
-        return fits
-    pool = pool_of(flavor)
-    view = views[pool.name]
-    on_demand = min(fits, view.on_demand_free // max(pool.per_unit, 1))
-    return on_demand + view.own_unused.get((project_id, flavor.name), 0)
+        return on_demand
+    return on_demand + views[pool_of(flavor).name].own_unused.get((project_id, flavor.name), 0)
 
 
-def creation_refusal(project_id: str, flavor: Flavor, count: int, view: PoolView) -> str | None:
-    """Why ``count`` units of ``flavor`` cannot be created for ``project_id`` now, or None."""
-    pool = pool_of(flavor)
-    mine = view.own_unused.get((project_id, flavor.name), 0)
-    beyond = max(0, count - mine) * pool.per_unit
-    if beyond <= view.on_demand_free:
-        return None
-    return (
-        f"no capacity for {flavor.name} now: {beyond} {pool.what} are needed beyond your"
-        f" reservations ({mine} unused) and {view.on_demand_free} are free and not"
-        f" reserved ({view.free} free, {view.reserved_unused} of them reserved);"
-        " reserve capacity (`vpod reservation create`) or try later"
-    )
+def creation_refusal(
+    project_id: str,
+    flavor: Flavor,
+    count: int,
+    views: Mapping[str, PoolView],
+    *,
+    taking: Mapping[str, int] | None = None,
+) -> str | None:
+    """Why ``count`` clusters (vPODs) or servers (GPU) of ``flavor`` cannot be created (or
+    resumed) for ``project_id`` now, or None. Every flavor kind answers here: what a project's
+    own unused reservations of the flavor cover is taken from them, the rest must be free and
+    not reserved by anyone, in each pool the flavor draws from (``taking``: the units it
+    takes when that is not a creation's, e.g. a resume's)."""
+    mine = 0
+    if reservable(flavor):
+        mine = views[pool_of(flavor).name].own_unused.get((project_id, flavor.name), 0)
+    covered = min(mine, count)
+    for pool, need in (draws(flavor, count) if taking is None else taking).items():
+        view = views[pool]
+        if reservable(flavor) and pool == pool_of(flavor).name:
+            need -= covered * pool_of(flavor).per_unit
+        if need <= view.on_demand_free:
+            continue
+        what = "IPU-Machines" if pool == IPU_MACHINE_POOL else f"{pool.split(':', 1)[1]} hosts"
+        yours = f" beyond your reservations ({mine} unused)" if reservable(flavor) else ""
+        return (
+            f"no capacity for {flavor.name} now: {need} {what} are needed{yours} and"
+            f" {view.on_demand_free} are free and not reserved ({view.free} free,"
+            f" {view.reserved_unused} of them reserved); reserve capacity"
+            " (`vpod reservation create`) or try later"
+        )
+    return None
 
 
 def purchase_refusal(flavor: Flavor, units: int, view: PoolView) -> str | None:

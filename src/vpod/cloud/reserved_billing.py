@@ -49,8 +49,9 @@ def invoice_with_reservations(
         amount = reserved_amount(plan, first, last)
         begin = max(first, minute_of(plan.starts_at))
         stop = min(last, minute_of(plan.billed_end))
-        if stop <= begin and amount == 0:
-            continue
+        begun = plan.starts_at < end and (until is None or plan.starts_at <= until)
+        if not begun or plan.billed_end <= start:
+            continue  # not held in the period (one bought this minute is shown at once)
         reserved.append(
             InvoiceLine(
                 resource_type="reservation",

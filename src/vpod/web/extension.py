@@ -12,17 +12,19 @@ from __future__ import annotations
 from fastapi import APIRouter
 from starlette.types import ASGIApp
 
+from .login_throttle import LoginThrottle
 from .middleware import SessionCredentials
 from .pages import web_routes
 from .sessions import SessionStore
 
 
 class WebExtension:
-    def __init__(self, sessions: SessionStore) -> None:
+    def __init__(self, sessions: SessionStore, throttle: LoginThrottle) -> None:
         self.sessions = sessions
+        self.throttle = throttle
 
     def http_router(self) -> APIRouter | None:
-        return web_routes(self.sessions)
+        return web_routes(self.sessions, self.throttle)
 
     def wrap_http(self, app: ASGIApp) -> ASGIApp:
         return SessionCredentials(app, self.sessions)
@@ -35,10 +37,11 @@ class WebExtension:
 
 
 class WebConsole:
-    """The extension factory; one session store per controller process."""
+    """The extension factory; one session store and login throttle per controller process."""
 
     def __init__(self) -> None:
         self.sessions = SessionStore()
+        self.throttle = LoginThrottle()
 
     def __call__(self, _controller: object) -> WebExtension:
-        return WebExtension(self.sessions)
+        return WebExtension(self.sessions, self.throttle)

@@ -24,7 +24,9 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Redirect
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
 
+from .login_throttle import LoginThrottle
 from .middleware import header, same_origin
+from .redirects import same_site_path
 from .sessions import Credentials, Session, SessionStore, cookie_of, cookie_value
 
 STATIC = Path(__file__).with_name("static")
@@ -52,6 +54,12 @@ class LoginBody(BaseModel):
     user_id: str = Field("", max_length=64)
     access_key: str = Field("", max_length=256)
     token: str = Field("", max_length=512)
+    next: str = Field(
+        "",
+        max_length=2048,
+        description="Where the page wants to go after login: answered back as ``next`` if it"
+        " is a path of this site (read as a browser reads it), else the person's home page.",
+    )
 
 
 def _error(status: int, code: str, message: str) -> JSONResponse:
@@ -103,7 +111,17 @@ async def _is_secure(request: Request) -> bool:
     return known
 
 
-def web_routes(sessions: SessionStore) -> APIRouter:
+def _principal_tried(body: LoginBody) -> str:
+    """Whose key a login tries: the V-IPU user id, or the cloud token's id (before its dot)."""
+    if body.kind == "vipu":
+        return f"vipu:{body.user_id.strip()}"
+    if body.kind == "cloud":
+        return f"cloud-token:{body.token.strip().partition('.')[0]}"
+    return ""
+
+
+def web_routes(sessions: SessionStore, throttle: LoginThrottle | None = None) -> APIRouter:
+    throttle = throttle if throttle is not None else LoginThrottle()
     router = APIRouter(include_in_schema=False)
 
     def session_of(request: Request) -> Session | None:
@@ -177,11 +195,28 @@ def web_routes(sessions: SessionStore) -> APIRouter:
             header(request.scope, b"content-type") or ""
         ):
             return _error(403, "PERMISSION_DENIED", "log in from the console's own page")
+        source = request.client.host if request.client is not None else ""
+        principal = _principal_tried(body)
+        wait = throttle.retry_after(source, principal)
+        if wait > 0:
+            answer = _error(
+                429,
+                "RESOURCE_EXHAUSTED",
+                f"too many wrong logins: try again in {wait} s",
+            )
+            answer.headers["Retry-After"] = str(wait)
+            return answer
         created = await _log_in(request, body)
         if isinstance(created, JSONResponse):
+            if created.status_code in (401, 403):
+                throttle.failed(source, principal)
             return created
+        throttle.succeeded(source, principal)
         session = sessions.create(*created)
-        answer = JSONResponse(session.public() | {"home": _home(session)})
+        home = _home(session)
+        answer = JSONResponse(
+            session.public() | {"home": home, "next": same_site_path(body.next) or home}
+        )
         answer.headers["set-cookie"] = cookie_value(session, secure=request.url.scheme == "https")
         return answer
 

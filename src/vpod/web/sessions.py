@@ -18,7 +18,10 @@ State-changing requests must also carry the session's CSRF token in
 site cannot read), and a cross-site ``Origin`` is refused.
 
 Sessions live in memory: a restarted controller, or another replica, asks
-the person to log in again.
+the person to log in again. Each principal (a V-IPU user, a cloud project,
+the open-mode operator) holds at most :data:`MAX_SESSIONS_PER_PRINCIPAL`;
+a new login past that ends the same principal's oldest session, never anyone
+else's, so one tenant logging in again and again cannot log others out.
 """
 
 from __future__ import annotations
@@ -33,7 +36,11 @@ from typing import Any, Literal
 COOKIE = "vpod_session"
 CSRF_HEADER = "x-csrf-token"
 SESSION_TTL_S = 12 * 3600.0
-MAX_SESSIONS = 10_000
+MAX_SESSIONS_PER_PRINCIPAL = 32
+"""Browsers (or tabs with their own cookie jar) one principal may be logged in from."""
+SWEEP_EVERY = 1024
+"""Logins between two sweeps of every expired session (each principal's own are swept at its
+every login)."""
 
 Kind = Literal["vipu", "cloud"]
 
@@ -73,6 +80,10 @@ class Session:
     def kind(self) -> Kind:
         return self.credentials.kind
 
+    @property
+    def principal(self) -> str:
+        return principal_of(self.credentials, self.identity)
+
     def csrf_matches(self, presented: str | None) -> bool:
         return presented is not None and hmac.compare_digest(presented, self.csrf)
 
@@ -81,29 +92,49 @@ class Session:
         return {"kind": self.kind, "identity": self.identity, "csrf": self.csrf}
 
 
+def principal_of(credentials: Credentials, identity: dict[str, Any]) -> str:
+    """Who a session is for: the cloud project, the V-IPU user, or the open-mode operator."""
+    if credentials.kind == "cloud":
+        return f"cloud:{identity.get('project_id', '')}"
+    return f"vipu:{credentials.user_id}" if credentials.user_id else "open"
+
+
 class SessionStore:
     def __init__(
-        self, *, ttl_s: float = SESSION_TTL_S, clock: Callable[[], float] = time.monotonic
+        self,
+        *,
+        ttl_s: float = SESSION_TTL_S,
+        per_principal: int = MAX_SESSIONS_PER_PRINCIPAL,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._ttl_s = ttl_s
+        self._per_principal = per_principal
         self._clock = clock
         self._sessions: dict[str, Session] = {}
+        self._by_principal: dict[str, dict[str, Session]] = {}
+        self._created = 0
 
     def create(self, credentials: Credentials, identity: dict[str, Any]) -> Session:
         now = self._clock()
-        if len(self._sessions) >= MAX_SESSIONS:
-            self._sessions = {k: s for k, s in self._sessions.items() if s.expires > now}
-            while len(self._sessions) >= MAX_SESSIONS:  # still full: drop the oldest
-                oldest = min(self._sessions.values(), key=lambda s: s.created)
-                del self._sessions[oldest.id]
         session = Session(
             id=secrets.token_urlsafe(32),
             credentials=credentials,
             identity=identity,
             csrf=secrets.token_urlsafe(32),
             expires=now + self._ttl_s,
+            created=now,
         )
+        self._created += 1
+        if self._created % SWEEP_EVERY == 0:  # everyone's expired sessions, now and then
+            for old in [s for s in self._sessions.values() if s.expires <= now]:
+                self.end(old.id)
+        own = self._by_principal.setdefault(session.principal, {})
+        for old in [s for s in own.values() if s.expires <= now]:
+            self.end(old.id)
+        while len(own) >= self._per_principal:  # the principal's own oldest session goes
+            self.end(min(own.values(), key=lambda s: s.created).id)
         self._sessions[session.id] = session
+        self._by_principal.setdefault(session.principal, {})[session.id] = session
         return session
 
     def get(self, session_id: str | None) -> Session | None:
@@ -113,12 +144,22 @@ class SessionStore:
         if session is None:
             return None
         if session.expires <= self._clock():
-            del self._sessions[session_id]
+            self.end(session_id)
             return None
         return session
 
     def end(self, session_id: str) -> None:
-        self._sessions.pop(session_id, None)
+        session = self._sessions.pop(session_id, None)
+        if session is None:
+            return
+        own = self._by_principal.get(session.principal, {})
+        own.pop(session_id, None)
+        if not own:
+            self._by_principal.pop(session.principal, None)
+
+    def of_principal(self, principal: str) -> int:
+        """How many sessions ``principal`` holds now."""
+        return len(self._by_principal.get(principal, {}))
 
     def __len__(self) -> int:
         return len(self._sessions)

@@ -282,7 +282,7 @@ class LimitsOut(BaseModel):
     )
 
 
-class ReservationIn(BaseModel):
+class ReservationIn(_In):
     flavor: str = Field(description="A virtual vPOD or GPU bare-metal flavor.")
     units: int = Field(description="vPODs (or GPU servers) to reserve.")
     term: str = Field("1y", description="A term `vpod reservation create --help` lists.")

@@ -11,6 +11,8 @@ gone, and then ends in ERROR with the reason.
 
 from __future__ import annotations
 
+import asyncio
+
 from vpod.placement import Rejected
 
 from ..flavors import CATALOG, Flavor
@@ -58,6 +60,11 @@ class Capacity:
             for flavor, n in fits
         ]
 
+    def admission(self) -> asyncio.Lock:
+        """Hold from :meth:`require` until what it admitted is recorded (see
+        :meth:`.Reservations.admission`)."""
+        return self._reservations.admission()
+
     async def require(
         self,
         flavor: Flavor,
@@ -65,18 +72,23 @@ class Capacity:
         *,
         fabric: str | None = None,
         project_id: str | None = None,
+        resuming: bool = False,
     ) -> None:
         """NoCapacity with the reason unless ``count`` servers of ``flavor`` fit now (for
-        ``project_id``: within its reservations and capacity others have not reserved)."""
+        ``project_id``: within its reservations and capacity others have not reserved).
+        ``resuming``: a suspended vPOD coming back needs a V-IPU allocation again, not hosts
+        (its servers kept theirs)."""
         if project_id is not None:
-            await self._reservations.require(project_id, flavor, 1 if flavor.is_vpod else count)
+            await self._reservations.require(
+                project_id, flavor, 1 if flavor.is_vpod else count, resuming=resuming
+            )
         if flavor.is_vpod:
             if await self._ctx.vipu.capacity(flavor.ipus, limit=1) == 0:
                 raise errors.NoCapacity(
                     f"no capacity for {flavor.name} now: no V-IPU cluster of the cloud has"
                     f" {flavor.ipus} free IPUs in one allocation; try a smaller flavor or later"
                 )
-            if flavor.host_role is None:
+            if flavor.host_role is None or resuming:
                 return
             count = flavor.poplar_count
         hosts = await self._hosts()

@@ -223,7 +223,6 @@ class Clusters:
             raise errors.FailedPrecondition(refused)
 
     async def create(self, principal: Principal, request: ClusterRequest) -> Task:
-        ctx = self._ctx
         project_id = principal.project()
         self._refuse_unsandboxed()
         name = check_name("cluster", request.name)
@@ -247,8 +246,36 @@ class Clusters:
             check_volume_type(volume.volume_type)
         attach = [await self._available_volume(project_id, ref) for ref in request.attach_volumes]
         keypair_ids = [await self._keypair_id(project_id, ref) for ref in request.keypairs]
-        await self._capacity.require(flavor, count, project_id=project_id)
+        async with self._capacity.admission():
+            await self._capacity.require(flavor, count, project_id=project_id)
+            return await self._record_creation(
+                principal,
+                request,
+                flavor,
+                name,
+                image,
+                interfaces,
+                count,
+                metadata,
+                attach,
+                keypair_ids,
+            )
 
+    async def _record_creation(
+        self,
+        principal: Principal,
+        request: ClusterRequest,
+        flavor: Flavor,
+        name: str,
+        image: str,
+        interfaces: list[dict[str, str]],
+        count: int,
+        metadata: dict[str, str],
+        attach: list[Volume],
+        keypair_ids: list[str],
+    ) -> Task:
+        ctx = self._ctx
+        project_id = principal.project()
         now = ctx.clock.now()
         cluster_id = ctx.ids.new("cl")
         cidr = network_cidr(cluster_id)
@@ -480,7 +507,17 @@ class Clusters:
         return await self._start(principal, ref, Operation.SUSPEND)
 
     async def resume(self, principal: Principal, ref: str) -> Task:
-        return await self._start(principal, ref, Operation.RESUME)
+        """A suspended vPOD takes IPU-Machines again: admitted like a creation (its project's
+        reservations, then capacity nobody else reserved), so resuming never takes what
+        another project reserved."""
+        cluster = await self.find(principal, ref)
+        flavor = find_flavor(cluster.flavor)
+        if not flavor.is_vpod or cluster.allocation_id is not None:
+            return await self._start(principal, ref, Operation.RESUME)
+        check_state(Operation.RESUME, cluster.status, flavor, cluster.name)
+        async with self._capacity.admission():
+            await self._capacity.require(flavor, 1, project_id=cluster.project_id, resuming=True)
+            return await self._start(principal, ref, Operation.RESUME)
 
     async def reboot(self, principal: Principal, ref: str) -> Task:
         return await self._start(principal, ref, Operation.REBOOT)
@@ -526,9 +563,22 @@ class Clusters:
             leaving = [s.id for s in servers if s.position > target]
             params["remove_server_ids"] = leaving
             return await self._claim(cluster, Operation.RESIZE, params, change=change)
-        await self._capacity.require(
-            flavor, target - current, fabric=cluster.fabric, project_id=cluster.project_id
-        )
+        async with self._capacity.admission():
+            await self._capacity.require(
+                flavor, target - current, fabric=cluster.fabric, project_id=cluster.project_id
+            )
+            return await self._grow(cluster, flavor, servers, target, change, params)
+
+    async def _grow(
+        self,
+        cluster: Cluster,
+        flavor: Flavor,
+        servers: list[Server],
+        target: int,
+        change: ClusterChange,
+        params: dict[str, object],
+    ) -> Task:
+        current = cluster.server_count
         cidr = cluster.network.get("cidr") or network_cidr(cluster.id)
         taken = max((s.position for s in servers), default=0)
         new = [

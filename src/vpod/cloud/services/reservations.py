@@ -1,16 +1,20 @@
 """Reservation use-cases: buy, list, show, cancel; the pools' capacity with reservations.
 
-A pool's hardware (see :mod:`..reservations`) is measured live: IPU-Machines
-free in the cloud's V-IPU clusters plus those the cloud's vPODs hold;
-enabled bare-metal GPU servers of a model, free or not. *Reserved unused*
-units are what active reservations hold beyond what their owners' clusters
-of the flavor use now; nobody else may take them, so a pool's *on-demand
-free* units are its free units less the reserved unused ones.
+A pool's hardware (see :mod:`..pools`) is measured live: IPU-Machines free
+in the cloud's V-IPU clusters plus those the cloud's vPODs hold; enabled
+bare-metal hosts of a model, free or not. Units that admitted clusters are
+about to take (recorded, their task not yet holding the hardware) are not
+free. *Reserved unused* units are what active reservations hold beyond what
+their owners' clusters of the flavor use or are about to use; nobody else may
+take them, so a pool's *on-demand free* units are its free units less the
+reserved unused ones. Every create, resize and resume of every flavor kind
+is admitted by :meth:`Reservations.require` against these views, under one
+lock with the recording of what it admits (:meth:`Reservations.admission`).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+import asyncio
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
@@ -21,10 +25,17 @@ from ..flavors import CATALOG, Flavor, HostRole, find_flavor
 from ..model import errors
 from ..model.records import Cluster
 from ..model.reservations import Reservation
-from ..quotas import check_limits, refuse_if_exceeded
-from ..reservations import (
+from ..model.statuses import Operation
+from ..pools import (
     IPU_MACHINE_POOL,
     IPUS_PER_MACHINE,
+    Claims,
+    claims_of,
+    draws_on_resume,
+    pools_of,
+)
+from ..quotas import check_limits, refuse_if_exceeded
+from ..reservations import (
     MAX_UNITS,
     Plan,
     PoolView,
@@ -40,7 +51,6 @@ from ..reservations import (
     purchase_refusal,
     reservable,
 )
-from ..states import ClusterStatus
 from .context import CloudContext
 from .projects import Principal
 from .records import reservation_of, row_of_reservation
@@ -64,64 +74,65 @@ def plan_of(record: Reservation | ReservationRecord) -> Plan:
     )
 
 
-def in_use(cluster: Cluster, flavor: Flavor) -> int:
-    """Units of its flavor a cluster holds now (vPODs: 1 while they hold IPUs)."""
-    if flavor.is_vpod:
-        holds = cluster.allocation_id is not None and cluster.status != ClusterStatus.SUSPENDED
-        return 1 if holds else 0
-    return cluster.server_count if cluster.status != ClusterStatus.ERROR else 0
-
-
 class Reservations:
     def __init__(self, ctx: CloudContext, terms: Mapping[str, Term]) -> None:
         self._ctx = ctx
         self.terms = dict(terms)
+        self._admitting = asyncio.Lock()
 
     @property
     def _store(self) -> ReservationStore:
         return self._ctx.store.reservations
 
+    def admission(self) -> asyncio.Lock:
+        """Held from a capacity check to the recording of what it admitted (a cluster, a
+        resize, a resume, a reservation), so two requests are never both promised the same
+        free units by this process."""
+        return self._admitting
+
     # -- pools ------------------------------------------------------------------------------
 
+    async def _claims(self, clusters: Sequence[Cluster]) -> Claims:
+        servers = await self._ctx.records.list_servers([c.id for c in clusters])
+        resuming = [
+            t.resource_id
+            for t in await self._ctx.records.unfinished_tasks()
+            if t.operation == Operation.RESUME
+        ]
+        return claims_of(((c, find_flavor(c.flavor)) for c in clusters), servers, resuming)
+
     async def _measure(
-        self, pool: str, clusters: Sequence[Cluster], hosts: Sequence[HostUsage]
+        self, pool: str, claims: Claims, hosts: Sequence[HostUsage]
     ) -> tuple[int, int]:
-        """(total, free) hardware units of ``pool`` now."""
+        """(total, free) hardware units of ``pool`` now; units admitted clusters are about
+        to take are not free."""
+        pending = claims.pending.get(pool, 0)
         if pool == IPU_MACHINE_POOL:
             free = await self._ctx.vipu.capacity(IPUS_PER_MACHINE, limit=_LIMIT)
-            held = sum(
-                c.ipus // IPUS_PER_MACHINE
-                for c in clusters
-                if c.ipus and in_use(c, find_flavor(c.flavor))
-            )
-            return free + held, free
+            return free + claims.held.get(pool, 0), max(0, free - pending)
         model = pool.split(":", 1)[1]
         usable = [
             u
             for u in hosts
             if u.host.enabled and u.host.role == HostRole.BAREMETAL and u.host.model == model
         ]
-        return len(usable), sum(1 for u in usable if len(u.free) == u.host.slots)
+        whole = sum(1 for u in usable if len(u.free) == u.host.slots)
+        return len(usable), max(0, whole - pending)
 
     async def pools(self, now: datetime | None = None) -> dict[str, PoolView]:
-        """Every pool some reservable flavor draws from, with its reservations applied."""
+        """Every pool some flavor draws from, with its reservations applied."""
         now = now or self._ctx.clock.now()
         clusters = await self._ctx.records.list_clusters(None)
         holding = await self._ctx.db(self._store.list_reservations, holding_at=now)
         hosts = await self._ctx.db(self._ctx.store.list_host_usage)
+        claims = await self._claims(clusters)
         views: dict[str, PoolView] = {}
-        for flavor in CATALOG:
-            if reservable(flavor):
-                name = pool_of(flavor).name
-                if name not in views:
-                    total, free = await self._measure(name, clusters, hosts)
-                    views[name] = PoolView(name, total, free)
-        using: dict[tuple[str, str], int] = defaultdict(int)
-        for cluster in clusters:
-            using[(cluster.project_id, cluster.flavor)] += in_use(
-                cluster, find_flavor(cluster.flavor)
-            )
-        apply_reservations(views, using, [(r.project_id, r.flavor, r.units) for r in holding])
+        for name in pools_of(CATALOG):
+            total, free = await self._measure(name, claims, hosts)
+            views[name] = PoolView(name, total, free)
+        apply_reservations(
+            views, claims.using, [(r.project_id, r.flavor, r.units) for r in holding]
+        )
         return views
 
     async def capacity_for(
@@ -136,13 +147,14 @@ class Reservations:
         views = await self.pools()
         return views[pool_of(flavor).name].own_unused.get((project_id, flavor.name), 0)
 
-    async def require(self, project_id: str, flavor: Flavor, count: int) -> None:
-        """NoCapacity unless ``count`` units of ``flavor`` fit the project's reservations plus
-        on-demand capacity not reserved by others."""
-        if not reservable(flavor):
-            return
-        view = (await self.pools())[pool_of(flavor).name]
-        refusal = creation_refusal(project_id, flavor, count, view)
+    async def require(
+        self, project_id: str, flavor: Flavor, count: int, *, resuming: bool = False
+    ) -> None:
+        """NoCapacity unless ``count`` clusters (vPODs) or servers (GPU) of ``flavor``, of any
+        kind, fit the project's reservations plus on-demand capacity nobody else reserved
+        (``resuming``: one suspended cluster taking back what it gave up)."""
+        taking = draws_on_resume(flavor) if resuming else None
+        refusal = creation_refusal(project_id, flavor, count, await self.pools(), taking=taking)
         if refusal is not None:
             raise errors.NoCapacity(refusal)
 
@@ -154,7 +166,7 @@ class Reservations:
         ctx = self._ctx
         project_id = principal.project()
         flavor = find_flavor(flavor_name)
-        pool = pool_of(flavor)
+        pool_of(flavor)  # InvalidArgument unless reservable
         term = find_term(self.terms, term_name)
         if not 1 <= units <= MAX_UNITS:
             raise errors.InvalidArgument(f"reserve 1 to {MAX_UNITS} units, not {units}")
@@ -164,6 +176,14 @@ class Reservations:
         refuse_if_exceeded(
             project_id, check_limits(project.quotas, used, {"reserved_units": units})
         )
+        async with self._admitting:
+            return await self._buy(project_id, flavor, units, term, now)
+
+    async def _buy(
+        self, project_id: str, flavor: Flavor, units: int, term: Term, now: datetime
+    ) -> Reservation:
+        ctx = self._ctx
+        pool = pool_of(flavor)
         view = (await self.pools(now))[pool.name]
         need = units * pool.per_unit
         refusal = purchase_refusal(flavor, units, view)

@@ -18,6 +18,7 @@ from ..agent_tokens import MAX_LABEL, AgentTokenRecord
 from .rest_auth import AsAdmin, admin_caller
 from .rest_deps import AgentTokensDep
 from .rest_errors import error_responses
+from .rest_models import StrictBody
 from .rest_user import API_PREFIX
 
 router = APIRouter(
@@ -39,7 +40,7 @@ class AgentTokenList(BaseModel):
     agent_tokens: list[AgentTokenOut]
 
 
-class CreateAgentTokenBody(BaseModel):
+class CreateAgentTokenBody(StrictBody):
     label: str = Field("", max_length=MAX_LABEL, description="What it is for (free text).")
 
 

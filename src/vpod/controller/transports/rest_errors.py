@@ -130,15 +130,27 @@ def _location(loc: Sequence[Any]) -> str:
 
 
 def validation_problems(exc: RequestValidationError) -> list[FieldProblem]:
+    """One problem per error; fields the API does not define first, so the message (which
+    shows the first few) always names them."""
     problems = []
+    unknown = []
     for error in exc.errors():
         message = str(error.get("msg", "invalid value")).removeprefix("Value error, ")
         if error.get("type") == "json_invalid":
             message = "the body is not valid JSON: " + str(
                 (error.get("ctx") or {}).get("error", message)
             )
-        problems.append(FieldProblem(location=_location(error.get("loc", ())), message=message))
-    return problems
+        location = _location(error.get("loc", ()))
+        if error.get("type") == "extra_forbidden":
+            unknown.append(
+                FieldProblem(
+                    location=location,
+                    message=f"{message}: the API defines no such field; remove it",
+                )
+            )
+            continue
+        problems.append(FieldProblem(location=location, message=message))
+    return unknown + problems
 
 
 def validation_message(problems: Sequence[FieldProblem]) -> str:

@@ -42,6 +42,20 @@ function navigation(kind, path) {
   }
 }
 
+// A path of this site as the browser reads it (the WHATWG URL parser: "/\\x" and "/<tab>/x"
+// are "//x", another host), or null: the server answers the same, and both must agree.
+export function sameSitePath(target) {
+  if (typeof target !== "string" || target.trim() === "") return null;
+  let url;
+  try {
+    url = new URL(target, location.origin);
+  } catch {
+    return null;
+  }
+  if (url.origin !== location.origin) return null;
+  return url.pathname + url.search + url.hash;
+}
+
 async function showLogin(view, secure) {
   document.title = "Log in - vpod";
   const next = new URLSearchParams(location.search).get("next") || "";
@@ -49,9 +63,8 @@ async function showLogin(view, secure) {
   async function logIn(body) {
     message.textContent = "";
     try {
-      const session = await api("POST", "/web/session", body);
-      const wanted = next.startsWith("/") && !next.startsWith("//") ? next : session.home;
-      location.assign(wanted);
+      const session = await api("POST", "/web/session", { ...body, next });
+      location.assign(sameSitePath(session.next) || session.home);
     } catch (error) {
       message.textContent = error.message;
     }

@@ -36,7 +36,8 @@ function domainLabel(cluster, domain) {
 function clusterHtml(cluster) {
   const parts = [];
   parts.push(`<section class="cluster" data-cluster="${esc(cluster.id)}">`);
-  parts.push(`<h2>Cluster ${esc(cluster.id)} <span class="muted">${esc(cluster.machine_type)} · `
+  // The id in quotes after what it is: "V-IPU cluster “cluster”", never "Cluster cluster".
+  parts.push(`<h2>V-IPU cluster “${esc(cluster.id)}” <span class="muted">${esc(cluster.machine_type)} · `
     + `${cluster.num_ipus} IPUs · ${cluster.domains.length} IPU-Link domain(s), `
     + `${esc(cluster.ild_topology)} · ${esc(cluster.gw_topology)} GW-Links</span></h2>`);
   const roomy = cluster.num_ipus <= 256 ? " roomy" : "";
@@ -68,7 +69,8 @@ function clusterHtml(cluster) {
       for (const ipu of machine.ipus) {
         parts.push(`<div class="ipu" role="gridcell" tabindex="-1" data-slot="${ipu.slot}"><i></i></div>`);
       }
-      parts.push(`<span class="mstate" aria-hidden="true"></span></div>`);
+      parts.push(`<span class="pnames" aria-hidden="true"></span>`
+        + `<span class="mstate" aria-hidden="true"></span></div>`);
     }
     if (group !== undefined) parts.push("</div>");
     parts.push("</div>");
@@ -155,6 +157,36 @@ function paintCell(entry, slot) {
   el.classList.toggle("attached", Boolean(entry.ipus[slot].process));
 }
 
+// The names of the partitions on a machine, beside its four IPUs (as many as fit; the whole
+// list on hover), so a partition is found on the map without pointing at each cell.
+function paintNames(entry, machineSlots) {
+  for (const first of machineSlots) {
+    const agent = map.agents.get(entry.ipus[first].agent);
+    if (!agent || !agent.row) continue;
+    const names = [];
+    for (let slot = first; slot < first + 4; slot += 1) {
+      const owner = entry.slotOwner.get(slot);
+      if (owner && !names.includes(owner)) names.push(owner);
+    }
+    const box = agent.row.querySelector(".pnames");
+    const text = names.join(", ");
+    if (box && box.textContent !== text) {
+      box.textContent = text;
+      box.title = text ? `partition(s) ${text}` : "";
+    }
+  }
+}
+
+function paintDirty(entry) {
+  const machines = new Set();
+  for (const slot of entry.dirty) {
+    paintCell(entry, slot);
+    machines.add(slot - (slot % 4));
+  }
+  entry.dirty.clear();
+  paintNames(entry, machines);
+}
+
 function paintMachine(agentId) {
   const agent = map.agents.get(agentId);
   if (!agent || !agent.row) return;
@@ -172,22 +204,72 @@ function paintMachine(agentId) {
     + (agent.links.length ? `. ${agent.links.join(". ")}` : ""));
 }
 
+const SHOWN_FAULTS = 5;
+
+// Scroll the map to an IPU and focus it (the cell is a grid cell: Enter opens its details).
+function reveal(cell) {
+  cell.scrollIntoView({ block: "center", inline: "center" });
+  for (const other of document.querySelectorAll(".ipu.located")) other.classList.remove("located");
+  cell.classList.add("located");
+  cell.tabIndex = 0;
+  cell.focus({ preventScroll: true });
+}
+
+function faultyIpus() {
+  const found = [];
+  for (const [agentId, agent] of map.agents) {
+    for (const ipu of agent.machine.ipus) {
+      if (agent.faults[ipu.device_id]) {
+        found.push({ agentId, cluster: agent.cluster, slot: ipu.slot, device: ipu.device_id,
+          fault: agent.faults[ipu.device_id] });
+      }
+    }
+  }
+  return found.sort((a, b) => a.cluster.id.localeCompare(b.cluster.id) || a.slot - b.slot);
+}
+
+// The partition sample of the legend wears the colours of partitions on the map now.
+function paintLegend() {
+  const sample = document.getElementById("legend-partition");
+  if (!sample) return;
+  const owners = [];
+  for (const entry of map.clusters.values()) {
+    for (const id of entry.partitions.keys()) if (owners.length < 4) owners.push(id);
+  }
+  const colours = owners.map(colourOf);
+  const key = colours.join("|");
+  if (sample.dataset.colours === key) return;
+  sample.dataset.colours = key;
+  sample.style.background = colours.length === 0 ? ""
+    : colours.length === 1 ? colours[0]
+      : `linear-gradient(90deg, ${colours.map((c, i) => `${c} ${(i * 100) / colours.length}% ${((i + 1) * 100) / colours.length}%`).join(", ")})`;
+}
+
 function summary() {
-  let ipus = 0; let held = 0; let faulty = 0; let down = 0; let partitions = 0;
+  let ipus = 0; let held = 0; let down = 0; let partitions = 0;
   for (const entry of map.clusters.values()) {
     ipus += entry.cells.filter(Boolean).length;
     held += entry.slotOwner.size;
     partitions += entry.partitions.size;
   }
-  for (const agent of map.agents.values()) {
-    faulty += Object.keys(agent.faults).length;
-    if (agent.state === "unreachable") down += 1;
-  }
+  for (const agent of map.agents.values()) if (agent.state === "unreachable") down += 1;
+  const faulty = faultyIpus();
+  paintLegend();
   const box = document.getElementById("map-summary");
-  if (box) {
-    box.textContent = `${ipus} IPUs · ${held} in ${partitions} partition(s) · ${faulty} faulty IPU(s)`
-      + ` · ${down} unreachable agent(s)`;
-  }
+  if (!box) return;
+  const key = `${ipus}|${held}|${partitions}|${down}|`
+    + faulty.map((f) => `${f.cluster.id}/${f.slot}/${f.fault}`).join(",");
+  if (box.dataset.key === key) return; // nothing changed: leave the links alone
+  box.dataset.key = key;
+  const where = faulty.slice(0, SHOWN_FAULTS).map((f) => h("button", {
+    type: "button", class: "link fault-link", "data-cluster": f.cluster.id, "data-slot": String(f.slot),
+    title: `${f.fault}: show it on the map`,
+    onclick: () => { const cell = f.cluster.cells[f.slot]; if (cell) reveal(cell); },
+  }, `${f.agentId} IPU ${f.device} (cluster ${f.cluster.id}, slot ${f.slot})`));
+  const more = faulty.length > SHOWN_FAULTS ? [` and ${faulty.length - SHOWN_FAULTS} more`] : [];
+  const listed = where.flatMap((b, i) => (i ? [", ", b] : [b]));
+  clear(box).append(`${ipus} IPUs · ${held} in ${partitions} partition(s) · ${faulty.length} faulty IPU(s)`,
+    ...(faulty.length ? [": ", ...listed, ...more] : []), ` · ${down} unreachable agent(s)`);
 }
 
 function apply(kind, data) {
@@ -223,10 +305,7 @@ function flush() {
   map.frame = 0;
   const batch = map.queue.splice(0);
   for (const [kind, data] of batch) apply(kind, data);
-  for (const entry of map.clusters.values()) {
-    for (const slot of entry.dirty) paintCell(entry, slot);
-    entry.dirty.clear();
-  }
+  for (const entry of map.clusters.values()) paintDirty(entry);
   summary();
   map.flushMaxMs = Math.max(map.flushMaxMs, performance.now() - began);
   if (batch.length) {
@@ -291,10 +370,7 @@ async function draw(root) {
   root.innerHTML = picture.clusters.map(clusterHtml).join("")
     || "<p>No clusters yet: vipu-admin create cluster makes one.</p>";
   picture.clusters.forEach((cluster, i) => remember(cluster, root.children[i]));
-  for (const entry of map.clusters.values()) {
-    for (const slot of entry.dirty) paintCell(entry, slot);
-    entry.dirty.clear();
-  }
+  for (const entry of map.clusters.values()) paintDirty(entry);
   for (const grid of root.querySelectorAll(".fabric")) keyboard(grid);
   summary();
 }
@@ -307,7 +383,7 @@ export async function showMap(view) {
     h("p", { id: "map-summary", class: "muted" }),
     h("div", { class: "legend", "aria-hidden": "true" },
       h("span", { class: "ipu sample" }), "free ",
-      h("span", { class: "ipu sample held", style: `background:${colourOf("p1")}` }), "in a partition (colour per partition) ",
+      h("span", { class: "ipu sample held", id: "legend-partition" }), "in a partition (colour per partition) ",
       h("span", { class: "ipu sample fault" }), "faulty ",
       h("span", { class: "ipu sample down" }), "agent unreachable ",
       h("span", { class: "alloc sample" }), "allocation outline ",

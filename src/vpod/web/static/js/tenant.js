@@ -218,6 +218,14 @@ function chart(days, currency) {
   return svg;
 }
 
+// A reserved line is priced by the unit-month (its hourly price is 0: the reservation pays),
+// an on-demand line by the hour.
+function priced(line) {
+  const price = line.billing === "reserved"
+    ? `${line.unit_price_per_month}/unit-month` : `${line.unit_price_per_hour}/hour`;
+  return { ...line, unit_price: price };
+}
+
 export async function showInvoice(view) {
   document.title = "Invoice - vpod";
   const now = new Date();
@@ -245,9 +253,9 @@ export async function showInvoice(view) {
         h("p", {}, h("a", { href: URL.createObjectURL(blob), download: `invoice-${start}-${end}.csv`, id: "invoice-csv" }, "Download CSV")),
         filteredTable([
           { key: "resource_name", label: "Resource" }, { key: "item", label: "Item", choices: true },
-          { key: "quantity", label: "Quantity" }, { key: "unit_price_per_hour", label: "Price/hour" },
+          { key: "quantity", label: "Quantity" }, { key: "unit_price", label: "Unit price" },
           { key: "minutes", label: "Minutes" }, { key: "amount", label: "Amount" },
-        ], invoice.lines, { id: "invoice-lines" }));
+        ], invoice.lines.map(priced), { id: "invoice-lines" }));
     } catch (error) {
       clear(out).append(h("p", { class: "error" }, error.message));
     }
