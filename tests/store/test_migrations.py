@@ -104,8 +104,10 @@ def test_revision_scripts_ship_inside_the_package() -> None:
 
 
 def test_revisions_form_one_chain_ending_at_the_newest_file() -> None:
-    """Revisions are numbered 0001, 0002, ... in file names and ids, each revising the one
-    before, and the head is the newest file: no branch, no gap, no stray script."""
+    """Revisions are numbered 0001, 0002, ... in file names and ids (an id may go on with a
+    description, ``0007_agent_keys_ipuof_hosts``, so branches never share one), each
+    revising the one before, and the head is the newest file: no branch, no gap, no stray
+    script."""
     root = importlib.resources.files("vpod.store.migrations").joinpath("versions")
     numbered = sorted(
         entry.name[:4]
@@ -115,11 +117,13 @@ def test_revisions_form_one_chain_ending_at_the_newest_file() -> None:
     assert numbered == [f"{n:04d}" for n in range(1, len(numbered) + 1)]
     scripts = ScriptDirectory.from_config(_alembic_config())
     chain = [script.revision for script in scripts.walk_revisions()]  # head first
-    assert chain == list(reversed(numbered))
+    assert [revision[:4] for revision in chain] == list(reversed(numbered))
+    assert all(len(r) == 4 or r[4] == "_" for r in chain)
     for newer, older in itertools.pairwise(chain):
         assert scripts.get_revision(newer).down_revision == older
     assert scripts.get_revision(chain[-1]).down_revision is None
-    assert head_revision() == numbered[-1]
+    assert head_revision() == chain[0]
+    assert head_revision()[:4] == numbered[-1]
 
 
 def _alembic_config() -> Config:

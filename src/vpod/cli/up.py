@@ -158,6 +158,8 @@ def _agent_argv(pod: Pod, state: UpState, host: str, admin_port: int) -> list[st
         str(AGENT_PORT),
         "--register",
         f"{host}:{admin_port}",
+        # vpod up is the demo: `vipu-admin create fault` works on its emulated machines.
+        "--enable-fault-injection",
     ]
 
 

@@ -15,6 +15,7 @@ from vpod.store.store import Store
 from .agent_gateway import AgentGateway
 from .agent_health import AgentHealthBook
 from .agent_tokens import AgentTokens
+from .allocation_hosts import AllocationHosts
 from .audit_log import AuditLog
 from .auth import Authenticator
 from .change_feed import ChangeFeed
@@ -66,6 +67,7 @@ class Controller:
     changes: ChangeFeed
     tenancy: Tenancy
     agent_tokens: AgentTokens
+    allocation_hosts: AllocationHosts
 
     @property
     def clock(self) -> Clock:
@@ -112,6 +114,7 @@ def build_controller(
     facts = AgentFactsCache(ctx)
     fleet = Fleet(ctx, inventory, facts, health)
     partitions = PartitionService(ctx, inventory)
+    allocation_hosts = AllocationHosts(ctx, inventory, partitions)
     repair = PartitionRepair(ctx, inventory, partitions, health.steadily_answering)
     monitor = HeartbeatMonitor(ctx, inventory, health, fleet, repair)
     auth = Authenticator(ctx)
@@ -133,8 +136,9 @@ def build_controller(
         leader=LeaderLoop(ctx, inventory, health, fleet, repair, monitor),
         pod_map=PodMapService(ctx, inventory, partitions, health),
         changes=ChangeFeed(ctx, inventory, health),
-        tenancy=Tenancy(ctx, inventory, partitions, auth),
+        tenancy=Tenancy(ctx, inventory, partitions, auth, allocation_hosts),
         agent_tokens=AgentTokens(ctx),
+        allocation_hosts=allocation_hosts,
         telemetry=IpuTelemetryView(health.last_health, inventory.cached_agents_and_clusters),
     )
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from vpod.domain.entities import Agent, Allocation, Cluster
 from vpod.store.records import PartitionRecord
 
+from . import errors
 from .caller import Caller
 from .fleet import Fleet, HealthView
 from .inventory import Inventory
@@ -91,6 +92,14 @@ class Listings:
             )
             for a in allocations
         ]
+
+    async def allocation(self, caller: Caller, allocation_id: str) -> AllocationRow:
+        """One allocation's row, as :meth:`allocations` shows it (NotFound if not visible)."""
+        allocation = await self._inventory.allocation_for(caller, allocation_id)
+        for row in await self.allocations(caller, allocation.cluster_id):
+            if row.allocation.id == allocation_id:
+                return row
+        raise errors.NotFound(f"allocation {allocation_id} does not exist any more")
 
     async def partitions(
         self, caller: Caller, *, allocation_id: str | None = None, cluster_id: str | None = None

@@ -285,9 +285,11 @@ class PartitionService:
     ) -> PartitionRecord:
         agents = await self.agents_of(cluster, record)
         configs = _machine_configs(cluster, record)
+        hosts = await self.hosts_of(record)
         timeout = self._ctx.settings.agent_timeout_s
         _, failed = await fan_out(
-            agents, lambda a: self._ctx.gateway.configure(a, configs[a.id], timeout=timeout)
+            agents,
+            lambda a: self._ctx.gateway.configure(a, configs[a.id], hosts=hosts, timeout=timeout),
         )
         if not failed:
             return await self.move_state(record, Event.CONFIGURED, errors_=())
@@ -366,6 +368,7 @@ class PartitionService:
         ctx = self._ctx
         timeout = ctx.settings.agent_timeout_s
         configs = _machine_configs(cluster, record)
+        hosts = await self.hosts_of(record)
 
         async def reset(agent: Agent) -> None:
             try:
@@ -373,7 +376,7 @@ class PartitionService:
             except AgentRefused as exc:
                 if exc.reason is not Reason.UNKNOWN_PARTITION:
                     raise
-                await ctx.gateway.configure(agent, configs[agent.id], timeout=timeout)
+                await ctx.gateway.configure(agent, configs[agent.id], hosts=hosts, timeout=timeout)
 
         return await fan_out(agents, reset)
 
@@ -452,6 +455,10 @@ class PartitionService:
                 ctx.occupancy.put(cluster.id, snapshot.release_partition(record.id))
             except DomainError:
                 ctx.occupancy.forget(cluster.id)
+
+    async def hosts_of(self, record: PartitionRecord) -> tuple[str, ...]:
+        """Who may attach to the partition over IPUoF: its allocation's hosts (CIDRs)."""
+        return await self._inventory.allocation_hosts(record.allocation_id)
 
     async def agents_of(self, cluster: Cluster, record: PartitionRecord) -> list[Agent]:
         machines = sorted({ipu.machine for ipu in record.ipus})

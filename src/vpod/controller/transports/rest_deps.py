@@ -13,6 +13,7 @@ from typing import Annotated, Protocol
 from fastapi import Depends, Request
 
 from ..agent_tokens import AgentTokens
+from ..allocation_hosts import AllocationHosts
 from ..audit_log import AuditLog
 from ..auth import Authenticator
 from ..change_feed import ChangeFeed
@@ -59,6 +60,8 @@ class HttpUseCases(Protocol):
     def telemetry(self) -> IpuTelemetryView: ...
     @property
     def agent_tokens(self) -> AgentTokens: ...
+    @property
+    def allocation_hosts(self) -> AllocationHosts: ...
 
 
 def use_cases(request: Request) -> HttpUseCases:
@@ -122,9 +125,14 @@ def agent_tokens(request: Request) -> AgentTokens:
     return use_cases(request).agent_tokens
 
 
+def allocation_hosts(request: Request) -> AllocationHosts:
+    return use_cases(request).allocation_hosts
+
+
 SettingsDep = Annotated[Settings, Depends(settings)]
 AuthenticatorDep = Annotated[Authenticator, Depends(authenticator)]
 InventoryDep = Annotated[Inventory, Depends(inventory)]
+AllocationHostsDep = Annotated[AllocationHosts, Depends(allocation_hosts)]
 PartitionsDep = Annotated[PartitionService, Depends(partition_service)]
 ViewsDep = Annotated[PartitionViews, Depends(partition_views)]
 ListingsDep = Annotated[Listings, Depends(listings)]
