@@ -189,7 +189,7 @@ async def _ensure_pod(running: RunningServer, fleet: AgentFleet, machines: int) 
     known = {a.id for a in await inventory.list_agents()}
     for host in fleet.hosts:
         if host.agent_id not in known:
-            await inventory.create_agent(SYSTEM, host.agent_id, host.host, host.port)
+            await inventory.create_agent(SYSTEM, host.agent_id, host.host, host.port, key=host.key)
     if POD_CLUSTER not in {c.id for c in await inventory.list_clusters()}:
         ids = [h.agent_id for h in fleet.hosts[:machines]]
         await inventory.create_cluster(SYSTEM, POD_CLUSTER, ids)
@@ -215,7 +215,9 @@ def start_cloud(
             server_port=0,
             rdma_port=0,
         )
-        fleet = AgentFleet(FleetSettings(machines=machines, plan=plan, stop_grace=0))
+        fleet = AgentFleet(
+            FleetSettings(machines=machines, plan=plan, stop_grace=0, fault_injection=True)
+        )
         await fleet.start()
         live = LiveCloud(
             loop=loop,

@@ -283,6 +283,7 @@ class AgentProcess:
             "--address-base", str(first),
             "--agent-port", str(AGENT_PORT),
             "--no-rdma-listen",
+            "--enable-fault-injection",
             "--register", register,
         ]  # fmt: skip
         self._child = _Child(argv, self.workdir / f"{self.name}.log", "vipu-agent ready:")

@@ -124,7 +124,9 @@ async def _start(loop: LoopThread, data_dir: Path, machines: int, secure: bool) 
         server_port=0,
         rdma_port=0,
     )
-    fleet = AgentFleet(FleetSettings(machines=machines, plan=plan, stop_grace=0))
+    fleet = AgentFleet(
+        FleetSettings(machines=machines, plan=plan, stop_grace=0, fault_injection=True)
+    )
     await fleet.start()
     gateway = GrpcAgentGateway()
     controller = build_controller(
@@ -132,7 +134,7 @@ async def _start(loop: LoopThread, data_dir: Path, machines: int, secure: bool) 
     )
     inventory = controller.inventory
     for host in fleet.hosts:
-        await inventory.create_agent(SYSTEM, host.agent_id, host.host, host.port)
+        await inventory.create_agent(SYSTEM, host.agent_id, host.host, host.port, key=host.key)
     await inventory.create_cluster(SYSTEM, "pod", [h.agent_id for h in fleet.hosts[:4]])
     await inventory.create_allocation(SYSTEM, "alloc-a", "pod", agent_ids=["ag1", "ag2"])
     await inventory.create_allocation(SYSTEM, "alloc-b", "pod", agent_ids=["ag3", "ag4"])

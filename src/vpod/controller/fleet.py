@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from vpod.agent.errors import AgentError, AgentRefused
+from vpod.agent.errors import AgentError, AgentRefused, Reason
 from vpod.agent.model import (
     ConfiguredPartition,
     Fault,
@@ -269,7 +269,7 @@ class Fleet:
                 agent, fault, timeout=self._ctx.settings.agent_timeout_s
             )
         except AgentRefused as exc:
-            raise errors.InvalidArgument(exc.message) from None
+            raise _fault_refusal(exc) from None
         except AgentError as exc:
             raise errors.Unavailable(exc.message) from None
         await self._ctx.audit(caller, "inject_fault", agent_id, "ok", fault.kind.name)
@@ -283,7 +283,7 @@ class Fleet:
                 agent, fault, timeout=self._ctx.settings.agent_timeout_s
             )
         except AgentRefused as exc:
-            raise errors.InvalidArgument(exc.message) from None
+            raise _fault_refusal(exc) from None
         except AgentError as exc:
             raise errors.Unavailable(exc.message) from None
         await self._ctx.audit(caller, "clear_fault", agent_id, "ok")
@@ -301,6 +301,13 @@ class Fleet:
         )
         await self._ctx.audit(caller, "test_cluster", cluster_id, "failed" if failed else "ok")
         return cluster, done, failed
+
+
+def _fault_refusal(exc: AgentRefused) -> errors.ServiceError:
+    """An agent's refusal of a fault: off on that agent (a precondition) or a bad fault."""
+    if exc.reason is Reason.FAULT_INJECTION_DISABLED:
+        return errors.FailedPrecondition(exc.message)
+    return errors.InvalidArgument(exc.message)
 
 
 def _same_ipus(held: PartitionConfig, wanted: PartitionConfig) -> bool:

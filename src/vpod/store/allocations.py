@@ -138,7 +138,7 @@ def list_allocations(
         hosts_query = hosts_query.where(allocations.c.id.in_(list(ids)))
     if cluster_id is not None:
         hosts_query = hosts_query.where(allocations.c.cluster_id == cluster_id)
-    hosts = {aid: stored for aid, stored in conn.execute(hosts_query)}
+    hosts: dict[str, object] = {row.id: row.hosts for row in conn.execute(hosts_query)}
     return [_allocation(a, c, m, hosts.get(a)) for (a, c), m in machines.items()]
 
 
