@@ -18,6 +18,7 @@ directory again, with the same agents.
 from __future__ import annotations
 
 import asyncio
+import secrets
 import threading
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
@@ -111,6 +112,23 @@ class LiveCloud:
     def admin(self) -> httpx.Client:
         return self.client(self.admin_token)
 
+    @property
+    def metrics_token_file(self) -> Path:
+        """The scrape token /metrics accepts (written on first use)."""
+        path = self.data_dir / "metrics.token"
+        if not path.exists():
+            path.write_text(secrets.token_urlsafe(24) + "\n")
+        return path
+
+    def metrics(self) -> str:
+        """``GET /metrics`` as Prometheus scrapes it, with the scrape token."""
+        token = self.metrics_token_file.read_text().strip()
+        reply = httpx.get(
+            self.url + "/metrics", headers={"Authorization": f"Bearer {token}"}, timeout=30
+        )
+        reply.raise_for_status()
+        return reply.text
+
     def project(self, project_id: str, **quotas: int) -> str:
         """Create a project (once) and return a token of it."""
         if project_id not in self._tokens:
@@ -140,6 +158,7 @@ class LiveCloud:
             http_port=0,
             secure=self.secure,
             agent_timeout_s=5.0,
+            metrics_token_file=self.metrics_token_file,
         )
         overrides: dict[str, Any] = {"clock": self.clock, "ids": self._ids}
         if self.compute is not None:

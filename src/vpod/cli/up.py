@@ -27,6 +27,9 @@ The whole product by default:
   whole pod) and means an administrator reshaping that pod never takes
   capacity a tenant is using.
 
+Under ``--secure`` it also writes ``DATA_DIR/metrics.token`` (0600), the bearer
+token ``/metrics`` accepts for Prometheus (:mod:`.up_metrics_token`).
+
 Logs are under ``DATA_DIR/logs``: ``controller.log`` is the controller's
 (``vipu-server --log-file``, rotated by size), ``controller.out`` what it
 prints outside its log (the ready line, a failure to start), ``agents.log``
@@ -58,6 +61,7 @@ from . import cloud_up
 from .errors import fail
 from .up_agent_token import ensure_agent_token
 from .up_children import Child, Supervised
+from .up_metrics_token import ensure_metrics_token
 from .up_setup import (
     SETUP_CALL_TIMEOUT_S,
     admin_credentials,
@@ -217,6 +221,7 @@ def run_up(options: UpOptions, *, echo: bool = True) -> None:
         if secure:
             server_argv.append("--secure")
             admin = admin_credentials(data_dir, logs / SERVER_OUTPUT)
+            server_argv += ["--metrics-token-file", str(ensure_metrics_token(data_dir))]
         cloud_pod = _cloud_pod(state, cloud)
         if cloud:
             cloud_up.write_cloud_settings(data_dir)
