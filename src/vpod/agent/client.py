@@ -386,6 +386,9 @@ class ChannelPool:
         cache_key = (address, agent_id, self.timeout if timeout is None else timeout, key)
         client = self._clients.get(cache_key)
         if client is None:
+            # An agent that restarted answers to a new key: forget its clients of old keys.
+            for stale in [k for k in self._clients if k[:3] == cache_key[:3]]:
+                del self._clients[stale]
             client = AgentClient(
                 address,
                 agent_id=agent_id,
