@@ -306,9 +306,12 @@ def test_ipuof_refuses_strangers_alike_and_admits_the_owner(trust: Trust) -> Non
 
 
 def test_changed_hosts_of_a_live_allocation_take_effect_at_once(trust: Trust) -> None:
-    """SetAllocationHosts pushes the new hosts to the partition's agent: the new host
-    attaches, the old one is refused; the listing shows them; setting them back restores."""
+    """SetAllocationHosts pushes the new hosts to the partition's agent: the old host's
+    application is detached and refused from then on, the new host attaches; the listing
+    shows them; setting them back restores."""
     port = _server_ports(trust, "ag1")[1]
+    owner = IpuofPeer(port, OWNER_HOST)
+    assert owner.say("ATTACH part-a pid=7").startswith("OK ag1 1 ")
     with grpc.insecure_channel(trust.server.admin_target) as channel:
         admin = trust.admin(channel)
         moved = admin.SetAllocationHosts(
@@ -318,6 +321,10 @@ def test_changed_hosts_of_a_live_allocation_take_effect_at_once(trust: Trust) ->
         )
         assert list(moved.allocation.hosts) == [f"{STRANGER_HOST}/32"]
         try:
+            # The application of a host no longer admitted is detached at once.
+            bye = owner.file.readline().strip()
+            owner.close()
+            assert bye == f"BYE host {OWNER_HOST} is no longer admitted to partition part-a"
             assert list(_configurations(trust, "ag1")["part-a"].allowed_hosts) == [
                 f"{STRANGER_HOST}/32"
             ]

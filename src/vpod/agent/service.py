@@ -96,6 +96,17 @@ class AgentService(pb_grpc.AgentServiceServicer):
         hosts = self._access.hosts(held.config.partition_id)
         return dataclasses.replace(held, allowed_hosts=hosts)
 
+    def _evict_strangers(self, partition_id: str) -> None:
+        """End the attachments to ``partition_id`` from hosts it no longer admits."""
+        for held in self._backend.attachments():
+            host = held.client.rsplit(":", 1)[0].strip("[]")
+            if held.partition_id == partition_id and not self._access.allows(partition_id, host):
+                self._backend.detach(
+                    held.attachment_id,
+                    evicted=True,
+                    detail=f"host {host} is no longer admitted to partition {partition_id}",
+                )
+
     def _require_fault_injection(self) -> None:
         if not self._fault_injection:
             raise MachineConflict(
@@ -181,6 +192,7 @@ class AgentService(pb_grpc.AgentServiceServicer):
             networks = self._access.parse(request.allowed_hosts)
             outcome = self._backend.configure(config)
             self._access.set(config.partition_id, networks)
+            self._evict_strangers(config.partition_id)
             outcome = dataclasses.replace(outcome, partition=self._with_hosts(outcome.partition))
             return convert.outcome_to_wire(outcome)
 
@@ -207,6 +219,7 @@ class AgentService(pb_grpc.AgentServiceServicer):
             )
             if configured:
                 self._access.set(request.partition_id, networks)
+                self._evict_strangers(request.partition_id)
             return pb.SetPartitionHostsReply(configured=configured)
 
         return await self._run(context, "SetPartitionHosts", set_hosts)
