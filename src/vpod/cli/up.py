@@ -28,7 +28,8 @@ The whole product by default:
   capacity a tenant is using.
 
 Under ``--secure`` it also writes ``DATA_DIR/metrics.token`` (0600), the bearer
-token ``/metrics`` accepts for Prometheus (:mod:`.up_metrics_token`).
+token ``/metrics`` accepts for Prometheus, and in every mode ``DATA_DIR/agent.key``,
+the key its agents answer to (:mod:`.up_secret_files`).
 
 Logs are under ``DATA_DIR/logs``: ``controller.log`` is the controller's
 (``vipu-server --log-file``, rotated by size), ``controller.out`` what it
@@ -61,7 +62,7 @@ from . import cloud_up
 from .errors import fail
 from .up_agent_token import ensure_agent_token
 from .up_children import Child, Supervised
-from .up_metrics_token import ensure_metrics_token
+from .up_secret_files import ensure_agent_key, ensure_metrics_token
 from .up_setup import (
     SETUP_CALL_TIMEOUT_S,
     admin_credentials,
@@ -297,6 +298,7 @@ class _Run:
         admin_port = _port_of(ready, "admin API")
         http_port = _port_of(ready, "HTTP")
         agent_argv = _agent_argv(pod, state, options.host, admin_port)
+        agent_argv += ["--key-file", str(ensure_agent_key(options.data_dir))]
         agent_env: dict[str, str] = {}
         if self.admin is not None:  # a secure controller admits agents with a token only
             target = f"{options.host}:{admin_port}"
