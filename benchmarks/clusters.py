@@ -101,7 +101,7 @@ async def _bench(flavors: list[str], runs: int, partitions: int) -> list[Result]
         cloud.listening(running)
         inventory = running.controller.inventory
         for host in fleet.hosts:
-            await inventory.create_agent(SYSTEM, host.agent_id, host.host, host.port)
+            await inventory.create_agent(SYSTEM, host.agent_id, host.host, host.port, key=host.key)
         await inventory.create_cluster(SYSTEM, "pod", [h.agent_id for h in fleet.hosts])
         ready.set_result(running)
 

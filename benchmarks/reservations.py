@@ -88,7 +88,7 @@ async def _bench(repeat: int, projects: int, per_project: int) -> tuple[list[Tim
         cloud.listening(running)
         inventory = running.controller.inventory
         for host in fleet.hosts:
-            await inventory.create_agent(SYSTEM, host.agent_id, host.host, host.port)
+            await inventory.create_agent(SYSTEM, host.agent_id, host.host, host.port, key=host.key)
         await inventory.create_cluster(SYSTEM, "pod", [h.agent_id for h in fleet.hosts])
         ready.set_result(running)
 

@@ -29,8 +29,10 @@ def anyio_backend() -> str:
 
 @pytest.fixture
 async def fleet() -> AsyncIterator[AgentFleet]:
-    """One running Bow-2000 agent ``ag1``."""
-    running = AgentFleet(FleetSettings(machines=1, plan=ephemeral_plan(), stop_grace=0))
+    """One running Bow-2000 agent ``ag1`` that accepts fault injection."""
+    running = AgentFleet(
+        FleetSettings(machines=1, plan=ephemeral_plan(), stop_grace=0, fault_injection=True)
+    )
     await running.start()
     try:
         yield running
@@ -45,8 +47,8 @@ def host(fleet: AgentFleet) -> AgentHost:
 
 @pytest.fixture
 async def agent(host: AgentHost) -> AsyncIterator[AgentClient]:
-    """A client of ``ag1`` with a short default timeout."""
-    client = AgentClient(host.address, agent_id=host.agent_id, timeout=5.0)
+    """A client of ``ag1`` with a short default timeout, presenting the agent's key."""
+    client = AgentClient(host.address, agent_id=host.agent_id, timeout=5.0, key=host.key)
     try:
         yield client
     finally:

@@ -18,10 +18,15 @@ VIPU_AGENT = Path(sys.executable).parent / "vipu-agent"
 
 @pytest.mark.e2e
 @pytest.mark.anyio
-async def test_console_script_serves_and_stops_on_sigterm() -> None:
-    """Two machines in one process answer gRPC; SIGTERM ends the process with status 0."""
+async def test_console_script_serves_and_stops_on_sigterm(tmp_path: Path) -> None:
+    """Two machines in one process answer gRPC to their --key-file key; SIGTERM ends the
+    process with status 0."""
+    key = "k" * 40
+    (tmp_path / "agent.key").write_text(key + "\n")
     proc = await asyncio.create_subprocess_exec(
         str(VIPU_AGENT),
+        "--key-file",
+        str(tmp_path / "agent.key"),
         "--machines",
         "2",
         "--id-prefix",
@@ -46,7 +51,7 @@ async def test_console_script_serves_and_stops_on_sigterm() -> None:
         assert agents["cli2"].startswith("127.85.0.2:")
         async with ChannelPool() as pool:
             for agent_id, address in agents.items():
-                ident = await pool.client(address).get_identity()
+                ident = await pool.client(address, key=key).get_identity()
                 assert (ident.agent_id, ident.management_address) == (agent_id, address)
     finally:
         if proc.returncode is None:

@@ -26,6 +26,7 @@ from vpod.agent.model import (
     LinkTestKind,
     PartitionConfig,
 )
+from vpod.agent.trust import KEY_METADATA
 from vpod.domain.catalog import MachineType
 from vpod.domain.routing import GwRouting, IpuLinkRouting, SyncType
 from vpod.wire import agent_pb2, agent_pb2_grpc
@@ -120,13 +121,14 @@ async def test_unknown_enum_number_is_invalid(host: AgentHost) -> None:
                 ipulink_routing_type=9,  # type: ignore[arg-type]
             )
         )
+        key = ((KEY_METADATA, host.key),)
         with pytest.raises(grpc.aio.AioRpcError) as info:
-            await stub.ConfigurePartition(request)
+            await stub.ConfigurePartition(request, metadata=key)
         assert info.value.code() is grpc.StatusCode.INVALID_ARGUMENT
         assert "IPU-Link routing type 9" in (info.value.details() or "")
         missing = agent_pb2.ConfigurePartitionRequest()
         with pytest.raises(grpc.aio.AioRpcError) as none:
-            await stub.ConfigurePartition(missing)
+            await stub.ConfigurePartition(missing, metadata=key)
         assert none.value.code() is grpc.StatusCode.INVALID_ARGUMENT
 
 
@@ -229,10 +231,10 @@ async def test_unimplemented_is_agent_failed(host: AgentHost) -> None:
 
 async def test_channel_pool_shares_one_channel_per_address(host: AgentHost) -> None:
     async with ChannelPool(timeout=3) as pool:
-        a = pool.client(host.address, agent_id="ag1")
-        b = pool.client(host.address)
+        a = pool.client(host.address, agent_id="ag1", key=host.key)
+        b = pool.client(host.address, key=host.key)
         assert pool.channel(host.address) is pool.channel(host.address)
-        assert pool.client(host.address, agent_id="ag1") is a
+        assert pool.client(host.address, agent_id="ag1", key=host.key) is a
         assert len(pool) == 1
         assert a.timeout == 3
         await a.close()
@@ -265,7 +267,8 @@ async def test_a_fresh_channel_does_not_inherit_a_dead_agents_backoff() -> None:
         await fleet.start()
         old = pool.detach(address)
         try:
-            assert (await pool.client(address).get_identity()).agent_id == "ag1"
+            fresh = pool.client(address, key=fleet.hosts[0].key)
+            assert (await fresh.get_identity()).agent_id == "ag1"
         finally:
             if old is not None:
                 await old.close()

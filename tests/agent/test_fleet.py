@@ -36,7 +36,7 @@ async def test_many_machines_each_on_its_own_address() -> None:
     try:
         async with ChannelPool() as pool:
             idents = await asyncio.gather(
-                *(pool.client(h.address).get_identity() for h in fleet.hosts)
+                *(pool.client(h.address, key=h.key).get_identity() for h in fleet.hosts)
             )
         assert [i.agent_id for i in idents] == [f"m{n}" for n in range(1, 9)]
         assert [i.management_address.rsplit(":", 1)[0] for i in idents] == [
@@ -126,6 +126,8 @@ async def test_agents_register_with_the_controller() -> None:
         assert got[0].serial == fleet.hosts[0].machine.identity().serial
         assert got[0].machine_type == "Bow-2000"
         assert got[0].boot_id
+        assert [r.agent_key for r in got] == [h.key for h in fleet.hosts]
+        assert got[0].agent_key != got[1].agent_key  # a key of its own per machine
     finally:
         await fleet.stop()
         await server.stop(0)

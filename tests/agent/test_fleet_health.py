@@ -15,12 +15,16 @@ pytestmark = pytest.mark.anyio
 
 async def test_one_call_answers_for_every_machine_of_the_process() -> None:
     """Four machines, one call through the third: four answers, one fleet id, own boot ids."""
-    fleet = AgentFleet(FleetSettings(machines=4, plan=ephemeral_plan("127.84.0.1"), stop_grace=0))
+    fleet = AgentFleet(
+        FleetSettings(
+            machines=4, plan=ephemeral_plan("127.84.0.1"), stop_grace=0, fault_injection=True
+        )
+    )
     await fleet.start()
     try:
         async with ChannelPool() as pool:
-            via = pool.client(fleet.hosts[2].address)
-            alone = await pool.client(fleet.hosts[0].address).health()
+            via = pool.client(fleet.hosts[2].address, key=fleet.hosts[2].key)
+            alone = await pool.client(fleet.hosts[0].address, key=fleet.hosts[0].key).health()
             answers = await via.fleet_health([(h.agent_id, 0) for h in fleet.hosts])
         assert [a.agent_id for a in answers] == ["ag1", "ag2", "ag3", "ag4"]
         assert {a.fleet_id for a in answers} == {fleet.roster.fleet_id} == {alone.fleet_id}
@@ -32,19 +36,25 @@ async def test_one_call_answers_for_every_machine_of_the_process() -> None:
 
 async def test_stopped_hung_slow_and_unknown_machines_are_left_out() -> None:
     """The process speaks only for machines that would answer themselves at once."""
-    fleet = AgentFleet(FleetSettings(machines=4, plan=ephemeral_plan("127.85.0.1"), stop_grace=0))
+    fleet = AgentFleet(
+        FleetSettings(
+            machines=4, plan=ephemeral_plan("127.85.0.1"), stop_grace=0, fault_injection=True
+        )
+    )
     await fleet.start()
     try:
         async with ChannelPool() as pool:
-            await pool.client(fleet.hosts[1].address).inject_fault(
+            await pool.client(fleet.hosts[1].address, key=fleet.hosts[1].key).inject_fault(
                 Fault(FaultKind.AGENT_HANG, reason="test")
             )
-            await pool.client(fleet.hosts[2].address).inject_fault(
+            await pool.client(fleet.hosts[2].address, key=fleet.hosts[2].key).inject_fault(
                 Fault(FaultKind.AGENT_SLOW, delay_s=0.5)
             )
             await fleet.hosts[3].stop(0)
             wanted = [(h.agent_id, 0) for h in fleet.hosts] + [("elsewhere", 0)]
-            answers = await pool.client(fleet.hosts[0].address).fleet_health(wanted, timeout=2)
+            answers = await pool.client(
+                fleet.hosts[0].address, key=fleet.hosts[0].key
+            ).fleet_health(wanted, timeout=2)
         assert [a.agent_id for a in answers] == ["ag1"]
     finally:
         await fleet.stop()
@@ -52,11 +62,15 @@ async def test_stopped_hung_slow_and_unknown_machines_are_left_out() -> None:
 
 async def test_a_hung_machine_still_relays_its_neighbours() -> None:
     """Asked through a hung machine, the process answers for the others (not for it)."""
-    fleet = AgentFleet(FleetSettings(machines=2, plan=ephemeral_plan("127.86.0.1"), stop_grace=0))
+    fleet = AgentFleet(
+        FleetSettings(
+            machines=2, plan=ephemeral_plan("127.86.0.1"), stop_grace=0, fault_injection=True
+        )
+    )
     await fleet.start()
     try:
         async with ChannelPool() as pool:
-            via = pool.client(fleet.hosts[0].address)
+            via = pool.client(fleet.hosts[0].address, key=fleet.hosts[0].key)
             await via.inject_fault(Fault(FaultKind.AGENT_HANG, reason="test"))
             answers = await via.fleet_health([("ag1", 0), ("ag2", 0)], timeout=2)
         assert [a.agent_id for a in answers] == ["ag2"]
@@ -66,12 +80,16 @@ async def test_a_hung_machine_still_relays_its_neighbours() -> None:
 
 async def test_events_and_changes_come_through_the_memo() -> None:
     """An unchanged answer is decoded once; a new event or fault is seen at once."""
-    fleet = AgentFleet(FleetSettings(machines=2, plan=ephemeral_plan("127.87.0.1"), stop_grace=0))
+    fleet = AgentFleet(
+        FleetSettings(
+            machines=2, plan=ephemeral_plan("127.87.0.1"), stop_grace=0, fault_injection=True
+        )
+    )
     await fleet.start()
     memo = HealthMemo()
     try:
         async with ChannelPool() as pool:
-            via = pool.client(fleet.hosts[0].address)
+            via = pool.client(fleet.hosts[0].address, key=fleet.hosts[0].key)
             wanted = [("ag1", 0), ("ag2", 0)]
             first = await via.fleet_health(wanted, memo=memo)
             again = await via.fleet_health(
@@ -79,7 +97,7 @@ async def test_events_and_changes_come_through_the_memo() -> None:
                 memo=memo,
             )
             assert again[1] is first[1]
-            await pool.client(fleet.hosts[1].address).inject_fault(
+            await pool.client(fleet.hosts[1].address, key=fleet.hosts[1].key).inject_fault(
                 Fault(FaultKind.IPU, device_id=2, reason="ECC")
             )
             after = await via.fleet_health(wanted, memo=memo)

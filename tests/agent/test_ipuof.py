@@ -71,9 +71,18 @@ async def events(host: AgentHost) -> AsyncIterator[Events]:
     watcher.unsubscribe()
 
 
-async def configure(agent: AgentClient, pid: str = "p1", devices: tuple[int, ...] = (3, 2)) -> None:
+LOOPBACK = ("127.0.0.0/8",)
+"""The applications of these tests connect from loopback: their partitions admit it."""
+
+
+async def configure(
+    agent: AgentClient,
+    pid: str = "p1",
+    devices: tuple[int, ...] = (3, 2),
+    hosts: tuple[str, ...] = LOOPBACK,
+) -> None:
     ipus = tuple(IpuAssignment(device_id=d, routing_id=r) for r, d in enumerate(devices))
-    await agent.configure_partition(PartitionConfig(pid, 1, ipus))
+    await agent.configure_partition(PartitionConfig(pid, 1, ipus), hosts=hosts)
 
 
 async def test_attach_to_unconfigured_ipu_is_refused(host: AgentHost) -> None:

@@ -381,6 +381,8 @@ class AdminServicer(apb_grpc.AdminServiceServicer, _Base):
                 spec=pb.AllocationSpec(cluster_id=cluster.id, agent_ids=agents),
             ),
             size=4 * len(agents),
+            hosts=list(request.hosts),
+            trusted_hosts=["127.0.0.0/8", "::1/128"],
         )
         self.s.allocations[request.allocation_id] = info
         return apb.CreateAllocationReply(allocation=info)

@@ -120,13 +120,15 @@ def test_allocations_create_and_list(vipu_admin: Run, fake: RunningFake, cluster
     """create prints what was chosen; list starts with vipu's two columns."""
     result = vipu_admin("create", "allocation", "a1", "--cluster", "c1", "--size", "8")
     assert result.stdout == "create allocation (a1): success.\n8 IPUs on agents m1,m2\n"
-    vipu_admin("create", "allocation", "a2", "--cluster", "c1", "--agents", "m2")
+    vipu_admin(
+        "create", "allocation", "a2", "--cluster", "c1", "--agents", "m2", "--hosts", "10.1.2.0/24"
+    )
     assert list(fake.state.calls_to("CreateAllocation")[-1].request.agent_ids) == ["m2"]
     rows = table_rows(vipu_admin("list", "allocations").stdout)
     assert rows == [
-        ["Allocation ID", "Agents", "Cluster", "Size", "Users", "Partitions"],
-        ["a1", "m1,m2", "c1", "8", "-", "0"],
-        ["a2", "m2", "c1", "4", "-", "0"],
+        ["Allocation ID", "Agents", "Cluster", "Size", "Users", "Partitions", "IPUoF Hosts"],
+        ["a1", "m1,m2", "c1", "8", "-", "0", "trusted (127.0.0.0/8,::1/128)"],
+        ["a2", "m2", "c1", "4", "-", "0", "10.1.2.0/24"],
     ]
     assert vipu_admin("remove", "allocation", "a2", "--force").exit_code == 0
     assert fake.state.calls_to("RemoveAllocation")[0].request.force

@@ -18,6 +18,7 @@ directory again, with the same agents.
 from __future__ import annotations
 
 import asyncio
+import secrets
 import threading
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
@@ -118,6 +119,23 @@ class LiveCloud:
     def admin(self) -> httpx.Client:
         return self.client(self.admin_token)
 
+    @property
+    def metrics_token_file(self) -> Path:
+        """The scrape token /metrics accepts (written on first use)."""
+        path = self.data_dir / "metrics.token"
+        if not path.exists():
+            path.write_text(secrets.token_urlsafe(24) + "\n")
+        return path
+
+    def metrics(self) -> str:
+        """``GET /metrics`` as Prometheus scrapes it, with the scrape token."""
+        token = self.metrics_token_file.read_text().strip()
+        reply = httpx.get(
+            self.url + "/metrics", headers={"Authorization": f"Bearer {token}"}, timeout=30
+        )
+        reply.raise_for_status()
+        return reply.text
+
     def project(self, project_id: str, **quotas: int) -> str:
         """Create a project (once) and return a token of it."""
         if project_id not in self._tokens:
@@ -147,6 +165,7 @@ class LiveCloud:
             http_port=0,
             secure=self.secure,
             agent_timeout_s=5.0,
+            metrics_token_file=self.metrics_token_file,
         )
         overrides: dict[str, Any] = {"clock": self.clock, "ids": self._ids}
         if self.compute is not None:
@@ -201,7 +220,7 @@ async def _ensure_pod(running: RunningServer, fleet: AgentFleet, machines: int) 
     known = {a.id for a in await inventory.list_agents()}
     for host in fleet.hosts:
         if host.agent_id not in known:
-            await inventory.create_agent(SYSTEM, host.agent_id, host.host, host.port)
+            await inventory.create_agent(SYSTEM, host.agent_id, host.host, host.port, key=host.key)
     if POD_CLUSTER not in {c.id for c in await inventory.list_clusters()}:
         ids = [h.agent_id for h in fleet.hosts[:machines]]
         await inventory.create_cluster(SYSTEM, POD_CLUSTER, ids)
@@ -233,7 +252,9 @@ def start_cloud(
             rdma_port=0,
             ipuof_base_host=fabric[0] if fabric else None,
         )
-        fleet = AgentFleet(FleetSettings(machines=machines, plan=plan, stop_grace=0))
+        fleet = AgentFleet(
+            FleetSettings(machines=machines, plan=plan, stop_grace=0, fault_injection=True)
+        )
         await fleet.start()
         live = LiveCloud(
             loop=loop,

@@ -5,8 +5,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import httpx
-
 from .conftest import ok
 from .live import start_cloud, stop_cloud
 
@@ -24,7 +22,7 @@ def test_cloud_routes_are_labelled_with_their_prefix(tmp_path: Path) -> None:
             ok(http.get("/admin/projects"))
             ok(http.get("/admin/projects/metered"))
             ok(http.get("/admin/hosts"))
-        text = httpx.get(live.url + "/metrics", timeout=30).text
+        text = live.metrics()
     finally:
         stop_cloud(live)
     routes = set(re.findall(r'route="([^"]+)"', text))

@@ -23,6 +23,7 @@ otherwise; `scripts/ensure-system-deps` installs them).
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -227,6 +228,32 @@ def test_nothing_else_of_the_host_answers(
     assert "netc1" in listed
     for client, cluster, partition in ((b, "net-b", "netb2"), (c, "net-c", "netc1")):
         assert in_shell(client, cluster, f"vipu remove partition {partition}").returncode == 0
+
+
+def test_a_v_ipu_users_host_cannot_attach_a_tenants_ipus(
+    live: LiveCloud, tenants: dict[str, httpx.Client]
+) -> None:
+    """The host (where V-IPU users' applications run) reaches the fabric, but the machines
+    serve a vPOD's partition to its own servers only, and say nothing about it."""
+    b = tenants["b"]
+    done = in_shell(
+        b, "net-b", "vipu create partition netb3 --size 4 >/dev/null && "
+        "vipu get partition netb3 --ipuof-configs",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    config = json.loads(done.stdout[done.stdout.index("{") :])
+    device = config["devices"][0]
+    with socket.create_connection((device["ip"], device["server_port"]), timeout=10) as conn:
+        conn.sendall(b"ATTACH netb3 pid=1 host=intruder cmd=steal\n")
+        answer = conn.makefile().readline()
+    assert answer.startswith("ERR"), answer
+    assert "netb3" not in answer
+    # the owner still attaches from its server
+    owned = in_shell(
+        b, "net-b", "IPUOF_VIPU_API_PARTITION_ID=netb3 vpod-workload --steps 1 --step-time 0"
+    )
+    assert owned.returncode == 0, owned.stderr
+    assert in_shell(b, "net-b", "vipu remove partition netb3").returncode == 0
 
 
 def test_resume_onto_other_machines_moves_what_a_server_reaches(

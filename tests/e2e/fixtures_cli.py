@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.faults.live import AGENT_KEY
+
 from .conftest import BIN, Pod
 from .fixtures_pods import AdminView, wait_until
 
@@ -130,6 +132,8 @@ def extra_agents_fixture(pod64: Pod) -> Iterator[ExtraAgents]:
     """Four more machines, registered with the pod's controller but in no cluster."""
     second_octet = 216 + pod64.admin_port % 39
     log = (pod64.data_dir / "logs" / "extra-agents.log").open("w")
+    key_file = pod64.data_dir / "extra-agents.key"  # the tests ask these agents directly too
+    key_file.write_text(AGENT_KEY + "\n")
     proc = subprocess.Popen(
         [
             str(BIN / "vipu-agent"),
@@ -141,6 +145,8 @@ def extra_agents_fixture(pod64: Pod) -> Iterator[ExtraAgents]:
             f"127.{second_octet}.0.1",
             "--agent-port",
             "0",
+            "--key-file",
+            str(key_file),
             "--register",
             f"127.0.0.1:{pod64.admin_port}",
         ],

@@ -155,7 +155,9 @@ def test_list_allocations_tables(pod64: Pod) -> None:
     assert columns(listing) == "Allocation ID | Agents"
     assert {"Allocation ID": "default", "Agents": POD_AGENTS} in rows(listing)
     admin = sh(pod64, "vipu-admin list allocations").stdout
-    assert columns(admin) == "Allocation ID | Agents | Cluster | Size | Users | Partitions"
+    assert columns(admin) == (
+        "Allocation ID | Agents | Cluster | Size | Users | Partitions | IPUoF Hosts"
+    )
     default = next(r for r in rows(admin) if r["Allocation ID"] == "default")
     assert list(default.values())[1:5] == [POD_AGENTS, "cluster", "64", "default"]
 

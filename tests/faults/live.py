@@ -35,6 +35,7 @@ from typing import Any
 
 import grpc
 
+from vpod.agent.trust import KEY_METADATA
 from vpod.store import Store
 from vpod.wire import admin_pb2 as apb
 from vpod.wire import admin_pb2_grpc as apb_grpc
@@ -257,6 +258,12 @@ def _free(host: str, port: int) -> bool:
     return True
 
 
+AGENT_KEY = "faults-tests-agent-key-" + "f" * 24
+"""The key the tests' agents answer to (``--key-file``): the tests call agents directly
+too, as the controller does, to see what they hold and to inject faults."""
+AGENT_KEY_METADATA = ((KEY_METADATA, AGENT_KEY),)
+
+
 @dataclass
 class AgentProcess:
     """One ``vipu-agent`` process hosting machines ``first_index .. first_index+count-1``."""
@@ -276,6 +283,8 @@ class AgentProcess:
 
     def start(self, register: str) -> AgentProcess:
         first = ipaddress.IPv4Address(self.address_base) + (self.first_index - 1)
+        key_file = self.workdir / "agent.key"
+        key_file.write_text(AGENT_KEY + "\n")
         argv = [
             str(BIN / "vipu-agent"),
             "--machines", str(self.count),
@@ -283,6 +292,8 @@ class AgentProcess:
             "--address-base", str(first),
             "--agent-port", str(AGENT_PORT),
             "--no-rdma-listen",
+            "--enable-fault-injection",
+            "--key-file", str(key_file),
             "--register", register,
         ]  # fmt: skip
         self._child = _Child(argv, self.workdir / f"{self.name}.log", "vipu-agent ready:")
@@ -404,7 +415,9 @@ def agent_holdings(address: str, timeout: float = 15.0) -> tuple[str, list[Holdi
     """Ask one agent directly which partitions it has configured: (boot id, holdings)."""
     with grpc.insecure_channel(address, options=CHANNEL_OPTIONS) as channel:
         stub = agpb_grpc.AgentServiceStub(channel)
-        reply = stub.ListConfigurations(agpb.ListConfigurationsRequest(), timeout=timeout)
+        reply = stub.ListConfigurations(
+            agpb.ListConfigurationsRequest(), timeout=timeout, metadata=AGENT_KEY_METADATA
+        )
     return reply.boot_id, [
         Holding(
             agent_id=reply.agent_id,
@@ -421,9 +434,13 @@ def agent_fault(address: str, fault: agpb.Fault | None) -> None:
     with grpc.insecure_channel(address, options=CHANNEL_OPTIONS) as channel:
         stub = agpb_grpc.AgentServiceStub(channel)
         if fault is None:
-            stub.ClearFault(agpb.ClearFaultRequest(all=True), timeout=15)
+            stub.ClearFault(
+                agpb.ClearFaultRequest(all=True), timeout=15, metadata=AGENT_KEY_METADATA
+            )
         else:
-            stub.InjectFault(agpb.InjectFaultRequest(fault=fault), timeout=15)
+            stub.InjectFault(
+                agpb.InjectFaultRequest(fault=fault), timeout=15, metadata=AGENT_KEY_METADATA
+            )
 
 
 def agent_states(admin: apb_grpc.AdminServiceStub) -> dict[str, apb.Agent]:

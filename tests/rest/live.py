@@ -11,6 +11,7 @@ connection until uvicorn accepts it, and nothing has to wait or poll.
 from __future__ import annotations
 
 import asyncio
+import secrets
 import socket
 import threading
 from collections.abc import Coroutine
@@ -95,6 +96,8 @@ class LivePod:
     url: str
     admin_key: str = ""
     """In secure mode: the access key of user ``root`` (an admin)."""
+    metrics_token: str = ""
+    """The scrape token /metrics accepts under --secure (``--metrics-token-file``)."""
     _served: list[Served] = field(default_factory=list)
     _gateway: GrpcAgentGateway | None = None
 
@@ -124,15 +127,20 @@ async def _start(loop: LoopThread, data_dir: Path, machines: int, secure: bool) 
         server_port=0,
         rdma_port=0,
     )
-    fleet = AgentFleet(FleetSettings(machines=machines, plan=plan, stop_grace=0))
+    fleet = AgentFleet(
+        FleetSettings(machines=machines, plan=plan, stop_grace=0, fault_injection=True)
+    )
     await fleet.start()
     gateway = GrpcAgentGateway()
-    controller = build_controller(
-        Settings(data_dir=data_dir, secure=secure, agent_timeout_s=5.0), gateway
+    token_file = data_dir / "metrics.token"
+    token_file.write_text(secrets.token_urlsafe(24) + "\n")
+    settings = Settings(
+        data_dir=data_dir, secure=secure, agent_timeout_s=5.0, metrics_token_file=token_file
     )
+    controller = build_controller(settings, gateway)
     inventory = controller.inventory
     for host in fleet.hosts:
-        await inventory.create_agent(SYSTEM, host.agent_id, host.host, host.port)
+        await inventory.create_agent(SYSTEM, host.agent_id, host.host, host.port, key=host.key)
     await inventory.create_cluster(SYSTEM, "pod", [h.agent_id for h in fleet.hosts[:4]])
     await inventory.create_allocation(SYSTEM, "alloc-a", "pod", agent_ids=["ag1", "ag2"])
     await inventory.create_allocation(SYSTEM, "alloc-b", "pod", agent_ids=["ag3", "ag4"])
@@ -148,6 +156,7 @@ async def _start(loop: LoopThread, data_dir: Path, machines: int, secure: bool) 
         app=app,
         url=served.url,
         admin_key=admin_key,
+        metrics_token=token_file.read_text().strip(),
         _served=[served],
         _gateway=gateway,
     )

@@ -8,6 +8,7 @@ import httpx
 import pytest
 
 from vpod.controller import errors
+from vpod.controller.caller import SYSTEM
 from vpod.controller.transports.rest_auth import parse_credentials
 
 from .live import LivePod
@@ -137,10 +138,42 @@ def test_the_admin_uses_the_admin_api_with_either_header_form(secure_pod: LivePo
         assert by_bearer.get(f"{API}/admin/clusters").status_code == 200
 
 
-def test_health_and_metrics_need_no_credentials(secure_pod: LivePod) -> None:
-    """Probes and scrapers carry no keys: /healthz, /readyz and /metrics are open."""
+def test_health_needs_no_credentials(secure_pod: LivePod) -> None:
+    """Probes carry no keys: /healthz, /readyz and /openapi.json are open."""
     with secure_pod.client() as anonymous:
         assert anonymous.get("/healthz").status_code == 200
         assert anonymous.get("/readyz").status_code == 200
-        assert anonymous.get("/metrics").status_code == 200
         assert anonymous.get("/openapi.json").status_code == 200
+
+
+def test_metrics_answer_operators_only(secure_pod: LivePod) -> None:
+    """/metrics names every tenant's partitions: under --secure it answers the scrape token
+    (Bearer) or an administrator, and nobody else (401 without credentials or with another
+    token, 403 for a user who is not an admin), with a sentence saying what to send."""
+    with secure_pod.client() as anonymous:
+        refused = anonymous.get("/metrics")
+        assert refused.status_code == 401
+        assert "metrics.token" in refused.text
+        assert "alloc-a" not in refused.text
+    with secure_pod.client(Authorization="Bearer not-the-scrape-token") as wrong:
+        assert wrong.get("/metrics").status_code == 401
+    with secure_pod.client(Authorization=f"Bearer {secure_pod.metrics_token}") as scraper:
+        page = scraper.get("/metrics")
+        assert page.status_code == 200
+        assert 'vpod_ipus_allocated{cluster="pod"}' in page.text
+    key = secure_pod.admin_key
+    with secure_pod.client(Authorization=f"Bearer root:{key}") as admin:
+        assert admin.get("/metrics").status_code == 200
+    with secure_pod.client(**{"X-Vipu-User-Id": "root", "X-Vipu-Access-Key": key}) as admin:
+        assert admin.get("/metrics").status_code == 200
+    user_key = secure_pod.run(
+        secure_pod.controller.inventory.create_user(SYSTEM, "scraper", ["alloc-a"])
+    ).access_key
+    with secure_pod.client(Authorization=f"Bearer scraper:{user_key}") as plain_user:
+        assert plain_user.get("/metrics").status_code == 403
+
+
+def test_metrics_stay_open_in_open_mode(pod: LivePod) -> None:
+    """Without --secure every route is open, /metrics too (docs/security.md)."""
+    with pod.client() as anonymous:
+        assert anonymous.get("/metrics").status_code == 200

@@ -142,11 +142,13 @@ class SlurmPod:
     def agent_configurations(self) -> dict[tuple[str, int], list[str]]:
         """(agent, device id) -> the partitions every agent says hold that IPU."""
         held: dict[tuple[str, int], list[str]] = {}
+        key = (self.pod.data_dir / "agent.key").read_text().strip()  # vpod up's agents' key
+        agent_key = (("vipu-agent-key", key),)
         for agent in self.agents():
             target = f"{agent['host']}:{agent['port']}"
             with grpc.insecure_channel(target) as channel:
                 reply = apb_grpc.AgentServiceStub(channel).ListConfigurations(
-                    apb.ListConfigurationsRequest(), timeout=30
+                    apb.ListConfigurationsRequest(), timeout=30, metadata=agent_key
                 )
             for configured in reply.partitions:
                 for ipu in configured.config.ipus:

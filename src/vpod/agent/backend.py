@@ -110,6 +110,10 @@ class MachineBackend(Protocol):
         """End an attachment; False when it had ended already."""
         ...
 
+    def attachments(self) -> list[IpuAttachment]:
+        """Every application attached now, by device id."""
+        ...
+
     def inject_fault(self, fault: Fault) -> list[Fault]:
         """Start a machine fault (IPU or link); returns the active machine faults."""
         ...

@@ -11,6 +11,10 @@ the :class:`~vpod.agent.errors.AgentError` tree: gRPC errors never leak out.
                                               -> AgentRefused (.reason from "vpod-reason")
     anything else (INTERNAL, UNIMPLEMENTED ...) -> AgentFailed
 
+Every call carries the agent's key (metadata ``vipu-agent-key``, :mod:`.trust`)
+when the client was given one; an agent refuses calls without it
+(``UNAUTHENTICATED``, an :class:`AgentRefused`).
+
 Every rpc of the agent protocol is idempotent, so channels retry calls that
 met UNAVAILABLE (up to 3 attempts within the call's deadline).
 
@@ -54,6 +58,7 @@ from .model import (
     MachineIdentity,
     PartitionConfig,
 )
+from .trust import KEY_METADATA
 
 DEFAULT_TIMEOUT = 5.0
 RETRY_SERVICE_CONFIG = json.dumps(
@@ -166,10 +171,12 @@ class AgentClient:
         agent_id: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
         channel: grpc.aio.Channel | None = None,
+        key: str = "",
     ) -> None:
         self.address = address
         self.agent = agent_id or address
         self.timeout = timeout
+        self._metadata = ((KEY_METADATA, key),) if key else None
         self._owns_channel = channel is None
         self._channel = channel or grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
         self._stub = pb_grpc.AgentServiceStub(self._channel)
@@ -194,7 +201,11 @@ class AgentClient:
         self, method: Callable[..., Awaitable[Any]], request: Any, timeout: float | None
     ) -> Any:
         try:
-            return await method(request, timeout=self.timeout if timeout is None else timeout)
+            return await method(
+                request,
+                timeout=self.timeout if timeout is None else timeout,
+                metadata=self._metadata,
+            )
         except grpc.aio.AioRpcError as err:
             raise translate(self.agent, self.address, err) from None
         except grpc.aio.UsageError as err:
@@ -227,9 +238,17 @@ class AgentClient:
         return convert.attributes_from_wire(reply)
 
     async def configure_partition(
-        self, config: PartitionConfig, *, timeout: float | None = None
+        self,
+        config: PartitionConfig,
+        *,
+        hosts: Sequence[str] = (),
+        timeout: float | None = None,
     ) -> ConfigureOutcome:
-        request = pb.ConfigurePartitionRequest(config=convert.config_to_wire(config))
+        """Configure this machine's part of a partition; ``hosts`` (addresses or CIDRs) may
+        attach to it over IPUoF (none: no host may)."""
+        request = pb.ConfigurePartitionRequest(
+            config=convert.config_to_wire(config), allowed_hosts=hosts
+        )
         reply = await self._call(self._stub.ConfigurePartition, request, timeout)
         return self._decode(lambda: convert.outcome_from_wire(reply))
 
@@ -245,6 +264,15 @@ class AgentClient:
         request = pb.ResetPartitionRequest(partition_id=partition_id)
         reply = await self._call(self._stub.ResetPartition, request, timeout)
         return self._decode(lambda: convert.configured_from_wire(reply.partition))
+
+    async def set_partition_hosts(
+        self, partition_id: str, hosts: Sequence[str], *, timeout: float | None = None
+    ) -> bool:
+        """Replace who may attach to the partition over IPUoF; False when it is not
+        configured on this agent (nothing to change)."""
+        request = pb.SetPartitionHostsRequest(partition_id=partition_id, allowed_hosts=hosts)
+        reply = await self._call(self._stub.SetPartitionHosts, request, timeout)
+        return bool(reply.configured)
 
     async def list_configurations(
         self, *, timeout: float | None = None
@@ -291,7 +319,9 @@ class AgentClient:
         The first batch always comes at once (possibly empty) and carries the
         agent's boot id. Stop by breaking out of the loop.
         """
-        call = self._stub.WatchEvents(pb.WatchEventsRequest(since_event=since_event))
+        call = self._stub.WatchEvents(
+            pb.WatchEventsRequest(since_event=since_event), metadata=self._metadata
+        )
         try:
             async for message in call:
                 yield self._decode(functools.partial(convert.batch_from_wire, message))
@@ -328,7 +358,7 @@ class ChannelPool:
     def __init__(self, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         self.timeout = timeout
         self._channels: dict[str, grpc.aio.Channel] = {}
-        self._clients: dict[tuple[str, str | None, float], AgentClient] = {}
+        self._clients: dict[tuple[str, str | None, float, str], AgentClient] = {}
 
     def __len__(self) -> int:
         return len(self._channels)
@@ -341,19 +371,32 @@ class ChannelPool:
         return channel
 
     def client(
-        self, address: str, *, agent_id: str | None = None, timeout: float | None = None
+        self,
+        address: str,
+        *,
+        agent_id: str | None = None,
+        timeout: float | None = None,
+        key: str = "",
     ) -> AgentClient:
-        """A client over the pooled channel (closing the client leaves the channel open).
+        """A client over the pooled channel (closing the client leaves the channel open),
+        presenting the agent key ``key``.
 
         Clients are cached too, so asking for one per call costs a dict lookup.
         """
-        key = (address, agent_id, self.timeout if timeout is None else timeout)
-        client = self._clients.get(key)
+        cache_key = (address, agent_id, self.timeout if timeout is None else timeout, key)
+        client = self._clients.get(cache_key)
         if client is None:
+            # An agent that restarted answers to a new key: forget its clients of old keys.
+            for stale in [k for k in self._clients if k[:3] == cache_key[:3]]:
+                del self._clients[stale]
             client = AgentClient(
-                address, agent_id=agent_id, timeout=key[2], channel=self.channel(address)
+                address,
+                agent_id=agent_id,
+                timeout=cache_key[2],
+                channel=self.channel(address),
+                key=key,
             )
-            self._clients[key] = client
+            self._clients[cache_key] = client
         return client
 
     def detach(self, address: str) -> grpc.aio.Channel | None:

@@ -207,6 +207,7 @@ def configured_to_wire(held: ConfiguredPartition) -> pb.ConfiguredPartition:
         attached_device_ids=held.attached_device_ids,
         reset_count=held.reset_count,
         configured_at=timestamp(held.configured_at),
+        allowed_hosts=held.allowed_hosts,
     )
 
 
@@ -216,6 +217,7 @@ def configured_from_wire(msg: pb.ConfiguredPartition) -> ConfiguredPartition:
         attached_device_ids=tuple(msg.attached_device_ids),
         reset_count=msg.reset_count,
         configured_at=seconds(msg.configured_at),
+        allowed_hosts=tuple(msg.allowed_hosts),
     )
 
 

@@ -49,6 +49,8 @@ class Reason(enum.StrEnum):
     """IPUoF: the IPU belongs to another partition."""
     IPU_ATTACHED = "ipu-attached"
     """IPUoF: another application holds the IPU."""
+    FAULT_INJECTION_DISABLED = "fault-injection-disabled"
+    """The agent was not started with ``--enable-fault-injection``."""
     UNKNOWN = "unknown"
 
 

@@ -7,7 +7,9 @@ addresses and ports (see :mod:`vpod.agent.addressing`), and optionally
 registers each with a controller in the background.
 
 gRPC servers are created with ``grpc.so_reuseport`` off: with it on (gRPC's
-default on Linux) two agents could silently share one port.
+default on Linux) two agents could silently share one port. Each answers only
+calls that carry its agent key (:mod:`.trust`), which it tells the
+controller when it registers.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from vpod.wire import agent_pb2_grpc
 from .addressing import AddressPlan, MachineAddress, agent_ids, join_host_port
 from .emulated import EmulatedMachine
 from .ipuof import IpuofEndpoints
+from .ipuof_access import IpuofAccess
 from .model import MachineEndpoints
 from .registration import (
     Backoff,
@@ -38,6 +41,7 @@ from .registration import (
 )
 from .roster import FleetRoster
 from .service import AgentService
+from .trust import ControllerKeyCheck, new_agent_key
 
 log = logging.getLogger(__name__)
 
@@ -61,11 +65,17 @@ class AgentHost:
         *,
         listen_rdma: bool = True,
         roster: FleetRoster | None = None,
+        key: str | None = None,
+        fault_injection: bool = False,
     ) -> None:
         self.machine = machine
         self.plan = address
+        self.key = key or new_agent_key()
+        """The secret every call to this agent must carry (random unless given)."""
+        self.access = IpuofAccess()
         self._roster = roster
         self._listen_rdma = listen_rdma
+        self._fault_injection = fault_injection
         self._server: grpc.aio.Server | None = None
         self._ipuof: IpuofEndpoints | None = None
         self._service: AgentService | None = None
@@ -102,7 +112,9 @@ class AgentHost:
 
     async def start(self) -> None:
         plan = self.plan
-        ipuof = IpuofEndpoints(self.machine, plan.ipuof_host, plan.server_ports, plan.rdma_ports)
+        ipuof = IpuofEndpoints(
+            self.machine, plan.ipuof_host, plan.server_ports, plan.rdma_ports, access=self.access
+        )
         try:
             await ipuof.start(listen_rdma=self._listen_rdma)
         except OSError as exc:
@@ -112,8 +124,12 @@ class AgentHost:
                 " choose another --address-base or IPUoF base ports"
             ) from exc
         self._ipuof = ipuof
-        server = grpc.aio.server(options=SERVER_OPTIONS)
-        self._service = AgentService(self.machine, self._roster)
+        server = grpc.aio.server(
+            options=SERVER_OPTIONS, interceptors=[ControllerKeyCheck(self.agent_id, self.key)]
+        )
+        self._service = AgentService(
+            self.machine, self._roster, access=self.access, fault_injection=self._fault_injection
+        )
         agent_pb2_grpc.add_AgentServiceServicer_to_server(self._service, server)
         wanted = join_host_port(plan.host, plan.agent_port)
         try:
@@ -179,6 +195,11 @@ class FleetSettings:
     """Host the controller should dial, when not the address the agent listens on."""
     register_backoff: Backoff = field(default_factory=Backoff)
     stop_grace: float = 1.0
+    agent_key: str | None = None
+    """The key every machine of the fleet answers to (``--key-file``); None: a random key per
+    machine at each start, told to the controller at registration."""
+    fault_injection: bool = False
+    """Accept InjectFault and ClearFault (``--enable-fault-injection``): tests and demos."""
 
     def ids(self) -> list[str]:
         if self.agent_ids:
@@ -214,6 +235,8 @@ class AgentFleet:
                 address,
                 listen_rdma=settings.listen_rdma,
                 roster=self.roster,
+                key=settings.agent_key,
+                fault_injection=settings.fault_injection,
             )
             for agent_id, address in zip(ids, addresses, strict=True)
         ]
@@ -247,6 +270,7 @@ class AgentFleet:
                 host.machine.identity(),
                 advertise_host=self.settings.advertise_host or host.host,
                 port=host.port,
+                agent_key=host.key,
             )
             task = asyncio.create_task(
                 register_until_answered(

@@ -33,6 +33,13 @@ reconfiguration, IPU fault) the server sends ``BYE <why>`` and closes.
 Attach and detach become events the controller reads (``DETACHED`` with
 ``evicted`` false is its cue for an automatic reset).
 
+Each partition answers only its owners: the controller declares, per
+partition, the hosts whose applications may use it (:mod:`.ipuof_access`),
+and every ``ATTACH``, ``STATUS`` or ``DETACH`` from a peer address outside
+them is refused exactly as if the IPU were in no partition
+(``ERR ipu-not-configured``), so a stranger learns nothing about the
+partition, not even that there is one.
+
 The RDMA ports (7471-7474 in the spec) are listened on when asked, so they
 are taken as on a real machine; a connection there is closed at once.
 """
@@ -47,6 +54,7 @@ from urllib.parse import quote, unquote
 
 from .backend import MachineBackend
 from .errors import MachineRefusal, Reason
+from .ipuof_access import IpuofAccess
 from .model import AgentEvent, EventKind, Holder, IpuHealth
 
 log = logging.getLogger(__name__)
@@ -76,6 +84,10 @@ STATUS_KEYS = (
     "links_down",
 )
 """The keys of a ``STATUS`` answer, in order."""
+
+
+GUARDED_VERBS = frozenset({"ATTACH", "STATUS", "DETACH", "LOAD", "PING"})
+"""First lines answered only for a host the IPU's partition admits."""
 
 
 class _BadLine(ValueError):
@@ -143,9 +155,11 @@ class IpuofEndpoints:
         server_ports: Sequence[int],
         rdma_ports: Sequence[int] = (),
         *,
+        access: IpuofAccess | None = None,
         first_line_timeout: float = 30.0,
     ) -> None:
         self._backend = backend
+        self._access = access if access is not None else IpuofAccess()
         self._host = host
         self._wanted_server_ports = tuple(server_ports)
         self._wanted_rdma_ports = tuple(rdma_ports)
@@ -232,6 +246,7 @@ class IpuofEndpoints:
         self, device_id: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
         peer = writer.get_extra_info("peername")
+        peer_host = str(peer[0]) if isinstance(peer, tuple) else ""
         client = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         try:
             line = await asyncio.wait_for(reader.readline(), self._first_line_timeout)
@@ -243,6 +258,9 @@ class IpuofEndpoints:
             return
         words = line.decode("utf-8", "replace").split()
         verb = words[0].upper() if words else ""
+        if verb in GUARDED_VERBS and not self._may_use(device_id, peer_host):
+            await _send(writer, self._not_yours(device_id, peer_host))
+            return
         if verb == "STATUS" and len(words) <= 2:
             await self._status(writer, device_id, words[1] if len(words) == 2 else None)
             return
@@ -304,6 +322,20 @@ class IpuofEndpoints:
                 self._backend.detach(attachment.attachment_id, detail="application detached")
             else:
                 self._backend.detach(attachment.attachment_id, evicted=True, detail="agent stopped")
+
+    def _may_use(self, device_id: int, peer_host: str) -> bool:
+        """Whether the host at ``peer_host`` may use the partition IPU ``device_id`` is in."""
+        partition_id = self._backend.ipu_status(device_id).partition_id
+        return self._access.allows(partition_id, peer_host)
+
+    def _not_yours(self, device_id: int, peer_host: str) -> str:
+        """The one refusal for "no partition here" and "not your partition": it tells a
+        stranger nothing about the partition."""
+        return (
+            f"ERR {Reason.IPU_NOT_CONFIGURED} IPU {device_id} of agent {self._backend.agent_id}"
+            f" is in no active partition that host {peer_host or 'unknown'} may use: create a"
+            " partition in an allocation whose hosts include this host"
+        )
 
     async def _status(
         self, writer: asyncio.StreamWriter, device_id: int, partition_id: str | None

@@ -169,6 +169,8 @@ class ConfiguredPartition:
     attached_device_ids: tuple[int, ...] = ()
     reset_count: int = 0
     configured_at: float = 0.0
+    allowed_hosts: tuple[str, ...] = ()
+    """Who may attach over IPUoF (CIDRs); the agent's service fills it in, not the machine."""
 
 
 @dataclass(frozen=True, slots=True)

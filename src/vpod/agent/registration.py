@@ -107,9 +107,10 @@ def registration_channel(target: str, tls: RegistrationTls | None) -> grpc.aio.C
 
 
 def registration_request(
-    identity: MachineIdentity, *, advertise_host: str, port: int
+    identity: MachineIdentity, *, advertise_host: str, port: int, agent_key: str = ""
 ) -> admin_pb2.RegisterAgentRequest:
-    """What the agent tells the controller about itself."""
+    """What the agent tells the controller about itself, with the key the controller must
+    present on every call to it (:mod:`.trust`)."""
     return admin_pb2.RegisterAgentRequest(
         agent_id=identity.agent_id,
         host=advertise_host,
@@ -119,6 +120,7 @@ def registration_request(
         ipuof_address=identity.ipuof_address,
         boot_id=identity.boot_id,
         agent_version=identity.agent_version,
+        agent_key=agent_key,
     )
 
 

@@ -19,6 +19,7 @@ exempt, so a hung agent can always be healed.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import AsyncIterator, Callable
 from typing import NoReturn, TypeVar
@@ -31,8 +32,16 @@ from vpod.wire import agent_pb2_grpc as pb_grpc
 
 from . import convert
 from .backend import MachineBackend
-from .errors import REASON_KEY, InvalidRequest, MachineConflict, MachineRefusal, UnknownPartition
-from .model import AgentEvent, Fault, FaultKind
+from .errors import (
+    REASON_KEY,
+    InvalidRequest,
+    MachineConflict,
+    MachineRefusal,
+    Reason,
+    UnknownPartition,
+)
+from .ipuof_access import IpuofAccess
+from .model import AgentEvent, ConfiguredPartition, Fault, FaultKind
 from .roster import FleetRoster
 
 log = logging.getLogger(__name__)
@@ -58,9 +67,18 @@ def status_of(exc: MachineRefusal) -> grpc.StatusCode:
 class AgentService(pb_grpc.AgentServiceServicer):
     """Serves one machine. Create it inside the event loop that runs the server."""
 
-    def __init__(self, backend: MachineBackend, roster: FleetRoster | None = None) -> None:
+    def __init__(
+        self,
+        backend: MachineBackend,
+        roster: FleetRoster | None = None,
+        *,
+        access: IpuofAccess | None = None,
+        fault_injection: bool = False,
+    ) -> None:
         self._backend = backend
         self._roster = roster
+        self._access = access if access is not None else IpuofAccess()
+        self._fault_injection = fault_injection
         self._hang: Fault | None = None
         self._slow: Fault | None = None
         self._healed = asyncio.Event()
@@ -69,6 +87,34 @@ class AgentService(pb_grpc.AgentServiceServicer):
     @property
     def backend(self) -> MachineBackend:
         return self._backend
+
+    @property
+    def access(self) -> IpuofAccess:
+        """Who may attach to each configured partition over IPUoF."""
+        return self._access
+
+    def _with_hosts(self, held: ConfiguredPartition) -> ConfiguredPartition:
+        hosts = self._access.hosts(held.config.partition_id)
+        return dataclasses.replace(held, allowed_hosts=hosts)
+
+    def _evict_strangers(self, partition_id: str) -> None:
+        """End the attachments to ``partition_id`` from hosts it no longer admits."""
+        for held in self._backend.attachments():
+            host = held.client.rsplit(":", 1)[0].strip("[]")
+            if held.partition_id == partition_id and not self._access.allows(partition_id, host):
+                self._backend.detach(
+                    held.attachment_id,
+                    evicted=True,
+                    detail=f"host {host} is no longer admitted to partition {partition_id}",
+                )
+
+    def _require_fault_injection(self) -> None:
+        if not self._fault_injection:
+            raise MachineConflict(
+                f"fault injection is off on agent {self._backend.agent_id}: it is a test and"
+                " demo feature; start the agent with --enable-fault-injection to use it",
+                Reason.FAULT_INJECTION_DISABLED,
+            )
 
     def agent_faults(self) -> list[Fault]:
         return [f for f in (self._hang, self._slow) if f is not None]
@@ -146,19 +192,40 @@ class AgentService(pb_grpc.AgentServiceServicer):
             if not request.HasField("config"):
                 raise InvalidRequest("ConfigurePartition needs a config: none was sent")
             config = convert.config_from_wire(request.config)
-            return convert.outcome_to_wire(self._backend.configure(config))
+            networks = self._access.parse(request.allowed_hosts)
+            outcome = self._backend.configure(config)
+            self._access.set(config.partition_id, networks)
+            self._evict_strangers(config.partition_id)
+            outcome = dataclasses.replace(outcome, partition=self._with_hosts(outcome.partition))
+            return convert.outcome_to_wire(outcome)
 
         return await self._run(context, "ConfigurePartition", configure)
 
     async def ReleasePartition(
         self, request: pb.ReleasePartitionRequest, context: grpc.aio.ServicerContext
     ) -> pb.ReleasePartitionReply:
-        backend = self._backend
-        return await self._run(
-            context,
-            "ReleasePartition",
-            lambda: pb.ReleasePartitionReply(released=backend.release(request.partition_id)),
-        )
+        def release() -> pb.ReleasePartitionReply:
+            released = self._backend.release(request.partition_id)
+            self._access.forget(request.partition_id)
+            return pb.ReleasePartitionReply(released=released)
+
+        return await self._run(context, "ReleasePartition", release)
+
+    async def SetPartitionHosts(
+        self, request: pb.SetPartitionHostsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.SetPartitionHostsReply:
+        def set_hosts() -> pb.SetPartitionHostsReply:
+            networks = self._access.parse(request.allowed_hosts)
+            configured = any(
+                c.config.partition_id == request.partition_id
+                for c in self._backend.configurations()
+            )
+            if configured:
+                self._access.set(request.partition_id, networks)
+                self._evict_strangers(request.partition_id)
+            return pb.SetPartitionHostsReply(configured=configured)
+
+        return await self._run(context, "SetPartitionHosts", set_hosts)
 
     async def ResetPartition(
         self, request: pb.ResetPartitionRequest, context: grpc.aio.ServicerContext
@@ -168,7 +235,9 @@ class AgentService(pb_grpc.AgentServiceServicer):
             context,
             "ResetPartition",
             lambda: pb.ResetPartitionReply(
-                partition=convert.configured_to_wire(backend.reset(request.partition_id))
+                partition=convert.configured_to_wire(
+                    self._with_hosts(backend.reset(request.partition_id))
+                )
             ),
         )
 
@@ -181,7 +250,10 @@ class AgentService(pb_grpc.AgentServiceServicer):
             return pb.ListConfigurationsReply(
                 agent_id=backend.agent_id,
                 boot_id=backend.identity().boot_id,
-                partitions=[convert.configured_to_wire(c) for c in backend.configurations()],
+                partitions=[
+                    convert.configured_to_wire(self._with_hosts(c))
+                    for c in backend.configurations()
+                ],
             )
 
         return await self._run(context, "ListConfigurations", listing)
@@ -261,6 +333,7 @@ class AgentService(pb_grpc.AgentServiceServicer):
         self, request: pb.InjectFaultRequest, context: grpc.aio.ServicerContext
     ) -> pb.InjectFaultReply:
         def inject() -> pb.InjectFaultReply:
+            self._require_fault_injection()
             fault = convert.fault_from_wire(request.fault)
             if fault.kind is FaultKind.AGENT_HANG:
                 self._hang = fault
@@ -283,6 +356,7 @@ class AgentService(pb_grpc.AgentServiceServicer):
         self, request: pb.ClearFaultRequest, context: grpc.aio.ServicerContext
     ) -> pb.ClearFaultReply:
         def clear() -> pb.ClearFaultReply:
+            self._require_fault_injection()
             if request.all:
                 self._clear_agent_faults(hang=True, slow=True)
                 self._backend.clear_fault(None)

@@ -8,6 +8,11 @@ Examples::
                --ipuof-server-port 51000 --ipuof-rdma-port 52000
     vipu-agent --machines 2 --agent-port 0 --ipuof-server-port 0 --ipuof-rdma-port 0
     vipu-agent --register ctl:8091 --tls-ca ca.crt --tls-cert client.crt --tls-key client.key
+    vipu-agent --key-file agent.key     # then: vipu-admin create agent ag1 ... --key-file agent.key
+    vipu-agent --enable-fault-injection  # tests and demos: accept InjectFault / ClearFault
+
+Each agent answers only calls carrying its key: a random one per start,
+told to the controller when the agent registers, or the one in --key-file.
 
 Prints one line when every agent is serving (``vipu-agent ready: ag1=HOST:PORT
 ...``) and stops cleanly on SIGINT or SIGTERM.
@@ -36,6 +41,7 @@ from vpod.agent.addressing import (
 from vpod.agent.fabric import FabricError, claim_addresses, release_addresses
 from vpod.agent.host import AgentFleet, AgentStartError, FleetSettings
 from vpod.agent.registration import RegistrationTls
+from vpod.agent.trust import read_agent_key
 from vpod.domain.catalog import machine_spec
 
 from .parent_death import die_with_parent
@@ -146,6 +152,19 @@ def _port(value: int, option: str) -> int:
     " (`vipu-admin create agent-token`); or set VIPU_AGENT_TOKEN.",
 )
 @click.option(
+    "--key-file",
+    type=_PEM,
+    default=None,
+    help="File holding the key the controller must present on every call (32+ characters,"
+    " e.g. `openssl rand -hex 32`); give the same file to `vipu-admin create agent"
+    " --key-file`. Default: a random key per start, sent to the controller with --register.",
+)
+@click.option(
+    "--enable-fault-injection",
+    is_flag=True,
+    help="Accept InjectFault and ClearFault (tests and demos); refused otherwise.",
+)
+@click.option(
     "--log-level",
     default="warning",
     show_default=True,
@@ -172,6 +191,8 @@ def cli(
     tls_cert: Path | None,
     tls_key: Path | None,
     token_file: Path | None,
+    key_file: Path | None,
+    enable_fault_injection: bool,
     log_level: str,
 ) -> None:
     """Run emulated IPU-Machine agents (V-IPU agents) until SIGINT or SIGTERM."""
@@ -198,6 +219,10 @@ def cli(
     token = _registration_token(token_file)
     if token and register is None:
         raise click.UsageError("an agent token is for registration: give --register HOST:PORT too")
+    try:
+        agent_key = read_agent_key(key_file) if key_file is not None else None
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--key-file") from None
     mode = AddressMode.SHARED if single_address else AddressMode.PER_MACHINE
     if ipuof_fabric and ipuof_address_base:
         raise click.UsageError("give --ipuof-fabric or --ipuof-address-base, not both")
@@ -229,6 +254,8 @@ def cli(
         register_tls=register_tls,
         register_token=token,
         advertise_host=advertise_host,
+        agent_key=agent_key,
+        fault_injection=enable_fault_injection,
     )
     try:
         plan.addresses(len(settings.ids()))

@@ -17,6 +17,8 @@ from vpod.cloud.settings import load_settings
 from vpod.controller.server import ExtensionFactory, RunningServer, serve
 from vpod.controller.settings import Settings
 from vpod.controller.tls import ServerTls
+from vpod.domain.errors import InvalidSpec
+from vpod.domain.host_networks import DEFAULT_TRUSTED_HOSTS, normalise_hosts, split_hosts
 from vpod.web import WebConsole
 
 from .errors import run_cli
@@ -156,6 +158,22 @@ def _configure_logging(
     " file-descriptor limit; 0: no cap). Idle and slow clients are timed out either way.",
 )
 @click.option(
+    "--trusted-hosts",
+    default=",".join(DEFAULT_TRUSTED_HOSTS),
+    show_default=True,
+    metavar="CIDR[,CIDR...]",
+    help="Hosts whose applications may attach over IPUoF to partitions of an allocation"
+    " whose own hosts were never set (`vipu-admin create allocation --hosts`).",
+)
+@click.option(
+    "--metrics-token-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="File holding the bearer token /metrics accepts besides an administrator's"
+    " credentials (`vpod up` writes DATA_DIR/metrics.token). Without --secure /metrics is"
+    " open.",
+)
+@click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"]),
     default="info",
@@ -199,6 +217,8 @@ def main(
     cloud: bool,
     unsafe_shared_host: bool,
     max_connections: int,
+    trusted_hosts: str,
+    metrics_token_file: Path | None,
     log_level: str,
     log_file: Path | None,
     log_max_bytes: int,
@@ -213,6 +233,11 @@ def main(
         discovery = resolve_interfaces(entries)
     except ValueError as exc:
         print(f"error: -a/--autodiscovery-listen-interfaces: {exc}", file=sys.stderr)
+        sys.exit(2)
+    try:
+        trusted = normalise_hosts(split_hosts(trusted_hosts))
+    except InvalidSpec as exc:
+        print(f"error: --trusted-hosts: {exc}", file=sys.stderr)
         sys.exit(2)
     settings = Settings(
         data_dir=data_dir,
@@ -230,6 +255,8 @@ def main(
         owner_lease_ttl_s=owner_lease_ttl,
         recovery_interval_s=recovery_interval,
         max_connections=max_connections,
+        trusted_hosts=trusted,
+        metrics_token_file=metrics_token_file,
     )
     run_cli(lambda: _start(settings, security, cloud, unsafe_shared_host))
 

@@ -27,6 +27,10 @@ The whole product by default:
   whole pod) and means an administrator reshaping that pod never takes
   capacity a tenant is using.
 
+Under ``--secure`` it also writes ``DATA_DIR/metrics.token`` (0600), the bearer
+token ``/metrics`` accepts for Prometheus, and in every mode ``DATA_DIR/agent.key``,
+the key its agents answer to (:mod:`.up_secret_files`).
+
 Logs are under ``DATA_DIR/logs``: ``controller.log`` is the controller's
 (``vipu-server --log-file``, rotated by size), ``controller.out`` what it
 prints outside its log (the ready line, a failure to start), ``agents.log``
@@ -58,6 +62,7 @@ from . import cloud_up
 from .errors import fail
 from .up_agent_token import ensure_agent_token
 from .up_children import Child, Supervised
+from .up_secret_files import ensure_agent_key, ensure_metrics_token
 from .up_setup import (
     SETUP_CALL_TIMEOUT_S,
     admin_credentials,
@@ -158,6 +163,8 @@ def _agent_argv(pod: Pod, state: UpState, host: str, admin_port: int) -> list[st
         str(AGENT_PORT),
         "--register",
         f"{host}:{admin_port}",
+        # vpod up is the demo: `vipu-admin create fault` works on its emulated machines.
+        "--enable-fault-injection",
     ]
 
 
@@ -215,6 +222,7 @@ def run_up(options: UpOptions, *, echo: bool = True) -> None:
         if secure:
             server_argv.append("--secure")
             admin = admin_credentials(data_dir, logs / SERVER_OUTPUT)
+            server_argv += ["--metrics-token-file", str(ensure_metrics_token(data_dir))]
         cloud_pod = _cloud_pod(state, cloud)
         if cloud:
             cloud_up.write_cloud_settings(data_dir)
@@ -290,6 +298,7 @@ class _Run:
         admin_port = _port_of(ready, "admin API")
         http_port = _port_of(ready, "HTTP")
         agent_argv = _agent_argv(pod, state, options.host, admin_port)
+        agent_argv += ["--key-file", str(ensure_agent_key(options.data_dir))]
         agent_env: dict[str, str] = {}
         if self.admin is not None:  # a secure controller admits agents with a token only
             target = f"{options.host}:{admin_port}"

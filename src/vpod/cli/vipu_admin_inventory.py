@@ -7,6 +7,7 @@ under its verb group (``create agent`` ...). All of them call
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
@@ -23,6 +24,32 @@ from .vipu_group import PORT, WholeNumber, csv_list, echo_json, json_option, ses
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
+key_file_option = click.option(
+    "--key-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="File holding the agent's key (the one given to vipu-agent --key-file); without it,"
+    " the key the agent registered with.",
+)
+hosts_option = click.option(
+    "--hosts",
+    metavar="CIDR[,CIDR...]",
+    callback=csv_list,
+    help="Hosts (addresses or CIDRs) whose applications may attach to the allocation's IPUs"
+    " over IPUoF [the controller's trusted hosts].",
+)
+
+
+def _agent_key(key_file: Path | None) -> str:
+    """The key in ``key_file`` (surrounding whitespace ignored), or "" without one."""
+    if key_file is None:
+        return ""
+    try:
+        return key_file.read_text().strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CliError(f"cannot read --key-file {key_file}: {exc}", EXIT_USAGE) from None
+
+
 AGENT_HEADERS = (
     "Agent",
     "Host",
@@ -36,7 +63,15 @@ AGENT_HEADERS = (
 )
 DISCOVERED_HEADERS = ("Agent", "Host", "Port", "Type", "Serial", "Known", "Added", "Error")
 CLUSTER_HEADERS = ("Cluster", "Agents", "ILDs", "Topology", "Cluster Topology", "IPUs", "Type")
-ADMIN_ALLOCATION_HEADERS = ("Allocation ID", "Agents", "Cluster", "Size", "Users", "Partitions")
+ADMIN_ALLOCATION_HEADERS = (
+    "Allocation ID",
+    "Agents",
+    "Cluster",
+    "Size",
+    "Users",
+    "Partitions",
+    "IPUoF Hosts",
+)
 """The first two columns are those of ``vipu list allocations``."""
 
 ILD_TOPOLOGIES = sorted(t.value for t in IldTopology)
@@ -104,6 +139,7 @@ def allocation_row(info: apb.AllocationInfo) -> list[object]:
         info.size,
         joined(info.user_ids),
         info.num_partitions,
+        joined(info.hosts) if info.hosts else f"trusted ({joined(info.trusted_hosts)})",
     ]
 
 
@@ -120,15 +156,22 @@ def allocation_row(info: apb.AllocationInfo) -> list[object]:
     metavar="P",
     help="The agent's gRPC port.",
 )
+@key_file_option
 @click.pass_context
-def create_agent(ctx: click.Context, agent_id: str, host: str, port: int) -> None:
+def create_agent(
+    ctx: click.Context, agent_id: str, host: str, port: int, key_file: Path | None
+) -> None:
     """Register the agent of one IPU-Machine.
+
+    An agent answers only calls that carry its key: give the file the agent was
+    started with (vipu-agent --key-file). An agent that registers itself tells
+    the controller its key, and needs no --key-file.
 
     \b
     Example:
-      vipu-admin create agent ipum1 --host 10.1.0.1 --port 8092
+      vipu-admin create agent ipum1 --host 10.1.0.1 --port 8092 --key-file ipum1.key
     """
-    admin_client(ctx).create_agent(agent_id, host, port)
+    admin_client(ctx).create_agent(agent_id, host, port, key=_agent_key(key_file))
     success("create", "agent", agent_id)
 
 
@@ -182,9 +225,12 @@ def _addresses(ctx: click.Context, param: click.Parameter, value: str | None) ->
     help="Agents to probe; without it, the agents that registered themselves.",
 )
 @click.option("--add", is_flag=True, help="Create the agents found, with the ids they report.")
+@key_file_option
 @json_option
 @click.pass_context
-def discover_agent(ctx: click.Context, addresses: list[str], add: bool, as_json: bool) -> None:
+def discover_agent(
+    ctx: click.Context, addresses: list[str], add: bool, key_file: Path | None, as_json: bool
+) -> None:
     """Probe agents (or list self-registered ones) and optionally add them.
 
     Table columns: Agent | Host | Port | Type | Serial | Known | Added | Error.
@@ -195,7 +241,7 @@ def discover_agent(ctx: click.Context, addresses: list[str], add: bool, as_json:
       vipu-admin discover agent
       vipu-admin discover agent --address 10.1.0.1:8092,10.1.0.2:8092 --add
     """
-    found = admin_client(ctx).discover_agents(addresses, add=add)
+    found = admin_client(ctx).discover_agents(addresses, add=add, key=_agent_key(key_file))
     if as_json:
         echo_json(message_dict(apb.DiscoverAgentsReply(agents=[a.raw for a in found])))
     else:
@@ -298,9 +344,15 @@ def remove_cluster(ctx: click.Context, cluster_id: str, force: bool) -> None:
 @click.option(
     "--agents", metavar="A,B,...", callback=csv_list, help="Name the machines instead of --size."
 )
+@hosts_option
 @click.pass_context
 def create_allocation(
-    ctx: click.Context, allocation_id: str, cluster: str, size: int | None, agents: list[str]
+    ctx: click.Context,
+    allocation_id: str,
+    cluster: str,
+    size: int | None,
+    agents: list[str],
+    hosts: list[str],
 ) -> None:
     """Grant machines of a cluster as allocation ID: give --size or --agents.
 
@@ -308,11 +360,12 @@ def create_allocation(
     Examples:
       vipu-admin create allocation team-a --cluster pod64 --size 16
       vipu-admin create allocation team-b --cluster pod64 --agents ipum5,ipum6
+      vipu-admin create allocation team-c --cluster pod64 --size 8 --hosts 10.1.2.0/24
     """
     if (size is None) == (not agents):
         raise CliError("give exactly one of --size and --agents", EXIT_USAGE)
     created = admin_client(ctx).create_allocation(
-        allocation_id, cluster, size=size, agent_ids=agents
+        allocation_id, cluster, size=size, agent_ids=agents, hosts=hosts
     )
     success("create", "allocation", allocation_id)
     if created.size:
@@ -326,7 +379,9 @@ def create_allocation(
 def list_allocations(ctx: click.Context, cluster: str | None, as_json: bool) -> None:
     """List allocations with their users and number of partitions.
 
-    Table columns: Allocation ID | Agents | Cluster | Size | Users | Partitions.
+    Table columns: Allocation ID | Agents | Cluster | Size | Users | Partitions |
+    IPUoF Hosts (who may attach to its IPUs; "trusted (...)": the controller's
+    trusted hosts, as none were set).
     """
     allocations = admin_client(ctx).list_allocations(cluster)
     if as_json:
@@ -335,6 +390,40 @@ def list_allocations(ctx: click.Context, cluster: str | None, as_json: bool) -> 
         return
     infos = sorted(allocations, key=lambda a: natural_key(a.id))
     click.echo(table(ADMIN_ALLOCATION_HEADERS, [allocation_row(i.raw) for i in infos]))
+
+
+@click.command("allocation", context_settings=CONTEXT)
+@click.argument("allocation_id", metavar="ID")
+@hosts_option
+@click.option(
+    "--trusted-hosts",
+    "trusted",
+    is_flag=True,
+    help="Go back to the controller's trusted hosts (vipu-server --trusted-hosts).",
+)
+@json_option
+@click.pass_context
+def update_allocation(
+    ctx: click.Context, allocation_id: str, hosts: list[str], trusted: bool, as_json: bool
+) -> None:
+    """Change who may attach to allocation ID's IPUs over IPUoF.
+
+    The agents of every partition of the allocation get the change at once;
+    applications on other hosts are refused from then on.
+
+    \b
+    Examples:
+      vipu-admin update allocation team-a --hosts 10.1.2.0/24,10.1.3.7
+      vipu-admin update allocation team-a --trusted-hosts
+    """
+    if bool(hosts) == trusted:
+        raise CliError("give exactly one of --hosts and --trusted-hosts", EXIT_USAGE)
+    updated = admin_client(ctx).set_allocation_hosts(allocation_id, hosts)
+    if as_json:
+        echo_json(message_dict(updated.raw))
+        return
+    success("update", "allocation", allocation_id)
+    click.echo(f"IPUoF hosts: {allocation_row(updated.raw)[-1]}")
 
 
 @click.command("allocation", context_settings=CONTEXT)

@@ -106,6 +106,11 @@ _verb(
     "Take an allocation away from a user.",
     users.revoke_allocation,
 )
+_verb(
+    "update",
+    "Change an allocation's IPUoF hosts.",
+    inventory.update_allocation,
+)
 _verb("discover", "Find agents on the network.", inventory.discover_agent)
 _verb("test", "Test a cluster's cabling and links.", operations.test_cluster)
 _verb("inject", "Inject a fault into an emulated machine.", operations.inject_fault)

@@ -97,8 +97,10 @@ class AdminClient:
         return Version(self._grpc.invoke(user_calls.version()), self.endpoint.target)
 
     # agents
-    def create_agent(self, agent_id: str, host: str, port: int) -> Agent:
-        return self._grpc.invoke(calls.create_agent(agent_id, host, port))
+    def create_agent(self, agent_id: str, host: str, port: int, *, key: str = "") -> Agent:
+        """Add an agent by address; ``key`` is the one it answers to (``vipu-agent
+        --key-file``; empty: the key it registered with)."""
+        return self._grpc.invoke(calls.create_agent(agent_id, host, port, key))
 
     def list_agents(self, cluster: str | None = None) -> list[Agent]:
         return self._grpc.invoke(calls.list_agents(cluster))
@@ -107,10 +109,11 @@ class AdminClient:
         self._grpc.invoke(calls.remove_agent(agent_id, force))
 
     def discover_agents(
-        self, addresses: Sequence[str] = (), *, add: bool = False
+        self, addresses: Sequence[str] = (), *, add: bool = False, key: str = ""
     ) -> list[DiscoveredAgent]:
-        """Probe ``host:port`` addresses (none: the agents that registered themselves)."""
-        return self._grpc.invoke(calls.discover_agents(addresses, add))
+        """Probe ``host:port`` addresses (none: the agents that registered themselves), with
+        the agents' ``key`` (empty: the key each registered with)."""
+        return self._grpc.invoke(calls.discover_agents(addresses, add, key))
 
     # clusters
     def create_cluster(
@@ -143,11 +146,18 @@ class AdminClient:
         *,
         size: int | None = None,
         agent_ids: Sequence[str] = (),
+        hosts: Sequence[str] = (),
     ) -> Allocation:
-        """Grant machines of a cluster: ``size`` IPUs (the controller picks) or ``agent_ids``."""
+        """Grant machines of a cluster: ``size`` IPUs (the controller picks) or ``agent_ids``;
+        ``hosts`` (addresses or CIDRs) may attach to its IPUs (none: the trusted hosts)."""
         return self._grpc.invoke(
-            calls.create_allocation(allocation_id, cluster_id, size, agent_ids)
+            calls.create_allocation(allocation_id, cluster_id, size, agent_ids, hosts)
         )
+
+    def set_allocation_hosts(self, allocation_id: str, hosts: Sequence[str]) -> Allocation:
+        """Replace who may attach to the allocation's IPUs over IPUoF (none: the trusted
+        hosts); the agents of its partitions get the change at once."""
+        return self._grpc.invoke(calls.set_allocation_hosts(allocation_id, hosts))
 
     def list_allocations(self, cluster: str | None = None) -> list[Allocation]:
         return self._grpc.invoke(calls.list_allocations(cluster))
@@ -244,8 +254,10 @@ class AsyncAdminClient:
     async def version(self) -> Version:
         return Version(await self._grpc.invoke(user_calls.version()), self.endpoint.target)
 
-    async def create_agent(self, agent_id: str, host: str, port: int) -> Agent:
-        return await self._grpc.invoke(calls.create_agent(agent_id, host, port))
+    async def create_agent(self, agent_id: str, host: str, port: int, *, key: str = "") -> Agent:
+        """Add an agent by address; ``key`` is the one it answers to (``vipu-agent
+        --key-file``; empty: the key it registered with)."""
+        return await self._grpc.invoke(calls.create_agent(agent_id, host, port, key))
 
     async def list_agents(self, cluster: str | None = None) -> list[Agent]:
         return await self._grpc.invoke(calls.list_agents(cluster))
@@ -254,9 +266,9 @@ class AsyncAdminClient:
         await self._grpc.invoke(calls.remove_agent(agent_id, force))
 
     async def discover_agents(
-        self, addresses: Sequence[str] = (), *, add: bool = False
+        self, addresses: Sequence[str] = (), *, add: bool = False, key: str = ""
     ) -> list[DiscoveredAgent]:
-        return await self._grpc.invoke(calls.discover_agents(addresses, add))
+        return await self._grpc.invoke(calls.discover_agents(addresses, add, key))
 
     async def create_cluster(
         self,
@@ -288,9 +300,13 @@ class AsyncAdminClient:
         *,
         size: int | None = None,
         agent_ids: Sequence[str] = (),
+        hosts: Sequence[str] = (),
     ) -> Allocation:
-        rpc = calls.create_allocation(allocation_id, cluster_id, size, agent_ids)
+        rpc = calls.create_allocation(allocation_id, cluster_id, size, agent_ids, hosts)
         return await self._grpc.invoke(rpc)
+
+    async def set_allocation_hosts(self, allocation_id: str, hosts: Sequence[str]) -> Allocation:
+        return await self._grpc.invoke(calls.set_allocation_hosts(allocation_id, hosts))
 
     async def list_allocations(self, cluster: str | None = None) -> list[Allocation]:
         return await self._grpc.invoke(calls.list_allocations(cluster))

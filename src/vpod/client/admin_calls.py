@@ -63,10 +63,10 @@ def _none(_reply: object) -> None:
     return None
 
 
-def create_agent(agent_id: str, host: str, port: int) -> Rpc[Agent]:
+def create_agent(agent_id: str, host: str, port: int, key: str = "") -> Rpc[Agent]:
     return Rpc(
         ADMIN_SERVICE + "CreateAgent",
-        apb.CreateAgentRequest(agent_id=agent_id, host=host, port=port),
+        apb.CreateAgentRequest(agent_id=agent_id, host=host, port=port, agent_key=key),
         apb.CreateAgentReply,
         lambda reply: Agent.from_wire(reply.agent),
     )
@@ -90,10 +90,12 @@ def remove_agent(agent_id: str, force: bool) -> Rpc[None]:
     )
 
 
-def discover_agents(addresses: Sequence[str], add: bool) -> Rpc[list[DiscoveredAgent]]:
+def discover_agents(
+    addresses: Sequence[str], add: bool, key: str = ""
+) -> Rpc[list[DiscoveredAgent]]:
     return Rpc(
         ADMIN_SERVICE + "DiscoverAgents",
-        apb.DiscoverAgentsRequest(addresses=list(addresses), add=add),
+        apb.DiscoverAgentsRequest(addresses=list(addresses), add=add, agent_key=key),
         apb.DiscoverAgentsReply,
         lambda reply: [DiscoveredAgent.from_wire(a) for a in reply.agents],
     )
@@ -154,7 +156,11 @@ def cluster_test(cluster_id: str, tests: Sequence[LinkTest]) -> Rpc[ClusterTestR
 
 
 def create_allocation(
-    allocation_id: str, cluster_id: str, size: int | None, agent_ids: Sequence[str]
+    allocation_id: str,
+    cluster_id: str,
+    size: int | None,
+    agent_ids: Sequence[str],
+    hosts: Sequence[str] = (),
 ) -> Rpc[Allocation]:
     return Rpc(
         ADMIN_SERVICE + "CreateAllocation",
@@ -163,8 +169,18 @@ def create_allocation(
             cluster_id=cluster_id,
             size=size or 0,
             agent_ids=list(agent_ids),
+            hosts=list(hosts),
         ),
         apb.CreateAllocationReply,
+        lambda reply: Allocation.from_wire(reply.allocation),
+    )
+
+
+def set_allocation_hosts(allocation_id: str, hosts: Sequence[str]) -> Rpc[Allocation]:
+    return Rpc(
+        ADMIN_SERVICE + "SetAllocationHosts",
+        apb.SetAllocationHostsRequest(allocation_id=allocation_id, hosts=list(hosts)),
+        apb.SetAllocationHostsReply,
         lambda reply: Allocation.from_wire(reply.allocation),
     )
 

@@ -226,6 +226,8 @@ class Allocation:
     user_ids: tuple[str, ...]
     num_partitions: int
     raw: Any = field(repr=False, compare=False)
+    hosts: tuple[str, ...] = ()
+    """CIDRs that may attach to its IPUs over IPUoF; empty: the controller's trusted hosts."""
 
     @classmethod
     def from_wire(cls, message: apb.AllocationInfo) -> Allocation:
@@ -237,6 +239,7 @@ class Allocation:
             user_ids=tuple(message.user_ids),
             num_partitions=message.num_partitions,
             raw=message,
+            hosts=tuple(message.hosts),
         )
 
 

@@ -184,8 +184,8 @@ class RestClient:
         raise Timeout(user_calls.not_active(partition_id, timeout, status))
 
     # the admin API
-    def create_agent(self, agent_id: str, host: str, port: int) -> Agent:
-        return self._http.invoke(calls.create_agent(agent_id, host, port))
+    def create_agent(self, agent_id: str, host: str, port: int, *, key: str = "") -> Agent:
+        return self._http.invoke(calls.create_agent(agent_id, host, port, key))
 
     def list_agents(self, cluster: str | None = None) -> list[Agent]:
         return self._http.invoke(calls.list_agents(cluster))
@@ -194,9 +194,9 @@ class RestClient:
         self._http.invoke(calls.remove_agent(agent_id, force))
 
     def discover_agents(
-        self, addresses: Sequence[str] = (), *, add: bool = False
+        self, addresses: Sequence[str] = (), *, add: bool = False, key: str = ""
     ) -> list[DiscoveredAgent]:
-        return self._http.invoke(calls.discover_agents(addresses, add))
+        return self._http.invoke(calls.discover_agents(addresses, add, key))
 
     def inject_fault(self, agent_id: str, fault: Fault) -> AgentFaults:
         return self._http.invoke(calls.inject_fault(agent_id, fault))
@@ -232,10 +232,14 @@ class RestClient:
         *,
         size: int | None = None,
         agent_ids: Sequence[str] = (),
+        hosts: Sequence[str] = (),
     ) -> Allocation:
         return self._http.invoke(
-            calls.create_allocation(allocation_id, cluster_id, size, agent_ids)
+            calls.create_allocation(allocation_id, cluster_id, size, agent_ids, hosts)
         )
+
+    def set_allocation_hosts(self, allocation_id: str, hosts: Sequence[str]) -> Allocation:
+        return self._http.invoke(calls.set_allocation_hosts(allocation_id, hosts))
 
     def remove_allocation(self, allocation_id: str, *, force: bool = False) -> None:
         self._http.invoke(calls.remove_allocation(allocation_id, force))
@@ -359,8 +363,8 @@ class AsyncRestClient:
             await asyncio.sleep(poll)
         raise Timeout(user_calls.not_active(partition_id, timeout, status))
 
-    async def create_agent(self, agent_id: str, host: str, port: int) -> Agent:
-        return await self._http.invoke(calls.create_agent(agent_id, host, port))
+    async def create_agent(self, agent_id: str, host: str, port: int, *, key: str = "") -> Agent:
+        return await self._http.invoke(calls.create_agent(agent_id, host, port, key))
 
     async def list_agents(self, cluster: str | None = None) -> list[Agent]:
         return await self._http.invoke(calls.list_agents(cluster))
@@ -369,9 +373,9 @@ class AsyncRestClient:
         await self._http.invoke(calls.remove_agent(agent_id, force))
 
     async def discover_agents(
-        self, addresses: Sequence[str] = (), *, add: bool = False
+        self, addresses: Sequence[str] = (), *, add: bool = False, key: str = ""
     ) -> list[DiscoveredAgent]:
-        return await self._http.invoke(calls.discover_agents(addresses, add))
+        return await self._http.invoke(calls.discover_agents(addresses, add, key))
 
     async def inject_fault(self, agent_id: str, fault: Fault) -> AgentFaults:
         return await self._http.invoke(calls.inject_fault(agent_id, fault))
@@ -409,9 +413,13 @@ class AsyncRestClient:
         *,
         size: int | None = None,
         agent_ids: Sequence[str] = (),
+        hosts: Sequence[str] = (),
     ) -> Allocation:
-        call = calls.create_allocation(allocation_id, cluster_id, size, agent_ids)
+        call = calls.create_allocation(allocation_id, cluster_id, size, agent_ids, hosts)
         return await self._http.invoke(call)
+
+    async def set_allocation_hosts(self, allocation_id: str, hosts: Sequence[str]) -> Allocation:
+        return await self._http.invoke(calls.set_allocation_hosts(allocation_id, hosts))
 
     async def remove_allocation(self, allocation_id: str, *, force: bool = False) -> None:
         await self._http.invoke(calls.remove_allocation(allocation_id, force))

@@ -29,7 +29,7 @@ from .admin_records import (
     PartitionInfo,
     User,
 )
-from .http_transport import HttpCall, delete, get, nothing, post
+from .http_transport import HttpCall, delete, get, nothing, post, put
 from .records import IpuAttributes, Partition, PartitionStatus
 from .user_calls import PartitionOptions
 
@@ -130,8 +130,11 @@ def list_ipu_attributes(agents: Sequence[str], admin: bool) -> HttpCall[list[Ipu
 # -- administration
 
 
-def create_agent(agent_id: str, host: str, port: int) -> HttpCall[Agent]:
-    return post("/admin/agents", read.agent, {"id": agent_id, "host": host, "port": port})
+def create_agent(agent_id: str, host: str, port: int, key: str = "") -> HttpCall[Agent]:
+    body: dict[str, Any] = {"id": agent_id, "host": host, "port": port}
+    if key:
+        body["agent_key"] = key
+    return post("/admin/agents", read.agent, body)
 
 
 def list_agents(cluster: str | None) -> HttpCall[list[Agent]]:
@@ -144,11 +147,14 @@ def remove_agent(agent_id: str, force: bool) -> HttpCall[None]:
     return delete(f"/admin/agents/{_id(agent_id)}", nothing, force=force or None)
 
 
-def discover_agents(addresses: Sequence[str], add: bool) -> HttpCall[list[DiscoveredAgent]]:
+def discover_agents(
+    addresses: Sequence[str], add: bool, key: str = ""
+) -> HttpCall[list[DiscoveredAgent]]:
+    body: dict[str, Any] = {"addresses": list(addresses), "add": add}
+    if key:
+        body["agent_key"] = key
     return post(
-        "/admin/agents/discover",
-        lambda data: [read.discovered(a) for a in data["agents"]],
-        {"addresses": list(addresses), "add": add},
+        "/admin/agents/discover", lambda data: [read.discovered(a) for a in data["agents"]], body
     )
 
 
@@ -198,14 +204,26 @@ def cluster_test(cluster_id: str, tests: Sequence[LinkTest]) -> HttpCall[Cluster
 
 
 def create_allocation(
-    allocation_id: str, cluster_id: str, size: int | None, agent_ids: Sequence[str]
+    allocation_id: str,
+    cluster_id: str,
+    size: int | None,
+    agent_ids: Sequence[str],
+    hosts: Sequence[str] = (),
 ) -> HttpCall[Allocation]:
     body: dict[str, Any] = {"id": allocation_id, "cluster_id": cluster_id}
     if size is not None:
         body["size"] = size
     if agent_ids:
         body["agent_ids"] = list(agent_ids)
+    if hosts:
+        body["hosts"] = list(hosts)
     return post("/admin/allocations", read.allocation, body)
+
+
+def set_allocation_hosts(allocation_id: str, hosts: Sequence[str]) -> HttpCall[Allocation]:
+    return put(
+        f"/admin/allocations/{_id(allocation_id)}/hosts", read.allocation, {"hosts": list(hosts)}
+    )
 
 
 def remove_allocation(allocation_id: str, force: bool) -> HttpCall[None]:

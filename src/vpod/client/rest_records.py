@@ -123,6 +123,7 @@ def allocation(data: Json) -> Allocation:
         user_ids=tuple(data.get("user_ids", ())),
         num_partitions=data.get("num_partitions", 0),
         raw=data,
+        hosts=tuple(data.get("hosts", ())),
     )
 
 

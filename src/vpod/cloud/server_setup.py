@@ -112,6 +112,9 @@ async def configure_servers(
         return
     host, port = await ctx.vipu.user_api()
     await ctx.compute.set_reach(cluster.id, await _reach(ctx, cluster, datasets, (host, port)))
+    if cluster.allocation_id is not None:  # its IPUs answer its own servers only
+        sources = ctx.compute.ipuof_sources([s.address for s in servers])
+        await ctx.vipu.set_allocation_hosts(cluster.allocation_id, list(sources))
     user_id = cluster.vipu_user_id or user_id_of(cluster.id)
 
     async def write(key: str | None) -> bool:

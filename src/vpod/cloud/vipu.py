@@ -172,6 +172,13 @@ class VipuPort:
         async with _translated():
             await self._tenancy.remove_allocation(CLOUD_CALLER, allocation_id)
 
+    async def set_allocation_hosts(self, allocation_id: str, hosts: Sequence[str]) -> None:
+        """Let only ``hosts`` (IP addresses or CIDRs: the vPOD's servers) attach to the
+        allocation's IPUs over IPUoF; pushed at once to its partitions' agents, and given
+        to partitions created later (idempotent; ``Tenancy.set_allocation_hosts``)."""
+        async with _translated():
+            await self._tenancy.set_allocation_hosts(allocation_id, hosts)
+
     async def capacity(self, size: int, *, limit: int = 64) -> int:
         """How many allocations of ``size`` IPUs fit now, one after another."""
         clusters = await self.cluster_ids()

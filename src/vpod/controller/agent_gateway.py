@@ -28,7 +28,16 @@ T = TypeVar("T")
 
 
 class AgentGateway(Protocol):
-    async def configure(self, agent: Agent, config: PartitionConfig, *, timeout: float) -> None: ...
+    async def configure(
+        self, agent: Agent, config: PartitionConfig, *, hosts: Sequence[str], timeout: float
+    ) -> None:
+        """Configure the agent's part of a partition; ``hosts`` (CIDRs) may attach to it
+        over IPUoF."""
+
+    async def set_partition_hosts(
+        self, agent: Agent, partition_id: str, hosts: Sequence[str], *, timeout: float
+    ) -> bool:
+        """Replace who may attach to a configured partition; False if not configured there."""
 
     async def release(self, agent: Agent, partition_id: str, *, timeout: float) -> None: ...
 
@@ -36,7 +45,8 @@ class AgentGateway(Protocol):
 
     async def identity(self, agent: Agent, *, timeout: float) -> MachineIdentity: ...
 
-    async def identity_at(self, address: str, *, timeout: float) -> MachineIdentity: ...
+    async def identity_at(self, address: str, *, key: str, timeout: float) -> MachineIdentity:
+        """The identity of whatever agent answers at ``address`` to ``key``."""
 
     async def configurations(
         self, agent: Agent, *, timeout: float

@@ -1,4 +1,8 @@
-"""The agent gateway over gRPC: one pooled channel per agent address."""
+"""The agent gateway over gRPC: one pooled channel per agent address.
+
+Every call presents the agent's key (``Agent.key``, from the store): agents obey
+only the controller that knows it (docs/adr/0002-agent-credentials.md).
+"""
 
 from __future__ import annotations
 
@@ -31,7 +35,7 @@ class GrpcAgentGateway:
         self._closing: set[asyncio.Task[None]] = set()
 
     def _client(self, agent: Agent) -> AgentClient:
-        return self._pool.client(agent.address, agent_id=agent.id)
+        return self._pool.client(agent.address, agent_id=agent.id, key=agent.key)
 
     async def _call(self, agent: Agent, call: Callable[[AgentClient], Awaitable[T]]) -> T:
         """One call; if its channel was swapped for a fresh one meanwhile (the agent
@@ -45,8 +49,24 @@ class GrpcAgentGateway:
                 raise
             return await call(fresh)
 
-    async def configure(self, agent: Agent, config: PartitionConfig, *, timeout: float) -> None:
-        await self._call(agent, lambda c: c.configure_partition(config, timeout=timeout))
+    async def configure(
+        self,
+        agent: Agent,
+        config: PartitionConfig,
+        *,
+        hosts: Sequence[str],
+        timeout: float,
+    ) -> None:
+        await self._call(
+            agent, lambda c: c.configure_partition(config, hosts=hosts, timeout=timeout)
+        )
+
+    async def set_partition_hosts(
+        self, agent: Agent, partition_id: str, hosts: Sequence[str], *, timeout: float
+    ) -> bool:
+        return await self._call(
+            agent, lambda c: c.set_partition_hosts(partition_id, hosts, timeout=timeout)
+        )
 
     async def release(self, agent: Agent, partition_id: str, *, timeout: float) -> None:
         await self._call(agent, lambda c: c.release_partition(partition_id, timeout=timeout))
@@ -57,8 +77,8 @@ class GrpcAgentGateway:
     async def identity(self, agent: Agent, *, timeout: float) -> MachineIdentity:
         return await self._call(agent, lambda c: c.get_identity(timeout=timeout))
 
-    async def identity_at(self, address: str, *, timeout: float) -> MachineIdentity:
-        async with AgentClient(address) as client:
+    async def identity_at(self, address: str, *, key: str, timeout: float) -> MachineIdentity:
+        async with AgentClient(address, key=key) as client:
             return await client.get_identity(timeout=timeout)
 
     async def configurations(self, agent: Agent, *, timeout: float) -> list[ConfiguredPartition]:

@@ -15,6 +15,7 @@ from vpod.store.store import Store
 from .agent_gateway import AgentGateway
 from .agent_health import AgentHealthBook
 from .agent_tokens import AgentTokens
+from .allocation_hosts import AllocationHosts
 from .audit_log import AuditLog
 from .auth import Authenticator
 from .change_feed import ChangeFeed
@@ -69,6 +70,7 @@ class Controller:
     tenancy: Tenancy
     agent_tokens: AgentTokens
     partition_keys: PartitionKeys
+    allocation_hosts: AllocationHosts
 
     @property
     def clock(self) -> Clock:
@@ -116,6 +118,7 @@ def build_controller(
     facts = AgentFactsCache(ctx)
     fleet = Fleet(ctx, inventory, facts, health)
     partitions = PartitionService(ctx, inventory, facts)
+    allocation_hosts = AllocationHosts(ctx, inventory, partitions)
     owners = OwnerLease(ctx)
     repair = PartitionRepair(ctx, inventory, partitions, health.steadily_answering, owners)
     monitor = HeartbeatMonitor(ctx, inventory, health, fleet, repair)
@@ -139,9 +142,10 @@ def build_controller(
         leader=LeaderLoop(ctx, inventory, health, fleet, repair, monitor, owners),
         pod_map=PodMapService(ctx, inventory, partitions, health),
         changes=ChangeFeed(ctx, inventory, health),
-        tenancy=Tenancy(ctx, inventory, partitions, auth, agent_tokens),
+        tenancy=Tenancy(ctx, inventory, partitions, auth, agent_tokens, allocation_hosts),
         agent_tokens=agent_tokens,
         partition_keys=PartitionKeys(ctx, partitions),
+        allocation_hosts=allocation_hosts,
         telemetry=IpuTelemetryView(health.last_health, inventory.cached_agents_and_clusters),
     )
 

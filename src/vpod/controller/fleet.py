@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from vpod.agent.errors import AgentError, AgentRefused
+from vpod.agent.errors import AgentError, AgentRefused, Reason
 from vpod.agent.model import (
     ConfiguredPartition,
     Fault,
@@ -43,6 +43,14 @@ RECONCILE_IN_FLIGHT = 32
 MAX_ADDRESS_CHARS = 253 + 6
 """A DNS name and a port: no address to probe is longer."""
 """Agents a reconciliation of the whole fleet calls at once."""
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """What an agent should hold of one partition: its configuration and IPUoF hosts."""
+
+    config: PartitionConfig
+    hosts: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -152,51 +160,60 @@ class Fleet:
 
     async def _wanted_configs(
         self,
-    ) -> tuple[dict[str, dict[str, PartitionConfig]], set[str]]:
-        """What the store says each agent should hold (agent -> partition -> config), and
-        the partitions an operation is changing (that operation decides for them)."""
+    ) -> tuple[dict[str, dict[str, Wanted]], set[str]]:
+        """What the store says each agent should hold (agent -> partition -> configuration
+        and IPUoF hosts), and the partitions an operation is changing (that operation
+        decides for them)."""
         ctx = self._ctx
-        wanted: dict[str, dict[str, PartitionConfig]] = {}
+        wanted: dict[str, dict[str, Wanted]] = {}
         busy: set[str] = set()
         for cluster in await self._inventory.list_clusters():
             for record in await ctx.db(ctx.db.store.list_partitions, cluster_id=cluster.id):
                 if record.state.busy:
                     busy.add(record.id)
                     continue
+                hosts = await self._inventory.allocation_hosts(record.allocation_id)
                 for agent_id, config in machine_configs(cluster, record).items():
-                    wanted.setdefault(agent_id, {})[record.id] = config
+                    wanted.setdefault(agent_id, {})[record.id] = Wanted(config, hosts)
         return wanted, busy
 
     async def _converge(
         self,
         agent: Agent,
         held: list[ConfiguredPartition],
-        wanted: dict[str, PartitionConfig],
+        wanted: dict[str, Wanted],
         busy: set[str],
     ) -> int:
         ctx = self._ctx
         timeout = ctx.settings.agent_timeout_s
         changed = 0
-        held_ids = {c.config.partition_id: c.config for c in held}
+        held_ids = {c.config.partition_id: c for c in held}
         for partition_id in sorted(set(held_ids) - set(wanted) - busy):
             await ctx.gateway.release(agent, partition_id, timeout=timeout)
             changed += 1
-        for partition_id, config in sorted(wanted.items()):
+        for partition_id, want in sorted(wanted.items()):
             current = held_ids.get(partition_id)
-            if current is not None and _same_ipus(current, config):
+            if current is not None and _same_ipus(current.config, want.config):
+                if current.allowed_hosts != want.hosts:  # a push of new hosts was missed
+                    await ctx.gateway.set_partition_hosts(
+                        agent, partition_id, want.hosts, timeout=timeout
+                    )
+                    changed += 1
                 continue
             if current is not None:  # moved elsewhere meanwhile: an agent never edits in place
                 await ctx.gateway.release(agent, partition_id, timeout=timeout)
-            await ctx.gateway.configure(agent, config, timeout=timeout)
+            await ctx.gateway.configure(agent, want.config, hosts=want.hosts, timeout=timeout)
             changed += 1
         if changed:
             await ctx.audit(SYSTEM, "reconcile_agent", agent.id, "ok", f"{changed} change(s)")
         return changed
 
     async def discover(
-        self, caller: Caller, addresses: Sequence[str], *, add: bool
+        self, caller: Caller, addresses: Sequence[str], *, add: bool, key: str = ""
     ) -> list[dict[str, Any]]:
-        """Probe addresses for agents; optionally create the ones found."""
+        """Probe addresses for agents; optionally create the ones found. Each is asked with
+        ``key`` (``vipu-agent --key-file``) or, without one, the key the agent at that
+        address registered with: an agent answers nothing else."""
         known = {a.id for a in await self._inventory.list_agents()}
         found: list[dict[str, Any]] = []
         for address in addresses:
@@ -214,9 +231,10 @@ class Fleet:
                 found.append(entry)
                 continue
             entry["port"] = int(port_text)
+            agent_key = key or await self._inventory.key_at(host, int(port_text))
             try:
                 facts = await self._ctx.gateway.identity_at(
-                    address, timeout=self._ctx.settings.agent_timeout_s
+                    address, key=agent_key, timeout=self._ctx.settings.agent_timeout_s
                 )
             except AgentError as exc:
                 entry["error"] = exc.message
@@ -237,6 +255,7 @@ class Fleet:
                         int(port_text),
                         machine_type=facts.machine_type,
                         serial=facts.serial,
+                        key=key,
                     )
                     entry["added"] = True
                 except (errors.ServiceError, DomainError) as exc:
@@ -260,7 +279,7 @@ class Fleet:
                 agent, fault, timeout=self._ctx.settings.agent_timeout_s
             )
         except AgentRefused as exc:
-            raise errors.InvalidArgument(exc.message) from None
+            raise _fault_refusal(exc) from None
         except AgentError as exc:
             raise errors.Unavailable(exc.message) from None
         await self._ctx.audit(caller, "inject_fault", agent_id, "ok", fault.kind.name)
@@ -274,7 +293,7 @@ class Fleet:
                 agent, fault, timeout=self._ctx.settings.agent_timeout_s
             )
         except AgentRefused as exc:
-            raise errors.InvalidArgument(exc.message) from None
+            raise _fault_refusal(exc) from None
         except AgentError as exc:
             raise errors.Unavailable(exc.message) from None
         await self._ctx.audit(caller, "clear_fault", agent_id, "ok")
@@ -292,6 +311,13 @@ class Fleet:
         )
         await self._ctx.audit(caller, "test_cluster", cluster_id, "failed" if failed else "ok")
         return cluster, done, failed
+
+
+def _fault_refusal(exc: AgentRefused) -> errors.ServiceError:
+    """An agent's refusal of a fault: off on that agent (a precondition) or a bad fault."""
+    if exc.reason is Reason.FAULT_INJECTION_DISABLED:
+        return errors.FailedPrecondition(exc.message)
+    return errors.InvalidArgument(exc.message)
 
 
 def _same_ipus(held: PartitionConfig, wanted: PartitionConfig) -> bool:

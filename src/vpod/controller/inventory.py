@@ -8,18 +8,21 @@ snapshots are cached (see :mod:`.occupancy`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from vpod.agent.trust import check_agent_key
 from vpod.domain.catalog import MachineType
 from vpod.domain.entities import Agent, Allocation, Cluster, User
 from vpod.domain.errors import DomainError
+from vpod.domain.host_networks import normalise_hosts
 from vpod.domain.naming import check_id, natural_key
 from vpod.domain.topology import GwTopology, IldTopology
 from vpod.placement import AllocationRequest, Rejected, place
 from vpod.placement.results import AllocationPlacement
 from vpod.store.errors import Conflict
+from vpod.store.errors import NotFound as StoreNotFound
 from vpod.store.store import Store
 
 from . import errors
@@ -136,23 +139,36 @@ class Inventory:
         *,
         machine_type: MachineType = MachineType.BOW2000,
         serial: str = "",
+        key: str = "",
     ) -> Agent:
+        """Add an agent by address. ``key`` is the one it answers to (``vipu-agent
+        --key-file``); empty: the key it last registered with, if any (it outlives a removal),
+        else none, and every call to it is refused until it registers."""
         try:
             agent = Agent(
                 id=agent_id, host=host, port=port, machine_type=machine_type, serial=serial
             )
+            if key:
+                check_agent_key(key, source="the agent key")
         except DomainError as exc:
             raise _invalid(exc) from None
+        except ValueError as exc:
+            raise errors.InvalidArgument(str(exc)) from None
         await self._ctx.db(self._store.add_agent, agent)
+        if key:
+            await self._set_key(agent, key)
         self.invalidate()
         await self._ctx.audit(caller, "create_agent", agent_id, "ok", agent.address)
         return agent
 
     async def register_agent(self, agent: Agent) -> tuple[bool, str]:
-        """An agent announced itself: add it, or update where it is. Returns (known, message)."""
+        """An agent announced itself: add it, or update where it is and the key it answers
+        to (an empty key keeps the stored one). Returns (known, message)."""
         existing = await self._ctx.db(self._store.find_agent, agent.id)
         if existing is None:
             await self._ctx.db(self._store.add_agent, agent)
+            if agent.key:
+                await self._set_key(agent, agent.key)
             self.invalidate()
             return False, f"agent {agent.id} registered at {agent.address}"
         if (existing.host, existing.port, existing.serial) != (
@@ -162,7 +178,18 @@ class Inventory:
         ):
             await self._ctx.db(self._store.update_agent, agent)
             self.invalidate()
+        if agent.key and agent.key != existing.key:
+            await self._set_key(agent, agent.key)
+            self.invalidate()
         return True, f"agent {agent.id} known; address {agent.address}"
+
+    async def _set_key(self, agent: Agent, key: str) -> None:
+        at = self._ctx.clock.now()
+        await self._ctx.db(self._store.set_agent_key, agent.id, agent.host, agent.port, key, at=at)
+
+    async def key_at(self, host: str, port: int) -> str:
+        """The key of the agent that last registered from ``host:port`` ("" if none)."""
+        return await self._ctx.db(self._store.agent_key_at, host, port) or ""
 
     async def list_agents(self) -> list[Agent]:
         return sorted(await self._ctx.db(self._store.list_agents), key=lambda a: natural_key(a.id))
@@ -245,9 +272,13 @@ class Inventory:
         *,
         size: int | None = None,
         agent_ids: list[str] | None = None,
+        hosts: Sequence[str] = (),
     ) -> Allocation:
+        """Allocate machines of a cluster; ``hosts`` (addresses or CIDRs) may attach to its
+        IPUs over IPUoF (none: the trusted host network)."""
         try:
             check_id("allocation", allocation_id)
+            normalise_hosts(hosts)
         except DomainError as exc:
             raise _invalid(exc) from None
         if not size and not agent_ids:
@@ -277,7 +308,10 @@ class Inventory:
                     )
                 assert isinstance(placed, AllocationPlacement)
                 allocation = Allocation(
-                    id=allocation_id, cluster_id=cluster.id, machines=placed.machines
+                    id=allocation_id,
+                    cluster_id=cluster.id,
+                    machines=placed.machines,
+                    hosts=tuple(hosts),
                 )
                 try:
                     await self._ctx.db(self._store.add_allocation, allocation)
@@ -296,6 +330,37 @@ class Inventory:
         raise errors.Unavailable(
             f"allocation {allocation_id}: the cluster kept changing under the request; retry"
         )
+
+    async def allocation_hosts(self, allocation_id: str) -> tuple[str, ...]:
+        """Who may attach to the allocation's partitions over IPUoF: its own hosts, else the
+        trusted host network (also for an allocation that is gone: it admits nobody new)."""
+        view = await self._cache.view()
+        found = view.allocations.get(allocation_id)
+        if found is None:
+            found = (await self._cache.view(fresh=True)).allocations.get(allocation_id)
+        if found is not None and found.hosts:
+            return found.hosts
+        return normalise_hosts(self._ctx.settings.trusted_hosts)
+
+    async def store_allocation_hosts(
+        self, caller: Caller, allocation_id: str, hosts: Sequence[str]
+    ) -> Allocation:
+        """Persist an allocation's IPUoF hosts (normalised; none: the trusted hosts)."""
+        try:
+            normalised = normalise_hosts(hosts)
+        except DomainError as exc:
+            raise _invalid(exc) from None
+        try:
+            await self._ctx.db(self._store.set_allocation_hosts, allocation_id, normalised)
+        except StoreNotFound:
+            raise errors.NotFound(
+                f"allocation {allocation_id} does not exist: `vipu-admin list allocations`"
+                " shows them"
+            ) from None
+        self.invalidate()
+        shown = ",".join(normalised) or "the trusted hosts"
+        await self._ctx.audit(caller, "set_allocation_hosts", allocation_id, "ok", shown)
+        return await self._ctx.db(self._store.get_allocation, allocation_id)
 
     async def list_allocations(self, cluster_id: str | None = None) -> list[Allocation]:
         allocations = await self._ctx.db(self._store.list_allocations)

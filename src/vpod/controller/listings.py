@@ -98,6 +98,14 @@ class Listings:
             for a in allocations
         ]
 
+    async def allocation(self, caller: Caller, allocation_id: str) -> AllocationRow:
+        """One allocation's row, as :meth:`allocations` shows it (NotFound if not visible)."""
+        allocation = await self._inventory.allocation_for(caller, allocation_id)
+        for row in await self.allocations(caller, allocation.cluster_id):
+            if row.allocation.id == allocation_id:
+                return row
+        raise errors.NotFound(f"allocation {allocation_id} does not exist any more")
+
     async def partitions(
         self, caller: Caller, *, allocation_id: str | None = None, cluster_id: str | None = None
     ) -> list[PartitionRow]:

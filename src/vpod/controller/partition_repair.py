@@ -165,10 +165,12 @@ class PartitionRepair:
         # in place), then configure the new IPUs.
         new_agents = await self._p.agents_of(cluster, moved)
         configs = machine_configs(cluster, moved)
+        hosts = await self._p.hosts_of(moved)
         timeout = ctx.settings.agent_timeout_s
         await fan_out(old_agents, lambda a: ctx.gateway.release(a, record.id, timeout=timeout))
         _, failed = await fan_out(
-            new_agents, lambda a: ctx.gateway.configure(a, configs[a.id], timeout=timeout)
+            new_agents,
+            lambda a: ctx.gateway.configure(a, configs[a.id], hosts=hosts, timeout=timeout),
         )
         if failed:
             cause = describe_failures(failed)

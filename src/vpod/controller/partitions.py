@@ -305,9 +305,11 @@ class PartitionService:
     ) -> PartitionRecord:
         agents = await self.agents_of(cluster, record)
         configs = _machine_configs(cluster, record)
+        hosts = await self.hosts_of(record)
         timeout = self._ctx.settings.agent_timeout_s
         _, failed = await fan_out(
-            agents, lambda a: self._ctx.gateway.configure(a, configs[a.id], timeout=timeout)
+            agents,
+            lambda a: self._ctx.gateway.configure(a, configs[a.id], hosts=hosts, timeout=timeout),
         )
         if not failed:
             # What the agents reported for IPUoF is recorded now: a dead agent must not hide
@@ -390,6 +392,7 @@ class PartitionService:
         ctx = self._ctx
         timeout = ctx.settings.agent_timeout_s
         configs = _machine_configs(cluster, record)
+        hosts = await self.hosts_of(record)
 
         async def reset(agent: Agent) -> None:
             try:
@@ -397,7 +400,7 @@ class PartitionService:
             except AgentRefused as exc:
                 if exc.reason is not Reason.UNKNOWN_PARTITION:
                     raise
-                await ctx.gateway.configure(agent, configs[agent.id], timeout=timeout)
+                await ctx.gateway.configure(agent, configs[agent.id], hosts=hosts, timeout=timeout)
 
         return await fan_out(agents, reset)
 
@@ -483,6 +486,10 @@ class PartitionService:
                 ctx.occupancy.put(cluster.id, snapshot.release_partition(record.id))
             except DomainError:
                 ctx.occupancy.forget(cluster.id)
+
+    async def hosts_of(self, record: PartitionRecord) -> tuple[str, ...]:
+        """Who may attach to the partition over IPUoF: its allocation's hosts (CIDRs)."""
+        return await self._inventory.allocation_hosts(record.allocation_id)
 
     async def agents_of(self, cluster: Cluster, record: PartitionRecord) -> list[Agent]:
         machines = sorted({ipu.machine for ipu in record.ipus})

@@ -181,6 +181,7 @@ async def serve(
         auth=auth,
         agent_tokens=controller.agent_tokens,
         telemetry=controller.telemetry,
+        allocation_hosts=controller.allocation_hosts,
     )
     registration = RegistrationServicer(controller.fleet, controller.agent_tokens)
     add_admin_api(admin_server, admin_api, registration)

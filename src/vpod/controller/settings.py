@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from vpod.domain.host_networks import DEFAULT_TRUSTED_HOSTS
 from vpod.store import sqlite_url
 
 VIPU_API_VERSION = "1.18.0"
@@ -48,6 +49,12 @@ class Settings:
     (see :mod:`.listener_limits`)."""
     replica_id: str = ""
     """Names this controller in leases and logs; empty: host and process id."""
+    trusted_hosts: tuple[str, ...] = DEFAULT_TRUSTED_HOSTS
+    """CIDRs whose applications may attach over IPUoF to partitions of an allocation whose
+    own hosts were never set (``--trusted-hosts``): the operator's trusted host network."""
+    metrics_token_file: Path | None = None
+    """A file holding the bearer token ``/metrics`` accepts besides an administrator's
+    credentials (``--metrics-token-file``; ``vpod up`` writes ``DATA_DIR/metrics.token``)."""
 
     def store_url(self) -> str:
         if self.database_url:

@@ -27,8 +27,9 @@ from vpod.store.records import AgentHealthState
 
 from . import errors
 from .agent_tokens import AgentTokens
+from .allocation_hosts import AllocationHosts
 from .auth import Authenticator
-from .caller import Caller
+from .caller import SYSTEM, Caller
 from .context import Context
 from .credentials import hash_key, new_access_key
 from .inventory import Inventory, NewUser
@@ -63,12 +64,14 @@ class Tenancy:
         partitions: PartitionService,
         auth: Authenticator,
         agent_tokens: AgentTokens,
+        allocation_hosts: AllocationHosts,
     ) -> None:
         self._ctx = ctx
         self._inventory = inventory
         self._partitions = partitions
         self._auth = auth
         self._agent_tokens = agent_tokens
+        self._allocation_hosts = allocation_hosts
 
     # ---------------------------------------------------------- allocations
 
@@ -102,6 +105,19 @@ class Tenancy:
                 if again is not None:
                     return again
         raise NoAllocationFits(size, reasons)
+
+    async def set_allocation_hosts(self, allocation_id: str, hosts: Sequence[str]) -> None:
+        """Let only ``hosts`` attach to the allocation's IPUs over IPUoF (idempotent).
+
+        ``hosts`` are IP addresses or CIDRs (a tenant vPOD's own servers' addresses).
+        They are persisted and pushed at once to the agents of every partition of the
+        allocation (an agent unreachable now gets them at the next reconciliation);
+        partitions created later get them at configure. An empty list, or an allocation
+        whose hosts were never set, means the operator's trusted host network
+        (``Settings.trusted_hosts``). NotFound for an unknown allocation, InvalidArgument
+        for an entry that is neither an address nor a CIDR.
+        """
+        await self._allocation_hosts.set(SYSTEM, allocation_id, hosts)
 
     async def remove_allocation(self, caller: Caller, allocation_id: str) -> None:
         """Remove the allocation (its partitions must be gone); nothing if it is gone."""

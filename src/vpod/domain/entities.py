@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from .catalog import IPUS_PER_MACHINE, MachineType
 from .errors import InvalidSpec
 from .excerpts import excerpt
+from .host_networks import normalise_hosts
 from .naming import check_id, check_unique_ids
 from .sizes import check_allocation_size
 from .topology import LOOPED_MAX_IPUS, GwTopology, IldTopology, Pod, build_pod
@@ -36,6 +37,9 @@ class Agent:
     machine_type: MachineType = MachineType.BOW2000
     serial: str = ""
     """The machine's serial number; empty until the agent reports it."""
+    key: str = field(default="", repr=False, compare=False)
+    """The secret the agent answers to (it registered with it, or an administrator gave it);
+    the controller presents it on every call. Never shown in listings."""
 
     def __post_init__(self) -> None:
         check_id("agent", self.id)
@@ -163,10 +167,14 @@ class Allocation:
     id: str
     cluster_id: str
     machines: tuple[int, ...]
+    hosts: tuple[str, ...] = ()
+    """Who may attach to its IPUs over IPUoF, as CIDRs (normalised); empty: the operator's
+    trusted host network."""
 
     def __post_init__(self) -> None:
         check_id("allocation", self.id)
         check_id("cluster", self.cluster_id)
+        object.__setattr__(self, "hosts", normalise_hosts(self.hosts))
         machines = tuple(sorted(self.machines))
         if any(m < 0 for m in machines):
             raise InvalidSpec(f"allocation {self.id} names a negative machine index")

@@ -18,7 +18,7 @@ from vpod.domain.entities import Agent
 
 from .errors import AlreadyExists, Conflict, NotFound, StoreError
 from .records import AgentHealth, AgentHealthState
-from .schema import agents, cluster_agents
+from .schema import agent_keys, agents, cluster_agents
 from .translate import decoding
 
 
@@ -30,7 +30,45 @@ def _agent(row: Row[Any]) -> Agent:
         port=row.port,
         machine_type=MachineType[row.machine_type],
         serial=row.serial,
+        key=row.agent_key or "",
     )
+
+
+def _with_key() -> Any:
+    """Agents with the key each answers to (an outer join: an agent may have none)."""
+    return select(agents, agent_keys.c.agent_key).outerjoin(
+        agent_keys, agent_keys.c.agent_id == agents.c.id
+    )
+
+
+def set_agent_key(
+    conn: Connection, agent_id: str, host: str, port: int, key: str, at: datetime
+) -> None:
+    """Record the key agent ``agent_id`` (at ``host:port``) answers to."""
+    conn.execute(delete(agent_keys).where(agent_keys.c.agent_id == agent_id))
+    conn.execute(
+        insert(agent_keys).values(
+            agent_id=agent_id, host=host, port=port, agent_key=key, updated_at=at
+        )
+    )
+
+
+def agent_key_of(conn: Connection, agent_id: str) -> str | None:
+    found: str | None = conn.scalar(
+        select(agent_keys.c.agent_key).where(agent_keys.c.agent_id == agent_id)
+    )
+    return found
+
+
+def agent_key_at(conn: Connection, host: str, port: int) -> str | None:
+    """The key of the agent that last registered from ``host:port``, if any."""
+    found: str | None = conn.scalar(
+        select(agent_keys.c.agent_key)
+        .where(agent_keys.c.host == host, agent_keys.c.port == port)
+        .order_by(agent_keys.c.updated_at.desc())
+        .limit(1)
+    )
+    return found
 
 
 @decoding("agent health")
@@ -98,14 +136,14 @@ def update_agent(conn: Connection, agent: Agent) -> None:
 
 
 def get_agent(conn: Connection, agent_id: str) -> Agent:
-    row = conn.execute(select(agents).where(agents.c.id == agent_id)).first()
+    row = conn.execute(_with_key().where(agents.c.id == agent_id)).first()
     if row is None:
         raise _not_found(agent_id)
     return _agent(row)
 
 
 def list_agents(conn: Connection, ids: Sequence[str] | None = None) -> list[Agent]:
-    query = select(agents).order_by(agents.c.id)
+    query = _with_key().order_by(agents.c.id)
     if ids is not None:
         query = query.where(agents.c.id.in_(list(ids)))
     return [_agent(row) for row in conn.execute(query)]
@@ -183,7 +221,7 @@ def list_faults(conn: Connection) -> dict[str, dict[int, str]]:
 
 
 def get_health(conn: Connection, agent_id: str) -> AgentHealth:
-    row = conn.execute(select(agents).where(agents.c.id == agent_id)).first()
+    row = conn.execute(_with_key().where(agents.c.id == agent_id)).first()
     if row is None:
         raise _not_found(agent_id)
     return _health(row)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Collection, Sequence
 
-from sqlalchemy import Connection, delete, insert, select
+from sqlalchemy import Connection, delete, insert, select, update
 
 from vpod.domain.entities import Allocation
 
@@ -22,12 +22,23 @@ from .translate import decoding
 
 
 @decoding("allocation")
-def _allocation(allocation_id: str, cluster_id: str, machines: Sequence[int]) -> Allocation:
-    return Allocation(id=allocation_id, cluster_id=cluster_id, machines=tuple(machines))
+def _allocation(
+    allocation_id: str, cluster_id: str, machines: Sequence[int], hosts: object = None
+) -> Allocation:
+    return Allocation(
+        id=allocation_id,
+        cluster_id=cluster_id,
+        machines=tuple(machines),
+        hosts=tuple(str(h) for h in hosts) if isinstance(hosts, list) else (),
+    )
 
 
 def insert_allocation(conn: Connection, allocation: Allocation) -> None:
-    conn.execute(insert(allocations).values(id=allocation.id, cluster_id=allocation.cluster_id))
+    conn.execute(
+        insert(allocations).values(
+            id=allocation.id, cluster_id=allocation.cluster_id, hosts=list(allocation.hosts)
+        )
+    )
     conn.execute(
         insert(allocation_machines),
         [
@@ -76,18 +87,30 @@ def explain_insert_refused(conn: Connection, allocation: Allocation) -> StoreErr
     return Conflict(f"allocation {aid} could not be added because of a concurrent change: retry")
 
 
-def get_allocation(conn: Connection, allocation_id: str) -> Allocation:
-    cluster_id = conn.scalar(
-        select(allocations.c.cluster_id).where(allocations.c.id == allocation_id)
+def set_hosts(conn: Connection, allocation_id: str, hosts: Sequence[str]) -> None:
+    """Replace who may attach to the allocation's IPUs over IPUoF."""
+    done = conn.execute(
+        update(allocations).where(allocations.c.id == allocation_id).values(hosts=list(hosts))
     )
-    if cluster_id is None:
+    if done.rowcount == 0:
         raise not_found(allocation_id)
+
+
+def get_allocation(conn: Connection, allocation_id: str) -> Allocation:
+    row = conn.execute(
+        select(allocations.c.cluster_id, allocations.c.hosts).where(
+            allocations.c.id == allocation_id
+        )
+    ).first()
+    if row is None:
+        raise not_found(allocation_id)
+    cluster_id = row.cluster_id
     machines = conn.scalars(
         select(allocation_machines.c.machine)
         .where(allocation_machines.c.allocation_id == allocation_id)
         .order_by(allocation_machines.c.machine)
     ).all()
-    return _allocation(allocation_id, cluster_id, machines)
+    return _allocation(allocation_id, cluster_id, machines, row.hosts)
 
 
 def list_allocations(
@@ -111,7 +134,13 @@ def list_allocations(
         query.order_by(allocations.c.id, allocation_machines.c.machine)
     ):
         machines[aid, cid].append(machine)
-    return [_allocation(a, c, m) for (a, c), m in machines.items()]
+    hosts_query = select(allocations.c.id, allocations.c.hosts)
+    if ids is not None:
+        hosts_query = hosts_query.where(allocations.c.id.in_(list(ids)))
+    if cluster_id is not None:
+        hosts_query = hosts_query.where(allocations.c.cluster_id == cluster_id)
+    hosts: dict[str, object] = {row.id: row.hosts for row in conn.execute(hosts_query)}
+    return [_allocation(a, c, m, hosts.get(a)) for (a, c), m in machines.items()]
 
 
 def machines_by_allocation(conn: Connection, cluster_id: str) -> dict[str, tuple[int, ...]]:

@@ -105,6 +105,12 @@ allocations = Table(
     metadata,
     Column("id", ID, primary_key=True),
     Column("cluster_id", ID, ForeignKey("clusters.id"), nullable=False, index=True),
+    Column(
+        "hosts",
+        JSON,
+        nullable=True,
+        comment="CIDRs that may attach over IPUoF; NULL or []: the trusted host network",
+    ),
     UniqueConstraint("id", "cluster_id"),
 )
 
@@ -169,6 +175,21 @@ agent_tokens = Table(
     Column("key_hash", TEXT_SHORT, nullable=False, comment="scrypt of the secret part"),
     Column("label", TEXT_SHORT, nullable=False),
     Column("created_at", UtcDateTime, nullable=False),
+)
+
+agent_keys = Table(
+    "agent_keys",
+    metadata,
+    Column(
+        "agent_id",
+        ID,
+        primary_key=True,
+        comment="no foreign key: a removed agent added again keeps answering to its key",
+    ),
+    Column("host", TEXT_SHORT, nullable=False, comment="where the agent registered from"),
+    Column("port", Integer, nullable=False),
+    Column("agent_key", TEXT_SHORT, nullable=False, comment="presented on every call to it"),
+    Column("updated_at", UtcDateTime, nullable=False),
 )
 
 agent_bindings = Table(

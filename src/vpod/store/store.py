@@ -136,6 +136,20 @@ class Store:
         with self._db.read() as conn:
             return agent_rows.list_agents(conn, ids)
 
+    def set_agent_key(self, agent_id: str, host: str, port: int, key: str, *, at: datetime) -> None:
+        """Record the key an agent answers to (it outlives the agent's removal)."""
+        with self._db.write() as conn:
+            agent_rows.set_agent_key(conn, agent_id, host, port, key, at)
+
+    def agent_key_of(self, agent_id: str) -> str | None:
+        with self._db.read() as conn:
+            return agent_rows.agent_key_of(conn, agent_id)
+
+    def agent_key_at(self, host: str, port: int) -> str | None:
+        """The key of the agent that last registered from ``host:port``, if any."""
+        with self._db.read() as conn:
+            return agent_rows.agent_key_at(conn, host, port)
+
     def remove_agent(self, agent_id: str) -> None:
         """Unregister an agent; Conflict while a cluster uses it."""
         explain = partial(self._explain, agent_rows.explain_delete_refused, agent_id)
@@ -242,6 +256,11 @@ class Store:
         """Allocations by id; only ``ids`` and/or those of ``cluster_id`` when given."""
         with self._db.read() as conn:
             return allocation_rows.list_allocations(conn, ids=ids, cluster_id=cluster_id)
+
+    def set_allocation_hosts(self, allocation_id: str, hosts: Sequence[str]) -> None:
+        """Replace who may attach to the allocation's IPUs over IPUoF; NotFound if unknown."""
+        with self._db.write() as conn:
+            allocation_rows.set_hosts(conn, allocation_id, hosts)
 
     def remove_allocation(self, allocation_id: str) -> None:
         """Delete an allocation and its grants; Conflict while it has partitions."""

@@ -165,19 +165,25 @@ class CreateAgentRequest(_message.Message):
     AGENT_ID_FIELD_NUMBER: _builtins.int
     HOST_FIELD_NUMBER: _builtins.int
     PORT_FIELD_NUMBER: _builtins.int
+    AGENT_KEY_FIELD_NUMBER: _builtins.int
     agent_id: _builtins.str
     host: _builtins.str
     port: _builtins.int
+    agent_key: _builtins.str
+    """The agent's key (`vipu-agent --key-file`): the controller presents it on every
+    call to the agent. Empty: the key the agent registered with, if any.
+    """
     def __init__(
         self,
         *,
         agent_id: _builtins.str = ...,
         host: _builtins.str = ...,
         port: _builtins.int = ...,
+        agent_key: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "host", b"host", "port", b"port"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "agent_key", b"agent_key", "host", b"host", "port", b"port"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -287,8 +293,13 @@ class DiscoverAgentsRequest(_message.Message):
 
     ADDRESSES_FIELD_NUMBER: _builtins.int
     ADD_FIELD_NUMBER: _builtins.int
+    AGENT_KEY_FIELD_NUMBER: _builtins.int
     add: _builtins.bool
     """create the agents found (ids as the agents report them)"""
+    agent_key: _builtins.str
+    """The agents' key (`vipu-agent --key-file`); empty: the key an agent at that
+    address registered with, if any.
+    """
     @_builtins.property
     def addresses(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """"host:port" addresses to probe with GetIdentity; empty = the agents that
@@ -300,10 +311,11 @@ class DiscoverAgentsRequest(_message.Message):
         *,
         addresses: _abc.Iterable[_builtins.str] | None = ...,
         add: _builtins.bool = ...,
+        agent_key: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["add", b"add", "addresses", b"addresses"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["add", b"add", "addresses", b"addresses", "agent_key", b"agent_key"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -384,6 +396,7 @@ class RegisterAgentRequest(_message.Message):
     IPUOF_ADDRESS_FIELD_NUMBER: _builtins.int
     BOOT_ID_FIELD_NUMBER: _builtins.int
     AGENT_VERSION_FIELD_NUMBER: _builtins.int
+    AGENT_KEY_FIELD_NUMBER: _builtins.int
     agent_id: _builtins.str
     host: _builtins.str
     """where the controller reaches the agent's gRPC endpoint"""
@@ -393,6 +406,10 @@ class RegisterAgentRequest(_message.Message):
     ipuof_address: _builtins.str
     boot_id: _builtins.str
     agent_version: _builtins.str
+    agent_key: _builtins.str
+    """The secret the controller must present (metadata `vipu-agent-key`) on every
+    call to this agent; the agent refuses calls without it (UNAUTHENTICATED).
+    """
     def __init__(
         self,
         *,
@@ -404,10 +421,11 @@ class RegisterAgentRequest(_message.Message):
         ipuof_address: _builtins.str = ...,
         boot_id: _builtins.str = ...,
         agent_version: _builtins.str = ...,
+        agent_key: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "agent_version", b"agent_version", "boot_id", b"boot_id", "host", b"host", "ipuof_address", b"ipuof_address", "machine_type", b"machine_type", "port", b"port", "serial", b"serial"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "agent_key", b"agent_key", "agent_version", b"agent_version", "boot_id", b"boot_id", "host", b"host", "ipuof_address", b"ipuof_address", "machine_type", b"machine_type", "port", b"port", "serial", b"serial"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -855,6 +873,8 @@ class AllocationInfo(_message.Message):
     SIZE_FIELD_NUMBER: _builtins.int
     USER_IDS_FIELD_NUMBER: _builtins.int
     NUM_PARTITIONS_FIELD_NUMBER: _builtins.int
+    HOSTS_FIELD_NUMBER: _builtins.int
+    TRUSTED_HOSTS_FIELD_NUMBER: _builtins.int
     size: _builtins.int
     """IPUs"""
     num_partitions: _builtins.int
@@ -866,6 +886,16 @@ class AllocationInfo(_message.Message):
     def user_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """users granted this allocation"""
 
+    @_builtins.property
+    def hosts(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Addresses or CIDRs whose applications may attach to its IPUs over IPUoF;
+        empty: the controller's trusted host network (trusted_hosts).
+        """
+
+    @_builtins.property
+    def trusted_hosts(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """what applies when hosts is empty"""
+
     def __init__(
         self,
         *,
@@ -873,10 +903,12 @@ class AllocationInfo(_message.Message):
         size: _builtins.int = ...,
         user_ids: _abc.Iterable[_builtins.str] | None = ...,
         num_partitions: _builtins.int = ...,
+        hosts: _abc.Iterable[_builtins.str] | None = ...,
+        trusted_hosts: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["allocation", b"allocation"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["allocation", b"allocation", "num_partitions", b"num_partitions", "size", b"size", "user_ids", b"user_ids"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["allocation", b"allocation", "hosts", b"hosts", "num_partitions", b"num_partitions", "size", b"size", "trusted_hosts", b"trusted_hosts", "user_ids", b"user_ids"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -890,6 +922,7 @@ class CreateAllocationRequest(_message.Message):
     CLUSTER_ID_FIELD_NUMBER: _builtins.int
     SIZE_FIELD_NUMBER: _builtins.int
     AGENT_IDS_FIELD_NUMBER: _builtins.int
+    HOSTS_FIELD_NUMBER: _builtins.int
     allocation_id: _builtins.str
     cluster_id: _builtins.str
     size: _builtins.int
@@ -898,6 +931,10 @@ class CreateAllocationRequest(_message.Message):
     """
     @_builtins.property
     def agent_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def hosts(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """IPUoF hosts (addresses or CIDRs); empty: trusted hosts"""
+
     def __init__(
         self,
         *,
@@ -905,10 +942,11 @@ class CreateAllocationRequest(_message.Message):
         cluster_id: _builtins.str = ...,
         size: _builtins.int = ...,
         agent_ids: _abc.Iterable[_builtins.str] | None = ...,
+        hosts: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_ids", b"agent_ids", "allocation_id", b"allocation_id", "cluster_id", b"cluster_id", "size", b"size"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_ids", b"agent_ids", "allocation_id", b"allocation_id", "cluster_id", b"cluster_id", "hosts", b"hosts", "size", b"size"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1011,6 +1049,51 @@ class RemoveAllocationReply(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___RemoveAllocationReply: _TypeAlias = RemoveAllocationReply  # noqa: Y015
+
+@_typing.final
+class SetAllocationHostsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ALLOCATION_ID_FIELD_NUMBER: _builtins.int
+    HOSTS_FIELD_NUMBER: _builtins.int
+    allocation_id: _builtins.str
+    @_builtins.property
+    def hosts(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """addresses or CIDRs; empty: back to the trusted hosts"""
+
+    def __init__(
+        self,
+        *,
+        allocation_id: _builtins.str = ...,
+        hosts: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["allocation_id", b"allocation_id", "hosts", b"hosts"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SetAllocationHostsRequest: _TypeAlias = SetAllocationHostsRequest  # noqa: Y015
+
+@_typing.final
+class SetAllocationHostsReply(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ALLOCATION_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def allocation(self) -> Global___AllocationInfo: ...
+    def __init__(
+        self,
+        *,
+        allocation: Global___AllocationInfo | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["allocation", b"allocation"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["allocation", b"allocation"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SetAllocationHostsReply: _TypeAlias = SetAllocationHostsReply  # noqa: Y015
 
 @_typing.final
 class User(_message.Message):

@@ -90,6 +90,11 @@ class AdminServiceStub:
                 request_serializer=vpod_dot_wire_dot_admin__pb2.RemoveAllocationRequest.SerializeToString,
                 response_deserializer=vpod_dot_wire_dot_admin__pb2.RemoveAllocationReply.FromString,
                 _registered_method=True)
+        self.SetAllocationHosts = channel.unary_unary(
+                '/vpod.admin.v1.AdminService/SetAllocationHosts',
+                request_serializer=vpod_dot_wire_dot_admin__pb2.SetAllocationHostsRequest.SerializeToString,
+                response_deserializer=vpod_dot_wire_dot_admin__pb2.SetAllocationHostsReply.FromString,
+                _registered_method=True)
         self.CreateUser = channel.unary_unary(
                 '/vpod.admin.v1.AdminService/CreateUser',
                 request_serializer=vpod_dot_wire_dot_admin__pb2.CreateUserRequest.SerializeToString,
@@ -232,6 +237,15 @@ class AdminServiceServicer:
 
     def RemoveAllocation(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetAllocationHosts(self, request, context):
+        """The hosts whose applications may attach to the allocation's IPUs over IPUoF
+        (addresses or CIDRs; none = the controller's trusted host network). Pushed to
+        the agents of every partition of the allocation at once.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -390,6 +404,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.RemoveAllocation,
                     request_deserializer=vpod_dot_wire_dot_admin__pb2.RemoveAllocationRequest.FromString,
                     response_serializer=vpod_dot_wire_dot_admin__pb2.RemoveAllocationReply.SerializeToString,
+            ),
+            'SetAllocationHosts': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetAllocationHosts,
+                    request_deserializer=vpod_dot_wire_dot_admin__pb2.SetAllocationHostsRequest.FromString,
+                    response_serializer=vpod_dot_wire_dot_admin__pb2.SetAllocationHostsReply.SerializeToString,
             ),
             'CreateUser': grpc.unary_unary_rpc_method_handler(
                     servicer.CreateUser,
@@ -759,6 +778,33 @@ class AdminService:
             '/vpod.admin.v1.AdminService/RemoveAllocation',
             vpod_dot_wire_dot_admin__pb2.RemoveAllocationRequest.SerializeToString,
             vpod_dot_wire_dot_admin__pb2.RemoveAllocationReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetAllocationHosts(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vpod.admin.v1.AdminService/SetAllocationHosts',
+            vpod_dot_wire_dot_admin__pb2.SetAllocationHostsRequest.SerializeToString,
+            vpod_dot_wire_dot_admin__pb2.SetAllocationHostsReply.FromString,
             options,
             channel_credentials,
             insecure,

@@ -57,6 +57,11 @@ class AdminServiceStub:
     """Allocations: machines of a cluster granted to users."""
     ListAllocations: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ListAllocationsRequest, _admin_pb2.ListAllocationsReply]
     RemoveAllocation: _grpc.UnaryUnaryMultiCallable[_admin_pb2.RemoveAllocationRequest, _admin_pb2.RemoveAllocationReply]
+    SetAllocationHosts: _grpc.UnaryUnaryMultiCallable[_admin_pb2.SetAllocationHostsRequest, _admin_pb2.SetAllocationHostsReply]
+    """The hosts whose applications may attach to the allocation's IPUs over IPUoF
+    (addresses or CIDRs; none = the controller's trusted host network). Pushed to
+    the agents of every partition of the allocation at once.
+    """
     CreateUser: _grpc.UnaryUnaryMultiCallable[_admin_pb2.CreateUserRequest, _admin_pb2.CreateUserReply]
     """Users: holders of access keys."""
     ListUsers: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ListUsersRequest, _admin_pb2.ListUsersReply]
@@ -107,6 +112,11 @@ class AdminServiceAsyncStub(AdminServiceStub):
     """Allocations: machines of a cluster granted to users."""
     ListAllocations: _aio.UnaryUnaryMultiCallable[_admin_pb2.ListAllocationsRequest, _admin_pb2.ListAllocationsReply]  # type: ignore[assignment]
     RemoveAllocation: _aio.UnaryUnaryMultiCallable[_admin_pb2.RemoveAllocationRequest, _admin_pb2.RemoveAllocationReply]  # type: ignore[assignment]
+    SetAllocationHosts: _aio.UnaryUnaryMultiCallable[_admin_pb2.SetAllocationHostsRequest, _admin_pb2.SetAllocationHostsReply]  # type: ignore[assignment]
+    """The hosts whose applications may attach to the allocation's IPUs over IPUoF
+    (addresses or CIDRs; none = the controller's trusted host network). Pushed to
+    the agents of every partition of the allocation at once.
+    """
     CreateUser: _aio.UnaryUnaryMultiCallable[_admin_pb2.CreateUserRequest, _admin_pb2.CreateUserReply]  # type: ignore[assignment]
     """Users: holders of access keys."""
     ListUsers: _aio.UnaryUnaryMultiCallable[_admin_pb2.ListUsersRequest, _admin_pb2.ListUsersReply]  # type: ignore[assignment]
@@ -220,6 +230,17 @@ class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _admin_pb2.RemoveAllocationRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_admin_pb2.RemoveAllocationReply, _abc.Awaitable[_admin_pb2.RemoveAllocationReply]]: ...
+
+    @_abc_1.abstractmethod
+    def SetAllocationHosts(
+        self,
+        request: _admin_pb2.SetAllocationHostsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.SetAllocationHostsReply, _abc.Awaitable[_admin_pb2.SetAllocationHostsReply]]:
+        """The hosts whose applications may attach to the allocation's IPUs over IPUoF
+        (addresses or CIDRs; none = the controller's trusted host network). Pushed to
+        the agents of every partition of the allocation at once.
+        """
 
     @_abc_1.abstractmethod
     def CreateUser(

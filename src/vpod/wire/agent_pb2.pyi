@@ -10,7 +10,10 @@ Contract (docs/agent-protocol.md has the full text):
 - Refusals use gRPC status codes with a sentence a person can act on, and a
   machine-readable reason in the trailing metadata key "vpod-reason".
 - Fault control (InjectFault, ClearFault) always answers, even while the
-  agent emulates a hang.
+  agent emulates a hang, and only when the agent was started with
+  --enable-fault-injection (FAILED_PRECONDITION otherwise).
+- Every rpc needs the agent's key in metadata `vipu-agent-key` (the controller
+  learns it at registration); without it: UNAUTHENTICATED, nothing changes.
 """
 
 from collections import abc as _abc
@@ -462,6 +465,7 @@ class ConfiguredPartition(_message.Message):
     ATTACHED_DEVICE_IDS_FIELD_NUMBER: _builtins.int
     RESET_COUNT_FIELD_NUMBER: _builtins.int
     CONFIGURED_AT_FIELD_NUMBER: _builtins.int
+    ALLOWED_HOSTS_FIELD_NUMBER: _builtins.int
     reset_count: _builtins.int
     """resets since configured"""
     @_builtins.property
@@ -472,6 +476,10 @@ class ConfiguredPartition(_message.Message):
 
     @_builtins.property
     def configured_at(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def allowed_hosts(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """who may attach over IPUoF (normalised CIDRs)"""
+
     def __init__(
         self,
         *,
@@ -479,10 +487,11 @@ class ConfiguredPartition(_message.Message):
         attached_device_ids: _abc.Iterable[_builtins.int] | None = ...,
         reset_count: _builtins.int = ...,
         configured_at: _timestamp_pb2.Timestamp | None = ...,
+        allowed_hosts: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["config", b"config", "configured_at", b"configured_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attached_device_ids", b"attached_device_ids", "config", b"config", "configured_at", b"configured_at", "reset_count", b"reset_count"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["allowed_hosts", b"allowed_hosts", "attached_device_ids", b"attached_device_ids", "config", b"config", "configured_at", b"configured_at", "reset_count", b"reset_count"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -493,16 +502,25 @@ class ConfigurePartitionRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     CONFIG_FIELD_NUMBER: _builtins.int
+    ALLOWED_HOSTS_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def config(self) -> Global___PartitionConfiguration: ...
+    @_builtins.property
+    def allowed_hosts(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Hosts (IP addresses or CIDRs) whose applications may attach to the partition's
+        IPUs over IPUoF; none: no host may. Not part of the configuration's identity:
+        a repeated configure with other hosts replaces them (as SetPartitionHosts).
+        """
+
     def __init__(
         self,
         *,
         config: Global___PartitionConfiguration | None = ...,
+        allowed_hosts: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["config", b"config"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["config", b"config"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["allowed_hosts", b"allowed_hosts", "config", b"config"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -609,6 +627,51 @@ class ResetPartitionReply(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ResetPartitionReply: _TypeAlias = ResetPartitionReply  # noqa: Y015
+
+@_typing.final
+class SetPartitionHostsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PARTITION_ID_FIELD_NUMBER: _builtins.int
+    ALLOWED_HOSTS_FIELD_NUMBER: _builtins.int
+    partition_id: _builtins.str
+    @_builtins.property
+    def allowed_hosts(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """replaces the partition's IPUoF hosts"""
+
+    def __init__(
+        self,
+        *,
+        partition_id: _builtins.str = ...,
+        allowed_hosts: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["allowed_hosts", b"allowed_hosts", "partition_id", b"partition_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SetPartitionHostsRequest: _TypeAlias = SetPartitionHostsRequest  # noqa: Y015
+
+@_typing.final
+class SetPartitionHostsReply(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CONFIGURED_FIELD_NUMBER: _builtins.int
+    configured: _builtins.bool
+    """false: the partition is not configured here (nothing to change)"""
+    def __init__(
+        self,
+        *,
+        configured: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["configured", b"configured"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SetPartitionHostsReply: _TypeAlias = SetPartitionHostsReply  # noqa: Y015
 
 @_typing.final
 class ListConfigurationsRequest(_message.Message):

@@ -59,6 +59,11 @@ class AgentServiceStub:
                 request_serializer=vpod_dot_wire_dot_agent__pb2.ResetPartitionRequest.SerializeToString,
                 response_deserializer=vpod_dot_wire_dot_agent__pb2.ResetPartitionReply.FromString,
                 _registered_method=True)
+        self.SetPartitionHosts = channel.unary_unary(
+                '/vpod.agent.v1.AgentService/SetPartitionHosts',
+                request_serializer=vpod_dot_wire_dot_agent__pb2.SetPartitionHostsRequest.SerializeToString,
+                response_deserializer=vpod_dot_wire_dot_agent__pb2.SetPartitionHostsReply.FromString,
+                _registered_method=True)
         self.ListConfigurations = channel.unary_unary(
                 '/vpod.agent.v1.AgentService/ListConfigurations',
                 request_serializer=vpod_dot_wire_dot_agent__pb2.ListConfigurationsRequest.SerializeToString,
@@ -130,6 +135,13 @@ class AgentServiceServicer:
 
     def ResetPartition(self, request, context):
         """Put a configured partition's IPUs back into their initial state.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetPartitionHosts(self, request, context):
+        """Replace the hosts that may attach to a configured partition over IPUoF.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -213,6 +225,11 @@ def add_AgentServiceServicer_to_server(servicer, server):
                     servicer.ResetPartition,
                     request_deserializer=vpod_dot_wire_dot_agent__pb2.ResetPartitionRequest.FromString,
                     response_serializer=vpod_dot_wire_dot_agent__pb2.ResetPartitionReply.SerializeToString,
+            ),
+            'SetPartitionHosts': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetPartitionHosts,
+                    request_deserializer=vpod_dot_wire_dot_agent__pb2.SetPartitionHostsRequest.FromString,
+                    response_serializer=vpod_dot_wire_dot_agent__pb2.SetPartitionHostsReply.SerializeToString,
             ),
             'ListConfigurations': grpc.unary_unary_rpc_method_handler(
                     servicer.ListConfigurations,
@@ -385,6 +402,33 @@ class AgentService:
             '/vpod.agent.v1.AgentService/ResetPartition',
             vpod_dot_wire_dot_agent__pb2.ResetPartitionRequest.SerializeToString,
             vpod_dot_wire_dot_agent__pb2.ResetPartitionReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetPartitionHosts(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vpod.agent.v1.AgentService/SetPartitionHosts',
+            vpod_dot_wire_dot_agent__pb2.SetPartitionHostsRequest.SerializeToString,
+            vpod_dot_wire_dot_agent__pb2.SetPartitionHostsReply.FromString,
             options,
             channel_credentials,
             insecure,

@@ -10,7 +10,10 @@ Contract (docs/agent-protocol.md has the full text):
 - Refusals use gRPC status codes with a sentence a person can act on, and a
   machine-readable reason in the trailing metadata key "vpod-reason".
 - Fault control (InjectFault, ClearFault) always answers, even while the
-  agent emulates a hang.
+  agent emulates a hang, and only when the agent was started with
+  --enable-fault-injection (FAILED_PRECONDITION otherwise).
+- Every rpc needs the agent's key in metadata `vipu-agent-key` (the controller
+  learns it at registration); without it: UNAUTHENTICATED, nothing changes.
 """
 
 from collections import abc as _abc
@@ -53,6 +56,8 @@ class AgentServiceStub:
     """Undo a configuration; releasing an unknown partition succeeds."""
     ResetPartition: _grpc.UnaryUnaryMultiCallable[_agent_pb2.ResetPartitionRequest, _agent_pb2.ResetPartitionReply]
     """Put a configured partition's IPUs back into their initial state."""
+    SetPartitionHosts: _grpc.UnaryUnaryMultiCallable[_agent_pb2.SetPartitionHostsRequest, _agent_pb2.SetPartitionHostsReply]
+    """Replace the hosts that may attach to a configured partition over IPUoF."""
     ListConfigurations: _grpc.UnaryUnaryMultiCallable[_agent_pb2.ListConfigurationsRequest, _agent_pb2.ListConfigurationsReply]
     """Everything the machine has configured (for the controller's reconciliation)."""
     RunLinkTests: _grpc.UnaryUnaryMultiCallable[_agent_pb2.RunLinkTestsRequest, _agent_pb2.RunLinkTestsReply]
@@ -86,6 +91,8 @@ class AgentServiceAsyncStub(AgentServiceStub):
     """Undo a configuration; releasing an unknown partition succeeds."""
     ResetPartition: _aio.UnaryUnaryMultiCallable[_agent_pb2.ResetPartitionRequest, _agent_pb2.ResetPartitionReply]  # type: ignore[assignment]
     """Put a configured partition's IPUs back into their initial state."""
+    SetPartitionHosts: _aio.UnaryUnaryMultiCallable[_agent_pb2.SetPartitionHostsRequest, _agent_pb2.SetPartitionHostsReply]  # type: ignore[assignment]
+    """Replace the hosts that may attach to a configured partition over IPUoF."""
     ListConfigurations: _aio.UnaryUnaryMultiCallable[_agent_pb2.ListConfigurationsRequest, _agent_pb2.ListConfigurationsReply]  # type: ignore[assignment]
     """Everything the machine has configured (for the controller's reconciliation)."""
     RunLinkTests: _aio.UnaryUnaryMultiCallable[_agent_pb2.RunLinkTestsRequest, _agent_pb2.RunLinkTestsReply]  # type: ignore[assignment]
@@ -146,6 +153,14 @@ class AgentServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_agent_pb2.ResetPartitionReply, _abc.Awaitable[_agent_pb2.ResetPartitionReply]]:
         """Put a configured partition's IPUs back into their initial state."""
+
+    @_abc_1.abstractmethod
+    def SetPartitionHosts(
+        self,
+        request: _agent_pb2.SetPartitionHostsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_agent_pb2.SetPartitionHostsReply, _abc.Awaitable[_agent_pb2.SetPartitionHostsReply]]:
+        """Replace the hosts that may attach to a configured partition over IPUoF."""
 
     @_abc_1.abstractmethod
     def ListConfigurations(

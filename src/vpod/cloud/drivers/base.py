@@ -223,6 +223,10 @@ class ComputeDriver(Protocol):
     async def delete_network(self, cluster_id: str) -> None:
         """Remove the cluster's network (its servers are gone); nothing if it is gone."""
 
+    def ipuof_sources(self, addresses: Sequence[str]) -> tuple[str, ...]:
+        """Where the IPUoF connections of servers at ``addresses`` come from, as the
+        IPU-Machines see them (the hosts their allocation lets attach)."""
+
     async def shell(self, server_id: str) -> ShellAccess: ...
 
     def mount_problem(self) -> str | None:

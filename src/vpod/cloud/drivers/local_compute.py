@@ -600,6 +600,11 @@ class LocalCompute:
 
         await self._run(delete)
 
+    def ipuof_sources(self, addresses: Sequence[str]) -> tuple[str, ...]:
+        if self._isolated:
+            return tuple(addresses)  # each server dials from its own address
+        return ("127.0.0.0/8", "::1/128")  # servers share the host's network
+
     def _server_net(self, server_id: str, state: dict[str, object]) -> tuple[str, str]:
         """The server's namespace, joined to its cluster's bridge, made again where it is
         missing (a host restart removes both); and the server's gateway."""

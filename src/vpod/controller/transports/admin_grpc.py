@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TypeVar
 
@@ -11,6 +11,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from vpod.agent import convert as agent_convert
 from vpod.agent.errors import MachineRefusal
+from vpod.agent.trust import check_agent_key
 from vpod.domain.catalog import machine_spec
 from vpod.domain.entities import Agent, Cluster, User
 from vpod.domain.errors import DomainError
@@ -21,6 +22,7 @@ from vpod.wire import virmgrpc_pb2 as pb
 
 from .. import errors
 from ..agent_tokens import METADATA_KEY, AgentTokenRecord, AgentTokens
+from ..allocation_hosts import AllocationHosts
 from ..audit_log import DEFAULT_LIMIT, AuditLog, EventFilter
 from ..auth import Authenticator
 from ..fleet import Fleet
@@ -60,7 +62,7 @@ def _cluster_to_wire(cluster: Cluster) -> apb.Cluster:
     )
 
 
-def _allocation_to_wire(row: AllocationRow) -> apb.AllocationInfo:
+def _allocation_to_wire(row: AllocationRow, trusted_hosts: Sequence[str]) -> apb.AllocationInfo:
     allocation, cluster = row.allocation, row.cluster
     agents = list(allocation.agent_ids(cluster)) if cluster else []
     return apb.AllocationInfo(
@@ -71,6 +73,8 @@ def _allocation_to_wire(row: AllocationRow) -> apb.AllocationInfo:
         size=allocation.size,
         user_ids=list(row.user_ids),
         num_partitions=row.num_partitions,
+        hosts=list(allocation.hosts),
+        trusted_hosts=list(trusted_hosts),
     )
 
 
@@ -124,8 +128,10 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         auth: GrpcAuthenticator,
         agent_tokens: AgentTokens,
         telemetry: IpuTelemetryView,
+        allocation_hosts: AllocationHosts,
     ) -> None:
         self._telemetry = telemetry
+        self._allocation_hosts = allocation_hosts
         self._agent_tokens = agent_tokens
         self._inventory = inventory
         self._fleet = fleet
@@ -145,7 +151,7 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
     ) -> apb.CreateAgentReply:
         caller = await self._auth.admin(context)
         agent = await self._inventory.create_agent(
-            caller, request.agent_id, request.host, request.port
+            caller, request.agent_id, request.host, request.port, key=request.agent_key
         )
         return apb.CreateAgentReply(agent=_agent_to_wire(await self._listings.new_agent(agent)))
 
@@ -170,7 +176,9 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         self, request: apb.DiscoverAgentsRequest, context: grpc.aio.ServicerContext
     ) -> apb.DiscoverAgentsReply:
         caller = await self._auth.admin(context)
-        found = await self._fleet.discover(caller, list(request.addresses), add=request.add)
+        found = await self._fleet.discover(
+            caller, list(request.addresses), add=request.add, key=request.agent_key
+        )
         return apb.DiscoverAgentsReply(agents=[apb.DiscoveredAgent(**d) for d in found])
 
     # -- clusters
@@ -228,10 +236,13 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
             request.cluster_id,
             size=request.size or None,
             agent_ids=list(request.agent_ids) or None,
+            hosts=list(request.hosts),
         )
         cluster = await self._inventory.cluster(allocation.cluster_id)
         row = AllocationRow(allocation=allocation, cluster=cluster, user_ids=(), num_partitions=0)
-        return apb.CreateAllocationReply(allocation=_allocation_to_wire(row))
+        return apb.CreateAllocationReply(
+            allocation=_allocation_to_wire(row, self._settings.trusted_hosts)
+        )
 
     @grpc_errors
     async def ListAllocations(  # noqa: N802
@@ -240,7 +251,23 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         # Users may call this too (``vipu list allocations``): they see their own.
         caller = await self._auth.user(context)
         rows = await self._listings.allocations(caller, request.cluster_id or None)
-        return apb.ListAllocationsReply(allocations=[_allocation_to_wire(row) for row in rows])
+        trusted = self._settings.trusted_hosts
+        return apb.ListAllocationsReply(
+            allocations=[_allocation_to_wire(row, trusted) for row in rows]
+        )
+
+    @grpc_errors
+    async def SetAllocationHosts(  # noqa: N802
+        self, request: apb.SetAllocationHostsRequest, context: grpc.aio.ServicerContext
+    ) -> apb.SetAllocationHostsReply:
+        caller = await self._auth.admin(context)
+        allocation = await self._allocation_hosts.set(
+            caller, request.allocation_id, list(request.hosts)
+        )
+        row = await self._listings.allocation(caller, allocation.id)
+        return apb.SetAllocationHostsReply(
+            allocation=_allocation_to_wire(row, self._settings.trusted_hosts)
+        )
 
     @grpc_errors
     async def RemoveAllocation(  # noqa: N802
@@ -469,6 +496,7 @@ class RegistrationServicer(apb_grpc.AgentRegistrationServiceServicer):
                 port=request.port,
                 machine_type=machine_type,
                 serial=request.serial,
+                key=check_agent_key(request.agent_key) if request.agent_key else "",
             )
         except (DomainError, ValueError) as exc:
             raise errors.InvalidArgument(str(exc)) from None

@@ -20,6 +20,7 @@ from .rest_admin_models import (
     AgentFaults,
     AgentList,
     AgentOut,
+    AllocationHostsBody,
     ClusterList,
     ClusterOut,
     ClusterTestReport,
@@ -46,6 +47,7 @@ from .rest_admin_models import (
 from .rest_auth import AsAdmin, admin_caller
 from .rest_convert import allocations_out, attributes_out, partitions_out, status_out
 from .rest_deps import (
+    AllocationHostsDep,
     AuditLogDep,
     AuthenticatorDep,
     FleetDep,
@@ -122,6 +124,7 @@ async def create_agent(
         body.port,
         machine_type=body.machine_type,
         serial=body.serial,
+        key=body.agent_key,
     )
     return agent_out(await listings.new_agent(agent))
 
@@ -166,7 +169,7 @@ async def discover_agents(
     caller: AsAdmin, body: DiscoverBody, fleet: FleetDep
 ) -> DiscoveredAgentList:
     """Probe `HOST:PORT` addresses for agents, optionally adding them."""
-    found = await fleet.discover(caller, body.addresses, add=body.add)
+    found = await fleet.discover(caller, body.addresses, add=body.add, key=body.agent_key)
     return DiscoveredAgentList(agents=[DiscoveredAgent.model_validate(d) for d in found])
 
 
@@ -307,7 +310,12 @@ async def create_allocation(
 ) -> AllocationOut:
     """Grant machines of a cluster to users (`vipu-admin create allocation`)."""
     allocation = await inventory.create_allocation(
-        caller, body.id, body.cluster_id, size=body.size, agent_ids=body.agent_ids or None
+        caller,
+        body.id,
+        body.cluster_id,
+        size=body.size,
+        agent_ids=body.agent_ids or None,
+        hosts=body.hosts,
     )
     cluster = await inventory.cluster(allocation.cluster_id)
     row = AllocationRow(allocation=allocation, cluster=cluster, user_ids=(), num_partitions=0)
@@ -328,6 +336,25 @@ async def list_allocations(
     """Every allocation, with its users and partition count (`vipu-admin list allocations`)."""
     rows = await listings.allocations(caller, cluster or None)
     return AllocationList(allocations=allocations_out(rows))
+
+
+@router.put(
+    "/allocations/{allocation_id}/hosts",
+    tags=["admin: allocations"],
+    response_model=AllocationOut,
+    responses=error_responses(400, 401, 403, 404, 503),
+)
+async def set_allocation_hosts(
+    caller: AsAdmin,
+    allocation_id: IdPath,
+    body: AllocationHostsBody,
+    allocation_hosts: AllocationHostsDep,
+    listings: ListingsDep,
+) -> AllocationOut:
+    """Replace who may attach to the allocation's IPUs over IPUoF, at once on every agent of
+    its partitions (`vipu-admin update allocation --hosts`)."""
+    allocation = await allocation_hosts.set(caller, allocation_id, body.hosts)
+    return allocations_out([await listings.allocation(caller, allocation.id)])[0]
 
 
 @router.delete(

@@ -18,6 +18,7 @@ from vpod.agent.addressing import split_host_port
 from vpod.agent.model import Fault, FaultKind, LinkTestKind
 from vpod.domain.catalog import IPUS_PER_MACHINE, MachineType
 from vpod.domain.entities import HOST_MAX_LENGTH
+from vpod.domain.host_networks import MAX_HOSTS
 from vpod.domain.topology import GwTopology, IldTopology
 
 from .rest_models import (
@@ -32,6 +33,7 @@ from .rest_models import (
 )
 
 MAX_DELAY_MS = 600_000
+HostOrCidr = Annotated[str, Field(min_length=1, max_length=64, examples=["10.1.2.0/24"])]
 """Longest slowness a fault may inject: ten minutes."""
 
 
@@ -70,6 +72,12 @@ class CreateAgentBody(StrictBody):
     port: int = Field(ge=1, le=65535)
     machine_type: MachineType = Field(default=MachineType.BOW2000)
     serial: str = Field(default="", max_length=128)
+    agent_key: str = Field(
+        default="",
+        max_length=256,
+        description="The key the agent answers to (`vipu-agent --key-file`); empty: the key it"
+        " registered with, if any. Never shown again.",
+    )
 
 
 class AgentOut(BaseModel):
@@ -111,6 +119,12 @@ class DiscoverBody(StrictBody):
         min_length=1, max_length=256, description="`HOST:PORT` addresses to probe."
     )
     add: bool = Field(default=False, description="Create the agents found.")
+    agent_key: str = Field(
+        default="",
+        max_length=256,
+        description="The agents' key (`vipu-agent --key-file`); empty: the key the agent at"
+        " each address registered with.",
+    )
 
 
 class DiscoveredAgent(BaseModel):
@@ -188,6 +202,20 @@ class CreateAllocationBody(StrictBody):
     cluster_id: ClusterId
     size: int | None = Field(default=None, ge=1, le=65536, description="IPUs: 4, 8, 16, 32...")
     agent_ids: list[AgentId] | None = Field(default=None, max_length=MAX_LIST)
+    hosts: list[HostOrCidr] = Field(
+        default_factory=list,
+        max_length=MAX_HOSTS,
+        description="Who may attach to its IPUs over IPUoF (addresses or CIDRs); empty: the"
+        " controller's trusted hosts.",
+    )
+
+
+class AllocationHostsBody(StrictBody):
+    hosts: list[HostOrCidr] = Field(
+        max_length=MAX_HOSTS,
+        description="Addresses or CIDRs that may attach to the allocation's IPUs over IPUoF;"
+        " empty: back to the controller's trusted hosts.",
+    )
 
 
 # -- users --------------------------------------------------------------------------------

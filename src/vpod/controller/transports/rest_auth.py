@@ -30,19 +30,19 @@ from .rest_deps import AuthenticatorDep
 USER_HEADER = "X-Vipu-User-Id"
 KEY_HEADER = "X-Vipu-Access-Key"
 
-_user_header = APIKeyHeader(
+user_header = APIKeyHeader(
     name=USER_HEADER,
     scheme_name="VipuUserId",
     description="The user id (`--api-user-id`). Needed when the controller runs with --secure.",
     auto_error=False,
 )
-_key_header = APIKeyHeader(
+key_header = APIKeyHeader(
     name=KEY_HEADER,
     scheme_name="VipuAccessKey",
     description="The access key (`--api-access-key`), shown once by `vipu-admin create user`.",
     auto_error=False,
 )
-_bearer = HTTPBearer(
+bearer_scheme = HTTPBearer(
     scheme_name="VipuBearer",
     description="`Authorization: Bearer USER:KEY`, the same pair in one header.",
     auto_error=False,
@@ -106,9 +106,9 @@ async def _authenticated(
 async def user_caller(
     request: Request,
     auth: AuthenticatorDep,
-    user_id: str | None = Depends(_user_header),
-    access_key: str | None = Depends(_key_header),
-    bearer: HTTPAuthorizationCredentials | None = Depends(_bearer),
+    user_id: str | None = Depends(user_header),
+    access_key: str | None = Depends(key_header),
+    bearer: HTTPAuthorizationCredentials | None = Depends(bearer_scheme),
 ) -> Caller:
     """The authenticated caller of a user route (FastAPI dependency)."""
     return await _authenticated(request, auth, user_id, access_key, bearer, admin=False)
@@ -117,9 +117,9 @@ async def user_caller(
 async def admin_caller(
     request: Request,
     auth: AuthenticatorDep,
-    user_id: str | None = Depends(_user_header),
-    access_key: str | None = Depends(_key_header),
-    bearer: HTTPAuthorizationCredentials | None = Depends(_bearer),
+    user_id: str | None = Depends(user_header),
+    access_key: str | None = Depends(key_header),
+    bearer: HTTPAuthorizationCredentials | None = Depends(bearer_scheme),
 ) -> Caller:
     """The authenticated administrator of an admin route (FastAPI dependency)."""
     return await _authenticated(request, auth, user_id, access_key, bearer, admin=True)

@@ -132,6 +132,7 @@ def allocations_out(rows: Iterable[AllocationRow]) -> list[AllocationOut]:
             size=row.allocation.size,
             user_ids=list(row.user_ids),
             num_partitions=row.num_partitions,
+            hosts=list(row.allocation.hosts),
         )
         for row in rows
     ]

@@ -13,6 +13,7 @@ from typing import Annotated, Protocol
 from fastapi import Depends, Request
 
 from ..agent_tokens import AgentTokens
+from ..allocation_hosts import AllocationHosts
 from ..audit_log import AuditLog
 from ..auth import Authenticator
 from ..change_feed import ChangeFeed
@@ -62,6 +63,8 @@ class HttpUseCases(Protocol):
     def agent_tokens(self) -> AgentTokens: ...
     @property
     def partition_keys(self) -> PartitionKeys: ...
+    @property
+    def allocation_hosts(self) -> AllocationHosts: ...
 
 
 def use_cases(request: Request) -> HttpUseCases:
@@ -129,9 +132,14 @@ def partition_keys(request: Request) -> PartitionKeys:
     return use_cases(request).partition_keys
 
 
+def allocation_hosts(request: Request) -> AllocationHosts:
+    return use_cases(request).allocation_hosts
+
+
 SettingsDep = Annotated[Settings, Depends(settings)]
 AuthenticatorDep = Annotated[Authenticator, Depends(authenticator)]
 InventoryDep = Annotated[Inventory, Depends(inventory)]
+AllocationHostsDep = Annotated[AllocationHosts, Depends(allocation_hosts)]
 PartitionsDep = Annotated[PartitionService, Depends(partition_service)]
 ViewsDep = Annotated[PartitionViews, Depends(partition_views)]
 ListingsDep = Annotated[Listings, Depends(listings)]

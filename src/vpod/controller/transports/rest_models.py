@@ -251,6 +251,11 @@ class AllocationOut(BaseModel):
         description="Users granted it (shown to admins, and to all without --secure)."
     )
     num_partitions: int
+    hosts: list[str] = Field(
+        default_factory=list,
+        description="CIDRs whose applications may attach to its IPUs over IPUoF; empty: the"
+        " controller's trusted hosts (`vipu-server --trusted-hosts`).",
+    )
 
 
 class AllocationList(BaseModel):
