@@ -143,7 +143,11 @@ def _grpc_cases() -> list[tuple[str, str, MethodDescriptor]]:
     ]
 
 
-@pytest.mark.parametrize(("name", "port", "method"), _grpc_cases(), ids=lambda v: str(v))
+@pytest.mark.parametrize(
+    ("name", "port", "method"),
+    _grpc_cases(),
+    ids=lambda v: v.full_name if isinstance(v, MethodDescriptor) else str(v),
+)
 def test_every_rpc_refuses_a_huge_string_with_a_bounded_message(
     pod16: LivePod, name: str, port: str, method: MethodDescriptor
 ) -> None:
