@@ -6,6 +6,7 @@ Python again. Idempotent: what exists is left as it is.
 
     catalog.py catalog SERVICE_PASSWORD VPOD_PASSWORD REGION NAME:TYPE:URL...
     catalog.py content IMAGE_FILE
+    catalog.py warm
 """
 
 import sys
@@ -97,8 +98,26 @@ def content(image_file):
     )
 
 
+def warm():
+    """Neutron 21 names a relation of ports (``Port.port_forwardings``) that SQLAlchemy makes at
+    the first query of an API worker: a fresh worker whose first request lists ports fails it
+    (500) until another query ran. List networks first, then check the ports answer."""
+    conn = admin()
+    for _ in range(20):
+        try:
+            list(conn.network.networks())
+            list(conn.network.ports())
+            list(conn.network.ports(name="vpod-warm"))
+            return
+        except openstack.exceptions.HttpException:
+            time.sleep(0.5)
+    sys.exit("Neutron keeps failing to list ports: see its log")
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "catalog":
+    if sys.argv[1] == "warm":
+        warm()
+    elif sys.argv[1] == "catalog":
         catalog(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:])
     else:
         content(sys.argv[2])
