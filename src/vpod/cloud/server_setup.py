@@ -51,9 +51,18 @@ async def configure_servers(
     flavor = find_flavor(cluster.flavor)
     peers = tuple((s.name, s.address) for s in servers)
     datasets = await dataset_access(ctx, cluster.id, warn)
+    cloud_api = ctx.vipu.cloud_api
+    # what a driver with networks of its own lets the servers reach beyond their peers
+    endpoints = (f"{cloud_api[0]}:{cloud_api[1]}",) if cloud_api else ()
     if not flavor.is_vpod:
         for server in servers:
-            setup = ServerSetup(cluster.name, peers, _gpu_env(cluster, flavor), datasets=datasets)
+            setup = ServerSetup(
+                cluster.name,
+                peers,
+                _gpu_env(cluster, flavor),
+                datasets=datasets,
+                endpoints=endpoints,
+            )
             await ctx.compute.setup(server.id, setup)
         return
     host, port = await ctx.vipu.user_api()
@@ -63,7 +72,10 @@ async def configure_servers(
         access = VipuAccess(host=host, port=port, user_id=user_id, access_key=key)
         results = [
             await ctx.compute.setup(
-                server.id, ServerSetup(cluster.name, peers, vipu=access, datasets=datasets)
+                server.id,
+                ServerSetup(
+                    cluster.name, peers, vipu=access, datasets=datasets, endpoints=endpoints
+                ),
             )
             for server in servers
         ]

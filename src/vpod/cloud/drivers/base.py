@@ -69,6 +69,8 @@ class ServerSpec:
     """The registered host it must run on (bare metal, GPU VMs)."""
     boot_volume_id: str | None = None
     """VMs boot from a volume; bare metal from its local disk."""
+    public_keys: tuple[str, ...] = ()
+    """OpenSSH public keys the server lets in (the project's keypairs)."""
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,10 @@ class ServerSetup:
     vipu: VipuAccess | None = None
     datasets: DatasetAccess | None = None
     """None: the server holds no dataset storage (written files are removed)."""
+    endpoints: tuple[str, ...] = ()
+    """``host:port`` the server must reach beyond its peers (the controller's cloud API, the
+    IPUoF endpoints of its allocation); drivers with a network of their own allow only these
+    (and the V-IPU user API of ``vipu``)."""
 
 
 @dataclass(frozen=True)
@@ -128,6 +134,8 @@ class ShellAccess:
     """Who the shell runs as on the server."""
     port: int = 0
     """ssh's port; 0 for the relay."""
+    console: str = ""
+    """A remote console's URL (OpenStack: Nova's noVNC); empty where there is none."""
 
 
 @dataclass(frozen=True)
