@@ -1,7 +1,8 @@
 """What the cloud asks of compute and volume back ends: two small Protocols.
 
-The embedded default is :mod:`.local_compute` and :mod:`.local_volumes`; an
-OpenStack pair would implement the same calls (see docs/cloud.md, "Drivers"):
+The embedded default is :mod:`.local_compute` and :mod:`.local_volumes`; the
+OpenStack pair (:mod:`.openstack_compute`, :mod:`.cinder_volumes`, docs/openstack.md)
+implements the same calls (see docs/cloud.md, "Drivers"):
 
 =====================  ===============================  ==============================
 call                   local                            OpenStack
@@ -10,9 +11,9 @@ call                   local                            OpenStack
 ``shelve``/``unshelve`` mark offloaded / back            Nova shelve-offload / unshelve
 ``stop``/``start``     mark SHUTOFF / ACTIVE            Nova stop / start (bare metal)
 ``rebuild``            re-image the workspace           Nova rebuild
-``setup``              write env, hosts, vipu-cli.hcl,  cloud-init / ssh script
+``setup``              write env, hosts, vipu-cli.hcl,  Nova metadata + cloud-init
                        ~/.aws, rclone mount
-``shell``              how to reach it (no host path)   ssh to the floating IP
+``shell``              how to reach it (no host path)   ssh to its address, Nova console
 ``open_shell``         bash in the server's sandbox     (none: tenants ssh themselves)
 volume ``create``      a directory                      Cinder create
 volume ``attach``      a link under ``/mnt``             Nova volume attachment
