@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from .base import DriverError
 from .openstack_lookup import find_server, find_volume, get_server, get_volume, volume_name
 from .openstack_options import OpenStackOptions
-from .openstack_session import Session
+from .openstack_session import Session, wait_for
 
 if TYPE_CHECKING:
     from openstack.connection import Connection
@@ -33,25 +33,14 @@ class CinderVolumes:
 
     def _wait(self, conn: Connection, volume: Any, *status: str) -> Any:
         """Until Cinder reports one of ``status``; ``error``: permanent, with the reason."""
-        from openstack import exceptions as sdk
-
-        try:
-            return conn.block_storage.wait_for_status(
-                volume,
-                status=status[0],
-                failures=["error", "error_deleting"],
-                interval=1,
-                wait=int(self.options.wait_s),
-            )
-        except sdk.ResourceFailure:
-            raise DriverError(
-                f"Cinder volume {volume.name} went to error (see Cinder's volume messages)"
-            ) from None
-        except sdk.ResourceTimeout:
-            current = conn.block_storage.get_volume(volume.id)
-            if current.status in status:
-                return current
-            raise
+        return wait_for(
+            lambda: conn.block_storage.get_volume(volume.id),
+            lambda v: str(v.status),
+            status,
+            ("error", "error_deleting", "error_restoring", "error_extending"),
+            self.options.wait_s,
+            f"Cinder volume {volume.name}",
+        )
 
     async def create(
         self, volume_id: str, size_gib: int, volume_type: str, image: str | None

@@ -43,7 +43,7 @@ from .base import (
 )
 from .openstack_lookup import cluster_tag, find_server, get_server, get_volume, server_tag
 from .openstack_options import OpenStackOptions
-from .openstack_session import Session
+from .openstack_session import Session, wait_for
 from .openstack_setup import HCL, from_metadata, render_files, to_metadata, user_data
 
 if TYPE_CHECKING:
@@ -69,23 +69,21 @@ class OpenStackCompute:
 
     def _wait(self, conn: Connection, server: Server, *status: str) -> Server:
         """Until Nova reports one of ``status`` (ERROR: the server's fault, permanent)."""
-        from openstack import exceptions as sdk
-
-        deadline_s = self.options.wait_s
-        while True:
-            try:
-                return conn.compute.wait_for_server(
-                    server, status=status[0], failures=["ERROR"], interval=1, wait=int(deadline_s)
-                )
-            except sdk.ResourceFailure:
-                current = conn.compute.get_server(server.id)
-                fault = (current.fault or {}).get("message", "no reason given")
-                raise DriverError(f"Nova server {current.name} is in ERROR: {fault}") from None
-            except sdk.ResourceTimeout:
-                current = conn.compute.get_server(server.id)
-                if current.status in status:
-                    return current
+        try:
+            return wait_for(
+                lambda: conn.compute.get_server(server.id),
+                lambda s: str(s.status),
+                status,
+                ("ERROR",),
+                self.options.wait_s,
+                f"Nova server {server.name}",
+            )
+        except DriverError as exc:
+            if exc.temporary:
                 raise
+            current = conn.compute.get_server(server.id)
+            fault = (current.fault or {}).get("message", "no reason given")
+            raise DriverError(f"Nova server {current.name} is in ERROR: {fault}") from None
 
     # -- life cycle ---------------------------------------------------------------------------
 

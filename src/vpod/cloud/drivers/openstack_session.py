@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
@@ -62,6 +63,32 @@ def translate(exc: Exception, doing: str) -> DriverError:
         # authentication, a missing endpoint, clouds.yaml: the operator's to fix
         return DriverError(f"OpenStack, {doing}: {exc}")
     raise exc
+
+
+def wait_for(
+    fetch: Callable[[], T],
+    status_of: Callable[[T], str],
+    wanted: tuple[str, ...],
+    failed: tuple[str, ...],
+    wait_s: float,
+    what: str,
+) -> T:
+    """Ask ``fetch()`` every second until its status is one of ``wanted`` (any of them: a
+    shelved server may go straight to SHELVED_OFFLOADED). A status in ``failed`` raises
+    :class:`DriverError`; still not there after ``wait_s``: :class:`TemporaryDriverError`."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        current = fetch()
+        status = status_of(current)
+        if status in wanted:
+            return current
+        if status in failed:
+            raise DriverError(f"{what} is {status}")
+        if time.monotonic() >= deadline:
+            raise TemporaryDriverError(
+                f"{what} is still {status} after {wait_s:.0f} s, not {' or '.join(wanted)}"
+            )
+        time.sleep(1.0)
 
 
 class Session:
