@@ -18,9 +18,10 @@ from typing import Any
 
 import pytest
 
+from vpod.cloud.api.convert import task_out
 from vpod.cloud.drivers.openstack_setup import HCL, from_metadata
 
-from ..cloud.conftest import error, ok, run_task
+from ..cloud.conftest import error, ok
 from ..cloud.live import LiveCloud, start_cloud, stop_cloud
 from .conftest import LocalOpenStack
 
@@ -29,6 +30,8 @@ pytestmark = [pytest.mark.openstack, pytest.mark.timeout(3600)]
 VPOD4 = "g2a-ai-fast-v1pod-4"
 DEDICATED4 = "bm1-ai-small-v1pod-4"
 H100_VM = "g3-ai-24-232-1250-h100-80-1"
+TASK_TIMEOUT_S = 1500.0
+"""A safety net: Nova boots take a minute or more on a loaded test machine."""
 HOSTS = [
     {"id": "hv-os", "role": "hypervisor", "model": "h100-80", "slots": 4},
     {"id": "poplar-os", "role": "baremetal", "model": "poplar"},
@@ -55,6 +58,19 @@ def live(
         yield cloud
     finally:
         stop_cloud(cloud)
+
+
+def run_task(live: LiveCloud, http: Any, method: str, path: str, **kwargs: Any) -> Any:
+    """Start a task (202) and return its JSON once it has ended."""
+    task = ok(http.request(method, path, **kwargs), 202)
+    done = live.run(live.cloud.runner.wait(task["id"], TASK_TIMEOUT_S), TASK_TIMEOUT_S + 60)
+    return task_out(done).model_dump(mode="json")
+
+
+def finished(live: LiveCloud, http: Any, method: str, path: str, **kwargs: Any) -> Any:
+    task = run_task(live, http, method, path, **kwargs)
+    assert task["state"] == "FINISHED", task
+    return task
 
 
 def nova_servers(openstack_cloud: LocalOpenStack, cluster: dict[str, Any]) -> list[Any]:
@@ -93,15 +109,15 @@ def test_a_virtual_vpod_lives_on_nova_and_cinder(
 
         live.clock.advance(10 * 60)
         for action in ("reboot", "rebuild"):
-            assert run_task(live, acme, "POST", f"/clusters/train/{action}")["state"] == "FINISHED"
+            finished(live, acme, "POST", f"/clusters/train/{action}")
             assert nova_servers(openstack_cloud, cluster)[0].status == "ACTIVE"
 
         # Suspension shelves and offloads the server; resuming brings it back, key kept.
-        assert run_task(live, acme, "POST", "/clusters/train/suspend")["state"] == "FINISHED"
+        finished(live, acme, "POST", "/clusters/train/suspend")
         assert ok(acme.get("/clusters/train"))["servers"][0]["status"] == "SHELVED_OFFLOADED"
         assert nova_servers(openstack_cloud, cluster)[0].status == "SHELVED_OFFLOADED"
         live.clock.advance(30 * 60)
-        assert run_task(live, acme, "POST", "/clusters/train/resume")["state"] == "FINISHED"
+        finished(live, acme, "POST", "/clusters/train/resume")
         [nova] = nova_servers(openstack_cloud, cluster)
         assert nova.status == "ACTIVE"
         assert "api-access-key" in from_metadata(nova.metadata)[HCL]["content"]
@@ -129,7 +145,7 @@ def test_a_gpu_vm_cluster_grows_and_shrinks_on_nova(
 ) -> None:
     with live.client(live.project("gpus")) as http:
         body = {"name": "vms", "flavor": H100_VM, "server_count": 1}
-        assert run_task(live, http, "POST", "/clusters", json=body)["state"] == "FINISHED"
+        finished(live, http, "POST", "/clusters", json=body)
         cluster = ok(http.get("/clusters/vms"))
         [nova] = nova_servers(openstack_cloud, cluster)
         assert nova.flavor.original_name == "vpod.gpu"
@@ -149,13 +165,13 @@ def test_a_dedicated_vpod_is_stopped_not_shelved(
 ) -> None:
     with live.client(live.project("bare")) as http:
         body = {"name": "metal", "flavor": DEDICATED4}
-        assert run_task(live, http, "POST", "/clusters", json=body)["state"] == "FINISHED"
+        finished(live, http, "POST", "/clusters", json=body)
         cluster = ok(http.get("/clusters/metal"))
-        assert run_task(live, http, "POST", "/clusters/metal/suspend")["state"] == "FINISHED"
+        finished(live, http, "POST", "/clusters/metal/suspend")
         assert nova_servers(openstack_cloud, cluster)[0].status == "SHUTOFF"
-        assert run_task(live, http, "POST", "/clusters/metal/resume")["state"] == "FINISHED"
+        finished(live, http, "POST", "/clusters/metal/resume")
         assert nova_servers(openstack_cloud, cluster)[0].status == "ACTIVE"
-        assert run_task(live, http, "DELETE", "/clusters/metal")["state"] == "FINISHED"
+        finished(live, http, "DELETE", "/clusters/metal")
         assert nova_servers(openstack_cloud, cluster) == []
 
 
@@ -165,7 +181,7 @@ def test_quotas_refuse_before_openstack_is_asked(
     conn = openstack_cloud.project()
     before = {s.id for s in conn.compute.servers()}
     with live.client(live.project("tight", volume_gib=1)) as http:
-        body = {"name": "big", "flavor": VPOD4, "volumes": [{"name": "d", "size_gib": 50}]}
+        body = {"name": "big", "flavor": VPOD4, "volumes": [{"name": "dataset", "size_gib": 50}]}
         message = error(http.post("/clusters", json=body), 409, "RESOURCE_EXHAUSTED")
         assert "quota" in message
     assert {s.id for s in conn.compute.servers()} == before
