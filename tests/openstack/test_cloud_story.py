@@ -108,8 +108,8 @@ def test_a_virtual_vpod_lives_on_nova_and_cinder(
         assert "token" in shell["console"]
 
         live.clock.advance(10 * 60)
-        for action in ("reboot", "rebuild"):
-            finished(live, acme, "POST", f"/clusters/train/{action}")
+        for action in ("reboot", "rebuild"):  # rebuild takes a body (its image: the default)
+            finished(live, acme, "POST", f"/clusters/train/{action}", json={})
             assert nova_servers(openstack_cloud, cluster)[0].status == "ACTIVE"
 
         # Suspension shelves and offloads the server; resuming brings it back, key kept.
