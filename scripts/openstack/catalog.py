@@ -73,9 +73,14 @@ def content(image_file):
         time.sleep(1)
     else:
         sys.exit("nova-compute never reported in: see its log")
-    for name, vcpus, ram in (("vpod.poplar", 8, 4096), ("vpod.gpu", 16, 8192)):
+    # VMs boot from volumes (no disk); bare metal boots its image onto its own disk
+    for name, vcpus, ram, disk in (
+        ("vpod.poplar", 8, 4096, 0),
+        ("vpod.gpu", 16, 8192, 0),
+        ("vpod.metal", 16, 8192, 1),
+    ):
         if conn.compute.find_flavor(name) is None:
-            conn.compute.create_flavor(name=name, vcpus=vcpus, ram=ram, disk=0)
+            conn.compute.create_flavor(name=name, vcpus=vcpus, ram=ram, disk=disk)
     if conn.image.find_image("vpod-poplar-sdk") is None:
         conn.create_image(
             "vpod-poplar-sdk",

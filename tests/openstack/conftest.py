@@ -100,7 +100,10 @@ def openstack_cloud() -> Iterator[LocalOpenStack]:
             cloud="vpod",
             default_flavor="vpod.poplar",
             default_image="vpod-poplar-sdk",
-            flavors={"g3-ai-24-232-1250-h100-80-1": "vpod.gpu"},
+            flavors={
+                "g3-ai-24-232-1250-h100-80-1": "vpod.gpu",
+                "bm1-ai-small-v1pod-4": "vpod.metal",
+            },
             wait_s=600.0,
         ),
     )
