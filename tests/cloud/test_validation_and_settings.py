@@ -107,7 +107,7 @@ def test_the_sandbox_settings_reach_the_compute_driver(tmp_path: Path) -> None:
     ("raw", "message"),
     [
         ({"colour": 1}, "unknown key 'colour'"),
-        ({"compute_driver": "openstack"}, "is not available here: use local"),
+        ({"compute_driver": "vmware"}, "is not available here: use local, openstack"),
         ({"vipu_clusters": "cloud"}, "vipu_clusters is a list"),
         ({"task_poll_s": "fast"}, "task_poll_s must be a float"),
         ({"metering_sink": "kafka"}, "metering_sink is one of none, jsonl"),

@@ -119,6 +119,7 @@ def build_cloud(
         compute=settings.compute_driver,
         volumes=settings.volume_driver,
         compute_options=settings.compute_options(),
+        openstack=settings.openstack,
     )
     if sink is None:
         sink = (

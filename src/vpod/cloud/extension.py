@@ -72,16 +72,16 @@ class CloudServer:
         self.cloud = build_cloud(controller, self.settings, **self._overrides)
         host = self.settings.user_api_host or _dialable(controller.settings.host)
         if controller.settings.user_port:
-            self.cloud.ctx.vipu.user_api_listening(host, controller.settings.user_port)
+            self.cloud.ctx.vipu.user_api_listening(
+                host, controller.settings.user_port, controller.settings.http_port
+            )
         return CloudExtension(self.cloud)
 
     def listening(self, running: RunningServer) -> None:
         """Call from ``serve``'s ready callback: the user API's actual port is known."""
         if self.cloud is not None:
             host = self.settings.user_api_host or _dialable(running.controller.settings.host)
-            self.cloud.ctx.vipu.user_api_listening(host, running.user_port)
-            http_host = _dialable(running.controller.settings.http_host)
-            self.cloud.ctx.vipu.http_api = (http_host, running.http_port)
+            self.cloud.ctx.vipu.user_api_listening(host, running.user_port, running.http_port)
 
 
 ExtensionFactory = Callable[[Controller], CloudExtension]

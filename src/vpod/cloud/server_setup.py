@@ -71,7 +71,7 @@ async def _reach(
     """What the cluster's servers may reach: the V-IPU user API (vPODs), the cloud API,
     their dataset storage endpoint, and the IPUoF endpoints of their allocation's machines
     (asked again at every setup: a resume may have moved the allocation)."""
-    services = [s for s in (user_api, ctx.vipu.http_api) if s is not None]
+    services = [s for s in (user_api, ctx.vipu.cloud_api) if s is not None]
     if datasets is not None:
         url = urlsplit(datasets.endpoint_url)
         if url.hostname:
@@ -95,6 +95,9 @@ async def configure_servers(
     peers = tuple((s.name, s.address) for s in servers)
     datasets = await dataset_access(ctx, cluster.id, warn)
     keys = await authorized_lines(ctx, cluster.id)
+    cloud_api = ctx.vipu.cloud_api
+    # what a driver with networks of its own lets the servers reach beyond their peers
+    endpoints = (f"{cloud_api[0]}:{cloud_api[1]}",) if cloud_api else ()
     if not flavor.is_vpod:
         await ctx.compute.set_reach(cluster.id, await _reach(ctx, cluster, datasets))
         held = await server_gpus(ctx, [s.id for s in servers])
@@ -107,6 +110,7 @@ async def configure_servers(
                 datasets=datasets,
                 devices=devices,
                 authorized_keys=keys,
+                endpoints=endpoints,
             )
             await ctx.compute.setup(server.id, setup)
         return
@@ -123,7 +127,12 @@ async def configure_servers(
             await ctx.compute.setup(
                 server.id,
                 ServerSetup(
-                    cluster.name, peers, vipu=access, datasets=datasets, authorized_keys=keys
+                    cluster.name,
+                    peers,
+                    vipu=access,
+                    datasets=datasets,
+                    authorized_keys=keys,
+                    endpoints=endpoints,
                 ),
             )
             for server in servers

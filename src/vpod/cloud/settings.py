@@ -4,8 +4,8 @@ Every key is optional::
 
     # DATA_DIR/cloud.toml (or the file named by VPOD_CLOUD_CONFIG)
     vipu_clusters = ["cloud"]     # V-IPU clusters vPODs are carved from (default: all)
-    compute_driver = "local"      # "local" (embedded); an OpenStack driver would be "openstack"
-    volume_driver = "local"       # "local"; "cinder" with OpenStack
+    compute_driver = "local"      # "local" (embedded), or "openstack" (Nova, docs/openstack.md)
+    volume_driver = "local"       # "local", or "cinder"
     metering_sink = "none"        # "none", or "jsonl" (DATA_DIR/cloud/metering.jsonl)
     user_api_host = ""            # address servers dial for the V-IPU user API
     task_poll_s = 1.0             # how often a runner looks for tasks another replica queued
@@ -25,6 +25,9 @@ Every key is optional::
     url = "https://s3.example.net"
     region = "us-east-1"          # default us-east-1
     path_style = true             # URL/bucket rather than bucket.HOST (default false)
+
+    [openstack]                   # the OpenStack drivers' cloud and names (docs/openstack.md)
+    cloud = "vpod"                # a cloud of clouds.yaml
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from .dataset_rules import parse_endpoints
-from .drivers import COMPUTE_DRIVERS, VOLUME_DRIVERS
+from .drivers import COMPUTE_DRIVERS, VOLUME_DRIVERS, OpenStackOptions, parse_openstack
 from .drivers.sandbox import UidRange
 from .drivers.tenant_network import DEFAULT_POOL, DEFAULT_PREFIX, NetworkSettings
 from .model import errors
@@ -82,6 +85,8 @@ class CloudSettings:
     sandbox_uid_count: int = 100_000
     bwrap_path: str = ""
     """Where bubblewrap is; empty: found on PATH."""
+    openstack: OpenStackOptions = field(default_factory=OpenStackOptions)
+    """The ``[openstack]`` table: the cloud of clouds.yaml and the flavor and image names."""
     unsafe_shared_host: bool = False
     """UNSAFE: where the host cannot sandbox servers, run them anyway, on the host as the
     controller's user (every tenant can read the controller's files and each other's)."""
@@ -156,6 +161,8 @@ def parse_settings(raw: dict[str, Any], *, data_dir: Path, source: str) -> Cloud
             )
         elif key == "storage_endpoints":
             values[key] = parse_endpoints(value, source=source)
+        elif key == "openstack":
+            values[key] = parse_openstack(value, source=source)
         elif key == "reservation_terms":
             if not isinstance(value, str):
                 raise errors.InvalidArgument(f"{source}: reservation_terms is a string")

@@ -109,15 +109,22 @@ class VipuPort:
         self._clusters = tuple(clusters)
         self._api: tuple[str, int] | None = None
         self._api_known = asyncio.Event()
-        self.http_api: tuple[str, int] | None = None
-        """Where the controller's HTTP API (the cloud API among it) listens, once it does."""
+        self._cloud_api: tuple[str, int] | None = None
 
     # -- where servers reach the user API -----------------------------------------------------
 
-    def user_api_listening(self, host: str, port: int) -> None:
-        """Told by the server once the user gRPC API listens (its port may be picked then)."""
+    def user_api_listening(self, host: str, port: int, http_port: int = 0) -> None:
+        """Told by the server once the user gRPC API listens (its port may be picked then),
+        with the HTTP port the cloud API is on (0: not known yet)."""
         self._api = (host, port)
+        if http_port:
+            self._cloud_api = (host, http_port)
         self._api_known.set()
+
+    @property
+    def cloud_api(self) -> tuple[str, int] | None:
+        """Where servers reach the cloud API (the controller's HTTP), once known."""
+        return self._cloud_api
 
     @property
     def known_user_api(self) -> tuple[str, int] | None:

@@ -230,6 +230,7 @@ def shell_out(access: ShellAccess, connect: str) -> ShellOut:
         user=access.user,
         port=access.port,
         connect=connect if access.kind == "relay" else "",
+        console=access.console,
     )
 
 

@@ -372,6 +372,11 @@ class ShellOut(BaseModel):
     connect: str = Field(
         description="The relay's path under the API's URL (a WebSocket, same bearer token)."
     )
+    console: str = Field(
+        default="",
+        description="A remote console of the server (OpenStack: Nova's noVNC URL); empty"
+        " where the back end has none.",
+    )
 
 
 class HostOut(BaseModel):

@@ -1,7 +1,8 @@
 """What the cloud asks of compute and volume back ends: two small Protocols.
 
-The embedded default is :mod:`.local_compute` and :mod:`.local_volumes`; an
-OpenStack pair would implement the same calls (see docs/cloud.md, "Drivers"):
+The embedded default is :mod:`.local_compute` and :mod:`.local_volumes`; the
+OpenStack pair (:mod:`.openstack_compute`, :mod:`.cinder_volumes`, docs/openstack.md)
+implements the same calls (see docs/cloud.md, "Drivers"):
 
 =====================  ===============================  ==============================
 call                   local                            OpenStack
@@ -10,12 +11,12 @@ call                   local                            OpenStack
 ``shelve``/``unshelve`` mark offloaded / back            Nova shelve-offload / unshelve
 ``stop``/``start``     mark SHUTOFF / ACTIVE            Nova stop / start (bare metal)
 ``rebuild``            re-image the workspace           Nova rebuild
-``setup``              write env, hosts, vipu-cli.hcl,  cloud-init / ssh script
+``setup``              write env, hosts, vipu-cli.hcl,  Nova metadata + cloud-init
                        ~/.aws, rclone mount
 ``create_network``     a bridge and a subnet lease      Neutron network + subnet
 ``set_reach``          the vPOD's nftables table        security groups
 ``delete_network``     bridge, rules and lease gone     Neutron network delete
-``shell``              how to reach it (no host path)   ssh to the floating IP
+``shell``              how to reach it (no host path)   ssh to its address, Nova console
 ``open_shell``         bash in the server's sandbox     (none: tenants ssh themselves)
 ``open_ssh``           ``sshd -i`` in the sandbox       (none: ssh to the floating IP)
 ``authorize_keys``     write etc/ssh/authorized_keys    Nova keypair (cloud-init)
@@ -78,6 +79,8 @@ class ServerSpec:
     local_disk_gib: int = 0
     """A VM's ephemeral local disk (its flavor's ``disk_gib``): ``/scratch``, emptied by
     suspension; 0: none (bare metal's local disk is its root)."""
+    public_keys: tuple[str, ...] = ()
+    """OpenSSH public keys the server lets in (the project's keypairs)."""
 
 
 @dataclass(frozen=True)
@@ -123,6 +126,10 @@ class ServerSetup:
 
     authorized_keys: tuple[str, ...] | None = None
     """The public keys (``authorized_keys`` lines) its sshd accepts; None: keep them."""
+    endpoints: tuple[str, ...] = ()
+    """``host:port`` the server must reach beyond its peers (the controller's cloud API, the
+    IPUoF endpoints of its allocation); drivers with a network of their own allow only these
+    (and the V-IPU user API of ``vipu``)."""
 
 
 @dataclass(frozen=True)
@@ -154,6 +161,8 @@ class ShellAccess:
     """Who the shell runs as on the server."""
     port: int = 0
     """ssh's port; 0 for the relay."""
+    console: str = ""
+    """A remote console's URL (OpenStack: Nova's noVNC); empty where there is none."""
 
 
 @dataclass(frozen=True)

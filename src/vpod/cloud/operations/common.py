@@ -177,10 +177,13 @@ async def attach_data_volumes(
 async def remove_servers(job: Job, servers: Sequence[Server], *, delete_data_volumes: bool) -> None:
     """Delete servers: detach their data volumes (or delete them), delete boot volumes."""
     for server in servers:
+        boot_volumes = []
         for volume in await volumes_of(job, server.cluster_id):
             if volume.server_id != server.id:
                 continue
-            if volume.boot or volume.delete_with_cluster or delete_data_volumes:
+            if volume.boot:
+                boot_volumes.append(volume)  # after the server: a back end keeps it in use
+            elif volume.delete_with_cluster or delete_data_volumes:
                 await delete_volume(job, volume, server_id=server.id)
             else:
                 await job.ctx.volumes.detach(volume.id, server.id)
@@ -192,6 +195,8 @@ async def remove_servers(job: Job, servers: Sequence[Server], *, delete_data_vol
                 )
                 await _volume_status(job, volume, VolumeStatus.AVAILABLE)
         await job.ctx.compute.delete_server(server.id)
+        for volume in boot_volumes:
+            await delete_volume(job, volume, server_id=server.id)
         await job.ctx.records.delete_server(server.id)
 
 
