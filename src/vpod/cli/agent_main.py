@@ -44,7 +44,7 @@ from vpod.agent.registration import RegistrationTls
 from vpod.agent.trust import read_agent_key
 from vpod.domain.catalog import machine_spec
 
-from .parent_death import die_with_parent
+from .daemon_entry import run_daemon
 
 log = logging.getLogger("vpod.agent")
 
@@ -291,16 +291,7 @@ def _registration_token(token_file: Path | None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point; returns the exit status."""
-    die_with_parent()
-    try:
-        cli.main(args=argv, prog_name="vipu-agent", standalone_mode=False)
-    except click.ClickException as exc:
-        exc.show()
-        return exc.exit_code
-    except click.Abort:
-        click.echo("Aborted.", err=True)
-        return 1
-    return 0
+    return run_daemon(cli, argv, "vipu-agent")
 
 
 if __name__ == "__main__":

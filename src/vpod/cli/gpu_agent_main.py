@@ -39,7 +39,7 @@ from vpod.agent.gpu.health import HealthLimits, assess
 from vpod.agent.gpu.reporter import ControllerLink, GpuHostAgent, HostIdentity
 
 from .agent_main import _registration_token
-from .parent_death import die_with_parent
+from .daemon_entry import run_daemon
 
 log = logging.getLogger("vpod.agent.gpu")
 ROLES = ("baremetal", "hypervisor")
@@ -360,16 +360,7 @@ async def _run(
 
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point; returns the exit status."""
-    die_with_parent()
-    try:
-        cli.main(args=argv, prog_name="vpod-gpu-agent", standalone_mode=False)
-    except click.ClickException as exc:
-        exc.show()
-        return exc.exit_code
-    except click.Abort:
-        click.echo("Aborted.", err=True)
-        return 1
-    return 0
+    return run_daemon(cli, argv, "vpod-gpu-agent")
 
 
 if __name__ == "__main__":
