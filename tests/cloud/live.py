@@ -124,6 +124,7 @@ class LiveCloud:
         """The scrape token /metrics accepts (written on first use)."""
         path = self.data_dir / "metrics.token"
         if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(secrets.token_urlsafe(24) + "\n")
         return path
 

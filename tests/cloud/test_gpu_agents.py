@@ -319,7 +319,7 @@ def test_metrics_carry_the_dcgm_exporter_series(gpu_cloud: GpuCloud) -> None:
     try:
 
         def line(series: str) -> str | None:
-            text = httpx.get(live.url + "/metrics", timeout=30).text
+            text = live.metrics()
             uuid = emulated_uuid("gbm-2", 2)
             return next(
                 (x for x in text.splitlines() if x.startswith(series + "{") and uuid in x), None
@@ -329,7 +329,7 @@ def test_metrics_carry_the_dcgm_exporter_series(gpu_cloud: GpuCloud) -> None:
             "utilisation",
             lambda: (found := line("DCGM_FI_DEV_GPU_UTIL")) and found.endswith(" 87.0"),
         )
-        text = httpx.get(live.url + "/metrics", timeout=30).text
+        text = live.metrics()
         assert "# TYPE DCGM_FI_DEV_GPU_UTIL gauge" in text
         assert "# HELP DCGM_FI_DEV_FB_USED Framebuffer memory used (in MiB)." in text
         fb = line("DCGM_FI_DEV_FB_USED")

@@ -8,7 +8,7 @@ Examples::
                --ipuof-server-port 51000 --ipuof-rdma-port 52000
     vipu-agent --machines 2 --agent-port 0 --ipuof-server-port 0 --ipuof-rdma-port 0
     vipu-agent --register ctl:8091 --tls-ca ca.crt --tls-cert client.crt --tls-key client.key
-    vipu-agent --key-file agent.key     # then: vipu-admin create agent ag1 ... --key-file agent.key
+    vipu-agent --key-file agent.key     # then give the controller the same --key-file
     vipu-agent --enable-fault-injection  # tests and demos: accept InjectFault / ClearFault
 
 Each agent answers only calls carrying its key: a random one per start,

@@ -26,6 +26,7 @@ from .cloud_output import emit
 from .cloud_ssh import run_ssh
 from .errors import fail
 from .openssh import known_host_entries, render_config
+from .short_help import FittingGroup
 from .ssh_files import known_hosts_path, replace_file, update_known_hosts, vpod_dir
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -195,7 +196,7 @@ def console(client: CloudClient, cluster_ref: str, server: str, as_json: bool) -
     emit(found.raw, as_json, lambda _: found.url)
 
 
-@click.group("keypair", context_settings=CONTEXT)
+@click.group("keypair", context_settings=CONTEXT, cls=FittingGroup)
 def cluster_keypair() -> None:
     """The keypairs that may log in to a cluster's servers (changed at once, running or not).
 
@@ -228,7 +229,7 @@ def keypair_add(client: CloudClient, cluster_ref: str, name: str, as_json: bool)
     emit([k.raw for k in found], as_json, lambda _: _cluster_keypairs(found))
 
 
-@cluster_keypair.command("remove")
+@cluster_keypair.command("remove", short_help="Stop a keypair logging in to the servers.")
 @click.argument("cluster_ref", metavar="CLUSTER")
 @click.argument("name", metavar="KEYPAIR")
 @connection_options

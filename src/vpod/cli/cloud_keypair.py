@@ -22,6 +22,7 @@ from .cloud_options import connection_options
 from .cloud_output import emit
 from .errors import fail
 from .render import details, table
+from .short_help import FittingGroup
 from .ssh_files import key_path, write_private
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -48,7 +49,7 @@ def keypair_text(k: dict[str, Any]) -> str:
     )
 
 
-@click.group("keypair", context_settings=CONTEXT)
+@click.group("keypair", context_settings=CONTEXT, cls=FittingGroup)
 def keypair() -> None:
     """SSH keypairs of your project: the keys that log in to your clusters' servers.
 
@@ -59,7 +60,7 @@ def keypair() -> None:
     """
 
 
-@keypair.command("create")
+@keypair.command("create", short_help="Make an ed25519 keypair; its private key is written once.")
 @click.argument("name")
 @click.option(
     "--private-key",

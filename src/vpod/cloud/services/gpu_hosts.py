@@ -75,8 +75,8 @@ class GpuHosts:
         if agent is not None and agent.token_id is not None and agent.token_id != token_id:
             raise errors.PermissionDenied(
                 f"GPU host {host_id} is registered with another agent token: a host answers to"
-                " the token it first registered with; remove the host (`vpod admin host"
-                " remove`) to register it anew"
+                " the token it first registered with; remove the host (DELETE"
+                " /api/cloud/v1/admin/hosts/{host_id}) to register it anew"
             )
         return token_id
 
