@@ -176,6 +176,11 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         self, request: apb.DiscoverAgentsRequest, context: grpc.aio.ServicerContext
     ) -> apb.DiscoverAgentsReply:
         caller = await self._auth.admin(context)
+        if request.agent_key:
+            try:
+                check_agent_key(request.agent_key)
+            except ValueError as exc:
+                raise errors.InvalidArgument(str(exc)) from None
         found = await self._fleet.discover(
             caller, list(request.addresses), add=request.add, key=request.agent_key
         )
