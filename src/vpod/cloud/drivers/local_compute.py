@@ -438,20 +438,8 @@ class LocalCompute:
         real = self._layout.server_root(server_id).resolve()
         uid = await self._run(lambda: self._uid(server_id))
         await self._run(lambda: ssh_server.prepare(real, uid, SERVER_USER))
-        local = await self._run(lambda: self._ensure_scratch(server_id))
-        mounts = self._volumes(real) + self._dataset_mount(server_id) + local
-        netns = None  # sshd's forwardings reach what the server's own processes reach
-        if self._isolated:
-            netns, _ = await self._run(lambda: self._server_net(server_id, state))
-        box = Sandbox(
-            real,
-            str(state.get("name", server_id)),
-            uid,
-            mounts,
-            self._bwrap,
-            netns=netns,
-            devices=gpu_devices(state.get("devices"), self._layout.gpu_stand_ins),
-        )
+        # sshd's forwardings reach what the server's own processes reach
+        box = await self._sandbox(server_id, state, real, uid)
         argv = [ssh_server.SSHD, "-i", "-e", "-f", f"/{ssh_server.CONFIG}"]
         with box.command(argv) as (command, fds):
             session = await ProcessSession.start(
@@ -513,20 +501,7 @@ class LocalCompute:
         else:
             env["HOME"] = "/home"
             uid = await self._run(lambda: self._uid(server_id))
-            netns = None
-            if self._isolated:
-                netns, _ = await self._run(lambda: self._server_net(server_id, state))
-            local = await self._run(lambda: self._ensure_scratch(server_id))
-            mounts = self._volumes(real) + self._dataset_mount(server_id) + local
-            box = Sandbox(
-                real,
-                str(state.get("name", server_id)),
-                uid,
-                mounts,
-                self._bwrap,
-                netns=netns,
-                devices=gpu_devices(state.get("devices"), self._layout.gpu_stand_ins),
-            )
+            box = await self._sandbox(server_id, state, real, uid)
             with box.command(argv) as (command, fds):
                 session = await ProcessSession.start(
                     command,
@@ -639,6 +614,20 @@ class LocalCompute:
                 netloc = gateway + (f":{url.port}" if url.port else "")
                 datasets = replace(datasets, endpoint_url=url._replace(netloc=netloc).geturl())
         return replace(setup, vipu=vipu, datasets=datasets)
+
+    async def _sandbox(
+        self, server_id: str, state: dict[str, object], real: Path, uid: int
+    ) -> Sandbox:
+        """The server's sandbox as shells and sshd run in it: its volumes, bucket and
+        scratch space, its network namespace, its GPUs' device nodes."""
+        netns = None
+        if self._isolated:
+            netns, _ = await self._run(lambda: self._server_net(server_id, state))
+        local = await self._run(lambda: self._ensure_scratch(server_id))
+        mounts = self._volumes(real) + self._dataset_mount(server_id) + local
+        devices = gpu_devices(state.get("devices"), self._layout.gpu_stand_ins)
+        name = str(state.get("name", server_id))
+        return Sandbox(real, name, uid, mounts, self._bwrap, netns=netns, devices=devices)
 
     def _volumes(self, root: Path) -> tuple[tuple[str, Path], ...]:
         """The attached volumes: links the controller made under ``mnt``, to a volume's data
