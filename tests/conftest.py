@@ -23,6 +23,7 @@ import pytest
 from xdist.remote import Producer
 from xdist.scheduler import LoadFileScheduling
 
+from tests.host_networks import network_dirs, remove_networks
 from tests.pg import PostgresServer, PostgresUnavailable
 
 SINGLE_GROUP_PACKAGES = ("tests/slurm/",)
@@ -40,6 +41,15 @@ class ModuleScheduling(LoadFileScheduling):
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Producer) -> ModuleScheduling:
     return ModuleScheduling(config, log)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _no_tenant_networks_left(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The tenant networks a module's clouds made on the host go with the module."""
+    root = tmp_path_factory.getbasetemp()
+    before = network_dirs(root)
+    yield
+    remove_networks(network_dirs(root) - before)
 
 
 @pytest.fixture(scope="session")

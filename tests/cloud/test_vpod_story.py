@@ -139,10 +139,10 @@ def test_the_vpod_story_through_the_rest_api(live: LiveCloud) -> None:
 
     # 7. Thirty minutes later, resume fails cleanly: no room; the cluster stays SUSPENDED.
     live.clock.advance(30 * 60)
-    refused = run_task(live, acme, "POST", "/clusters/train/resume")
-    assert refused["state"] == "ERROR"
-    assert "cannot resume cluster train: no IPU capacity" in refused["error"]
-    assert "stays SUSPENDED" in refused["error"]
+    # Refused at admission (before a task starts): a resume never takes what others hold.
+    refused = error(acme.post("/clusters/train/resume"), 409, "RESOURCE_EXHAUSTED")
+    assert "cannot resume cluster train: no capacity" in refused
+    assert "stays SUSPENDED" in refused
     cluster = ok(acme.get("/clusters/train"))
     assert (cluster["status"], cluster["saved_partitions"]) == ("SUSPENDED", ["p1"])
     assert cluster["servers"][0]["status"] == "SHELVED_OFFLOADED"

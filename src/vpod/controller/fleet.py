@@ -26,6 +26,7 @@ from vpod.agent.model import (
 from vpod.domain.entities import Agent, Cluster
 from vpod.domain.errors import DomainError
 from vpod.domain.excerpts import excerpt
+from vpod.domain.partition_states import OperationState
 from vpod.store.records import AgentHealth, AgentHealthState
 
 from . import errors
@@ -204,6 +205,12 @@ class Fleet:
                 await ctx.gateway.release(agent, partition_id, timeout=timeout)
             await ctx.gateway.configure(agent, want.config, hosts=want.hosts, timeout=timeout)
             changed += 1
+            # The store was read before this configure: a remove that released the partition
+            # meanwhile would leave it configured here for good. Read again now it is in
+            # place; a remove that starts later releases it itself.
+            now = await ctx.db(ctx.db.store.find_partition, partition_id)
+            if now is None or now.state.operation is OperationState.REMOVING:
+                await ctx.gateway.release(agent, partition_id, timeout=timeout)
         if changed:
             await ctx.audit(SYSTEM, "reconcile_agent", agent.id, "ok", f"{changed} change(s)")
         return changed

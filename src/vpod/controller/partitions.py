@@ -14,6 +14,7 @@ two requests (or two controllers) cannot run conflicting operations.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Unpack
@@ -44,6 +45,8 @@ from .context import Context
 from .inventory import Inventory
 from .partition_views import AgentFactsCache
 from .run_to_completion import runs_to_completion
+
+log = logging.getLogger("vpod.partitions")
 
 RESERVE_ATTEMPTS = 3
 """State moves retried after a concurrent change (see ``move_state``)."""
@@ -308,8 +311,7 @@ class PartitionService:
         hosts = await self.hosts_of(record)
         timeout = self._ctx.settings.agent_timeout_s
         _, failed = await fan_out(
-            agents,
-            lambda a: self._ctx.gateway.configure(a, configs[a.id], hosts=hosts, timeout=timeout),
+            agents, lambda a: self._configure_on(a, configs[a.id], hosts, timeout)
         )
         if not failed:
             # What the agents reported for IPUoF is recorded now: a dead agent must not hide
@@ -328,6 +330,40 @@ class PartitionService:
             self._ctx.occupancy.forget(cluster.id)
             raise _PlacedOnFaultyIpu(message)
         raise errors.Unavailable(message)
+
+    async def _configure_on(
+        self, agent: Agent, config: PartitionConfig, hosts: Sequence[str], timeout: float
+    ) -> None:
+        """Configure a new partition's part on ``agent``. IPUs the store gave this partition
+        but the agent still holds for a partition the store does not know (a stray a lost
+        race or an interrupted undo left behind) are freed first, once."""
+        gateway = self._ctx.gateway
+        try:
+            await gateway.configure(agent, config, hosts=hosts, timeout=timeout)
+        except AgentRefused as exc:
+            if exc.reason is not Reason.IPU_BUSY or not await self._free_strays(
+                agent, config, timeout
+            ):
+                raise
+            await gateway.configure(agent, config, hosts=hosts, timeout=timeout)
+
+    async def _free_strays(self, agent: Agent, config: PartitionConfig, timeout: float) -> int:
+        """Release, on ``agent``, the partitions that hold IPUs of ``config`` and that the
+        store does not have; returns how many. The store reserved these IPUs for
+        ``config``'s partition, so whatever else the agent has on them is left over."""
+        ctx = self._ctx
+        ours = {ipu.device_id for ipu in config.ipus}
+        freed = 0
+        for held in await ctx.gateway.configurations(agent, timeout=timeout):
+            other = held.config.partition_id
+            if other == config.partition_id or not ours & {i.device_id for i in held.config.ipus}:
+                continue
+            if await ctx.db(ctx.db.store.find_partition, other) is not None:
+                continue  # the store knows it: not ours to undo
+            log.warning("releasing stray partition %s on %s (not in the store)", other, agent.id)
+            await ctx.gateway.release(agent, other, timeout=timeout)
+            freed += 1
+        return freed
 
     # ----------------------------------------------------------------- remove
 

@@ -519,7 +519,7 @@ class LocalCompute:
 
     def _key(self, resource_id: str) -> str:
         """A key no other controller on this host uses (names, subnet leases)."""
-        return f"{self._layout.base.resolve()}#{resource_id}"
+        return _host_key(self._layout.base, resource_id)
 
     def _net_state(self, cluster_id: str) -> Path:
         return self._layout.base / "networks" / f"{cluster_id}.json"
@@ -654,6 +654,32 @@ class LocalCompute:
         if shown is None or shown[0].split("/")[1:2] == ["home"]:
             return ()
         return ((shown[0], shown[1]),)
+
+
+def _host_key(base: Path, resource_id: str) -> str:
+    return f"{base.resolve()}#{resource_id}"
+
+
+def remove_host_networks(base: Path, network: NetworkSettings | None = None) -> int:
+    """Remove every namespace, bridge, nftables table and subnet lease the local driver made
+    on this host for the cloud directory ``base``; returns how many networks and servers.
+
+    Servers and their networks outlive the controller by design (a restart finds them);
+    this is for retiring a cloud directory for good (and for tests that throw theirs away).
+    """
+    settings = network or NetworkSettings()
+    removed = 0
+    for state in sorted((base / "servers").glob("*/state.json")):
+        tenant_network.remove_server(_host_key(base, state.parent.name))
+        removed += 1
+    for net_state in sorted((base / "networks").glob("*.json")):
+        key = _host_key(base, net_state.stem)
+        recorded = read_json(net_state)
+        if recorded is not None and "subnet" in recorded:
+            tenant_network.remove_cluster(tenant_network.cluster_net(key, str(recorded["subnet"])))
+        tenant_network.release_subnet(settings, key)
+        removed += 1
+    return removed
 
 
 def _is_loopback(host: str) -> bool:

@@ -242,10 +242,22 @@ def ensure_server(net: ClusterNet, server_key: str, address: str) -> str:
         _ip("netns", "add", ns)
     host_end = _short("vpv", server_key)
     inside = f"{address}/{net.subnet.prefixlen}"
+    peer = _short("vpp", server_key)
+    # Each step is checked on its own: a controller stopped between two of them (a restart
+    # mid-task) leaves the pair half made, and the retry finishes it.
+    if (
+        _exists(host_end)
+        and not _exists(peer)
+        and not _in_netns(ns, "eth0")
+        and not _in_netns(ns, peer)
+    ):
+        # Its other end is in a namespace no longer named ns (deleted while a process held it).
+        _ip("link", "delete", host_end, check=False)  # gone already if that namespace ended
     if not _exists(host_end):
-        peer = _short("vpp", server_key)
         _ip("link", "add", host_end, "type", "veth", "peer", "name", peer)
+    if _exists(peer):
         _ip("link", "set", peer, "netns", ns)
+    if not _in_netns(ns, "eth0"):
         _ip("-n", ns, "link", "set", peer, "name", "eth0")
     _ip("link", "set", host_end, "master", net.bridge, "up")
     _ip("-n", ns, "link", "set", "lo", "up")
@@ -255,6 +267,10 @@ def ensure_server(net: ClusterNet, server_key: str, address: str) -> str:
     _ip("-n", ns, "link", "set", "eth0", "up")
     _ip("-n", ns, "route", "replace", "default", "via", net.gateway)
     return ns
+
+
+def _in_netns(ns: str, link: str) -> bool:
+    return _ip("-n", ns, "link", "show", link, check=False) != ""
 
 
 def remove_server(server_key: str) -> None:

@@ -516,7 +516,16 @@ class Clusters:
             return await self._start(principal, ref, Operation.RESUME)
         check_state(Operation.RESUME, cluster.status, flavor, cluster.name)
         async with self._capacity.admission():
-            await self._capacity.require(flavor, 1, project_id=cluster.project_id, resuming=True)
+            try:
+                await self._capacity.require(
+                    flavor, 1, project_id=cluster.project_id, resuming=True
+                )
+            except errors.NoCapacity as exc:
+                # Refused before a task starts: said as the resume task would say it.
+                raise errors.NoCapacity(
+                    f"cannot resume cluster {cluster.name}: {exc}; it stays SUSPENDED, retry"
+                    " `vpod cluster resume` later"
+                ) from None
             return await self._start(principal, ref, Operation.RESUME)
 
     async def reboot(self, principal: Principal, ref: str) -> Task:

@@ -15,6 +15,7 @@ from vpod.store.records import PartitionKeyRecord
 from .rest_auth import AsUser
 from .rest_deps import PartitionKeysDep
 from .rest_errors import error_responses
+from .rest_models import StrictBody
 from .rest_user import API_PREFIX
 
 router = APIRouter(prefix=f"{API_PREFIX}/partition-keys", tags=["partition keys"])
@@ -32,7 +33,7 @@ class PartitionKeyList(BaseModel):
     partition_keys: list[PartitionKeyOut]
 
 
-class CreatePartitionKeyBody(BaseModel):
+class CreatePartitionKeyBody(StrictBody):
     partition_id: str = Field(max_length=64, description="A partition you may use.")
     key_id: str = Field(
         "", max_length=64, description="The key's id; empty: <your user id>.<partition id>."

@@ -215,7 +215,7 @@ async def get_ipuof_config(
     "/allocations",
     tags=["allocations"],
     response_model=AllocationList,
-    responses=error_responses(401, 503),
+    responses=error_responses(400, 401, 503),
 )
 async def list_allocations(
     caller: AsUser,
