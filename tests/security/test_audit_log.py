@@ -40,8 +40,8 @@ def stamp(moment: datetime) -> Timestamp:
 
 
 def test_a_change_records_who_what_target_outcome_source_and_time(tenants: Tenants) -> None:
-    (event,) = events(tenants, actor="alice", action="create_partition")
-    assert event.target == "part-of-alice"
+    # Other modules on this worker share the tenants and make more: pick the fixture's own.
+    (event,) = events(tenants, actor="alice", action="create_partition", target="part-of-alice")
     assert event.outcome == "reserved"
     assert event.source.startswith("grpc:ipv4:127.0.0.1:")
     assert "alloc-a" in event.detail
@@ -53,7 +53,8 @@ def test_admin_changes_and_init_are_recorded(tenants: Tenants) -> None:
     """Users made by the admin, and the administrator made by --init, with their origins."""
     created = events(tenants, action="create_user")
     by_target = {e.target: e for e in created}
-    assert set(by_target) == {"admin", "alice", "bob", "carol"}
+    # The fixture's users (other modules sharing the tenants may add theirs).
+    assert {"admin", "alice", "bob", "carol"} <= set(by_target)
     assert by_target["alice"].actor == "admin"
     assert by_target["admin"].actor == "vipu-server"
     assert by_target["admin"].source.startswith("cli:")
