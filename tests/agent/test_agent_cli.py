@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from vpod.agent.client import ChannelPool
-from vpod.cli.agent_main import main
+from vpod.launch.agent_main import main
 
 VIPU_AGENT = Path(sys.executable).parent / "vipu-agent"
 

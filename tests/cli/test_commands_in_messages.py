@@ -159,7 +159,7 @@ def test_the_scan_finds_the_messages_it_is_meant_to_check() -> None:
     by_file: dict[str, set[str]] = {}
     for p in PHRASES:
         by_file.setdefault(p.where.split(":")[0], set()).add(p.text)
-    after_cues = by_file["vpod/cli/up_setup.py"]  # "bring it back with ... (then ...)"
+    after_cues = by_file["vpod/launch/up_setup.py"]  # "bring it back with ... (then ...)"
     assert "vipu-admin create allocation {X} --cluster {X} --size N" in after_cues
     assert "vipu-admin grant allocation {X} --user {X}" in after_cues
     assert "vipu-admin list clusters" in by_file["vpod/controller/inventory.py"]  # `...`

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pr
 
 SUPERVISOR = """
 import subprocess, sys
-from vpod.cli.parent_death import dying_with_this_process
+from vpod.launch.parent_death import dying_with_this_process
 child = subprocess.Popen(
     ["sleep", "300"], start_new_session=True, preexec_fn=dying_with_this_process()
 )

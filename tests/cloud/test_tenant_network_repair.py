@@ -46,7 +46,6 @@ def net(tmp_path: Path) -> Iterator[tuple[ClusterNet, str]]:
 def _made_pair(server: str, ns: str) -> subprocess.Popen[bytes] | None:
     ip("link", "add", _short("vpv", server), "type", "veth", "peer", "name", _short("vpp", server))
 
-
     return None
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import grpc
 from click.testing import CliRunner, Result
 
-from vpod.cli.server_main import main as vipu_server
+from vpod.launch.server_main import main as vipu_server
 from vpod.wire import admin_pb2 as apb
 from vpod.wire import admin_pb2_grpc as apb_grpc
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import click
 import pytest
 
-from vpod.cli.agent_main import cli as vipu_agent
-from vpod.cli.server_main import main as vipu_server
+from vpod.launch.agent_main import cli as vipu_agent
+from vpod.launch.server_main import main as vipu_server
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "security.md"
 SECURITY_WORDS = ("secure", "init", "tls", "insecure", "default-user-id", "admin-key")

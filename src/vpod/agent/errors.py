@@ -19,12 +19,15 @@ On the controller, :class:`~vpod.agent.client.AgentClient` raises only these
     ├── AgentRefused               the agent answered no: permanent for this request
     └── AgentFailed                the agent broke while handling the call (a bug)
 
-Every message is a sentence a person can act on.
+Both trees are :class:`~vpod.domain.errors.Fault` s: a kind, temporary or not, and a
+message that is a sentence a person can act on.
 """
 
 from __future__ import annotations
 
 import enum
+
+from vpod.domain.errors import Fault, Kind
 
 REASON_KEY = "vpod-reason"
 """gRPC trailing metadata key that carries the :class:`Reason` of a refusal."""
@@ -57,8 +60,10 @@ class Reason(enum.StrEnum):
 # ----------------------------------------------------------------- agent side
 
 
-class MachineRefusal(Exception):
+class MachineRefusal(Fault):
     """The machine will not do what was asked; ``reason`` says why for programs."""
+
+    kind = Kind.FAILED_PRECONDITION
 
     default_reason = Reason.UNKNOWN
 
@@ -69,21 +74,25 @@ class MachineRefusal(Exception):
 
 
 class InvalidRequest(MachineRefusal):
+    kind = Kind.INVALID_ARGUMENT
     default_reason = Reason.INVALID_REQUEST
 
 
 class UnknownPartition(MachineRefusal):
+    kind = Kind.NOT_FOUND
     default_reason = Reason.UNKNOWN_PARTITION
 
 
 class MachineConflict(MachineRefusal):
     """The request is well formed but the machine's current state forbids it."""
 
+    kind = Kind.FAILED_PRECONDITION
+
 
 # ------------------------------------------------------------ controller side
 
 
-class AgentError(Exception):
+class AgentError(Fault):
     """A call to agent ``agent`` did not succeed."""
 
     def __init__(self, agent: str, message: str) -> None:
@@ -95,6 +104,9 @@ class AgentError(Exception):
 class AgentUnavailable(AgentError):
     """The agent could not be reached or did not answer in time; trying again may work."""
 
+    kind = Kind.UNAVAILABLE
+    temporary = True
+
     def __init__(self, agent: str, message: str, cause: str = "") -> None:
         super().__init__(agent, message)
         self.cause = cause
@@ -103,9 +115,13 @@ class AgentUnavailable(AgentError):
 class AgentTimeout(AgentUnavailable):
     """No answer before the deadline; the agent may still have carried the call out."""
 
+    kind = Kind.DEADLINE_EXCEEDED
+
 
 class AgentRefused(AgentError):
     """The agent answered and refused; the same request will be refused again."""
+
+    kind = Kind.FAILED_PRECONDITION
 
     def __init__(self, agent: str, message: str, reason: Reason, code: str) -> None:
         super().__init__(agent, message)
@@ -116,6 +132,8 @@ class AgentRefused(AgentError):
 
 class AgentFailed(AgentError):
     """The agent failed internally or does not speak this protocol version."""
+
+    kind = Kind.INTERNAL
 
     def __init__(self, agent: str, message: str, code: str) -> None:
         super().__init__(agent, message)

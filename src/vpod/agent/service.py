@@ -29,6 +29,7 @@ import grpc
 from vpod.domain.excerpts import bounded
 from vpod.wire import agent_pb2 as pb
 from vpod.wire import agent_pb2_grpc as pb_grpc
+from vpod.wire.errors import grpc_status
 
 from . import convert
 from .backend import MachineBackend
@@ -38,7 +39,6 @@ from .errors import (
     MachineConflict,
     MachineRefusal,
     Reason,
-    UnknownPartition,
 )
 from .ipuof_access import IpuofAccess
 from .model import AgentEvent, ConfiguredPartition, Fault, FaultKind
@@ -46,22 +46,13 @@ from .roster import FleetRoster
 
 log = logging.getLogger(__name__)
 
-STATUS_OF: dict[type[MachineRefusal], grpc.StatusCode] = {
-    InvalidRequest: grpc.StatusCode.INVALID_ARGUMENT,
-    UnknownPartition: grpc.StatusCode.NOT_FOUND,
-    MachineConflict: grpc.StatusCode.FAILED_PRECONDITION,
-}
-
 MAX_SLOW_DELAY_S = 600.0
 
 T = TypeVar("T")
 
 
 def status_of(exc: MachineRefusal) -> grpc.StatusCode:
-    for kind in type(exc).__mro__:
-        if kind in STATUS_OF:
-            return STATUS_OF[kind]
-    return grpc.StatusCode.FAILED_PRECONDITION
+    return grpc_status(exc)
 
 
 class AgentService(pb_grpc.AgentServiceServicer):

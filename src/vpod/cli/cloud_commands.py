@@ -25,10 +25,12 @@ CLOUD_COMMAND_MODULES: dict[str, str] = {
 
 
 def load_command(module: str, name: str) -> click.Command:
-    """The click command ``name`` defined in ``vpod.cli.<module>``."""
-    command = getattr(importlib.import_module(f"{__package__}.{module}"), name)
+    """The click command ``name`` defined in ``vpod.cli.<module>``, or in ``module`` when that
+    is a full name (the server side's launchers: ``vpod.launch.slurm_up``)."""
+    full = module if "." in module else f"{__package__}.{module}"
+    command = getattr(importlib.import_module(full), name)
     if not isinstance(command, click.Command):
-        raise TypeError(f"vpod.cli.{module}.{name} is not a click command")
+        raise TypeError(f"{full}.{name} is not a click command")
     return command
 
 

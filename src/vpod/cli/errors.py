@@ -1,8 +1,10 @@
-"""One-line errors and exit codes for the long-running commands (``vipu-server``, ``vpod up``).
+"""One-line errors and exit codes for the commands that run a body of their own (``vpod``'s
+cloud commands, and the launchers of :mod:`vpod.launch`: ``vipu-server``, ``vpod up``).
 
 Exit codes: 0 success, 1 a failure at run time (a port in use, a child process
-that died, a :class:`vpod.client.VpodError` other than InvalidArgument), 2 bad
-input (Click's usage errors use 2 as well).
+that died, a :class:`vpod.client.VpodError` other than InvalidArgument, a
+:class:`~vpod.domain.errors.Fault` of any other kind), 2 bad input (Click's usage
+errors use 2 as well).
 """
 
 from __future__ import annotations
@@ -12,9 +14,7 @@ from collections.abc import Callable
 from typing import NoReturn
 
 from vpod.client import VpodError
-from vpod.cloud.model import errors as cloud_errors
-from vpod.controller import errors as service_errors
-from vpod.domain.errors import DomainError
+from vpod.domain.errors import Fault, Kind
 
 from .exit_status import exit_code_of
 
@@ -43,9 +43,9 @@ def run_cli(body: Callable[[], object]) -> None:
     except VpodError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(exit_code_of(exc))
-    except (service_errors.InvalidArgument, cloud_errors.InvalidArgument, DomainError) as exc:
+    except Fault as exc:
         print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
-    except (OSError, service_errors.ServiceError, cloud_errors.CloudError) as exc:
+        sys.exit(2 if exc.kind is Kind.INVALID_ARGUMENT else 1)
+    except OSError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(1)

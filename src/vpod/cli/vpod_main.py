@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import click
@@ -14,7 +15,11 @@ from .short_help import FittingGroup, fit
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
-LAZY_COMMANDS: dict[str, str] = {"sim": "sim_command", "slurm": "slurm_up", **CLOUD_COMMAND_MODULES}
+LAZY_COMMANDS: dict[str, str] = {
+    "sim": "sim_command",
+    "slurm": "vpod.launch.slurm_up",
+    **CLOUD_COMMAND_MODULES,
+}
 """Commands loaded when named: a CLI's start-up is part of every command it runs."""
 
 
@@ -147,10 +152,9 @@ def up(
     unsafe_shared_host: bool,
 ) -> None:
     """Run a controller on SQLite and emulated pods until Ctrl-C (secure unless --open)."""
-    from .up import UpOptions, run_up
-    from .up_state import OPEN, SECURE
-
-    options = UpOptions(
+    # The launcher is the server side (vpod.launch): named here, imported only when run.
+    launcher = importlib.import_module("vpod.launch.up")
+    options = launcher.UpOptions(
         data_dir=data_dir,
         pod=pod_shape,
         host=host,
@@ -158,13 +162,13 @@ def up(
         admin_port=admin_port,
         http_port=http_port,
         address_base=address_base,
-        mode=None if secure is None else SECURE if secure else OPEN,
+        mode=launcher.mode_of(secure),
         switch_mode=switch_mode,
         cloud=cloud,
         cloud_pod=cloud_pod,
         unsafe_shared_host=unsafe_shared_host,
     )
-    run_cli(lambda: run_up(options))
+    run_cli(lambda: launcher.run_up(options))
 
 
 def main() -> None:

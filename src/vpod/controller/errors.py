@@ -1,4 +1,5 @@
-"""The service layer's exception tree, mapped once per transport.
+"""The service layer's exception tree (a :class:`~vpod.domain.errors.Fault` each), mapped
+once per transport by its kind (:mod:`vpod.wire.errors`).
 
 ::
 
@@ -18,44 +19,45 @@ exceptions from the store, the agents or the domain: use-cases translate them.
 
 from __future__ import annotations
 
-from vpod.domain.errors import DomainError
+from vpod.domain.errors import DomainError, Fault, Kind
 from vpod.domain.naming import check_id
 
 
-class ServiceError(Exception):
+class ServiceError(Fault):
     """A use-case could not be carried out; the message says why."""
 
 
 class InvalidArgument(ServiceError):
-    pass
+    kind = Kind.INVALID_ARGUMENT
 
 
 class NotFound(ServiceError):
-    pass
+    kind = Kind.NOT_FOUND
 
 
 class AlreadyExists(ServiceError):
-    pass
+    kind = Kind.ALREADY_EXISTS
 
 
 class NoCapacity(ServiceError):
-    pass
+    kind = Kind.RESOURCE_EXHAUSTED
 
 
 class FailedPrecondition(ServiceError):
-    pass
+    kind = Kind.FAILED_PRECONDITION
 
 
 class Unauthenticated(ServiceError):
-    pass
+    kind = Kind.UNAUTHENTICATED
 
 
 class PermissionDenied(ServiceError):
-    pass
+    kind = Kind.PERMISSION_DENIED
 
 
 class Unavailable(ServiceError):
-    pass
+    kind = Kind.UNAVAILABLE
+    temporary = True
 
 
 def check_filter(kind: str, value: str | None) -> None:

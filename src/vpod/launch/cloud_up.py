@@ -31,12 +31,11 @@ import time
 from pathlib import Path
 
 from vpod.agent.fabric import fabric_problem
+from vpod.cli.errors import CliFailure
 from vpod.client import AdminClient, CloudClient, CloudSettings, NotFound, VpodError
 from vpod.client.cloud_config import API_PREFIX, CONFIG_NAME, read_config, write_config
 from vpod.cloud.settings import ADMIN_TOKEN_FILE, CONFIG_FILE, render_settings
 from vpod.domain.topology import Pod
-
-from .errors import CliFailure
 
 CLOUD_CLUSTER = "cloud"
 CLOUD_AGENT_PREFIX = "cag"

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from vpod.cli.errors import run_cli
 from vpod.cloud.extension import CloudServer
 from vpod.cloud.settings import load_settings
 from vpod.controller.server import ExtensionFactory, RunningServer, serve
@@ -21,7 +22,6 @@ from vpod.domain.errors import InvalidSpec
 from vpod.domain.host_networks import DEFAULT_TRUSTED_HOSTS, normalise_hosts, split_hosts
 from vpod.web import WebConsole
 
-from .errors import run_cli
 from .interfaces import resolve_interfaces
 from .parent_death import die_with_parent
 from .server_security import (

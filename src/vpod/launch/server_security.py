@@ -26,6 +26,9 @@ from typing import Any
 
 import click
 
+from vpod.cli.config import render_hcl
+from vpod.cli.errors import fail
+from vpod.cli.vipu_admin_users import write_private
 from vpod.controller.initialise import (
     DEFAULT_ADMIN_ID,
     ModeRefused,
@@ -35,10 +38,6 @@ from vpod.controller.initialise import (
 from vpod.controller.settings import Settings
 from vpod.controller.tls import ServerTls, TlsFiles, TlsSetupError, write_tls_material
 from vpod.store.errors import StoreError
-
-from .config import render_hcl
-from .errors import fail
-from .vipu_admin_users import write_private
 
 log = logging.getLogger("vpod.server")
 

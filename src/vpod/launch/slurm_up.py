@@ -11,7 +11,7 @@ its own V-IPU user ``slurm`` whose key is in ``DATA_DIR/slurm.vipu-cli.hcl``
 (mode 0600); ``--open`` runs the open V-IPU mode instead.
 Ctrl-C stops everything; so does the end of this process however it ends
 (SIGKILL included): every child asks Linux for a parent-death signal
-(``cli/parent_death.py``) and the daemons run in the foreground, so a second
+(``launch/parent_death.py``) and the daemons run in the foreground, so a second
 ``vpod slurm up`` finds the ports free.
 """
 
@@ -26,6 +26,8 @@ from pathlib import Path
 
 import click
 
+from vpod.cli.errors import CliFailure, fail, run_cli
+from vpod.cli.short_help import FittingGroup
 from vpod.integrations.slurm import spank
 from vpod.integrations.slurm.local_cluster import (
     SLURM_PARTITION,
@@ -41,9 +43,7 @@ from vpod.integrations.slurm.settings import (
 )
 from vpod.integrations.slurm.shell_hooks import write_hooks
 
-from .errors import CliFailure, fail, run_cli
 from .parent_death import dying_with_this_process
-from .short_help import FittingGroup
 
 UP_TIMEOUT_S = 120.0
 INTEGRATION_USER = "slurm"

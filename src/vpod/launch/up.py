@@ -53,13 +53,13 @@ from pathlib import Path
 
 import grpc
 
+from vpod.cli.errors import fail
 from vpod.client import AdminClient, Endpoint, VpodError
 from vpod.domain.catalog import IPUS_PER_MACHINE
 from vpod.domain.errors import InvalidSpec
 from vpod.domain.topology import Pod, shape
 
 from . import cloud_up
-from .errors import fail
 from .up_agent_token import ensure_agent_token
 from .up_children import Child, Supervised
 from .up_secret_files import ensure_agent_key, ensure_metrics_token
@@ -110,6 +110,11 @@ class UpOptions:
     cloud_pod: str | None = None
     unsafe_shared_host: bool = False
     """Tenants' servers unsandboxed where the host cannot sandbox them (vipu-server's flag)."""
+
+
+def mode_of(secure: bool | None) -> str | None:
+    """The mode ``--secure``/``--open`` asked for (None: neither was given)."""
+    return None if secure is None else SECURE if secure else OPEN
 
 
 @contextlib.contextmanager

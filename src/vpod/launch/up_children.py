@@ -22,7 +22,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-from .errors import fail
+from vpod.cli.errors import fail
+
 from .parent_death import PARENT_PID_ENV
 
 FIRST_BACKOFF_S = 0.5

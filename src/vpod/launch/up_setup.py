@@ -16,14 +16,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from vpod.cli.config import parse_hcl, render_hcl
+from vpod.cli.errors import fail
+from vpod.cli.vipu_admin_users import write_private
 from vpod.client import AdminClient
 from vpod.domain.naming import natural_key
 from vpod.domain.topology import Pod
 
-from .config import parse_hcl, render_hcl
-from .errors import fail
 from .up_state import ADMIN_CONFIG, UpState
-from .vipu_admin_users import write_private
 
 CLUSTER_ID = "cluster"
 ALLOCATION_ID = "default"

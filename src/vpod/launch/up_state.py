@@ -18,10 +18,9 @@ import socket
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+from vpod.cli.errors import CliFailure, fail
 from vpod.domain.errors import InvalidSpec
 from vpod.domain.topology import shape
-
-from .errors import CliFailure, fail
 
 SECURE = "secure"
 OPEN = "open"

@@ -1,4 +1,5 @@
-"""The one mapping from the cloud's errors to HTTP, for every route of the cloud API.
+"""The cloud's errors as HTTP answers, for every route of the cloud API (by their kind,
+through :mod:`vpod.wire.errors`, as the controller's API answers).
 
 The body is the controller API's (``{"error": {"code", "message"}}``, see
 docs/rest-api.md), so a script reads one shape from both APIs; ``code`` is
@@ -34,35 +35,18 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, Field
 
-from vpod.domain.excerpts import bounded
+from vpod.wire import errors as wire_errors
 
 from ..model import errors
 
-HTTP_STATUS: dict[type[errors.CloudError], tuple[int, str]] = {
-    errors.InvalidArgument: (400, "INVALID_ARGUMENT"),
-    errors.Unauthenticated: (401, "UNAUTHENTICATED"),
-    errors.PermissionDenied: (403, "PERMISSION_DENIED"),
-    errors.NotFound: (404, "NOT_FOUND"),
-    errors.AlreadyExists: (409, "ALREADY_EXISTS"),
-    errors.NoCapacity: (409, "RESOURCE_EXHAUSTED"),
-    errors.FailedPrecondition: (409, "FAILED_PRECONDITION"),
-    errors.Unavailable: (503, "UNAVAILABLE"),
-    errors.DriverError: (503, "UNAVAILABLE"),
-}
-
 
 def status_of(exc: errors.CloudError) -> tuple[int, str]:
-    """The HTTP status and code of a cloud error (the most specific class wins)."""
-    for kind in type(exc).__mro__:
-        if kind in HTTP_STATUS:
-            return HTTP_STATUS[kind]
-    return 503 if exc.temporary else 500, "UNAVAILABLE" if exc.temporary else "INTERNAL"
+    """The HTTP status and code of a cloud error (by its kind: :mod:`vpod.wire.errors`)."""
+    return wire_errors.http_status(exc)
 
 
 def cloud_error_response(exc: errors.CloudError) -> JSONResponse:
-    status, code = status_of(exc)
-    headers = {"WWW-Authenticate": 'Bearer realm="vpod"'} if status == 401 else None
-    body = {"error": {"code": code, "message": bounded(str(exc)), "details": []}}
+    status, body, headers = wire_errors.http_answer(exc)
     return JSONResponse(body, status_code=status, headers=headers)
 
 
@@ -92,7 +76,7 @@ def error_responses() -> dict[int | str, dict[str, Any]]:
 
 
 class CloudRoute(APIRoute):
-    """A route whose cloud errors become HTTP answers through :data:`HTTP_STATUS`."""
+    """A route whose cloud errors become HTTP answers by their kind."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handle = super().get_route_handler()

@@ -2,8 +2,9 @@
 
 ::
 
-    CloudError                     a sentence a person can act on; ``temporary`` says
-    │                              whether the same call may succeed later
+    CloudError                     a Fault (vpod.domain.errors): a kind, a sentence a person
+    │                              can act on, and ``temporary``: whether the same call may
+    │                              succeed later
     ├── ServiceError               a use-case refused or could not finish
     │   ├── InvalidArgument        bad name, flavor, size, request        HTTP 400
     │   ├── NotFound               unknown, or another project's          HTTP 404
@@ -25,14 +26,12 @@ the cloud's rules: :mod:`vpod.cloud.vipu` translates them at the door.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from vpod.domain.errors import Fault, Kind
+from vpod.domain.errors import is_temporary as is_temporary
 
 
-class CloudError(Exception):
+class CloudError(Fault):
     """Something the cloud could not do; the message says what and why."""
-
-    temporary: ClassVar[bool] = False
-    """True when trying the same thing again later may succeed."""
 
 
 class ServiceError(CloudError):
@@ -40,49 +39,47 @@ class ServiceError(CloudError):
 
 
 class InvalidArgument(ServiceError):
-    pass
+    kind = Kind.INVALID_ARGUMENT
 
 
 class NotFound(ServiceError):
-    pass
+    kind = Kind.NOT_FOUND
 
 
 class AlreadyExists(ServiceError):
-    pass
+    kind = Kind.ALREADY_EXISTS
 
 
 class NoCapacity(ServiceError):
-    pass
+    kind = Kind.RESOURCE_EXHAUSTED
 
 
 class FailedPrecondition(ServiceError):
-    pass
+    kind = Kind.FAILED_PRECONDITION
 
 
 class Unauthenticated(ServiceError):
-    pass
+    kind = Kind.UNAUTHENTICATED
 
 
 class PermissionDenied(ServiceError):
-    pass
+    kind = Kind.PERMISSION_DENIED
 
 
 class Unavailable(ServiceError):
     """The database, the controller or an agent could not be reached, or a race was lost."""
 
+    kind = Kind.UNAVAILABLE
     temporary = True
 
 
 class DriverError(CloudError):
     """A back end could not do what was asked, and asking again will not help."""
 
+    kind = Kind.UNAVAILABLE  # to a caller: a back end failed, the message says which
+
 
 class TemporaryDriverError(DriverError):
     """A back end could not do it now (busy, unreachable, timed out); it may later."""
 
     temporary = True
-
-
-def is_temporary(exc: BaseException) -> bool:
-    """Whether retrying what raised ``exc`` may help (only the cloud's temporary errors)."""
-    return isinstance(exc, CloudError) and exc.temporary

@@ -1,4 +1,4 @@
-"""The one mapping from service errors to gRPC status codes.
+"""Service errors as gRPC answers: the status of their kind (:mod:`vpod.wire.errors`).
 
 Every message is bounded (:func:`vpod.domain.excerpts.bounded`): one that
 quotes a huge field in full would otherwise outgrow gRPC's metadata limit
@@ -15,31 +15,33 @@ from typing import Any, TypeVar
 import grpc
 
 from vpod.domain.excerpts import bounded
+from vpod.wire.errors import grpc_status
 
 from .. import errors
 
 log = logging.getLogger("vpod.grpc")
 
 STATUS: dict[type[errors.ServiceError], grpc.StatusCode] = {
-    errors.InvalidArgument: grpc.StatusCode.INVALID_ARGUMENT,
-    errors.NotFound: grpc.StatusCode.NOT_FOUND,
-    errors.AlreadyExists: grpc.StatusCode.ALREADY_EXISTS,
-    errors.NoCapacity: grpc.StatusCode.RESOURCE_EXHAUSTED,
-    errors.FailedPrecondition: grpc.StatusCode.FAILED_PRECONDITION,
-    errors.Unauthenticated: grpc.StatusCode.UNAUTHENTICATED,
-    errors.PermissionDenied: grpc.StatusCode.PERMISSION_DENIED,
-    errors.Unavailable: grpc.StatusCode.UNAVAILABLE,
+    cls: grpc.StatusCode[cls.kind.value]
+    for cls in (
+        errors.InvalidArgument,
+        errors.NotFound,
+        errors.AlreadyExists,
+        errors.NoCapacity,
+        errors.FailedPrecondition,
+        errors.Unauthenticated,
+        errors.PermissionDenied,
+        errors.Unavailable,
+    )
 }
+"""Each service error's status, as :func:`vpod.wire.errors.grpc_status` answers it."""
 
 R = TypeVar("R")
 Handler = Callable[[Any, Any, grpc.aio.ServicerContext], Awaitable[R]]
 
 
 def status_of(exc: errors.ServiceError) -> grpc.StatusCode:
-    for kind in type(exc).__mro__:
-        if kind in STATUS:
-            return STATUS[kind]
-    return grpc.StatusCode.INTERNAL
+    return grpc_status(exc)
 
 
 def grpc_errors(handler: Handler[R]) -> Handler[R]:

@@ -1,4 +1,5 @@
-"""The one mapping from service errors to HTTP statuses, and the JSON error body.
+"""Errors as HTTP answers: faults by their kind (:mod:`vpod.wire.errors`), invalid requests,
+unknown routes and bugs, all in the one JSON error body.
 
 Every error the HTTP API returns has the body
 ``{"error": {"code": "NOT_FOUND", "message": "...", "details": [...]}}``:
@@ -43,22 +44,28 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from vpod.domain.errors import Fault
 from vpod.domain.excerpts import bounded
+from vpod.wire import errors as wire_errors
 
 from .. import errors
 
 log = logging.getLogger("vpod.http")
 
 HTTP_STATUS: dict[type[errors.ServiceError], tuple[int, str]] = {
-    errors.InvalidArgument: (400, "INVALID_ARGUMENT"),
-    errors.NotFound: (404, "NOT_FOUND"),
-    errors.AlreadyExists: (409, "ALREADY_EXISTS"),
-    errors.NoCapacity: (409, "RESOURCE_EXHAUSTED"),
-    errors.FailedPrecondition: (409, "FAILED_PRECONDITION"),
-    errors.Unauthenticated: (401, "UNAUTHENTICATED"),
-    errors.PermissionDenied: (403, "PERMISSION_DENIED"),
-    errors.Unavailable: (503, "UNAVAILABLE"),
+    cls: (wire_errors.HTTP_STATUS[cls.kind], cls.kind.value)
+    for cls in (
+        errors.InvalidArgument,
+        errors.NotFound,
+        errors.AlreadyExists,
+        errors.NoCapacity,
+        errors.FailedPrecondition,
+        errors.Unauthenticated,
+        errors.PermissionDenied,
+        errors.Unavailable,
+    )
 }
+"""Each service error's status and code, as :func:`vpod.wire.errors.http_status` answers."""
 
 _CODE_OF_STATUS: dict[int, str] = {
     400: "INVALID_ARGUMENT",
@@ -96,11 +103,8 @@ class ErrorResponse(BaseModel):
 
 
 def status_of(exc: errors.ServiceError) -> tuple[int, str]:
-    """The HTTP status and error code of a service error (most specific class wins)."""
-    for kind in type(exc).__mro__:
-        if kind in HTTP_STATUS:
-            return HTTP_STATUS[kind]
-    return 500, "INTERNAL"
+    """The HTTP status and error code of a service error (by its kind)."""
+    return wire_errors.http_status(exc)
 
 
 def error_response(
@@ -119,10 +123,10 @@ def error_response(
     return JSONResponse(body.model_dump(mode="json"), status_code=status, headers=headers)
 
 
-def service_error_response(exc: errors.ServiceError) -> JSONResponse:
-    status, code = status_of(exc)
-    headers = {"WWW-Authenticate": 'Bearer realm="vpod"'} if status == 401 else None
-    return error_response(status, code, str(exc), headers=headers)
+def service_error_response(exc: Fault) -> JSONResponse:
+    """The answer to any fault (the service's, or one a use-case let through)."""
+    status, body, headers = wire_errors.http_answer(exc)
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 def _location(loc: Sequence[Any]) -> str:
@@ -162,8 +166,8 @@ def validation_message(problems: Sequence[FieldProblem]) -> str:
 def install_error_handlers(app: FastAPI) -> None:
     """Route every failure through the mapping above."""
 
-    async def on_service_error(_request: Request, exc: Exception) -> JSONResponse:
-        assert isinstance(exc, errors.ServiceError)
+    async def on_fault(_request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, Fault)
         return service_error_response(exc)
 
     async def on_invalid_request(_request: Request, exc: Exception) -> JSONResponse:
@@ -194,7 +198,7 @@ def install_error_handlers(app: FastAPI) -> None:
         log.error("internal error serving %s %s", request.method, request.url.path, exc_info=exc)
         return error_response(500, "INTERNAL", INTERNAL_MESSAGE)
 
-    app.add_exception_handler(errors.ServiceError, on_service_error)
+    app.add_exception_handler(Fault, on_fault)
     app.add_exception_handler(RequestValidationError, on_invalid_request)
     app.add_exception_handler(StarletteHTTPException, on_http_error)
     app.add_exception_handler(Exception, on_bug)

@@ -98,7 +98,7 @@ class LocalSlurm:
     dbd_port: int = 0
     child_setup: Callable[[], None] | None = None
     """Run in each child before it execs (``preexec_fn``): ``vpod slurm up`` passes one that
-    asks for a parent-death signal, so no daemon outlives it (see ``cli/parent_death.py``)."""
+    asks for a parent-death signal, so no daemon outlives it (see ``launch/parent_death.py``)."""
     spank_plugin: Path | None = None
     """The --ipus plugin, when it could be built here (see :attr:`spank_missing`)."""
     spank_missing: str | None = None
