@@ -12,12 +12,12 @@ import importlib
 import click
 
 CLOUD_COMMAND_MODULES: dict[str, str] = {
-    "flavors": "cloud_more",
+    "flavors": "cloud_account",
     "cluster": "cloud_cluster",
-    "volume": "cloud_more",
-    "task": "cloud_more",
-    "invoice": "cloud_more",
-    "project": "cloud_more",
+    "volume": "cloud_volume",
+    "task": "cloud_task",
+    "invoice": "cloud_account",
+    "project": "cloud_account",
     "reservation": "cloud_reservation",
     "storage": "cloud_storage",
     "keypair": "cloud_keypair",

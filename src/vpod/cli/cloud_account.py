@@ -1,0 +1,100 @@
+"""What a project is offered, billed and allowed: ``vpod flavors``, ``vpod invoice``,
+``vpod project``."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+
+from vpod.client import CloudClient
+
+from .cloud_options import connection_options
+from .cloud_output import (
+    emit,
+    flavors_table,
+    invoice_text,
+)
+from .render import details, table
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+@click.command("flavors", context_settings=CONTEXT)
+@connection_options
+def flavors(client: CloudClient, as_json: bool) -> None:
+    """The flavor catalog: what each gives, its price and how many fit now (Capacity)."""
+    emit([f.raw for f in client.flavors()], as_json, flavors_table)
+
+
+# -- volumes -----------------------------------------------------------------------------------
+
+
+def _moment(value: str | None, option: str) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise click.BadParameter(
+            f"{value!r} is not a date: use 2026-01-01 or 2026-01-01T12:00:00Z", param_hint=option
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment
+
+
+@click.command("invoice", context_settings=CONTEXT)
+@click.option(
+    "--from",
+    "start",
+    default=None,
+    metavar="DATE",
+    help="Start (UTC unless zoned; default: the 1st of the month).",
+)
+@click.option("--to", "end", default=None, metavar="DATE", help="End, excluded (default: now).")
+@connection_options
+def invoice(client: CloudClient, start: str | None, end: str | None, as_json: bool) -> None:
+    """Your project's invoice for a period, per minute and per resource."""
+    found = client.invoice(_moment(start, "--from"), _moment(end, "--to"))
+    emit(found.raw, as_json, invoice_text)
+
+
+def _project_text(project: dict[str, Any]) -> str:
+    head = details([("Project", project["id"]), ("Name", project["name"])])
+    rows = [
+        [name, project["usage"].get(name, 0), "unlimited" if limit == -1 else limit]
+        for name, limit in project["quotas"].items()
+    ]
+    return f"{head}\n\n{table(['Quota', 'Used', 'Limit'], rows)}"
+
+
+@click.command("project", context_settings=CONTEXT)
+@click.option(
+    "--check-flavor",
+    default=None,
+    metavar="FLAVOR",
+    help="Also say whether a cluster of FLAVOR would fit the quotas.",
+)
+@click.option("--servers", type=click.IntRange(1, 32), default=None, help="With --check-flavor.")
+@connection_options
+def project(
+    client: CloudClient, check_flavor: str | None, servers: int | None, as_json: bool
+) -> None:
+    """Your project: quotas and what is used; --check-flavor runs check_limits."""
+    found = client.project().raw
+    if check_flavor is None:
+        emit(found, as_json, _project_text)
+        return
+    limits = client.check_limits(check_flavor, server_count=servers).raw
+    if as_json:
+        emit({"project": found, "limits": limits}, True, str)
+        return
+    click.echo(_project_text(found))
+    if limits["fits"]:
+        click.echo(f"\n{check_flavor}: fits the quotas")
+    else:
+        click.echo(f"\n{check_flavor}: does not fit:")
+        for over in limits["exceeded"]:
+            click.echo(f"  {over['message']}")

@@ -1,0 +1,51 @@
+"""``vpod task ...``: the cloud's long operations (list, show, wait)."""
+
+from __future__ import annotations
+
+import click
+
+from vpod.client import CloudClient
+
+from .cloud_options import connection_options, wait_option
+from .cloud_output import (
+    emit,
+    task_text,
+    tasks_table,
+    wait_for,
+)
+from .short_help import FittingGroup
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+@click.group("task", context_settings=CONTEXT, cls=FittingGroup)
+def task() -> None:
+    """Tasks: what mutating calls started, their state and phases."""
+
+
+@task.command("list")
+@click.option("--resource", default=None, metavar="ID", help="Only this cluster's or volume's.")
+@click.option("--state", default=None, type=click.Choice(["NEW", "RUNNING", "FINISHED", "ERROR"]))
+@click.option("--limit", type=click.IntRange(1, 500), default=20, show_default=True)
+@connection_options
+def task_list(
+    client: CloudClient, resource: str | None, state: str | None, limit: int, as_json: bool
+) -> None:
+    """Your project's tasks, newest first."""
+    found = client.list_tasks(resource=resource, state=state, limit=limit)
+    emit([t.raw for t in found], as_json, tasks_table)
+
+
+@task.command("show")
+@click.argument("task_id", metavar="TASK")
+@wait_option
+@connection_options
+def task_show(client: CloudClient, task_id: str, wait: bool, as_json: bool) -> None:
+    """One task; --wait follows it until it ends (exit status 1 if it ends in ERROR)."""
+    found = client.get_task(task_id)
+    if wait:
+        found = wait_for(client, found, quiet=as_json)
+    emit(found.raw, as_json, task_text)
+
+
+# -- invoices and the project ------------------------------------------------------------------

@@ -1,0 +1,92 @@
+"""``vpod volume ...``: a project's external volumes (create, attach, detach, delete)."""
+
+from __future__ import annotations
+
+import click
+
+from vpod.client import CloudClient
+
+from .cloud_options import connection_options, report_task, wait_option
+from .cloud_output import (
+    emit,
+    volumes_table,
+)
+from .short_help import FittingGroup
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+@click.group("volume", context_settings=CONTEXT, cls=FittingGroup)
+def volume() -> None:
+    """Volumes: boot and data; data volumes attach to VM clusters (not bare metal)."""
+
+
+@volume.command("create")
+@click.argument("name")
+@click.option("--size", "size_gib", type=click.IntRange(1), required=True, help="GiB.")
+@click.option(
+    "--type", "volume_type", default="standard", show_default=True, help="standard or ssd."
+)
+@wait_option
+@connection_options
+def volume_create(
+    client: CloudClient, name: str, size_gib: int, volume_type: str, wait: bool, as_json: bool
+) -> None:
+    """Create data volume NAME."""
+    task = client.create_volume(name, size_gib, volume_type)
+    report_task(client, task, wait=wait, as_json=as_json)
+
+
+@volume.command("list")
+@connection_options
+def volume_list(client: CloudClient, as_json: bool) -> None:
+    """Your project's volumes."""
+    emit([v.raw for v in client.list_volumes()], as_json, volumes_table)
+
+
+@volume.command("show")
+@click.argument("volume_ref", metavar="VOLUME")
+@connection_options
+def volume_show(client: CloudClient, volume_ref: str, as_json: bool) -> None:
+    """One volume, by name or id."""
+    emit(client.get_volume(volume_ref).raw, as_json, lambda v: volumes_table([v]))
+
+
+@volume.command("attach")
+@click.argument("volume_ref", metavar="VOLUME")
+@click.argument("cluster_ref", metavar="CLUSTER")
+@click.option("--server", type=click.IntRange(1), default=1, show_default=True)
+@wait_option
+@connection_options
+def volume_attach(
+    client: CloudClient,
+    volume_ref: str,
+    cluster_ref: str,
+    server: int,
+    wait: bool,
+    as_json: bool,
+) -> None:
+    """Attach VOLUME to a server of CLUSTER (it appears as /mnt/VOLUME)."""
+    task = client.attach_volume(volume_ref, cluster_ref, server)
+    report_task(client, task, wait=wait, as_json=as_json)
+
+
+@volume.command("detach")
+@click.argument("volume_ref", metavar="VOLUME")
+@wait_option
+@connection_options
+def volume_detach(client: CloudClient, volume_ref: str, wait: bool, as_json: bool) -> None:
+    """Detach VOLUME from its cluster."""
+    report_task(client, client.detach_volume(volume_ref), wait=wait, as_json=as_json)
+
+
+@volume.command("delete")
+@click.argument("volume_ref", metavar="VOLUME")
+@wait_option
+@connection_options
+def volume_delete(client: CloudClient, volume_ref: str, wait: bool, as_json: bool) -> None:
+    """Delete VOLUME (detach it first)."""
+    report_task(client, client.delete_volume(volume_ref), wait=wait, as_json=as_json)
+
+
+# -- tasks -------------------------------------------------------------------------------------
