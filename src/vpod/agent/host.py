@@ -128,11 +128,8 @@ class AgentHost:
                 f"agent {self.agent_id} cannot listen on {wanted}: the address is in use or"
                 " not assigned to this host; choose another --address-base or --agent-port"
             )
-        await server.start()
-        self._server = server
         self._port = port
-        if self._roster is not None:
-            self._roster.join(self.agent_id, self._service)
+        # Before serving, so that no call sees the machine without its addresses.
         await self.backend.set_endpoints(
             MachineEndpoints(
                 management_address=self.address,
@@ -142,6 +139,10 @@ class AgentHost:
                 rdma_ports=ipuof.rdma_ports if ipuof else plan.rdma_ports,
             )
         )
+        await server.start()
+        self._server = server
+        if self._roster is not None:
+            self._roster.join(self.agent_id, self._service)
 
     async def _start_ipuof(self, sessions: IpuofSessions) -> IpuofEndpoints:
         plan = self.plan
