@@ -29,7 +29,7 @@ from pathlib import Path
 import httpx
 
 from vpod.agent.addressing import AddressMode, AddressPlan
-from vpod.agent.host import AgentFleet, FleetSettings
+from vpod.agent.fleet import AgentFleet, FleetSettings
 from vpod.cloud.extension import CloudServer
 from vpod.cloud.settings import CloudSettings
 from vpod.controller.caller import SYSTEM

@@ -31,7 +31,7 @@ import httpx
 
 from vpod.agent.addressing import AddressMode, AddressPlan
 from vpod.agent.fabric import claim_addresses, release_addresses
-from vpod.agent.host import AgentFleet, FleetSettings
+from vpod.agent.fleet import AgentFleet, FleetSettings
 from vpod.client.cloud_shell import ShellExit, open_relay
 from vpod.client.http_transport import HttpSite
 from vpod.cloud.drivers import Layout, LocalCompute

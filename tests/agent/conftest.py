@@ -12,7 +12,7 @@ import pytest
 
 from vpod.agent.addressing import AddressMode, AddressPlan
 from vpod.agent.client import AgentClient
-from vpod.agent.host import AgentFleet, AgentHost, FleetSettings
+from vpod.agent.fleet import AgentFleet, EmulatedAgentHost, FleetSettings
 
 
 def ephemeral_plan(
@@ -41,12 +41,12 @@ async def fleet() -> AsyncIterator[AgentFleet]:
 
 
 @pytest.fixture
-def host(fleet: AgentFleet) -> AgentHost:
+def host(fleet: AgentFleet) -> EmulatedAgentHost:
     return fleet.hosts[0]
 
 
 @pytest.fixture
-async def agent(host: AgentHost) -> AsyncIterator[AgentClient]:
+async def agent(host: EmulatedAgentHost) -> AsyncIterator[AgentClient]:
     """A client of ``ag1`` with a short default timeout, presenting the agent's key."""
     client = AgentClient(host.address, agent_id=host.agent_id, timeout=5.0, key=host.key)
     try:

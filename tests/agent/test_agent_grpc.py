@@ -17,7 +17,7 @@ from vpod.agent.errors import (
     AgentUnavailable,
     Reason,
 )
-from vpod.agent.host import AgentFleet, AgentHost, FleetSettings
+from vpod.agent.fleet import AgentFleet, EmulatedAgentHost, FleetSettings
 from vpod.agent.model import (
     EventKind,
     Fault,
@@ -47,7 +47,9 @@ def config(
     )
 
 
-async def test_identity_reports_bound_addresses(host: AgentHost, agent: AgentClient) -> None:
+async def test_identity_reports_bound_addresses(
+    host: EmulatedAgentHost, agent: AgentClient
+) -> None:
     """GetIdentity names the agent, its machine and the ports it actually listens on."""
     ident = await agent.get_identity()
     assert ident == host.machine.identity()
@@ -109,7 +111,7 @@ async def test_refusals_carry_code_and_reason(agent: AgentClient) -> None:
     )
 
 
-async def test_unknown_enum_number_is_invalid(host: AgentHost) -> None:
+async def test_unknown_enum_number_is_invalid(host: EmulatedAgentHost) -> None:
     """A routing type this agent does not know is refused, not stored."""
     async with grpc.aio.insecure_channel(host.address) as channel:
         stub = agent_pb2_grpc.AgentServiceStub(channel)
@@ -215,7 +217,7 @@ async def test_unreachable_agent_is_unavailable() -> None:
     assert f"127.0.0.1:{port}" in info.value.message
 
 
-async def test_unimplemented_is_agent_failed(host: AgentHost) -> None:
+async def test_unimplemented_is_agent_failed(host: EmulatedAgentHost) -> None:
     """Talking to something that is not an agent gives AgentFailed."""
     server = grpc.aio.server()
     port = server.add_insecure_port("127.0.0.1:0")
@@ -229,7 +231,7 @@ async def test_unimplemented_is_agent_failed(host: AgentHost) -> None:
         await server.stop(0)
 
 
-async def test_channel_pool_shares_one_channel_per_address(host: AgentHost) -> None:
+async def test_channel_pool_shares_one_channel_per_address(host: EmulatedAgentHost) -> None:
     async with ChannelPool(timeout=3) as pool:
         a = pool.client(host.address, agent_id="ag1", key=host.key)
         b = pool.client(host.address, key=host.key)

@@ -11,7 +11,7 @@ import pytest
 
 from vpod.agent.addressing import AddressMode
 from vpod.agent.client import ChannelPool
-from vpod.agent.host import AgentFleet, AgentStartError, FleetSettings
+from vpod.agent.fleet import AgentFleet, AgentStartError, FleetSettings
 from vpod.agent.registration import Backoff, register_until_answered
 from vpod.domain.catalog import MachineType
 from vpod.wire import admin_pb2, admin_pb2_grpc

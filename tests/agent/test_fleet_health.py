@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from vpod.agent.client import ChannelPool, HealthMemo
-from vpod.agent.host import AgentFleet, FleetSettings
+from vpod.agent.fleet import AgentFleet, FleetSettings
 from vpod.agent.model import Fault, FaultKind
 
 from .conftest import ephemeral_plan

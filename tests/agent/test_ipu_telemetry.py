@@ -8,7 +8,7 @@ import pytest
 
 from vpod.agent.client import AgentClient
 from vpod.agent.errors import MachineConflict, Reason
-from vpod.agent.host import AgentHost
+from vpod.agent.fleet import EmulatedAgentHost
 from vpod.agent.ipuof import STATUS_KEYS
 from vpod.agent.model import Fault, FaultKind, Holder
 from vpod.agent.telemetry import AMBIENT_C, POWER
@@ -92,7 +92,7 @@ def test_a_link_going_down_counts_a_link_error_on_its_ipu() -> None:
 
 @pytest.mark.anyio
 async def test_attach_line_carries_the_holder_and_status_shows_it(
-    host: AgentHost, agent: AgentClient
+    host: EmulatedAgentHost, agent: AgentClient
 ) -> None:
     await configure(agent)
     app = await App.connect(host, 3)
@@ -135,7 +135,7 @@ async def test_attach_line_carries_the_holder_and_status_shows_it(
     ],
 )
 async def test_malformed_lines_are_refused_with_a_reason(
-    host: AgentHost, agent: AgentClient, line: str, reason: str
+    host: EmulatedAgentHost, agent: AgentClient, line: str, reason: str
 ) -> None:
     await configure(agent)
     app = await App.connect(host, 3)

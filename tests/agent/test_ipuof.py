@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from vpod.agent.client import AgentClient
-from vpod.agent.host import AgentHost
+from vpod.agent.fleet import EmulatedAgentHost
 from vpod.agent.model import AgentEvent, EventKind, Fault, FaultKind, IpuAssignment, PartitionConfig
 
 pytestmark = pytest.mark.anyio
@@ -22,7 +22,7 @@ class App:
         self.writer = writer
 
     @classmethod
-    async def connect(cls, host: AgentHost, device_id: int) -> App:
+    async def connect(cls, host: EmulatedAgentHost, device_id: int) -> App:
         ident = host.machine.identity()
         reader, writer = await asyncio.open_connection(
             ident.ipuof_address, ident.ipu(device_id).server_port
@@ -45,7 +45,7 @@ class App:
 class Events:
     """Waits for machine events without sleeping."""
 
-    def __init__(self, host: AgentHost) -> None:
+    def __init__(self, host: EmulatedAgentHost) -> None:
         self.seen: list[AgentEvent] = []
         self._changed = asyncio.Event()
         self.unsubscribe = host.machine.subscribe(self._on)
@@ -65,7 +65,7 @@ class Events:
 
 
 @pytest.fixture
-async def events(host: AgentHost) -> AsyncIterator[Events]:
+async def events(host: EmulatedAgentHost) -> AsyncIterator[Events]:
     watcher = Events(host)
     yield watcher
     watcher.unsubscribe()
@@ -85,7 +85,7 @@ async def configure(
     await agent.configure_partition(PartitionConfig(pid, 1, ipus), hosts=hosts)
 
 
-async def test_attach_to_unconfigured_ipu_is_refused(host: AgentHost) -> None:
+async def test_attach_to_unconfigured_ipu_is_refused(host: EmulatedAgentHost) -> None:
     app = await App.connect(host, 0)
     answer = await app.say("ATTACH p1")
     assert answer.startswith("ERR ipu-not-configured ")
@@ -93,7 +93,7 @@ async def test_attach_to_unconfigured_ipu_is_refused(host: AgentHost) -> None:
     await app.close()
 
 
-async def test_attach_answers_with_routing_id(host: AgentHost, agent: AgentClient) -> None:
+async def test_attach_answers_with_routing_id(host: EmulatedAgentHost, agent: AgentClient) -> None:
     await configure(agent)
     app = await App.connect(host, 2)
     assert await app.say("ATTACH p1") == "OK ag1 2 1"
@@ -104,7 +104,7 @@ async def test_attach_answers_with_routing_id(host: AgentHost, agent: AgentClien
 
 
 async def test_second_attach_refused_until_first_detaches(
-    host: AgentHost, agent: AgentClient, events: Events
+    host: EmulatedAgentHost, agent: AgentClient, events: Events
 ) -> None:
     """One application per IPU; closing the connection frees the IPU and reports a detach."""
     await configure(agent)
@@ -122,7 +122,9 @@ async def test_second_attach_refused_until_first_detaches(
     await third.close()
 
 
-async def test_attach_to_another_partition_is_refused(host: AgentHost, agent: AgentClient) -> None:
+async def test_attach_to_another_partition_is_refused(
+    host: EmulatedAgentHost, agent: AgentClient
+) -> None:
     await configure(agent, "p1", devices=(3,))
     app = await App.connect(host, 3)
     assert (await app.say("ATTACH p2")).startswith("ERR wrong-partition ")
@@ -130,7 +132,7 @@ async def test_attach_to_another_partition_is_refused(host: AgentHost, agent: Ag
 
 
 async def test_release_evicts_the_application(
-    host: AgentHost, agent: AgentClient, events: Events
+    host: EmulatedAgentHost, agent: AgentClient, events: Events
 ) -> None:
     """Releasing the partition ends the attachment: the application reads BYE, then EOF."""
     await configure(agent)
@@ -145,7 +147,9 @@ async def test_release_evicts_the_application(
     await app.close()
 
 
-async def test_ipu_fault_evicts_the_application(host: AgentHost, agent: AgentClient) -> None:
+async def test_ipu_fault_evicts_the_application(
+    host: EmulatedAgentHost, agent: AgentClient
+) -> None:
     await configure(agent)
     app = await App.connect(host, 3)
     assert (await app.say("ATTACH p1")).startswith("OK")
@@ -154,14 +158,14 @@ async def test_ipu_fault_evicts_the_application(host: AgentHost, agent: AgentCli
     await app.close()
 
 
-async def test_malformed_first_line_is_refused(host: AgentHost) -> None:
+async def test_malformed_first_line_is_refused(host: EmulatedAgentHost) -> None:
     app = await App.connect(host, 1)
     assert (await app.say("HELLO")).startswith("ERR invalid-request ")
     await app.close()
 
 
 async def test_unknown_command_while_attached_keeps_the_attachment(
-    host: AgentHost, agent: AgentClient
+    host: EmulatedAgentHost, agent: AgentClient
 ) -> None:
     await configure(agent)
     app = await App.connect(host, 2)
@@ -171,7 +175,7 @@ async def test_unknown_command_while_attached_keeps_the_attachment(
     await app.close()
 
 
-async def test_rdma_ports_are_listening(host: AgentHost) -> None:
+async def test_rdma_ports_are_listening(host: EmulatedAgentHost) -> None:
     """The RDMA ports are taken like on a real machine; a connection there is closed at once."""
     ident = host.machine.identity()
     reader, writer = await asyncio.open_connection(ident.ipuof_address, ident.ipu(0).rdma_port)

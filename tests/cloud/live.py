@@ -30,7 +30,7 @@ import httpx
 from tests.host_networks import network_dirs, remove_networks
 from vpod.agent.addressing import AddressMode, AddressPlan
 from vpod.agent.fabric import claim_addresses, release_addresses
-from vpod.agent.host import AgentFleet, FleetSettings
+from vpod.agent.fleet import AgentFleet, FleetSettings
 from vpod.cloud.app import Cloud
 from vpod.cloud.drivers import ComputeDriver
 from vpod.cloud.drivers.sandbox import sandbox_problem

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from vpod.agent.addressing import AddressMode, AddressPlan
-from vpod.agent.host import AgentFleet, FleetSettings
+from vpod.agent.fleet import AgentFleet, FleetSettings
 from vpod.cloud.model import errors as cloud_errors
 from vpod.cloud.vipu import VipuPort
 from vpod.controller import errors

@@ -24,7 +24,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from vpod.agent.addressing import AddressMode, AddressPlan
-from vpod.agent.host import AgentFleet, FleetSettings
+from vpod.agent.fleet import AgentFleet, FleetSettings
 from vpod.controller.agent_grpc import GrpcAgentGateway
 from vpod.controller.app import Controller, build_controller
 from vpod.controller.caller import SYSTEM

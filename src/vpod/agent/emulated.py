@@ -1,7 +1,8 @@
 """An IPU-Machine in memory: the state a real machine keeps, without the silicon.
 
-:class:`EmulatedMachine` implements :class:`~vpod.agent.backend.MachineBackend`
-for an IPU-M2000 or Bow-2000 of four IPUs. It keeps which IPUs belong to
+:class:`EmulatedMachine` is an IPU-M2000 or Bow-2000 of four IPUs, synchronous
+and in memory; :class:`~vpod.agent.emulated_backend.EmulatedBackend` puts it
+behind the agent's async hardware seam (:mod:`vpod.agent.backend`). It keeps which IPUs belong to
 which partition and configuration generation, which application is attached
 to each IPU, the state of every link and the injected faults, and it records
 events. It does no I/O and takes its clock as an argument, so it is tested

@@ -1,10 +1,11 @@
-"""Running emulated machines: one :class:`AgentHost` per machine, many in an :class:`AgentFleet`.
+"""One agent per machine: an :class:`AgentHost` serves one machine backend.
 
 An agent host is what a real IPU-Machine runs: the agent's gRPC server on the
-management address and the IPUoF endpoints of its four IPUs. A fleet runs
-any number of hosts in one process and one event loop, each with its own
-addresses and ports (see :mod:`vpod.agent.addressing`), and optionally
-registers each with a controller in the background.
+management address and, where the backend needs a software IPUoF server
+(an emulated machine), the IPUoF endpoints of its four IPUs. It knows the
+machine only through the protocols of :mod:`vpod.agent.backend`; which
+backend it serves is the composition root's choice (:mod:`vpod.agent.fleet`,
+which runs many hosts in one process).
 
 gRPC servers are created with ``grpc.so_reuseport`` off: with it on (gRPC's
 default on Linux) two agents could silently share one port. Each answers only
@@ -14,31 +15,17 @@ controller when it registers.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-import time
-import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import grpc
 
-from vpod.domain.catalog import MachineType
 from vpod.wire import agent_pb2_grpc
 
-from .addressing import AddressPlan, MachineAddress, agent_ids, join_host_port
-from .emulated import EmulatedMachine
+from .addressing import MachineAddress, join_host_port
+from .backend import EmulatorControls, IpuofSessions, MachineBackend
 from .ipuof import IpuofEndpoints
 from .ipuof_access import IpuofAccess
 from .model import MachineEndpoints
-from .registration import (
-    Backoff,
-    RegistrationTls,
-    register_until_answered,
-    registration_channel,
-    registration_request,
-)
 from .roster import FleetRoster
 from .service import AgentService
 from .trust import ControllerKeyCheck, new_agent_key
@@ -46,9 +33,6 @@ from .trust import ControllerKeyCheck, new_agent_key
 log = logging.getLogger(__name__)
 
 SERVER_OPTIONS: tuple[tuple[str, int], ...] = (("grpc.so_reuseport", 0),)
-REGISTRATIONS_IN_FLIGHT = 32
-"""A fleet's registration calls in flight at once: well under a controller's 100 streams
-per connection, so a 1,024-machine fleet registers in batches instead of being refused."""
 
 
 class AgentStartError(Exception):
@@ -56,19 +40,24 @@ class AgentStartError(Exception):
 
 
 class AgentHost:
-    """One emulated machine with its gRPC server and IPUoF endpoints."""
+    """One machine backend with its gRPC server (and IPUoF endpoints when it needs them)."""
 
     def __init__(
         self,
-        machine: EmulatedMachine,
+        backend: MachineBackend,
         address: MachineAddress,
         *,
+        ipuof: IpuofSessions | None = None,
+        controls: EmulatorControls | None = None,
         listen_rdma: bool = True,
         roster: FleetRoster | None = None,
         key: str | None = None,
         fault_injection: bool = False,
     ) -> None:
-        self.machine = machine
+        """``ipuof``: the hooks of a software IPUoF server for this machine (None: the
+        hardware serves IPUoF itself); ``controls``: its emulator's fault controls, served
+        only with ``fault_injection`` on."""
+        self.backend = backend
         self.plan = address
         self.key = key or new_agent_key()
         """The secret every call to this agent must carry (random unless given)."""
@@ -76,6 +65,8 @@ class AgentHost:
         self._roster = roster
         self._listen_rdma = listen_rdma
         self._fault_injection = fault_injection
+        self._sessions = ipuof
+        self._controls = controls
         self._server: grpc.aio.Server | None = None
         self._ipuof: IpuofEndpoints | None = None
         self._service: AgentService | None = None
@@ -83,7 +74,7 @@ class AgentHost:
 
     @property
     def agent_id(self) -> str:
-        return self.machine.agent_id
+        return self.backend.agent_id
 
     @property
     def host(self) -> str:
@@ -112,8 +103,51 @@ class AgentHost:
 
     async def start(self) -> None:
         plan = self.plan
+        ipuof = await self._start_ipuof(self._sessions) if self._sessions is not None else None
+        server = grpc.aio.server(
+            options=SERVER_OPTIONS, interceptors=[ControllerKeyCheck(self.agent_id, self.key)]
+        )
+        self._service = AgentService(
+            self.backend,
+            self._roster,
+            access=self.access,
+            fault_injection=self._fault_injection,
+            controls=self._controls,
+        )
+        agent_pb2_grpc.add_AgentServiceServicer_to_server(self._service, server)
+        wanted = join_host_port(plan.host, plan.agent_port)
+        try:
+            port = server.add_insecure_port(wanted)
+        except RuntimeError:
+            port = 0
+        if port == 0:
+            if ipuof is not None:
+                await ipuof.stop()
+                self._ipuof = None
+            raise AgentStartError(
+                f"agent {self.agent_id} cannot listen on {wanted}: the address is in use or"
+                " not assigned to this host; choose another --address-base or --agent-port"
+            )
+        self._port = port
+        # Before serving, so that no call sees the machine without its addresses.
+        await self.backend.set_endpoints(
+            MachineEndpoints(
+                management_address=self.address,
+                ipuof_address=plan.ipuof_host,
+                # Without a software IPUoF server the ports are the hardware's own.
+                server_ports=ipuof.server_ports if ipuof else plan.server_ports,
+                rdma_ports=ipuof.rdma_ports if ipuof else plan.rdma_ports,
+            )
+        )
+        await server.start()
+        self._server = server
+        if self._roster is not None:
+            self._roster.join(self.agent_id, self._service)
+
+    async def _start_ipuof(self, sessions: IpuofSessions) -> IpuofEndpoints:
+        plan = self.plan
         ipuof = IpuofEndpoints(
-            self.machine, plan.ipuof_host, plan.server_ports, plan.rdma_ports, access=self.access
+            sessions, plan.ipuof_host, plan.server_ports, plan.rdma_ports, access=self.access
         )
         try:
             await ipuof.start(listen_rdma=self._listen_rdma)
@@ -124,37 +158,7 @@ class AgentHost:
                 " choose another --address-base or IPUoF base ports"
             ) from exc
         self._ipuof = ipuof
-        server = grpc.aio.server(
-            options=SERVER_OPTIONS, interceptors=[ControllerKeyCheck(self.agent_id, self.key)]
-        )
-        self._service = AgentService(
-            self.machine, self._roster, access=self.access, fault_injection=self._fault_injection
-        )
-        agent_pb2_grpc.add_AgentServiceServicer_to_server(self._service, server)
-        wanted = join_host_port(plan.host, plan.agent_port)
-        try:
-            port = server.add_insecure_port(wanted)
-        except RuntimeError:
-            port = 0
-        if port == 0:
-            await ipuof.stop()
-            raise AgentStartError(
-                f"agent {self.agent_id} cannot listen on {wanted}: the address is in use or"
-                " not assigned to this host; choose another --address-base or --agent-port"
-            )
-        await server.start()
-        self._server = server
-        self._port = port
-        if self._roster is not None:
-            self._roster.join(self.agent_id, self._service)
-        self.machine.set_endpoints(
-            MachineEndpoints(
-                management_address=self.address,
-                ipuof_address=plan.ipuof_host,
-                server_ports=ipuof.server_ports,
-                rdma_ports=ipuof.rdma_ports,
-            )
-        )
+        return ipuof
 
     async def stop(self, grace: float | None = 1.0) -> None:
         """Stop serving: in-flight calls get ``grace`` seconds; applications are detached."""
@@ -170,136 +174,3 @@ class AgentHost:
 
 def _ports(ports: tuple[int, ...]) -> str:
     return f"{ports[0]}-{ports[-1]}" if ports and ports[0] else "any"
-
-
-@dataclass(frozen=True)
-class FleetSettings:
-    """How many machines to emulate, and where. See ``vipu-agent --help``."""
-
-    machines: int = 1
-    id_prefix: str = "ag"
-    first_index: int = 1
-    agent_ids: tuple[str, ...] = ()
-    """Explicit ids; when given they decide the number of machines."""
-    machine_type: MachineType = MachineType.BOW2000
-    seed: str = "vpod"
-    plan: AddressPlan = field(default_factory=AddressPlan)
-    listen_rdma: bool = True
-    register: str | None = None
-    """``HOST:PORT`` of a controller's registration endpoint, or None."""
-    register_tls: RegistrationTls | None = None
-    """TLS towards that endpoint (its CA, our client certificate); None: plain."""
-    register_token: str = ""
-    """The agent registration token a ``--secure`` controller asks for ("": none)."""
-    advertise_host: str | None = None
-    """Host the controller should dial, when not the address the agent listens on."""
-    register_backoff: Backoff = field(default_factory=Backoff)
-    stop_grace: float = 1.0
-    agent_key: str | None = None
-    """The key every machine of the fleet answers to (``--key-file``); None: a random key per
-    machine at each start, told to the controller at registration."""
-    fault_injection: bool = False
-    """Accept InjectFault and ClearFault (``--enable-fault-injection``): tests and demos."""
-
-    def ids(self) -> list[str]:
-        if self.agent_ids:
-            return list(self.agent_ids)
-        return agent_ids(self.id_prefix, self.machines, self.first_index)
-
-
-class AgentFleet:
-    """Many emulated machines in one process. Start and stop it inside one event loop."""
-
-    def __init__(
-        self,
-        settings: FleetSettings,
-        *,
-        clock: Callable[[], float] = time.time,
-        new_boot_id: Callable[[], str] = lambda: uuid.uuid4().hex,
-    ) -> None:
-        ids = settings.ids()
-        if len(set(ids)) != len(ids):
-            raise ValueError("agent ids must be unique: an id is listed twice")
-        addresses = settings.plan.addresses(len(ids))
-        self.settings = settings
-        self.roster = FleetRoster()
-        self.hosts = [
-            AgentHost(
-                EmulatedMachine(
-                    agent_id,
-                    machine_type=settings.machine_type,
-                    seed=settings.seed,
-                    boot_id=new_boot_id(),
-                    clock=clock,
-                ),
-                address,
-                listen_rdma=settings.listen_rdma,
-                roster=self.roster,
-                key=settings.agent_key,
-                fault_injection=settings.fault_injection,
-            )
-            for agent_id, address in zip(ids, addresses, strict=True)
-        ]
-        self.registrations: list[asyncio.Task[object]] = []
-        self._register_channel: grpc.aio.Channel | None = None
-
-    def host(self, agent_id: str) -> AgentHost:
-        for host in self.hosts:
-            if host.agent_id == agent_id:
-                return host
-        raise KeyError(f"no agent {agent_id} in this process")
-
-    async def start(self) -> None:
-        """Start every machine; if one cannot listen, stop the others and raise AgentStartError."""
-        started: list[AgentHost] = []
-        try:
-            for host in self.hosts:
-                await host.start()
-                started.append(host)
-        except BaseException:
-            await asyncio.gather(*(h.stop(0) for h in started), return_exceptions=True)
-            raise
-        if self.settings.register:
-            self._start_registration(self.settings.register)
-
-    def _start_registration(self, target: str) -> None:
-        self._register_channel = registration_channel(target, self.settings.register_tls)
-        limit = asyncio.Semaphore(REGISTRATIONS_IN_FLIGHT)
-        for host in self.hosts:
-            request = registration_request(
-                host.machine.identity(),
-                advertise_host=self.settings.advertise_host or host.host,
-                port=host.port,
-                agent_key=host.key,
-            )
-            task = asyncio.create_task(
-                register_until_answered(
-                    self._register_channel,
-                    request,
-                    target=target,
-                    backoff=self.settings.register_backoff,
-                    token=self.settings.register_token,
-                    limit=limit,
-                ),
-                name=f"register-{host.agent_id}",
-            )
-            self.registrations.append(task)
-
-    async def stop(self) -> None:
-        for task in self.registrations:
-            task.cancel()
-        for task in self.registrations:
-            # A registration that failed for an unexpected reason was logged by
-            # asyncio already; it must not stop the shutdown.
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        self.registrations.clear()
-        if self._register_channel is not None:
-            await self._register_channel.close()
-            self._register_channel = None
-        await asyncio.gather(*(h.stop(self.settings.stop_grace) for h in self.hosts))
-
-    def ready_line(self) -> str:
-        """One line saying every agent is serving: ``vipu-agent ready: ag1=HOST:PORT ...``."""
-        agents = " ".join(f"{h.agent_id}={h.address}" for h in self.hosts)
-        return f"vipu-agent ready: {agents}"

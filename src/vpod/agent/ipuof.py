@@ -1,5 +1,8 @@
 """IPUoF endpoints of one emulated machine: where applications attach to IPUs.
 
+This is a software IPUoF server over :class:`~vpod.agent.backend.IpuofSessions`;
+on an IPU-M the machine serves IPUoF itself and the agent runs none of this.
+
 Each IPU listens on its own IPUoF server port; an application holds an IPU
 for as long as its TCP connection stays open. The line protocol (UTF-8, one
 command or answer per ``\\n``-terminated line) stands in for the real IPUoF
@@ -52,7 +55,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from urllib.parse import quote, unquote
 
-from .backend import MachineBackend
+from .backend import IpuofSessions
 from .errors import MachineRefusal, Reason
 from .ipuof_access import IpuofAccess
 from .model import AgentEvent, EventKind, Holder, IpuHealth
@@ -150,7 +153,7 @@ class IpuofEndpoints:
 
     def __init__(
         self,
-        backend: MachineBackend,
+        backend: IpuofSessions,
         host: str,
         server_ports: Sequence[int],
         rdma_ports: Sequence[int] = (),
@@ -258,7 +261,7 @@ class IpuofEndpoints:
             return
         words = line.decode("utf-8", "replace").split()
         verb = words[0].upper() if words else ""
-        if verb in GUARDED_VERBS and not self._may_use(device_id, peer_host):
+        if verb in GUARDED_VERBS and not await self._may_use(device_id, peer_host):
             await _send(writer, self._not_yours(device_id, peer_host))
             return
         if verb == "STATUS" and len(words) <= 2:
@@ -273,7 +276,7 @@ class IpuofEndpoints:
             return
         try:
             partition_id, holder = parse_attach(words)
-            attachment = self._backend.attach(partition_id, device_id, client, holder)
+            attachment = await self._backend.attach(partition_id, device_id, client, holder)
         except _BadLine as exc:
             await _send(writer, f"ERR {Reason.INVALID_REQUEST} {exc}")
             return
@@ -319,13 +322,15 @@ class IpuofEndpoints:
             if self._writers.get(device_id) is writer:
                 del self._writers[device_id]
             if ended_by_client:
-                self._backend.detach(attachment.attachment_id, detail="application detached")
+                await self._backend.detach(attachment.attachment_id, detail="application detached")
             else:
-                self._backend.detach(attachment.attachment_id, evicted=True, detail="agent stopped")
+                await self._backend.detach(
+                    attachment.attachment_id, evicted=True, detail="agent stopped"
+                )
 
-    def _may_use(self, device_id: int, peer_host: str) -> bool:
+    async def _may_use(self, device_id: int, peer_host: str) -> bool:
         """Whether the host at ``peer_host`` may use the partition IPU ``device_id`` is in."""
-        partition_id = self._backend.ipu_status(device_id).partition_id
+        partition_id = (await self._backend.ipu_status(device_id)).partition_id
         return self._access.allows(partition_id, peer_host)
 
     def _not_yours(self, device_id: int, peer_host: str) -> str:
@@ -340,7 +345,7 @@ class IpuofEndpoints:
     async def _status(
         self, writer: asyncio.StreamWriter, device_id: int, partition_id: str | None
     ) -> None:
-        status = self._backend.ipu_status(device_id)
+        status = await self._backend.ipu_status(device_id)
         if partition_id is not None and status.partition_id != partition_id:
             where = f"IPU {device_id} of agent {self._backend.agent_id}"
             if status.partition_id:
@@ -365,7 +370,7 @@ class IpuofEndpoints:
         if not 0.0 <= load <= 1.0:
             await _send(writer, f"ERR {Reason.INVALID_REQUEST} LOAD takes a number from 0 to 1")
             return
-        self._backend.set_load(attachment_id, load)
+        await self._backend.set_load(attachment_id, load)
         await _send(writer, f"OK load {load:g}")
 
     def _on_event(self, event: AgentEvent) -> None:

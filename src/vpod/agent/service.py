@@ -1,7 +1,9 @@
 """The agent's gRPC service (``vpod.agent.v1.AgentService``) over a machine backend.
 
-The request path stays light: convert the message, make one synchronous
-backend call, convert the answer. Refusals become status codes (one table,
+The request path stays light: convert the message, await the backend
+(:class:`~vpod.agent.backend.MachineBackend`, async: a backend that blocks
+runs its calls in a thread, so a slow call never holds up another RPC),
+convert the answer. Refusals become status codes (one table,
 :data:`STATUS_OF`) with the backend's sentence and the reason in trailing
 metadata ``vpod-reason``; an unexpected exception becomes ``INTERNAL`` with a
 sentence, never a traceback on the wire.
@@ -10,7 +12,10 @@ The agent-level faults live here, not in the backend, because they are
 about the agent process rather than the machine: *hang* makes every
 management call wait until the fault is cleared (callers see their deadline
 pass), *slow* delays every management call. InjectFault and ClearFault are
-exempt, so a hung agent can always be healed.
+exempt, so a hung agent can always be healed. Machine faults (a faulted
+IPU, a link down) are the emulator's to make: they reach the backend's
+:class:`~vpod.agent.backend.EmulatorControls`, which the service holds only
+when fault injection is on.
 """
 
 # Method names and signatures are fixed by the generated servicer base class.
@@ -21,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import NoReturn, TypeVar
 
 import grpc
@@ -32,7 +37,7 @@ from vpod.wire import agent_pb2_grpc as pb_grpc
 from vpod.wire.errors import grpc_status
 
 from . import convert
-from .backend import MachineBackend
+from .backend import EmulatorControls, MachineBackend
 from .errors import (
     REASON_KEY,
     InvalidRequest,
@@ -65,8 +70,12 @@ class AgentService(pb_grpc.AgentServiceServicer):
         *,
         access: IpuofAccess | None = None,
         fault_injection: bool = False,
+        controls: EmulatorControls | None = None,
     ) -> None:
+        """``controls``: the emulator's fault controls, used only when ``fault_injection``
+        is on (None: the backend cannot fake machine faults, as hardware cannot)."""
         self._backend = backend
+        self._controls = controls if fault_injection else None
         self._roster = roster
         self._access = access if access is not None else IpuofAccess()
         self._fault_injection = fault_injection
@@ -88,12 +97,12 @@ class AgentService(pb_grpc.AgentServiceServicer):
         hosts = self._access.hosts(held.config.partition_id)
         return dataclasses.replace(held, allowed_hosts=hosts)
 
-    def _evict_strangers(self, partition_id: str) -> None:
+    async def _evict_strangers(self, partition_id: str) -> None:
         """End the attachments to ``partition_id`` from hosts it no longer admits."""
-        for held in self._backend.attachments():
+        for held in await self._backend.attachments():
             host = held.client.rsplit(":", 1)[0].strip("[]")
             if held.partition_id == partition_id and not self._access.allows(partition_id, host):
-                self._backend.detach(
+                await self._backend.detach(
                     held.attachment_id,
                     evicted=True,
                     detail=f"host {host} is no longer admitted to partition {partition_id}",
@@ -107,6 +116,17 @@ class AgentService(pb_grpc.AgentServiceServicer):
                 Reason.FAULT_INJECTION_DISABLED,
             )
 
+    def _require_controls(self) -> EmulatorControls:
+        self._require_fault_injection()
+        if self._controls is None:
+            raise MachineConflict(
+                f"agent {self._backend.agent_id} drives a machine that cannot fake IPU or link"
+                " faults (only an emulated machine can); inject an agent fault (hang, slow)"
+                " or use an emulated agent",
+                Reason.FAULT_INJECTION_DISABLED,
+            )
+        return self._controls
+
     def agent_faults(self) -> list[Fault]:
         return [f for f in (self._hang, self._slow) if f is not None]
 
@@ -115,8 +135,8 @@ class AgentService(pb_grpc.AgentServiceServicer):
         """Neither hung nor slowed: a fleet may answer a heartbeat for this machine."""
         return self._hang is None and self._slow is None
 
-    def health_reply(self, since_event: int) -> pb.HealthReply:
-        reply = convert.health_to_wire(self._backend.health(since_event))
+    async def health_reply(self, since_event: int) -> pb.HealthReply:
+        reply = convert.health_to_wire(await self._backend.health(since_event))
         reply.faults.extend(convert.faults_to_wire(self.agent_faults()))
         if self._roster is not None:
             reply.fleet_id = self._roster.fleet_id
@@ -140,12 +160,16 @@ class AgentService(pb_grpc.AgentServiceServicer):
         raise AssertionError("context.abort returned")  # pragma: no cover
 
     async def _run(
-        self, context: grpc.aio.ServicerContext, name: str, call: Callable[[], T], gate: bool = True
+        self,
+        context: grpc.aio.ServicerContext,
+        name: str,
+        call: Callable[[], Awaitable[T]],
+        gate: bool = True,
     ) -> T:
         if gate and (self._slow is not None or self._hang is not None):
             await self._gate()
         try:
-            return call()
+            return await call()
         except MachineRefusal as exc:
             await self._abort(context, exc)
         except Exception:
@@ -161,32 +185,32 @@ class AgentService(pb_grpc.AgentServiceServicer):
     async def GetIdentity(
         self, request: pb.GetIdentityRequest, context: grpc.aio.ServicerContext
     ) -> pb.Identity:
-        backend = self._backend
-        return await self._run(
-            context, "GetIdentity", lambda: convert.identity_to_wire(backend.identity())
-        )
+        async def identity() -> pb.Identity:
+            return convert.identity_to_wire(await self._backend.identity())
+
+        return await self._run(context, "GetIdentity", identity)
 
     async def ListIpuAttributes(
         self, request: pb.ListIpuAttributesRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListIpuAttributesReply:
         backend = self._backend
-        return await self._run(
-            context,
-            "ListIpuAttributes",
-            lambda: convert.attributes_to_wire(backend.agent_id, backend.ipu_attributes()),
-        )
+
+        async def attributes() -> pb.ListIpuAttributesReply:
+            return convert.attributes_to_wire(backend.agent_id, await backend.ipu_attributes())
+
+        return await self._run(context, "ListIpuAttributes", attributes)
 
     async def ConfigurePartition(
         self, request: pb.ConfigurePartitionRequest, context: grpc.aio.ServicerContext
     ) -> pb.ConfigurePartitionReply:
-        def configure() -> pb.ConfigurePartitionReply:
+        async def configure() -> pb.ConfigurePartitionReply:
             if not request.HasField("config"):
                 raise InvalidRequest("ConfigurePartition needs a config: none was sent")
             config = convert.config_from_wire(request.config)
             networks = self._access.parse(request.allowed_hosts)
-            outcome = self._backend.configure(config)
+            outcome = await self._backend.configure(config)
             self._access.set(config.partition_id, networks)
-            self._evict_strangers(config.partition_id)
+            await self._evict_strangers(config.partition_id)
             outcome = dataclasses.replace(outcome, partition=self._with_hosts(outcome.partition))
             return convert.outcome_to_wire(outcome)
 
@@ -195,8 +219,8 @@ class AgentService(pb_grpc.AgentServiceServicer):
     async def ReleasePartition(
         self, request: pb.ReleasePartitionRequest, context: grpc.aio.ServicerContext
     ) -> pb.ReleasePartitionReply:
-        def release() -> pb.ReleasePartitionReply:
-            released = self._backend.release(request.partition_id)
+        async def release() -> pb.ReleasePartitionReply:
+            released = await self._backend.release(request.partition_id)
             self._access.forget(request.partition_id)
             return pb.ReleasePartitionReply(released=released)
 
@@ -205,15 +229,15 @@ class AgentService(pb_grpc.AgentServiceServicer):
     async def SetPartitionHosts(
         self, request: pb.SetPartitionHostsRequest, context: grpc.aio.ServicerContext
     ) -> pb.SetPartitionHostsReply:
-        def set_hosts() -> pb.SetPartitionHostsReply:
+        async def set_hosts() -> pb.SetPartitionHostsReply:
             networks = self._access.parse(request.allowed_hosts)
             configured = any(
                 c.config.partition_id == request.partition_id
-                for c in self._backend.configurations()
+                for c in await self._backend.configurations()
             )
             if configured:
                 self._access.set(request.partition_id, networks)
-                self._evict_strangers(request.partition_id)
+                await self._evict_strangers(request.partition_id)
             return pb.SetPartitionHostsReply(configured=configured)
 
         return await self._run(context, "SetPartitionHosts", set_hosts)
@@ -221,29 +245,27 @@ class AgentService(pb_grpc.AgentServiceServicer):
     async def ResetPartition(
         self, request: pb.ResetPartitionRequest, context: grpc.aio.ServicerContext
     ) -> pb.ResetPartitionReply:
-        backend = self._backend
-        return await self._run(
-            context,
-            "ResetPartition",
-            lambda: pb.ResetPartitionReply(
-                partition=convert.configured_to_wire(
-                    self._with_hosts(backend.reset(request.partition_id))
-                )
-            ),
-        )
+        async def reset() -> pb.ResetPartitionReply:
+            held = await self._backend.reset(request.partition_id)
+            return pb.ResetPartitionReply(
+                partition=convert.configured_to_wire(self._with_hosts(held))
+            )
+
+        return await self._run(context, "ResetPartition", reset)
 
     async def ListConfigurations(
         self, request: pb.ListConfigurationsRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListConfigurationsReply:
         backend = self._backend
 
-        def listing() -> pb.ListConfigurationsReply:
+        async def listing() -> pb.ListConfigurationsReply:
+            identity = await backend.identity()
             return pb.ListConfigurationsReply(
                 agent_id=backend.agent_id,
-                boot_id=backend.identity().boot_id,
+                boot_id=identity.boot_id,
                 partitions=[
                     convert.configured_to_wire(self._with_hosts(c))
-                    for c in backend.configurations()
+                    for c in await backend.configurations()
                 ],
             )
 
@@ -254,9 +276,9 @@ class AgentService(pb_grpc.AgentServiceServicer):
     ) -> pb.RunLinkTestsReply:
         backend = self._backend
 
-        def tests() -> pb.RunLinkTestsReply:
+        async def tests() -> pb.RunLinkTestsReply:
             kinds = convert.link_tests_from_wire(request.tests)
-            results = backend.run_link_tests(kinds)
+            results = await backend.run_link_tests(kinds)
             return pb.RunLinkTestsReply(
                 agent_id=backend.agent_id,
                 results=[convert.link_test_result_to_wire(r) for r in results],
@@ -274,7 +296,7 @@ class AgentService(pb_grpc.AgentServiceServicer):
     ) -> pb.FleetHealthReply:
         roster = self._roster
 
-        def fleet_health() -> pb.FleetHealthReply:
+        async def fleet_health() -> pb.FleetHealthReply:
             reply = pb.FleetHealthReply()
             if roster is None:  # a machine alone in its process speaks only for itself
                 wanted = [
@@ -282,12 +304,16 @@ class AgentService(pb_grpc.AgentServiceServicer):
                     for m in request.machines
                     if m.agent_id == self._backend.agent_id and self.answers_promptly
                 ]
-                reply.machines.extend(self.health_reply(m.since_event) for m in wanted)
+                reply.machines.extend([await self.health_reply(m.since_event) for m in wanted])
                 return reply
+            asked = []
             for machine in request.machines:
                 member = roster.prompt(machine.agent_id)
                 if isinstance(member, AgentService):
-                    reply.machines.append(member.health_reply(machine.since_event))
+                    asked.append(member.health_reply(machine.since_event))
+            # Concurrently: a backend reading its hardware in a thread must not make the
+            # whole fleet's answer as slow as the sum of its machines.
+            reply.machines.extend(await asyncio.gather(*asked))
             return reply
 
         # Not gated: this machine's own hang or slowness is the process's to report (it
@@ -306,14 +332,14 @@ class AgentService(pb_grpc.AgentServiceServicer):
 
         unsubscribe = self._backend.subscribe(on_event)
         try:
-            batch = self._backend.events_since(request.since_event)
+            batch = await self._backend.events_since(request.since_event)
             cursor = batch.last_event
             yield convert.batch_to_wire(batch)
             while True:
                 await wake.wait()
                 wake.clear()
                 await self._gate()
-                batch = self._backend.events_since(cursor)
+                batch = await self._backend.events_since(cursor)
                 cursor = batch.last_event
                 if batch.events or batch.truncated:
                     yield convert.batch_to_wire(batch)
@@ -323,7 +349,7 @@ class AgentService(pb_grpc.AgentServiceServicer):
     async def InjectFault(
         self, request: pb.InjectFaultRequest, context: grpc.aio.ServicerContext
     ) -> pb.InjectFaultReply:
-        def inject() -> pb.InjectFaultReply:
+        async def inject() -> pb.InjectFaultReply:
             self._require_fault_injection()
             fault = convert.fault_from_wire(request.fault)
             if fault.kind is FaultKind.AGENT_HANG:
@@ -337,20 +363,21 @@ class AgentService(pb_grpc.AgentServiceServicer):
                     )
                 self._slow = fault
             else:
-                self._backend.inject_fault(fault)
+                await self._require_controls().inject_fault(fault)
             log.warning("agent %s: fault injected: %s", self._backend.agent_id, fault.describe())
-            return pb.InjectFaultReply(active_faults=self._active_faults())
+            return pb.InjectFaultReply(active_faults=await self._active_faults())
 
         return await self._run(context, "InjectFault", inject, gate=False)
 
     async def ClearFault(
         self, request: pb.ClearFaultRequest, context: grpc.aio.ServicerContext
     ) -> pb.ClearFaultReply:
-        def clear() -> pb.ClearFaultReply:
+        async def clear() -> pb.ClearFaultReply:
             self._require_fault_injection()
             if request.all:
                 self._clear_agent_faults(hang=True, slow=True)
-                self._backend.clear_fault(None)
+                if self._controls is not None:
+                    await self._controls.clear_fault(None)
             else:
                 fault = convert.fault_from_wire(request.fault)
                 if fault.kind in (FaultKind.AGENT_HANG, FaultKind.AGENT_SLOW):
@@ -359,8 +386,8 @@ class AgentService(pb_grpc.AgentServiceServicer):
                         slow=fault.kind is FaultKind.AGENT_SLOW,
                     )
                 else:
-                    self._backend.clear_fault(fault)
-            return pb.ClearFaultReply(active_faults=self._active_faults())
+                    await self._require_controls().clear_fault(fault)
+            return pb.ClearFaultReply(active_faults=await self._active_faults())
 
         return await self._run(context, "ClearFault", clear, gate=False)
 
@@ -371,6 +398,6 @@ class AgentService(pb_grpc.AgentServiceServicer):
         if slow:
             self._slow = None
 
-    def _active_faults(self) -> list[pb.Fault]:
-        faults = [*self._backend.faults(), *self.agent_faults()]
-        return convert.faults_to_wire(faults)
+    async def _active_faults(self) -> list[pb.Fault]:
+        machine = await self._controls.faults() if self._controls is not None else []
+        return convert.faults_to_wire([*machine, *self.agent_faults()])

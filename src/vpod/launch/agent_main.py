@@ -39,7 +39,7 @@ from vpod.agent.addressing import (
     split_host_port,
 )
 from vpod.agent.fabric import FabricError, claim_addresses, release_addresses
-from vpod.agent.host import AgentFleet, AgentStartError, FleetSettings
+from vpod.agent.fleet import AgentFleet, AgentStartError, FleetSettings
 from vpod.agent.registration import RegistrationTls
 from vpod.agent.trust import read_agent_key
 from vpod.domain.catalog import machine_spec

@@ -1,6 +1,8 @@
 """Real GPUs through NVML (``nvidia-ml-py``, imported as ``pynvml``).
 
-NVML calls block, so each runs in a worker thread. XID errors arrive as NVML
+NVML calls block, so each runs in a worker thread (``asyncio.to_thread``)
+behind the async :class:`~.backend.GpuBackend` protocol: the agent's event
+loop never waits on the driver. XID errors arrive as NVML
 events: a thread waits on an event set registered for critical XIDs of every
 GPU and remembers each GPU's last one, which stays in its readings (and so
 keeps the GPU unhealthy) until the agent restarts: an XID of the hardware
@@ -114,7 +116,8 @@ class NvmlBackend:
         with contextlib.suppress(pynvml.NVMLError):
             pynvml.nvmlEventSetFree(events)
 
-    def device_nodes(self, index: int) -> tuple[DeviceNode, ...]:
+    def _device_nodes(self, index: int) -> tuple[DeviceNode, ...]:
+        """The nodes GPU ``index`` needs. Calls NVML: only from a worker thread."""
         minor = _optional(index, pynvml.nvmlDeviceGetMinorNumber, self._handles[index])
         own = f"/dev/nvidia{minor}"
         return (DeviceNode(own, own), *(DeviceNode(p, p) for p in CONTROL_DEVICES))
@@ -156,7 +159,7 @@ class NvmlBackend:
                     mig_mode=None if mig is None else bool(mig[0]),
                     nvlink_peers=tuple(peers),
                     topology=tuple(topology),
-                    devices=self.device_nodes(index),
+                    devices=self._device_nodes(index),
                 )
             )
         return HostInventory(
