@@ -137,7 +137,7 @@ def test_device_ids_follow_the_listing() -> None:
     assert device_id(16, 2, 2) == 17
     assert device_id(16, 4, 4) == 25
     assert device_id(16, 0, 16) == 30
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="are no device of 16 IPUs"):
         device_id(16, 1, 2)
 
 
@@ -162,8 +162,8 @@ def test_static_slurm_config_declares_a_vipu_gres_per_size() -> None:
     assert "NodeName=n1 Name=vipu Type=1 Count=4" in gres_conf(partitions, static=static)
     assert "NodeName=n1 Name=vipu Type=4 Count=2" in gres_conf(partitions, static=static)
     assert node_gres(partitions, "n1", static=static) == "Gres=vipu:1:4,vipu:4:2"
-    assert "GresTypes=vipu" in integration_lines(
-        {"prolog": "p", "epilog": "e", "task_prolog": "t"}, gres="vipu"
+    assert "GresTypes=ipu,vipu" in integration_lines(
+        {"prolog": "p", "epilog": "e", "task_prolog": "t"}
     )
     lua = job_submit_lua(partitions, "ipu", mode="static", static=static)
     assert 'local MODE = "static"' in lua

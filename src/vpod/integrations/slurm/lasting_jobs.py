@@ -93,7 +93,11 @@ class LastingPartitions(JobPartitions):
     # -- a job starts
 
     async def _start(
-        self, job_id: str, slurm_partition: str, ipus: int | None, uid: int | None
+        self,
+        job_id: str,
+        slurm_partition: str,  # noqa: ARG002 - the lasting partitions are all in one allocation
+        ipus: int | None,  # noqa: ARG002 - a --gres=vipu job has no IPU count: squeue says
+        uid: int | None,
     ) -> str:
         began = time.perf_counter()
         try:

@@ -229,7 +229,7 @@ class LocalSlurm:
                 "127.0.0.1", self.dbd_port, str(self.root / "munge" / "munge.socket"), gres=gres
             )
         if self.with_integration:
-            lines += integration_lines(hooks, gres=gres)
+            lines += integration_lines(hooks)
             if self.spank_plugin is not None:
                 lines.append(f"PlugStackConfig={self.etc / spank.PLUGSTACK_FILE}")
         else:

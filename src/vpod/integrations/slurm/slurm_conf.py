@@ -84,14 +84,16 @@ def gres_conf(partitions: list[IpuPartition], *, static: Sequence[tuple[int, int
     return "\n".join(lines) + "\n"
 
 
-def integration_lines(hooks: Mapping[str, str], *, gres: str = GRES_NAME) -> list[str]:
+def integration_lines(hooks: Mapping[str, str]) -> list[str]:
     """slurm.conf lines for the hooks (``prolog``, ``epilog``, ``task_prolog`` -> program path).
 
     ``AccountingStorageTRES=gres/ipu`` belongs with them when slurmdbd runs
     (slurmctld refuses it without: see :func:`accounting_lines`).
     """
     return [
-        f"GresTypes={gres}",
+        # Both names in every mode: a request for the other mode's GRES then reaches
+        # job_submit.lua, which says what to ask instead (sbatch alone says "Invalid gres").
+        f"GresTypes={GRES_NAME},{STATIC_GRES_NAME}",
         "JobSubmitPlugins=lua",
         f"PrologSlurmctld={hooks['prolog']}",
         f"EpilogSlurmctld={hooks['epilog']}",
