@@ -245,9 +245,7 @@ def test_a_static_request_that_cannot_be_met_is_refused_at_submission(
 def test_static_leaves_nothing_held(static: SlurmPod) -> None:
     wait_until(lambda: not static.queue(), 120, "the queue to drain")
     keys = Path(static.cluster.settings.credentials_dir)
-    wait_until(
-        lambda: not keys.exists() or not list(keys.iterdir()), 30, "every job file to go"
-    )
+    wait_until(lambda: not keys.exists() or not list(keys.iterdir()), 30, "every job file to go")
     with UserClient.from_config(static.cluster.settings.vipu_config, env={}) as integration:
         assert integration.list_partition_keys() == []
     slurm_partitions = sorted(p for p in _listing(static) if p.startswith("slurm_"))

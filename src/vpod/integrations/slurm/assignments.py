@@ -3,10 +3,11 @@
 Slurm counts: a ``vipu:<size>`` GRES of count N lets at most N jobs of that
 size run at once, and an ``ipu`` GRES of the shared partition's size lets no
 more IPUs run than it has. Slurm's count-only GRES carry no index, so *which*
-partition or block a job gets is chosen here, under the bridge's one
-allocation lock: :class:`Assignments` hands out a free static partition of
-the asked size, or the first free aligned block of the asked size in the
-shared partition (a block of 2^k IPUs at a multiple of 2^k, which is exactly
+partition or block a job gets is chosen here, in the bridge's one event
+loop (each choice is one call without an await, so none interleave):
+:class:`Assignments` hands out a free static partition of the asked size,
+or the first free aligned block of the asked size in the shared partition
+(a block of 2^k IPUs at a multiple of 2^k, which is exactly
 a device of the partition's listing), and never one a running job holds.
 
 Each assignment is also written to a small file per job (see

@@ -13,11 +13,12 @@
   automatically (that would end every job's attachment), so a job's end
   frees its block and nothing else.
 
-Which partition or block a job holds is chosen under one lock
-(:mod:`.assignments`) and written to the job's ``.assigned`` file before the
-prolog answers, so two jobs never get the same one, even across a restart
-of the bridge. Each job's partition key (secure controllers) is named after
-the job, ``<prefix><jobid>.job``, and scoped to its partition.
+Which partition or block a job holds is chosen in the bridge's one event
+loop, with no await between looking and taking (:mod:`.assignments`), and
+written to the job's ``.assigned`` file before the prolog answers, so two
+jobs never get the same one, even across a restart of the bridge. Each
+job's partition key (secure controllers) is named after the job,
+``<prefix><jobid>.job``, and scoped to its partition.
 """
 
 from __future__ import annotations
@@ -61,7 +62,6 @@ class LastingPartitions(JobPartitions):
             self.book = Assignments(static=settings.static_partition_ids())
         else:
             self.book = Assignments(shared=(settings.shared_partition_id, settings.shared_size))
-        self._assigning = asyncio.Lock()
         self._made = False
         self._restore()
 
@@ -117,20 +117,23 @@ class LastingPartitions(JobPartitions):
                 await self.prepare()
             except PartitionFailure as exc:
                 raise StartRefused(str(exc)) from None
-        async with self._assigning:
-            try:
-                if self.settings.mode == "static":
-                    held = self.book.take_static(job_id, request.static[0][0])
-                else:
-                    held = self.book.take_block(job_id, request.ipus)
-            except NoneFree as exc:
-                raise StartRefused(str(exc)) from None
-            try:
-                await self._hand_over(job_id, held, owner)
-            except BaseException:
-                self.book.release(job_id)
-                self._forget_files(job_id)
-                raise
+        # Taken without an await in between: no other job's start interleaves (one event loop).
+        try:
+            if self.settings.mode == "static":
+                held = self.book.take_static(job_id, request.static[0][0])
+            else:
+                held = self.book.take_block(job_id, request.ipus)
+        except NoneFree as exc:
+            raise StartRefused(str(exc)) from None
+        try:
+            await self._hand_over(job_id, held, owner)
+        except BaseException:
+            # A key minted for a job that will not run must not outlive the attempt.
+            with contextlib.suppress(PartitionFailure):
+                await self.credentials.revoke(self.settings.partition_id(job_id))
+            self.book.release(job_id)
+            self._forget_files(job_id)
+            raise
         log.info(
             "job %s: %s (%.0f ms)", job_id, describe(held), (time.perf_counter() - began) * 1000
         )
@@ -195,7 +198,8 @@ class LastingPartitions(JobPartitions):
 
     async def reconcile(self) -> ReconcileReport:
         """Free what jobs no longer running hold; make lasting partitions that went missing."""
-        report = ReconcileReport()
+        # Job partitions of dynamic mode (the mode was switched): removed as there.
+        report = await super().reconcile()
         present = set(await self.api.list_ids())
         if any(pid not in present for pid, _, _ in self.lasting()):
             self._made = False
