@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from vpod.integrations.slurm import assignments
 from vpod.integrations.slurm.assignments import Assignment, Assignments, NoneFree, device_id
 from vpod.integrations.slurm.bridge_protocol import static_in_tres
 from vpod.integrations.slurm.hooks import task_prolog_lines
+from vpod.integrations.slurm.lasting_jobs import LastingPartitions
 from vpod.integrations.slurm.settings import (
     SettingsError,
     parse_settings,
@@ -26,6 +28,9 @@ from vpod.integrations.slurm.slurm_conf import (
     job_submit_lua,
     node_gres,
 )
+from vpod.integrations.slurm.vipu_api import PartitionFailure
+
+from .test_slurm_units import FakeApi
 
 BIN = Path(sys.executable).parent
 
@@ -203,3 +208,54 @@ def test_vpod_slurm_up_refuses_a_bad_mode_before_starting_anything(
     assert done.returncode == 2, done.stderr
     assert words in done.stderr
     assert not list(tmp_path.iterdir())  # nothing started, nothing written
+
+
+class FakeLastingApi(FakeApi):
+    """FakeApi plus what the lasting modes call; ``fail_reset`` makes resets fail."""
+
+    def __init__(self) -> None:
+        super().__init__(secure=True)
+        self.fail_reset = False
+
+    async def create_lasting(
+        self, partition_id: str, size: int, allocation: str, *, reconfigurable: bool
+    ) -> None:
+        self.calls.append(f"create {partition_id}")
+        self.partitions.setdefault(partition_id, (size, allocation))
+
+    async def reset(self, partition_id: str) -> None:
+        self.calls.append(f"reset {partition_id}")
+        if self.fail_reset:
+            raise PartitionFailure(f"cannot reset partition {partition_id}: agent down")
+
+
+def test_a_restarted_bridge_keeps_what_running_jobs_hold_and_frees_it_only_once_reset(
+    tmp_path: Path,
+) -> None:
+    settings = parse_settings(
+        {"mode": "static", "static_partitions": "4:2", "credentials_dir": str(tmp_path)}, "t"
+    )
+    running = Assignment("42", "slurm_static4_1", 4)
+    (tmp_path / "slurm_42.assigned").write_text(assignments.render(running))
+    api = FakeLastingApi()
+
+    async def scenario() -> None:
+        jobs = LastingPartitions(settings, api)  # as the bridge does when it starts again
+        assert await jobs.prepare() == ["slurm_static4_0", "slurm_static4_1"]
+        await jobs.prepare()
+        assert sorted(api.partitions) == ["slurm_static4_0", "slurm_static4_1"]
+        assert jobs.book.held("42") == running
+        assert jobs.book.take_static("43", 4).partition_id == "slurm_static4_0"
+        with pytest.raises(NoneFree):
+            jobs.book.take_static("44", 4)
+        api.fail_reset = True
+        with pytest.raises(PartitionFailure, match="agent down"):
+            await jobs.end("42")
+        assert jobs.book.held("42") == running  # not handed to a next job un-reset
+        api.fail_reset = False
+        assert await jobs.end("42") == "slurm_static4_1 freed"
+        assert api.calls[-2:] == ["revoke slurm_42.job", "reset slurm_static4_1"]
+        assert not (tmp_path / "slurm_42.assigned").exists()
+        assert jobs.book.take_static("44", 4).partition_id == "slurm_static4_1"
+
+    asyncio.run(scenario())
