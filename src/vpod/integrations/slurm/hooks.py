@@ -209,7 +209,7 @@ def _job_key_exports(values: dict[str, Any], job_id: str) -> dict[str, str]:
     return found
 
 
-def _assigned(values: dict[str, Any], job_id: str) -> dict[str, str]:
+def read_assigned(values: dict[str, Any], job_id: str) -> dict[str, str]:
     """The job's ``.assigned`` file (static and reconfigurable modes); empty when none."""
     directory = str(values.get("credentials_dir", "/run/vpod-slurm/jobs"))
     path = os.path.join(directory, f"{values.get('partition_prefix', 'slurm_')}{job_id}.assigned")
@@ -264,7 +264,7 @@ def task_prolog_main(argv: list[str] | None = None) -> None:
     values = read_values(config)
     job_id = _job_id("vpod-slurm-task-prolog")
     if values.get("mode", "dynamic") != "dynamic":
-        assigned = _assigned(values, job_id)
+        assigned = read_assigned(values, job_id)
         ipus = int(assigned.get("ipus", "0")) if assigned.get("ipus", "").isdigit() else 0
         for line in task_prolog_lines(values, job_id, ipus, assigned):
             print(line)
