@@ -333,6 +333,26 @@ def test_a_shared_job_key_is_for_the_shared_partition_and_revoked_after(shared: 
     assert _events(shared, "reset_partition", "slurm_shared") == []
 
 
+def test_a_shared_job_cannot_attach_another_running_jobs_block(shared: SlurmPod) -> None:
+    holder = shared.sbatch(
+        "--gres=ipu:4", wrap=f"echo device=$VPOD_IPU_DEVICE_ID; {_payload(shared, 60)}"
+    )
+    wait_until(lambda: "attached 4" in shared.output(holder), 90, "the first job to attach")
+    theirs = re.search(r"^device=(\d+)$", shared.output(holder), re.M)[1]  # type: ignore[index]
+    workload = _tool(shared, "vpod-workload")
+    probe = f"{workload} --device {theirs} --seconds 0; echo rc=$?; {workload} --seconds 0 --json"
+    try:
+        done = shared.cluster.run("srun", "--gres=ipu:1", "bash", "-c", probe, check=False)
+        out = done.stdout + done.stderr
+        assert "rc=1" in out, out
+        assert "already attached" in out, out
+        mine, _ = json.JSONDecoder().raw_decode(done.stdout[done.stdout.index('{"') :])
+        assert mine["device"] != int(theirs)  # its own block attaches beside the other's
+    finally:
+        shared.slurm("scancel", holder)
+    assert _finished(shared, holder) in {"CANCELLED", "COMPLETED"}
+
+
 @pytest.mark.parametrize(
     ("gres", "words"),
     [
