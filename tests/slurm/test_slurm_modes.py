@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -120,7 +121,7 @@ def test_static_partitions_are_made_once_and_reused_by_a_restarted_bridge(
         "slurm_static4_0": 4,
         "slurm_static4_1": 4,
     }
-    static.cluster.kill("bridge")
+    static.cluster.kill("bridge", signal.SIGTERM)  # as a service restart
     static.cluster.start_bridge()
     again = _listing(static)
     assert [p for p in again if p.startswith("slurm_")] == [
@@ -220,6 +221,25 @@ def test_a_static_job_cannot_see_or_touch_another_jobs_partition(static: SlurmPo
     finally:
         static.slurm("scancel", holder)
     assert _finished(static, holder) in {"CANCELLED", "COMPLETED"}
+
+
+def test_a_restarted_bridge_never_gives_a_running_jobs_partition_to_another(
+    static: SlurmPod,
+) -> None:
+    first = static.sbatch("--gres=vipu:4:1", wrap=_payload(static, 20))
+    wait_until(lambda: "attached 4" in static.output(first), 90, "the first job to attach")
+    held = re.search(r"attached 4 (\S+)", static.output(first))[1]  # type: ignore[index]
+    static.cluster.kill("bridge", signal.SIGTERM)  # as a service restart
+    static.cluster.start_bridge()  # knows the running job only from its .assigned file
+    second = static.sbatch("--gres=vipu:4:1", wrap=_payload(static, 0))
+    assert _finished(static, second) == "COMPLETED", static.output(second)
+    (other,) = {"slurm_static4_0", "slurm_static4_1"} - {held}
+    assert f"attached 4 {other}" in static.output(second)
+    assert _finished(static, first) == "COMPLETED", static.output(first)
+    # The new bridge frees the first job's partition too: reset by the integration.
+    wait_until(lambda: not _job_files(static, first), 30, "the first job's files to go")
+    resets = _events(static, "reset_partition", held)
+    assert any(e["actor"] == "slurm" for e in resets)
 
 
 @pytest.mark.parametrize(
