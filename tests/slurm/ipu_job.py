@@ -7,6 +7,9 @@ IPUs, prints ``attached N PARTITION`` and exits 0 when it held them for
 SECONDS; any refusal (an IPU attached by another job, no partition) prints
 ``failed: ...`` and exits 3, which the job's exit code shows.
 
+With ``VPOD_IPU_DEVICE_ID`` set (a job's block of a shared reconfigurable
+partition) it attaches that device instead of the whole partition.
+
 With ``ALL_GCDS=1`` it attaches the IPUs of every GCD of the partition (one per
 64 IPUs), as poprun's instances would.
 """
@@ -43,10 +46,15 @@ def main() -> int:
     try:
         found = targets()
         with contextlib.ExitStack() as held:
+            attached = 0
             for target in found:
-                whole = max(list_devices(target), key=lambda device: device.num_ipus)
+                devices = list_devices(target)
+                whole = max(devices, key=lambda device: device.num_ipus)
+                if "VPOD_IPU_DEVICE_ID" in os.environ:
+                    mine = int(os.environ["VPOD_IPU_DEVICE_ID"])
+                    whole = next(device for device in devices if device.id == mine)
                 held.enter_context(attach_device(target, whole))
-            attached = sum(target.num_ipus for target in found)
+                attached += whole.num_ipus
             print(f"attached {attached} {found[0].partition_id}", flush=True)
             time.sleep(seconds)
     except IpuofError as refused:

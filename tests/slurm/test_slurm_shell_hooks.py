@@ -11,13 +11,14 @@ import functools
 import json
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from vpod.integrations.slurm.bridge import Bridge, write_hook_file
 from vpod.integrations.slurm.bridge_protocol import ipus_in_tres
-from vpod.integrations.slurm.hooks import simple_values, task_prolog_lines
+from vpod.integrations.slurm.hooks import read_assigned, simple_values, task_prolog_lines
 from vpod.integrations.slurm.jobs import JobPartitions
 from vpod.integrations.slurm.settings import SlurmSettings, render_settings
 from vpod.integrations.slurm.shell_hooks import write_hooks
@@ -195,3 +196,42 @@ def test_task_prolog_exports_the_jobs_key_when_its_file_is_readable(tmp_path: Pa
     assert f"export VIPU_CLI_CONFIG={keyfile}" in out.splitlines()
     assert "export VIPU_CLI_API_USER_ID=slurm_42.job" in out.splitlines()
     assert "export VIPU_CLI_API_ACCESS_KEY=key-of-slurm_42.job" in out.splitlines()
+
+
+@pytest.mark.parametrize("mode", ["static", "reconfigurable"])
+@pytest.mark.parametrize(
+    "assigned",
+    [
+        "job=42\npartition=slurm_static4_1\nipus=4\nfirst=0\n",
+        "job=42\npartition=slurm_shared\nipus=2\nfirst=4\ndevice=18\n",
+        None,
+    ],
+)
+def test_task_prolog_exports_the_assigned_partition_as_the_python_hook_does(
+    tmp_path: Path, mode: str, assigned: str | None
+) -> None:
+    """Static and reconfigurable modes: the job's ``.assigned`` file, not squeue, says what
+    it holds (squeue here would say something else); no file: no IPUs, no variables."""
+    settings, hooks = setup(tmp_path, "gres:ipu:64")
+    settings = replace(
+        settings,
+        mode=mode,
+        static_partitions="4:2" if mode == "static" else "",
+    )
+    (tmp_path / "slurm.toml").write_text(render_settings(settings))
+    if assigned is not None:
+        Path(settings.credentials_dir).mkdir()
+        (Path(settings.credentials_dir) / "slurm_42.assigned").write_text(assigned)
+    values = simple_values(render_settings(settings))
+    assert values is not None
+    code, out, _ = asyncio.run(run_hook(hooks["task_prolog"], "42"))
+    assert code == 0
+    held = read_assigned(values, "42")
+    expected = task_prolog_lines(values, "42", int(held.get("ipus", "0")), held)
+    assert out.splitlines() == expected
+    if assigned is None:
+        assert out == ""
+    else:
+        partition = assigned.split("partition=")[1].split("\n")[0]
+        assert f"export IPUOF_VIPU_API_PARTITION_ID={partition}" in expected
+        assert ("export VPOD_IPU_DEVICE_ID=18" in expected) == ("device=" in assigned)

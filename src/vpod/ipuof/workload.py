@@ -2,7 +2,8 @@
 
 It finds the partition as any IPUoF application does, attaches a device
 (``--device``; by default the IPUs of its ``vpod-run`` instance, read from
-``POPDIST_*``, else every IPU of the partition), tells the machines how busy
+``POPDIST_*``, else the Slurm job's block of a shared partition,
+``VPOD_IPU_DEVICE_ID``, else every IPU of the partition), tells the machines how busy
 it keeps them (``--load``), and runs ``--steps`` steps or for ``--seconds``.
 The emulated machines' telemetry then shows its IPUs busy; when it ends, is
 interrupted or dies, its IPUs are free again and the partition's auto-reset
@@ -137,8 +138,13 @@ def main(
         raise SystemExit(130)
 
 
+JOB_DEVICE_ENV = "VPOD_IPU_DEVICE_ID"
+"""A Slurm job's own device in a shared reconfigurable partition (docs/slurm.md)."""
+
+
 def choose_device(target: PartitionTarget, device_id: int | None) -> Device:
-    """``--device``, else this instance's IPUs (``POPDIST_*``), else every IPU."""
+    """``--device``, else this instance's IPUs (``POPDIST_*``), else the Slurm job's device
+    (``VPOD_IPU_DEVICE_ID``), else every IPU."""
     if device_id is not None:
         return find_device(target, device_id)
     routing_ids = popdist_routing_ids(os.environ)
@@ -151,4 +157,9 @@ def choose_device(target: PartitionTarget, device_id: int | None) -> Device:
                 f" {target.describe()} has no IPU of routing id {missing[0]}"
             )
         return device_for_ipus(target, tuple(dnc_of[r] for r in routing_ids))
+    job_device = os.environ.get(JOB_DEVICE_ENV)
+    if job_device is not None:
+        if not job_device.isdigit():
+            raise ConfigInvalid(f"{JOB_DEVICE_ENV}={job_device} is not a device id")
+        return find_device(target, int(job_device))
     return list_devices(target)[-1]

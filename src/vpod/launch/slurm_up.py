@@ -22,7 +22,9 @@ import signal
 import subprocess
 import sys
 import threading
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -37,8 +39,10 @@ from vpod.integrations.slurm.local_cluster import (
 )
 from vpod.integrations.slurm.settings import (
     DEFAULT_CONFIG_PATH,
+    MODES,
     SettingsError,
     SlurmSettings,
+    check_mode,
     load_settings,
 )
 from vpod.integrations.slurm.shell_hooks import write_hooks
@@ -173,6 +177,28 @@ def slurm() -> None:
     help="Controller with authentication (the integration uses its own user 'slurm'), or the"
     " open V-IPU mode (as vpod up --open).",
 )
+@click.option(
+    "--mode",
+    type=click.Choice(MODES),
+    default="dynamic",
+    show_default=True,
+    help="How jobs get IPUs: a partition each (dynamic), one of the static partitions"
+    " (static, --gres=vipu:SIZE:1), or a block of one shared reconfigurable partition"
+    " (reconfigurable). See docs/slurm.md.",
+)
+@click.option(
+    "--static-partitions",
+    default="",
+    metavar="SIZE:COUNT,...",
+    help="With --mode static: the partitions to make once, e.g. 1:4,4:2.",
+)
+@click.option(
+    "--shared-size",
+    type=int,
+    default=16,
+    show_default=True,
+    help="With --mode reconfigurable: IPUs of the shared partition (1, 2, 4, 8, 16 or 64).",
+)
 def slurm_up(
     data_dir: Path,
     pod_shape: str | None,
@@ -180,9 +206,61 @@ def slurm_up(
     admin_port: int,
     http_port: int,
     secure: bool,
+    mode: str,
+    static_partitions: str,
+    shared_size: int,
 ) -> None:
-    """Run the embedded pod and a one-node Slurm (needs root, slurm-wlm and munge) until Ctrl-C."""
-    run_cli(lambda: _run(data_dir, pod_shape, port, admin_port, http_port, secure))
+    """Run the embedded pod and a one-node Slurm (needs root, slurm-wlm and munge) until Ctrl-C.
+
+    \b
+    Examples:
+      vpod slurm up
+      vpod slurm up --mode static --static-partitions 1:4,4:2
+      vpod slurm up --mode reconfigurable --shared-size 16
+    """
+    layout = Layout(mode, static_partitions, shared_size)
+    run_cli(lambda: _run(data_dir, pod_shape, port, admin_port, http_port, secure, layout))
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The integration's mode and what it needs (checked before anything starts)."""
+
+    mode: str
+    static_partitions: str
+    shared_size: int
+
+    def settings(self, **fields: Any) -> SlurmSettings:
+        settings = SlurmSettings(
+            mode=self.mode,
+            static_partitions=self.static_partitions,
+            shared_size=self.shared_size,
+            **fields,
+        )
+        try:
+            check_mode(settings, "vpod slurm up")
+        except SettingsError as exc:
+            flag = (
+                str(exc)
+                .replace("static_partitions", "--static-partitions")
+                .replace("shared_size", "--shared-size")
+            )
+            fail(flag.replace('mode = "static"', "--mode static"), 2)
+        return settings
+
+    def describe(self, settings: SlurmSettings) -> tuple[str, str]:
+        """What the ready line says about the mode, and the job to try."""
+        if self.mode == "static":
+            ids = settings.static_partition_ids()
+            made = ", ".join(f"{len(names)} of {size} IPUs" for size, names in ids.items())
+            return f"static partitions ({made})", f"--gres=vipu:{min(ids)}:1"
+        if self.mode == "reconfigurable":
+            return (
+                f"shared reconfigurable partition {settings.shared_partition_id}"
+                f" ({settings.shared_size} IPUs)",
+                f"--gres=ipu:{min(4, settings.shared_size)}",
+            )
+        return "a partition per job", "--gres=ipu:8"
 
 
 def _run(
@@ -192,7 +270,9 @@ def _run(
     admin_port: int,
     http_port: int,
     secure: bool,
+    layout: Layout,
 ) -> None:
+    layout.settings()  # a bad mode is refused before the pod starts
     reason = missing_requirements()
     if reason:
         fail(f"cannot run a local Slurm: {reason}", 2)
@@ -229,7 +309,7 @@ def _run(
             if secure
             else data_dir / "vipu-cli.hcl"
         )
-        settings = SlurmSettings(
+        settings = layout.settings(
             vipu_config=str(vipu_config),
             default_allocation=allocation,
             ipuof_api_host="127.0.0.1",
@@ -241,12 +321,13 @@ def _run(
             data_dir / "slurm", settings, ipus, child_setup=dying_with_this_process()
         )
         cluster.start()
+        what, gres = layout.describe(settings)
         print(
             f"vpod slurm is up: Slurm partition {SLURM_PARTITION} with {ipus} IPUs (V-IPU"
-            f" allocation {allocation}), user API 127.0.0.1:{user_port}. Next: export"
-            f" SLURM_CONF={cluster.slurm_conf} && sbatch --gres=ipu:8 --wrap"
-            f" 'env | grep IPUOF; sleep 30' && squeue && vipu --config {vipu_config}"
-            " list partitions",
+            f" allocation {allocation}), mode {layout.mode}: {what}, user API"
+            f" 127.0.0.1:{user_port}. Next: export SLURM_CONF={cluster.slurm_conf} && sbatch"
+            f" {gres} --wrap 'env | grep IPUOF; sleep 30' && squeue && vipu --config"
+            f" {vipu_config} list partitions",
             flush=True,
         )
         while not stop.is_set() and pod.poll() is None:

@@ -36,15 +36,16 @@ from pathlib import Path
 from typing import Any
 
 from .jobs import JobPartitions, StartRefused
+from .lasting_jobs import LastingPartitions, job_partitions
 from .settings import SettingsError, SlurmSettings, load_settings
 from .slurm_commands import SlurmCommandError
-from .vipu_api import ClientPartitionApi, PartitionApi, PartitionFailure
+from .vipu_api import ClientPartitionApi, PartitionFailure
 
 log = logging.getLogger("vpod.slurm")
 READY_LINE = "vpod-slurm-bridge ready"
 
 
-def open_api(settings: SlurmSettings) -> PartitionApi:
+def open_api(settings: SlurmSettings) -> ClientPartitionApi:
     if not settings.vipu_config:
         raise SettingsError("vipu_config is not set: name the vipu-cli.hcl the integration uses")
     return ClientPartitionApi(settings.vipu_config, timeout_s=settings.create_timeout_s)
@@ -142,7 +143,13 @@ def write_hook_file(path: Path, port: int, token: str) -> None:
 
 async def serve(settings: SlurmSettings, *, ready: str | None = READY_LINE) -> None:
     api = open_api(settings)
-    jobs = JobPartitions(settings, api, remove_in_background=True)
+    jobs = job_partitions(settings, api, remove_in_background=True)
+    if isinstance(jobs, LastingPartitions):
+        try:
+            made = await jobs.prepare()
+            log.info("mode %s: partitions %s are ACTIVE", settings.mode, ", ".join(made))
+        except PartitionFailure as exc:  # the first job (or the reconciler) tries again
+            log.warning("mode %s: cannot make its partitions yet: %s", settings.mode, exc)
     bridge = Bridge(settings, jobs)
     path = Path(settings.socket)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -234,6 +241,6 @@ def reconcile_main(argv: list[str] | None = None) -> None:
 async def _reconcile_here(settings: SlurmSettings) -> dict[str, Any]:
     api = open_api(settings)
     try:
-        return await Bridge(settings, JobPartitions(settings, api)).handle({"op": "reconcile"})
+        return await Bridge(settings, job_partitions(settings, api)).handle({"op": "reconcile"})
     finally:
         await api.close()

@@ -13,6 +13,7 @@ from typing import Any
 BRIDGE_TIMEOUT_S = 600.0
 """Longest wait for the bridge's answer (its own create deadline is shorter)."""
 GRES_PREFIXES = ("gres:ipu:", "gres/ipu:")
+STATIC_GRES_PREFIXES = ("gres:vipu:", "gres/vipu:")
 
 
 class BridgeUnreachable(Exception):
@@ -49,3 +50,18 @@ def ipus_in_tres(tres_per_node: str) -> int:
             if count.isdigit() and item.count(":") <= 3:
                 total += int(count)
     return total
+
+
+def static_in_tres(tres_per_node: str) -> list[tuple[int, int]]:
+    """(size, count) of each ``gres:vipu:<size>:<count>`` in a TresPerNode value (static mode);
+    an untyped ``gres:vipu:N`` reads as size 0 (job_submit.lua refuses it)."""
+    found = []
+    for item in tres_per_node.split(","):
+        item = item.strip()
+        if item.startswith(STATIC_GRES_PREFIXES):
+            parts = item[len(STATIC_GRES_PREFIXES[0]) :].split(":")
+            if len(parts) == 2 and parts[0].isdigit() and parts[1].isdigit():
+                found.append((int(parts[0]), int(parts[1])))
+            elif len(parts) == 1 and parts[0].isdigit():
+                found.append((0, int(parts[0])))
+    return found

@@ -92,16 +92,24 @@ def _direct(config: str, request: dict[str, Any]) -> dict[str, Any]:
     import asyncio
 
     from .bridge import Bridge, open_api
-    from .jobs import JobPartitions
+    from .lasting_jobs import job_partitions
     from .settings import load_settings
 
     settings = load_settings(config)
+    if settings.mode != "dynamic" and request.get("op") == "start":
+        # Which partition a job gets is chosen under the bridge's one lock: two prologs
+        # choosing here, each on its own, could hand the same one to two jobs.
+        return {
+            "ok": False,
+            "error": f"mode {settings.mode} needs vpod-slurm-bridge running (it chooses each"
+            " job's partition): start it; the job goes back to the queue meanwhile",
+        }
 
     async def run() -> dict[str, Any]:
         api = open_api(settings)
         try:
             # No retry bookkeeping: Slurm requeues the job only after this process exits.
-            jobs = JobPartitions(settings, api, schedule_retries=False)
+            jobs = job_partitions(settings, api, schedule_retries=False)
             return await Bridge(settings, jobs).handle(request)
         finally:
             await api.close()
@@ -157,17 +165,26 @@ def epilog_main(argv: list[str] | None = None) -> None:
     )
 
 
-def task_prolog_lines(values: dict[str, Any], job_id: str, ipus: int) -> list[str]:
-    """The ``export`` lines for a task of a job with ``ipus`` IPUs (none without IPUs)."""
+def task_prolog_lines(
+    values: dict[str, Any], job_id: str, ipus: int, assigned: dict[str, str] | None = None
+) -> list[str]:
+    """The ``export`` lines for a task of a job with ``ipus`` IPUs (none without IPUs);
+    ``assigned``: what the job holds in the static and reconfigurable modes (its
+    ``.assigned`` file: partition, device)."""
     if ipus <= 0:
         return []
-    exports = {
+    assigned = assigned or {}
+    exports: dict[str, Any] = {
         "IPUOF_VIPU_API_HOST": values.get("ipuof_api_host", "localhost"),
         "IPUOF_VIPU_API_PORT": values.get("ipuof_api_port", 8090),
-        "IPUOF_VIPU_API_PARTITION_ID": f"{values.get('partition_prefix', 'slurm_')}{job_id}",
+        "IPUOF_VIPU_API_PARTITION_ID": assigned.get(
+            "partition", f"{values.get('partition_prefix', 'slurm_')}{job_id}"
+        ),
         "IPUOF_VIPU_API_GCD_ID": 0,
         "IPUOF_VIPU_API_TIMEOUT": values.get("ipuof_timeout_s", 120),
     }
+    if "device" in assigned:
+        exports["VPOD_IPU_DEVICE_ID"] = assigned["device"]
     exports.update(_job_key_exports(values, job_id))
     return [f"export {name}={value}" for name, value in exports.items()]
 
@@ -189,6 +206,26 @@ def _job_key_exports(values: dict[str, Any], job_id: str) -> dict[str, str]:
         key, _, value = line.partition("=")
         if key in ("api-user-id", "api-access-key") and len(value) > 2:
             found["VIPU_CLI_" + key.upper().replace("-", "_")] = value.strip('"')
+    return found
+
+
+def read_assigned(values: dict[str, Any], job_id: str) -> dict[str, str]:
+    """The job's ``.assigned`` file (static and reconfigurable modes); empty when none."""
+    directory = str(values.get("credentials_dir", "/run/vpod-slurm/jobs"))
+    path = os.path.join(directory, f"{values.get('partition_prefix', 'slurm_')}{job_id}.assigned")
+    try:
+        with open(path) as handle:
+            text = handle.read()
+    except OSError:
+        return {}
+    found = {}
+    for line in text.splitlines():
+        name, _, value = line.partition("=")
+        if (
+            name in ("partition", "ipus", "device")
+            and value.replace("_", "").replace("-", "").replace(".", "").isalnum()
+        ):
+            found[name] = value
     return found
 
 
@@ -226,6 +263,12 @@ def task_prolog_main(argv: list[str] | None = None) -> None:
     config = _config_path(sys.argv[1:] if argv is None else argv)
     values = read_values(config)
     job_id = _job_id("vpod-slurm-task-prolog")
+    if values.get("mode", "dynamic") != "dynamic":
+        assigned = read_assigned(values, job_id)
+        ipus = int(assigned.get("ipus", "0")) if assigned.get("ipus", "").isdigit() else 0
+        for line in task_prolog_lines(values, job_id, ipus, assigned):
+            print(line)
+        return
     code, out = _job_tres(values, job_id)
     if code != 0:
         # "print ..." lines go to the task's output: the task runs, without the variables.

@@ -80,12 +80,21 @@ class JobCredentials:
         self._open_until = float("-inf")
         """Until then the controller is taken to run open (it said so): no key is asked for."""
 
-    async def issue(self, partition_id: str, uid: int | Callable[[], Awaitable[int | None]]) -> str:
+    async def issue(
+        self,
+        partition_id: str,
+        uid: int | Callable[[], Awaitable[int | None]],
+        *,
+        name: str | None = None,
+    ) -> str:
         """Mint the job's key and write its file for the job's user (``uid``, or the function
-        that finds it); what was done, for the log."""
+        that finds it); what was done, for the log. ``name`` (default: the partition's id)
+        names the key (``<name>.job``) and its file: the static and reconfigurable modes,
+        whose partitions outlive jobs, name them after the job."""
+        name = name or partition_id
         if self.clock() < self._open_until:
             return "no key (the controller runs without --secure)"
-        key = await self.api.mint_key(partition_id, key_id(partition_id))
+        key = await self.api.mint_key(partition_id, key_id(name))
         if key is None:
             # Asked again after a while: the controller may come back secure.
             self._open_until = self.clock() + OPEN_RECHECK_S
@@ -98,13 +107,13 @@ class JobCredentials:
         values: dict[str, str | int] = {
             "api-host": self.settings.ipuof_api_host,
             "api-port": self.settings.ipuof_api_port,
-            "api-user-id": key_id(partition_id),
+            "api-user-id": key_id(name),
             "api-access-key": key,
             **self._tls,
         }
-        path = credentials_path(self.settings, partition_id)
-        await asyncio.to_thread(_write_owned, path, render_hcl(values), owner)
-        return f"key {key_id(partition_id)} in {path}"
+        path = credentials_path(self.settings, name)
+        await asyncio.to_thread(write_owned, path, render_hcl(values), owner)
+        return f"key {key_id(name)} in {path}"
 
     def forget_file(self, partition_id: str) -> None:
         """Delete the job's file (the job has ended: its tasks are gone)."""
@@ -132,7 +141,7 @@ def _tls_values(vipu_config: str) -> dict[str, str | int]:
     return found
 
 
-def _write_owned(path: Path, text: str, uid: int) -> None:
+def write_owned(path: Path, text: str, uid: int) -> None:
     """Write ``text`` to ``path`` readable by ``uid`` alone (and the bridge's own user)."""
     directory = path.parent
     directory.mkdir(parents=True, exist_ok=True)

@@ -11,6 +11,12 @@ local VALID_SIZES = {
 -- @VALID_SIZES@
 }
 local DEFAULT_PARTITION = "@DEFAULT_PARTITION@"
+-- dynamic: a partition per job; reconfigurable: a block of the shared partition (sizes above);
+-- static: one of the static partitions, asked as --gres=vipu:<size>:1.
+local MODE = "@MODE@"
+local STATIC_SIZES = {
+-- @STATIC_SIZES@
+}
 
 local function ipus_per_node(tres)
   if tres == nil then return nil end
@@ -59,7 +65,57 @@ local function refuse(message)
   return slurm.ERROR
 end
 
+local function asks_static(tres)
+  return tres ~= nil and string.find(tres, "gres[:/]vipu") ~= nil
+end
+
+-- Static mode: exactly one --gres=vipu:<size>:1 with a size the static partitions have.
+local function check_static(job_desc)
+  local sizes = size_list(STATIC_SIZES)
+  local ask = "ask for --gres=vipu:<size>:1 with size one of " .. sizes
+  for _, field in ipairs({"tres_per_job", "tres_per_socket", "tres_per_task"}) do
+    if asks_static(job_desc[field]) or asks_ipus(job_desc[field]) then
+      return refuse("ask for a static partition per job: " .. ask)
+    end
+  end
+  local tres = job_desc.tres_per_node
+  if asks_ipus(tres) then
+    return refuse("this cluster runs static partitions, not --gres=ipu: " .. ask)
+  end
+  if not asks_static(tres) then return slurm.SUCCESS end
+  local found = 0
+  for item in string.gmatch(tres, "[^,]+") do
+    if string.find(item, "^gres[:/]vipu") then
+      found = found + 1
+      local size, count = string.match(item, "^gres[:/]vipu:(%d+):(%d+)$")
+      if size == nil then
+        return refuse("name the size of the static partition: " .. ask)
+      end
+      if tonumber(count) ~= 1 then
+        return refuse("a job gets one static partition: " .. ask)
+      end
+      local known = false
+      for _, s in ipairs(STATIC_SIZES) do
+        if s == tonumber(size) then known = true end
+      end
+      if not known then
+        return refuse("no static partition has " .. size .. " IPUs: " .. ask)
+      end
+    end
+  end
+  if found > 1 then return refuse("a job gets one static partition: " .. ask) end
+  if job_desc.min_nodes ~= nil and job_desc.min_nodes ~= slurm.NO_VAL
+      and job_desc.min_nodes > 1 then
+    return refuse("a job with IPUs runs on one node: drop -N/--nodes or use -N 1")
+  end
+  return slurm.SUCCESS
+end
+
 local function check(job_desc, partition)
+  if MODE == "static" then return check_static(job_desc) end
+  if asks_static(job_desc.tres_per_node) then
+    return refuse("this cluster has no static partitions: ask for --gres=ipu:N")
+  end
   local ipus = ipus_per_node(job_desc.tres_per_node)
   for _, field in ipairs({"tres_per_job", "tres_per_socket", "tres_per_task"}) do
     if asks_ipus(job_desc[field]) then
@@ -100,7 +156,13 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
     if not string.match(asked, "^%d+$") then
       return refuse("--ipus=" .. asked .. " is not a number of IPUs: give e.g. --ipus=8")
     end
-    if asks_ipus(job_desc.tres_per_node) then
+    if MODE == "static" then
+      local request = "gres:vipu:" .. tonumber(asked) .. ":1"
+      if job_desc.tres_per_node ~= nil and job_desc.tres_per_node ~= "" then
+        request = job_desc.tres_per_node .. "," .. request
+      end
+      job_desc.tres_per_node = request
+    elseif asks_ipus(job_desc.tres_per_node) then
       if ipus_per_node(job_desc.tres_per_node) ~= tonumber(asked) then
         return refuse("give --ipus=N or --gres=ipu:N, not both with different counts")
       end

@@ -27,6 +27,8 @@ from .local_accounting import LocalAccounting
 from .settings import SlurmSettings, render_settings
 from .shell_hooks import write_hooks
 from .slurm_conf import (
+    GRES_NAME,
+    STATIC_GRES_NAME,
     IpuPartition,
     accounting_lines,
     gres_conf,
@@ -156,14 +158,22 @@ class LocalSlurm:
         hooks = {hook: str(path) for hook, path in written.items()}
         if self.with_integration:
             self._build_spank()
+        # Reconfigurable: Slurm counts the shared partition's IPUs, not the allocation's.
+        ipus = self.settings.shared_size if self.settings.mode == "reconfigurable" else self.ipus
         partition = IpuPartition(
-            SLURM_PARTITION, NODE_NAME, self.settings.allocation_for(SLURM_PARTITION), self.ipus
+            SLURM_PARTITION, NODE_NAME, self.settings.allocation_for(SLURM_PARTITION), ipus
         )
+        static = self.static_layout()
         self.slurm_conf.write_text(self._slurm_conf(partition, hooks))
-        (self.etc / "gres.conf").write_text(gres_conf([partition]))
-        (self.etc / "job_submit.lua").write_text(job_submit_lua([partition], SLURM_PARTITION))
+        (self.etc / "gres.conf").write_text(gres_conf([partition], static=static))
+        (self.etc / "job_submit.lua").write_text(
+            job_submit_lua([partition], SLURM_PARTITION, mode=self.settings.mode, static=static)
+        )
         os.chmod(self.root, 0o755)  # jobs of other users read the settings and hooks
         os.chmod(self.root / "run", 0o755)  # and their own key file under run/jobs (0711)
+
+    def static_layout(self) -> list[tuple[int, int]]:
+        return self.settings.static_layout() if self.settings.mode == "static" else []
 
     def _build_spank(self) -> None:
         """Build --ipus into ``lib/`` (idempotent) and name it in plugstack.conf."""
@@ -212,19 +222,22 @@ class LocalSlurm:
             "SlurmctldDebug=info",
             "SlurmdDebug=info",
         ]
+        static = self.static_layout()
+        gres = STATIC_GRES_NAME if static else GRES_NAME
         if self.accounting:
             lines += accounting_lines(
-                "127.0.0.1", self.dbd_port, str(self.root / "munge" / "munge.socket")
+                "127.0.0.1", self.dbd_port, str(self.root / "munge" / "munge.socket"), gres=gres
             )
         if self.with_integration:
             lines += integration_lines(hooks)
             if self.spank_plugin is not None:
                 lines.append(f"PlugStackConfig={self.etc / spank.PLUGSTACK_FILE}")
         else:
-            lines += ["GresTypes=ipu"]
+            lines += [f"GresTypes={gres}"]
+        node_line = node_gres([partition], NODE_NAME, static=static)
         lines += [
             f"NodeName={NODE_NAME} NodeHostname={socket.gethostname()} NodeAddr=127.0.0.1"
-            f" CPUs={CPUS} RealMemory=100000 {node_gres([partition], NODE_NAME)} State=UNKNOWN",
+            f" CPUs={CPUS} RealMemory=100000 {node_line} State=UNKNOWN",
             f"PartitionName={SLURM_PARTITION} Nodes={NODE_NAME} Default=YES MaxTime=INFINITE"
             " State=UP",
         ]

@@ -13,6 +13,9 @@ ipuof_api_host = "vipu.example.com"           # what jobs put in IPUOF_VIPU_API_
 ipuof_api_port = 8090
 ipuof_timeout_s = 120
 credentials_dir = "/run/vpod-slurm/jobs"     # each job's key file (on the compute nodes too)
+mode = "dynamic"                              # or "static" / "reconfigurable" (docs/slurm.md)
+static_partitions = "1:4,4:2"                 # static: <size>:<count>, made once, GRES vipu:<size>
+shared_size = 16                              # reconfigurable: IPUs of the one shared partition
 
 [allocations]                                 # Slurm partition -> V-IPU allocation
 ipu = "default"
@@ -32,6 +35,11 @@ DEFAULT_CONFIG_PATH = Path("/etc/vpod/slurm.toml")
 CONFIG_ENV = "VPOD_SLURM_CONFIG"
 DEFAULT_SOCKET = "/run/vpod-slurm/bridge.sock"
 DEFAULT_CREDENTIALS_DIR = "/run/vpod-slurm/jobs"
+MODES = ("dynamic", "static", "reconfigurable")
+"""How jobs get IPUs: a partition each (made and removed per job), one of the static
+partitions made once (GRES ``vipu:<size>``), or a sub-device of one shared reconfigurable
+partition."""
+SHARED_SUFFIX = "shared"
 
 
 class SettingsError(Exception):
@@ -66,6 +74,30 @@ class SlurmSettings:
     """Where squeue and scontrol are; empty: on PATH."""
     slurm_conf: str = ""
     """SLURM_CONF for the Slurm commands the integration runs; empty: Slurm's default."""
+    mode: str = "dynamic"
+    """One of :data:`MODES`."""
+    static_partitions: str = ""
+    """``static``: ``<size>:<count>,...`` (``1:4,4:2``), the partitions made once."""
+    shared_size: int = 16
+    """``reconfigurable``: IPUs of the shared partition (one IPU-Link domain: at most 64)."""
+
+    def static_layout(self) -> list[tuple[int, int]]:
+        """``static_partitions`` as (size, count) pairs, in the order written."""
+        return parse_static_partitions(self.static_partitions)
+
+    def static_partition_ids(self) -> dict[int, list[str]]:
+        """Size -> the ids of the static partitions of that size (derived, so stable)."""
+        return {
+            size: [self.static_partition_id(size, n) for n in range(count)]
+            for size, count in self.static_layout()
+        }
+
+    def static_partition_id(self, size: int, index: int) -> str:
+        return f"{self.partition_prefix}static{size}_{index}"
+
+    @property
+    def shared_partition_id(self) -> str:
+        return f"{self.partition_prefix}{SHARED_SUFFIX}"
 
     def allocation_for(self, slurm_partition: str) -> str:
         return self.allocations.get(slurm_partition, self.default_allocation)
@@ -111,6 +143,9 @@ _FIELDS: dict[str, type] = {
     "reconcile_interval_s": float,
     "slurm_bin_dir": str,
     "slurm_conf": str,
+    "mode": str,
+    "static_partitions": str,
+    "shared_size": int,
 }
 
 
@@ -152,7 +187,63 @@ def parse_settings(data: Mapping[str, Any], source: str) -> SlurmSettings:
             f"{source}: partition_prefix must be letters, digits, '_' or '-', "
             f"not {settings.partition_prefix!r}"
         )
+    check_mode(settings, source)
     return settings
+
+
+def parse_static_partitions(text: str) -> list[tuple[int, int]]:
+    """``"1:4,4:2"`` -> ``[(1, 4), (4, 2)]``; ValueError saying what is wrong."""
+    layout: list[tuple[int, int]] = []
+    for item in text.replace(" ", "").split(","):
+        if not item:
+            continue
+        size, sep, count = item.partition(":")
+        if not sep or not size.isdigit() or not count.isdigit():
+            raise ValueError(f"{item!r} is not <size>:<count> (e.g. 4:2)")
+        if int(size) not in STATIC_SIZES:
+            sizes = ", ".join(str(s) for s in STATIC_SIZES)
+            raise ValueError(f"{item!r}: {size} IPUs is not a partition size (use {sizes})")
+        if int(count) < 1:
+            raise ValueError(f"{item!r}: the count must be at least 1")
+        if any(int(size) == seen for seen, _ in layout):
+            raise ValueError(f"size {size} is listed twice: give each size once")
+        layout.append((int(size), int(count)))
+    if not layout:
+        raise ValueError("no partitions listed: give <size>:<count>,... (e.g. 1:4,4:2)")
+    return layout
+
+
+STATIC_SIZES = (1, 2, 4, 8, 16, 64)
+"""Sizes of static partitions: one IPU-Link domain each (so a GRES type is one size)."""
+SHARED_SIZES = (1, 2, 4, 8, 16, 64)
+"""A reconfigurable partition lives in one IPU-Link domain."""
+
+
+def check_mode(settings: SlurmSettings, source: str) -> None:
+    """The mode and its keys agree; the error names the key and the fix."""
+    if settings.mode not in MODES:
+        raise SettingsError(
+            f"{source}: mode must be one of {', '.join(MODES)}, not {settings.mode!r}"
+        )
+    if settings.mode == "static":
+        try:
+            settings.static_layout()
+        except ValueError as exc:
+            raise SettingsError(
+                f"{source}: static_partitions: {exc}; mode static needs e.g."
+                ' static_partitions = "1:4,4:2"'
+            ) from None
+    elif settings.static_partitions:
+        raise SettingsError(
+            f"{source}: static_partitions is set but mode is {settings.mode}:"
+            ' set mode = "static" or drop static_partitions'
+        )
+    if settings.shared_size not in SHARED_SIZES:
+        sizes = ", ".join(str(s) for s in SHARED_SIZES)
+        raise SettingsError(
+            f"{source}: shared_size must be one of {sizes} (a reconfigurable partition lives"
+            f" in one IPU-Link domain), not {settings.shared_size}"
+        )
 
 
 def load_settings(explicit: str | None = None) -> SlurmSettings:

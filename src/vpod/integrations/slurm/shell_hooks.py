@@ -80,7 +80,7 @@ echo "$prog: job $SLURM_JOB_ID: $text" >&2
 
 _TASK_BODY = r"""declare -A v=([partition_prefix]=slurm_ [ipuof_api_host]=localhost
   [ipuof_api_port]=8090 [ipuof_timeout_s]=120 [slurm_bin_dir]= [slurm_conf]=
-  [credentials_dir]=/run/vpod-slurm/jobs)
+  [credentials_dir]=/run/vpod-slurm/jobs [mode]=dynamic)
 simple='^[[:space:]]*([A-Za-z0-9_]+)[[:space:]]*=[[:space:]]*("([^"\\]*)"|([0-9]+(\.[0-9]+)?))[[:space:]]*$'
 while IFS= read -r line; do
   [[ $line =~ ^[[:space:]]*(#.*)?$ ]] && continue
@@ -88,29 +88,47 @@ while IFS= read -r line; do
   [[ $line =~ $simple ]] || fall_back
   v[${BASH_REMATCH[1]}]=${BASH_REMATCH[3]}${BASH_REMATCH[4]}
 done < "$config"
-squeue=squeue
-[[ -n ${v[slurm_bin_dir]} ]] && squeue=${v[slurm_bin_dir]}/squeue
-[[ -n ${v[slurm_conf]} ]] && export SLURM_CONF=${v[slurm_conf]}
-if ! tres=$("$squeue" --noheader --jobs "$SLURM_JOB_ID" --format %b 2>&1); then
-  # "print" lines go to the task's output: the task runs, without the variables.
-  echo "print $prog: cannot read job $SLURM_JOB_ID: ${tres//[$'\n\r']/ }"; exit 0
-fi
 ipus=0
-rest=${tres//[[:space:]]/},
-while [[ -n $rest ]]; do
-  item=${rest%%,*}; rest=${rest#*,}
-  case $item in
-    gres:ipu:*|gres/ipu:*)
-      count=${item##*:}; colons=${item//[^:]/}
-      [[ $count =~ ^[0-9]+$ && ${#colons} -le 3 ]] && ipus=$((ipus + 10#$count)) ;;
-  esac
-done
+partition=${v[partition_prefix]}$SLURM_JOB_ID
+device=
+if [[ ${v[mode]} != dynamic ]]; then
+  # static / reconfigurable: the bridge wrote what the job holds (the job user's file).
+  assigned=${v[credentials_dir]}/$partition.assigned
+  if [[ -r $assigned ]]; then
+    while IFS='=' read -r name value; do
+      [[ $value =~ ^[A-Za-z0-9_.-]+$ ]] || continue
+      case $name in
+        partition) partition=$value ;;
+        ipus) [[ $value =~ ^[0-9]+$ ]] && ipus=$value ;;
+        device) [[ $value =~ ^[0-9]+$ ]] && device=$value ;;
+      esac
+    done < "$assigned"
+  fi
+else
+  squeue=squeue
+  [[ -n ${v[slurm_bin_dir]} ]] && squeue=${v[slurm_bin_dir]}/squeue
+  [[ -n ${v[slurm_conf]} ]] && export SLURM_CONF=${v[slurm_conf]}
+  if ! tres=$("$squeue" --noheader --jobs "$SLURM_JOB_ID" --format %b 2>&1); then
+    # "print" lines go to the task's output: the task runs, without the variables.
+    echo "print $prog: cannot read job $SLURM_JOB_ID: ${tres//[$'\n\r']/ }"; exit 0
+  fi
+  rest=${tres//[[:space:]]/},
+  while [[ -n $rest ]]; do
+    item=${rest%%,*}; rest=${rest#*,}
+    case $item in
+      gres:ipu:*|gres/ipu:*)
+        count=${item##*:}; colons=${item//[^:]/}
+        [[ $count =~ ^[0-9]+$ && ${#colons} -le 3 ]] && ipus=$((ipus + 10#$count)) ;;
+    esac
+  done
+fi
 if ((ipus > 0)); then
   echo "export IPUOF_VIPU_API_HOST=${v[ipuof_api_host]}"
   echo "export IPUOF_VIPU_API_PORT=${v[ipuof_api_port]}"
-  echo "export IPUOF_VIPU_API_PARTITION_ID=${v[partition_prefix]}$SLURM_JOB_ID"
+  echo "export IPUOF_VIPU_API_PARTITION_ID=$partition"
   echo "export IPUOF_VIPU_API_GCD_ID=0"
   echo "export IPUOF_VIPU_API_TIMEOUT=${v[ipuof_timeout_s]}"
+  [[ -n $device ]] && echo "export VPOD_IPU_DEVICE_ID=$device"
   # The job's partition key (secure controllers): only the job's user reads the file.
   keyfile=${v[credentials_dir]}/${v[partition_prefix]}$SLURM_JOB_ID.vipu-cli.hcl
   if [[ -r $keyfile ]]; then

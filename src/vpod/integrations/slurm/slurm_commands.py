@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from .bridge_protocol import ipus_in_tres
+from .bridge_protocol import ipus_in_tres, static_in_tres
 from .settings import SlurmSettings
 
 ALIVE_STATES = frozenset(
@@ -64,6 +64,8 @@ class JobRequest:
     ipus: int
     uid: int | None
     """The job's user (None when squeue did not say)."""
+    static: tuple[tuple[int, int], ...] = ()
+    """Static mode: (size, count) of each ``--gres=vipu:<size>:<count>``."""
 
 
 async def jobs_requests(settings: SlurmSettings, job_ids: list[str]) -> dict[str, JobRequest]:
@@ -81,7 +83,9 @@ async def jobs_requests(settings: SlurmSettings, job_ids: list[str]) -> dict[str
         job_id, _, rest = line.strip().partition(" ")
         uid, _, tres = rest.strip().partition(" ")
         found[job_id] = JobRequest(
-            ipus=ipus_in_tres(tres.strip()), uid=int(uid) if uid.isdigit() else None
+            ipus=ipus_in_tres(tres.strip()),
+            uid=int(uid) if uid.isdigit() else None,
+            static=tuple(static_in_tres(tres.strip())),
         )
     return found
 

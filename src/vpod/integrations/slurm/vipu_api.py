@@ -51,6 +51,18 @@ class PartitionApi(Protocol):
     async def close(self) -> None: ...
 
 
+class SharedPartitionApi(PartitionApi, Protocol):
+    """What the static and reconfigurable modes also need: partitions that outlive jobs."""
+
+    async def create_lasting(
+        self, partition_id: str, size: int, allocation: str, *, reconfigurable: bool
+    ) -> None:
+        """Create it, or find it made already with that shape (idempotent); ACTIVE after."""
+
+    async def reset(self, partition_id: str) -> None:
+        """Put its IPUs back in their initial state (ends every attachment)."""
+
+
 class ClientPartitionApi:
     """The V-IPU user API through one :class:`AsyncUserClient`, opened on first use.
 
@@ -103,6 +115,25 @@ class ClientPartitionApi:
             lambda vipu: vipu.create_partition(partition_id, size, allocation=allocation),
         )
 
+    async def create_lasting(
+        self, partition_id: str, size: int, allocation: str, *, reconfigurable: bool
+    ) -> None:
+        await self._call(
+            f"cannot create partition {partition_id}",
+            lambda vipu: vipu.create_partition(
+                partition_id, size, allocation=allocation, reconfigurable=reconfigurable
+            ),
+        )
+
+    async def reset(self, partition_id: str) -> None:
+        try:
+            await self._call(
+                f"cannot reset partition {partition_id}",
+                lambda vipu: vipu.reset_partition(partition_id),
+            )
+        except NotFound:
+            raise PartitionFailure(f"partition {partition_id} does not exist") from None
+
     async def remove(self, partition_id: str) -> bool:
         try:
             await self._call(
@@ -132,7 +163,7 @@ class ClientPartitionApi:
             await self._call(
                 f"cannot revoke key {key_id}", lambda vipu: vipu.remove_partition_key(key_id)
             )
-        except NotFound:
+        except (NotFound, _OpenController):
             return False
         return True
 
