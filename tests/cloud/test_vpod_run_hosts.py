@@ -25,6 +25,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,7 +52,7 @@ pytestmark = [
     pytest.mark.skipif(bool(MISSING), reason=f"missing OpenSSH client tools: {MISSING}"),
 ]
 VPOD = str(Path(sys.executable).with_name("vpod"))
-TIMEOUT_S = 300
+TIMEOUT_S = 240
 SHOW = (
     "import json, os, socket; print(json.dumps({'host': socket.gethostname(),"
     " 'env': {k: v for k, v in os.environ.items() if k.startswith(('POPDIST_', 'IPUOF_'))}}),"
@@ -74,14 +75,14 @@ class Tenant:
     home: Path
     servers: list[dict[str, str]]
 
-    def ssh(self, *args: str) -> subprocess.CompletedProcess[str]:
+    def ssh(self, *args: str, timeout: float = TIMEOUT_S) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             ["ssh", "-F", str(self.home / "ssh_config"), *args],
             env=self.env,
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
-            timeout=TIMEOUT_S,
+            timeout=timeout,
             check=False,
         )
 
@@ -112,6 +113,7 @@ def alice(live: LiveCloud, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     )
     env["SSH_AUTH_SOCK"] = str(home / "agent.sock")
     http = live.client(token)
+    tenant = Tenant(http, env, home, [])
     try:
         made = _run([VPOD, "keypair", "create", "laptop"], env)
         assert made.returncode == 0, made.stderr
@@ -123,11 +125,11 @@ def alice(live: LiveCloud, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         config = _run([VPOD, "cluster", "ssh-config", "train"], env)
         assert config.returncode == 0, config.stderr
         (home / "ssh_config").write_text(config.stdout)
-        servers = list(ok(http.get("/clusters/train"))["servers"])
-        yield Tenant(http, env, home, servers)
-        run_task(live, http, "DELETE", "/clusters/train")
+        tenant.servers = list(ok(http.get("/clusters/train"))["servers"])
+        yield tenant
+        run_task(live, tenant.http, "DELETE", "/clusters/train")  # a restart gives a new one
     finally:
-        http.close()
+        tenant.http.close()
         agent.terminate()
         agent.wait(30)
 
@@ -176,8 +178,8 @@ def test_vpod_run_starts_an_instance_on_each_poplar_server(alice: Tenant) -> Non
     lines: dict[int, list[str]] = {}
     for line in done.stdout.splitlines():
         if line.startswith("["):
-            index, _, text = line[1:].partition("] ")
-            lines.setdefault(int(index), []).append(text)
+            number, _, text = line[1:].partition("] ")
+            lines.setdefault(int(number), []).append(text)
     assert sorted(lines) == [0, 1]
     shown = {i: json.loads(out[0]) for i, out in lines.items()}
     assert [shown[0]["host"], shown[1]["host"]] == [first, second]
@@ -215,3 +217,27 @@ def test_another_tenant_cannot_reach_the_servers_ssh(live: LiveCloud, alice: Ten
         run_task(live, bob, "DELETE", "/clusters/other")
     finally:
         bob.close()
+
+
+def test_a_restarted_controller_serves_the_port_again(live: LiveCloud, alice: Tenant) -> None:
+    """Nothing runs in a server between connections; after a restart the health round opens
+    the listeners again (setup does not run again on a running vPOD). Last: the controller
+    comes back on other ports, so the tenant's configuration is written again."""
+    first, second = (s["name"] for s in alice.servers)
+    live.restart()
+    alice.env["VPOD_URL"] = live.url
+    alice.http.close()
+    alice.http = live.client(live.project("run-a"))
+    config = _run([VPOD, "cluster", "ssh-config", "train"], alice.env)
+    assert config.returncode == 0, config.stderr
+    (alice.home / "ssh_config").write_text(config.stdout)
+    deadline = time.monotonic() + 120
+    while True:
+        done = alice.ssh(
+            "-A", first, f"ssh -o BatchMode=yes -o ConnectTimeout=10 {second} hostname"
+        )
+        if done.returncode == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == second

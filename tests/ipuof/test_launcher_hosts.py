@@ -10,6 +10,7 @@ Needs root and openssh-server (skipped with the reason otherwise).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import random
@@ -88,7 +89,7 @@ def nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Nodes]:
                 "UsePAM no\nPermitRootLogin prohibit-password\nPidFile none\nStrictModes no\n"
             )
             daemons.append(subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)]))
-            eventually(lambda a=address, p=port: _open(a, p), f"sshd of {name} listens", 30)
+            eventually(functools.partial(_open, address, port), f"sshd of {name} listens", 30)
             public = " ".join((work / f"host-{name}.pub").read_text().split()[:2])
             known.append(f"[{address}]:{port} {public}\n")
             blocks.append(f"Host {name}\n    HostName {address}\n    Port {port}\n    User root\n")
