@@ -85,7 +85,8 @@ class PeerSsh:
         self._serve = serve
         self._listeners: dict[str, tuple[socket.socket, asyncio.Task[None]]] = {}
         self._connections: dict[str, set[asyncio.Task[None]]] = {}
-        self._lock = asyncio.Lock()
+        self._opening: set[str] = set()
+        """Servers whose socket is being made (one at a time: a second bind would fail)."""
 
     def listening(self, server_id: str) -> bool:
         entry = self._listeners.get(server_id)
@@ -96,15 +97,18 @@ class PeerSsh:
 
     async def ensure(self, server_id: str, netns: Path) -> None:
         """Listen for the server (nothing if it does already)."""
-        async with self._lock:
-            if self.listening(server_id):
-                return
+        if self.listening(server_id) or server_id in self._opening:
+            return
+        self._opening.add(server_id)
+        try:
             stale = self._listeners.pop(server_id, None)
             if stale is not None:
                 stale[0].close()
             sock = await asyncio.to_thread(listen_in, netns)
             task = asyncio.create_task(self._accept(server_id, sock), name=f"ssh-{server_id}")
             self._listeners[server_id] = (sock, task)
+        finally:
+            self._opening.discard(server_id)
 
     async def _accept(self, server_id: str, sock: socket.socket) -> None:
         loop = asyncio.get_running_loop()
@@ -127,8 +131,7 @@ class PeerSsh:
 
     async def drop(self, server_id: str) -> None:
         """Stop listening for the server and end its connections (shelved, stopped, gone)."""
-        async with self._lock:
-            entry = self._listeners.pop(server_id, None)
+        entry = self._listeners.pop(server_id, None)
         if entry is not None:
             sock, task = entry
             task.cancel()
