@@ -31,7 +31,7 @@ from .services.context import CloudContext
 from .services.datasets import Datasets
 from .services.db import CloudDb
 from .services.gpu_hosts import GpuHosts
-from .services.health import check_gpu_clusters, check_vpods
+from .services.health import check_gpu_clusters, check_vpods, serve_peer_ssh
 from .services.hosts import Hosts
 from .services.keypairs import Keypairs
 from .services.projects import Projects
@@ -149,6 +149,7 @@ def build_cloud(
     async def health() -> None:
         await refresh_endpoints(ctx)
         await check_vpods(ctx)
+        await serve_peer_ssh(ctx)
         await check_gpu_clusters(ctx)
 
     runner.on_health_check(health)

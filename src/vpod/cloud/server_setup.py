@@ -82,6 +82,16 @@ async def _reach(
     return NetworkReach(tuple(services), tuple(ipuof))
 
 
+async def peer_host_keys(ctx: CloudContext, servers: Sequence[Server]) -> tuple[str, ...]:
+    """``known_hosts`` lines of the servers' SSH host keys, by name and address."""
+    lines = []
+    for server in servers:
+        names = ",".join(dict.fromkeys(n for n in (server.name, server.address) if n))
+        for key in await ctx.compute.ssh_host_keys(server.id):
+            lines.append(f"{names} {key}")
+    return tuple(lines)
+
+
 async def configure_servers(
     ctx: CloudContext,
     cluster: Cluster,
@@ -93,6 +103,7 @@ async def configure_servers(
     then left out); None: that fails the setup (attaching it)."""
     flavor = find_flavor(cluster.flavor)
     peers = tuple((s.name, s.address) for s in servers)
+    known_hosts = await peer_host_keys(ctx, servers)
     datasets = await dataset_access(ctx, cluster.id, warn)
     keys = await authorized_lines(ctx, cluster.id)
     cloud_api = ctx.vipu.cloud_api
@@ -111,6 +122,7 @@ async def configure_servers(
                 devices=devices,
                 authorized_keys=keys,
                 endpoints=endpoints,
+                known_hosts=known_hosts,
             )
             await ctx.compute.setup(server.id, setup)
         return
@@ -133,6 +145,7 @@ async def configure_servers(
                     datasets=datasets,
                     authorized_keys=keys,
                     endpoints=endpoints,
+                    known_hosts=known_hosts,
                 ),
             )
             for server in servers

@@ -1,5 +1,5 @@
 """``vpod-run``: start the instances of a data-parallel application on one partition, as
-Poplar's ``poprun`` does.
+Poplar's ``poprun`` does, on this host or over ``ssh`` on several.
 
 1. Find or make the partition: ``--vipu-partition P`` is reused when it
    exists (it must hold R×K IPUs); otherwise a partition of R×K IPUs with R
@@ -7,45 +7,49 @@ Poplar's ``poprun`` does.
    and it is removed again at the end, whatever the end is (success,
    failure, Ctrl-C, SIGTERM).
 2. Wait until it is ACTIVE (``--vipu-server-timeout``).
-3. Start ``--num-instances`` I local processes of the command. Instance i
+3. Start ``--num-instances`` I instances of the command. Instance i
    gets R/I consecutive replicas: ``POPDIST_REPLICA_INDEX_OFFSET`` = i·R/I,
    ``POPDIST_NUM_LOCAL_REPLICAS`` = R/I, ``POPDIST_LOCAL_INSTANCE_INDEX`` = i,
    ``POPDIST_NUM_TOTAL_REPLICAS`` = R, ``POPDIST_NUM_IPUS_PER_REPLICA`` = K,
    ``POPLAR_TARGET_OPTIONS`` (JSON), and ``IPUOF_VIPU_API_HOST``/``_PORT``/
    ``_PARTITION_ID``/``_TIMEOUT`` (``_GCD_ID`` when the partition has several GCDs).
+   With ``--host``/``--hostfile`` the instances are spread over the hosts
+   (:mod:`.hosts`); those of other hosts start over ``ssh`` with these
+   variables (:mod:`.remote`), which are checked reachable first.
 4. Prefix every line an instance prints with ``[i]``; forward Ctrl-C and
-   SIGTERM to every instance; when one instance fails, stop the others.
-5. Exit with the worst exit status of the instances that ended on their own
-   (130 after Ctrl-C); 2 for a usage or configuration mistake, 1 when the
-   partition cannot be had.
+   SIGTERM to every instance, remote ones too; when one instance fails, stop
+   the others.
+5. Exit with the status of the first instance that failed on its own (130
+   after Ctrl-C); 2 for a usage or configuration mistake (an unreachable
+   host included), 1 when the partition cannot be had.
 """
 
 from __future__ import annotations
 
-import contextlib
+import ipaddress
 import json
 import os
 import secrets
+import shlex
 import signal
-import subprocess
+import socket
 import sys
 import threading
-import time
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from types import FrameType
-from typing import IO
 
 import click
 
 from vpod.client import AlreadyExists, NotFound, Partition, UserClient, VpodError
 
+from .hosts import Host, HostError, is_local, parse_host_list, parse_hostfile, spread
+from .instances import Instances
 from .partition_update import holders, shape_differences
+from .remote import remote_command, ssh_argv, unreachable
 from .render import fail
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
-STOP_GRACE_S = 10.0
-"""How long stopped instances get to exit after SIGINT/SIGTERM before SIGKILL."""
 REPLICA_SIZES = (1, 2, 4)
 
 
@@ -116,87 +120,6 @@ def instance_environment(
     return env
 
 
-class Instances:
-    """The running instances: output pumps, signal forwarding, who was stopped by us."""
-
-    def __init__(self, out: IO[str]) -> None:
-        self._out = out
-        self._write = threading.Lock()
-        self.procs: list[subprocess.Popen[bytes]] = []
-        self._pumps: list[threading.Thread] = []
-        self.stopped_by_us: set[int] = set()
-
-    def start(self, index: int, command: Sequence[str], env: Mapping[str, str]) -> None:
-        try:
-            proc = subprocess.Popen(
-                list(command),
-                env=dict(env),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # our signals reach it only when we forward them
-            )
-        except OSError as exc:
-            raise click.UsageError(f"cannot start {command[0]}: {exc.strerror}") from None
-        self.procs.append(proc)
-        pump = threading.Thread(target=self._pump, args=(index, proc), daemon=True)
-        pump.start()
-        self._pumps.append(pump)
-
-    def _pump(self, index: int, proc: subprocess.Popen[bytes]) -> None:
-        assert proc.stdout is not None
-        for raw in proc.stdout:
-            line = raw.decode("utf-8", "replace").rstrip("\n")
-            with self._write:
-                self._out.write(f"[{index}] {line}\n")
-                self._out.flush()
-
-    def signal_all(self, signum: int, *, ours: bool = True) -> None:
-        for i, proc in enumerate(self.procs):
-            if proc.poll() is None:
-                if ours:
-                    self.stopped_by_us.add(i)
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signum)
-
-    def wait(self, interrupted: threading.Event) -> None:
-        """Until every instance ends; the first failure stops the others."""
-        while [p.poll() for p in self.procs].count(None):  # poll every one, not up to the first
-            failed = [
-                i
-                for i, p in enumerate(self.procs)
-                if p.returncode not in (None, 0) and i not in self.stopped_by_us
-            ]
-            if failed and not interrupted.is_set():
-                self.signal_all(signal.SIGTERM)
-                self.reap()
-                break
-            time.sleep(0.05)
-        for pump in self._pumps:
-            pump.join(timeout=5)
-
-    def reap(self) -> None:
-        """Wait for stopped instances; SIGKILL those that outlive the grace period."""
-        deadline = time.monotonic() + STOP_GRACE_S
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-
-    def exit_code(self, interrupted: bool) -> int:
-        codes = []
-        for i, proc in enumerate(self.procs):
-            code = proc.returncode if proc.returncode is not None else 1
-            code = 128 - code if code < 0 else code
-            if i not in self.stopped_by_us:
-                codes.append(code)
-        worst = max(codes, default=0)
-        return 130 if interrupted and worst == 0 else worst
-
-
 @click.command(context_settings={**CONTEXT, "allow_interspersed_args": False})
 @click.option(
     "--num-replicas", type=click.IntRange(1), required=True, metavar="R",
@@ -234,6 +157,28 @@ class Instances:
     help="yes: re-create --vipu-partition with this run's shape when it differs and is not in"
     " use (refused, saying who holds it, when it is).",
 )  # fmt: skip
+@click.option(
+    "--host", "host_lists", multiple=True, metavar="H1,H2,...",
+    help="Hosts to spread the instances over (host:N gives it N slots); this one when not"
+    " given. Others are reached with ssh; localhost and this host's name start locally.",
+)  # fmt: skip
+@click.option(
+    "--hostfile", type=click.Path(exists=True, dir_okay=False, path_type=Path), metavar="FILE",
+    help="Hosts, one a line, 'host [slots=N]', '#' comments (an MPI hostfile).",
+)  # fmt: skip
+@click.option(
+    "--ssh-command", default="ssh", show_default=True, metavar="CMD",
+    help="How to reach another host (split as a shell would, e.g. 'ssh -F ~/.ssh/pod.config').",
+)  # fmt: skip
+@click.option(
+    "--ssh-option", "ssh_options", multiple=True, metavar="OPT",
+    help="An ssh -o option, e.g. 'Port=2222' (repeatable; yours win over vpod-run's).",
+)  # fmt: skip
+@click.option(
+    "-x", "--export", "exports", multiple=True, metavar="NAME[=VALUE]",
+    help="Also give instances on other hosts this variable (this one's value unless given);"
+    " local instances have the whole environment.",
+)  # fmt: skip
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def main(
     num_replicas: int,
@@ -247,20 +192,44 @@ def main(
     vipu_server_timeout: int,
     remove_partition: bool,
     update_partition: str,
+    host_lists: tuple[str, ...],
+    hostfile: Path | None,
+    ssh_command: str,
+    ssh_options: tuple[str, ...],
+    exports: tuple[str, ...],
     command: tuple[str, ...],
 ) -> None:
-    """Run COMMAND as I instances over one partition of R×K IPUs.
+    """Run COMMAND as I instances over one partition of R×K IPUs, here or on several hosts.
 
     Credentials and the controller's address come from vipu-cli.hcl and
     VIPU_CLI_* as for vipu; --vipu-server-host/--vipu-server-port override them.
+    Instances on other hosts start over ssh (batch mode: keys or an agent, no
+    prompts) and dial the controller at the same address.
 
     \b
     Examples:
       vpod-run --num-replicas 8 --ipus-per-replica 2 --num-instances 4 -- vpod-workload --steps 50
       vpod-run --num-replicas 4 --ipus-per-replica 1 --vipu-partition p1 -- python train.py
+      vpod-run --num-replicas 4 --ipus-per-replica 1 --num-instances 2 \\
+          --host poplar-1,poplar-2 -- vpod-workload --steps 50
     """
     shape = RunShape(num_replicas, ipus_per_replica, num_instances, num_ilds)
     shape.check()
+    where = _instance_hosts(host_lists, hostfile, num_instances)
+    ssh = _ssh_command(ssh_command)
+    exported = _exports(exports)
+    remote_hosts = list(dict.fromkeys(h for h in where if h is not None))
+    if host_lists or hostfile is not None:
+        click.echo(f"vpod-run: {_plan(where)}", err=True)
+    problems = unreachable(ssh, ssh_options, remote_hosts)
+    if problems:
+        host, why = next(iter(problems.items()))
+        fail(
+            f"cannot reach host {host} with {ssh[0]}: {why} (check the name, that it runs"
+            " sshd and accepts your key; --ssh-command and --ssh-option change how it is"
+            " reached)",
+            2,
+        )
     try:
         client = UserClient.from_config(api_host=vipu_server_host, api_port=vipu_server_port)
     except VpodError as exc:
@@ -288,9 +257,16 @@ def main(
         if interrupted.is_set():
             raise SystemExit(130)
         endpoint = client.endpoint
-        for index in range(shape.instances):
+        if remote_hosts and _is_loopback(endpoint.host):
+            click.echo(
+                f"vpod-run: warning: the controller's address {endpoint.host} is a loopback"
+                " address, which instances on other hosts dial on their own host: give"
+                " --vipu-server-host an address they reach",
+                err=True,
+            )
+        cwd = os.getcwd()
+        for index, target in enumerate(where):
             env = {
-                **os.environ,
                 **instance_environment(
                     shape,
                     index,
@@ -299,8 +275,14 @@ def main(
                     api_port=endpoint.port,
                     timeout_s=vipu_server_timeout,
                 ),
+                **exported,
             }
-            instances.start(index, command, env)
+            if target is None:
+                instances.start(index, command, {**os.environ, **env})
+            else:
+                remote = remote_command(command, env, cwd)
+                argv = ssh_argv(ssh, ssh_options, target, remote)
+                instances.start(index, argv, None, host=target)
         instances.wait(interrupted)
         if interrupted.is_set():
             instances.reap()
@@ -319,6 +301,77 @@ def main(
         for signum, handler in previous.items():
             signal.signal(signum, handler)
     sys.exit(code)
+
+
+def _instance_hosts(
+    host_lists: tuple[str, ...], hostfile: Path | None, instances: int
+) -> list[str | None]:
+    """The host of each instance; None for this one (no ssh)."""
+    if not host_lists and hostfile is None:
+        return [None] * instances
+    if host_lists and hostfile is not None:
+        raise click.UsageError("give --host or --hostfile, not both")
+    hosts: list[Host]
+    try:
+        if hostfile is not None:
+            try:
+                text = hostfile.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise click.UsageError(f"cannot read --hostfile {hostfile}: {exc}") from None
+            hosts = parse_hostfile(text, str(hostfile))
+        else:
+            hosts = parse_host_list(",".join(host_lists))
+        placed = spread(hosts, instances)
+    except HostError as exc:
+        raise click.UsageError(str(exc)) from None
+    own = {socket.gethostname(), socket.gethostname().split(".")[0]}
+    return [None if is_local(h, own) else h for h in placed]
+
+
+def _ssh_command(text: str) -> list[str]:
+    try:
+        words = shlex.split(text)
+    except ValueError as exc:
+        raise click.UsageError(f"--ssh-command {text!r}: {exc}") from None
+    if not words:
+        raise click.UsageError("--ssh-command is empty: give the ssh client to run, e.g. 'ssh'")
+    return words
+
+
+def _exports(exports: tuple[str, ...]) -> dict[str, str]:
+    found = {}
+    for item in exports:
+        name, sep, value = item.partition("=")
+        if not name.isidentifier() or not name.isascii():
+            raise click.UsageError(f"--export {item!r}: give NAME or NAME=VALUE")
+        if not sep:
+            if name not in os.environ:
+                raise click.UsageError(
+                    f"--export {name}: {name} is not set here; give {name}=VALUE"
+                )
+            value = os.environ[name]
+        found[name] = value
+    return found
+
+
+def _plan(where: list[str | None]) -> str:
+    """``instances 0-1 on h1, 2-3 on h2`` (consecutive instances share a host)."""
+    runs: list[tuple[int, int, str]] = []
+    for index, host in enumerate(where):
+        name = host or "this host"
+        if runs and runs[-1][2] == name and runs[-1][1] == index - 1:
+            runs[-1] = (runs[-1][0], index, name)
+        else:
+            runs.append((index, index, name))
+    parts = [f"{a}-{b} on {h}" if a != b else f"{a} on {h}" for a, b, h in runs]
+    return "instances " + ", ".join(parts)
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
 
 
 def _claim_partition(

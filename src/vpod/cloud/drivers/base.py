@@ -20,6 +20,7 @@ call                   local                            OpenStack
 ``open_shell``         bash in the server's sandbox     (none: tenants ssh themselves)
 ``open_ssh``           ``sshd -i`` in the sandbox       (none: ssh to the floating IP)
 ``authorize_keys``     write etc/ssh/authorized_keys    Nova keypair (cloud-init)
+``serve_ssh``          port 22 on the tenant network    (none: the image's own sshd)
 volume ``create``      a directory                      Cinder create
 volume ``attach``      a link under ``/mnt``             Nova volume attachment
 =====================  ===============================  ==============================
@@ -130,6 +131,9 @@ class ServerSetup:
     """``host:port`` the server must reach beyond its peers (the controller's cloud API, the
     IPUoF endpoints of its allocation); drivers with a network of their own allow only these
     (and the V-IPU user API of ``vipu``)."""
+    known_hosts: tuple[str, ...] = ()
+    """``known_hosts`` lines of its peers' SSH host keys (``name,address TYPE KEY``), so
+    ``ssh PEER`` from the server checks the key without asking."""
 
 
 @dataclass(frozen=True)
@@ -257,6 +261,10 @@ class ComputeDriver(Protocol):
     async def close(self) -> None:
         """The controller stops: let go of what this process holds on the host (the local
         driver's scratch mounts; made again at the next use)."""
+
+    async def serve_ssh(self, server_id: str) -> None:
+        """Let the server's peers ssh to it on their network (idempotent; called after
+        every setup and by the health round, so a restarted controller serves again)."""
 
     async def open_ssh(self, server_id: str) -> ShellSession:
         """Connect to the server's sshd: the session's input and output (stream 1) carry the

@@ -29,6 +29,7 @@ import ipaddress
 import os
 import re
 import shutil
+import socket
 import stat
 import sys
 from collections.abc import Callable, Sequence
@@ -49,6 +50,7 @@ from .base import (
     ShellSession,
 )
 from .dataset_files import dataset_env, write_aws_files
+from .peer_ssh import PeerSsh, run_sshd
 from .sandbox import SERVER_USER, Sandbox, UidRange, allocate_uid, own_tree, sandbox_problem
 from .sessions import ProcessSession, sessions_of
 from .tenant_network import NetworkSettings, network_problem
@@ -109,6 +111,7 @@ class LocalCompute:
         self._bwrap = bwrap
         self._unsafe = unsafe_shared_host
         self._sessions = sessions_of(str(layout.base))
+        self._peer_ssh = PeerSsh(self._serve_peer_ssh)
 
     @property
     def sandboxed(self) -> bool:
@@ -179,6 +182,7 @@ class LocalCompute:
     async def close(self) -> None:
         """Unmount every scratch space (its image stays: the next shell or SSH connection
         mounts it again), so no mount outlives the controller that made it."""
+        await self._peer_ssh.close()
         await self._run(lambda: scratch.release_all(self._layout.base / "scratch"))
 
     def _scratch_dir(self, server_id: str) -> Path:
@@ -232,6 +236,7 @@ class LocalCompute:
         confined.write(root, "etc/group", f"root:x:0:\n{SERVER_USER}:x:{uid}:\n")
 
     async def delete_server(self, server_id: str) -> None:
+        await self._peer_ssh.drop(server_id)
         await self._sessions.end_all(server_id)
 
         def delete() -> None:
@@ -256,6 +261,7 @@ class LocalCompute:
         return state
 
     async def shelve(self, server_id: str) -> None:
+        await self._peer_ssh.drop(server_id)
         await self._sessions.end_all(server_id)
 
         def shelve() -> None:
@@ -271,8 +277,10 @@ class LocalCompute:
             self._set_status(server_id, ACTIVE)
 
         await self._run(unshelve)
+        await self.serve_ssh(server_id)
 
     async def stop(self, server_id: str) -> None:
+        await self._peer_ssh.drop(server_id)
         await self._sessions.end_all(server_id)
 
         def stop() -> None:
@@ -283,6 +291,7 @@ class LocalCompute:
 
     async def start(self, server_id: str) -> None:
         await self._run(lambda: self._set_status(server_id, ACTIVE))
+        await self.serve_ssh(server_id)
 
     async def rebuild(self, server_id: str, image: str) -> None:
         await self._sessions.end_all(server_id)
@@ -309,6 +318,7 @@ class LocalCompute:
         write_json(self._layout.server_dir(server_id) / "state.json", state)
 
     async def reboot(self, server_id: str) -> None:
+        await self._peer_ssh.drop(server_id)
         await self._sessions.end_all(server_id)
 
         def reboot() -> None:
@@ -326,11 +336,14 @@ class LocalCompute:
             self._set_status(server_id, ACTIVE)
 
         await self._run(reboot)
+        await self.serve_ssh(server_id)
 
     # -- setup and shell ----------------------------------------------------------------------
 
     async def setup(self, server_id: str, setup: ServerSetup) -> SetupResult:
-        return await self._run(lambda: self._setup(server_id, setup))
+        result = await self._run(lambda: self._setup(server_id, setup))
+        await self.serve_ssh(server_id)
+        return result
 
     def _setup(self, server_id: str, setup: ServerSetup) -> SetupResult:
         state = self._state(server_id)
@@ -378,6 +391,7 @@ class LocalCompute:
             ssh_server.prepare(real, uid, SERVER_USER)  # host keys a server made earlier lacks
         if setup.authorized_keys is not None:
             ssh_server.authorize(real, setup.authorized_keys)
+        ssh_server.trust_peers(real, setup.known_hosts)
         write_aws_files(real, setup.datasets)
         if uid is not None and (real / "home" / ".aws").is_dir():
             own_tree(real / "home" / ".aws", uid)  # the server's user reads its keys
@@ -417,6 +431,36 @@ class LocalCompute:
         return await self._run(
             lambda: ssh_server.host_keys(self._layout.server_root(server_id).resolve())
         )
+
+    async def serve_ssh(self, server_id: str) -> None:
+        """Port 22 of the server on its tenant network (:mod:`.peer_ssh`), where servers
+        have networks of their own and sshd; nothing if it is served already or the server
+        is not running."""
+        if not (self._isolated and os.access(ssh_server.SSHD, os.X_OK)):
+            return
+        if self._peer_ssh.listening(server_id):
+            return
+        state = await self._run(lambda: self._state(server_id))
+        if state.get("status") != ACTIVE:
+            return
+        netns, _ = await self._run(lambda: self._server_net(server_id, state))
+        try:
+            await self._peer_ssh.ensure(server_id, tenant_network.NETNS_DIR / netns)
+        except OSError as exc:
+            raise DriverError(f"ssh on the tenant network of server {server_id}: {exc}") from exc
+
+    async def _serve_peer_ssh(self, server_id: str, conn: socket.socket) -> None:
+        """One connection to port 22 from the tenant network: ``sshd -i`` in the sandbox."""
+        state = await self._run(lambda: self._active(server_id))
+        if self._peer_ssh.connections(server_id) > MAX_SSH:
+            return  # as many as through the tunnel; the peer sees the connection close
+        real = self._layout.server_root(server_id).resolve()
+        uid = await self._run(lambda: self._uid(server_id))
+        await self._run(lambda: ssh_server.prepare(real, uid, SERVER_USER))
+        box = await self._sandbox(server_id, state, real, uid)
+        argv = [ssh_server.SSHD, "-i", "-e", "-f", f"/{ssh_server.CONFIG}"]
+        with box.command(argv) as (command, fds):
+            await run_sshd(command, conn, {"PATH": self._path, "LANG": "C.UTF-8"}, fds)
 
     async def open_ssh(self, server_id: str) -> ShellSession:
         if not self.sandboxed:

@@ -345,6 +345,9 @@ class OpenStackCompute:
         del server_id
         return ()  # Nova shows them in the console log only; not read here
 
+    async def serve_ssh(self, server_id: str) -> None:
+        del server_id  # the image's own sshd listens on the server's address
+
     async def open_ssh(self, server_id: str) -> ShellSession:
         del server_id
         raise DriverError(

@@ -35,6 +35,7 @@ SSHD = "/usr/sbin/sshd"
 SSH_DIR = "etc/ssh"
 CONFIG = f"{SSH_DIR}/sshd_config"
 AUTHORIZED_KEYS = f"{SSH_DIR}/authorized_keys"
+KNOWN_HOSTS = f"{SSH_DIR}/ssh_known_hosts"
 HOST_KEY_TYPES = ("ed25519",)
 
 
@@ -93,6 +94,14 @@ def authorize(root: Path, lines: Sequence[str]) -> None:
     confined.write(root, AUTHORIZED_KEYS, render_authorized_keys(lines))
 
 
+def trust_peers(root: Path, known_hosts: Sequence[str]) -> None:
+    """``/etc/ssh/ssh_known_hosts``: the host keys of the server's peers, which its ssh
+    client reads, so ``ssh PEER`` inside the vPOD checks the key with nothing to accept."""
+    head = "# written by the vpod cloud: the host keys of this cluster's servers\n"
+    confined.make_dirs(root, SSH_DIR)
+    confined.write(root, KNOWN_HOSTS, head + "".join(line.strip() + "\n" for line in known_hosts))
+
+
 def host_keys(root: Path) -> tuple[str, ...]:
     """The public host keys (``TYPE BASE64`` lines), those the server has."""
     found = []
@@ -134,4 +143,4 @@ def _new_host_key(key_type: str) -> tuple[str, str]:
     return private, public.decode() + "\n"
 
 
-__all__ = ["SSHD", "authorize", "host_keys", "prepare", "render_config"]
+__all__ = ["SSHD", "authorize", "host_keys", "prepare", "render_config", "trust_peers"]

@@ -84,3 +84,19 @@ async def check_gpu_clusters(ctx: CloudContext) -> None:
             for reason in dict.fromkeys(bad[s] for s in slots if s in bad):
                 problems.append(f"server {server.name}: {reason}")
         await _mark(ctx, cluster, "; ".join(problems)[:4000])
+
+
+async def serve_peer_ssh(ctx: CloudContext) -> None:
+    """Every server of an ACTIVE or DEGRADED cluster answers ssh from its peers (the driver's
+    ``serve_ssh``, idempotent): after a controller restart, nothing else would ask."""
+    for cluster in await ctx.records.list_clusters():
+        if cluster.active_task_id or cluster.status not in (
+            ClusterStatus.ACTIVE,
+            ClusterStatus.DEGRADED,
+        ):
+            continue
+        for server in await ctx.records.list_servers([cluster.id]):
+            try:
+                await ctx.compute.serve_ssh(server.id)
+            except errors.DriverError as exc:
+                log.warning("server %s of cluster %s: %s", server.name, cluster.name, exc)
