@@ -173,6 +173,7 @@ def test_suspend_resume_and_a_restart_keep_the_port(
     assert asleep.returncode == 255  # no sshd while suspended: the connection is closed
     assert run_task(live, alice.http, "POST", "/clusters/dsc/resume")["state"] == "FINISHED"
     live.restart()
+    _reconnect(live, alice, "direct-alice")  # the API listens on a new port (port 0)
     assert ok(alice.http.get("/clusters/dsc"))["servers"][0]["ssh_port"] == port
     wait_port(port)
     done = ssh(alice, "dsc", "echo back")  # the same port, the same pinned host key
@@ -180,9 +181,16 @@ def test_suspend_resume_and_a_restart_keep_the_port(
     assert done.stdout == "back\n"
 
 
+def _reconnect(live: LiveCloud, who: Tenant, project: str) -> None:
+    who.http.close()
+    who.http = live.client(live.project(project))
+    who.env["VPOD_URL"] = live.url
+
+
 def test_deleting_the_cluster_closes_and_frees_its_port_for_the_next(
     live: LiveCloud, alice: Tenant, bob: Tenant, port: int
 ) -> None:
+    _reconnect(live, bob, "direct-bob")  # after the restart above
     assert run_task(live, alice.http, "DELETE", "/clusters/dsc")["state"] == "FINISHED"
     end = time.monotonic() + CLOSE_DEADLINE_S
     while accepts(port) and time.monotonic() < end:

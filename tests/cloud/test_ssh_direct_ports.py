@@ -9,6 +9,8 @@ and two threads assigning at once never hand out one port twice.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -197,3 +199,31 @@ def test_two_controllers_assigning_at_once_never_share_a_port(store: CloudStore)
     assert sorted(held) == [20000, 20001]
     assert sorted(held.values()) == sorted(a + b)
     assert len(results) == 2
+
+
+# -- the command lines ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("tool", "flag", "value", "said"),
+    [
+        ("vipu-server", "--ssh-direct-ports", "20999-20000", "such as 20000-20999"),
+        ("vipu-server", "--ssh-direct-bind", "every", "IP address to listen on"),
+        ("vpod", "--ssh-direct-ports", "80", "such as 20000-20999"),
+        ("vpod", "--ssh-direct-bind", "localhost", "IP address to listen on"),
+    ],
+)
+def test_a_bad_range_or_address_on_the_command_line_is_exit_2_before_anything_starts(
+    tmp_path: Path, tool: str, flag: str, value: str, said: str
+) -> None:
+    data_dir = tmp_path / "data"
+    argv = [str(Path(sys.executable).with_name(tool))]
+    argv += ["up"] if tool == "vpod" else []
+    argv += ["--data-dir", str(data_dir), flag, value]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("error: ")
+    assert flag in line
+    assert said in line
+    assert not data_dir.exists()  # nothing was set up
