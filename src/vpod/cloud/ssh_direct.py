@@ -32,6 +32,8 @@ from .services.ssh_ports import SshPorts
 
 log = logging.getLogger("vpod.cloud.ssh")
 _CHUNK = 65536
+CLOSE_WAIT_S = 10.0
+"""How long a closed connection may take to flush what it holds before it is dropped."""
 
 
 class DirectSsh:
@@ -81,6 +83,7 @@ class DirectSsh:
         wanted = await self._ports.listening()
         for port in sorted(set(self._listeners) - set(wanted)):
             self._close(port)
+        failed: list[tuple[int, OSError]] = []
         for port in sorted(set(wanted) - set(self._listeners)):
             try:
                 self._listeners[port] = await asyncio.start_server(
@@ -88,16 +91,21 @@ class DirectSsh:
                 )
             except OSError as exc:
                 if port not in self._refused:
-                    log.warning(
-                        "direct SSH port %s:%d (server %s) cannot listen: %s; trying again",
-                        self._ports.bind,
-                        port,
-                        wanted[port],
-                        exc,
-                    )
+                    failed.append((port, exc))
                     self._refused.add(port)
                 continue
             self._refused.discard(port)
+        self._refused &= set(wanted)
+        if failed:  # one line however many (a bind address not on this host fails them all)
+            first, why = failed[0]
+            log.warning(
+                "direct SSH port %s:%d (server %s) cannot listen: %s%s; trying again",
+                self._ports.bind,
+                first,
+                wanted[first],
+                why,
+                f" (and {len(failed) - 1} more port(s))" if len(failed) > 1 else "",
+            )
 
     def _close(self, port: int) -> None:
         listener = self._listeners.pop(port, None)
@@ -134,8 +142,10 @@ class DirectSsh:
                 await session.end()
         finally:
             writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
+            try:  # a client that stopped reading must not hold the connection forever
+                await asyncio.wait_for(writer.wait_closed(), CLOSE_WAIT_S)
+            except Exception:
+                writer.transport.abort()
             if task is not None:
                 self._connections.discard(task)
 
