@@ -73,6 +73,10 @@ def test_the_settings_keep_the_option_off_by_default_and_check_what_is_given(
         parse_settings({"ssh_direct_ports": "21009-21000"}, data_dir=tmp_path, source="cloud.toml")
     with pytest.raises(errors.InvalidArgument, match="IP address to listen on"):
         parse_settings({"ssh_direct_bind": "localhost:22"}, data_dir=tmp_path, source="x")
+    with pytest.raises(errors.InvalidArgument, match="host name or address clients dial"):
+        parse_settings({"ssh_direct_host": "a b\nProxyCommand x"}, data_dir=tmp_path, source="x")
+    named = parse_settings({"ssh_direct_host": "ssh.example.net"}, data_dir=tmp_path, source="x")
+    assert named.ssh_direct_host == "ssh.example.net"
     with pytest.raises(errors.InvalidArgument, match="must be a str"):
         parse_settings({"ssh_direct_ports": 20000}, data_dir=tmp_path, source="x")
     with pytest.raises(errors.InvalidArgument, match="leave ssh_direct_ports out"):

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -57,6 +58,8 @@ ADMIN_TOKEN_FILE = "cloud-admin.token"
 SEALING_KEY_FILE = "dataset-storage.key"
 DRIVERS = {"compute_driver": tuple(COMPUTE_DRIVERS), "volume_driver": tuple(VOLUME_DRIVERS)}
 SINKS = ("none", "jsonl")
+_HOST_NAME = re.compile(r"[A-Za-z0-9.:-]{0,253}")
+"""A DNS name or an IP address (it lands in OpenSSH's configuration as ``HostName``)."""
 
 
 @dataclass(frozen=True)
@@ -207,6 +210,11 @@ def parse_settings(raw: dict[str, Any], *, data_dir: Path, source: str) -> Cloud
                 parse_port_range(value, source=f"{source}: ssh_direct_ports")
             if key == "ssh_direct_bind":
                 check_bind_address(value, source=f"{source}: ssh_direct_bind")
+            if key == "ssh_direct_host" and not _HOST_NAME.fullmatch(value):
+                raise errors.InvalidArgument(
+                    f"{source}: ssh_direct_host is a host name or address clients dial, such as"
+                    f" ssh.example.net or 192.0.2.10, not {value[:60]!r}"
+                )
             if key == "tenant_network_prefix" and not 20 <= value <= 28:
                 raise errors.InvalidArgument(
                     f"{source}: tenant_network_prefix is 20 to 28 (a subnet per vPOD)"
