@@ -7,10 +7,11 @@ writes its OpenSSH configuration with `vpod cluster ssh-config` (host keys
 pinned: `StrictHostKeyChecking yes`) and then uses plain `ssh`, `scp`,
 `sftp`, `rsync -e ssh`, `ssh -L`, `ssh -R` (a listener inside the server
 forwarding back to the test host) and `ssh -D` (a SOCKS5 proxy reaching a
-page served inside); a wrong key, or another project's, is refused; keys added to or removed from a running cluster take effect at
-once; suspend and resume keep the keys and the host keys. Needs root,
-bubblewrap and openssh-server (skipped with the reason otherwise;
-`scripts/ensure-system-deps` installs them).
+page served inside); a wrong key, or another project's, is refused; keys
+added to or removed from a running cluster take effect at once; suspend
+and resume keep the keys and the host keys. Needs root, bubblewrap and
+openssh-server (skipped with the reason otherwise; `scripts/ensure-system-deps`
+installs them).
 """
 
 from __future__ import annotations
