@@ -81,7 +81,12 @@ class Controller:
         self.fleet = AgentFleet(FleetSettings(machines=MACHINES, plan=plan, stop_grace=0))
         await self.fleet.start()
         settings = Settings(
-            data_dir=self.data_dir, user_port=0, admin_port=0, http_port=0, secure=True
+            data_dir=self.data_dir,
+            user_port=0,
+            admin_port=0,
+            http_port=0,
+            secure=True,
+            agent_timeout_s=5.0,  # as the tests' live cloud: a loaded host answers slowly
         )
         cloud = CloudServer(
             CloudSettings(
