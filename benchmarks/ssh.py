@@ -1,16 +1,20 @@
-"""SSH through the controller's tunnel beside a direct sshd on loopback, in one run.
+"""SSH through the controller's tunnel and its direct port, beside a plain sshd on loopback,
+in one run.
 
 Runs, in this process, a secure controller serving the cloud (SQLite in a
 temporary directory) over four emulated Bow-2000 machines, creates a
 project, imports a fresh ed25519 key as its keypair and a virtual vPOD-4
 holding it, and writes its OpenSSH configuration with the real `vpod
-cluster ssh-config`. Beside it, a direct `sshd` on a free loopback port
+cluster ssh-config` (and `--direct`: the cloud gives servers direct SSH
+ports, ``ssh_direct_ports``, forwarded by the controller to the same
+per-connection sshd). Beside it, a plain `sshd` on a free loopback port
 (host keys and authorized_keys of its own, the same client key). For each
 path, with the real OpenSSH client:
 
 - connect: `ssh HOST true`, ``--connects`` times (median and p90 seconds):
   the tunnel adds the WebSocket, the controller's authentication and a
-  sandbox (bwrap + setpriv) starting `sshd -i` per connection;
+  sandbox (bwrap + setpriv) starting `sshd -i` per connection; the direct
+  port only the sandbox and the controller's byte relay;
 - throughput: ``--mib`` MiB up (`cat > /dev/null`) and down (`head -c`),
   MiB/s, compression off.
 
@@ -57,8 +61,9 @@ SSHD = "/usr/sbin/sshd"
 class Controller:
     """The controller and its agents on an event loop of their own (the benchmark blocks)."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, direct_port: int) -> None:
         self.data_dir = data_dir
+        self.direct_port = direct_port
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self._thread.start()
@@ -76,10 +81,20 @@ class Controller:
         self.fleet = AgentFleet(FleetSettings(machines=MACHINES, plan=plan, stop_grace=0))
         await self.fleet.start()
         settings = Settings(
-            data_dir=self.data_dir, user_port=0, admin_port=0, http_port=0, secure=True
+            data_dir=self.data_dir,
+            user_port=0,
+            admin_port=0,
+            http_port=0,
+            secure=True,
+            agent_timeout_s=5.0,  # as the tests' live cloud: a loaded host answers slowly
         )
         cloud = CloudServer(
-            CloudSettings(data_dir=self.data_dir, vipu_clusters=("pod",), task_poll_s=0.2)
+            CloudSettings(
+                data_dir=self.data_dir,
+                vipu_clusters=("pod",),
+                task_poll_s=0.2,
+                ssh_direct_ports=str(self.direct_port),
+            )
         )
         ready: asyncio.Future[RunningServer] = self.loop.create_future()
 
@@ -87,7 +102,9 @@ class Controller:
             cloud.listening(running)
             inventory = running.controller.inventory
             for host in self.fleet.hosts:
-                await inventory.create_agent(SYSTEM, host.agent_id, host.host, host.port)
+                await inventory.create_agent(
+                    SYSTEM, host.agent_id, host.host, host.port, key=host.key
+                )
             await inventory.create_cluster(SYSTEM, "pod", [h.agent_id for h in self.fleet.hosts])
             ready.set_result(running)
 
@@ -211,7 +228,7 @@ def main() -> None:
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(work / "client")],
                    check=True)  # fmt: skip
     public_key = (work / "client.pub").read_text()
-    controller = Controller(work / "data")
+    controller = Controller(work / "data", _free_port())
     sshd: subprocess.Popen[bytes] | None = None
     try:
         env = {**os.environ, "VPOD_URL": controller.url, "VPOD_TOKEN": controller.token,
@@ -231,12 +248,19 @@ def main() -> None:
             [VPOD, "cluster", "ssh-config", "sshbench", "--identity", str(work / "client")],
             env, text=True,
         ).stdout  # fmt: skip
+        port_config = _run(
+            [VPOD, "cluster", "ssh-config", "--direct", "sshbench", "--identity",
+             str(work / "client")],
+            env, text=True,
+        ).stdout  # fmt: skip
         sshd, direct_block = _direct_sshd(work, public_key)
-        config = work / "ssh_config"
+        config, by_port = work / "ssh_config", work / "ssh_config_direct_port"
         config.write_text(tunnel_config + "\n" + direct_block)
+        by_port.write_text(port_config)
         results = {
             "direct sshd (loopback)": _measure(config, "direct", env, args.connects, args.mib),
             "vpod tunnel": _measure(config, "sshbench", env, args.connects, args.mib),
+            "vpod direct port": _measure(by_port, "sshbench", env, args.connects, args.mib),
         }
     finally:
         if sshd is not None:
@@ -244,7 +268,7 @@ def main() -> None:
             sshd.wait(30)
         _delete_cluster(controller)
         controller.close()
-    direct, tunnel = results["direct sshd (loopback)"], results["vpod tunnel"]
+    direct = results["direct sshd (loopback)"]
     rows = [
         f"{'path':<24} {'connect median s':>17} {'p90 s':>7} {'up MiB/s':>9} {'down MiB/s':>11}"
     ]
@@ -253,12 +277,15 @@ def main() -> None:
             f"{name:<24} {r['connect_median_s']:>17.3f} {r['connect_p90_s']:>7.3f}"
             f" {r['upload_mib_s']:>9.1f} {r['download_mib_s']:>11.1f}"
         )
-    rows.append(
-        f"tunnel / direct: connect x{tunnel['connect_median_s'] / direct['connect_median_s']:.1f},"
-        f" up {tunnel['upload_mib_s'] / direct['upload_mib_s']:.2f},"
-        f" down {tunnel['download_mib_s'] / direct['download_mib_s']:.2f}"
-        f" ({args.connects} connects, {args.mib} MiB each way, one run)"
-    )
+    for name in ("vpod tunnel", "vpod direct port"):
+        r = results[name]
+        connect = r["connect_median_s"] / direct["connect_median_s"]
+        rows.append(
+            f"{name} / plain sshd: connect x{connect:.1f},"
+            f" up {r['upload_mib_s'] / direct['upload_mib_s']:.2f},"
+            f" down {r['download_mib_s'] / direct['download_mib_s']:.2f}"
+        )
+    rows.append(f"({args.connects} connects, {args.mib} MiB each way, one run)")
     print("\n".join(rows))
     if args.json:
         document = {"flavor": FLAVOR, "connects": args.connects, "mib": args.mib, **results}

@@ -5,137 +5,78 @@ sshd started per connection inside the server) serves two projects. The
 tenant makes a keypair with `vpod keypair create`, gives it to a cluster,
 writes its OpenSSH configuration with `vpod cluster ssh-config` (host keys
 pinned: `StrictHostKeyChecking yes`) and then uses plain `ssh`, `scp`,
-`sftp`, `rsync -e ssh` and `ssh -L`; a wrong key, or another project's,
-is refused; keys added to or removed from a running cluster take effect at
-once; suspend and resume keep the keys and the host keys. Needs root,
-bubblewrap and openssh-server (skipped with the reason otherwise;
-`scripts/ensure-system-deps` installs them).
+`sftp`, `rsync -e ssh`, `ssh -L`, `ssh -R` (a listener inside the server
+forwarding back to the test host) and `ssh -D` (a SOCKS5 proxy reaching a
+page served inside); a wrong key, or another project's, is refused; keys
+added to or removed from a running cluster take effect at once; suspend
+and resume keep the keys and the host keys. Needs root, bubblewrap and
+openssh-server (skipped with the reason otherwise; `scripts/ensure-system-deps`
+installs them).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import shutil
 import socket
 import subprocess
-import sys
+import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
 
-from vpod.cloud.drivers.sandbox import sandbox_problem
-
 from .conftest import error, ok, run_task
 from .live import LiveCloud
+from .openssh_tenants import (
+    FLAVOR,
+    NEEDS_OPENSSH,
+    VPOD,
+    Tenant,
+    free_port,
+    ssh,
+    ssh_with,
+    tenant,
+    wait_port,
+)
 
-MISSING = [t for t in ("ssh", "scp", "sftp", "rsync", "ssh-keygen") if shutil.which(t) is None]
-pytestmark = [
-    pytest.mark.skipif(
-        sandbox_problem() is not None, reason=f"no sandbox on this host: {sandbox_problem()}"
-    ),
-    pytest.mark.skipif(
-        not os.access("/usr/sbin/sshd", os.X_OK),
-        reason="openssh-server is not installed (scripts/ensure-system-deps)",
-    ),
-    pytest.mark.skipif(bool(MISSING), reason=f"missing OpenSSH client tools: {MISSING}"),
-]
-VPOD = str(Path(sys.executable).with_name("vpod"))
-FLAVOR = "g2a-ai-fast-v1pod-4"
-TIMEOUT_S = 120
-
-
-@dataclass
-class Tenant:
-    http: httpx.Client
-    env: dict[str, str]
-    home: Path
-
-    def vpod(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [VPOD, *args],
-            env=self.env,
-            cwd=self.home,
-            input=stdin,
-            stdin=None if stdin is not None else subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT_S,
-            check=False,
-        )
-
-    def run(
-        self, *argv: str, stdin: str | None = None, timeout: float = TIMEOUT_S
-    ) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            list(argv),
-            env=self.env,
-            input=stdin,
-            stdin=None if stdin is not None else subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-            cwd=self.home,
-        )
-
-
-def _tenant(live: LiveCloud, project: str, home: Path) -> Tenant:
-    token = live.project(project)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("VPOD_", "SSH_"))}
-    env.update(VPOD_URL=live.url, VPOD_TOKEN=token, HOME=str(home), VPOD_SSH_DIR=str(home / "v"))
-    home.mkdir(parents=True, exist_ok=True)
-    return Tenant(live.client(token), env, home)
+pytestmark = NEEDS_OPENSSH
 
 
 @pytest.fixture(scope="module")
 def alice(live: LiveCloud, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tenant]:
     """Project ssh-alice: keypair `laptop` made by vpod, cluster `sshc` holding it, and its
     OpenSSH configuration at HOME/ssh_config."""
-    tenant = _tenant(live, "ssh-alice", tmp_path_factory.mktemp("alice"))
-    made = tenant.vpod("keypair", "create", "laptop")
+    alice = tenant(live, "ssh-alice", tmp_path_factory.mktemp("alice"))
+    made = alice.vpod("keypair", "create", "laptop")
     assert made.returncode == 0, made.stderr
     task = run_task(
         live,
-        tenant.http,
+        alice.http,
         "POST",
         "/clusters",
         json={"name": "sshc", "flavor": FLAVOR, "keypairs": ["laptop"]},
     )
     assert task["state"] == "FINISHED", task
-    config = tenant.vpod("cluster", "ssh-config", "sshc")
+    config = alice.vpod("cluster", "ssh-config", "sshc")
     assert config.returncode == 0, config.stderr
-    (tenant.home / "ssh_config").write_text(config.stdout)
-    yield tenant
-    run_task(live, tenant.http, "DELETE", "/clusters/sshc")
-    tenant.http.close()
+    (alice.home / "ssh_config").write_text(config.stdout)
+    yield alice
+    run_task(live, alice.http, "DELETE", "/clusters/sshc")
+    alice.http.close()
 
 
 @pytest.fixture(scope="module")
 def bob(live: LiveCloud, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tenant]:
     """Project ssh-bob with a keypair `bobkey` of its own."""
-    tenant = _tenant(live, "ssh-bob", tmp_path_factory.mktemp("bob"))
-    made = tenant.vpod("keypair", "create", "bobkey")
+    bob = tenant(live, "ssh-bob", tmp_path_factory.mktemp("bob"))
+    made = bob.vpod("keypair", "create", "bobkey")
     assert made.returncode == 0, made.stderr
-    yield tenant
-    tenant.http.close()
-
-
-def ssh(tenant: Tenant, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return tenant.run("ssh", "-F", str(tenant.home / "ssh_config"), *args, stdin=stdin)
-
-
-def ssh_with(tenant: Tenant, key: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """ssh offering ``key`` only (the generated configuration without its IdentityFile)."""
-    lines = (tenant.home / "ssh_config").read_text().splitlines()
-    bare = tenant.home / "ssh_config_bare"
-    bare.write_text("".join(f"{line}\n" for line in lines if "IdentityFile" not in line))
-    options = ["-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes", "-i", str(key)]
-    return tenant.run("ssh", "-F", str(bare), *options, *args)
+    yield bob
+    bob.http.close()
 
 
 def test_keypair_create_writes_the_private_key_once_and_lists_openssh_fingerprints(
@@ -255,26 +196,10 @@ def test_vpod_cluster_ssh_is_openssh_keeping_streams_and_exit_status(alice: Tena
     assert "33 101" in on_terminal.stdout  # a terminal of its own, our window's size
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _wait_port(port: int, deadline_s: float = 60) -> None:
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.2)
-    raise AssertionError(f"nothing listens on {port}")
-
-
 def test_ssh_L_reaches_a_web_server_inside_and_a_forwarded_connection_lives_a_minute(
     alice: Tenant,
 ) -> None:
-    inside, local = _free_port(), _free_port()
+    inside, local = free_port(), free_port()
     echo = (
         "import socket,sys\n"
         "s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
@@ -297,7 +222,7 @@ def test_ssh_L_reaches_a_web_server_inside_and_a_forwarded_connection_lives_a_mi
         stderr=subprocess.PIPE,
     )  # fmt: skip
     try:
-        _wait_port(local)
+        wait_port(local)
         page = ""
         for _ in range(50):
             try:
@@ -315,6 +240,125 @@ def test_ssh_L_reaches_a_web_server_inside_and_a_forwarded_connection_lives_a_mi
     finally:
         tunnel.terminate()
         tunnel.wait(30)
+
+
+def _upper_echo_server() -> tuple[socket.socket, threading.Thread]:
+    """A server on the test host answering each connection's bytes in upper case."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = listener.accept()
+                with conn:
+                    while data := conn.recv(100):
+                        conn.sendall(data.upper())
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return listener, thread
+
+
+def test_ssh_R_forwards_a_listener_inside_the_server_back_to_the_test_host(
+    alice: Tenant,
+) -> None:
+    listener, _ = _upper_echo_server()
+    inside = free_port()
+    dial = (
+        "import socket,time\n"
+        "for _ in range(100):\n"
+        "    try:\n"
+        f"        c=socket.create_connection(('127.0.0.1', {inside}), timeout=30); break\n"
+        "    except OSError: time.sleep(0.1)\n"
+        "c.sendall(b'hello from inside'); print(c.recv(100).decode())\n"
+    )
+    try:
+        done = ssh(
+            alice,
+            "-o", "ExitOnForwardFailure=yes",
+            "-R", f"{inside}:127.0.0.1:{listener.getsockname()[1]}",
+            "sshc", f'python3 -c "{dial}"',
+        )  # fmt: skip
+    finally:
+        listener.close()
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "HELLO FROM INSIDE"  # inside -> sshd -> ssh -> the test host
+
+
+def _socks5_get(proxy_port: int, host: str, port: int, path: str) -> bytes:
+    """GET http://HOST:PORT/PATH through a SOCKS5 proxy, the name resolved by the proxy
+    (as curl --socks5-hostname does); ConnectionError when the proxy cannot connect."""
+
+    def exactly(conn: socket.socket, count: int) -> bytes:
+        data = b""
+        while len(data) < count:
+            chunk = conn.recv(count - len(data))
+            if not chunk:
+                raise ConnectionError("the SOCKS proxy hung up")
+            data += chunk
+        return data
+
+    with socket.create_connection(("127.0.0.1", proxy_port), timeout=30) as conn:
+        conn.sendall(b"\x05\x01\x00")  # version 5, one method: no authentication
+        assert exactly(conn, 2) == b"\x05\x00"
+        name = host.encode()
+        conn.sendall(b"\x05\x01\x00\x03" + bytes([len(name)]) + name + port.to_bytes(2, "big"))
+        reply = exactly(conn, 4)
+        if reply[1] != 0:
+            raise ConnectionError(f"the SOCKS proxy could not connect (reply {reply[1]})")
+        bound = {1: 4, 4: 16}.get(reply[3]) or exactly(conn, 1)[0]
+        exactly(conn, bound + 2)
+        conn.sendall(f"GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n".encode())
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+    return answer
+
+
+def test_ssh_D_is_a_socks_proxy_reaching_a_page_served_inside_the_server(
+    alice: Tenant,
+) -> None:
+    inside, proxy = free_port(), free_port()
+    token = os.urandom(8).hex()
+    command = (
+        f"mkdir -p /home/socks && echo {token} > /home/socks/page.txt && cd /home/socks &&"
+        f" python3 -m http.server {inside} --bind 127.0.0.1 >/dev/null 2>&1"
+    )
+    cfg = str(alice.home / "ssh_config")
+    session = subprocess.Popen(
+        ["ssh", "-F", cfg, "-o", "ExitOnForwardFailure=yes", "-D", f"127.0.0.1:{proxy}", "sshc",
+         command],
+        env=alice.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        wait_port(proxy)
+        answer = b""
+        for _ in range(100):  # until the page's server inside has started
+            try:
+                answer = _socks5_get(proxy, "localhost", inside, "/page.txt")
+                break
+            except ConnectionError:
+                time.sleep(0.2)
+        assert answer.startswith(b"HTTP/1.0 200"), answer[:200]
+        assert answer.rstrip().endswith(token.encode())
+    finally:
+        session.terminate()
+        session.wait(30)
+
+
+def test_without_the_operators_range_there_is_no_direct_port(alice: Tenant) -> None:
+    shown = ok(alice.http.get("/clusters/sshc"))
+    assert all(s["ssh_port"] is None for s in shown["servers"])
+    info = ok(alice.http.get("/clusters/sshc/ssh"))
+    assert all(s["direct_port"] is None and s["direct_host"] is None for s in info["servers"])
+    assert "SSH port" not in alice.vpod("cluster", "show", "sshc").stdout
+    refused = alice.vpod("cluster", "ssh-config", "--direct", "sshc")
+    assert refused.returncode == 2
+    assert "ssh_direct_ports" in refused.stderr
+    assert "leave out --direct" in refused.stderr
+    both = alice.vpod("cluster", "ssh", "--direct", "--relay", "sshc", "--", "true")
+    assert both.returncode == 2, both.stderr
 
 
 def test_keys_added_and_removed_on_a_running_cluster_take_effect_at_once(

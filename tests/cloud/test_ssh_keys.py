@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -115,6 +116,28 @@ def test_ssh_config_pins_host_keys_and_proxies_each_server(tmp_path: Path) -> No
         assert f"IdentityFile {tmp_path / 'id'}" in block
         proxy = next(line for line in block.splitlines() if "ProxyCommand" in line)
         assert proxy.endswith(f"cluster ssh-proxy --url http://127.0.0.1:8080/100%% c1 {name}")
+
+
+def test_ssh_config_direct_writes_host_and_port_and_keeps_the_tunnel_where_there_is_none(
+    tmp_path: Path,
+) -> None:
+    first, second = _info().servers
+    info = replace(
+        _info(),
+        servers=(replace(first, direct_host="10.1.2.3", direct_port=20007), second),
+    )
+    text = render_config(info, known_hosts=tmp_path / "kh", connection=[], direct=True)
+    direct, tunnelled = text.split("\nHost ")[1:]
+    assert "HostName 10.1.2.3" in direct
+    assert "Port 20007" in direct
+    assert "ProxyCommand" not in direct
+    assert "HostKeyAlias c1-poplar-1" in direct  # the pinned key, whichever way in
+    assert "StrictHostKeyChecking yes" in direct
+    assert "no direct SSH port: through the tunnel" in tunnelled
+    assert "ProxyCommand" in tunnelled
+    assert "Port " not in tunnelled
+    plain = render_config(info, known_hosts=tmp_path / "kh", connection=[])
+    assert "Port 20007" not in plain  # without --direct the tunnel, even where a port exists
 
 
 def test_known_hosts_replaces_the_lines_of_the_listed_hosts_only(tmp_path: Path) -> None:

@@ -54,12 +54,34 @@ def _server_name(info: ClusterSsh, server: int) -> str:
 
 
 def _write_config(
-    client: CloudClient, info: ClusterSsh, known_hosts: Path, identities: Sequence[Path]
+    client: CloudClient,
+    info: ClusterSsh,
+    known_hosts: Path,
+    identities: Sequence[Path],
+    *,
+    direct: bool = False,
 ) -> str:
+    if direct and not any(s.direct_port is not None for s in info.servers):
+        fail(
+            f"cluster {info.cluster}'s servers have no direct SSH port (the cloud's operator"
+            " has not set ssh_direct_ports): leave out --direct to go through the controller's"
+            " tunnel",
+            2,
+        )
     update_known_hosts(known_hosts, known_host_entries(info))
     return render_config(
-        info, known_hosts=known_hosts, connection=_connection(client), identities=identities
+        info,
+        known_hosts=known_hosts,
+        connection=_connection(client),
+        identities=identities,
+        direct=direct,
     )
+
+
+DIRECT_HELP = (
+    "Reach the servers at their direct SSH ports on the controller's host (where the operator"
+    " gives servers one: `vpod cluster show` lists them) instead of through the tunnel."
+)
 
 
 @click.command("ssh-proxy")
@@ -91,12 +113,14 @@ def ssh_proxy(client: CloudClient, cluster_ref: str, server: str, as_json: bool)
     type=click.Path(dir_okay=False, path_type=Path),
     help=IDENTITY_HELP,
 )
+@click.option("--direct", is_flag=True, help=DIRECT_HELP)
 @connection_options
 def ssh_config(
     client: CloudClient,
     cluster_ref: str,
     known_hosts: Path | None,
     identities: tuple[Path, ...],
+    direct: bool,
     as_json: bool,
 ) -> None:
     """Print OpenSSH Host blocks for CLUSTER's servers and pin their host keys.
@@ -106,9 +130,10 @@ def ssh_config(
       ssh train-1                      # its first server; each server by its name too
       scp data.tar train-1:/home/      rsync -a -e ssh dir/ train-1:/home/dir/
       ssh -L 8888:localhost:8888 train-1
+      vpod cluster ssh-config --direct train-1   # Port instead of ProxyCommand
     """
     info = client.cluster_ssh(cluster_ref)
-    text = _write_config(client, info, known_hosts or known_hosts_path(), identities)
+    text = _write_config(client, info, known_hosts or known_hosts_path(), identities, direct=direct)
     emit(info.raw, as_json, lambda _: text)
 
 
@@ -134,6 +159,7 @@ def ssh_config(
     is_flag=True,
     help="Use the controller's shell relay instead of OpenSSH (no key needed).",
 )
+@click.option("--direct", is_flag=True, help=DIRECT_HELP)
 @connection_options
 def ssh(
     client: CloudClient,
@@ -142,6 +168,7 @@ def ssh(
     server: int,
     identities: tuple[Path, ...],
     relay: bool,
+    direct: bool,
     as_json: bool,
 ) -> None:
     """Open a shell on CLUSTER's server; with `-- COMMAND...`, run that command there.
@@ -149,6 +176,8 @@ def ssh(
     A cluster holding keypairs is reached with OpenSSH (its sshd, through the controller's
     tunnel, host key checked); one without (or with --relay) through the controller's shell
     relay. Either way the command's exit status is vpod's. --json prints how to connect."""
+    if relay and direct:
+        fail("--relay and --direct are two ways in: give one", 2)
     if relay:
         if as_json:
             emit(client.shell(cluster_ref, server).raw, True, str)
@@ -159,8 +188,14 @@ def ssh(
         emit(info.raw, True, str)
         return
     if not info.keypairs:
+        if direct:
+            fail(
+                f"cluster {info.cluster} holds no keypairs, so its sshd lets nobody in: add one"
+                " (`vpod cluster keypair add`), or leave out --direct for the shell relay",
+                2,
+            )
         run_ssh(client, cluster_ref, server, command)
-    _exec_ssh(client, info, _server_name(info, server), command, identities)
+    _exec_ssh(client, info, _server_name(info, server), command, identities, direct=direct)
 
 
 def _exec_ssh(
@@ -169,12 +204,15 @@ def _exec_ssh(
     host: str,
     command: Sequence[str],
     identities: Sequence[Path],
+    *,
+    direct: bool = False,
 ) -> NoReturn:
     ssh_binary = shutil.which("ssh")
     if ssh_binary is None:
         fail("OpenSSH's ssh is not installed here (apt-get install openssh-client); or use --relay")
     config = vpod_dir() / "ssh" / f"{info.cluster}.config"
-    replace_file(config, _write_config(client, info, known_hosts_path(), identities))
+    text = _write_config(client, info, known_hosts_path(), identities, direct=direct)
+    replace_file(config, text)
     argv = [ssh_binary, "-F", str(config), "--", host, *command]
     sys.stdout.flush()
     os.execv(ssh_binary, argv)

@@ -119,9 +119,20 @@ def cluster_text(c: dict[str, Any]) -> str:
         ("Keypairs", ", ".join(c.get("keypairs") or []) or None),
         ("Created", _when(c["created_at"])),
     ]
+    direct = any(s.get("ssh_port") is not None for s in c["servers"])
     servers = table(
-        ["Server", "Status", "Address", "Image", "Host"],
-        [[s["name"], s["status"], s["address"], s["image"], s["host_id"]] for s in c["servers"]],
+        ["Server", "Status", "Address", "Image", "Host", *(["SSH port"] if direct else [])],
+        [
+            [
+                s["name"],
+                s["status"],
+                s["address"],
+                s["image"],
+                s["host_id"],
+                *([s.get("ssh_port") or "-"] if direct else []),
+            ]
+            for s in c["servers"]
+        ],
     )
     volumes = volumes_table(c["volumes"]) if c["volumes"] else "(no volumes)"
     keys = [

@@ -3,7 +3,8 @@
 :func:`render_config` writes one ``Host`` block per server, named as
 ``vpod cluster show`` names it (the cluster's own name is an alias of its
 first server), each reaching the server's sshd through ``vpod cluster
-ssh-proxy`` (the controller's tunnel), logging in as the server's user and
+ssh-proxy`` (the controller's tunnel), or at its direct SSH port where the
+operator gives servers one (``--direct``), logging in as the server's user and
 checking the host key strictly against a known_hosts file vpod writes from
 what the API listed (:func:`known_host_entries`): nothing is trusted on
 first use. Plain ``ssh``, ``scp``, ``sftp``, ``rsync -e ssh``, port
@@ -69,19 +70,32 @@ def render_config(
     known_hosts: Path,
     connection: Sequence[str] = (),
     identities: Sequence[Path] = (),
+    direct: bool = False,
 ) -> str:
+    """Host blocks reaching each server through the tunnel (``ProxyCommand``), or with
+    ``direct`` at its direct SSH port (``HostName``/``Port``; a server without one keeps the
+    tunnel). Either way the host key is checked against ``known_hosts`` under its name."""
     keys = identity_files(info, identities)
     names = aliases(info)
+    how = "their direct SSH ports on the controller's host" if direct else "the controller's tunnel"
     blocks = [
-        f"# vpod cluster ssh-config {info.cluster}: its servers' sshd through the controller's"
-        f" tunnel;\n# host keys pinned in {known_hosts} (nothing is trusted on first use)\n"
+        f"# vpod cluster ssh-config {info.cluster}: its servers' sshd through {how};\n"
+        f"# host keys pinned in {known_hosts} (nothing is trusted on first use)\n"
     ]
     for server in sorted(info.servers, key=lambda s: s.position):
+        port = server.direct_port if direct else None
+        if port is not None:
+            route = [f"    HostName {server.direct_host}", f"    Port {port}"]
+        else:
+            route = [
+                *(["    # no direct SSH port: through the tunnel"] if direct else []),
+                f"    HostName {server.name}",
+                f"    ProxyCommand {proxy_command(info.cluster, server.name, connection)}",
+            ]
         lines = [
             f"Host {' '.join(names[server.name])}",
-            f"    HostName {server.name}",
+            *route,
             f"    User {server.user}",
-            f"    ProxyCommand {proxy_command(info.cluster, server.name, connection)}",
             f"    HostKeyAlias {server.name}",
             f"    UserKnownHostsFile {_quoted(known_hosts)}",
             "    StrictHostKeyChecking yes",

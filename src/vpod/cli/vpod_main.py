@@ -137,6 +137,20 @@ def cli() -> None:
     help="UNSAFE: where this host cannot sandbox tenants' servers (no bwrap, not root), run"
     " them anyway on the host, unisolated (docs/cloud.md).",
 )
+@click.option(
+    "--ssh-direct-ports",
+    default=None,
+    metavar="FIRST-LAST",
+    help="Give every tenant's server a port of this range on this host, forwarded to its sshd"
+    " (e.g. 20000-20999; docs/ssh.md). Default: off (ssh goes through the controller's"
+    " tunnel).",
+)
+@click.option(
+    "--ssh-direct-bind",
+    default=None,
+    metavar="ADDRESS",
+    help="Address those ports listen on (default 127.0.0.1; 0.0.0.0 for every address).",
+)
 def up(
     data_dir: Path,
     pod_shape: str | None,
@@ -150,6 +164,8 @@ def up(
     cloud: bool,
     cloud_pod: str | None,
     unsafe_shared_host: bool,
+    ssh_direct_ports: str | None,
+    ssh_direct_bind: str | None,
 ) -> None:
     """Run a controller on SQLite and emulated pods until Ctrl-C (secure unless --open)."""
     # The launcher is the server side (vpod.launch): named here, imported only when run.
@@ -167,6 +183,8 @@ def up(
         cloud=cloud,
         cloud_pod=cloud_pod,
         unsafe_shared_host=unsafe_shared_host,
+        ssh_direct_ports=ssh_direct_ports,
+        ssh_direct_bind=ssh_direct_bind,
     )
     run_cli(lambda: launcher.run_up(options))
 

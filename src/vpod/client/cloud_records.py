@@ -125,6 +125,8 @@ class Server:
     host_id: str | None
     gpus: tuple[ServerGpu, ...] = ()
     ssh_host_keys: tuple[SshHostKey, ...] = ()
+    ssh_port: int | None = None
+    """Its direct SSH port on the controller's host (None: reach it through the tunnel)."""
 
 
 @dataclass(frozen=True)
@@ -386,6 +388,9 @@ class ServerSsh:
     host_keys: tuple[SshHostKey, ...]
     connect: str
     """The tunnel's path under the API's URL (a WebSocket carrying the SSH stream)."""
+    direct_host: str | None = None
+    """Where its direct SSH port listens, if the operator gives servers one."""
+    direct_port: int | None = None
 
 
 @dataclass(frozen=True)

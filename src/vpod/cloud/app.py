@@ -38,9 +38,11 @@ from .services.projects import Projects
 from .services.records import CloudRecords
 from .services.reservations import Reservations
 from .services.ssh_access import SshAccess
+from .services.ssh_ports import SshPorts
 from .services.tasks import Tasks
 from .services.volumes import Volumes
 from .settings import CloudSettings
+from .ssh_direct import DirectSsh
 from .vipu import VipuPort
 
 log = logging.getLogger("vpod.cloud")
@@ -61,6 +63,9 @@ class Cloud:
     datasets: Datasets
     keypairs: Keypairs
     ssh: SshAccess
+    ssh_ports: SshPorts
+    direct_ssh: DirectSsh
+    """The direct SSH ports' listeners (none unless ``ssh_direct_ports`` is set)."""
     runner: TaskRunner
     secure: bool
     """Whether the controller isolates V-IPU users (``--secure``)."""
@@ -76,6 +81,8 @@ class Cloud:
         if await self.datasets.reseal_all():
             log.warning("cloud: dataset credentials sealed again under the newest key")
         await self.runner.start()
+        if self.serves_tenants:
+            await self.direct_ssh.start()
         if not self.serves_tenants:
             log.warning("cloud: %s", OPEN_MODE_REFUSAL)
         return token
@@ -92,6 +99,7 @@ class Cloud:
             raise errors.PermissionDenied(OPEN_MODE_REFUSAL)
 
     async def stop(self) -> None:
+        await self.direct_ssh.stop()
         await self.runner.stop()
         await self.ctx.compute.close()
         self.ctx.calls.close()
@@ -156,7 +164,8 @@ def build_cloud(
     reservations = Reservations(ctx, parse_terms(settings.reservation_terms))
     capacity = Capacity(ctx, reservations)
     gpu_hosts = GpuHosts(ctx)
-    clusters = Clusters(ctx, capacity, gpu_hosts)
+    ssh_ports = SshPorts(ctx)
+    clusters = Clusters(ctx, capacity, gpu_hosts, ssh_ports)
     return Cloud(
         ctx=ctx,
         projects=Projects(ctx),
@@ -171,6 +180,8 @@ def build_cloud(
         datasets=Datasets(ctx, clusters),
         keypairs=Keypairs(ctx, clusters),
         ssh=SshAccess(ctx, clusters),
+        ssh_ports=ssh_ports,
+        direct_ssh=DirectSsh(ssh_ports, settings.task_poll_s),
         runner=runner,
         secure=controller.settings.secure,
     )

@@ -20,6 +20,9 @@ Every key is optional::
     tenant_network_pool = "169.254.64.0/18"  # vPODs' subnets (docs/security.md, tenant networks)
     tenant_network_prefix = 26    # each vPOD's subnet: /26 (up to 52 servers)
     tenant_outbound = true        # servers may reach addresses beyond this host (masqueraded)
+    ssh_direct_ports = ""         # "20000-20999": a host port per server to its sshd (docs/ssh.md)
+    ssh_direct_bind = "127.0.0.1" # where those ports listen ("0.0.0.0": every address)
+    ssh_direct_host = ""          # the host name clients dial for them; empty: see docs/ssh.md
 
     [storage_endpoints.s3]        # S3-compatible services tenants may register buckets on
     url = "https://s3.example.net"
@@ -34,12 +37,14 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from .dataset_rules import parse_endpoints
+from .direct_ports import PortRange, parse_port_range
 from .drivers import COMPUTE_DRIVERS, VOLUME_DRIVERS, OpenStackOptions, parse_openstack
 from .drivers.sandbox import UidRange
 from .drivers.tenant_network import DEFAULT_POOL, DEFAULT_PREFIX, NetworkSettings
@@ -53,6 +58,8 @@ ADMIN_TOKEN_FILE = "cloud-admin.token"
 SEALING_KEY_FILE = "dataset-storage.key"
 DRIVERS = {"compute_driver": tuple(COMPUTE_DRIVERS), "volume_driver": tuple(VOLUME_DRIVERS)}
 SINKS = ("none", "jsonl")
+_HOST_NAME = re.compile(r"[A-Za-z0-9.:-]{0,253}")
+"""A DNS name or an IP address (it lands in OpenSSH's configuration as ``HostName``)."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +102,19 @@ class CloudSettings:
     tenant_network_prefix: int = DEFAULT_PREFIX
     tenant_outbound: bool = True
     """Whether servers reach addresses beyond this host; false closes it."""
+    ssh_direct_ports: str = ""
+    """``FIRST-LAST``: each server gets a host port of this range forwarded to its sshd;
+    empty (the default): servers are reached only through the controller's tunnel."""
+    ssh_direct_bind: str = "127.0.0.1"
+    """The address the direct SSH ports listen on."""
+    ssh_direct_host: str = ""
+    """The host name clients dial for the direct ports; empty: the bind address, or the API's
+    host name when it binds every address."""
+
+    @property
+    def direct_ports(self) -> PortRange | None:
+        """The direct SSH port range; None when the option is off."""
+        return parse_port_range(self.ssh_direct_ports)
 
     def compute_options(self) -> dict[str, Any]:
         """What the local compute driver is built with."""
@@ -186,6 +206,15 @@ def parse_settings(raw: dict[str, Any], *, data_dir: Path, source: str) -> Cloud
                 raise errors.InvalidArgument(f"{source}: sandbox_uid_count is at least 1")
             if key == "tenant_network_pool":
                 _check_pool(value, source)
+            if key == "ssh_direct_ports":
+                parse_port_range(value, source=f"{source}: ssh_direct_ports")
+            if key == "ssh_direct_bind":
+                check_bind_address(value, source=f"{source}: ssh_direct_bind")
+            if key == "ssh_direct_host" and not _HOST_NAME.fullmatch(value):
+                raise errors.InvalidArgument(
+                    f"{source}: ssh_direct_host is a host name or address clients dial, such as"
+                    f" ssh.example.net or 192.0.2.10, not {value[:60]!r}"
+                )
             if key == "tenant_network_prefix" and not 20 <= value <= 28:
                 raise errors.InvalidArgument(
                     f"{source}: tenant_network_prefix is 20 to 28 (a subnet per vPOD)"
@@ -195,7 +224,25 @@ def parse_settings(raw: dict[str, Any], *, data_dir: Path, source: str) -> Cloud
             if expected is float and value < 0:
                 raise errors.InvalidArgument(f"{source}: {key} cannot be negative")
             values[key] = value
-    return replace(settings, **values)
+    chosen = replace(settings, **values)
+    if chosen.ssh_direct_ports and chosen.compute_driver != "local":
+        raise errors.InvalidArgument(
+            f"{source}: ssh_direct_ports forwards host ports to the local compute driver's"
+            f" sshd; {chosen.compute_driver} servers are reached at their own addresses:"
+            " leave ssh_direct_ports out"
+        )
+    return chosen
+
+
+def check_bind_address(value: str, *, source: str = "ssh_direct_bind") -> None:
+    """An IP address to listen on (``0.0.0.0`` or ``::`` for every address)."""
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        raise errors.InvalidArgument(
+            f"{source} is an IP address to listen on, such as 127.0.0.1 or 0.0.0.0, not"
+            f" {value[:60]!r}"
+        ) from None
 
 
 def _check_pool(value: str, source: str) -> None:

@@ -34,7 +34,8 @@ from vpod.agent.fabric import fabric_problem
 from vpod.cli.errors import CliFailure
 from vpod.client import AdminClient, CloudClient, CloudSettings, NotFound, VpodError
 from vpod.client.cloud_config import API_PREFIX, CONFIG_NAME, read_config, write_config
-from vpod.cloud.settings import ADMIN_TOKEN_FILE, CONFIG_FILE, render_settings
+from vpod.cloud.direct_ports import parse_port_range
+from vpod.cloud.settings import ADMIN_TOKEN_FILE, CONFIG_FILE, check_bind_address, render_settings
 from vpod.domain.topology import Pod
 
 CLOUD_CLUSTER = "cloud"
@@ -107,6 +108,19 @@ def write_cloud_settings(data_dir: Path) -> None:
     path = data_dir / CONFIG_FILE
     if not path.exists():
         path.write_text(render_settings((CLOUD_CLUSTER,)))
+
+
+def direct_ssh_argv(ports: str | None, bind: str | None) -> list[str]:
+    """vipu-server's options for direct SSH ports (checked here: a bad range is exit 2
+    before anything starts)."""
+    argv: list[str] = []
+    if ports is not None:
+        parse_port_range(ports, source="--ssh-direct-ports")
+        argv += ["--ssh-direct-ports", ports]
+    if bind is not None:
+        check_bind_address(bind, source="--ssh-direct-bind")
+        argv += ["--ssh-direct-bind", bind]
+    return argv
 
 
 def cloud_address_base(main_base: str) -> str:

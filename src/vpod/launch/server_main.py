@@ -7,14 +7,19 @@ import logging
 import logging.handlers
 import signal
 import sys
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import click
 
 from vpod.cli.errors import run_cli
+from vpod.cloud.direct_ports import parse_port_range
 from vpod.cloud.extension import CloudServer
-from vpod.cloud.settings import load_settings
+from vpod.cloud.model.errors import CloudError
+from vpod.cloud.model.errors import InvalidArgument as CloudInvalidArgument
+from vpod.cloud.settings import check_bind_address, load_settings
 from vpod.controller.server import ExtensionFactory, RunningServer, serve
 from vpod.controller.settings import Settings
 from vpod.controller.tls import ServerTls
@@ -151,6 +156,19 @@ def _configure_logging(
     " controller's files and every other tenant's (docs/cloud.md).",
 )
 @click.option(
+    "--ssh-direct-ports",
+    default=None,
+    metavar="FIRST-LAST",
+    help="Give every tenant's server a host port of this range forwarded to its sshd (e.g."
+    " 20000-20999; overrides ssh_direct_ports of cloud.toml; default: off, the tunnel only).",
+)
+@click.option(
+    "--ssh-direct-bind",
+    default=None,
+    metavar="ADDRESS",
+    help="Address the direct SSH ports listen on (overrides ssh_direct_bind; default 127.0.0.1).",
+)
+@click.option(
     "--max-connections",
     type=click.IntRange(-1, 1_000_000),
     default=-1,
@@ -216,6 +234,8 @@ def main(
     recovery_interval: float,
     cloud: bool,
     unsafe_shared_host: bool,
+    ssh_direct_ports: str | None,
+    ssh_direct_bind: str | None,
     max_connections: int,
     trusted_hosts: str,
     metrics_token_file: Path | None,
@@ -258,22 +278,39 @@ def main(
         trusted_hosts=trusted,
         metrics_token_file=metrics_token_file,
     )
-    run_cli(lambda: _start(settings, security, cloud, unsafe_shared_host))
+    overrides: dict[str, Any] = {"unsafe_shared_host": True} if unsafe_shared_host else {}
+    try:
+        if ssh_direct_ports is not None:
+            parse_port_range(ssh_direct_ports, source="--ssh-direct-ports")
+            overrides["ssh_direct_ports"] = ssh_direct_ports
+        if ssh_direct_bind is not None:
+            check_bind_address(ssh_direct_bind, source="--ssh-direct-bind")
+            overrides["ssh_direct_bind"] = ssh_direct_bind
+    except CloudError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    run_cli(lambda: _start(settings, security, cloud, overrides))
 
 
 def _start(
-    settings: Settings, security: SecurityOptions, cloud: bool = True, unsafe: bool = False
+    settings: Settings,
+    security: SecurityOptions,
+    cloud: bool = True,
+    overrides: Mapping[str, Any] | None = None,
 ) -> None:
     check_options(settings, security)
     if security.setup_only:
         run_setup(settings, security)
         return
     tls = prepare_serving(settings, security)
-    asyncio.run(_run(settings, tls, cloud, unsafe))
+    asyncio.run(_run(settings, tls, cloud, overrides or {}))
 
 
 async def _run(
-    settings: Settings, tls: ServerTls | None, cloud: bool = True, unsafe_shared_host: bool = False
+    settings: Settings,
+    tls: ServerTls | None,
+    cloud: bool = True,
+    cloud_overrides: Mapping[str, Any] | None = None,
 ) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -285,8 +322,13 @@ async def _run(
     cloud_server = None
     if cloud:
         cloud_settings = load_settings(settings.data_dir)
-        if unsafe_shared_host:
-            cloud_settings = replace(cloud_settings, unsafe_shared_host=True)
+        if cloud_overrides:  # the command line's, over cloud.toml's
+            cloud_settings = replace(cloud_settings, **cloud_overrides)
+            if cloud_settings.ssh_direct_ports and cloud_settings.compute_driver != "local":
+                raise CloudInvalidArgument(
+                    "--ssh-direct-ports forwards to the local compute driver's sshd; cloud.toml"
+                    f" chooses {cloud_settings.compute_driver}: leave it out"
+                )
         cloud_server = CloudServer(cloud_settings)
 
     def ready(running: RunningServer) -> None:

@@ -110,6 +110,9 @@ class UpOptions:
     cloud_pod: str | None = None
     unsafe_shared_host: bool = False
     """Tenants' servers unsandboxed where the host cannot sandbox them (vipu-server's flag)."""
+    ssh_direct_ports: str | None = None
+    """A host port range forwarded to the servers' sshd (vipu-server's --ssh-direct-ports)."""
+    ssh_direct_bind: str | None = None
 
 
 def mode_of(secure: bool | None) -> str | None:
@@ -196,6 +199,7 @@ def _prepare(options: UpOptions) -> tuple[UpState, str | None]:
 def run_up(options: UpOptions, *, echo: bool = True) -> None:
     """Start everything, print the ready line, and block until interrupted."""
     options = replace(options, data_dir=options.data_dir.absolute())
+    direct_ssh = cloud_up.direct_ssh_argv(options.ssh_direct_ports, options.ssh_direct_bind)
     data_dir = options.data_dir
     data_dir.mkdir(parents=True, exist_ok=True)
     with _exclusive(data_dir):
@@ -233,6 +237,7 @@ def run_up(options: UpOptions, *, echo: bool = True) -> None:
             cloud_up.write_cloud_settings(data_dir)
             if options.unsafe_shared_host:
                 server_argv.append("--unsafe-shared-host")
+            server_argv += direct_ssh
         else:
             server_argv.append("--no-cloud")
         _Run(options, state, pod, cloud_pod, admin, cloud=cloud, echo=echo).run(server_argv, logs)

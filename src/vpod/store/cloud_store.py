@@ -48,6 +48,7 @@ from .errors import AlreadyExists, Conflict, StoreError
 from .gpu_hosts import GpuHostStore
 from .keypair_store import KeypairStore
 from .reservation_store import ReservationStore
+from .ssh_port_store import SshPortStore
 from .store import Store
 
 Admit = Callable[[ProjectRecord, dict[str, int]], None]
@@ -70,6 +71,8 @@ class CloudStore:
         """GPU host agents, their GPUs and health (:mod:`.gpu_hosts`)."""
         self.keypairs = KeypairStore(database)
         """SSH keypairs and the clusters they log in to (:mod:`.keypair_store`)."""
+        self.ssh_ports = SshPortStore(database)
+        """Direct SSH ports: which server holds which host port (:mod:`.ssh_port_store`)."""
 
     @classmethod
     def of(cls, store: Store) -> CloudStore:

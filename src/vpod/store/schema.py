@@ -51,6 +51,7 @@ from . import (
     gpu_schema,  # noqa: F401  (GPU host agents, the same metadata)
     keypair_schema,  # noqa: F401  (SSH keypairs, the same metadata)
     reservation_schema,  # noqa: F401  (reservation plans, the same metadata)
+    ssh_port_schema,  # noqa: F401  (direct SSH ports, the same metadata)
 )
 from .columns import ID, LABEL, NAME, TEXT_SHORT, UtcDateTime
 from .columns import metadata as metadata  # the whole schema's: V-IPU and cloud tables

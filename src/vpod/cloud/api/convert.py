@@ -131,6 +131,7 @@ def cluster_out(view: ClusterView) -> ClusterOut:
                     SshHostKeyOut(key=k.key, fingerprint=k.fingerprint)
                     for k in view.host_keys.get(s.id, ())
                 ],
+                ssh_port=view.ssh_ports.get(s.id),
             )
             for s in view.servers
         ],

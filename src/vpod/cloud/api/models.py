@@ -183,6 +183,11 @@ class ServerOut(BaseModel):
         default_factory=list,
         description="Its sshd's public host keys: check them, do not trust on first use.",
     )
+    ssh_port: int | None = Field(
+        None,
+        description="Its direct SSH port on the controller's host, where the operator gives"
+        " servers one (`ssh_direct_ports`); null: reach it through the tunnel.",
+    )
 
 
 class VolumeOut(BaseModel):

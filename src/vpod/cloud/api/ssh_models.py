@@ -45,6 +45,12 @@ class ServerSshOut(BaseModel):
         description="The tunnel to its sshd: a WebSocket under the API's URL (same bearer"
         " token) carrying the SSH connection's bytes; `vpod cluster ssh-proxy` speaks it."
     )
+    direct_host: str | None = Field(
+        None,
+        description="Where its direct SSH port listens, where the operator gives servers one"
+        " (`vpod cluster ssh-config --direct`); null otherwise.",
+    )
+    direct_port: int | None = Field(None, description="Its direct SSH port on `direct_host`.")
 
 
 class ClusterSshOut(BaseModel):

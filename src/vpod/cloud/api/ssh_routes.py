@@ -115,10 +115,13 @@ async def remove_cluster_keypair(
     response_model=ClusterSshOut,
     summary="How to reach the servers' sshd: users, host keys, tunnels",
 )
-async def cluster_ssh(cloud: CloudDep, cluster: str, who: Tenant) -> ClusterSshOut:
+async def cluster_ssh(
+    cloud: CloudDep, cluster: str, who: Tenant, request: Request
+) -> ClusterSshOut:
     found = await cloud.clusters.find(who, cluster)
     servers = await cloud.ssh.info(who, found.id)
     keypairs = await cloud.keypairs.of_cluster(who, found.id)
+    direct_host = cloud.ssh_ports.host_for(request.url.hostname or "127.0.0.1")
     return ClusterSshOut(
         cluster=found.name,
         keypairs=[k.name for k in keypairs],
@@ -132,6 +135,8 @@ async def cluster_ssh(cloud: CloudDep, cluster: str, who: Tenant) -> ClusterSshO
                     SshHostKeyOut(key=k.key, fingerprint=k.fingerprint) for k in s.host_keys
                 ],
                 connect=tunnel_path(PREFIX, found.name, s.name),
+                direct_host=direct_host if s.direct_port is not None else None,
+                direct_port=s.direct_port,
             )
             for s in servers
         ],

@@ -24,6 +24,7 @@ from ..model.records import Cluster, Server, Volume
 from ..runner import Job
 from ..services.dataset_access import apply_dataset_change
 from ..services.gpu_hosts import host_views
+from ..services.ssh_ports import assign_ports
 from ..states import ClusterStatus, ServerStatus, VolumeStatus
 from ..validation import network_cidr
 from ..vipu import saved_spec
@@ -112,8 +113,10 @@ async def place_on_hosts(job: Job, cluster: Cluster, servers: Sequence[Server]) 
 
 
 async def build_servers(job: Job, cluster: Cluster, servers: Sequence[Server]) -> None:
-    """Create boot volumes and servers that do not exist yet; mark them ACTIVE."""
+    """Create boot volumes and servers that do not exist yet, each with its direct SSH port
+    where the operator gives servers one; mark them ACTIVE."""
     flavor = flavor_of(cluster)
+    await assign_ports(job.ctx, [s.id for s in servers], f"cluster {cluster.name}")
     volumes = await volumes_of(job, cluster.id)
     for server in servers:
         boot = boot_volume_of(server, volumes)

@@ -49,6 +49,7 @@ from .capacity import Capacity
 from .context import CloudContext
 from .gpu_hosts import GpuHosts, ServerGpu
 from .projects import Principal
+from .ssh_ports import SshPorts, assign_ports, require_ports
 from .tasks import new_task
 
 
@@ -91,6 +92,8 @@ class ClusterView:
     """Names of the keypairs that may log in to its servers."""
     host_keys: Mapping[str, tuple[HostKey, ...]] = field(default_factory=dict)
     """Server id -> its sshd's public host keys (to pin in known_hosts)."""
+    ssh_ports: Mapping[str, int] = field(default_factory=dict)
+    """Server id -> its direct SSH port on the host (empty unless the operator set a range)."""
 
     @property
     def busy_with(self) -> str | None:
@@ -116,11 +119,16 @@ def server_name(cluster_name: str, flavor: Flavor, position: int) -> str:
 
 class Clusters:
     def __init__(
-        self, ctx: CloudContext, capacity: Capacity, gpu_hosts: GpuHosts | None = None
+        self,
+        ctx: CloudContext,
+        capacity: Capacity,
+        gpu_hosts: GpuHosts | None = None,
+        ssh_ports: SshPorts | None = None,
     ) -> None:
         self._ctx = ctx
         self._capacity = capacity
         self._gpu_hosts = gpu_hosts
+        self._ssh_ports = ssh_ports or SshPorts(ctx)
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -148,6 +156,7 @@ class Clusters:
             gpus,
             tuple(k.name for k in keys.get(cluster.id, [])),
             await self._host_keys(servers),
+            await self._ssh_ports.of_servers([s.id for s in servers]),
         )
 
     async def _gpus(
@@ -176,6 +185,7 @@ class Clusters:
         gpus = await self._gpus([s.id for s in servers])
         keys = await self._ctx.db(self._ctx.store.keypairs.of_clusters, [c.id for c in clusters])
         host_keys = await self._host_keys(servers)
+        ssh_ports = await self._ssh_ports.of_servers([s.id for s in servers])
         return [
             ClusterView(
                 c,
@@ -185,6 +195,7 @@ class Clusters:
                 gpus,
                 tuple(k.name for k in keys.get(c.id, [])),
                 host_keys,
+                ssh_ports,
             )
             for c in clusters
         ]
@@ -248,6 +259,7 @@ class Clusters:
         keypair_ids = [await self._keypair_id(project_id, ref) for ref in request.keypairs]
         async with self._capacity.admission():
             await self._capacity.require(flavor, count, project_id=project_id)
+            await require_ports(self._ctx, count, f"cluster {name}")
             return await self._record_creation(
                 principal,
                 request,
@@ -353,6 +365,7 @@ class Clusters:
         )
         if keypair_ids:  # before the task runs: its setup writes them on the servers
             await ctx.db(ctx.store.keypairs.give, cluster_id, keypair_ids)
+        await self._assign_ports(servers, f"cluster {name}")
         ctx.published([entry])
         ctx.submit(task.id)
         return task
@@ -576,6 +589,7 @@ class Clusters:
             await self._capacity.require(
                 flavor, target - current, fabric=cluster.fabric, project_id=cluster.project_id
             )
+            await require_ports(self._ctx, target - current, f"growing cluster {cluster.name}")
             return await self._grow(cluster, flavor, servers, target, change, params)
 
     async def _grow(
@@ -603,7 +617,7 @@ class Clusters:
         demand = server_demand(flavor, target - current)
         if boot:
             demand.update(volumes=len(boot), volume_gib=sum(v.size_gib for v in boot))
-        return await self._claim(
+        task = await self._claim(
             cluster,
             Operation.RESIZE,
             params,
@@ -612,6 +626,16 @@ class Clusters:
             new_volumes=boot,
             demand=demand,
         )
+        await self._assign_ports(new, f"growing cluster {cluster.name}")
+        return task
+
+    async def _assign_ports(self, servers: Sequence[Server], what: str) -> None:
+        """Record the new servers' direct SSH ports at once (shown before the task runs); one
+        another controller took meanwhile is found again when the task builds the servers."""
+        try:
+            await assign_ports(self._ctx, [s.id for s in servers], what)
+        except errors.CloudError:
+            return  # the task's own assignment fails it with the reason
 
     async def set_metadata(
         self, principal: Principal, ref: str, metadata: Mapping[str, str], *, replace: bool

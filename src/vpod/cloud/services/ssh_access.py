@@ -32,6 +32,8 @@ class ServerSsh:
     status: str
     user: str
     host_keys: tuple[HostKey, ...]
+    direct_port: int | None = None
+    """Its direct SSH port on the controller's host (None unless the operator set a range)."""
 
 
 class SshAccess:
@@ -48,6 +50,7 @@ class SshAccess:
                 status=str(s.status),
                 user=SERVER_USER,
                 host_keys=view.host_keys.get(s.id, ()),
+                direct_port=view.ssh_ports.get(s.id),
             )
             for s in sorted(view.servers, key=lambda s: s.position)
         ]
