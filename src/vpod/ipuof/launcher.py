@@ -42,6 +42,7 @@ from vpod.client import AlreadyExists, NotFound, Partition, UserClient, VpodErro
 
 from .partition_update import holders, shape_differences
 from .render import fail
+from .tied_children import start_tied
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 STOP_GRACE_S = 10.0
@@ -128,13 +129,14 @@ class Instances:
 
     def start(self, index: int, command: Sequence[str], env: Mapping[str, str]) -> None:
         try:
-            proc = subprocess.Popen(
-                list(command),
+            # Its own process group (our signals reach it only when we forward them), killed
+            # by Linux if this launcher dies without stopping it (SIGKILL included).
+            proc = start_tied(
+                command,
                 env=dict(env),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
-                start_new_session=True,  # our signals reach it only when we forward them
             )
         except OSError as exc:
             raise click.UsageError(f"cannot start {command[0]}: {exc.strerror}") from None
