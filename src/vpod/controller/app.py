@@ -117,7 +117,7 @@ def build_controller(
     inventory = Inventory(ctx)
     facts = AgentFactsCache(ctx)
     fleet = Fleet(ctx, inventory, facts, health)
-    partitions = PartitionService(ctx, inventory, facts)
+    partitions = PartitionService(ctx, inventory, facts, fleet.reconcile)
     allocation_hosts = AllocationHosts(ctx, inventory, partitions)
     owners = OwnerLease(ctx)
     repair = PartitionRepair(ctx, inventory, partitions, health.steadily_answering, owners)

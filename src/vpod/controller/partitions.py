@@ -14,8 +14,9 @@ two requests (or two controllers) cannot run conflicting operations.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Unpack
 
 from vpod.agent.errors import AgentError, AgentRefused, Reason
@@ -45,6 +46,8 @@ from .inventory import Inventory
 from .partition_views import AgentFactsCache
 from .run_to_completion import runs_to_completion
 
+log = logging.getLogger("vpod.partitions")
+
 RESERVE_ATTEMPTS = 3
 """State moves retried after a concurrent change (see ``move_state``)."""
 CONFLICT_ATTEMPTS = 50
@@ -63,11 +66,26 @@ class _PlacedOnFaultyIpu(errors.Unavailable):
     placed it predates the fault (another replica heard of it), so placing again may work."""
 
 
+def _ipu_busy(error: AgentError | None) -> bool:
+    return isinstance(error, AgentRefused) and error.reason is Reason.IPU_BUSY
+
+
+Reconcile = Callable[[Agent], Awaitable[int]]
+"""Make one agent hold exactly the store's configurations (``Fleet.reconcile``)."""
+
+
 class PartitionService:
-    def __init__(self, ctx: Context, inventory: Inventory, facts: AgentFactsCache) -> None:
+    def __init__(
+        self,
+        ctx: Context,
+        inventory: Inventory,
+        facts: AgentFactsCache,
+        reconcile: Reconcile | None = None,
+    ) -> None:
         self._ctx = ctx
         self._inventory = inventory
         self._facts = facts
+        self._reconcile = reconcile
         self._recent: dict[str, PartitionRecord] = {}
         """The last version of each live partition this controller wrote."""
 
@@ -307,10 +325,13 @@ class PartitionService:
         configs = _machine_configs(cluster, record)
         hosts = await self.hosts_of(record)
         timeout = self._ctx.settings.agent_timeout_s
-        _, failed = await fan_out(
-            agents,
-            lambda a: self._ctx.gateway.configure(a, configs[a.id], hosts=hosts, timeout=timeout),
-        )
+
+        async def configure(agent: Agent) -> None:
+            config = configs[agent.id]
+            await self._ctx.gateway.configure(agent, config, hosts=hosts, timeout=timeout)
+
+        _, failed = await fan_out(agents, configure)
+        failed = await self._retry_on_stale(agents, failed, configure)
         if not failed:
             # What the agents reported for IPUoF is recorded now: a dead agent must not hide
             # the configuration of a partition that is ACTIVE on it.
@@ -328,6 +349,34 @@ class PartitionService:
             self._ctx.occupancy.forget(cluster.id)
             raise _PlacedOnFaultyIpu(message)
         raise errors.Unavailable(message)
+
+    async def _retry_on_stale(
+        self,
+        agents: Sequence[Agent],
+        failed: dict[str, AgentError],
+        configure: Callable[[Agent], Awaitable[None]],
+    ) -> dict[str, AgentError]:
+        """Configure once more on agents that refused because an IPU is still in another
+        partition, after reconciling them with the store.
+
+        The store just gave these IPUs to this partition, so a partition the agent still
+        holds on them is one the store no longer has there: a configure or release that
+        timed out and that the agent carried out late (an agent under load, a pod1024's
+        thousand machines in one process). Reconciliation would clear it within seconds;
+        until then every create placed there would fail. Partitions with an operation
+        under way (this one included) are left alone by the reconciliation."""
+        stale = [a for a in agents if _ipu_busy(failed.get(a.id))]
+        if not stale or self._reconcile is None:
+            return failed
+        reconcile = self._reconcile
+
+        async def cleared(agent: Agent) -> None:
+            await reconcile(agent)
+            await configure(agent)
+
+        _, again = await fan_out(stale, cleared)
+        log.info("cleared stale configurations on %s", ", ".join(a.id for a in stale))
+        return {a: e for a, e in failed.items() if a not in {s.id for s in stale}} | again
 
     # ----------------------------------------------------------------- remove
 
