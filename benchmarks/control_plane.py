@@ -37,12 +37,14 @@ import asyncio
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from collections import Counter
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import grpc
@@ -74,6 +76,8 @@ class Result:
     """CPU time of the controller process per pair (all its threads)."""
     agent_cpu_ms: float = float("nan")
     client_cpu_ms: float = float("nan")
+    error_causes: dict[str, int] = field(default_factory=dict)
+    """Errors by call, status code and the start of the message."""
 
 
 def _spawn(argv: list[str], ready: str, timeout: float = 60) -> tuple[subprocess.Popen[str], str]:
@@ -114,6 +118,12 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _cause(call: str, exc: grpc.aio.AioRpcError) -> str:
+    """The call, status and message, partition ids made alike so that causes add up."""
+    details = re.sub(r"bench-\d+-\d+", "bench-*", exc.details() or "")
+    return f"{call} {exc.code().name}: {details[:300]}"
+
+
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
@@ -139,6 +149,7 @@ async def _run_load(
     rnd = random.Random(seed)
     latencies: list[float] = []
     errors = 0
+    causes: Counter[str] = Counter()
     full = 0
     overcommitted = concurrency > pod_ipus
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
@@ -173,14 +184,18 @@ async def _run_load(
                         full += 1 if counted else 0
                         await asyncio.sleep(0.02)
                         continue
-                    errors += 1 if counted else 0
+                    if counted:
+                        errors += 1
+                        causes[_cause("create", exc)] += 1
                     continue
                 if counted:
                     latencies.append(time.perf_counter() - start)
                 try:
                     await users.RemovePartition(pb.RemovePartitionRequest(partition_id=pid))
-                except grpc.aio.AioRpcError:
-                    errors += 1 if counted else 0
+                except grpc.aio.AioRpcError as exc:
+                    if counted:
+                        errors += 1
+                        causes[_cause("remove", exc)] += 1
 
         def cpu_now() -> tuple[float, float, float]:
             server, agents = pids if pids else (-1, -1)
@@ -207,6 +222,7 @@ async def _run_load(
         server_cpu_ms=per_pair[0],
         agent_cpu_ms=per_pair[1],
         client_cpu_ms=per_pair[2],
+        error_causes=dict(causes.most_common()),
     )
 
 
@@ -299,6 +315,8 @@ def bench_pod(
                     f" agents {result.agent_cpu_ms:.2f}, client {result.client_cpu_ms:.2f})",
                     flush=True,
                 )
+                for cause, count in result.error_causes.items():
+                    print(f"    {count} x {cause}", flush=True)
         finally:
             if agents is not None:
                 _stop(agents)

@@ -100,6 +100,43 @@ def test_ctrl_c_in_the_middle_leaves_nothing_behind(apps: Apps, tmp_path: Path) 
     eventually(lambda: not workloads(marker), "no instance is left running", 5)
 
 
+def test_sigkill_of_the_launcher_ends_every_instance(apps: Apps) -> None:
+    """The launcher runs no code when SIGKILLed: Linux ends its instances (a parent-death
+    signal each asked for before exec), and their IPUs are free again."""
+    marker = "4343.5"
+    launcher = subprocess.Popen(
+        [
+            str(BIN / "vpod-run"), "--num-replicas", "4", "--ipus-per-replica", "1",
+            "--num-instances", "4", "--", str(BIN / "vpod-workload"), "--seconds", marker,
+        ],
+        env=apps.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )  # fmt: skip
+    assert launcher.stdout is not None
+    attached = 0
+    while attached < 4:
+        line = launcher.stdout.readline()
+        assert line, "the launcher ended before every instance attached"
+        attached += " attached device " in line
+    started = workloads(marker)
+    assert len(started) == 4
+    launcher.kill()
+    launcher.wait(timeout=10)
+    eventually(lambda: not workloads(marker), "no instance outlives the launcher", 10)
+    assert not [pid for pid in started if running(pid)]
+
+
+def running(pid: int) -> bool:
+    """Alive, not a zombie its reaper has yet to collect."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
 def test_the_worst_exit_status_wins_and_a_failure_stops_the_others(apps: Apps) -> None:
     before = apps.partition_ids()
     script = 'if [ "$POPDIST_LOCAL_INSTANCE_INDEX" = 1 ]; then exit 3; fi; exec sleep 60'

@@ -199,6 +199,26 @@ def test_partitions_are_listed_by_id_and_filtered(pod: Store) -> None:
     assert pod.get_partition("d").slots == (7, 6, 5, 4)  # routing order, not slot order
 
 
+def test_partitions_are_filtered_by_ready_state_with_their_ipus(pod: Store) -> None:
+    """ready_states keeps the partitions in one of those states, each with all its IPUs;
+    it combines with the other filters, and an empty collection matches nothing."""
+    pod.reserve_partition(record("ok", range(4)))
+    pod.update_partition("ok", expected_version=1, updated_at=at(1), state=ACTIVE)
+    broken = pod.reserve_partition(record("broken", range(4, 8)))
+    error = PartitionState(ReadyState.ERROR, OperationState.IDLE)
+    broken = pod.update_partition("broken", expected_version=1, updated_at=at(1), state=error)
+    pod.reserve_partition(record("pending", range(16, 20), allocation_id="al2"))
+
+    def ids(**filters: object) -> list[str]:
+        return [p.id for p in pod.list_partitions(**filters)]  # type: ignore[arg-type]
+
+    assert pod.list_partitions(ready_states=[ReadyState.ERROR]) == [broken]
+    assert ids(ready_states={ReadyState.ERROR, ReadyState.PENDING}) == ["broken", "pending"]
+    assert ids(ready_states=[ReadyState.PENDING], allocation_ids=["al1"]) == []
+    assert ids(ready_states=[ReadyState.ACTIVE], cluster_id="c1") == ["ok"]
+    assert ids(ready_states=[]) == []
+
+
 def test_only_the_listed_fields_can_be_updated(pod: Store) -> None:
     """The spec and the times of creation are not changes: asking for them is a TypeError."""
     pod.reserve_partition(record("p1", range(4)))

@@ -55,9 +55,13 @@ class AgentHealthBook:
     def note_health(self, agent_id: str, health: MachineHealth, at: float = 0.0) -> bool:
         """Remember an agent's last heartbeat (answered at ``at``, epoch seconds); True when
         its IPU or link faults changed."""
+        self._health_at[agent_id] = at
+        if self._last_health.get(agent_id) is health:
+            # The heartbeat decoder hands back the same object for an unchanged answer (most
+            # of a pod1024's 1,024 a second): nothing to compare.
+            return False
         before = self._fault_summary(agent_id)
         self._last_health[agent_id] = health
-        self._health_at[agent_id] = at
         return self._fault_summary(agent_id) != before
 
     def holders_of(self, partition_id: str) -> list[str]:

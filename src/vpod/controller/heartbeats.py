@@ -111,7 +111,7 @@ class HeartbeatMonitor:
         self._faults_stored.clear()
 
     async def tick(self) -> None:
-        agents = await self._inventory.list_agents()
+        agents = await self._inventory.recent_agents()
         answers = await self._ask_fleets(agents)
         await asyncio.gather(*(self._check(a, answers.get(a.id)) for a in agents))
         await self._store_heartbeats()
@@ -319,4 +319,4 @@ class HeartbeatMonitor:
                 )
 
     async def _clusters_of(self, agent: Agent) -> list[Cluster]:
-        return [c for c in await self._inventory.list_clusters() if agent.id in c.agent_ids]
+        return [c for c in await self._inventory.recent_clusters() if agent.id in c.agent_ids]

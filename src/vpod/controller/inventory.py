@@ -76,6 +76,17 @@ class Inventory:
         view = await self._cache.view()
         return list(view.agents.values()), list(view.clusters.values())
 
+    async def recent_agents(self) -> list[Agent]:
+        """Every agent in id order, from the short-lived view (at most a second old; this
+        process's own changes at once): for the background rounds that run every second,
+        where a store read of every agent of a pod1024 each time was a large share of the
+        controller's CPU under load."""
+        return list((await self._cache.view()).sorted_agents)
+
+    async def recent_clusters(self) -> list[Cluster]:
+        """Every cluster in id order, from the short-lived view (see :meth:`recent_agents`)."""
+        return list((await self._cache.view()).sorted_clusters)
+
     async def agents(self, agent_ids: Iterable[str]) -> list[Agent]:
         wanted = list(agent_ids)
         view = await self._cache.view()

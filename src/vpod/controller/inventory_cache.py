@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from functools import cached_property
 
 from vpod.domain.entities import Agent, Allocation, Cluster
+from vpod.domain.naming import natural_key
 
 from .clock import Clock
 from .db import Db
@@ -28,6 +30,16 @@ class InventoryView:
     clusters: dict[str, Cluster]
     allocations: dict[str, Allocation]
     loaded_at: float
+
+    @cached_property
+    def sorted_agents(self) -> list[Agent]:
+        """The agents in natural id order, sorted once per view (read every second by the
+        heartbeats: 1,024 of them on a pod1024)."""
+        return sorted(self.agents.values(), key=lambda a: natural_key(a.id))
+
+    @cached_property
+    def sorted_clusters(self) -> list[Cluster]:
+        return sorted(self.clusters.values(), key=lambda c: natural_key(c.id))
 
 
 class InventoryCache:

@@ -112,7 +112,7 @@ class LeaderLoop:
     async def _round(self, started: float, next_recovery: float) -> None:
         try:
             await self.monitor.tick()
-            clusters = await self._inventory.list_clusters()
+            clusters = await self._inventory.recent_clusters()
             faulty = {c.id: self._health.faulty_slots(c) for c in clusters}
             await self._repair.repair_round(faulty)
             if started >= next_recovery:

@@ -67,7 +67,12 @@ class _PlacedOnFaultyIpu(errors.Unavailable):
 
 
 class PartitionService:
-    def __init__(self, ctx: Context, inventory: Inventory, facts: AgentFactsCache) -> None:
+    def __init__(
+        self,
+        ctx: Context,
+        inventory: Inventory,
+        facts: AgentFactsCache,
+    ) -> None:
         self._ctx = ctx
         self._inventory = inventory
         self._facts = facts

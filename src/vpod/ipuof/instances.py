@@ -21,6 +21,8 @@ from typing import IO
 
 import click
 
+from .tied_children import start_tied
+
 STOP_GRACE_S = 10.0
 """How long stopped instances get to exit after SIGINT/SIGTERM before SIGKILL."""
 FORWARDED = {signal.SIGINT: "INT", signal.SIGTERM: "TERM", signal.SIGHUP: "HUP"}
@@ -61,13 +63,15 @@ class Instances:
         """``host``: ``command`` is the ssh to it, and its standard input stays open (the
         remote instance ends when it closes); ``env`` None: the launcher's own."""
         try:
-            proc = subprocess.Popen(
-                list(command),
+            # Its own process group (our signals reach it only when we forward them), killed
+            # by Linux if this launcher dies without stopping it (SIGKILL included); a remote
+            # instance ends when its ssh does.
+            proc = start_tied(
+                command,
                 env=None if env is None else dict(env),
                 stdin=subprocess.PIPE if host is not None else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
-                start_new_session=True,  # our signals reach it only when we forward them
             )
         except OSError as exc:
             raise click.UsageError(f"cannot start {command[0]}: {exc.strerror}") from None

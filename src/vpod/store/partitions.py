@@ -266,9 +266,14 @@ def list_partitions(
     ids: Collection[str] | None = None,
     allocation_ids: Collection[str] | None = None,
     cluster_id: str | None = None,
+    ready_states: Collection[ReadyState] | None = None,
 ) -> list[PartitionRecord]:
     """Partitions by id, filtered by every criterion given (two indexed queries)."""
-    if (ids is not None and not ids) or (allocation_ids is not None and not allocation_ids):
+    if (
+        (ids is not None and not ids)
+        or (allocation_ids is not None and not allocation_ids)
+        or (ready_states is not None and not ready_states)
+    ):
         return []
     rows_query = select(partitions).order_by(partitions.c.id)
     ipus_query = _ipu_query()
@@ -281,6 +286,16 @@ def list_partitions(
     if cluster_id is not None:
         rows_query = rows_query.where(partitions.c.cluster_id == cluster_id)
         ipus_query = ipus_query.where(partition_ipus.c.cluster_id == cluster_id)
+    if ready_states is not None:
+        # Filtered in SQL so that the records built are only the ones asked for: the leader
+        # looks for ERROR partitions every second, among every partition of the pod.
+        names = sorted(s.name for s in ready_states)
+        rows_query = rows_query.where(partitions.c.ready_state.in_(names))
+        ipus_query = ipus_query.where(
+            partition_ipus.c.partition_id.in_(
+                select(partitions.c.id).where(partitions.c.ready_state.in_(names))
+            )
+        )
     rows = conn.execute(rows_query).all()
     ipus = _ipus_by_partition(conn, ipus_query)
     return [_record(row, ipus[row.id]) for row in rows]

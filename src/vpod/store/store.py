@@ -21,6 +21,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar, Unpack
 from sqlalchemy import Connection, text
 
 from vpod.domain.entities import Agent, Allocation, Cluster, User
+from vpod.domain.partition_states import ReadyState
 
 from . import agents as agent_rows
 from . import allocations as allocation_rows
@@ -466,11 +467,16 @@ class Store:
         ids: Collection[str] | None = None,
         allocation_ids: Collection[str] | None = None,
         cluster_id: str | None = None,
+        ready_states: Collection[ReadyState] | None = None,
     ) -> list[PartitionRecord]:
         """Partitions by id, filtered by every criterion given."""
         with self._db.read(snapshot=True) as conn:
             return partition_rows.list_partitions(
-                conn, ids=ids, allocation_ids=allocation_ids, cluster_id=cluster_id
+                conn,
+                ids=ids,
+                allocation_ids=allocation_ids,
+                cluster_id=cluster_id,
+                ready_states=ready_states,
             )
 
     def occupancy(self, cluster_id: str) -> Occupancy:
