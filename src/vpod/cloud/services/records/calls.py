@@ -23,7 +23,7 @@ from typing import ParamSpec, TypeVar
 from vpod.store import errors as store_errors
 from vpod.store.cloud_store import CloudStore
 
-from ..model import errors
+from ...model import errors
 
 P = ParamSpec("P")
 T = TypeVar("T")
