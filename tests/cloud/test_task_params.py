@@ -203,7 +203,8 @@ def test_unreadable_parameters_are_a_clear_refusal_not_a_crash(
     with pytest.raises(errors.FailedPrecondition) as refused:
         asyncio.run(records.get_task("task-bad"))
     message = str(refused.value)
-    assert "task-bad" in message and "cluster_id" in message and "server" in message
+    for named in ("task-bad", "cluster_id", "server"):
+        assert named in message
 
 
 def test_dataset_changes_are_what_the_task_asks() -> None:
