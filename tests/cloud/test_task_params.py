@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from vpod.cloud.model import errors
-from vpod.cloud.model.records import Task
+from vpod.cloud.model.datasets import SealedStorage
+from vpod.cloud.model.records import Keypair, Task
 from vpod.cloud.model.statuses import Operation, TaskState
 from vpod.cloud.model.task_params import (
     PARAMS_OF,
@@ -219,3 +220,18 @@ def test_dataset_changes_are_what_the_task_asks() -> None:
     assert ClusterParams().dataset_change is None
     assert not is_vpod(ClusterParams(vpod=False))
     assert is_vpod(SetMetadataParams(metadata={}))
+
+
+def test_keypairs_and_storages_go_through_the_records_as_model_values(
+    tables: tuple[CloudStore, CloudRecords],
+) -> None:
+    _store, records = tables
+    key = Keypair("kp-1", "acme", "laptop", "ssh-ed25519", "ssh-ed25519 AAAA", "SHA256:x", NOW)
+    asyncio.run(records.add_keypair(key))
+    assert asyncio.run(records.find_keypair("acme", "laptop")) == key
+    assert asyncio.run(records.list_keypairs("acme")) == [key]
+    assert asyncio.run(records.find_keypair("other", "laptop")) is None
+    storage = SealedStorage("ds-1", "acme", "bucket", "s3", "b", "AK…YZ", "s1", "s2", NOW)
+    asyncio.run(records.add_storage(storage))
+    assert asyncio.run(records.find_storage("acme", "bucket")) == storage
+    assert asyncio.run(records.list_storages()) == [storage]

@@ -183,8 +183,8 @@ def row_of_health(change: HealthChange) -> HealthRow:
 
 
 def keypair_of(record: KeypairRecord) -> Keypair:
-    """The keypair as stored; who holds it is the caller's to add."""
-    return _copy(Keypair, record)
+    """The keypair as stored; who holds it (``clusters``) is the caller's to add."""
+    return Keypair(**{f.name: getattr(record, f.name) for f in fields(record)})
 
 
 def row_of_keypair(keypair: Keypair) -> KeypairRecord:
