@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from vpod.store.cloud_records import MeterEntry
+from vpod.cloud.model.metering import MeterEntry
 
 from .live import LiveCloud, start_cloud, stop_cloud
 
@@ -76,8 +76,7 @@ def in_shell(
 
 def meter_of(live: LiveCloud, resource_id: str) -> list[MeterEntry]:
     """Every metering entry of a cluster or volume, oldest first."""
-    ctx = live.cloud.ctx
-    return live.run(ctx.db(ctx.store.list_meter, resource_id=resource_id))
+    return live.run(live.cloud.ctx.records.list_meter(resource_id=resource_id))
 
 
 def partition_ids(listing: str) -> list[str]:

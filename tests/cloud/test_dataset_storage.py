@@ -452,13 +452,11 @@ def test_removing_a_project_forgets_its_storage(live: LiveCloud) -> None:
     token = live.project("ds-gone")
     with live.client(token) as http:
         ok(register(http, "leaving", OWNER_KEYS), 201)
-    store = live.cloud.ctx.store.datasets
-    assert [s.name for s in live.run(live.cloud.ctx.db(store.list_storages, "ds-gone"))] == [
-        "leaving"
-    ]
+    records = live.cloud.ctx.records
+    assert [s.name for s in live.run(records.list_storages("ds-gone"))] == ["leaving"]
     with live.admin() as admin:
         ok(admin.delete("/admin/projects/ds-gone"), 204)
-    assert live.run(live.cloud.ctx.db(store.list_storages, "ds-gone")) == []
+    assert live.run(records.list_storages("ds-gone")) == []
 
 
 def test_a_withdrawn_endpoint_never_blocks_a_resume(live: LiveCloud) -> None:

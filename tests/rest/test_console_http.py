@@ -215,7 +215,8 @@ def test_the_rest_client_reads_the_fabric_and_follows_changes(pod: LivePod) -> N
         (cluster,) = rest.pod_map()
         assert cluster.id == "pod"
         assert [ipu.slot for ipu in cluster.ipus()] == list(range(16))
-        assert cluster.allocations == {"alloc-a": (0, 1), "alloc-b": (2, 3)}
+        assert cluster.allocation_machines() == {"alloc-a": (0, 1), "alloc-b": (2, 3)}
+        assert [(a.id, a.size) for a in cluster.allocations] == [("alloc-a", 8), ("alloc-b", 8)]
         assert rest.fragmentation("alloc-a").largest_free_block == 8
         seen: list[Any] = []
         opened = threading.Event()

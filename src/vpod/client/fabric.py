@@ -1,9 +1,10 @@
 """The whole fabric over REST: who am I, the pod map, fragmentation, and the change stream.
 
-Records and calls for ``GET /api/v1/whoami``, ``/api/v1/admin/pod-map``,
+Calls for ``GET /api/v1/whoami``, ``/api/v1/admin/pod-map``,
 ``/api/v1/admin/allocations/{id}/fragmentation`` and the server-sent events
-of ``/api/v1/admin/stream`` (docs/rest-api.md); :class:`~.rest.RestClient`
-and :class:`~.rest.AsyncRestClient` run them::
+of ``/api/v1/admin/stream`` (docs/rest-api.md), answered in the shapes the controller answers with
+(:mod:`vpod.wire.rest.pod_map`, defined once); :class:`~.rest.RestClient` and
+:class:`~.rest.AsyncRestClient` run them::
 
     >>> with RestClient.from_config(url="http://127.0.0.1:8080") as rest:
     ...     for change in rest.changes():
@@ -20,96 +21,21 @@ from urllib.parse import quote
 
 import httpx
 
+from vpod.wire.rest.pod_map import (
+    AllocationMap,
+    ClusterMap,
+    DomainMap,
+    Fragmentation,
+    GwLink,
+    Identity,
+    IpuCell,
+    MachineMap,
+    PartitionSummary,
+    PodMap,
+    SizeOutlook,
+)
+
 from .http_transport import HttpCall, HttpSite, error_of_exception, error_of_reply, get
-
-
-@dataclass(frozen=True)
-class Identity:
-    user_id: str
-    admin: bool
-    allocation_ids: tuple[str, ...] | None
-    """None: every allocation."""
-    secure: bool
-
-
-@dataclass(frozen=True)
-class IpuCell:
-    slot: int
-    device_id: int
-    position: int
-    partition_id: str | None
-    fault: str
-    utilisation: float | None
-    process: str = ""
-
-
-@dataclass(frozen=True)
-class MachineMap:
-    index: int
-    agent_id: str
-    allocation_id: str | None
-    reachable: bool
-    state: str
-    reason: str
-    links_down: tuple[str, ...]
-    ipus: tuple[IpuCell, ...]
-
-
-@dataclass(frozen=True)
-class DomainMap:
-    index: int
-    topology: str
-    machines: tuple[MachineMap, ...]
-
-
-@dataclass(frozen=True)
-class PartitionSummary:
-    id: str
-    allocation_id: str
-    cluster_id: str
-    size: int
-    ready_state: str
-    operation_state: str
-    slots: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class ClusterMap:
-    id: str
-    machine_type: str
-    ild_topology: str
-    gw_topology: str
-    num_ipus: int
-    domains: tuple[DomainMap, ...]
-    gw_links: tuple[tuple[int, int], ...]
-    allocations: dict[str, tuple[int, ...]]
-    """Allocation id → its machines."""
-    partitions: tuple[PartitionSummary, ...]
-
-    def ipus(self) -> Iterator[IpuCell]:
-        for domain in self.domains:
-            for machine in domain.machines:
-                yield from machine.ipus
-
-
-@dataclass(frozen=True)
-class SizeOutlook:
-    size: int
-    fits: bool
-    slots: tuple[int, ...]
-    reasons: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Fragmentation:
-    allocation_id: str
-    cluster_id: str
-    size: int
-    free_ipus: int
-    unavailable_ipus: int
-    largest_free_block: int
-    free_blocks: dict[int, int]
-    sizes: tuple[SizeOutlook, ...]
 
 
 @dataclass(frozen=True)
@@ -123,79 +49,19 @@ class Change:
     seq: int = 0
 
 
-def _identity(data: Any) -> Identity:
-    allocations = data["allocation_ids"]
-    return Identity(
-        user_id=data["user_id"],
-        admin=bool(data["admin"]),
-        allocation_ids=tuple(allocations) if allocations is not None else None,
-        secure=bool(data["secure"]),
-    )
-
-
-def _cluster(data: Any) -> ClusterMap:
-    return ClusterMap(
-        id=data["id"],
-        machine_type=data["machine_type"],
-        ild_topology=data["ild_topology"],
-        gw_topology=data["gw_topology"],
-        num_ipus=int(data["num_ipus"]),
-        domains=tuple(
-            DomainMap(
-                index=d["index"],
-                topology=d["topology"],
-                machines=tuple(
-                    MachineMap(
-                        index=m["index"],
-                        agent_id=m["agent_id"],
-                        allocation_id=m["allocation_id"],
-                        reachable=m["reachable"],
-                        state=m["state"],
-                        reason=m["reason"],
-                        links_down=tuple(m["links_down"]),
-                        ipus=tuple(IpuCell(**ipu) for ipu in m["ipus"]),
-                    )
-                    for m in d["machines"]
-                ),
-            )
-            for d in data["domains"]
-        ),
-        gw_links=tuple((link["a"], link["b"]) for link in data["gw_links"]),
-        allocations={a["id"]: tuple(a["machines"]) for a in data["allocations"]},
-        partitions=tuple(
-            PartitionSummary(**{**p, "slots": tuple(p["slots"])}) for p in data["partitions"]
-        ),
-    )
-
-
-def _fragmentation(data: Any) -> Fragmentation:
-    return Fragmentation(
-        allocation_id=data["allocation_id"],
-        cluster_id=data["cluster_id"],
-        size=data["size"],
-        free_ipus=data["free_ipus"],
-        unavailable_ipus=data["unavailable_ipus"],
-        largest_free_block=data["largest_free_block"],
-        free_blocks={int(k): int(v) for k, v in data["free_blocks"].items()},
-        sizes=tuple(
-            SizeOutlook(s["size"], s["fits"], tuple(s["slots"]), tuple(s["reasons"]))
-            for s in data["sizes"]
-        ),
-    )
-
-
 def whoami() -> HttpCall[Identity]:
-    return get("/whoami", _identity)
+    return get("/whoami", Identity.model_validate)
 
 
 def pod_map(cluster: str | None) -> HttpCall[list[ClusterMap]]:
     return get(
-        "/admin/pod-map", lambda data: [_cluster(c) for c in data["clusters"]], cluster=cluster
+        "/admin/pod-map", lambda data: list(PodMap.model_validate(data).clusters), cluster=cluster
     )
 
 
 def fragmentation(allocation_id: str) -> HttpCall[Fragmentation]:
-    return get(f"/admin/allocations/{quote(allocation_id, safe='')}/fragmentation", _fragmentation)
+    path = f"/admin/allocations/{quote(allocation_id, safe='')}/fragmentation"
+    return get(path, Fragmentation.model_validate)
 
 
 STREAM_PATH = "/admin/stream"
@@ -263,3 +129,24 @@ async def follow_changes_async(site: HttpSite) -> AsyncIterator[Change]:
                     lines = []
     except httpx.HTTPError as exc:
         raise error_of_exception(site, exc) from None
+
+
+__all__ = [
+    "AllocationMap",
+    "Change",
+    "ClusterMap",
+    "DomainMap",
+    "Fragmentation",
+    "GwLink",
+    "Identity",
+    "IpuCell",
+    "MachineMap",
+    "PartitionSummary",
+    "SizeOutlook",
+    "follow_changes",
+    "follow_changes_async",
+    "fragmentation",
+    "pod_map",
+    "read_events",
+    "whoami",
+]

@@ -2,8 +2,8 @@
 
 The cloud runs inside the controller's process and event loop (see
 :mod:`.extension`): it calls the controller's tenancy use-cases in-process
-(through :class:`.vipu.VipuPort`), shares its database (its own tables,
-``vpod.store.cloud_store``) and adds its HTTP routes under ``/api/cloud/v1``.
+(through :class:`.vipu.VipuPort`), shares its database (its own tables, reached
+through :class:`.services.records.CloudRecords`) and adds its HTTP routes under ``/api/cloud/v1``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 from vpod.controller.app import Controller
 from vpod.controller.clock import Clock
-from vpod.store.cloud_store import CloudStore
 
 from .drivers import ComputeDriver, VolumeDriver, build_drivers
 from .ids import IdGenerator, RandomIds
@@ -29,7 +28,6 @@ from .services.capacity import Capacity
 from .services.clusters import Clusters
 from .services.context import CloudContext
 from .services.datasets import Datasets
-from .services.db import CloudDb
 from .services.gpu_hosts import GpuHosts
 from .services.health import check_gpu_clusters, check_vpods, serve_peer_ssh
 from .services.hosts import Hosts
@@ -102,7 +100,7 @@ class Cloud:
         await self.direct_ssh.stop()
         await self.runner.stop()
         await self.ctx.compute.close()
-        self.ctx.calls.close()
+        self.ctx.records.close()
 
 
 OPEN_MODE_REFUSAL = (
@@ -136,13 +134,9 @@ def build_cloud(
             else NoSink()
         )
     vipu = VipuPort(controller.tenancy, settings.vipu_clusters)
-    store = CloudStore.of(controller.store)
-    calls = CloudDb(store)
     ctx = CloudContext(
         settings=settings,
-        store=store,
-        calls=calls,
-        records=CloudRecords(store, calls),
+        records=CloudRecords.of(controller.store),
         clock=clock or controller.clock,
         ids=ids or RandomIds(),
         compute=compute or default_compute,

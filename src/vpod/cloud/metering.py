@@ -15,9 +15,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
-from vpod.store.cloud_records import MeterEntry
-
 from .flavors import VOLUME_PRICE_PER_GIB_HOUR, find_flavor, volume_item
+from .model.metering import MeterEntry
 from .model.records import Cluster, Volume
 from .states import ClusterStatus, VolumeStatus, billable, volume_billable
 

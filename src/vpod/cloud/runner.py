@@ -36,14 +36,14 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
-
-from vpod.store.cloud_records import MeterEntry
+from typing import Protocol, TypeVar
 
 from .model import errors
 from .model.errors import CloudError, is_temporary
+from .model.metering import MeterEntry
 from .model.records import Cluster, Task
 from .model.results import ClusterChange, VolumeChange, volume_fields
+from .model.task_params import TaskParams
 from .services.context import CloudContext
 from .states import ClusterStatus, Phase, TaskState, VolumeStatus
 
@@ -53,6 +53,8 @@ LEASE = "cloud-tasks"
 MAX_BACKOFF_S = 30.0
 """The longest wait between two attempts of a task, however many came before."""
 INTERNAL = "internal error while running task {task}: see the controller log; the cluster was"
+
+P = TypeVar("P", bound=TaskParams)
 
 
 @dataclass
@@ -80,8 +82,19 @@ class Job:
         return self.ctx.clock.now()
 
     @property
-    def params(self) -> dict[str, Any]:
+    def params(self) -> TaskParams:
+        """What the task was asked to do (its operation's kind of parameters)."""
         return self.task.params
+
+    def params_as(self, kind: type[P]) -> P:
+        """The parameters as ``kind``, the one the operation records (see ``PARAMS_OF``)."""
+        params = self.task.params
+        if not isinstance(params, kind):
+            raise errors.FailedPrecondition(
+                f"task {self.task.id} ({self.task.operation}) holds {type(params).__name__},"
+                f" not {kind.__name__}: it was recorded by another version"
+            )
+        return params
 
     async def begin(self) -> None:
         if self.task.state != TaskState.RUNNING:
@@ -158,7 +171,7 @@ class TaskRunner:
                 await task
         self._running.clear()
         with contextlib.suppress(errors.ServiceError):
-            await self._ctx.db(self._ctx.store.release_lease, LEASE, self._holder)
+            await self._ctx.records.release_lease(LEASE, self._holder)
 
     def submit(self, task_id: str) -> None:
         """A task was recorded: look for it now rather than at the next poll."""
@@ -183,14 +196,13 @@ class TaskRunner:
         return sorted(self._running)
 
     async def _loop(self) -> None:
-        store = self._ctx.store
         ttl = self._ctx.settings.lease_ttl_s
         next_health = 0.0
         while True:
             self._inbox.wake.clear()
             try:
                 now = self._ctx.clock.now()
-                held = await self._ctx.db(store.try_acquire_lease, LEASE, self._holder, now, ttl)
+                held = await self._ctx.records.try_acquire_lease(LEASE, self._holder, now, ttl)
                 if held:
                     for task in await self._ctx.records.unfinished_tasks():
                         if task.id not in self._running:

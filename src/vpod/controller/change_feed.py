@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from vpod.store.records import AgentHealthState, AuditEvent
@@ -226,10 +226,10 @@ class ChangeFeed:
             previous = before.get(pid)
             if previous != summary:
                 change = "created" if previous is None else "updated"
-                changes.append(("partition", {"change": change, **asdict(summary)}))
+                changes.append(("partition", {"change": change, **summary.model_dump()}))
         for pid, summary in before.items():
             if pid not in now:
-                changes.append(("partition", {"change": "removed", **asdict(summary)}))
+                changes.append(("partition", {"change": "removed", **summary.model_dump()}))
         return changes
 
     async def _agent_changes(self) -> list[tuple[str, dict[str, Any]]]:

@@ -10,6 +10,9 @@ Also the fragmentation of an allocation: its largest free aligned block and
 what a partition of each size would get right now (placement asked on the
 cluster's current snapshot, nothing reserved).
 
+The views are the REST shapes (:mod:`vpod.wire.rest.pod_map`), defined once
+for this use-case, the transport and the client.
+
 Health comes from the store (reachability and faulty IPUs, written by the
 leader's heartbeats, so every replica answers alike) and, for GW-Links and
 Sync-Links that are down, from this controller's last heartbeat.
@@ -17,7 +20,6 @@ Sync-Links that are down, from this controller's last heartbeat.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Protocol
 
 from vpod.agent.model import MachineHealth
@@ -26,6 +28,17 @@ from vpod.domain.sizes import DOMAIN_MAX_IPUS, SEGMENT_SIZES
 from vpod.placement import PartitionRequest, Rejected, place
 from vpod.placement.results import PartitionPlacement
 from vpod.store.records import AgentHealth, AgentHealthState, PartitionRecord
+from vpod.wire.rest.pod_map import (
+    AllocationMap,
+    ClusterMap,
+    DomainMap,
+    Fragmentation,
+    GwLink,
+    IpuCell,
+    MachineMap,
+    PartitionSummary,
+    SizeOutlook,
+)
 
 from . import errors
 from .caller import Caller
@@ -54,106 +67,6 @@ def ipu_telemetry(health: MachineHealth | None, device_id: int) -> tuple[float |
     return None, ""
 
 
-@dataclass(frozen=True)
-class IpuCell:
-    slot: int
-    device_id: int
-    position: int
-    """Position in ladder order inside its IPU-Link domain."""
-    partition_id: str | None
-    fault: str
-    """Why the IPU is out of placement (empty when healthy)."""
-    utilisation: float | None
-    """Percent busy from the agent's telemetry; None when the agent does not report it."""
-    process: str
-    """The application attached to the IPU over IPUoF ("" when none)."""
-
-
-@dataclass(frozen=True)
-class MachineCell:
-    index: int
-    agent_id: str
-    allocation_id: str | None
-    reachable: bool
-    state: str
-    """``reachable``, ``unreachable`` or ``unknown`` (never heard from)."""
-    reason: str
-    links_down: tuple[str, ...]
-    ipus: tuple[IpuCell, ...]
-
-
-@dataclass(frozen=True)
-class DomainView:
-    index: int
-    topology: str
-    machines: tuple[MachineCell, ...]
-
-
-@dataclass(frozen=True)
-class AllocationView:
-    id: str
-    machines: tuple[int, ...]
-    size: int
-
-
-@dataclass(frozen=True)
-class PartitionSummary:
-    """Enough of a partition to colour the map; details come from the partition endpoints."""
-
-    id: str
-    allocation_id: str
-    cluster_id: str
-    size: int
-    ready_state: str
-    operation_state: str
-    slots: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class GwLink:
-    """Domain ``a`` is cabled to domain ``b`` through GW-Links."""
-
-    a: int
-    b: int
-
-
-@dataclass(frozen=True)
-class ClusterView:
-    id: str
-    machine_type: str
-    ild_topology: str
-    gw_topology: str
-    num_ipus: int
-    domains: tuple[DomainView, ...]
-    gw_links: tuple[GwLink, ...]
-    allocations: tuple[AllocationView, ...]
-    partitions: tuple[PartitionSummary, ...]
-
-
-@dataclass(frozen=True)
-class SizeOutlook:
-    """What a partition of ``size`` IPUs would get in the allocation now."""
-
-    size: int
-    fits: bool
-    slots: tuple[int, ...]
-    reasons: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Fragmentation:
-    allocation_id: str
-    cluster_id: str
-    size: int
-    free_ipus: int
-    unavailable_ipus: int
-    largest_free_block: int
-    largest_free_block_slots: tuple[int, ...]
-    free_blocks: dict[int, int]
-    """Maximal free aligned blocks per size, as a buddy allocator's free lists."""
-    sizes: tuple[SizeOutlook, ...]
-
-
 def partition_summary(record: PartitionRecord) -> PartitionSummary:
     return PartitionSummary(
         id=record.id,
@@ -170,9 +83,9 @@ def gw_links(cluster: Cluster) -> tuple[GwLink, ...]:
     """Neighbouring domains are cabled; looped closes the ring, switched joins all to a switch
     (shown as the chain of neighbours: every pair reaches every other through it)."""
     n = cluster.num_domains
-    links = [GwLink(i, i + 1) for i in range(n - 1)]
+    links = [GwLink(a=i, b=i + 1) for i in range(n - 1)]
     if cluster.gw_topology.value == "looped" and n > 2:
-        links.append(GwLink(n - 1, 0))
+        links.append(GwLink(a=n - 1, b=0))
     return tuple(links)
 
 
@@ -198,7 +111,7 @@ class PodMapService:
         self._partitions = partitions
         self._links = links
 
-    async def pod_map(self, caller: Caller, cluster_id: str | None = None) -> list[ClusterView]:
+    async def pod_map(self, caller: Caller, cluster_id: str | None = None) -> list[ClusterMap]:
         _require_admin(caller)
         inventory = self._inventory
         clusters = await inventory.list_clusters()
@@ -233,7 +146,7 @@ class PodMapService:
         records: list[PartitionRecord],
         health: dict[str, AgentHealth],
         faults: dict[str, dict[int, str]],
-    ) -> ClusterView:
+    ) -> ClusterMap:
         pod = cluster.pod()
         holder = {ipu.slot: r.id for r in records for ipu in r.ipus}
         allocation_of = {m: a.id for a in allocations for m in a.machines}
@@ -264,7 +177,7 @@ class PodMapService:
                         )
                     )
                 machines.append(
-                    MachineCell(
+                    MachineMap(
                         index=machine,
                         agent_id=agent_id,
                         allocation_id=allocation_of.get(machine),
@@ -276,11 +189,11 @@ class PodMapService:
                     )
                 )
             domains.append(
-                DomainView(
+                DomainMap(
                     index=domain.index, topology=domain.topology.value, machines=tuple(machines)
                 )
             )
-        return ClusterView(
+        return ClusterMap(
             id=cluster.id,
             machine_type=cluster.machine_type.value,
             ild_topology=cluster.ild_topology.value,
@@ -289,7 +202,7 @@ class PodMapService:
             domains=tuple(domains),
             gw_links=gw_links(cluster),
             allocations=tuple(
-                AllocationView(a.id, a.machines, a.size)
+                AllocationMap(id=a.id, machines=a.machines, size=a.size)
                 for a in sorted(allocations, key=lambda a: a.machines[0] if a.machines else 0)
             ),
             partitions=tuple(partition_summary(r) for r in records),
@@ -306,9 +219,11 @@ class PodMapService:
             request = PartitionRequest(id="what-if", size=size, allocation_id=allocation.id)
             result = place(snapshot, request)
             if isinstance(result, Rejected):
-                outlook.append(SizeOutlook(size, False, (), result.reasons))
+                outlook.append(SizeOutlook(size=size, fits=False, slots=(), reasons=result.reasons))
             elif isinstance(result, PartitionPlacement):
-                outlook.append(SizeOutlook(size, True, tuple(sorted(result.slots)), ()))
+                outlook.append(
+                    SizeOutlook(size=size, fits=True, slots=tuple(sorted(result.slots)), reasons=())
+                )
         unavailable = snapshot.unavailable_ipus(allocation.id)
         return Fragmentation(
             allocation_id=allocation.id,
@@ -333,7 +248,7 @@ def _require_admin(caller: Caller) -> None:
 
 
 __all__ = [
-    "ClusterView",
+    "ClusterMap",
     "Fragmentation",
     "PartitionSummary",
     "PodMapService",

@@ -1,18 +1,19 @@
-"""Store records and service values to the API's JSON shapes."""
+"""The cloud model and service values to the API's JSON shapes."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
 from vpod.agent.gpu.model import GpuSample
-from vpod.store.cloud_records import HostUsage, ProjectRecord, TokenRecord
-from vpod.store.gpu_hosts import HostGpuRecord
 
 from ..billing import Invoice
 from ..drivers import ShellAccess
 from ..flavors import CURRENCY, Flavor, find_flavor, images_for
+from ..model.hosts import HostGpu, HostUsage
 from ..model.records import Cluster, Task, Volume
 from ..model.reservations import Reservation
+from ..model.task_params import is_vpod
+from ..model.tenants import Project, Token
 from ..quotas import Exceeded
 from ..reserved_billing import Utilisation
 from ..services.clusters import ClusterView
@@ -44,8 +45,7 @@ from .models import (
 def task_out(task: Task) -> TaskOut:
     expected = ["FINISHED"]
     if task.resource_type == "cluster":
-        is_vpod = bool(task.params.get("vpod", True))
-        expected = [p.value for p in phases_of(task.operation, is_vpod)]
+        expected = [p.value for p in phases_of(task.operation, is_vpod(task.params))]
     return TaskOut(
         id=task.id,
         project_id=task.project_id,
@@ -59,7 +59,7 @@ def task_out(task: Task) -> TaskOut:
         expected_phases=expected,
         error=task.error,
         warnings=list(task.warnings),
-        params=dict(task.params),
+        params=task.params.to_json(),
         created_at=task.created_at,
         updated_at=task.updated_at,
         finished_at=task.finished_at,
@@ -175,7 +175,7 @@ def exceeded_out(over: Exceeded) -> ExceededOut:
     )
 
 
-def project_out(project: ProjectRecord, usage: dict[str, int]) -> ProjectOut:
+def project_out(project: Project, usage: dict[str, int]) -> ProjectOut:
     return ProjectOut(
         id=project.id,
         name=project.name,
@@ -185,7 +185,7 @@ def project_out(project: ProjectRecord, usage: dict[str, int]) -> ProjectOut:
     )
 
 
-def token_out(record: TokenRecord, token: str | None = None) -> TokenOut:
+def token_out(record: Token, token: str | None = None) -> TokenOut:
     return TokenOut(
         id=record.id,
         project_id=record.project_id,
@@ -235,7 +235,7 @@ def shell_out(access: ShellAccess, connect: str) -> ShellOut:
     )
 
 
-def gpu_out(gpu: HostGpuRecord, sample: GpuSample | None, in_use: bool | None) -> GpuOut:
+def gpu_out(gpu: HostGpu, sample: GpuSample | None, in_use: bool | None) -> GpuOut:
     reading = sample.reading if sample is not None else None
     return GpuOut(
         index=gpu.idx,

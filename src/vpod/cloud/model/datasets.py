@@ -37,6 +37,30 @@ class DatasetStorage:
     """Names of the project's clusters it is attached to."""
 
 
+@dataclass(frozen=True)
+class SealedStorage:
+    """A project's bucket as kept: its keys sealed (``vpod/cloud/sealing.py``), never shown."""
+
+    id: str
+    project_id: str
+    name: str
+    endpoint: str
+    bucket: str
+    access_key_masked: str
+    access_key_sealed: str
+    secret_key_sealed: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class StorageAttachment:
+    """A cluster holding a storage (at most one), mounted at ``mount_path`` if given."""
+
+    cluster_id: str
+    storage_id: str
+    mount_path: str | None
+
+
 def mask(access_key: str) -> str:
     """``AKIAIOSFODNN7EXAMPLE`` -> ``AKIA…MPLE``: at most a quarter shown at each end."""
     shown = min(4, len(access_key) // 4)

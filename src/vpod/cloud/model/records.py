@@ -2,9 +2,9 @@
 
 Statuses are enums (:mod:`.statuses`), never bare strings; because they are
 ``StrEnum``s a status is also the string the API and the store carry. The
-store keeps its own rows (``vpod.store.cloud_records``);
-:mod:`vpod.cloud.services.records` converts at that door, so nothing above it
-sees a string status. ``dataclasses.replace`` makes changed copies.
+store keeps its own rows; :mod:`vpod.cloud.services.records` converts at that
+door, so nothing above it sees a string status or a store row.
+``dataclasses.replace`` makes changed copies.
 
 New kinds of resource (reservations, datasets) get a record here with their
 own status enum, and a converter beside the others.
@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from .statuses import ClusterStatus, Operation, Phase, ServerStatus, TaskState, VolumeStatus
+from .task_params import TaskParams
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,8 @@ class Task:
     detailed_state: Phase | None = None
     phases: list[tuple[Phase, datetime]] = field(default_factory=list)
     """Every ``detailed_state`` the task went through, with when."""
-    params: dict[str, Any] = field(default_factory=dict)
+    params: TaskParams = field(default_factory=TaskParams)
+    """What the operation is asked to do, typed by operation (:mod:`.task_params`)."""
     error: str = ""
     warnings: list[str] = field(default_factory=list)
     finished_at: datetime | None = None

@@ -43,3 +43,12 @@ class Reservation:
     @property
     def billed_end(self) -> datetime:
         return self.ends_at if self.billed_until is None else min(self.ends_at, self.billed_until)
+
+
+@dataclass(frozen=True)
+class PoolState:
+    """A pool's unit rows and how many of them reservations hold now."""
+
+    pool: str
+    units: int
+    held: int

@@ -12,7 +12,6 @@ import ipaddress
 from collections.abc import Sequence
 
 from vpod.placement import Rejected
-from vpod.store.errors import Conflict
 
 from .. import server_setup
 from ..drivers import ServerSpec
@@ -87,18 +86,20 @@ async def place_on_hosts(job: Job, cluster: Cluster, servers: Sequence[Server]) 
     waiting = [s for s in servers if s.host_id is None]
     if not waiting:
         return
-    store = job.ctx.store
+    records = job.ctx.records
     for _ in range(PLACE_ATTEMPTS):
         views = await host_views(job.ctx)
         chosen = place_servers(views, flavor, len(waiting), fabric=cluster.fabric)
         if isinstance(chosen, Rejected):
             raise errors.NoCapacity(f"no capacity for cluster {cluster.name}: {chosen}")
-        try:
-            for server, choice in zip(waiting, chosen, strict=True):
-                await job.ctx.db_racing(store.take_slots, server.id, choice.host_id, choice.slots)
-        except Conflict:
+        taken = True
+        for server, choice in zip(waiting, chosen, strict=True):
+            taken = await records.take_slots(server.id, choice.host_id, choice.slots)
+            if not taken:
+                break
+        if not taken:  # another request took a slot first: place again on a fresh view
             for server in waiting:
-                await job.ctx.db(store.release_slots, server.id)
+                await records.release_slots(server.id)
             continue
         fabric = chosen[0].fabric if flavor.infiniband else None
         if fabric and fabric != cluster.fabric:
@@ -248,7 +249,8 @@ async def configure_servers(job: Job, cluster: Cluster, servers: Sequence[Server
     """POST_DEPLOY_SETUP (see :func:`..server_setup.configure_servers`), after the dataset
     storage change the task asks for, if any."""
     await apply_dataset_change(job.ctx, cluster.id, job.params)
-    attaching = "dataset_storage_id" in job.params  # then a storage it cannot serve fails it
+    change = job.params.dataset_change
+    attaching = change is not None and change.storage_id is not None  # one it cannot serve fails
     warn = None if attaching else job.warn
     await server_setup.configure_servers(job.ctx, cluster, servers, job.secrets, warn)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from ..metering import cluster_entry
 from ..model import errors
 from ..model.results import ClusterChange, VolumeChange
+from ..model.task_params import CreateParams
 from ..runner import Job, Outcome
 from ..states import ClusterStatus, Phase, VolumeStatus
 from ..vipu import allocation_id_of, user_id_of
@@ -73,7 +74,9 @@ class CreateCluster:
         cluster = await job.cluster()
         servers = await servers_of(job, cluster.id)
         await build_servers(job, cluster, servers)
-        await attach_data_volumes(job, cluster, servers, job.params.get("data_volume_ids", []))
+        await attach_data_volumes(
+            job, cluster, servers, job.params_as(CreateParams).data_volume_ids
+        )
 
         await job.phase(Phase.POST_DEPLOY_SETUP)
         await configure_servers(job, cluster, servers)
@@ -96,12 +99,13 @@ class CreateCluster:
             await release_vipu(job, cluster, remove_user=True)
         await remove_servers(job, await servers_of(job, cluster.id), delete_data_volumes=False)
         await delete_network(job, cluster)
-        new_ids = set(job.params.get("new_volume_ids", []))
+        params = job.params_as(CreateParams)
+        new_ids = set(params.new_volume_ids)
         released: dict[str, VolumeChange] = {}
         for volume in await ctx.records.list_volumes(project_id=cluster.project_id):
             if volume.id in new_ids:
                 await delete_volume(job, volume)
-            elif volume.id in job.params.get("data_volume_ids", []):
+            elif volume.id in params.data_volume_ids:
                 released[volume.id] = VolumeChange(VolumeStatus.AVAILABLE, detached=True)
         entry = cluster_entry(cluster, ClusterStatus.ERROR, job.now, holds_servers=False)
         return Outcome(

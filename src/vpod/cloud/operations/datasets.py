@@ -31,7 +31,7 @@ class AttachDatasets:
         ``configure_servers``, which would attach it again from the task's parameters)."""
         ctx = job.ctx
         cluster = await job.cluster()
-        await ctx.db(ctx.store.datasets.detach, cluster.id)
+        await ctx.records.detach_storage(cluster.id)
         with contextlib.suppress(errors.CloudError):
             servers = await servers_of(job, cluster.id)
             await server_setup.configure_servers(ctx, cluster, servers, job.secrets, job.warn)

@@ -20,6 +20,7 @@ from __future__ import annotations
 from ..metering import cluster_entry
 from ..model import errors
 from ..model.results import ClusterChange
+from ..model.task_params import DeleteParams, RebuildParams, ResizeParams
 from ..runner import Job, Outcome
 from ..states import ClusterStatus, Phase, ServerStatus
 from .common import (
@@ -39,8 +40,9 @@ class ResizeCluster:
     async def run(self, job: Job) -> Outcome:
         cluster = await job.cluster()
         await job.phase(Phase.CLUSTER_RESIZE)
-        new_ids = set(job.params.get("new_server_ids", []))
-        leaving = set(job.params.get("remove_server_ids", []))
+        params = job.params_as(ResizeParams)
+        new_ids = set(params.new_server_ids)
+        leaving = set(params.remove_server_ids)
         servers = await servers_of(job, cluster.id)
         if new_ids:
             await place_on_hosts(job, cluster, [s for s in servers if s.id in new_ids])
@@ -62,7 +64,8 @@ class ResizeCluster:
 
     async def fail(self, job: Job, error: str) -> Outcome:
         cluster = await job.cluster()
-        new_ids = set(job.params.get("new_server_ids", []))
+        params = job.params_as(ResizeParams)
+        new_ids = set(params.new_server_ids)
         if not new_ids:
             entry = cluster_entry(cluster, ClusterStatus.ERROR, job.now)
             return Outcome(
@@ -73,7 +76,7 @@ class ResizeCluster:
         await remove_servers(
             job, [s for s in servers if s.id in new_ids], delete_data_volumes=False
         )
-        previous = int(job.params["previous"])
+        previous = params.previous
         flavor = flavor_of(cluster)
         entry = cluster_entry(cluster, ClusterStatus.ACTIVE, job.now, server_count=previous)
         return Outcome(
@@ -89,7 +92,7 @@ class ResizeCluster:
 class RebuildCluster:
     async def run(self, job: Job) -> Outcome:
         cluster = await job.cluster()
-        image = str(job.params["image"])
+        image = job.params_as(RebuildParams).image
         await job.phase(Phase.CLUSTER_REBUILD)
         servers = await servers_of(job, cluster.id)
         for server in servers:
@@ -153,7 +156,7 @@ class DeleteCluster:
         await remove_servers(
             job,
             await servers_of(job, cluster.id),
-            delete_data_volumes=bool(job.params.get("delete_volumes")),
+            delete_data_volumes=job.params_as(DeleteParams).delete_volumes,
         )
         await delete_network(job, cluster)
         entry = cluster_entry(cluster, ClusterStatus.DELETED, job.now, holds_servers=False)

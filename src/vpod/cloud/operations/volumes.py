@@ -11,6 +11,7 @@ from __future__ import annotations
 from ..metering import volume_entry
 from ..model import errors
 from ..model.results import Attachment, VolumeChange
+from ..model.task_params import VolumeAttachParams
 from ..runner import Job, Outcome
 from ..states import VolumeStatus
 from .common import delete_volume, servers_of
@@ -50,9 +51,10 @@ class DeleteVolume:
 class AttachVolume:
     async def run(self, job: Job) -> Outcome:
         volume = await job.ctx.records.get_volume(job.task.resource_id)
-        cluster_id = str(job.params["cluster_id"])
+        params = job.params_as(VolumeAttachParams)
+        cluster_id = params.cluster_id
         servers = await servers_of(job, cluster_id)
-        position = int(job.params.get("server", 1))
+        position = params.server
         server = next((s for s in servers if s.position == position), None)
         if server is None:
             raise errors.NotFound(f"the cluster has no server {position}")

@@ -16,7 +16,7 @@ class Billing:
         self._ctx = ctx
 
     async def _records(self, project_id: str, end: datetime) -> list[MeterRecord]:
-        entries = await self._ctx.db(self._ctx.store.list_meter, project_id=project_id, before=end)
+        entries = await self._ctx.records.list_meter(project_id=project_id, before=end)
         return [
             MeterRecord(
                 time=e.time,
@@ -43,13 +43,10 @@ class Billing:
     async def invoice(self, project_id: str, start: datetime, end: datetime) -> Invoice:
         """The project's invoice for ``[start, end)``; minutes after now are not charged."""
         check_period(start, end)
-        await self._ctx.db(self._ctx.store.get_project, project_id)
+        await self._ctx.records.get_project(project_id)
         records = await self._records(project_id, end)
         plans = [
-            plan_of(r)
-            for r in await self._ctx.db(
-                self._ctx.store.reservations.list_reservations, project_id=project_id
-            )
+            plan_of(r) for r in await self._ctx.records.list_reservations(project_id=project_id)
         ]
         return invoice_with_reservations(
             records,

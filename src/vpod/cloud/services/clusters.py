@@ -22,6 +22,14 @@ from ..metering import cluster_entry
 from ..model import errors
 from ..model.records import Cluster, Server, Task, Volume
 from ..model.results import ClusterChange
+from ..model.task_params import (
+    ClusterParams,
+    CreateParams,
+    DeleteParams,
+    RebuildParams,
+    ResizeParams,
+    SetMetadataParams,
+)
 from ..quotas import Exceeded, check_limits, cluster_demand, refuse_if_exceeded, server_demand
 from ..ssh_keys import HostKey, host_key_of
 from ..states import (
@@ -145,9 +153,9 @@ class Clusters:
     async def view(self, cluster: Cluster) -> ClusterView:
         servers = await self._ctx.records.list_servers([cluster.id])
         volumes = await self._ctx.records.list_volumes(cluster_id=cluster.id)
-        held = await self._ctx.db(self._ctx.store.datasets.held_by, [cluster.id])
+        held = await self._ctx.records.storages_held_by([cluster.id])
         gpus = await self._gpus([s.id for s in servers])
-        keys = await self._ctx.db(self._ctx.store.keypairs.of_clusters, [cluster.id])
+        keys = await self._ctx.records.keypairs_of([cluster.id])
         return ClusterView(
             cluster,
             servers,
@@ -181,9 +189,9 @@ class Clusters:
         clusters = await self._ctx.records.list_clusters(principal.project())
         servers = await self._ctx.records.list_servers([c.id for c in clusters])
         volumes = await self._ctx.records.list_volumes(project_id=principal.project())
-        held = await self._ctx.db(self._ctx.store.datasets.held_by, [c.id for c in clusters])
+        held = await self._ctx.records.storages_held_by([c.id for c in clusters])
         gpus = await self._gpus([s.id for s in servers])
-        keys = await self._ctx.db(self._ctx.store.keypairs.of_clusters, [c.id for c in clusters])
+        keys = await self._ctx.records.keypairs_of([c.id for c in clusters])
         host_keys = await self._host_keys(servers)
         ssh_ports = await self._ssh_ports.of_servers([s.id for s in servers])
         return [
@@ -214,8 +222,8 @@ class Clusters:
             sizes += [request.boot_volume_gib] * count
         for size in sizes:
             check_volume_size(size)
-        project = await self._ctx.db(self._ctx.store.get_project, project_id)
-        used = await self._ctx.db(self._ctx.store.project_usage, project_id)
+        project = await self._ctx.records.get_project(project_id)
+        used = await self._ctx.records.project_usage(project_id)
         return check_limits(project.quotas, used, cluster_demand(flavor, count, sizes)), used
 
     def _server_count(self, flavor: Flavor, requested: int | None) -> int:
@@ -327,19 +335,13 @@ class Clusters:
             "cluster",
             cluster_id,
             name,
-            {
-                "vpod": flavor.is_vpod,
-                "data_volume_ids": data_ids,
-                "new_volume_ids": [v.id for v in volumes + boot],
-                **(
-                    {
-                        "dataset_storage_id": request.dataset_storage_id,
-                        "dataset_mount": request.dataset_mount,
-                    }
-                    if request.dataset_storage_id
-                    else {}
-                ),
-            },
+            CreateParams(
+                vpod=flavor.is_vpod,
+                data_volume_ids=tuple(data_ids),
+                new_volume_ids=tuple(v.id for v in volumes + boot),
+                dataset_storage_id=request.dataset_storage_id or None,
+                dataset_mount=request.dataset_mount if request.dataset_storage_id else None,
+            ),
         )
         cluster = replace(cluster, active_task_id=task.id)  # the cluster is busy until created
         sizes = [v.size_gib for v in volumes + boot]
@@ -364,14 +366,14 @@ class Clusters:
             ),
         )
         if keypair_ids:  # before the task runs: its setup writes them on the servers
-            await ctx.db(ctx.store.keypairs.give, cluster_id, keypair_ids)
+            await ctx.records.give_keypairs(cluster_id, keypair_ids)
         await self._assign_ports(servers, f"cluster {name}")
         ctx.published([entry])
         ctx.submit(task.id)
         return task
 
     async def _keypair_id(self, project_id: str, ref: str) -> str:
-        found = await self._ctx.db(self._ctx.store.keypairs.find, project_id, ref)
+        found = await self._ctx.records.find_keypair(project_id, ref)
         if found is None:
             raise errors.NotFound(
                 f"keypair {str(ref)[:70]} does not exist in project {project_id}:"
@@ -446,7 +448,7 @@ class Clusters:
         principal: Principal,
         ref: str,
         operation: Operation,
-        params: dict[str, object] | None = None,
+        params: ClusterParams | None = None,
     ) -> Task:
         cluster = await self.find(principal, ref)
         flavor = find_flavor(cluster.flavor)
@@ -459,13 +461,13 @@ class Clusters:
             )
         during = STATUS_DURING.get(operation)
         change = ClusterChange(during) if during is not None else None
-        return await self._claim(cluster, operation, params or {}, change=change)
+        return await self._claim(cluster, operation, params or ClusterParams(), change=change)
 
     async def _claim(
         self,
         cluster: Cluster,
         operation: Operation,
-        params: Mapping[str, object],
+        params: ClusterParams,
         *,
         change: ClusterChange | None = None,
         new_servers: Sequence[Server] = (),
@@ -481,7 +483,7 @@ class Clusters:
             "cluster",
             cluster.id,
             cluster.name,
-            {"vpod": is_vpod, **params},
+            replace(params, vpod=is_vpod),
         )
         now = ctx.clock.now()
         meter = []
@@ -511,7 +513,7 @@ class Clusters:
         return task
 
     async def start_task(
-        self, cluster: Cluster, operation: Operation, params: Mapping[str, object]
+        self, cluster: Cluster, operation: Operation, params: ClusterParams
     ) -> Task:
         """Claim ``cluster`` for a task of ``operation`` another use-case checked (datasets)."""
         return await self._claim(cluster, operation, params)
@@ -551,7 +553,7 @@ class Clusters:
             principal,
             ref,
             Operation.REBUILD,
-            {"image": chosen},
+            RebuildParams(image=chosen),
         )
 
     async def delete(self, principal: Principal, ref: str, *, delete_volumes: bool) -> Task:
@@ -559,7 +561,7 @@ class Clusters:
             principal,
             ref,
             Operation.DELETE,
-            {"delete_volumes": delete_volumes},
+            DeleteParams(delete_volumes=delete_volumes),
         )
 
     async def resize(self, principal: Principal, ref: str, server_count: int) -> Task:
@@ -579,11 +581,11 @@ class Clusters:
             server_count=target,
             gpus=target * flavor.gpus_per_server,
         )
-        params: dict[str, object] = {"server_count": target, "previous": current}
+        params = ResizeParams(server_count=target, previous=current)
         servers = await self._ctx.records.list_servers([cluster.id])
         if target < current:
-            leaving = [s.id for s in servers if s.position > target]
-            params["remove_server_ids"] = leaving
+            leaving = tuple(s.id for s in servers if s.position > target)
+            params = replace(params, remove_server_ids=leaving)
             return await self._claim(cluster, Operation.RESIZE, params, change=change)
         async with self._capacity.admission():
             await self._capacity.require(
@@ -599,7 +601,7 @@ class Clusters:
         servers: list[Server],
         target: int,
         change: ClusterChange,
-        params: dict[str, object],
+        params: ResizeParams,
     ) -> Task:
         current = cluster.server_count
         cidr = cluster.network.get("cidr") or network_cidr(cluster.id)
@@ -613,7 +615,7 @@ class Clusters:
             if flavor.takes_volumes
             else []
         )
-        params["new_server_ids"] = [s.id for s in new]
+        params = replace(params, new_server_ids=tuple(s.id for s in new))
         demand = server_demand(flavor, target - current)
         if boot:
             demand.update(volumes=len(boot), volume_gib=sum(v.size_gib for v in boot))
@@ -662,7 +664,7 @@ class Clusters:
             "cluster",
             cluster.id,
             cluster.name,
-            {"metadata": checked},
+            SetMetadataParams(metadata=checked),
             state=TaskState.FINISHED,
         )
         await self._ctx.records.add_task(task)

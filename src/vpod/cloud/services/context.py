@@ -1,33 +1,27 @@
-"""What every cloud use-case shares: settings, clock, ids, store, drivers, the V-IPU port.
+"""What every cloud use-case shares: settings, clock, ids, records, drivers, the V-IPU port.
 
-Built once by :func:`vpod.cloud.app.build_cloud`; no globals. Store calls go
-through :class:`~.db.CloudDb` (on the event loop for SQLite, in threads for
-PostgreSQL), which turns every store error into a cloud error; the V-IPU
+Built once by :func:`vpod.cloud.app.build_cloud`; no globals. The records
+(:class:`~.records.CloudRecords`) are the one door to the store: typed
+calls, cloud model values, every store error as a cloud error; the V-IPU
 controller is reached only through :class:`~vpod.cloud.vipu.VipuPort`.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ParamSpec, TypeVar
 
 from vpod.controller.clock import Clock
-from vpod.store.cloud_records import MeterEntry
-from vpod.store.cloud_store import CloudStore
 
 from ..drivers import ComputeDriver, VolumeDriver
 from ..ids import IdGenerator
 from ..metering import MeteringSink, NoSink
+from ..model.metering import MeterEntry
 from ..sealing import Sealer
 from ..settings import CloudSettings
 from ..vipu import VipuPort
-from .db import CloudDb
 from .records import CloudRecords
-
-P = ParamSpec("P")
-T = TypeVar("T")
 
 
 class TaskInbox:
@@ -52,11 +46,8 @@ class TaskInbox:
 @dataclass
 class CloudContext:
     settings: CloudSettings
-    store: CloudStore
-    calls: CloudDb
-    """Runs ``store`` calls (:meth:`db`)."""
     records: CloudRecords
-    """Clusters, servers, volumes and tasks in and out of ``store``, typed."""
+    """The one door to the cloud's records in the store: typed calls, model values."""
     clock: Clock
     ids: IdGenerator
     compute: ComputeDriver
@@ -74,14 +65,6 @@ class CloudContext:
     def submit(self, task_id: str) -> None:
         """A task was recorded: have the runner look for it now rather than at its next poll."""
         self.inbox.submit(task_id)
-
-    async def db(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        """Run a store call, every store error as a cloud error (see :class:`CloudDb`)."""
-        return await self.calls(fn, *args, **kwargs)
-
-    async def db_racing(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        """Like :meth:`db`, but a lost race stays a store ``Conflict`` for the caller to retry."""
-        return await self.calls.racing(fn, *args, **kwargs)
 
     def published(self, entries: Sequence[MeterEntry]) -> None:
         """Copy committed metering entries to the sink."""

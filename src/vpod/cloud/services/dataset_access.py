@@ -13,6 +13,7 @@ from collections.abc import Callable
 from ..dataset_rules import find_endpoint
 from ..drivers import DatasetAccess
 from ..model import errors
+from ..model.task_params import TaskParams
 from .context import CloudContext
 
 
@@ -32,11 +33,10 @@ async def dataset_access(
 
 
 async def _access(ctx: CloudContext, cluster_id: str) -> DatasetAccess | None:
-    store = ctx.store.datasets
-    attachment = await ctx.db(store.attachment, cluster_id)
+    attachment = await ctx.records.storage_attachment(cluster_id)
     if attachment is None:
         return None
-    storage = await ctx.db(store.get, attachment.storage_id)
+    storage = await ctx.records.get_storage(attachment.storage_id)
     endpoint = find_endpoint(ctx.settings.storage_endpoints, storage.endpoint)
     return DatasetAccess(
         endpoint_url=endpoint.url,
@@ -49,17 +49,13 @@ async def _access(ctx: CloudContext, cluster_id: str) -> DatasetAccess | None:
     )
 
 
-async def apply_dataset_change(
-    ctx: CloudContext, cluster_id: str, params: dict[str, object]
-) -> None:
+async def apply_dataset_change(ctx: CloudContext, cluster_id: str, params: TaskParams) -> None:
     """What a task's parameters ask of the cluster's attachment, done idempotently first:
-    ``dataset_storage_id`` (+ ``dataset_mount``) attaches, ``dataset_detach`` detaches."""
-    store = ctx.store.datasets
-    if params.get("dataset_detach"):
-        await ctx.db(store.detach, cluster_id)
-    storage_id = params.get("dataset_storage_id")
-    if isinstance(storage_id, str):
-        mount = params.get("dataset_mount")
-        await ctx.db(
-            store.attach, cluster_id, storage_id, mount if isinstance(mount, str) else None
-        )
+    a storage id (and mount path) attaches, none detaches."""
+    change = params.dataset_change
+    if change is None:
+        return
+    if change.storage_id is None:
+        await ctx.records.detach_storage(cluster_id)
+    else:
+        await ctx.records.attach_storage(cluster_id, change.storage_id, change.mount)

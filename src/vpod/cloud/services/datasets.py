@@ -14,8 +14,6 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from vpod.store.dataset_store import StorageRecord
-
 from ..dataset_rules import (
     ACCESS_KEY_MAX,
     SECRET_KEY_MAX,
@@ -26,8 +24,9 @@ from ..dataset_rules import (
 )
 from ..flavors import find_flavor
 from ..model import errors
-from ..model.datasets import DatasetStorage, StorageEndpoint, mask
+from ..model.datasets import DatasetStorage, SealedStorage, StorageEndpoint, mask
 from ..model.records import Task
+from ..model.task_params import DatasetAttachParams, DatasetDetachParams
 from ..states import Operation
 from ..states import check_operation as check_state
 from ..validation import check_name
@@ -56,9 +55,9 @@ class Datasets:
     def endpoints(self) -> tuple[StorageEndpoint, ...]:
         return self._ctx.settings.storage_endpoints
 
-    async def _view(self, record: StorageRecord) -> DatasetStorage:
+    async def _view(self, record: SealedStorage) -> DatasetStorage:
         ctx = self._ctx
-        held = await ctx.db(ctx.store.datasets.attachments, record.id)
+        held = await ctx.records.storage_attachments(record.id)
         names = []
         for attachment in held:
             cluster = await ctx.records.find_cluster(record.project_id, attachment.cluster_id)
@@ -75,9 +74,9 @@ class Datasets:
             clusters=tuple(sorted(names)),
         )
 
-    async def _find(self, principal: Principal, ref: str) -> StorageRecord:
+    async def _find(self, principal: Principal, ref: str) -> SealedStorage:
         project_id = principal.project()
-        found = await self._ctx.db(self._ctx.store.datasets.find, project_id, ref)
+        found = await self._ctx.records.find_storage(project_id, ref)
         if found is None:
             raise errors.NotFound(
                 f"dataset storage {str(ref)[:70]} does not exist in project {project_id}:"
@@ -93,7 +92,7 @@ class Datasets:
         check_bucket(new.bucket)
         check_key("the access key id", new.access_key_id, ACCESS_KEY_MAX)
         check_key("the secret access key", new.secret_access_key, SECRET_KEY_MAX)
-        record = StorageRecord(
+        record = SealedStorage(
             id=ctx.ids.new("ds"),
             project_id=project_id,
             name=new.name,
@@ -104,11 +103,11 @@ class Datasets:
             secret_key_sealed=ctx.sealer.seal(new.secret_access_key),
             created_at=ctx.clock.now(),
         )
-        await ctx.db(ctx.store.datasets.add, record)
+        await ctx.records.add_storage(record)
         return await self._view(record)
 
     async def list_storages(self, principal: Principal) -> list[DatasetStorage]:
-        found = await self._ctx.db(self._ctx.store.datasets.list_storages, principal.project())
+        found = await self._ctx.records.list_storages(principal.project())
         return [await self._view(r) for r in found]
 
     async def get(self, principal: Principal, ref: str) -> DatasetStorage:
@@ -124,7 +123,7 @@ class Datasets:
                 f"dataset storage {record.name} is attached to cluster(s)"
                 f" {', '.join(view.clusters)}: detach it first (`vpod storage detach CLUSTER`)"
             )
-        await self._ctx.db(self._ctx.store.datasets.delete, record.id)
+        await self._ctx.records.delete_storage(record.id)
 
     async def check_for_cluster(
         self, principal: Principal, ref: str, mount_path: str | None
@@ -154,14 +153,14 @@ class Datasets:
         check_state(
             Operation.DATASET_ATTACH, cluster.status, find_flavor(cluster.flavor), cluster.name
         )
-        current = await self._ctx.db(self._ctx.store.datasets.attachment, cluster.id)
+        current = await self._ctx.records.storage_attachment(cluster.id)
         if current is not None and current.storage_id != storage_id:
-            held = await self._ctx.db(self._ctx.store.datasets.get, current.storage_id)
+            held = await self._ctx.records.get_storage(current.storage_id)
             raise errors.FailedPrecondition(
                 f"cluster {cluster.name} holds dataset storage {held.name}: a cluster holds one;"
                 f" detach it first (`vpod storage detach {cluster.name}`)"
             )
-        params: dict[str, object] = {"dataset_storage_id": storage_id, "dataset_mount": mount}
+        params = DatasetAttachParams(dataset_storage_id=storage_id, dataset_mount=mount)
         return await self._clusters.start_task(cluster, Operation.DATASET_ATTACH, params)
 
     async def detach(self, principal: Principal, cluster_ref: str) -> Task:
@@ -169,19 +168,20 @@ class Datasets:
         check_state(
             Operation.DATASET_DETACH, cluster.status, find_flavor(cluster.flavor), cluster.name
         )
-        if await self._ctx.db(self._ctx.store.datasets.attachment, cluster.id) is None:
+        if await self._ctx.records.storage_attachment(cluster.id) is None:
             raise errors.FailedPrecondition(
                 f"cluster {cluster.name} holds no dataset storage: nothing to detach"
             )
-        params: dict[str, object] = {"dataset_detach": True}
-        return await self._clusters.start_task(cluster, Operation.DATASET_DETACH, params)
+        return await self._clusters.start_task(
+            cluster, Operation.DATASET_DETACH, DatasetDetachParams()
+        )
 
     async def reseal_all(self) -> int:
         """Seal every stored credential under the first key of the key file (after a
         rotation); how many storages changed."""
         ctx = self._ctx
         changed = 0
-        stored = await ctx.db(ctx.store.datasets.list_storages)
+        stored = await ctx.records.list_storages()
         if stored and not ctx.sealer.path.exists():
             log.error(
                 "cloud: %d dataset storage credentials are stored but %s is missing: restore"
@@ -195,8 +195,7 @@ class Datasets:
             access = ctx.sealer.reseal(record.access_key_sealed)
             secret = ctx.sealer.reseal(record.secret_key_sealed)
             if access is not None or secret is not None:
-                await ctx.db(
-                    ctx.store.datasets.reseal,
+                await ctx.records.reseal_storage(
                     record.id,
                     access or record.access_key_sealed,
                     secret or record.secret_key_sealed,

@@ -24,13 +24,12 @@ from datetime import datetime
 
 from vpod.agent.gpu.model import GpuInfo, GpuSample, HostInventory
 from vpod.domain.naming import ID_RULE, is_valid_id
-from vpod.store.cloud_records import HostRecord
-from vpod.store.gpu_hosts import NO_SAMPLE, GpuAgentRecord, HealthChange, HostGpuRecord
 
 from ..flavors import HOST_MODELS, HostRole
 from ..gpu_rules import GpuState, check_inventory, host_model_of, unusable_slots
 from ..host_placement import HostView
 from ..model import errors
+from ..model.hosts import NO_SAMPLE, GpuAgent, HealthChange, Host, HostGpu
 from .context import CloudContext
 
 MAX_SAMPLES_AGE_S = 300.0
@@ -51,8 +50,8 @@ class GpuTelemetry:
 class HostGpus:
     """A host's agent and its GPUs as the store holds them."""
 
-    agent: GpuAgentRecord
-    gpus: tuple[HostGpuRecord, ...]
+    agent: GpuAgent
+    gpus: tuple[HostGpu, ...]
     silent_for_s: float | None
     """How long the agent has been silent past the limit (None: it reports)."""
 
@@ -71,7 +70,7 @@ class GpuHosts:
     async def _token_for(self, host_id: str, token: str, source: str) -> str | None:
         """The agent token's id; refused unless it is the one the host is bound to."""
         token_id = await self._ctx.vipu.admit_agent(host_id, token, source=source)
-        agent = await self._ctx.db(self._ctx.store.gpu_hosts.agent, host_id)
+        agent = await self._ctx.records.gpu_agent(host_id)
         if agent is not None and agent.token_id is not None and agent.token_id != token_id:
             raise errors.PermissionDenied(
                 f"GPU host {host_id} is registered with another agent token: a host answers to"
@@ -91,7 +90,7 @@ class GpuHosts:
         inventory: HostInventory,
         token: str,
         source: str,
-    ) -> tuple[HostRecord, bool]:
+    ) -> tuple[Host, bool]:
         """Register (or register again) a host with its agent's inventory; (host, new?)."""
         if not is_valid_id(host_id):
             raise errors.InvalidArgument(f"host id {host_id[:70]!r} is not valid: {ID_RULE}")
@@ -115,7 +114,7 @@ class GpuHosts:
             )
         token_id = await self._token_for(host_id, token, source)
         now = self._ctx.clock.now()
-        host = HostRecord(
+        host = Host(
             id=host_id,
             role=role,
             model=chosen,
@@ -125,7 +124,7 @@ class GpuHosts:
             enabled=True,
             registered_at=now,
         )
-        agent = GpuAgentRecord(
+        agent = GpuAgent(
             host_id=host_id,
             token_id=token_id,
             boot_id=boot_id,
@@ -138,7 +137,7 @@ class GpuHosts:
         )
         gpus = [_gpu_record(host_id, g, now) for g in inventory.gpus]
         await self._check_role(host_id, role)
-        new = await self._ctx.db(self._ctx.store.gpu_hosts.register, host, agent, gpus)
+        new = await self._ctx.records.register_gpu_host(host, agent, gpus)
         self._inventories[host_id] = inventory
         self._stored_at[host_id] = now
         message = (
@@ -149,7 +148,7 @@ class GpuHosts:
         return host, new
 
     async def _check_role(self, host_id: str, role: str) -> None:
-        usage = await self._ctx.db(self._ctx.store.list_host_usage)
+        usage = await self._ctx.records.list_host_usage()
         for u in usage:
             if u.host.id == host_id and u.host.role != role:
                 raise errors.InvalidArgument(
@@ -166,8 +165,7 @@ class GpuHosts:
         token: str,
     ) -> None:
         """Take an agent's samples; store the GPUs whose health changed."""
-        store = self._ctx.store.gpu_hosts
-        agent = await self._ctx.db(store.agent, host_id)
+        agent = await self._ctx.records.gpu_agent(host_id)
         if agent is None:
             raise errors.NotFound(f"GPU host {host_id} is not registered: register it first")
         token_id = await self._ctx.vipu.agent_token_id(token)
@@ -181,7 +179,7 @@ class GpuHosts:
             raise errors.NotFound(
                 f"GPU host {host_id} was registered by another agent run: register again"
             )
-        known = {g.idx: g for g in await self._ctx.db(store.list_gpus, [host_id])}
+        known = {g.idx: g for g in await self._ctx.records.list_host_gpus([host_id])}
         changes = []
         for sample in samples:
             index = sample.reading.index
@@ -197,7 +195,7 @@ class GpuHosts:
         now = self._ctx.clock.now()
         written = self._stored_at.get(host_id, agent.reported_at)
         if changes or (now - written).total_seconds() >= self._ctx.settings.gpu_agent_silent_s / 3:
-            await self._ctx.db(store.record_health, host_id, changes, now)
+            await self._ctx.records.record_gpu_health(host_id, changes, now)
             self._stored_at[host_id] = now
 
     # -- what others read ---------------------------------------------------------------------
@@ -241,8 +239,8 @@ class GpuHosts:
         }
 
 
-def _gpu_record(host_id: str, gpu: GpuInfo, now: datetime) -> HostGpuRecord:
-    return HostGpuRecord(
+def _gpu_record(host_id: str, gpu: GpuInfo, now: datetime) -> HostGpu:
+    return HostGpu(
         host_id=host_id,
         idx=gpu.index,
         uuid=gpu.uuid,
@@ -264,11 +262,10 @@ def _gpu_record(host_id: str, gpu: GpuInfo, now: datetime) -> HostGpuRecord:
 
 async def agent_hosts(ctx: CloudContext) -> dict[str, HostGpus]:
     """Every host with an agent: its agent, GPUs and how long it has been silent."""
-    store = ctx.store.gpu_hosts
-    agents = await ctx.db(store.list_agents)
-    gpus = await ctx.db(store.list_gpus)
+    agents = await ctx.records.list_gpu_agents()
+    gpus = await ctx.records.list_host_gpus()
     now = ctx.clock.now()
-    by_host: dict[str, list[HostGpuRecord]] = {}
+    by_host: dict[str, list[HostGpu]] = {}
     for gpu in gpus:
         by_host.setdefault(gpu.host_id, []).append(gpu)
     found = {}
@@ -287,7 +284,7 @@ async def host_views(ctx: CloudContext) -> list[HostView]:
     """Registered hosts as placement sees them: slots held by servers are not free, and
     neither are the slots of unhealthy GPUs or of a host whose agent is silent. Hosts
     registered by hand (no agent) are placed as before, unmonitored."""
-    usage = await ctx.db(ctx.store.list_host_usage)
+    usage = await ctx.records.list_host_usage()
     agents = await agent_hosts(ctx)
     views = []
     for u in usage:
@@ -317,14 +314,14 @@ class ServerGpu:
 
     host_id: str
     slot: int
-    record: HostGpuRecord | None
+    record: HostGpu | None
 
 
 async def server_gpus(ctx: CloudContext, server_ids: Sequence[str]) -> dict[str, list[ServerGpu]]:
     """The GPUs each server holds, in slot order (servers holding none are left out)."""
-    held = await ctx.db(ctx.store.gpu_hosts.server_slots, list(server_ids))
+    held = await ctx.records.server_slots(server_ids)
     hosts = {host for host, _ in held.values()}
-    records = await ctx.db(ctx.store.gpu_hosts.list_gpus, sorted(hosts))
+    records = await ctx.records.list_host_gpus(sorted(hosts))
     by_slot = {(g.host_id, g.idx): g for g in records}
     return {
         server: [ServerGpu(host, slot, by_slot.get((host, slot))) for slot in slots]

@@ -71,7 +71,7 @@ async def check_gpu_clusters(ctx: CloudContext) -> None:
     if not clusters:
         return
     servers = await ctx.records.list_servers([c.id for c in clusters])
-    held = await ctx.db(ctx.store.gpu_hosts.server_slots, [s.id for s in servers])
+    held = await ctx.records.server_slots([s.id for s in servers])
     hosts = await agent_hosts(ctx)
     for cluster in clusters:
         problems: list[str] = []

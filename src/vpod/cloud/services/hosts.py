@@ -5,10 +5,10 @@ registers a few of each model in two InfiniBand fabrics)."""
 from __future__ import annotations
 
 from vpod.domain.naming import ID_RULE, is_valid_id
-from vpod.store.cloud_records import HostRecord, HostUsage
 
 from ..flavors import HOST_MODELS, HostRole
 from ..model import errors
+from ..model.hosts import Host, HostUsage
 from .context import CloudContext
 
 GPUS_PER_HOST = 8
@@ -27,7 +27,7 @@ class Hosts:
         fabric: str | None = None,
         address: str = "",
         slots: int | None = None,
-    ) -> HostRecord:
+    ) -> Host:
         if not is_valid_id(host_id):
             raise errors.InvalidArgument(f"host id {host_id[:70]!r} is not valid: {ID_RULE}")
         if role not in {r.value for r in HostRole}:
@@ -44,7 +44,7 @@ class Hosts:
         count = default if slots is None else slots
         if not 1 <= count <= 64:
             raise errors.InvalidArgument(f"a host has 1 to 64 slots (GPUs), not {count}")
-        host = HostRecord(
+        host = Host(
             id=host_id,
             role=role,
             model=model,
@@ -54,13 +54,13 @@ class Hosts:
             enabled=True,
             registered_at=self._ctx.clock.now(),
         )
-        return await self._ctx.db(self._ctx.store.add_host, host)
+        return await self._ctx.records.add_host(host)
 
     async def list_hosts(self) -> list[HostUsage]:
-        return await self._ctx.db(self._ctx.store.list_host_usage)
+        return await self._ctx.records.list_host_usage()
 
     async def set_enabled(self, host_id: str, enabled: bool) -> None:
-        await self._ctx.db(self._ctx.store.set_host_enabled, host_id, enabled)
+        await self._ctx.records.set_host_enabled(host_id, enabled)
 
     async def remove(self, host_id: str) -> None:
-        await self._ctx.db(self._ctx.store.remove_host, host_id)
+        await self._ctx.records.remove_host(host_id)

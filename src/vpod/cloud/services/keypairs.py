@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
-from vpod.store.keypair_store import KeypairRecord
 
 from ..drivers import DriverError
 from ..model import errors
@@ -36,22 +35,9 @@ _UNWRITTEN = (ServerStatus.BUILD, ServerStatus.DELETED)
 """Servers whose keys their setup will write (or nobody needs)."""
 
 
-def _keypair(record: KeypairRecord, clusters: Sequence[str] = ()) -> Keypair:
-    return Keypair(
-        id=record.id,
-        project_id=record.project_id,
-        name=record.name,
-        key_type=record.key_type,
-        public_key=record.public_key,
-        fingerprint=record.fingerprint,
-        created_at=record.created_at,
-        clusters=tuple(clusters),
-    )
-
-
 async def authorized_lines(ctx: CloudContext, cluster_id: str) -> tuple[str, ...]:
     """The ``authorized_keys`` lines of the cluster's keypairs (comment: ``vpod:NAME``)."""
-    held = await ctx.db(ctx.store.keypairs.of_clusters, [cluster_id])
+    held = await ctx.records.keypairs_of([cluster_id])
     lines = []
     for record in held.get(cluster_id, []):
         key = parse_public_key(record.public_key)
@@ -64,9 +50,9 @@ class Keypairs:
         self._ctx = ctx
         self._clusters = clusters
 
-    async def _find(self, principal: Principal, ref: str) -> KeypairRecord:
+    async def _find(self, principal: Principal, ref: str) -> Keypair:
         project_id = principal.project()
-        found = await self._ctx.db(self._ctx.store.keypairs.find, project_id, ref)
+        found = await self._ctx.records.find_keypair(project_id, ref)
         if found is None:
             raise errors.NotFound(
                 f"keypair {str(ref)[:70]} does not exist in project {project_id}:"
@@ -74,9 +60,10 @@ class Keypairs:
             )
         return found
 
-    async def _view(self, record: KeypairRecord) -> Keypair:
-        holders = await self._ctx.db(self._ctx.store.keypairs.holders, record.id)
-        return _keypair(record, holders)
+    async def _view(self, record: Keypair) -> Keypair:
+        """The keypair with the names of the clusters it may log in to."""
+        holders = await self._ctx.records.keypair_holders(record.id)
+        return replace(record, clusters=tuple(holders))
 
     async def create(self, principal: Principal, name: str) -> tuple[Keypair, str]:
         """A new ed25519 keypair: the record and the private key (OpenSSH format), once."""
@@ -96,7 +83,7 @@ class Keypairs:
         ctx = self._ctx
         check_name("keypair", name)
         key = parse_public_key(public_key)
-        record = KeypairRecord(
+        record = Keypair(
             id=ctx.ids.new("kp"),
             project_id=principal.project(),
             name=name,
@@ -105,11 +92,11 @@ class Keypairs:
             fingerprint=key.fingerprint,
             created_at=ctx.clock.now(),
         )
-        await ctx.db(ctx.store.keypairs.add, record)
-        return _keypair(record)
+        await ctx.records.add_keypair(record)
+        return record
 
     async def list_keypairs(self, principal: Principal) -> list[Keypair]:
-        found = await self._ctx.db(self._ctx.store.keypairs.list_keypairs, principal.project())
+        found = await self._ctx.records.list_keypairs(principal.project())
         return [await self._view(r) for r in found]
 
     async def get(self, principal: Principal, ref: str) -> Keypair:
@@ -117,13 +104,13 @@ class Keypairs:
 
     async def delete(self, principal: Principal, ref: str) -> None:
         record = await self._find(principal, ref)
-        holders = await self._ctx.db(self._ctx.store.keypairs.holders, record.id)
+        holders = await self._ctx.records.keypair_holders(record.id)
         if holders:
             raise errors.FailedPrecondition(
                 f"keypair {record.name} may log in to cluster(s) {', '.join(holders)}: remove it"
                 f" there first (`vpod cluster keypair remove CLUSTER {record.name}`)"
             )
-        await self._ctx.db(self._ctx.store.keypairs.delete, record.id)
+        await self._ctx.records.delete_keypair(record.id)
 
     # -- a cluster's keypairs -------------------------------------------------------------------
 
@@ -133,14 +120,14 @@ class Keypairs:
 
     async def of_cluster(self, principal: Principal, cluster_ref: str) -> list[Keypair]:
         cluster = await self._clusters.find(principal, cluster_ref)
-        held = await self._ctx.db(self._ctx.store.keypairs.of_clusters, [cluster.id])
+        held = await self._ctx.records.keypairs_of([cluster.id])
         return [await self._view(r) for r in held.get(cluster.id, [])]
 
     async def give(self, principal: Principal, cluster_ref: str, ref: str) -> list[Keypair]:
         """Let the keypair log in to the cluster's servers (idempotent); its keypairs after."""
         cluster = await self._writable(principal, cluster_ref)
         record = await self._find(principal, ref)
-        await self._ctx.db(self._ctx.store.keypairs.give, cluster.id, [record.id])
+        await self._ctx.records.give_keypairs(cluster.id, [record.id])
         await self._push(cluster)
         return await self.of_cluster(principal, cluster.id)
 
@@ -148,7 +135,7 @@ class Keypairs:
         """The keypair may no longer log in (its open connections stay, as with OpenSSH)."""
         cluster = await self._writable(principal, cluster_ref)
         record = await self._find(principal, ref)
-        await self._ctx.db(self._ctx.store.keypairs.take, cluster.id, record.id)
+        await self._ctx.records.take_keypair(cluster.id, record.id)
         await self._push(cluster)
         return await self.of_cluster(principal, cluster.id)
 

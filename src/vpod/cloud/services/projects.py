@@ -23,10 +23,10 @@ from pathlib import Path
 
 from vpod.controller.credentials import hash_key, verify_key
 from vpod.domain.naming import ID_RULE, is_valid_id
-from vpod.store.cloud_records import ProjectRecord, TokenRecord
 
 from ..drivers.workspace import write_private
 from ..model import errors
+from ..model.tenants import Project, Token
 from ..quotas import check_quota_names, with_defaults
 from .context import CloudContext
 
@@ -58,7 +58,7 @@ class Principal:
 
 @dataclass(frozen=True)
 class NewToken:
-    record: TokenRecord
+    record: Token
     token: str
     """Shown once; only the hash of its secret is stored."""
 
@@ -92,7 +92,7 @@ class Projects:
         if cached is not None and now - cached[0] < VERIFIED_TTL_S:
             return cached[1]
         token_id, secret = split_token(token)
-        record = await self._ctx.db(self._ctx.store.find_token, token_id)
+        record = await self._ctx.records.find_token(token_id)
         if record is None or not verify_key(secret, record.key_hash):
             raise errors.Unauthenticated(
                 "unknown or revoked token: ask your administrator for a new one"
@@ -114,7 +114,7 @@ class Projects:
     def _new_token(self, project_id: str | None, label: str) -> NewToken:
         token_id = secrets.token_hex(8)
         secret = secrets.token_urlsafe(32)
-        record = TokenRecord(
+        record = Token(
             id=token_id,
             project_id=project_id,
             key_hash=hash_key(secret),
@@ -125,23 +125,21 @@ class Projects:
 
     async def issue_token(self, project_id: str | None, label: str = "") -> NewToken:
         new = self._new_token(project_id, label)
-        await self._ctx.db(self._ctx.store.add_token, new.record)
+        await self._ctx.records.add_token(new.record)
         return new
 
     async def revoke_token(self, token_id: str) -> None:
-        await self._ctx.db(self._ctx.store.remove_token, token_id)
+        await self._ctx.records.remove_token(token_id)
         self._verified = {k: v for k, v in self._verified.items() if v[1].token_id != token_id}
 
-    async def list_tokens(self, project_id: str | None) -> list[TokenRecord]:
+    async def list_tokens(self, project_id: str | None) -> list[Token]:
         if project_id is not None:
             await self.get(project_id)
-        return await self._ctx.db(
-            self._ctx.store.list_tokens, project_id=project_id, admin=project_id is None
-        )
+        return await self._ctx.records.list_tokens(project_id=project_id, admin=project_id is None)
 
     async def ensure_admin_token(self, path: Path) -> str | None:
         """Make the first administrator token if there is none; write it to ``path``."""
-        if await self._ctx.db(self._ctx.store.list_tokens, admin=True):
+        if await self._ctx.records.list_tokens(admin=True):
             return None
         new = await self.issue_token(None, "first administrator token")
         write_private(path, new.token + "\n")
@@ -151,33 +149,33 @@ class Projects:
 
     async def create(
         self, project_id: str, name: str = "", quotas: Mapping[str, int] | None = None
-    ) -> tuple[ProjectRecord, NewToken]:
+    ) -> tuple[Project, NewToken]:
         if not is_valid_id(project_id):
             raise errors.InvalidArgument(f"project id {project_id[:70]!r} is not valid: {ID_RULE}")
-        project = ProjectRecord(
+        project = Project(
             id=project_id,
             name=name or project_id,
             quotas=with_defaults(check_quota_names(quotas or {})),
             created_at=self._ctx.clock.now(),
         )
         token = self._new_token(project_id, "first token")
-        await self._ctx.db(self._ctx.store.add_project, project, token.record)
+        await self._ctx.records.add_project(project, token.record)
         return project, token
 
-    async def get(self, project_id: str) -> ProjectRecord:
-        return await self._ctx.db(self._ctx.store.get_project, project_id)
+    async def get(self, project_id: str) -> Project:
+        return await self._ctx.records.get_project(project_id)
 
-    async def list_projects(self) -> list[ProjectRecord]:
-        return await self._ctx.db(self._ctx.store.list_projects)
+    async def list_projects(self) -> list[Project]:
+        return await self._ctx.records.list_projects()
 
-    async def set_quotas(self, project_id: str, quotas: Mapping[str, int]) -> ProjectRecord:
+    async def set_quotas(self, project_id: str, quotas: Mapping[str, int]) -> Project:
         current = await self.get(project_id)
         merged = {**current.quotas, **check_quota_names(quotas)}
-        return await self._ctx.db(self._ctx.store.set_quotas, project_id, with_defaults(merged))
+        return await self._ctx.records.set_quotas(project_id, with_defaults(merged))
 
     async def remove(self, project_id: str) -> None:
-        await self._ctx.db(self._ctx.store.remove_project, project_id, self._ctx.clock.now())
+        await self._ctx.records.remove_project(project_id, self._ctx.clock.now())
         self._verified = {k: v for k, v in self._verified.items() if v[1].project_id != project_id}
 
     async def usage(self, project_id: str) -> dict[str, int]:
-        return await self._ctx.db(self._ctx.store.project_usage, project_id)
+        return await self._ctx.records.project_usage(project_id)

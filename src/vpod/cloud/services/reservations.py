@@ -18,13 +18,11 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from vpod.store.cloud_records import HostUsage
-from vpod.store.reservation_store import PoolState, ReservationRecord, ReservationStore
-
 from ..flavors import CATALOG, Flavor, HostRole, find_flavor
 from ..model import errors
+from ..model.hosts import HostUsage
 from ..model.records import Cluster
-from ..model.reservations import Reservation
+from ..model.reservations import PoolState, Reservation
 from ..model.statuses import Operation
 from ..pools import (
     IPU_MACHINE_POOL,
@@ -53,13 +51,12 @@ from ..reservations import (
 )
 from .context import CloudContext
 from .projects import Principal
-from .records import reservation_of, row_of_reservation
 
 _LIMIT = 100_000
 """Machines counted when measuring the IPU pool (far more than any pod)."""
 
 
-def plan_of(record: Reservation | ReservationRecord) -> Plan:
+def plan_of(record: Reservation) -> Plan:
     return Plan(
         id=record.id,
         project_id=record.project_id,
@@ -79,10 +76,6 @@ class Reservations:
         self._ctx = ctx
         self.terms = dict(terms)
         self._admitting = asyncio.Lock()
-
-    @property
-    def _store(self) -> ReservationStore:
-        return self._ctx.store.reservations
 
     def admission(self) -> asyncio.Lock:
         """Held from a capacity check to the recording of what it admitted (a cluster, a
@@ -123,8 +116,8 @@ class Reservations:
         """Every pool some flavor draws from, with its reservations applied."""
         now = now or self._ctx.clock.now()
         clusters = await self._ctx.records.list_clusters(None)
-        holding = await self._ctx.db(self._store.list_reservations, holding_at=now)
-        hosts = await self._ctx.db(self._ctx.store.list_host_usage)
+        holding = await self._ctx.records.list_reservations(holding_at=now)
+        hosts = await self._ctx.records.list_host_usage()
         claims = await self._claims(clusters)
         views: dict[str, PoolView] = {}
         for name in pools_of(CATALOG):
@@ -171,7 +164,7 @@ class Reservations:
         if not 1 <= units <= MAX_UNITS:
             raise errors.InvalidArgument(f"reserve 1 to {MAX_UNITS} units, not {units}")
         now = ctx.clock.now()
-        project = await ctx.db(ctx.store.get_project, project_id)
+        project = await ctx.records.get_project(project_id)
         used = {"reserved_units": await self.units_held(project_id, now)}
         refuse_if_exceeded(
             project_id, check_limits(project.quotas, used, {"reserved_units": units})
@@ -210,29 +203,25 @@ class Reservations:
                     f" only {left} of the pool's {state.units} are not reserved already"
                 )
 
-        await ctx.db(self._store.buy, row_of_reservation(record), view.total, admit)
+        await ctx.records.buy_reservation(record, view.total, admit)
         return record
 
     async def units_held(self, project_id: str, now: datetime | None = None) -> int:
         now = now or self._ctx.clock.now()
-        holding = await self._ctx.db(
-            self._store.list_reservations, project_id=project_id, holding_at=now
-        )
+        holding = await self._ctx.records.list_reservations(project_id=project_id, holding_at=now)
         return sum(r.units for r in holding)
 
     async def list_reservations(self, principal: Principal) -> list[Reservation]:
-        found = await self._ctx.db(self._store.list_reservations, project_id=principal.project())
-        return [reservation_of(r) for r in found]
+        return await self._ctx.records.list_reservations(project_id=principal.project())
 
     async def all_plans(self, project_id: str) -> list[Plan]:
         """Every reservation of the project as billing sees it."""
         return [
-            plan_of(r)
-            for r in await self._ctx.db(self._store.list_reservations, project_id=project_id)
+            plan_of(r) for r in await self._ctx.records.list_reservations(project_id=project_id)
         ]
 
     async def get(self, principal: Principal, reservation_id: str) -> Reservation:
-        record = reservation_of(await self._ctx.db(self._store.get, reservation_id))
+        record = await self._ctx.records.get_reservation(reservation_id)
         if record.project_id != principal.project():
             raise errors.NotFound(
                 f"reservation {reservation_id} does not exist: `vpod reservation list` shows yours"
@@ -254,5 +243,5 @@ class Reservations:
                 " cancel"
             )
         until = cancellation_end(plan_of(record), now)
-        await self._ctx.db(self._store.cancel, reservation_id, now, until)
-        return reservation_of(await self._ctx.db(self._store.get, reservation_id))
+        await self._ctx.records.cancel_reservation(reservation_id, now, until)
+        return await self._ctx.records.get_reservation(reservation_id)

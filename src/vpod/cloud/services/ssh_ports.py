@@ -33,7 +33,7 @@ async def require_ports(ctx: CloudContext, count: int, what: str) -> None:
     ports = ctx.settings.direct_ports
     if ports is None or count <= 0:
         return
-    free = await ctx.db(ctx.store.ssh_ports.free_count, ports.first, ports.last)
+    free = await ctx.records.free_ssh_ports(ports.first, ports.last)
     if free < count:
         raise exhausted(ports, free, count, what)
 
@@ -43,12 +43,10 @@ async def assign_ports(ctx: CloudContext, server_ids: Collection[str], what: str
     ports = ctx.settings.direct_ports
     if ports is None or not server_ids:
         return
-    got = await ctx.db(
-        ctx.store.ssh_ports.assign, server_ids, ports.first, ports.last, ctx.clock.now()
-    )
+    got = await ctx.records.assign_ssh_ports(server_ids, ports.first, ports.last, ctx.clock.now())
     missing = len(set(server_ids)) - len(got)
     if missing > 0:
-        free = await ctx.db(ctx.store.ssh_ports.free_count, ports.first, ports.last)
+        free = await ctx.records.free_ssh_ports(ports.first, ports.last)
         raise exhausted(ports, free, missing, what)
 
 
@@ -74,14 +72,14 @@ class SshPorts:
         """Server id -> its direct port; empty when the option is off."""
         if self.range is None or not server_ids:
             return {}
-        held = await self._ctx.db(self._ctx.store.ssh_ports.of_servers, server_ids)
+        held = await self._ctx.records.ssh_ports_of(server_ids)
         return {s: p for s, p in held.items() if p in self.range}
 
     async def listening(self) -> dict[int, str]:
         """Port -> server id, for every port of the range a server holds."""
         if self.range is None:
             return {}
-        held = await self._ctx.db(self._ctx.store.ssh_ports.held)
+        held = await self._ctx.records.held_ssh_ports()
         return {p: s for p, s in held.items() if p in self.range}
 
     async def backfill(self) -> None:
@@ -90,11 +88,11 @@ class SshPorts:
         ports = self.range
         if ports is None:
             return
-        waiting = await self._ctx.db(self._ctx.store.ssh_ports.servers_needing, *_ends(ports))
+        waiting = await self._ctx.records.servers_needing_ssh_ports(*_ends(ports))
         if not waiting:
             return
-        got = await self._ctx.db(
-            self._ctx.store.ssh_ports.assign, waiting, *_ends(ports), self._ctx.clock.now()
+        got = await self._ctx.records.assign_ssh_ports(
+            waiting, *_ends(ports), self._ctx.clock.now()
         )
         if len(got) < len(waiting):
             log.warning(
@@ -105,7 +103,7 @@ class SshPorts:
 
     async def connect(self, port: int) -> ShellSession:
         """Start the sshd of the server holding ``port``; the caller ends it."""
-        held = await self._ctx.db(self._ctx.store.ssh_ports.holder, port)
+        held = await self._ctx.records.ssh_port_holder(port)
         if held is None or self.range is None or port not in self.range:
             raise errors.NotFound(f"no server holds direct SSH port {port}")
         server_id, cluster_id = held

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from ..model import errors
 from ..model.records import Task
+from ..model.task_params import TaskParams
 from ..states import Operation, Phase, TaskState
 from .context import CloudContext
 from .projects import Principal
@@ -22,7 +22,7 @@ def new_task(
     resource_type: str,
     resource_id: str,
     resource_name: str,
-    params: dict[str, Any] | None = None,
+    params: TaskParams | None = None,
     *,
     state: TaskState = TaskState.NEW,
 ) -> Task:
@@ -37,7 +37,7 @@ def new_task(
         state=state,
         created_at=now,
         updated_at=now,
-        params=dict(params or {}),
+        params=params or TaskParams(),
         finished_at=now if state.done else None,
         detailed_state=Phase.FINISHED if state is TaskState.FINISHED else None,
     )

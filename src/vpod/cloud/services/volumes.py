@@ -12,6 +12,7 @@ from ..flavors import find_flavor
 from ..metering import volume_entry
 from ..model import errors
 from ..model.records import Task, Volume
+from ..model.task_params import TaskParams, VolumeAttachParams, VolumeDetachParams
 from ..quotas import check_limits, refuse_if_exceeded, volume_demand
 from ..states import ALLOWED_FROM, ClusterStatus, Operation, VolumeStatus
 from ..states import check_operation as check_state
@@ -123,7 +124,7 @@ class Volumes:
             [VolumeStatus.AVAILABLE],
             VolumeStatus.ATTACHING,
             cluster=(cluster.id, ALLOWED_FROM[Operation.VOLUME_ATTACH]),
-            params={"cluster_id": cluster.id, "server": server},
+            params=VolumeAttachParams(cluster_id=cluster.id, server=server),
         )
 
     async def detach(self, principal: Principal, ref: str) -> Task:
@@ -140,7 +141,7 @@ class Volumes:
             [VolumeStatus.IN_USE],
             VolumeStatus.DETACHING,
             cluster=(volume.cluster_id, ALLOWED_FROM[Operation.VOLUME_DETACH]),
-            params={"cluster_id": volume.cluster_id},
+            params=VolumeDetachParams(cluster_id=volume.cluster_id),
         )
 
     async def _claim(
@@ -151,12 +152,10 @@ class Volumes:
         status: VolumeStatus,
         *,
         cluster: tuple[str, frozenset[ClusterStatus]] | None = None,
-        params: dict[str, object] | None = None,
+        params: TaskParams | None = None,
     ) -> Task:
         ctx = self._ctx
-        task = new_task(
-            ctx, volume.project_id, operation, "volume", volume.id, volume.name, params or {}
-        )
+        task = new_task(ctx, volume.project_id, operation, "volume", volume.id, volume.name, params)
         entry = volume_entry(volume, status, ctx.clock.now())
         await ctx.records.start_volume_task(
             volume.id,

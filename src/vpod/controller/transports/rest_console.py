@@ -8,7 +8,8 @@
   pods without polling each object.
 
 A module-level router; its handlers take their use-cases as dependencies
-(:mod:`.rest_deps`).
+(:mod:`.rest_deps`). Its bodies are the shapes of :mod:`vpod.wire.rest.pod_map`,
+which the use-case builds and ``vpod.client`` reads.
 """
 
 import json
@@ -18,9 +19,10 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 from fastapi.responses import StreamingResponse
 
+from vpod.wire.rest.pod_map import Fragmentation, Identity, PodMap
+
 from ..change_feed import Change, ChangeFeed
 from .rest_auth import AsAdmin, AsUser
-from .rest_console_models import ClusterMapOut, FragmentationOut, Identity, PodMap
 from .rest_deps import AuthenticatorDep, ChangesDep, PodMapDep
 from .rest_errors import error_responses
 from .rest_user import API_PREFIX
@@ -53,7 +55,7 @@ async def whoami(caller: AsUser, auth: AuthenticatorDep) -> Identity:
     return Identity(
         user_id=caller.user_id,
         admin=caller.admin or not auth.secure,  # without --secure everyone is one
-        allocation_ids=allocations,
+        allocation_ids=tuple(allocations) if allocations is not None else None,
         secure=auth.secure,
     )
 
@@ -72,23 +74,21 @@ async def pod_map(
     """Every cluster as IPU-Link domains → machines in ladder order → 4 IPUs each, with
     partitions, allocations, faults, reachability and utilisation; GW-Links between
     domains."""
-    views = await maps.pod_map(caller, cluster or None)
-    return PodMap(clusters=[ClusterMapOut.model_validate(v) for v in views])
+    return PodMap(clusters=tuple(await maps.pod_map(caller, cluster or None)))
 
 
 @router.get(
     "/admin/allocations/{allocation_id}/fragmentation",
     tags=["admin: pod map"],
-    response_model=FragmentationOut,
+    response_model=Fragmentation,
     responses=error_responses(400, 401, 403, 404, 503),
 )
 async def fragmentation(
     caller: AsAdmin, allocation_id: Annotated[str, Path(max_length=64)], maps: PodMapDep
-) -> FragmentationOut:
+) -> Fragmentation:
     """The allocation's largest free aligned block, its free blocks per size, and what a
     partition of each size would get right now (nothing is reserved)."""
-    found = await maps.fragmentation(caller, allocation_id)
-    return FragmentationOut.model_validate(found)
+    return await maps.fragmentation(caller, allocation_id)
 
 
 @router.get(

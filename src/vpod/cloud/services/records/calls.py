@@ -17,7 +17,7 @@ from vpod.store import errors as store_errors
 from vpod.store.cloud_store import CloudStore
 from vpod.store.runner import StoreFaults, StoreRunner
 
-from ..model import errors
+from ...model import errors
 
 P = ParamSpec("P")
 T = TypeVar("T")
