@@ -60,6 +60,19 @@ class Unavailable(ServiceError):
     temporary = True
 
 
+KINDS: tuple[type[ServiceError], ...] = (
+    InvalidArgument,
+    NotFound,
+    AlreadyExists,
+    NoCapacity,
+    FailedPrecondition,
+    Unauthenticated,
+    PermissionDenied,
+    Unavailable,
+)
+"""Every kind of service error a transport may answer with."""
+
+
 def check_filter(kind: str, value: str | None) -> None:
     """A filter naming an id no entity can have is the caller's mistake, not an empty list."""
     if value:

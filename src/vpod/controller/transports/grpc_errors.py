@@ -22,17 +22,7 @@ from .. import errors
 log = logging.getLogger("vpod.grpc")
 
 STATUS: dict[type[errors.ServiceError], grpc.StatusCode] = {
-    cls: grpc.StatusCode[cls.kind.value]
-    for cls in (
-        errors.InvalidArgument,
-        errors.NotFound,
-        errors.AlreadyExists,
-        errors.NoCapacity,
-        errors.FailedPrecondition,
-        errors.Unauthenticated,
-        errors.PermissionDenied,
-        errors.Unavailable,
-    )
+    cls: grpc.StatusCode[cls.kind.value] for cls in errors.KINDS
 }
 """Each service error's status, as :func:`vpod.wire.errors.grpc_status` answers it."""
 

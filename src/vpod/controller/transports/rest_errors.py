@@ -53,17 +53,7 @@ from .. import errors
 log = logging.getLogger("vpod.http")
 
 HTTP_STATUS: dict[type[errors.ServiceError], tuple[int, str]] = {
-    cls: (wire_errors.HTTP_STATUS[cls.kind], cls.kind.value)
-    for cls in (
-        errors.InvalidArgument,
-        errors.NotFound,
-        errors.AlreadyExists,
-        errors.NoCapacity,
-        errors.FailedPrecondition,
-        errors.Unauthenticated,
-        errors.PermissionDenied,
-        errors.Unavailable,
-    )
+    cls: (wire_errors.HTTP_STATUS[cls.kind], cls.kind.value) for cls in errors.KINDS
 }
 """Each service error's status and code, as :func:`vpod.wire.errors.http_status` answers."""
 
