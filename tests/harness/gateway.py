@@ -41,6 +41,7 @@ from vpod.agent.model import (
     FaultKind,
     LinkTestKind,
     LinkTestResult,
+    MachineEndpoints,
     MachineHealth,
     MachineIdentity,
     PartitionConfig,
@@ -161,15 +162,18 @@ class ScriptedGateway:
 
     # ------------------------------------------------------------ the machines
 
-    def add_machine(self, agent_id: str) -> EmulatedMachine:
-        machine = EmulatedMachine(agent_id, clock=self._epoch)
+    def add_machine(self, agent_id: str, ipuof_address: str = "127.0.0.1") -> EmulatedMachine:
+        """An emulated Bow-2000 answering as ``agent_id``; ``ipuof_address`` is only named in
+        the IPUoF configurations the controller serves (nothing dials it)."""
+        endpoints = MachineEndpoints(ipuof_address=ipuof_address)
+        machine = EmulatedMachine(agent_id, clock=self._epoch, endpoints=endpoints)
         self.machines[agent_id] = machine
         self._access[agent_id] = IpuofAccess()
         return machine
 
     def restart(self, agent_id: str) -> EmulatedMachine:
         """The agent restarted: a new boot, every configuration lost."""
-        return self.add_machine(agent_id)
+        return self.add_machine(agent_id, self.machines[agent_id].endpoints.ipuof_address)
 
     def _epoch(self) -> float:
         return self._clock.now().timestamp()

@@ -200,7 +200,7 @@ async def start_pod(
     agent_ids = tuple(f"ag{n}" for n in range(1, machines + 1))
     inventory = controller.inventory
     for n, agent_id in enumerate(agent_ids, start=1):
-        gateway.add_machine(agent_id)
+        gateway.add_machine(agent_id, ipuof_address=f"127.0.9.{n}")
         await inventory.create_agent(SYSTEM, agent_id, "127.0.0.1", 9000 + n)
     await inventory.create_cluster(SYSTEM, CLUSTER, list(agent_ids))
     for allocation_id, members in (allocations or {ALLOCATION: list(agent_ids)}).items():

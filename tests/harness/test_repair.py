@@ -48,6 +48,12 @@ def _state(record: PartitionRecord) -> tuple[ReadyState, OperationState]:
 ACTIVE = (ReadyState.ACTIVE, OperationState.IDLE)
 
 
+async def _ipuof_devices(pod: Pod, pid: str) -> list[tuple[str, int]]:
+    """The (address, device id) of every IPU in the partition's IPUoF configuration."""
+    config = await pod.controller.views.ipuof_config(await _record(pod, pid), None)
+    return sorted((d["ip"], d["device_id"]) for g in config["gcd_configs"] for d in g["devices"])
+
+
 @pytest.mark.parametrize(
     ("make_fault", "words"),
     [(_ipu_fault, "failed"), (_link_fault, "is down")],
@@ -140,10 +146,11 @@ async def test_auto_resets_that_fail_stop_at_the_maximum_and_a_user_reset_starts
 
 
 async def test_a_relocatable_partition_moves_off_a_persistent_fault(pod: Pod) -> None:
-    """Same id, ACTIVE, one attempt counted; the old machine no longer holds it, healthy
-    IPUs of another machine do, under a configuration the controller sent them."""
+    """Same id, ACTIVE, one attempt counted, a new IPUoF configuration; the old machine no
+    longer holds it, healthy IPUs of another machine do."""
     await pod.steady()
     await pod.create("mover", 4, relocatable=True)
+    old_devices = await _ipuof_devices(pod, "mover")
     old_ipus = pod.ipus_of("mover")
     old_agent, device = old_ipus[0]
     pod.fault(old_agent, _ipu_fault(device))
@@ -157,6 +164,10 @@ async def test_a_relocatable_partition_moves_off_a_persistent_fault(pod: Pod) ->
     assert len(new_ipus) == 4
     assert old_agent not in {a for a, _ in new_ipus}
     assert old_agent not in pod.gateway.holders_of("mover")
+    new_devices = await _ipuof_devices(pod, "mover")
+    assert new_devices != old_devices
+    assert len(new_devices) == 4
+    assert [r.id for r in await pod.controller.partitions.list_partitions(SYSTEM)] == ["mover"]
     (relocated,) = await pod.audit("relocate_partition", "mover")
     assert relocated.outcome == "ok"
     assert "moved to slots" in relocated.detail
@@ -242,4 +253,29 @@ async def test_a_silent_agent_is_unreachable_after_the_threshold_and_recovers(po
     record = await _record(pod, "far")
     assert _state(record) == ACTIVE
     assert record.auto_reset_retry_count == 1
+    assert pod.disagreements() == []
+
+
+async def test_a_create_placed_on_an_ipu_another_replica_knows_is_faulty_is_placed_again(
+    pod: Pod,
+) -> None:
+    """Replica A's cached snapshot predates a fault that replica B (the leader) heard of and
+    stored. A places on the faulty IPU, the machine refuses it (IPU faulted), A releases
+    it and places once more on a fresh snapshot, which has the stored fault: the create
+    succeeds elsewhere, and the caller never hears of the first try."""
+    a, b = pod.controller, pod.replica()
+    probe = await pod.create("probe", 1, on=a)  # A caches the empty pod
+    ((agent_id, device),) = pod.ipus_of("probe")
+    await a.partitions.remove(SYSTEM, "probe")
+    pod.fault(agent_id, _ipu_fault(device))
+    await b.leader.monitor.tick()  # B hears of the fault and stores it; A has not
+    record = await pod.create("p", 1, on=a)
+    assert record.state.ready is ReadyState.ACTIVE
+    assert record.slots != probe.slots
+    tries = pod.gateway.calls_of("configure", "p")
+    assert [(c.agent_id, c.device_ids) for c in tries][0] == (agent_id, (device,))
+    assert len(tries) == 2
+    assert (agent_id, device) not in pod.ipus_of("p")
+    outcomes = sorted(e.outcome for e in await pod.audit("create_partition", "p"))
+    assert outcomes == ["failed", "reserved", "reserved"]
     assert pod.disagreements() == []
