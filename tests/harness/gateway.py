@@ -233,11 +233,7 @@ class ScriptedGateway:
         self._rules.clear()
 
     def calls_of(self, op: str, partition_id: str | None = None) -> list[Call]:
-        return [
-            c
-            for c in self.calls
-            if c.op == op and partition_id in (None, c.partition_id)
-        ]
+        return [c for c in self.calls if c.op == op and partition_id in (None, c.partition_id)]
 
     async def _enter(self, call: Call, timeout: float) -> bool:
         """Record the call and apply the first rule that matches. Raises what the rule
@@ -269,9 +265,7 @@ class ScriptedGateway:
     def _refusal(self, agent_id: str, exc: MachineRefusal) -> AgentRefused:
         return AgentRefused(agent_id, exc.message, exc.reason, status_of(exc).name)
 
-    async def _run(
-        self, call: Call, timeout: float, act: Callable[[EmulatedMachine], T]
-    ) -> T:
+    async def _run(self, call: Call, timeout: float, act: Callable[[EmulatedMachine], T]) -> T:
         late = await self._enter(call, timeout)
         try:
             result = act(self._machine(call.agent_id))

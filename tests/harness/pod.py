@@ -153,10 +153,14 @@ class Pod:
         """Every way the store and the machines disagree (see ``tests/faults/consistency``)."""
         held = {
             agent_id: [
-                Holding(agent_id, c.config.partition_id, frozenset(c.config.device_ids),
-                        c.config.generation)
+                Holding(
+                    agent_id,
+                    c.config.partition_id,
+                    frozenset(c.config.device_ids),
+                    c.config.generation,
+                )
                 for c in machine.configurations()
-            ]  # fmt: skip
+            ]
             for agent_id, machine in self.gateway.machines.items()
         }
         return compare(read_store(self.database_url), held)

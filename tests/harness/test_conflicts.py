@@ -143,7 +143,7 @@ async def test_a_cluster_that_changes_under_every_placement_is_unavailable_not_a
         raise Conflict("IPU taken meanwhile (scripted)")
 
     monkeypatch.setattr(store, "reserve_partition", always_taken)
-    with pytest.raises(errors.Unavailable, match="changed under 50 placements in a row.*retry"):
+    with pytest.raises(errors.Unavailable, match=r"changed under 50 placements in a row.*retry"):
         await pod.create("busy", 4)
     assert attempts == ["busy"] * 50
     assert pod.gateway.calls == []

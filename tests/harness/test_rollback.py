@@ -100,7 +100,7 @@ async def test_concurrent_failures_on_several_agents_are_all_named(pod: Pod) -> 
 async def test_a_failed_remove_keeps_the_partition_in_error_until_forced(pod: Pod) -> None:
     await pod.create("stays", 8)
     pod.gateway.on("release", "ag2", fail=unavailable)
-    with pytest.raises(errors.Unavailable, match="could not be removed: .*ag2.*use --force"):
+    with pytest.raises(errors.Unavailable, match=r"could not be removed: .*ag2.*use --force"):
         await pod.controller.partitions.remove(SYSTEM, "stays")
     record = await pod.record("stays")
     assert record is not None
@@ -118,9 +118,7 @@ async def test_a_failed_remove_keeps_the_partition_in_error_until_forced(pod: Po
     # The forced remove gave the IPUs back even though ag2 never released its part; the
     # leader's reconciliation takes it off ag2 once ag2 answers.
     assert pod.gateway.holders_of("stays") == ["ag2"]
-    assert pod.disagreements() == [
-        "agent ag2 holds stays, which the store does not know"
-    ]
+    assert pod.disagreements() == ["agent ag2 holds stays, which the store does not know"]
     failed = await pod.controller.fleet.reconcile_all(await pod.controller.inventory.list_agents())
     assert failed == {}
     assert pod.gateway.holders_of("stays") == []
