@@ -121,7 +121,7 @@ async def test_a_dead_owners_reset_is_run_again(pod: Pod) -> None:
     lease = OwnerLease(b.ctx)
     assert await lease.renew()
     held = pod.gateway.on("reset", partition_id="again", hold=True, fail=unavailable)
-    reset = asyncio.create_task(b.partitions.reset(SYSTEM, "again"))
+    reset = asyncio.ensure_future(b.partitions.reset(SYSTEM, "again"))
     await held.entered()
     assert (await pod.record("again")) is not None
     pod.clock.advance(LEASE_TTL_S + 1)

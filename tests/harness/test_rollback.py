@@ -86,6 +86,17 @@ async def test_a_configure_that_answers_after_the_deadline_is_undone_too(pod: Po
     assert pod.disagreements() == []
 
 
+async def test_a_slow_agent_within_the_deadline_does_not_fail_the_create(pod: Pod) -> None:
+    timeout = pod.controller.settings.agent_timeout_s
+    slow = pod.gateway.on("configure", "ag1", slow_s=timeout * 0.9)
+    record = await pod.create("patient", 16)
+    assert slow.matched == 1
+    assert record.state.ready is ReadyState.ACTIVE
+    assert pod.clock.monotonic() == pytest.approx(timeout * 0.9)
+    assert pod.gateway.calls_of("release") == []
+    assert sorted(pod.gateway.holders_of("patient")) == list(pod.agent_ids)
+
+
 async def test_concurrent_failures_on_several_agents_are_all_named(pod: Pod) -> None:
     pod.gateway.on("configure", "ag1", fail=unavailable)
     pod.gateway.on("configure", "ag4", fail=_refusing)
