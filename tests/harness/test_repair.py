@@ -206,19 +206,23 @@ async def test_relocation_attempts_stop_at_the_maximum(pod: Pod) -> None:
 
 async def test_the_last_application_to_detach_triggers_one_auto_reset(pod: Pod) -> None:
     """An application detaching from a non-reconfigurable partition resets it (vipu-system
-    §4), but not while another application still holds one of its IPUs."""
+    §4), but not while another application (another instance of the run) still holds one of
+    its IPUs: that one is not evicted. The last to leave triggers exactly one reset."""
     await pod.steady()
     await pod.create("app", 4)
     (agent_id,) = pod.gateway.holders_of("app")
     machine = pod.gateway.machines[agent_id]
     devices = [d for _, d in pod.ipus_of("app")]
-    one = machine.attach("app", devices[0], "127.0.0.1:4000")
-    two = machine.attach("app", devices[1], "127.0.0.1:4001")
+    leaving = machine.attach("app", devices[0], "127.0.0.1:4000")
+    staying = machine.attach("app", devices[1], "127.0.0.1:4001")
     await pod.heartbeat_round()
-    machine.detach(one.attachment_id)
-    await pod.heartbeat_round()
-    assert pod.gateway.calls_of("reset", "app") == []  # the other instance still runs
-    machine.detach(two.attachment_id)
+    machine.detach(leaving.attachment_id)
+    for _ in range(3):  # three rounds: time enough for a reset that must not come
+        await pod.heartbeat_round()
+    assert pod.gateway.calls_of("reset", "app") == []
+    assert [a.attachment_id for a in machine.attachments()] == [staying.attachment_id]
+    assert (await _record(pod, "app")).last_auto_reset_time is None
+    machine.detach(staying.attachment_id)
     await pod.heartbeat_round()
     assert len(pod.gateway.calls_of("reset", "app")) == 1
     (held,) = machine.configurations()
@@ -226,10 +230,31 @@ async def test_the_last_application_to_detach_triggers_one_auto_reset(pod: Pod) 
     record = await _record(pod, "app")
     assert _state(record) == ACTIVE
     assert record.auto_reset_retry_count == 1
+    assert record.last_auto_reset_time == pod.clock.now()
     (reset,) = await pod.audit("auto_reset_partition", "app")
     assert reset.detail == f"an application detached from {agent_id}"
     await pod.heartbeat_round()
     assert len(pod.gateway.calls_of("reset", "app")) == 1  # one detach, one reset
+
+
+async def test_a_detach_from_a_partition_without_auto_reset_resets_nothing(pod: Pod) -> None:
+    """``disable_auto_reset``: the application leaving is not followed by a reset, however
+    many rounds pass, and the next application attaches to the partition as it is."""
+    await pod.steady()
+    await pod.create("keep", 1, disable_auto_reset=True)
+    ((agent_id, device),) = pod.ipus_of("keep")
+    machine = pod.gateway.machines[agent_id]
+    first = machine.attach("keep", device, "127.0.0.1:4000")
+    await pod.heartbeat_round()
+    machine.detach(first.attachment_id)
+    for _ in range(3):
+        await pod.heartbeat_round()
+    assert pod.gateway.calls_of("reset", "keep") == []
+    record = await _record(pod, "keep")
+    assert record.last_auto_reset_time is None
+    assert _state(record) == ACTIVE
+    again = machine.attach("keep", device, "127.0.0.1:4002")
+    assert again.partition_id == "keep"
 
 
 async def test_a_silent_agent_is_unreachable_after_the_threshold_and_recovers(pod: Pod) -> None:
