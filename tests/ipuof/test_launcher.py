@@ -151,7 +151,9 @@ def test_the_worst_exit_status_wins_and_a_failure_stops_the_others(apps: Apps) -
 
 
 def test_an_existing_partition_is_reused_and_kept(apps: Apps) -> None:
-    pid = apps.fresh_partition("apps-reuse", 4)
+    # Two short instances need not overlap: the first one's detach would auto-reset the
+    # partition under the second (vipu-system.md, section 4). This test is about reuse.
+    pid = apps.fresh_partition("apps-reuse", 4, disable_auto_reset=True)
     done = run_launcher(
         apps, "--num-replicas", "2", "--ipus-per-replica", "2", "--num-instances", "2",
         "--vipu-partition", pid, "--", str(BIN / "vpod-workload"), "--steps", "2",

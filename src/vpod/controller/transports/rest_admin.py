@@ -133,7 +133,7 @@ async def create_agent(
     "/agents",
     tags=["admin: agents"],
     response_model=AgentList,
-    responses=error_responses(401, 403, 503),
+    responses=error_responses(400, 401, 403, 503),
 )
 async def list_agents(
     listings: ListingsDep,
@@ -326,7 +326,7 @@ async def create_allocation(
     "/allocations",
     tags=["admin: allocations"],
     response_model=AllocationList,
-    responses=error_responses(401, 403, 503),
+    responses=error_responses(400, 401, 403, 503),
 )
 async def list_allocations(
     caller: AsAdmin,
@@ -492,7 +492,7 @@ async def list_partitions(
     "/ipu-attributes",
     tags=["admin: partitions"],
     response_model=IpuAttributeList,
-    responses=error_responses(401, 403, 404, 503),
+    responses=error_responses(400, 401, 403, 404, 503),
 )
 async def list_ipu_attributes(
     caller: AsAdmin,

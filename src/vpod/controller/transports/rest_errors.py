@@ -198,7 +198,8 @@ ERROR_STATUSES: tuple[int, ...] = (400, 401, 403, 404, 409, 503)
 
 
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """The ``responses=`` of a route: the error statuses it may return, documented."""
+    """The ``responses=`` of a route: the error statuses it may return, documented. 400 is
+    always among them: any route refuses a malformed path, query or header with it."""
     described = {
         400: "The request is invalid (`INVALID_ARGUMENT`).",
         401: "Credentials are missing or wrong (`UNAUTHENTICATED`).",
@@ -211,5 +212,5 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     }
     return {
         status: {"model": ErrorResponse, "description": described[status]}
-        for status in (statuses or ERROR_STATUSES)
+        for status in sorted({400, *(statuses or ERROR_STATUSES)})
     }

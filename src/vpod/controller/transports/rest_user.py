@@ -231,7 +231,7 @@ async def list_allocations(
     "/ipu-attributes",
     tags=["allocations"],
     response_model=IpuAttributeList,
-    responses=error_responses(401, 404, 503),
+    responses=error_responses(400, 401, 404, 503),
 )
 async def list_ipu_attributes(
     caller: AsUser,
