@@ -27,7 +27,6 @@ from typing import Any, TypeVar
 
 import httpx
 
-from tests.host_networks import network_dirs, remove_networks
 from vpod.agent.addressing import AddressMode, AddressPlan
 from vpod.agent.fabric import claim_addresses, release_addresses
 from vpod.agent.fleet import AgentFleet, FleetSettings
@@ -291,7 +290,6 @@ def stop_cloud(live: LiveCloud) -> None:
     finally:
         live.loop.close()
         release_addresses(live.fabric)
-        remove_networks(network_dirs(live.data_dir))
 
 
 def isolated_networks() -> bool:

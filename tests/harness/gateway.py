@@ -46,9 +46,9 @@ from vpod.agent.model import (
     MachineIdentity,
     PartitionConfig,
 )
-from vpod.agent.service import status_of
 from vpod.controller.clock import FakeClock
 from vpod.domain.entities import Agent
+from vpod.wire.errors import grpc_status
 
 T = TypeVar("T")
 
@@ -263,7 +263,7 @@ class ScriptedGateway:
         return self.machines[agent_id]
 
     def _refusal(self, agent_id: str, exc: MachineRefusal) -> AgentRefused:
-        return AgentRefused(agent_id, exc.message, exc.reason, status_of(exc).name)
+        return AgentRefused(agent_id, exc.message, exc.reason, grpc_status(exc).name)
 
     async def _run(self, call: Call, timeout: float, act: Callable[[EmulatedMachine], T]) -> T:
         late = await self._enter(call, timeout)

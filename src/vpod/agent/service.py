@@ -56,10 +56,6 @@ MAX_SLOW_DELAY_S = 600.0
 T = TypeVar("T")
 
 
-def status_of(exc: MachineRefusal) -> grpc.StatusCode:
-    return grpc_status(exc)
-
-
 class AgentService(pb_grpc.AgentServiceServicer):
     """Serves one machine. Create it inside the event loop that runs the server."""
 
@@ -153,7 +149,7 @@ class AgentService(pb_grpc.AgentServiceServicer):
 
     async def _abort(self, context: grpc.aio.ServicerContext, exc: MachineRefusal) -> NoReturn:
         await context.abort(
-            status_of(exc),
+            grpc_status(exc),
             bounded(exc.message),  # a refusal quoting a huge field must still fit the metadata
             trailing_metadata=((REASON_KEY, exc.reason.value),),
         )

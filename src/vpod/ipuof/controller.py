@@ -11,6 +11,7 @@ from ``VIPU_CLI_*`` and ``vipu-cli.hcl``, as for ``vipu``; host and port from
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from vpod.client import (
     FailedPrecondition,
@@ -24,6 +25,25 @@ from vpod.client import (
 from .config import IpuofDevice
 from .errors import ConfigInvalid, PartitionUnavailable
 from .source import Gcds, NotActiveYet, StillUnreachable
+
+if TYPE_CHECKING:
+    from vpod.client import records as client_records
+
+
+def device_of(device: client_records.IpuofDevice) -> IpuofDevice:
+    """An IPUoF device as the controller's answer gives it, as applications read it."""
+    return IpuofDevice(
+        ip=device.ip,
+        server_port=device.server_port,
+        rdma_port=device.rdma_port,
+        device_id=device.device_id,
+        routing_id=device.routing_id,
+        ipulink_segment_id=device.ipulink_segment_id,
+        ipu_arch_id=device.ipu_arch_id,
+        ipu_id=device.ipu_id,
+        chip_id=device.chip_id,
+        gwsw_version=device.gwsw_version,
+    )
 
 
 class ControllerSource:
@@ -55,21 +75,7 @@ class ControllerSource:
             ) from None
         return [
             (
-                [
-                    IpuofDevice(
-                        ip=d.ip,
-                        server_port=d.server_port,
-                        rdma_port=d.rdma_port,
-                        device_id=d.device_id,
-                        routing_id=d.routing_id,
-                        ipulink_segment_id=d.ipulink_segment_id,
-                        ipu_arch_id=d.ipu_arch_id,
-                        ipu_id=d.ipu_id,
-                        chip_id=d.chip_id,
-                        gwsw_version=d.gwsw_version,
-                    )
-                    for d in gcd.devices
-                ],
+                [device_of(d) for d in gcd.devices],
                 dict(gcd.attributes),
             )
             for gcd in config.gcds

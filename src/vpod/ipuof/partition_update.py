@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from vpod.client import FailedPrecondition, Partition, UserClient
 
-from .config import IpuofDevice
+from .controller import device_of
 from .protocol import IpuStatus, query_statuses
 
 
@@ -35,22 +35,7 @@ def holders(client: UserClient, partition_id: str) -> list[str]:
         config = client.ipuof_config(partition_id)
     except FailedPrecondition:
         return []  # not ACTIVE: nothing can be attached to it
-    ipus = [
-        IpuofDevice(
-            ip=d.ip,
-            server_port=d.server_port,
-            rdma_port=d.rdma_port,
-            device_id=d.device_id,
-            routing_id=d.routing_id,
-            ipulink_segment_id=d.ipulink_segment_id,
-            ipu_arch_id=d.ipu_arch_id,
-            ipu_id=d.ipu_id,
-            chip_id=d.chip_id,
-            gwsw_version=d.gwsw_version,
-        )
-        for gcd in config.gcds
-        for d in gcd.devices
-    ]
+    ipus = [device_of(d) for gcd in config.gcds for d in gcd.devices]
     found = []
     for status in query_statuses(ipus, partition_id):
         if isinstance(status, IpuStatus) and status.attached:

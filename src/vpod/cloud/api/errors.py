@@ -40,11 +40,6 @@ from vpod.wire import errors as wire_errors
 from ..model import errors
 
 
-def status_of(exc: errors.CloudError) -> tuple[int, str]:
-    """The HTTP status and code of a cloud error (by its kind: :mod:`vpod.wire.errors`)."""
-    return wire_errors.http_status(exc)
-
-
 def cloud_error_response(exc: errors.CloudError) -> JSONResponse:
     status, body, headers = wire_errors.http_answer(exc)
     return JSONResponse(body, status_code=status, headers=headers)

@@ -34,7 +34,7 @@ from fastapi import WebSocket, WebSocketDisconnect
 from ..app import Cloud
 from ..drivers import ShellRequest, ShellSession
 from ..model import errors
-from .errors import cloud_error_response, status_of
+from .errors import cloud_error_response
 
 STDIN = 0
 CONNECT_PATH = "/clusters/{cluster}/shell/connect"
@@ -95,7 +95,7 @@ def shell_relay(cloud: Cloud) -> Callable[[WebSocket, str, int], Awaitable[None]
             request = parse_request(first)
             session = await cloud.clusters.open_shell(who, cluster, server, request)
         except errors.CloudError as exc:
-            _, code = status_of(exc)
+            code = exc.kind.value
             with contextlib.suppress(Exception):
                 error = {"code": code, "message": str(exc)}
                 await websocket.send_text(json.dumps({"error": error}))

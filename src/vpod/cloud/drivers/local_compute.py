@@ -566,7 +566,7 @@ class LocalCompute:
         return _host_key(self._layout.base, resource_id)
 
     def _net_state(self, cluster_id: str) -> Path:
-        return self._layout.base / "networks" / f"{cluster_id}.json"
+        return _net_state_path(self._layout.base, cluster_id)
 
     async def create_network(self, cluster_id: str, cidr: str) -> str:
         if not self._isolated:
@@ -610,11 +610,7 @@ class LocalCompute:
             return
 
         def delete() -> None:
-            state = read_json(self._net_state(cluster_id))
-            if state is not None:
-                net = tenant_network.cluster_net(self._key(cluster_id), str(state["subnet"]))
-                tenant_network.remove_cluster(net)
-            tenant_network.release_subnet(self._network, self._key(cluster_id))
+            _remove_cluster_network(self._layout.base, cluster_id, self._network)
             self._net_state(cluster_id).unlink(missing_ok=True)
 
         await self._run(delete)
@@ -700,30 +696,35 @@ class LocalCompute:
         return ((shown[0], shown[1]),)
 
 
+def _net_state_path(base: Path, cluster_id: str) -> Path:
+    return base / "networks" / f"{cluster_id}.json"
+
+
 def _host_key(base: Path, resource_id: str) -> str:
     return f"{base.resolve()}#{resource_id}"
 
 
-def remove_host_networks(base: Path, network: NetworkSettings | None = None) -> int:
+def remove_host_networks(base: Path, network: NetworkSettings | None = None) -> None:
     """Remove every namespace, bridge, nftables table and subnet lease the local driver made
-    on this host for the cloud directory ``base``; returns how many networks and servers.
+    on this host for the cloud directory ``base``.
 
     Servers and their networks outlive the controller by design (a restart finds them);
     this is for retiring a cloud directory for good (and for tests that throw theirs away).
     """
     settings = network or NetworkSettings()
-    removed = 0
     for state in sorted((base / "servers").glob("*/state.json")):
         tenant_network.remove_server(_host_key(base, state.parent.name))
-        removed += 1
     for net_state in sorted((base / "networks").glob("*.json")):
-        key = _host_key(base, net_state.stem)
-        recorded = read_json(net_state)
-        if recorded is not None and "subnet" in recorded:
-            tenant_network.remove_cluster(tenant_network.cluster_net(key, str(recorded["subnet"])))
-        tenant_network.release_subnet(settings, key)
-        removed += 1
-    return removed
+        _remove_cluster_network(base, net_state.stem, settings)
+
+
+def _remove_cluster_network(base: Path, cluster_id: str, settings: NetworkSettings) -> None:
+    """A cluster's bridge and nftables table, and its subnet lease (its record stays)."""
+    key = _host_key(base, cluster_id)
+    recorded = read_json(_net_state_path(base, cluster_id))
+    if recorded is not None and "subnet" in recorded:
+        tenant_network.remove_cluster(tenant_network.cluster_net(key, str(recorded["subnet"])))
+    tenant_network.release_subnet(settings, key)
 
 
 def _is_loopback(host: str) -> bool:

@@ -30,10 +30,6 @@ R = TypeVar("R")
 Handler = Callable[[Any, Any, grpc.aio.ServicerContext], Awaitable[R]]
 
 
-def status_of(exc: errors.ServiceError) -> grpc.StatusCode:
-    return grpc_status(exc)
-
-
 def grpc_errors(handler: Handler[R]) -> Handler[R]:
     """Turn service errors into status codes with their sentence; log bugs."""
 
@@ -42,7 +38,7 @@ def grpc_errors(handler: Handler[R]) -> Handler[R]:
         try:
             return await handler(self, request, context)
         except errors.ServiceError as exc:
-            await context.abort(status_of(exc), bounded(str(exc)))
+            await context.abort(grpc_status(exc), bounded(str(exc)))
         except grpc.aio.AbortError:
             raise
         except Exception:

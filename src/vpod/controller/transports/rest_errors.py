@@ -105,12 +105,10 @@ def error_response(
     details: Sequence[FieldProblem] = (),
     headers: dict[str, str] | None = None,
 ) -> JSONResponse:
-    # the last guard: no message grows with what the caller sent
-    problems = [
-        FieldProblem(location=bounded(p.location), message=bounded(p.message)) for p in details
-    ]
-    body = ErrorResponse(error=ErrorDetail(code=code, message=bounded(message), details=problems))
-    return JSONResponse(body.model_dump(mode="json"), status_code=status, headers=headers)
+    # the last guard: no message grows with what the caller sent (error_body bounds the message)
+    problems = [{"location": bounded(p.location), "message": bounded(p.message)} for p in details]
+    body = wire_errors.error_body(code, message, problems)
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 def service_error_response(exc: Fault) -> JSONResponse:
