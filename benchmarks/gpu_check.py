@@ -16,7 +16,8 @@ Each step prints what it ran and what came back, and the end is a summary table:
 
 Exit status 0 when every step that could run passed, 1 when one failed, 2 when there is
 no GPU (NVML does not start). Without root and bubblewrap the server runs unsandboxed
-(``--unsafe-shared-host``), which the output says.
+(``--unsafe-shared-host``), and where the kernel cannot give it a network of its own it
+runs sandboxed on the host's network (``unsafe_shared_network``); the output says which.
 """
 
 from __future__ import annotations
@@ -35,8 +36,12 @@ from typing import Any
 
 import httpx
 
+from vpod.cloud.drivers.nvidia_userland import host_userland
 from vpod.cloud.drivers.sandbox import sandbox_problem
+from vpod.cloud.drivers.tenant_network import network_problem
 from vpod.cloud.gpu_rules import host_model_of
+from vpod.cloud.settings import render_settings
+from vpod.launch.cloud_up import CLOUD_CLUSTER
 
 BIN = Path(sys.executable).parent
 HOST_ID = "real-gpu-1"
@@ -143,6 +148,16 @@ def main() -> int:
     if problem is not None:
         say(f"NOTE: servers run UNSANDBOXED here ({problem})")
         up_argv.append("--unsafe-shared-host")
+    else:
+        network = network_problem()
+        settings = render_settings((CLOUD_CLUSTER,))
+        if network is not None:
+            say(f"NOTE: servers are sandboxed on the host's network here ({network})")
+            settings += "unsafe_shared_network = true\n"
+        data_dir.mkdir(parents=True, exist_ok=True)
+        (data_dir / "cloud.toml").write_text(settings)
+    driver = host_userland()
+    say(f"driver userland beyond /usr and the linker cache: {driver.dirs or 'none'}")
     say("$ " + " ".join(up_argv))
     up = subprocess.Popen(
         up_argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True

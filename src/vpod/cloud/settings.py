@@ -17,6 +17,7 @@ Every key is optional::
     sandbox_uid_count = 100000
     bwrap_path = ""               # where bubblewrap is; empty: on PATH
     unsafe_shared_host = false    # UNSAFE: servers without a sandbox where the host has none
+    unsafe_shared_network = false # UNSAFE: sandboxed servers on the host's network (no netns)
     tenant_network_pool = "169.254.64.0/18"  # vPODs' subnets (docs/security.md, tenant networks)
     tenant_network_prefix = 26    # each vPOD's subnet: /26 (up to 52 servers)
     tenant_outbound = true        # servers may reach addresses beyond this host (masqueraded)
@@ -97,6 +98,11 @@ class CloudSettings:
     unsafe_shared_host: bool = False
     """UNSAFE: where the host cannot sandbox servers, run them anyway, on the host as the
     controller's user (every tenant can read the controller's files and each other's)."""
+    unsafe_shared_network: bool = False
+    """UNSAFE: where the host's kernel cannot give servers networks of their own (no network
+    namespaces, veth, bridges or nftables), keep them sandboxed on the host's network: files,
+    processes, uids and GPUs stay apart, but every server reaches every address the host
+    does, another vPOD's servers and the agents' ports among them."""
     tenant_network_pool: str = DEFAULT_POOL
     """Where each vPOD's subnet comes from (link-local by default: never leaves the host)."""
     tenant_network_prefix: int = DEFAULT_PREFIX
@@ -122,6 +128,7 @@ class CloudSettings:
             "uids": UidRange(self.sandbox_uid_first, self.sandbox_uid_count),
             "unsafe_shared_host": self.unsafe_shared_host,
             "bwrap": self.bwrap_path,
+            "isolate_network": not self.unsafe_shared_network,
             "network": NetworkSettings(
                 pool=self.tenant_network_pool,
                 prefix=self.tenant_network_prefix,

@@ -50,8 +50,17 @@ from .base import (
     ShellSession,
 )
 from .dataset_files import dataset_env, write_aws_files
+from .nvidia_userland import host_userland
 from .peer_ssh import PeerSsh, run_sshd
-from .sandbox import SERVER_USER, Sandbox, UidRange, allocate_uid, own_tree, sandbox_problem
+from .sandbox import (
+    SERVER_USER,
+    SYSTEM_DIRS,
+    Sandbox,
+    UidRange,
+    allocate_uid,
+    own_tree,
+    sandbox_problem,
+)
 from .sessions import ProcessSession, sessions_of
 from .tenant_network import NetworkSettings, network_problem
 from .workspace import (
@@ -99,13 +108,21 @@ class LocalCompute:
         isolate_network: bool = True,
     ) -> None:
         """``isolate_network=False`` keeps sandboxed servers on the host's network, as vpod
-        did before tenant networks: only to measure what isolation costs
-        (benchmarks/tenant_network.py); the cloud never builds it so."""
+        did before tenant networks: the operator's documented opt-out for a host whose kernel
+        has no network namespaces or nftables (``unsafe_shared_network`` in cloud.toml), and
+        how benchmarks/tenant_network.py measures what isolation costs."""
         self._layout = layout
         self._max_shells = max_shells
         self._path = path or _default_path()
         self._uids = uids or UidRange()
-        self._problem = sandbox_problem(bwrap) or (network_problem() if isolate_network else None)
+        self._problem = sandbox_problem(bwrap)
+        if self._problem is None and isolate_network:
+            no_network = network_problem()
+            if no_network is not None:
+                self._problem = (
+                    f"{no_network} (an operator may keep servers sandboxed on the host's network"
+                    " with unsafe_shared_network = true in cloud.toml: docs/cloud.md)"
+                )
         self._network = network or NetworkSettings()
         self._isolated = isolate_network and self._problem is None
         self._bwrap = bwrap
@@ -397,6 +414,8 @@ class LocalCompute:
             own_tree(real / "home" / ".aws", uid)  # the server's user reads its keys
         rclone_mount.sync(real, self._layout.mounts, server_id, host_datasets, uid)
         devices = [list(d) for d in setup.devices]
+        if _real_gpus(gpu_devices(devices, self._layout.gpu_stand_ins)):
+            env = host_userland().environment(env)  # nvidia-smi and libcuda, where they are
         current = self._state(server_id)  # _uid may have written it since
         if current.get("devices", []) != devices:
             current["devices"] = devices
@@ -667,7 +686,10 @@ class LocalCompute:
         mounts = self._volumes(real) + self._dataset_mount(server_id) + local
         devices = gpu_devices(state.get("devices"), self._layout.gpu_stand_ins)
         name = str(state.get("name", server_id))
-        return Sandbox(real, name, uid, mounts, self._bwrap, netns=netns, devices=devices)
+        driver = host_userland().outside(SYSTEM_DIRS) if _real_gpus(devices) else ()
+        return Sandbox(
+            real, name, uid, mounts, self._bwrap, netns=netns, devices=devices, host_dirs=driver
+        )
 
     def _volumes(self, root: Path) -> tuple[tuple[str, Path], ...]:
         """The attached volumes: links the controller made under ``mnt``, to a volume's data
@@ -773,6 +795,17 @@ def gpu_devices(listed: object, stand_ins: Path) -> tuple[tuple[str, Path], ...]
         if (nvidia or stand_in) and dest not in {d for d, _ in found}:
             found.append((dest, node))
     return tuple(found)
+
+
+def _real_gpus(devices: tuple[tuple[str, Path], ...]) -> bool:
+    """Whether any of a server's device nodes is a real GPU's (not an emulated stand-in)."""
+    for _, node in devices:
+        try:
+            if stat.S_ISCHR(os.stat(node).st_mode):
+                return True
+        except OSError:
+            continue  # gone since it was listed: not one to show
+    return False
 
 
 def _install_image(root: Path, image: str, host_name: str) -> None:

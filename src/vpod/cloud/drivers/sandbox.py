@@ -278,6 +278,9 @@ class Sandbox:
     devices: tuple[tuple[str, Path], ...] = ()
     """(where in the server, the host's node) of every device node it may use: the GPUs it
     holds (checked by the driver: NVIDIA's nodes, or an emulated host's stand-ins)."""
+    host_dirs: tuple[str, ...] = ()
+    """Host directories shown read-only at their own paths beside ``/usr``: the GPU driver's
+    (``nvidia-smi``, ``libcuda``) where it is installed elsewhere (nvidia_userland.py)."""
 
     @contextlib.contextmanager
     def command(
@@ -296,8 +299,9 @@ class Sandbox:
         args = [*prefix, bwrap, *_namespaces(self.hostname), *_system_binds()]
         moved = dict(relocated_python_dirs())
         made: set[str] = set()
-        for directory in python_dirs():
-            shown = moved.get(directory, directory)
+        shown_dirs = [(d, moved.get(d, d)) for d in python_dirs()]
+        shown_dirs += [(d, d) for d in self.host_dirs if os.path.isdir(d)]
+        for directory, shown in shown_dirs:
             for parent in reversed(Path(shown).parents[:-1]):  # walkable by the server's uid
                 if str(parent) not in made:
                     made.add(str(parent))
