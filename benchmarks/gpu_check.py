@@ -60,12 +60,17 @@ import time, torch
 print("torch", torch.__version__, "cuda", torch.version.cuda, "devices", torch.cuda.device_count())
 assert torch.cuda.device_count() == 1, "the server must see exactly its one GPU"
 print("device 0:", torch.cuda.get_device_name(0))
-a = torch.randn(8192, 8192, device="cuda"); b = torch.randn(8192, 8192, device="cuda")
-torch.cuda.synchronize(); start = time.perf_counter()
-for _ in range(10): c = a @ b
-torch.cuda.synchronize(); took = time.perf_counter() - start
-print(f"matmul 8192^3 x10: {took:.3f} s, {10 * 2 * 8192**3 / took / 1e12:.1f} TFLOP/s")
-print("MATMUL OK" if torch.isfinite(c).all() else "MATMUL NOT FINITE")
+ok = True
+for dtype in (torch.float32, torch.bfloat16):
+    a = torch.randn(8192, 8192, device="cuda", dtype=dtype)
+    b = torch.randn(8192, 8192, device="cuda", dtype=dtype)
+    c = a @ b  # warm-up: the first product loads the kernels
+    torch.cuda.synchronize(); start = time.perf_counter()
+    for _ in range(10): c = a @ b
+    torch.cuda.synchronize(); took = time.perf_counter() - start
+    print(f"matmul {dtype} 8192^3 x10: {took:.3f} s, {10 * 2 * 8192**3 / took / 1e12:.1f} TFLOP/s")
+    ok = ok and bool(torch.isfinite(c).all())
+print("MATMUL OK" if ok else "MATMUL NOT FINITE")
 PY
     exit $?
   fi
@@ -221,14 +226,18 @@ def main() -> int:
                 "MATMUL OK" in out,
                 out.split("== PyTorch", 1)[-1].strip()[:300],
             )
-        metrics = httpx.get(url + "/metrics", timeout=30).text
-        series = [
-            x
-            for x in metrics.splitlines()
-            if x.startswith("DCGM_FI_DEV_GPU_UTIL{") and HOST_ID in x
-        ]
+        scrape = (data_dir / "metrics.token").read_text().strip()  # what Prometheus sends
+        answer = httpx.get(
+            url + "/metrics", headers={"Authorization": f"Bearer {scrape}"}, timeout=30
+        )
+        ours = [x for x in answer.text.splitlines() if x.startswith("DCGM_FI_") and HOST_ID in x]
+        util = [x for x in ours if x.startswith("DCGM_FI_DEV_GPU_UTIL{")]
+        for line in ours:
+            say("  " + line)
         check.record(
-            "DCGM series on /metrics", len(series) == len(gpus), f"{len(series)} GPU_UTIL series"
+            "DCGM series on /metrics",
+            answer.status_code == 200 and len(util) == len(gpus),
+            f"HTTP {answer.status_code}, {len(ours)} series, {len(util)} GPU_UTIL",
         )
         run([vpod, "cluster", "delete", CLUSTER, "--wait"], env=env)
     except Exception as exc:
