@@ -300,7 +300,9 @@ class Sandbox:
         moved = dict(relocated_python_dirs())
         made: set[str] = set()
         shown_dirs = [(d, moved.get(d, d)) for d in python_dirs()]
-        shown_dirs += [(d, d) for d in self.host_dirs if os.path.isdir(d)]
+        # Never under the server's own /home or /tmp: bwrap (as root) would make the mount
+        # point in a tree the tenant writes (a driver is not installed there).
+        shown_dirs += [(d, d) for d in self.host_dirs if os.path.isdir(d) and not _hidden(d)]
         for directory, shown in shown_dirs:
             for parent in reversed(Path(shown).parents[:-1]):  # walkable by the server's uid
                 if str(parent) not in made:
