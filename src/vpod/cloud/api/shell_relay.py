@@ -13,8 +13,9 @@ error body). The controller starts the shell inside the server's sandbox
   shell's input, ``1``/``2`` its standard output/error (server to client);
 - text messages, JSON, for control: ``{"resize": [rows, cols]}`` and
   ``{"eof": true}`` (input closed) from the client, ``{"exit": CODE}`` from
-  the server as the last message before it closes (``{"error": {"code",
-  "message"}}`` when the shell could not start).
+  the server as the last message before it closes (the error body of
+  every HTTP answer, ``{"error": {"code", "message", "details"}}``, when the
+  shell could not start).
 
 The shell ends when it exits or when the client goes away (it is killed,
 with its whole sandbox).
@@ -31,6 +32,7 @@ from urllib.parse import quote
 
 from fastapi import WebSocket, WebSocketDisconnect
 
+from ...wire.errors import http_answer
 from ..app import Cloud
 from ..drivers import ShellRequest, ShellSession
 from ..model import errors
@@ -95,10 +97,9 @@ def shell_relay(cloud: Cloud) -> Callable[[WebSocket, str, int], Awaitable[None]
             request = parse_request(first)
             session = await cloud.clusters.open_shell(who, cluster, server, request)
         except errors.CloudError as exc:
-            code = exc.kind.value
+            _, body, _ = http_answer(exc)  # the body every HTTP error has, message bounded
             with contextlib.suppress(Exception):
-                error = {"code": code, "message": str(exc)}
-                await websocket.send_text(json.dumps({"error": error}))
+                await websocket.send_text(json.dumps(body))
                 await websocket.close(1008)
             return
         except (WebSocketDisconnect, RuntimeError):
