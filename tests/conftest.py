@@ -11,17 +11,24 @@
 
 ``scripts/test`` runs pytest-xdist workers; :class:`ModuleScheduling` hands
 each a whole test module at a time, and the Slurm package as one unit because
-its modules share one slurmctld.
+its modules share one slurmctld. It hands out the longest units first, by what
+each test took in earlier runs (``.test-durations.json`` at the repository's
+root, written at the end of every run), so that a long unit does not start
+last and keep one worker busy while the others idle.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import statistics
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from xdist.remote import Producer
 from xdist.scheduler import LoadFileScheduling
+from xdist.workermanage import WorkerController
 
 from tests.host_networks import network_dirs, remove_networks
 from tests.pg import PostgresServer, PostgresUnavailable
@@ -30,17 +37,74 @@ SINGLE_GROUP_PACKAGES = ("tests/slurm/",)
 """Packages whose modules share a package-scoped service that must exist once."""
 
 
+DURATIONS_FILE = Path(
+    os.environ.get("VPOD_TEST_DURATIONS", Path(__file__).parent.parent / ".test-durations.json")
+)
+"""Seconds each test took (setup, call and teardown) when it last ran, by node id."""
+
+
+def load_durations(path: Path = DURATIONS_FILE) -> dict[str, float]:
+    try:
+        loaded = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return {str(k): float(v) for k, v in loaded.items()} if isinstance(loaded, dict) else {}
+
+
+def longest_first(units: dict[str, dict[str, bool]], known: dict[str, float]) -> list[str]:
+    """Work units by their estimated length, longest first: the sum of their tests' last
+    durations, a test never timed counting as the median one. Ties keep their order."""
+    typical = statistics.median(known.values()) if known else 0.0
+
+    def length(scope: str) -> float:
+        return sum(known.get(nodeid, typical) for nodeid in units[scope])
+
+    return sorted(units, key=length, reverse=True)
+
+
 class ModuleScheduling(LoadFileScheduling):
     """xdist work units: one test module (its shared pod starts once, its tests keep their
-    order), or a whole package from ``SINGLE_GROUP_PACKAGES``."""
+    order), or a whole package from ``SINGLE_GROUP_PACKAGES``; the longest handed out first."""
+
+    _ordered = False
 
     def _split_scope(self, nodeid: str) -> str:
         package = next((p for p in SINGLE_GROUP_PACKAGES if nodeid.startswith(p)), None)
         return package or super()._split_scope(nodeid)
 
+    def _assign_work_unit(self, node: WorkerController) -> None:
+        if not self._ordered:  # the queue is complete before the first unit is handed out
+            self._ordered = True
+            order = longest_first(self.workqueue, load_durations())
+            for scope in order:
+                self.workqueue.move_to_end(scope)
+        super()._assign_work_unit(node)
+
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Producer) -> ModuleScheduling:
     return ModuleScheduling(config, log)
+
+
+_timed: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Sum each test's phases (in the xdist controller, from every worker's reports)."""
+    _timed[report.nodeid] = _timed.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Keep this run's durations for the next run's order (workers leave it to the controller;
+    a failed write costs only the order)."""
+    if hasattr(session.config, "workerinput") or not _timed:
+        return
+    durations = {**load_durations(), **{k: round(v, 3) for k, v in _timed.items()}}
+    temporary = DURATIONS_FILE.with_suffix(f".{os.getpid()}.tmp")
+    try:
+        temporary.write_text(json.dumps(durations, indent=0, sort_keys=True) + "\n")
+        temporary.replace(DURATIONS_FILE)
+    except OSError:
+        temporary.unlink(missing_ok=True)
 
 
 @pytest.fixture(scope="module", autouse=True)

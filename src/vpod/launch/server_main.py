@@ -16,7 +16,6 @@ import click
 
 from vpod.cli.errors import run_cli
 from vpod.cloud.direct_ports import parse_port_range
-from vpod.cloud.extension import CloudServer
 from vpod.cloud.model.errors import CloudError
 from vpod.cloud.model.errors import InvalidArgument as CloudInvalidArgument
 from vpod.cloud.settings import check_bind_address, load_settings
@@ -321,6 +320,10 @@ async def _run(
 
     cloud_server = None
     if cloud:
+        # Imported only when served: building the cloud API's routes is a quarter of a
+        # controller's start-up CPU, which a --no-cloud controller (open mode) never needs.
+        from vpod.cloud.extension import CloudServer
+
         cloud_settings = load_settings(settings.data_dir)
         if cloud_overrides:  # the command line's, over cloud.toml's
             cloud_settings = replace(cloud_settings, **cloud_overrides)

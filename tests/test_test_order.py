@@ -1,0 +1,67 @@
+"""The suite's own scheduling (tests/conftest.py): every run keeps what each test took, and
+the next run hands the xdist workers the longest work units first."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import load_durations, longest_first
+
+REPO = Path(__file__).parent.parent
+SMALL_MODULES = ("tests/domain/test_naming.py", "tests/domain/test_topology.py")
+
+
+def test_units_are_ordered_by_their_tests_last_durations() -> None:
+    units = {
+        "a.py": {"a.py::one": False, "a.py::two": False},
+        "b.py": {"b.py::slow": False},
+        "c.py": {"c.py::quick": False},
+    }
+    known = {"a.py::one": 1.0, "a.py::two": 2.0, "b.py::slow": 30.0, "c.py::quick": 0.5}
+    assert longest_first(units, known) == ["b.py", "a.py", "c.py"]
+
+
+def test_a_test_never_timed_counts_as_the_median_one() -> None:
+    units = {
+        "old.py": {"old.py::t": False},
+        "new.py": {f"new.py::t{i}": False for i in range(3)},
+    }
+    known = {"old.py::t": 2.5, "x::a": 1.0, "x::b": 1.0}  # median 1.0: new.py is about 3 s
+    assert longest_first(units, known) == ["new.py", "old.py"]
+
+
+def test_without_earlier_runs_the_order_stays_as_collected() -> None:
+    units = {"z.py": {"z.py::t": False}, "a.py": {"a.py::t": False}}
+    assert longest_first(units, {}) == ["z.py", "a.py"]
+
+
+def test_an_unreadable_durations_file_is_no_knowledge(tmp_path: Path) -> None:
+    assert load_durations(tmp_path / "missing.json") == {}
+    (tmp_path / "bad.json").write_text("{not json")
+    assert load_durations(tmp_path / "bad.json") == {}
+    (tmp_path / "list.json").write_text("[1, 2]")
+    assert load_durations(tmp_path / "list.json") == {}
+
+
+def test_a_parallel_run_records_every_test_and_keeps_older_entries(tmp_path: Path) -> None:
+    """Two xdist workers: the controller writes the durations its workers reported, merged
+    over what the file held."""
+    durations = tmp_path / "durations.json"
+    durations.write_text(json.dumps({"tests/gone.py::kept": 4.0}))
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2",
+         *SMALL_MODULES],
+        cwd=REPO, env={**os.environ, "VPOD_TEST_DURATIONS": str(durations)},
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:]
+    recorded = load_durations(durations)
+    assert recorded["tests/gone.py::kept"] == 4.0
+    ran = {nodeid for nodeid in recorded if nodeid.startswith(SMALL_MODULES)}
+    passed = int(done.stdout.rsplit(" passed", 1)[0].rsplit(None, 1)[-1])
+    assert len(ran) == passed
+    assert all(recorded[nodeid] >= 0 for nodeid in ran)
