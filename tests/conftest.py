@@ -13,8 +13,9 @@
 each a whole test module at a time, and the Slurm package as one unit because
 its modules share one slurmctld. It hands out the longest units first, by what
 each test took in earlier runs (``.test-durations.json`` at the repository's
-root, written at the end of every run), so that a long unit does not start
-last and keep one worker busy while the others idle.
+root, written at the end of every run; ``tests/durations-seed.json`` before
+there is one), so that a long unit does not start last and keep one worker
+busy while the others idle.
 """
 
 from __future__ import annotations
@@ -43,11 +44,18 @@ DURATIONS_FILE = Path(
 """Seconds each test took (setup, call and teardown) when it last ran, by node id."""
 
 
+SEED_DURATIONS = Path(__file__).parent / "durations-seed.json"
+"""What each test took in one whole run on a 2-core machine, kept in the repository: the order
+of a fresh clone's first run (CI's), before it has durations of its own."""
+
+
 def load_durations(path: Path = DURATIONS_FILE) -> dict[str, float]:
     try:
         loaded = json.loads(path.read_text())
     except (OSError, ValueError):
-        return {}
+        if path != DURATIONS_FILE or not SEED_DURATIONS.exists():
+            return {}
+        return load_durations(SEED_DURATIONS)
     return {str(k): float(v) for k, v in loaded.items()} if isinstance(loaded, dict) else {}
 
 
