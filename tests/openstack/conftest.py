@@ -48,21 +48,41 @@ def _unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
-def _empty(conn: Any) -> None:
-    """Remove every server, volume, port, network, group and keypair of the project."""
+EMPTY_WAIT_S = 300
+"""A safety net per resource while emptying the project (Nova and Cinder take seconds)."""
+
+
+def _empty(conn: Any, admin: Any) -> None:
+    """Remove every server, volume, port, network, group and keypair of the project. What an
+    interrupted run left half-way (a server stuck in a task, a volume still attaching or
+    attached to a server that is gone) is reset by the administrator, then removed."""
     from openstack import exceptions
 
+    stuck = (exceptions.ResourceTimeout, exceptions.ResourceFailure)
     for server in list(conn.compute.servers()):
         conn.compute.delete_server(server, ignore_missing=True)
-        conn.compute.wait_for_delete(server, interval=1, wait=300)
+        try:
+            conn.compute.wait_for_delete(server, interval=1, wait=EMPTY_WAIT_S)
+        except exceptions.ResourceTimeout:
+            admin.compute.reset_server_state(server.id, "error")
+            conn.compute.delete_server(server, ignore_missing=True)
+            conn.compute.wait_for_delete(server, interval=1, wait=EMPTY_WAIT_S)
     for keypair in list(conn.compute.keypairs()):
         conn.compute.delete_keypair(keypair, ignore_missing=True)
     for volume in list(conn.block_storage.volumes()):
-        try:  # a boot volume is freed a moment after its server went
+        try:
+            if volume.status not in ("available", "error", "deleting"):
+                try:  # a boot volume is freed a moment after its server went
+                    conn.block_storage.wait_for_status(
+                        volume, "available", failures=["error"], interval=1, wait=EMPTY_WAIT_S
+                    )
+                except stuck:
+                    admin.block_storage.reset_volume_status(
+                        volume.id, status="error", attach_status="detached", migration_status=None
+                    )
             if volume.status != "deleting":
-                conn.block_storage.wait_for_status(volume, "available", interval=1, wait=300)
                 conn.block_storage.delete_volume(volume, ignore_missing=True)
-            conn.block_storage.wait_for_delete(volume, interval=1, wait=300)
+            conn.block_storage.wait_for_delete(volume, interval=1, wait=EMPTY_WAIT_S)
         except exceptions.NotFoundException:
             continue
     for port in list(conn.network.ports()):
@@ -107,7 +127,7 @@ def openstack_cloud() -> Iterator[LocalOpenStack]:
             wait_s=600.0,
         ),
     )
-    _empty(cloud.project())
+    _empty(cloud.project(), cloud.admin())
     try:
         yield cloud
     finally:
