@@ -13,6 +13,12 @@ again after 20 ms, as a well-behaved client would; every other failure
 (a refused stream above all) is an error. Reports operations (create + remove pairs) per second and
 the create latency percentiles, per pod and concurrency, as a table and JSON.
 
+With ``--same-sizes`` every pod draws its sizes as the smallest pod of the
+run does: by default pod1024 at concurrency 64 creates partitions of 1 to 16
+IPUs (1.8 machines, so 1.8 agent calls per create and per remove, on
+average) where pod64 creates 1-IPU partitions, so the default compares more
+work per pair on the larger pod, not only a larger pod.
+
 Each run first applies the same load for ``--warmup`` seconds without
 counting it: the controller's first calls open agent channels, fill its
 caches and compile its SQL, and a cold start would otherwise land in the
@@ -87,6 +93,8 @@ class Result:
     client_cpu_ms: float = float("nan")
     error_causes: dict[str, int] = field(default_factory=dict)
     """Errors by call, status code and the start of the message."""
+    mean_size: float = float("nan")
+    """Mean IPUs of the partitions created in the measured window."""
     turn: int = 0
     """Which turn of ``--repeat`` measured it (0: the first)."""
 
@@ -150,15 +158,18 @@ async def _run_load(
     pids: tuple[int, int] | None = None,
     *,
     baseline: bool = False,
+    sizes_of: int | None = None,
 ) -> Result:
     """Closed-loop load; ``pids`` (controller, agents) adds their CPU time per pair.
 
     ``baseline``: each pair is two ``GetVersion`` calls instead of a create and a remove.
+    ``sizes_of``: draw sizes as for a pod of this many IPUs (default: this pod's).
     """
-    cap = max(1, pod_ipus // concurrency)
+    cap = max(1, (sizes_of or pod_ipus) // concurrency)
     sizes = [s for s in SIZES if s <= cap]
     rnd = random.Random(seed)
     latencies: list[float] = []
+    drawn: list[int] = []
     errors = 0
     causes: Counter[str] = Counter()
     full = 0
@@ -201,6 +212,7 @@ async def _run_load(
                     continue
                 if counted:
                     latencies.append(time.perf_counter() - start)
+                    drawn.append(size)
                 try:
                     await users.RemovePartition(pb.RemovePartitionRequest(partition_id=pid))
                 except grpc.aio.AioRpcError as exc:
@@ -234,6 +246,7 @@ async def _run_load(
         agent_cpu_ms=per_pair[1],
         client_cpu_ms=per_pair[2],
         error_causes=dict(causes.most_common()),
+        mean_size=statistics.fmean(drawn) if drawn else float("nan"),
     )
 
 
@@ -256,9 +269,15 @@ def _setup(admin_port: int, agent_ids: list[str], domains: int, ipus: int) -> No
 
 
 def bench_pod(
-    pod_name: str, concurrencies: list[int], seconds: float, net: int, warmup: float = 1.0
+    pod_name: str,
+    concurrencies: list[int],
+    seconds: float,
+    net: int,
+    warmup: float = 1.0,
+    sizes_of: int | None = None,
 ) -> list[Result]:
-    """Start a controller and the pod's agents, then measure each concurrency in turn."""
+    """Start a controller and the pod's agents, then measure each concurrency in turn
+    (``sizes_of``: see :func:`_run_load`)."""
     pod = shape(pod_name)
     results: list[Result] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -312,6 +331,7 @@ def bench_pod(
                         concurrency,
                         warmup,
                         pids=(server.pid, agents.pid),
+                        sizes_of=sizes_of,
                     )
                 )
                 result.pod = pod_name
@@ -320,7 +340,8 @@ def bench_pod(
                 print(
                     f"{pod_name:7} c={concurrency:<3} {result.ops_per_s:8.1f} ops/s"
                     f"  p50 {result.p50_ms:7.1f} ms  p99 {result.p99_ms:7.1f} ms"
-                    f"  (baseline {result.baseline_ops_per_s:.0f}; {result.ops} ops,"
+                    f"  (baseline {result.baseline_ops_per_s:.0f}; {result.ops} ops"
+                    f" of {result.mean_size:.1f} IPUs on average,"
                     f" {result.errors} errors, {result.full} full;"
                     f" CPU ms/pair: controller {result.server_cpu_ms:.2f},"
                     f" agents {result.agent_cpu_ms:.2f}, client {result.client_cpu_ms:.2f})",
@@ -391,6 +412,13 @@ def main() -> None:
         default=1,
         help="measure every pod this many times, the pods taking turns (default 1)",
     )
+    parser.add_argument(
+        "--same-sizes",
+        action="store_true",
+        help="draw every pod's partition sizes as for the smallest pod of the run, so that"
+        " pods compare on the same work (by default a larger pod also gets larger partitions"
+        " at the same concurrency)",
+    )
     args = parser.parse_args()
     concurrencies = [int(c) for c in args.concurrency.split(",")]
     pods = args.pods.split(",")
@@ -398,29 +426,35 @@ def main() -> None:
     for turn in range(args.repeat):
         for index, pod_name in enumerate(pods):
             measured = bench_pod(
-                pod_name, concurrencies, args.seconds, net=231 + index, warmup=args.warmup
+                pod_name,
+                concurrencies,
+                args.seconds,
+                net=231 + index,
+                warmup=args.warmup,
+                sizes_of=min(shape(p).num_ipus for p in pods) if args.same_sizes else None,
             )
             for result in measured:
                 result.turn = turn
             results.extend(measured)
     print()
     print(
-        f"{'turn':>4} {'pod':8}{'concurrency':>12}{'ops/s':>10}{'p50 ms':>10}{'p99 ms':>10}"
-        f"{'errors':>8}"
+        f"{'turn':>4} {'pod':8}{'concurrency':>12}{'IPUs':>6}{'ops/s':>10}{'p50 ms':>10}"
+        f"{'p99 ms':>10}{'errors':>8}"
         f"{'full':>6}"
         f"{'baseline':>10}{'vs baseline':>13}{'ctl CPU ms':>12}{'agent CPU ms':>14}"
         f"{'client CPU ms':>15}"
     )
     for r in results:
         print(
-            f"{r.turn + 1:>4} {r.pod:8}{r.concurrency:>12}{r.ops_per_s:>10.1f}{r.p50_ms:>10.1f}"
-            f"{r.p99_ms:>10.1f}{r.errors:>8}{r.full:>6}{r.baseline_ops_per_s:>10.0f}"
+            f"{r.turn + 1:>4} {r.pod:8}{r.concurrency:>12}{r.mean_size:>6.1f}"
+            f"{r.ops_per_s:>10.1f}{r.p50_ms:>10.1f}{r.p99_ms:>10.1f}{r.errors:>8}{r.full:>6}{r.baseline_ops_per_s:>10.0f}"
             f"{r.ops_per_s / r.baseline_ops_per_s:>13.2f}"
             f"{r.server_cpu_ms:>12.2f}{r.agent_cpu_ms:>14.2f}"
             f"{r.client_cpu_ms:>15.2f}"
         )
     print(
-        "(baseline: pairs of GetVersion calls/s to the same controller just before; CPU ms:"
+        "(IPUs: mean partition size; baseline: pairs of GetVersion calls/s to the same"
+        " controller just before; CPU ms:"
         " CPU time per create+remove pair of each process, all threads)"
     )
     ratios = _ratios(results, pods, concurrencies)

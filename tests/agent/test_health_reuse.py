@@ -19,6 +19,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from vpod.agent import convert
+from vpod.agent.client import HealthMemo
 from vpod.agent.emulated import EmulatedMachine
 from vpod.agent.emulated_backend import EmulatedBackend
 from vpod.agent.errors import MachineRefusal
@@ -165,3 +167,23 @@ async def test_the_service_sends_the_same_reply_again_until_the_answer_changes()
     assert slowed is not quiet  # the same machine answer, but the agent's faults changed
     assert [f.kind for f in slowed.faults][-1] == agpb.FAULT_AGENT_SLOW
     assert await service.health_reply(last) is slowed
+
+
+def test_the_controller_memo_reuses_unchanged_links_and_sees_a_link_go_down() -> None:
+    """The controller's side: an answer with events is decoded anew but keeps the decoded
+    links while they are the same; a link going down is seen at once."""
+    machine, _ = _fresh([])
+    memo = HealthMemo()
+    first = memo.decode(convert.health_to_wire(machine.health(0)))
+    machine.configure(_config("p", (0, 1), 1))
+    configured = memo.decode(convert.health_to_wire(machine.health(0)))
+    assert configured.events is not None
+    assert configured.events.events
+    assert configured.ipus[0].partition_id == "p"
+    assert configured.links is first.links
+    link = sorted(LINKS)[0]
+    machine.inject_fault(Fault(FaultKind.LINK_DOWN, link_id=link, reason="cable"))
+    down = memo.decode(convert.health_to_wire(machine.health(0)))
+    assert down.links is not first.links
+    assert [lk.up for lk in down.links if lk.link_id == link] == [False]
+    assert down == convert.health_from_wire(convert.health_to_wire(machine.health(0)))
