@@ -38,7 +38,7 @@ _AGENT_COLUMNS = (agents.c.id, agents.c.host, agents.c.port, agents.c.machine_ty
 """What an :class:`Agent` is made of. Reads name their columns: a row also holds the agent's
 IPUoF facts (JSON of a few hundred bytes) and its faults, which the inventory, reloaded every
 second with every agent of the pod, has no use for."""
-_HEALTH_COLUMNS = (
+_HEALTH_COLUMNS: tuple[Any, ...] = (
     agents.c.id,
     agents.c.health,
     agents.c.last_heartbeat,
