@@ -13,6 +13,12 @@ again after 20 ms, as a well-behaved client would; every other failure
 (a refused stream above all) is an error. Reports operations (create + remove pairs) per second and
 the create latency percentiles, per pod and concurrency, as a table and JSON.
 
+With ``--same-sizes`` every pod draws its sizes as the smallest pod of the
+run does: by default pod1024 at concurrency 64 creates partitions of 1 to 16
+IPUs (1.8 machines, so 1.8 agent calls per create and per remove, on
+average) where pod64 creates 1-IPU partitions, so the default compares more
+work per pair on the larger pod, not only a larger pod.
+
 Each run first applies the same load for ``--warmup`` seconds without
 counting it: the controller's first calls open agent channels, fill its
 caches and compile its SQL, and a cold start would otherwise land in the
@@ -27,7 +33,15 @@ elsewhere), and a baseline measured just before it in the same run: pairs of
 concurrency, the most this client and gRPC stack can do on this machine at
 that moment. ``vs baseline`` is the share of it the partition path reaches.
 
+With ``--repeat N`` the pods take turns N times (each turn a fresh controller
+and agents), so that a comparison between pods is made between runs minutes
+apart rather than between the start and the end of the benchmark on a
+machine whose speed moves; the summary gives each turn's throughput of every
+pod relative to the first pod's in the same turn, and their median.
+
     .venv/bin/python benchmarks/control_plane.py [--json PATH] [--seconds 10] [--warmup 1]
+    .venv/bin/python benchmarks/control_plane.py --pods pod64,pod1024 --concurrency 64,256 \
+        --repeat 3
 """
 
 from __future__ import annotations
@@ -39,6 +53,7 @@ import os
 import random
 import re
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -78,6 +93,10 @@ class Result:
     client_cpu_ms: float = float("nan")
     error_causes: dict[str, int] = field(default_factory=dict)
     """Errors by call, status code and the start of the message."""
+    mean_size: float = float("nan")
+    """Mean IPUs of the partitions created in the measured window."""
+    turn: int = 0
+    """Which turn of ``--repeat`` measured it (0: the first)."""
 
 
 def _spawn(argv: list[str], ready: str, timeout: float = 60) -> tuple[subprocess.Popen[str], str]:
@@ -139,15 +158,18 @@ async def _run_load(
     pids: tuple[int, int] | None = None,
     *,
     baseline: bool = False,
+    sizes_of: int | None = None,
 ) -> Result:
     """Closed-loop load; ``pids`` (controller, agents) adds their CPU time per pair.
 
     ``baseline``: each pair is two ``GetVersion`` calls instead of a create and a remove.
+    ``sizes_of``: draw sizes as for a pod of this many IPUs (default: this pod's).
     """
-    cap = max(1, pod_ipus // concurrency)
+    cap = max(1, (sizes_of or pod_ipus) // concurrency)
     sizes = [s for s in SIZES if s <= cap]
     rnd = random.Random(seed)
     latencies: list[float] = []
+    drawn: list[int] = []
     errors = 0
     causes: Counter[str] = Counter()
     full = 0
@@ -190,6 +212,7 @@ async def _run_load(
                     continue
                 if counted:
                     latencies.append(time.perf_counter() - start)
+                    drawn.append(size)
                 try:
                     await users.RemovePartition(pb.RemovePartitionRequest(partition_id=pid))
                 except grpc.aio.AioRpcError as exc:
@@ -223,6 +246,7 @@ async def _run_load(
         agent_cpu_ms=per_pair[1],
         client_cpu_ms=per_pair[2],
         error_causes=dict(causes.most_common()),
+        mean_size=statistics.fmean(drawn) if drawn else float("nan"),
     )
 
 
@@ -245,9 +269,15 @@ def _setup(admin_port: int, agent_ids: list[str], domains: int, ipus: int) -> No
 
 
 def bench_pod(
-    pod_name: str, concurrencies: list[int], seconds: float, net: int, warmup: float = 1.0
+    pod_name: str,
+    concurrencies: list[int],
+    seconds: float,
+    net: int,
+    warmup: float = 1.0,
+    sizes_of: int | None = None,
 ) -> list[Result]:
-    """Start a controller and the pod's agents, then measure each concurrency in turn."""
+    """Start a controller and the pod's agents, then measure each concurrency in turn
+    (``sizes_of``: see :func:`_run_load`)."""
     pod = shape(pod_name)
     results: list[Result] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -301,6 +331,7 @@ def bench_pod(
                         concurrency,
                         warmup,
                         pids=(server.pid, agents.pid),
+                        sizes_of=sizes_of,
                     )
                 )
                 result.pod = pod_name
@@ -309,7 +340,8 @@ def bench_pod(
                 print(
                     f"{pod_name:7} c={concurrency:<3} {result.ops_per_s:8.1f} ops/s"
                     f"  p50 {result.p50_ms:7.1f} ms  p99 {result.p99_ms:7.1f} ms"
-                    f"  (baseline {result.baseline_ops_per_s:.0f}; {result.ops} ops,"
+                    f"  (baseline {result.baseline_ops_per_s:.0f}; {result.ops} ops"
+                    f" of {result.mean_size:.1f} IPUs on average,"
                     f" {result.errors} errors, {result.full} full;"
                     f" CPU ms/pair: controller {result.server_cpu_ms:.2f},"
                     f" agents {result.agent_cpu_ms:.2f}, client {result.client_cpu_ms:.2f})",
@@ -324,6 +356,47 @@ def bench_pod(
     return results
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"use a count of 1 or more, not {value}")
+    return value
+
+
+def _ratios(
+    results: list[Result], pods: list[str], concurrencies: list[int]
+) -> dict[str, dict[str, list[float]]]:
+    """Per pod after the first and per concurrency: its throughput over the first pod's,
+    one value per turn (both measured in the same turn)."""
+    ratios: dict[str, dict[str, list[float]]] = {}
+    turns = sorted({r.turn for r in results})
+    by_key = {(r.turn, r.pod, r.concurrency): r for r in results}
+    for pod in pods[1:]:
+        for concurrency in concurrencies:
+            values = [
+                by_key[(t, pod, concurrency)].ops_per_s
+                / by_key[(t, pods[0], concurrency)].ops_per_s
+                for t in turns
+                if (t, pod, concurrency) in by_key and (t, pods[0], concurrency) in by_key
+            ]
+            ratios.setdefault(pod, {})[str(concurrency)] = values
+    return ratios
+
+
+def _ratio_lines(ratios: dict[str, dict[str, list[float]]], reference: str) -> list[str]:
+    lines = []
+    for pod, levels in ratios.items():
+        for concurrency, values in levels.items():
+            if not values:
+                continue
+            each = ", ".join(f"{v:.2f}" for v in values)
+            lines.append(
+                f"{pod} / {reference} throughput, concurrency {concurrency}: median"
+                f" {statistics.median(values):.2f} (per turn: {each})"
+            )
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--json", type=Path, help="write the results here")
@@ -333,32 +406,60 @@ def main() -> None:
     )
     parser.add_argument("--pods", default="pod64,pod256", help="comma-separated pod shapes")
     parser.add_argument("--concurrency", default="1,16,64", help="comma-separated levels")
+    parser.add_argument(
+        "--repeat",
+        type=_positive,
+        default=1,
+        help="measure every pod this many times, the pods taking turns (default 1)",
+    )
+    parser.add_argument(
+        "--same-sizes",
+        action="store_true",
+        help="draw every pod's partition sizes as for the smallest pod of the run, so that"
+        " pods compare on the same work (by default a larger pod also gets larger partitions"
+        " at the same concurrency)",
+    )
     args = parser.parse_args()
     concurrencies = [int(c) for c in args.concurrency.split(",")]
+    pods = args.pods.split(",")
     results: list[Result] = []
-    for index, pod_name in enumerate(args.pods.split(",")):
-        results.extend(
-            bench_pod(pod_name, concurrencies, args.seconds, net=231 + index, warmup=args.warmup)
-        )
+    for turn in range(args.repeat):
+        for index, pod_name in enumerate(pods):
+            measured = bench_pod(
+                pod_name,
+                concurrencies,
+                args.seconds,
+                net=231 + index,
+                warmup=args.warmup,
+                sizes_of=min(shape(p).num_ipus for p in pods) if args.same_sizes else None,
+            )
+            for result in measured:
+                result.turn = turn
+            results.extend(measured)
     print()
     print(
-        f"{'pod':8}{'concurrency':>12}{'ops/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'errors':>8}"
+        f"{'turn':>4} {'pod':8}{'concurrency':>12}{'IPUs':>6}{'ops/s':>10}{'p50 ms':>10}"
+        f"{'p99 ms':>10}{'errors':>8}"
         f"{'full':>6}"
         f"{'baseline':>10}{'vs baseline':>13}{'ctl CPU ms':>12}{'agent CPU ms':>14}"
         f"{'client CPU ms':>15}"
     )
     for r in results:
         print(
-            f"{r.pod:8}{r.concurrency:>12}{r.ops_per_s:>10.1f}{r.p50_ms:>10.1f}"
-            f"{r.p99_ms:>10.1f}{r.errors:>8}{r.full:>6}{r.baseline_ops_per_s:>10.0f}"
+            f"{r.turn + 1:>4} {r.pod:8}{r.concurrency:>12}{r.mean_size:>6.1f}"
+            f"{r.ops_per_s:>10.1f}{r.p50_ms:>10.1f}{r.p99_ms:>10.1f}{r.errors:>8}{r.full:>6}{r.baseline_ops_per_s:>10.0f}"
             f"{r.ops_per_s / r.baseline_ops_per_s:>13.2f}"
             f"{r.server_cpu_ms:>12.2f}{r.agent_cpu_ms:>14.2f}"
             f"{r.client_cpu_ms:>15.2f}"
         )
     print(
-        "(baseline: pairs of GetVersion calls/s to the same controller just before; CPU ms:"
+        "(IPUs: mean partition size; baseline: pairs of GetVersion calls/s to the same"
+        " controller just before; CPU ms:"
         " CPU time per create+remove pair of each process, all threads)"
     )
+    ratios = _ratios(results, pods, concurrencies)
+    for line in _ratio_lines(ratios, pods[0]):
+        print(line)
     target = next((r for r in results if r.pod == "pod64" and r.concurrency == 16), None)
     if target is not None:
         print(
@@ -366,7 +467,8 @@ def main() -> None:
             f" measured {target.ops_per_s:.0f} ops/s, p99 {target.p99_ms:.1f} ms"
         )
     if args.json:
-        args.json.write_text(json.dumps({"results": [asdict(r) for r in results]}, indent=2) + "\n")
+        document = {"results": [asdict(r) for r in results], "ratios": ratios}
+        args.json.write_text(json.dumps(document, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,29 @@ def test_an_idle_ipu_reads_idle_and_cool() -> None:
     assert t.power_w == pytest.approx(POWER[m.identity().machine_type].idle_w)
 
 
+def test_a_sensor_at_rest_reads_the_same_until_loaded_and_counts_link_errors() -> None:
+    """At rest (never loaded) a reading is the idle one however much time passes; a load
+    moves it at once, and a link error shows although the sensor is at rest."""
+    clock = FakeClock()
+    m = machine(clock=clock)
+    m.configure(config())
+    idle = m.ipu_status(3).telemetry
+    clock.now += 3600.0
+    assert m.ipu_status(3).telemetry == idle
+    assert idle.power_w == pytest.approx(POWER[m.identity().machine_type].idle_w)
+    assert (idle.utilisation, idle.temperature_c, idle.link_errors) == (0.0, AMBIENT_C, 0)
+    m.inject_fault(Fault(FaultKind.LINK_DOWN, link_id="ipulink6", reason="cable"))
+    faulted = m.ipu_status(3).telemetry
+    assert faulted.link_errors == idle.link_errors + 1
+    assert faulted.links_down == 1
+    attachment = m.attach("p1", 3, "app:1", HOLDER)
+    m.set_load(attachment.attachment_id, 0.5)
+    clock.now += 1.0
+    loaded = m.ipu_status(3).telemetry
+    assert loaded.utilisation > 0
+    assert loaded.power_w > idle.power_w
+
+
 def test_load_drives_utilisation_at_once_then_power_and_temperature() -> None:
     """Utilisation follows the reported load; power within seconds; temperature more slowly."""
     clock = FakeClock()

@@ -52,6 +52,7 @@ from .model import (
     ConfigureOutcome,
     EventBatch,
     Fault,
+    LinkHealth,
     LinkTestKind,
     LinkTestResult,
     MachineHealth,
@@ -144,21 +145,35 @@ def translate(agent: str, address: str, err: grpc.aio.AioRpcError) -> AgentError
 class HealthMemo:
     """Decodes heartbeats, reusing the last decoded answer of a machine whose answer did not
     change: a pod4096 answers 1,024 heartbeats a second, nearly all of them the same as the
-    second before, and decoding them anew would cost the controller a third of a core."""
+    second before, and decoding them anew would cost the controller a third of a core.
+
+    An answer that did change (under load: events and new holders on every machine whose
+    partitions come and go) still reuses the decoded links when they are the same, as they
+    nearly always are: 11 of a machine's answer's 15 parts."""
 
     def __init__(self) -> None:
         self._last: dict[str, tuple[bytes, MachineHealth]] = {}
+        self._links: dict[str, tuple[pb.HealthReply, tuple[LinkHealth, ...]]] = {}
 
     def decode(self, message: pb.HealthReply) -> MachineHealth:
         if message.events:  # events are news: never the same answer twice
-            return convert.health_from_wire(message)
+            return convert.health_from_wire(message, self._decoded_links(message))
         wire = message.SerializeToString(deterministic=True)
         last = self._last.get(message.agent_id)
         if last is not None and last[0] == wire:
             return last[1]
-        health = convert.health_from_wire(message)
+        health = convert.health_from_wire(message, self._decoded_links(message))
         self._last[message.agent_id] = (wire, health)
         return health
+
+    def _decoded_links(self, message: pb.HealthReply) -> tuple[LinkHealth, ...]:
+        known = self._links.get(message.agent_id)
+        if known is not None and known[0].links == message.links:
+            return known[1]
+        links = convert.links_from_wire(message.links)
+        kept = pb.HealthReply(links=message.links)
+        self._links[message.agent_id] = (kept, links)
+        return links
 
 
 class AgentClient:

@@ -396,7 +396,10 @@ def health_to_wire(health: MachineHealth) -> pb.HealthReply:
     )
 
 
-def health_from_wire(msg: pb.HealthReply) -> MachineHealth:
+def health_from_wire(
+    msg: pb.HealthReply, links: tuple[LinkHealth, ...] | None = None
+) -> MachineHealth:
+    """``links``: the links of ``msg`` decoded already (a heartbeat memo keeps them)."""
     return MachineHealth(
         agent_id=msg.agent_id,
         boot_id=msg.boot_id,
@@ -415,16 +418,7 @@ def health_from_wire(msg: pb.HealthReply) -> MachineHealth:
             )
             for i in msg.ipus
         ),
-        links=tuple(
-            LinkHealth(
-                link_id=link.link_id,
-                kind=_required_enum(LinkKind, link.kind, "link kind"),
-                device_id=link.device_id if link.has_device else None,
-                up=link.up,
-                fault=link.fault,
-            )
-            for link in msg.links
-        ),
+        links=links_from_wire(msg.links) if links is None else links,
         faults=tuple(fault_from_wire(f) for f in msg.faults),
         events=EventBatch(
             boot_id=msg.boot_id,
@@ -433,6 +427,19 @@ def health_from_wire(msg: pb.HealthReply) -> MachineHealth:
             truncated=msg.events_truncated,
         ),
         fleet_id=msg.fleet_id,
+    )
+
+
+def links_from_wire(links: Iterable[pb.LinkHealth]) -> tuple[LinkHealth, ...]:
+    return tuple(
+        LinkHealth(
+            link_id=link.link_id,
+            kind=_required_enum(LinkKind, link.kind, "link kind"),
+            device_id=link.device_id if link.has_device else None,
+            up=link.up,
+            fault=link.fault,
+        )
+        for link in links
     )
 
 

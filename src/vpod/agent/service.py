@@ -46,7 +46,7 @@ from .errors import (
     Reason,
 )
 from .ipuof_access import IpuofAccess
-from .model import AgentEvent, ConfiguredPartition, Fault, FaultKind
+from .model import AgentEvent, ConfiguredPartition, Fault, FaultKind, MachineHealth
 from .roster import FleetRoster
 
 log = logging.getLogger(__name__)
@@ -79,6 +79,7 @@ class AgentService(pb_grpc.AgentServiceServicer):
         self._slow: Fault | None = None
         self._healed = asyncio.Event()
         self._healed.set()
+        self._last_reply: tuple[MachineHealth, tuple[Fault, ...], pb.HealthReply] | None = None
 
     @property
     def backend(self) -> MachineBackend:
@@ -132,10 +133,20 @@ class AgentService(pb_grpc.AgentServiceServicer):
         return self._hang is None and self._slow is None
 
     async def health_reply(self, since_event: int) -> pb.HealthReply:
-        reply = convert.health_to_wire(await self._backend.health(since_event))
-        reply.faults.extend(convert.faults_to_wire(self.agent_faults()))
+        """A heartbeat's answer. The previous one is sent again when the backend returned
+        the very same health (it reuses an unchanged answer) and the agent's own faults are
+        the same: encoding hundreds of unchanged answers a second is wasted work. Callers
+        copy the message (into a fleet's answer, or onto the wire) and never change it."""
+        health = await self._backend.health(since_event)
+        agent_faults = tuple(self.agent_faults())
+        last = self._last_reply
+        if last is not None and last[0] is health and last[1] == agent_faults:
+            return last[2]
+        reply = convert.health_to_wire(health)
+        reply.faults.extend(convert.faults_to_wire(agent_faults))
         if self._roster is not None:
             reply.fleet_id = self._roster.fleet_id
+        self._last_reply = (health, agent_faults, reply)
         return reply
 
     # ------------------------------------------------------------ plumbing

@@ -97,6 +97,9 @@ class Fleet:
         )
         self._health.believe(agent.id, AgentHealthState.REACHABLE)
         self._ctx.occupancy.forget()
+        # Learn (and record) its IPUoF facts now, off the partition path: else the first
+        # configure on each machine waits for them, most creates for a while on a big pod.
+        await self._facts.remember([agent])
         try:
             changed = await self.reconcile(agent)
         except AgentError as exc:

@@ -2,13 +2,14 @@
 
 Building an IPUoF config needs facts only the agents know (the machine's
 RDMA address, each IPU's ports and chip id, software versions). They are
-asked once per agent boot and cached: they do not change while an agent
-runs, and a re-registration with a new boot id drops the entry. They are
-also recorded in the store (``agents.ipuof_facts``), at the latest when a
-partition is configured on the agent: a dead agent does not hide what the
-controller knows, its partitions' configurations are served from the record
-(what an application does with an IPU whose machine is down is its own
-affair; the partition's status names the unreachable agent).
+asked once per agent boot (when it registers) and cached: they do not
+change while an agent runs, and a re-registration with a new boot id asks
+again. They are also recorded in the store (``agents.ipuof_facts``), at
+the latest when a partition is configured on the agent: a dead agent does
+not hide what the controller knows, its partitions' configurations are
+served from the record (what an application does with an IPU whose machine
+is down is its own affair; the partition's status names the unreachable
+agent).
 """
 
 from __future__ import annotations
@@ -75,8 +76,9 @@ class AgentFactsCache:
         return {a.id: self._facts[a.id] for a in wanted}
 
     async def remember(self, agents: Iterable[Agent]) -> None:
-        """Make sure the store holds these agents' facts (after a configure): best effort,
-        an agent that died meanwhile is recorded when it is next heard."""
+        """Make sure the store holds these agents' facts (at registration, and after a
+        configure for an agent registered with another controller): best effort, an agent
+        that died meanwhile is recorded when it is next heard."""
         with contextlib.suppress(errors.Unavailable):
             await self.of(agents)
 

@@ -34,9 +34,22 @@ def _agent(row: Row[Any]) -> Agent:
     )
 
 
+_AGENT_COLUMNS = (agents.c.id, agents.c.host, agents.c.port, agents.c.machine_type, agents.c.serial)
+"""What an :class:`Agent` is made of. Reads name their columns: a row also holds the agent's
+IPUoF facts (JSON of a few hundred bytes) and its faults, which the inventory, reloaded every
+second with every agent of the pod, has no use for."""
+_HEALTH_COLUMNS: tuple[Any, ...] = (
+    agents.c.id,
+    agents.c.health,
+    agents.c.last_heartbeat,
+    agents.c.health_reason,
+    agents.c.device_faults,
+)
+
+
 def _with_key() -> Any:
     """Agents with the key each answers to (an outer join: an agent may have none)."""
-    return select(agents, agent_keys.c.agent_key).outerjoin(
+    return select(*_AGENT_COLUMNS, agent_keys.c.agent_key).outerjoin(
         agent_keys, agent_keys.c.agent_id == agents.c.id
     )
 
@@ -221,14 +234,15 @@ def list_faults(conn: Connection) -> dict[str, dict[int, str]]:
 
 
 def get_health(conn: Connection, agent_id: str) -> AgentHealth:
-    row = conn.execute(_with_key().where(agents.c.id == agent_id)).first()
+    row = conn.execute(select(*_HEALTH_COLUMNS).where(agents.c.id == agent_id)).first()
     if row is None:
         raise _not_found(agent_id)
     return _health(row)
 
 
 def list_health(conn: Connection) -> list[AgentHealth]:
-    return [_health(row) for row in conn.execute(select(agents).order_by(agents.c.id))]
+    query = select(*_HEALTH_COLUMNS).order_by(agents.c.id)
+    return [_health(row) for row in conn.execute(query)]
 
 
 def _not_found(agent_id: str) -> NotFound:
