@@ -16,7 +16,7 @@ from ..model.task_params import is_vpod
 from ..model.tenants import Project, Token
 from ..quotas import Exceeded
 from ..reserved_billing import Utilisation
-from ..services.clusters import ClusterView
+from ..services.cluster_views import ClusterView
 from ..services.gpu_hosts import ServerGpu
 from ..states import phases_of
 from .models import (

@@ -250,7 +250,7 @@ async def cancel_reservation(cloud: CloudDep, reservation: str, who: Tenant) -> 
 
 @router.get("/clusters", response_model=list[ClusterOut], summary="Your clusters")
 async def list_clusters(cloud: CloudDep, who: Tenant) -> list[ClusterOut]:
-    return [cluster_out(v) for v in await cloud.clusters.list_clusters(who)]
+    return [cluster_out(v) for v in await cloud.cluster_views.list_clusters(who)]
 
 
 @router.post(
@@ -274,7 +274,7 @@ async def create_cluster(cloud: CloudDep, body: ClusterCreateIn, who: Tenant) ->
 
 @router.get("/clusters/{cluster}", response_model=ClusterOut, summary="One cluster")
 async def get_cluster(cloud: CloudDep, cluster: str, who: Tenant) -> ClusterOut:
-    return cluster_out(await cloud.clusters.get(who, cluster))
+    return cluster_out(await cloud.cluster_views.get(who, cluster))
 
 
 @router.delete(
@@ -340,7 +340,7 @@ async def rebuild_cluster(cloud: CloudDep, cluster: str, body: RebuildIn, who: T
 
 @router.get("/clusters/{cluster}/metadata", response_model=dict[str, str])
 async def get_metadata(cloud: CloudDep, cluster: str, who: Tenant) -> dict[str, str]:
-    return dict((await cloud.clusters.find(who, cluster)).metadata)
+    return dict((await cloud.cluster_views.find(who, cluster)).metadata)
 
 
 @router.put("/clusters/{cluster}/metadata", response_model=MetadataOut)
@@ -359,7 +359,7 @@ async def set_metadata(cloud: CloudDep, cluster: str, body: MetadataIn, who: Ten
 async def shell(
     cloud: CloudDep, cluster: str, who: Tenant, server: int = Query(1, ge=1)
 ) -> ShellOut:
-    access = await cloud.clusters.shell(who, cluster, server)
+    access = await cloud.shells.shell(who, cluster, server)
     return shell_out(access, connect_path(PREFIX, cluster, server))
 
 

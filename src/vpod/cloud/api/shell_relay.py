@@ -4,7 +4,7 @@
 a WebSocket, authenticated like every cloud call (``Authorization: Bearer``
 of the project's token; refusals are plain HTTP answers with the usual JSON
 error body). The controller starts the shell inside the server's sandbox
-(:meth:`~vpod.cloud.services.clusters.Clusters.open_shell`) and relays:
+(:meth:`~vpod.cloud.services.shells.Shells.open_shell`) and relays:
 
 - the client's first message is text, JSON: ``{"command": "ls -l" | null,
   "tty": bool, "rows": int, "cols": int, "term": "xterm", "lang": "C.UTF-8"}``
@@ -85,7 +85,7 @@ def shell_relay(cloud: Cloud) -> Callable[[WebSocket, str, int], Awaitable[None]
             who = await cloud.projects.authenticate(token if scheme.lower() == "bearer" else None)
             if not who.admin:
                 cloud.require_tenancy()
-            await cloud.clusters.shell(who, cluster, server)  # refused before the upgrade
+            await cloud.shells.shell(who, cluster, server)  # refused before the upgrade
         except errors.CloudError as exc:
             await websocket.send_denial_response(cloud_error_response(exc))
             return
@@ -93,7 +93,7 @@ def shell_relay(cloud: Cloud) -> Callable[[WebSocket, str, int], Awaitable[None]
         try:
             first = await websocket.receive_text()
             request = parse_request(first)
-            session = await cloud.clusters.open_shell(who, cluster, server, request)
+            session = await cloud.shells.open_shell(who, cluster, server, request)
         except errors.CloudError as exc:
             code = exc.kind.value
             with contextlib.suppress(Exception):

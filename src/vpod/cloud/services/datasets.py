@@ -30,6 +30,7 @@ from ..model.task_params import DatasetAttachParams, DatasetDetachParams
 from ..states import Operation
 from ..states import check_operation as check_state
 from ..validation import check_name
+from .cluster_views import ClusterViews
 from .clusters import Clusters
 from .context import CloudContext
 from .projects import Principal
@@ -47,8 +48,9 @@ class NewStorage:
 
 
 class Datasets:
-    def __init__(self, ctx: CloudContext, clusters: Clusters) -> None:
+    def __init__(self, ctx: CloudContext, views: ClusterViews, clusters: Clusters) -> None:
         self._ctx = ctx
+        self._views = views
         self._clusters = clusters
 
     @property
@@ -149,7 +151,7 @@ class Datasets:
         self, principal: Principal, ref: str, cluster_ref: str, mount_path: str | None = None
     ) -> Task:
         storage_id, mount = await self.check_for_cluster(principal, ref, mount_path)
-        cluster = await self._clusters.find(principal, cluster_ref)
+        cluster = await self._views.find(principal, cluster_ref)
         check_state(
             Operation.DATASET_ATTACH, cluster.status, find_flavor(cluster.flavor), cluster.name
         )
@@ -164,7 +166,7 @@ class Datasets:
         return await self._clusters.start_task(cluster, Operation.DATASET_ATTACH, params)
 
     async def detach(self, principal: Principal, cluster_ref: str) -> Task:
-        cluster = await self._clusters.find(principal, cluster_ref)
+        cluster = await self._views.find(principal, cluster_ref)
         check_state(
             Operation.DATASET_DETACH, cluster.status, find_flavor(cluster.flavor), cluster.name
         )

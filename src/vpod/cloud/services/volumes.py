@@ -17,16 +17,16 @@ from ..quotas import check_limits, refuse_if_exceeded, volume_demand
 from ..states import ALLOWED_FROM, ClusterStatus, Operation, VolumeStatus
 from ..states import check_operation as check_state
 from ..validation import check_name, check_volume_size, check_volume_type
-from .clusters import Clusters
+from .cluster_views import ClusterViews
 from .context import CloudContext
 from .projects import Principal
 from .tasks import new_task
 
 
 class Volumes:
-    def __init__(self, ctx: CloudContext, clusters: Clusters) -> None:
+    def __init__(self, ctx: CloudContext, views: ClusterViews) -> None:
         self._ctx = ctx
-        self._clusters = clusters
+        self._views = views
 
     async def find(self, principal: Principal, ref: str) -> Volume:
         project_id = principal.project()
@@ -101,7 +101,7 @@ class Volumes:
         self, principal: Principal, ref: str, cluster_ref: str, server: int = 1
     ) -> Task:
         volume = await self.find(principal, ref)
-        cluster = await self._clusters.find(principal, cluster_ref)
+        cluster = await self._views.find(principal, cluster_ref)
         flavor = find_flavor(cluster.flavor)
         if not flavor.takes_volumes:
             raise errors.FailedPrecondition(
