@@ -14,11 +14,12 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Path, Response, status
 from pydantic import BaseModel, Field
 
+from vpod.wire.rest.fields import StrictBody
+
 from ..agent_tokens import MAX_LABEL, AgentTokenRecord
 from .rest_auth import AsAdmin, admin_caller
 from .rest_deps import AgentTokensDep
 from .rest_errors import error_responses
-from .rest_models import StrictBody
 from .rest_user import API_PREFIX
 
 router = APIRouter(

@@ -11,11 +11,11 @@ from fastapi import APIRouter, Path, Response, status
 from pydantic import BaseModel, Field
 
 from vpod.store.records import PartitionKeyRecord
+from vpod.wire.rest.fields import StrictBody
 
 from .rest_auth import AsUser
 from .rest_deps import PartitionKeysDep
 from .rest_errors import error_responses
-from .rest_models import StrictBody
 from .rest_user import API_PREFIX
 
 router = APIRouter(prefix=f"{API_PREFIX}/partition-keys", tags=["partition keys"])
