@@ -22,7 +22,6 @@ with its whole sandbox).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 from collections.abc import Awaitable, Callable
@@ -35,6 +34,7 @@ from ..app import Cloud
 from ..drivers import ShellRequest, ShellSession
 from ..model import errors
 from .errors import cloud_error_response
+from .websocket_relay import relay_both_ways
 
 STDIN = 0
 CONNECT_PATH = "/clusters/{cluster}/shell/connect"
@@ -141,21 +141,11 @@ async def _pipe(websocket: WebSocket, session: ShellSession) -> None:
             await websocket.send_bytes(bytes([stream]) + data)
         return await session.wait()
 
-    reader = asyncio.create_task(inbound())
-    writer = asyncio.create_task(outbound())
-    try:
-        done, _ = await asyncio.wait({reader, writer}, return_when=asyncio.FIRST_COMPLETED)
-        if writer in done:
-            code = writer.result()
-            with contextlib.suppress(Exception):
-                await websocket.send_text(json.dumps({"exit": code}))
-                await websocket.close()
-    except Exception:  # the client went away mid-message: the shell ends below
-        return
-    finally:
-        for task in (reader, writer):
-            task.cancel()
-        await asyncio.gather(reader, writer, return_exceptions=True)
+    async def farewell(code: int) -> None:
+        await websocket.send_text(json.dumps({"exit": code}))
+        await websocket.close()
+
+    await relay_both_ways(inbound, outbound, farewell)
 
 
 def _control(text: str) -> dict[str, Any]:

@@ -15,12 +15,11 @@ from dataclasses import dataclass, field
 from vpod.agent.gpu.model import GpuSample
 
 from ..drivers import DriverError
-from ..model import errors
 from ..model.records import Cluster, Server, Volume
 from ..ssh_keys import HostKey, host_key_of
 from .context import CloudContext
 from .gpu_hosts import GpuHosts, ServerGpu
-from .projects import Principal
+from .projects import Principal, in_project
 from .ssh_ports import SshPorts
 
 
@@ -59,12 +58,7 @@ class ClusterViews:
     async def find(self, principal: Principal, ref: str) -> Cluster:
         project_id = principal.project()
         found = await self._ctx.records.find_cluster(project_id, ref)
-        if found is None:
-            raise errors.NotFound(
-                f"cluster {ref} does not exist in project {project_id}: `vpod cluster list`"
-                " shows yours"
-            )
-        return found
+        return in_project(found, "cluster", ref, project_id, "vpod cluster list")
 
     async def view(self, cluster: Cluster) -> ClusterView:
         servers = await self._ctx.records.list_servers([cluster.id])

@@ -52,7 +52,7 @@ from ..validation import (
 from .capacity import Capacity
 from .cluster_views import ClusterViews
 from .context import CloudContext
-from .projects import Principal
+from .projects import Principal, in_project
 from .ssh_ports import SshPorts, assign_ports, require_ports
 from .tasks import new_task
 
@@ -282,12 +282,8 @@ class Clusters:
 
     async def _keypair_id(self, project_id: str, ref: str) -> str:
         found = await self._ctx.records.find_keypair(project_id, ref)
-        if found is None:
-            raise errors.NotFound(
-                f"keypair {str(ref)[:70]} does not exist in project {project_id}:"
-                " `vpod keypair list` shows yours (`vpod keypair create` makes one)"
-            )
-        return found.id
+        hint = " (`vpod keypair create` makes one)"
+        return in_project(found, "keypair", str(ref)[:70], project_id, "vpod keypair list", hint).id
 
     def _server(self, cluster: Cluster, flavor: Flavor, position: int, cidr: str) -> Server:
         address = ipaddress.ip_network(cidr).network_address + 10 + position

@@ -33,7 +33,7 @@ from ..validation import check_name
 from .cluster_views import ClusterViews
 from .clusters import Clusters
 from .context import CloudContext
-from .projects import Principal
+from .projects import Principal, in_project
 
 log = logging.getLogger("vpod.cloud")
 
@@ -79,12 +79,7 @@ class Datasets:
     async def _find(self, principal: Principal, ref: str) -> SealedStorage:
         project_id = principal.project()
         found = await self._ctx.records.find_storage(project_id, ref)
-        if found is None:
-            raise errors.NotFound(
-                f"dataset storage {str(ref)[:70]} does not exist in project {project_id}:"
-                " `vpod storage list` shows yours"
-            )
-        return found
+        return in_project(found, "dataset storage", str(ref)[:70], project_id, "vpod storage list")
 
     async def register(self, principal: Principal, new: NewStorage) -> DatasetStorage:
         ctx = self._ctx

@@ -27,7 +27,7 @@ from ..states import ClusterStatus, ServerStatus
 from ..validation import check_name
 from .cluster_views import ClusterViews
 from .context import CloudContext
-from .projects import Principal
+from .projects import Principal, in_project
 
 log = logging.getLogger("vpod.cloud")
 
@@ -53,12 +53,7 @@ class Keypairs:
     async def _find(self, principal: Principal, ref: str) -> Keypair:
         project_id = principal.project()
         found = await self._ctx.records.find_keypair(project_id, ref)
-        if found is None:
-            raise errors.NotFound(
-                f"keypair {str(ref)[:70]} does not exist in project {project_id}:"
-                " `vpod keypair list` shows yours"
-            )
-        return found
+        return in_project(found, "keypair", str(ref)[:70], project_id, "vpod keypair list")
 
     async def _view(self, record: Keypair) -> Keypair:
         """The keypair with the names of the clusters it may log in to."""

@@ -19,7 +19,7 @@ from ..states import check_operation as check_state
 from ..validation import check_name, check_volume_size, check_volume_type
 from .cluster_views import ClusterViews
 from .context import CloudContext
-from .projects import Principal
+from .projects import Principal, in_project
 from .tasks import new_task
 
 
@@ -31,12 +31,7 @@ class Volumes:
     async def find(self, principal: Principal, ref: str) -> Volume:
         project_id = principal.project()
         found = await self._ctx.records.find_volume(project_id, ref)
-        if found is None:
-            raise errors.NotFound(
-                f"volume {ref} does not exist in project {project_id}: `vpod volume list` shows"
-                " yours"
-            )
-        return found
+        return in_project(found, "volume", ref, project_id, "vpod volume list")
 
     async def list_volumes(self, principal: Principal) -> list[Volume]:
         return await self._ctx.records.list_volumes(project_id=principal.project())
