@@ -121,7 +121,9 @@ def lower_dashed(value: object) -> object:
 
 
 def kebab(name: str) -> str:
+    """An enum member's name as the JSON spells it: ``IPU_LINK`` -> ``ipu-link``."""
     return name.lower().replace("_", "-")
 
 
 HostOrCidr = Annotated[str, Field(min_length=1, max_length=64, examples=["10.1.2.0/24"])]
+"""One entry of an allocation's host list: an address or a CIDR."""
