@@ -1,9 +1,10 @@
-"""The REST API's shapes are defined once, in ``vpod.wire.rest``, and the client reads through them.
+"""The REST APIs' shapes are defined once, in ``vpod.wire.rest``, and the client reads through them.
 
 The routes are found, not listed: every ``/api/v1`` route of the controller's
-HTTP app, so a route added with a body or an answer defined elsewhere fails
-here the day it is added. The client side reads replies through the same
-shapes: a reply that is not one is the server's fault, said as such.
+HTTP app and every route of the cloud API's routers, so a route added with a
+body or an answer defined elsewhere fails here the day it is added. The client
+side reads replies through the same shapes: a reply that is not one is the
+server's fault, said as such.
 """
 
 from __future__ import annotations
@@ -12,10 +13,16 @@ import httpx
 import pytest
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
+from starlette.routing import BaseRoute
 
 from vpod.client import rest_records
+from vpod.client.cloud_records import Task, TaskState
 from vpod.client.errors import NotFound, ServerError
 from vpod.client.http_transport import HttpSite, error_of_reply
+from vpod.client.json_records import from_json
+from vpod.cloud.api.dataset_routes import dataset_router
+from vpod.cloud.api.router import router as cloud_router
+from vpod.cloud.api.ssh_routes import ssh_router
 from vpod.controller.transports.rest import create_http_app
 
 from .live import LivePod
@@ -24,11 +31,12 @@ from .test_request_bodies import _flat, _models, _nested
 SHAPES = "vpod.wire.rest."
 
 
-def _api_models(pod: LivePod) -> dict[type[BaseModel], str]:
-    """Every model a ``/api/v1`` route takes or answers with (nested ones too), with a route."""
+def _api_models(routes: list[BaseRoute], prefix: str = "") -> dict[type[BaseModel], str]:
+    """Every model a route under ``prefix`` takes or answers with (nested ones too), with a
+    route that does."""
     found: dict[type[BaseModel], str] = {}
-    for route in _flat(create_http_app(pod.controller).routes):
-        if not isinstance(route, APIRoute) or not route.path.startswith("/api/v1"):
+    for route in _flat(routes):
+        if not isinstance(route, APIRoute) or not route.path.startswith(prefix):
             continue
         annotations = [param.field_info.annotation for param in route.dependant.body_params]
         annotations.append(route.response_model)
@@ -43,17 +51,30 @@ def _api_models(pod: LivePod) -> dict[type[BaseModel], str]:
     return found
 
 
-def test_every_body_and_answer_of_the_api_is_a_shape_of_vpod_wire_rest(pod: LivePod) -> None:
-    models = _api_models(pod)
-    # the walk reaches bodies, answers, nested shapes and the error body (else it proves nothing)
-    names = {model.__name__ for model in models}
-    assert {"CreatePartitionBody", "Partition", "PartitionIpuOut", "ErrorResponse"} <= names
-    elsewhere = sorted(
+def _elsewhere(models: dict[type[BaseModel], str]) -> list[str]:
+    return sorted(
         f"{model.__module__}.{model.__name__} (used by {route})"
         for model, route in models.items()
         if not model.__module__.startswith(SHAPES)
     )
+
+
+def test_every_body_and_answer_of_the_api_is_a_shape_of_vpod_wire_rest(pod: LivePod) -> None:
+    models = _api_models(create_http_app(pod.controller).routes, "/api/v1")
+    # the walk reaches bodies, answers, nested shapes and the error body (else it proves nothing)
+    names = {model.__name__ for model in models}
+    assert {"CreatePartitionBody", "Partition", "PartitionIpuOut", "ErrorResponse"} <= names
+    elsewhere = _elsewhere(models)
     assert not elsewhere, f"REST shapes defined outside vpod.wire.rest: {elsewhere}"
+
+
+def test_every_body_and_answer_of_the_cloud_api_is_a_shape_of_vpod_wire_rest() -> None:
+    """The GPU host agent's routes excepted: their shapes are built on the agent's types."""
+    models = _api_models([*cloud_router.routes, *dataset_router.routes, *ssh_router.routes])
+    names = {model.__name__ for model in models}
+    assert {"ClusterCreateIn", "ClusterOut", "GpuOut", "KeypairOut", "ErrorResponse"} <= names
+    elsewhere = _elsewhere(models)
+    assert not elsewhere, f"cloud REST shapes defined outside vpod.wire.rest: {elsewhere}"
 
 
 def _partition_json() -> dict[str, object]:
@@ -122,3 +143,26 @@ def test_an_error_reply_is_read_through_the_error_body_else_said_plainly() -> No
     said = str(error_of_reply(site, foreign))
     assert "answered 502" in said
     assert "bad gateway" in said
+
+
+def test_the_cloud_client_reads_a_reply_through_its_shape() -> None:
+    task = {
+        "id": "task-1",
+        "project_id": "p",
+        "operation": "CLUSTER_CREATE",
+        "resource_type": "cluster",
+        "resource_id": "c1",
+        "resource_name": "demo",
+        "state": "RUNNING",
+        "detailed_state": "NETWORK",
+        "phases": [{"phase": "NETWORK", "at": "2026-01-02T03:04:05Z"}],
+        "expected_phases": ["NETWORK", "POPLAR_SERVERS"],
+        "created_at": "2026-01-02T03:04:05Z",
+        "updated_at": "2026-01-02T03:04:05Z",
+    }
+    read = from_json(Task, task)
+    assert (read.id, read.state, read.phases[0].phase) == ("task-1", TaskState.RUNNING, "NETWORK")
+    del task["expected_phases"]
+    with pytest.raises(ServerError, match="the API answered no TaskOut") as raised:
+        from_json(Task, task)
+    assert "expected_phases" in str(raised.value)

@@ -26,6 +26,29 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query, Request
 
 from vpod.controller.moments import LATEST, TimeOutOfRange, utc_moment
+from vpod.wire.rest.cloud_billing import InvoiceOut
+from vpod.wire.rest.cloud_clusters import (
+    ClusterCreateIn,
+    ClusterOut,
+    MetadataIn,
+    MetadataOut,
+    RebuildIn,
+    ResizeIn,
+    ShellOut,
+)
+from vpod.wire.rest.cloud_flavors import FlavorOut, LimitsIn, LimitsOut
+from vpod.wire.rest.cloud_hosts import HostEnabledIn, HostIn, HostOut
+from vpod.wire.rest.cloud_projects import (
+    ProjectCreatedOut,
+    ProjectCreateIn,
+    ProjectOut,
+    QuotasIn,
+    TokenIn,
+    TokenOut,
+)
+from vpod.wire.rest.cloud_reservations import ReservationIn, ReservationOut
+from vpod.wire.rest.cloud_tasks import TaskOut
+from vpod.wire.rest.cloud_volumes import AttachIn, VolumeCreateIn, VolumeOut
 
 from ..app import Cloud
 from ..flavors import find_flavor
@@ -51,34 +74,6 @@ from .dataset_routes import dataset_router
 from .deps import ACCEPTED, PREFIX, CloudDep, Operator, Tenant
 from .errors import CloudRoute, error_responses
 from .gpu_routes import gpu_router
-from .models import (
-    AttachIn,
-    ClusterCreateIn,
-    ClusterOut,
-    FlavorOut,
-    HostEnabledIn,
-    HostIn,
-    HostOut,
-    InvoiceOut,
-    LimitsIn,
-    LimitsOut,
-    MetadataIn,
-    MetadataOut,
-    ProjectCreatedOut,
-    ProjectCreateIn,
-    ProjectOut,
-    QuotasIn,
-    RebuildIn,
-    ReservationIn,
-    ReservationOut,
-    ResizeIn,
-    ShellOut,
-    TaskOut,
-    TokenIn,
-    TokenOut,
-    VolumeCreateIn,
-    VolumeOut,
-)
 from .shell_relay import CONNECT_PATH, connect_path, shell_relay
 from .ssh_routes import TUNNEL_PATH, ssh_router
 from .ssh_tunnel import ssh_tunnel

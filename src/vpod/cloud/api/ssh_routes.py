@@ -8,11 +8,8 @@ from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Query, Request
 
-from ..model.records import Keypair
-from .deps import PREFIX, CloudDep, Tenant
-from .errors import CloudRoute, error_responses
-from .models import SshHostKeyOut
-from .ssh_models import (
+from vpod.wire.rest.cloud_clusters import SshHostKeyOut
+from vpod.wire.rest.cloud_ssh import (
     ClusterSshOut,
     ConsoleOut,
     KeypairCreatedOut,
@@ -20,6 +17,10 @@ from .ssh_models import (
     KeypairOut,
     ServerSshOut,
 )
+
+from ..model.records import Keypair
+from .deps import PREFIX, CloudDep, Tenant
+from .errors import CloudRoute, error_responses
 
 TUNNEL_PATH = "/clusters/{cluster}/servers/{server}/ssh/connect"
 """Under the cloud API's prefix: the WebSocket carrying one SSH connection."""
