@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vpod.cloud.drivers.local_compute import remove_host_networks
+from vpod.cloud.drivers.local_networks import remove_host_networks
 from vpod.cloud.drivers.tenant_network import network_problem
 
 _DEPTHS = ("networks", "*/networks", "*/*/networks", "*/*/*/networks")

@@ -28,13 +28,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from vpod.domain.catalog import IPUS_PER_MACHINE
+from vpod.domain.entities import MAX_PORT
+from vpod.domain.entities import split_host_port as split_host_port  # HOST:PORT is the domain's
 
 DEFAULT_AGENT_PORT = 8092
 """Decision: the agent's gRPC port, clear of the controller's user (8090) and admin (8091) ports."""
 DEFAULT_SERVER_PORT = 50052
 DEFAULT_RDMA_PORT = 7471
 DEFAULT_ADDRESS_BASE = "127.1.0.1"
-MAX_PORT = 65535
 
 
 class AddressMode(enum.StrEnum):
@@ -57,14 +58,6 @@ class MachineAddress:
 def join_host_port(host: str, port: int) -> str:
     """``host:port``, with brackets around an IPv6 host."""
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
-def split_host_port(address: str) -> tuple[str, int]:
-    """Parse ``host:port`` or ``[v6]:port``; raises ValueError with a sentence."""
-    host, sep, port = address.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) <= MAX_PORT:
-        raise ValueError(f"{address!r} is not HOST:PORT (e.g. 127.0.0.1:8090)")
-    return host.removeprefix("[").removesuffix("]"), int(port)
 
 
 @dataclass(frozen=True, slots=True)

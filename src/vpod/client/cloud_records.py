@@ -1,6 +1,8 @@
 """Typed records of the cloud API's replies (``/api/cloud/v1``).
 
-Read with :func:`~.json_records.from_json`: fields by name, times as aware
+Each is read through the cloud API's own shape of the reply (``vpod.wire.rest.cloud_*``,
+marked with :func:`~.json_records.shaped`), then with
+:func:`~.json_records.from_json`: fields by name, times as aware
 datetimes, money as :class:`~decimal.Decimal`; ``raw`` keeps the JSON the
 API answered (what ``vpod ... --json`` prints). Statuses the API documents
 as open-ended (a cluster's, a server's, a volume's) stay strings; a task's
@@ -16,6 +18,21 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from vpod.wire.rest import (
+    cloud_billing,
+    cloud_clusters,
+    cloud_datasets,
+    cloud_flavors,
+    cloud_hosts,
+    cloud_projects,
+    cloud_reservations,
+    cloud_ssh,
+    cloud_tasks,
+    cloud_volumes,
+)
+
+from .json_records import shaped
+
 
 class TaskState(enum.StrEnum):
     NEW = "NEW"
@@ -28,6 +45,7 @@ class TaskState(enum.StrEnum):
         return self in (TaskState.FINISHED, TaskState.ERROR)
 
 
+@shaped(cloud_flavors.FlavorOut)
 @dataclass(frozen=True)
 class Flavor:
     """One entry of the catalog, with how many more fit now."""
@@ -61,6 +79,7 @@ class Phase:
     at: datetime
 
 
+@shaped(cloud_tasks.TaskOut)
 @dataclass(frozen=True)
 class Task:
     """An asynchronous operation on a cluster or volume; every mutating call returns one."""
@@ -129,6 +148,7 @@ class Server:
     """Its direct SSH port on the controller's host (None: reach it through the tunnel)."""
 
 
+@shaped(cloud_volumes.VolumeOut)
 @dataclass(frozen=True)
 class Volume:
     id: str
@@ -161,6 +181,7 @@ class ClusterStorage:
     mount_path: str | None = None
 
 
+@shaped(cloud_clusters.ClusterOut)
 @dataclass(frozen=True)
 class CloudCluster:
     """An AI cluster: a vPOD (IPUs) or a GPU cluster, with its servers and volumes."""
@@ -202,6 +223,7 @@ class Exceeded:
     message: str
 
 
+@shaped(cloud_flavors.LimitsOut)
 @dataclass(frozen=True)
 class Limits:
     """Whether a cluster would fit the project's quotas."""
@@ -214,6 +236,7 @@ class Limits:
     raw: Any = field(default=None, repr=False, compare=False)
 
 
+@shaped(cloud_projects.ProjectOut)
 @dataclass(frozen=True)
 class Project:
     id: str
@@ -224,6 +247,7 @@ class Project:
     raw: Any = field(default=None, repr=False, compare=False)
 
 
+@shaped(cloud_projects.TokenOut)
 @dataclass(frozen=True)
 class Token:
     """An API token of a project; ``token`` is set only in the reply that made it."""
@@ -236,6 +260,7 @@ class Token:
     raw: Any = field(default=None, repr=False, compare=False)
 
 
+@shaped(cloud_projects.ProjectCreatedOut)
 @dataclass(frozen=True)
 class ProjectCreated:
     project: Project
@@ -267,6 +292,7 @@ class Utilisation:
     ratio: float
 
 
+@shaped(cloud_reservations.ReservationOut)
 @dataclass(frozen=True)
 class Reservation:
     """A reservation plan: ``units`` of ``flavor`` for ``term``, billed every month."""
@@ -289,6 +315,7 @@ class Reservation:
     raw: Any = field(default=None, repr=False, compare=False)
 
 
+@shaped(cloud_billing.InvoiceOut)
 @dataclass(frozen=True)
 class Invoice:
     project_id: str
@@ -302,6 +329,7 @@ class Invoice:
     raw: Any = field(default=None, repr=False, compare=False)
 
 
+@shaped(cloud_clusters.ShellOut)
 @dataclass(frozen=True)
 class Shell:
     """How to reach a server's shell: ``relay`` (a WebSocket to ``connect`` through the
@@ -315,6 +343,7 @@ class Shell:
     raw: Any = field(default=None, repr=False, compare=False)
 
 
+@shaped(cloud_hosts.HostOut)
 @dataclass(frozen=True)
 class Host:
     """A registered GPU or Poplar host (administrators)."""
@@ -331,6 +360,7 @@ class Host:
     raw: Any = field(default=None, repr=False, compare=False)
 
 
+@shaped(cloud_clusters.MetadataOut)
 @dataclass(frozen=True)
 class MetadataUpdate:
     task: Task
@@ -338,6 +368,7 @@ class MetadataUpdate:
     raw: Any = field(default=None, repr=False, compare=False)
 
 
+@shaped(cloud_datasets.StorageEndpointOut)
 @dataclass(frozen=True)
 class StorageEndpoint:
     """An S3-compatible service the operator offers for dataset storage."""
@@ -349,6 +380,7 @@ class StorageEndpoint:
     raw: Any = field(default=None, repr=False, compare=False)
 
 
+@shaped(cloud_datasets.DatasetStorageOut)
 @dataclass(frozen=True)
 class DatasetStorage:
     """A bucket the project registered; ``access_key`` is masked (``AKIA…WXYZ``), and no
@@ -364,6 +396,7 @@ class DatasetStorage:
     raw: Any = field(default=None, repr=False, compare=False)
 
 
+@shaped(cloud_ssh.KeypairOut)
 @dataclass(frozen=True)
 class Keypair:
     """A project's SSH public key; ``private_key`` only in the answer that made it."""
@@ -393,6 +426,7 @@ class ServerSsh:
     direct_port: int | None = None
 
 
+@shaped(cloud_ssh.ClusterSshOut)
 @dataclass(frozen=True)
 class ClusterSsh:
     """How to reach a cluster's servers over SSH."""
@@ -403,6 +437,7 @@ class ClusterSsh:
     raw: Any = field(default=None, repr=False, compare=False)
 
 
+@shaped(cloud_ssh.ConsoleOut)
 @dataclass(frozen=True)
 class Console:
     """A browser terminal on a server: open ``url`` in a browser logged in to the console."""

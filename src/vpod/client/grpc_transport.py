@@ -253,13 +253,7 @@ class GrpcTransport:
 
     def invoke(self, rpc: Rpc[T]) -> T:
         """Run ``rpc`` with the deadline and credentials; raise a `VpodError` on failure."""
-        method = self._methods.get(rpc.path)
-        if method is None:
-            method = self._methods[rpc.path] = self.channel.unary_unary(
-                rpc.path,
-                request_serializer=type(rpc.request).SerializeToString,
-                response_deserializer=rpc.reply_type.FromString,
-            )
+        method = _stub(self._methods, self.channel, rpc)
         pauses = _pauses(rpc, self.retry, self.endpoint)
         while True:
             try:
@@ -291,6 +285,18 @@ class GrpcTransport:
             self._methods.clear()
 
 
+def _stub(methods: dict[str, Any], channel: Any, rpc: Rpc[Any]) -> Any:
+    """The channel's callable for ``rpc``'s method, made once per method path."""
+    method = methods.get(rpc.path)
+    if method is None:
+        method = methods[rpc.path] = channel.unary_unary(
+            rpc.path,
+            request_serializer=type(rpc.request).SerializeToString,
+            response_deserializer=rpc.reply_type.FromString,
+        )
+    return method
+
+
 class AsyncGrpcTransport:
     """One endpoint over a ``grpc.aio`` channel, opened on first use (inside the event loop)."""
 
@@ -312,13 +318,7 @@ class AsyncGrpcTransport:
 
     async def invoke(self, rpc: Rpc[T]) -> T:
         """Run ``rpc`` with the deadline and credentials; raise a `VpodError` on failure."""
-        method = self._methods.get(rpc.path)
-        if method is None:
-            method = self._methods[rpc.path] = self.channel.unary_unary(
-                rpc.path,
-                request_serializer=type(rpc.request).SerializeToString,
-                response_deserializer=rpc.reply_type.FromString,
-            )
+        method = _stub(self._methods, self.channel, rpc)
         pauses = _pauses(rpc, self.retry, self.endpoint)
         while True:
             try:

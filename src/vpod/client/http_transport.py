@@ -17,6 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 import httpx
+from pydantic import ValidationError
+
+from vpod.wire.rest.errors import ErrorResponse
 
 from .errors import (
     ConfigError,
@@ -119,9 +122,9 @@ class HttpSite:
 def error_of_reply(site: HttpSite, reply: httpx.Response) -> VpodError:
     """The exception for an error reply: its body's code and message, else its status."""
     try:
-        error = reply.json()["error"]
-        code, message = str(error.get("code") or ""), str(error["message"])
-    except (ValueError, KeyError, TypeError, AttributeError):
+        error = ErrorResponse.model_validate_json(reply.content).error
+        code, message = error.code, error.message
+    except ValidationError:  # not the APIs' error body: a proxy's page, say
         text = reply.text.strip()[:200] or reply.reason_phrase
         code, message = "", f"{site.name} answered {reply.status_code}: {text}"
     return error_of_http(reply.status_code, code, message, site.base_url)

@@ -8,6 +8,10 @@ value (then by name), nested dataclasses, ``tuple[X, ...]`` and
 ignored, so a server that adds fields does not break older clients; a
 missing key takes the field's default. A field named ``raw`` receives the
 JSON object itself, for tools that print what the API said (``--json``).
+
+A record marked :func:`shaped` is read through the server's own definition of
+the reply (a shape of :mod:`vpod.wire.rest`) first: a reply that is not one is
+the server's fault, said as :class:`~.errors.ServerError`.
 """
 
 from __future__ import annotations
@@ -16,15 +20,29 @@ import dataclasses
 import enum
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from decimal import Decimal
 from functools import cache
 from typing import Any, TypeVar, Union
 
+from pydantic import BaseModel, ValidationError
+
 from .errors import ServerError
 
 R = TypeVar("R")
+
+_SHAPES: dict[type, type[BaseModel]] = {}
+
+
+def shaped(shape: type[BaseModel]) -> Callable[[type[R]], type[R]]:
+    """Mark a record as read from replies of ``shape``, the API's definition of them."""
+
+    def mark(cls: type[R]) -> type[R]:
+        _SHAPES[typing.cast(type, cls)] = shape
+        return cls
+
+    return mark
 
 
 @cache
@@ -85,6 +103,12 @@ def from_json(cls: type[R], data: Any) -> R:
         raise ServerError(
             f"the API answered {type(data).__name__} where {cls.__name__} was expected"
         )
+    shape = _SHAPES.get(typing.cast(type, cls))
+    if shape is not None:
+        try:
+            shape.model_validate(data)
+        except ValidationError as exc:
+            raise ServerError(f"the API answered no {shape.__name__}: {exc}") from None
     hints = _hints(typing.cast(type, cls))
     values: dict[str, Any] = {}
     for spec in dataclasses.fields(cls):  # type: ignore[arg-type]

@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import quote
 
 from vpod.domain.topology import GwTopology, IldTopology
+from vpod.wire.rest.version import Version
 
 from . import rest_records as read
 from .admin_calls import EventFilter
@@ -45,7 +46,7 @@ def _dashed(name: str) -> str:
 
 
 def version() -> HttpCall[str]:
-    return get("/version", lambda data: str(data["version"]))
+    return get("/version", lambda data: Version.model_validate(data).version)
 
 
 def list_partitions(allocation: str | None) -> HttpCall[list[Partition]]:

@@ -1,23 +1,34 @@
 """The REST API's JSON (``/api/v1``) read into the same records the gRPC clients return.
 
 One record per concept whatever the transport: a partition is a
-:class:`~.records.Partition` whether it came over gRPC or REST. The REST
-shapes spell enums the CLI's way (``dnc``, ``c2-compatible``, ``ACTIVE``,
-``link-down``) and carry a few fields gRPC does not (a partition's operation
-state and times, each IPU's agent); fields REST lacks read as empty or
-``None``. ``raw`` keeps the JSON object.
+:class:`~.records.Partition` whether it came over gRPC or REST. The JSON is
+read with the shapes the controller answers with (:mod:`vpod.wire.rest`,
+defined once), then turned into the record: the REST shapes spell enums the
+CLI's way (``dnc``, ``c2-compatible``, ``ACTIVE``, ``link-down``) and carry a
+few fields gRPC does not (a partition's operation state and times, each
+IPU's agent); fields REST lacks read as empty or ``None``. ``raw`` keeps the
+JSON object.
 """
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from vpod.domain.partition_states import OperationState, ReadyState
 from vpod.domain.routing import GwRouting, IpuLinkRouting, SyncType
 from vpod.domain.topology import GwTopology, IldTopology
+from vpod.wire.rest import agents as agent_shapes
+from vpod.wire.rest import allocations as allocation_shapes
+from vpod.wire.rest import clusters as cluster_shapes
+from vpod.wire.rest import events as event_shapes
+from vpod.wire.rest import ipu_attributes as attribute_shapes
+from vpod.wire.rest import partitions as partition_shapes
+from vpod.wire.rest import users as user_shapes
+from vpod.wire.rest.fields import kebab
 
 from .admin_records import (
     Agent,
@@ -37,9 +48,11 @@ from .admin_records import (
     PartitionInfo,
     User,
 )
+from .errors import ServerError
 from .records import IpuAttributes, Partition, PartitionIpu, PartitionStatus
 
 E = TypeVar("E", bound=enum.Enum)
+S = TypeVar("S", bound=BaseModel)
 Json = Mapping[str, Any]
 
 _SYNC_BY_NAME = {s.cli_name: s for s in SyncType}
@@ -52,99 +65,115 @@ def _by_name(cls: type[E], text: str | None) -> E | None:
     return cls.__members__.get(text.upper().replace("-", "_"))
 
 
-def _time(text: str | None) -> datetime | None:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
+def _read(shape: type[S], data: Json) -> S:
+    """``data`` as the controller's shape; a reply that is not one is the server's fault."""
+    try:
+        return shape.model_validate(data)
+    except ValidationError as exc:
+        raise ServerError(f"the API answered no {shape.__name__}: {exc}") from None
 
 
 def partition(data: Json) -> Partition:
+    return _partition(_read(partition_shapes.Partition, data), data)
+
+
+def _partition(found: partition_shapes.Partition, data: Json) -> Partition:
     ipus = tuple(
         PartitionIpu(
-            ipulink_domain_topology_id=ipu["ipulink_domain_topology_id"],
-            ipulink_domain_routing_id=ipu["ipulink_domain_routing_id"],
-            topology_id=ipu["topology_id"],
-            routing_id=ipu["routing_id"],
-            gcd=ipu.get("gcd"),
-            agent_id=ipu.get("agent_id"),
-            device_id=ipu.get("device_id"),
+            ipulink_domain_topology_id=ipu.ipulink_domain_topology_id,
+            ipulink_domain_routing_id=ipu.ipulink_domain_routing_id,
+            topology_id=ipu.topology_id,
+            routing_id=ipu.routing_id,
+            gcd=ipu.gcd,
+            agent_id=ipu.agent_id,
+            device_id=ipu.device_id,
         )
-        for ipu in data["ipus"]
+        for ipu in found.ipus
     )
     return Partition(
-        id=data["id"],
-        cluster_id=data["cluster_id"],
-        allocation_id=data["allocation_id"],
-        ready_state=_by_name(ReadyState, data.get("ready_state")),
+        id=found.id,
+        cluster_id=found.cluster_id,
+        allocation_id=found.allocation_id,
+        ready_state=_by_name(ReadyState, found.ready_state),
         ipus=ipus,
-        num_gcds=data["num_gcds"],
-        num_replicas=data["num_replicas"],
-        num_ipulink_segments=data["num_ipulink_segments"],
-        reconfigurable=data["reconfigurable"],
-        ipulink_routing=_by_name(IpuLinkRouting, data.get("ipulink_routing_type")),
-        gw_routing=_by_name(GwRouting, data.get("gw_routing_type")),
-        sync_type=_SYNC_BY_NAME.get(data.get("sync_type") or ""),
-        ipuof_server_version=data.get("ipuof_server_version", ""),
+        num_gcds=found.num_gcds,
+        num_replicas=found.num_replicas,
+        num_ipulink_segments=found.num_ipulink_segments,
+        reconfigurable=found.reconfigurable,
+        ipulink_routing=_by_name(IpuLinkRouting, found.ipulink_routing_type),
+        gw_routing=_by_name(GwRouting, found.gw_routing_type),
+        sync_type=_SYNC_BY_NAME.get(found.sync_type),
+        ipuof_server_version=found.ipuof_server_version,
         raw=data,
-        operation_state=_by_name(OperationState, data.get("operation_state")),
-        disable_auto_reset=data.get("disable_auto_reset"),
-        relocatable=data.get("relocatable"),
-        created_at=_time(data.get("created_at")),
-        updated_at=_time(data.get("updated_at")),
+        operation_state=_by_name(OperationState, found.operation_state),
+        disable_auto_reset=found.disable_auto_reset,
+        relocatable=found.relocatable,
+        created_at=found.created_at,
+        updated_at=found.updated_at,
     )
 
 
 def partition_status(data: Json) -> PartitionStatus:
+    return _status(_read(partition_shapes.PartitionStatus, data), data)
+
+
+def _status(found: partition_shapes.PartitionStatus, data: Json) -> PartitionStatus:
     return PartitionStatus(
-        partition_id=data["partition_id"],
-        ready_state=_by_name(ReadyState, data.get("ready_state")),
-        operation_state=_by_name(OperationState, data.get("operation_state")),
-        errors=tuple(data.get("errors", ())),
-        max_auto_reset_retries=data.get("max_auto_reset_retries", 0),
-        auto_reset_retry_count=data.get("auto_reset_retry_count", 0),
-        last_auto_reset_time=_time(data.get("last_auto_reset_time")),
+        partition_id=found.partition_id,
+        ready_state=_by_name(ReadyState, found.ready_state),
+        operation_state=_by_name(OperationState, found.operation_state),
+        errors=tuple(found.errors),
+        max_auto_reset_retries=found.max_auto_reset_retries,
+        auto_reset_retry_count=found.auto_reset_retry_count,
+        last_auto_reset_time=found.last_auto_reset_time,
         raw=data,
     )
 
 
 def partition_info(data: Json) -> PartitionInfo:
-    found = partition(data["partition"])
+    both = _read(partition_shapes.PartitionWithStatus, data)
+    found = _partition(both.partition, data["partition"])
     locations = tuple(
         IpuLocation(ipu.agent_id or "", ipu.device_id or 0, ipu.routing_id)
         for ipu in sorted(found.ipus, key=lambda i: i.routing_id)
     )
-    return PartitionInfo(found, partition_status(data["status"]), locations, raw=data)
+    return PartitionInfo(found, _status(both.status, data["status"]), locations, raw=data)
 
 
 def allocation(data: Json) -> Allocation:
+    found = _read(allocation_shapes.AllocationOut, data)
     return Allocation(
-        id=data["id"],
-        cluster_id=data["cluster_id"],
-        agent_ids=tuple(data["agent_ids"]),
-        size=data["size"],
-        user_ids=tuple(data.get("user_ids", ())),
-        num_partitions=data.get("num_partitions", 0),
+        id=found.id,
+        cluster_id=found.cluster_id,
+        agent_ids=tuple(found.agent_ids),
+        size=found.size,
+        user_ids=tuple(found.user_ids),
+        num_partitions=found.num_partitions,
         raw=data,
-        hosts=tuple(data.get("hosts", ())),
+        hosts=tuple(found.hosts),
     )
 
 
 def ipu_attributes(data: Json) -> IpuAttributes:
-    ipus = {ipu["device_id"]: dict(ipu["attributes"]) for ipu in data["ipus"]}
-    return IpuAttributes(agent=data["agent_id"], ipus=ipus, raw=data)
+    found = _read(attribute_shapes.AgentIpuAttributes, data)
+    ipus = {ipu.device_id: dict(ipu.attributes) for ipu in found.ipus}
+    return IpuAttributes(agent=found.agent_id, ipus=ipus, raw=data)
 
 
-def fault(data: Json) -> Fault:
+def _fault(found: agent_shapes.FaultOut) -> Fault:
     return Fault(
-        kind=_by_name(FaultKind, data["kind"]) or FaultKind.IPU,
-        device_id=data.get("device_id") or 0,
-        link_id=data.get("link_id") or "",
-        delay_ms=data.get("delay_ms") or 0,
-        reason=data.get("reason", ""),
+        kind=_by_name(FaultKind, found.kind) or FaultKind.IPU,
+        device_id=found.device_id or 0,
+        link_id=found.link_id or "",
+        delay_ms=found.delay_ms,
+        reason=found.reason,
     )
 
 
 def fault_body(wanted: Fault) -> dict[str, Any]:
-    """The JSON body that injects ``wanted``."""
-    body: dict[str, Any] = {"kind": wanted.kind.name.lower().replace("_", "-")}
+    """The JSON body (:class:`vpod.wire.rest.agents.FaultBody`) that injects ``wanted``; the
+    controller checks it."""
+    body: dict[str, Any] = {"kind": kebab(wanted.kind.name)}
     if wanted.kind is FaultKind.IPU:
         body["device_id"] = wanted.device_id
     if wanted.kind is FaultKind.LINK_DOWN:
@@ -157,97 +186,103 @@ def fault_body(wanted: Fault) -> dict[str, Any]:
 
 
 def agent(data: Json) -> Agent:
+    found = _read(agent_shapes.AgentOut, data)
     return Agent(
-        id=data["id"],
-        host=data["host"],
-        port=data["port"],
-        machine_type=data.get("machine_type", ""),
-        serial=data.get("serial", ""),
+        id=found.id,
+        host=found.host,
+        port=found.port,
+        machine_type=found.machine_type,
+        serial=found.serial,
         ipuof_address="",
-        cluster_id=data.get("cluster_id") or "",
-        allocation_id=data.get("allocation_id") or "",
-        state=AgentState.ONLINE if data.get("reachable") else AgentState.OFFLINE,
-        state_detail=data.get("state_detail", ""),
-        last_seen=_time(data.get("last_seen")),
+        cluster_id=found.cluster_id or "",
+        allocation_id=found.allocation_id or "",
+        state=AgentState.ONLINE if found.reachable else AgentState.OFFLINE,
+        state_detail=found.state_detail,
+        last_seen=found.last_seen,
         boot_id="",
-        faults=tuple(fault(f) for f in data.get("faults", ())),
+        faults=tuple(_fault(f) for f in found.faults),
         raw=data,
     )
 
 
 def agent_faults(data: Json) -> AgentFaults:
-    faults = tuple(fault(f) for f in data["active_faults"])
-    return AgentFaults(data["agent_id"], faults, raw=data)
+    found = _read(agent_shapes.AgentFaults, data)
+    return AgentFaults(found.agent_id, tuple(_fault(f) for f in found.active_faults), raw=data)
 
 
 def discovered(data: Json) -> DiscoveredAgent:
+    found = _read(agent_shapes.DiscoveredAgent, data)
     return DiscoveredAgent(
-        agent_id=data.get("agent_id", ""),
-        host=data["host"],
-        port=data["port"],
-        machine_type=data.get("machine_type", ""),
-        serial=data.get("serial", ""),
-        known=data.get("known", False),
-        added=data.get("added", False),
-        error=data.get("error", ""),
+        agent_id=found.agent_id,
+        host=found.host,
+        port=found.port,
+        machine_type=found.machine_type,
+        serial=found.serial,
+        known=found.known,
+        added=found.added,
+        error=found.error,
         raw=data,
     )
 
 
 def cluster(data: Json) -> Cluster:
-    topology = str(data.get("topology") or "")
-    gw = str(data.get("cluster_topology") or "")
+    found = _read(cluster_shapes.ClusterOut, data)
+    topology, gw = found.topology, found.cluster_topology
     return Cluster(
-        id=data["id"],
-        agent_ids=tuple(data["agent_ids"]),
-        num_ipulinkdomains=data["num_ipulinkdomains"],
+        id=found.id,
+        agent_ids=tuple(found.agent_ids),
+        num_ipulinkdomains=found.num_ipulinkdomains,
         topology=IldTopology(topology) if topology in IldTopology._value2member_map_ else None,
         cluster_topology=GwTopology(gw) if gw in GwTopology._value2member_map_ else None,
-        num_ipus=data["num_ipus"],
-        machine_type=data.get("machine_type", ""),
+        num_ipus=found.num_ipus,
+        machine_type=found.machine_type,
         raw=data,
     )
 
 
 def test_report(data: Json) -> ClusterTestReport:
+    found = _read(cluster_shapes.ClusterTestReport, data)
     results = tuple(
         ClusterTestResult(
-            test=_by_name(LinkTest, r["test"]),
-            name=r["test"],
-            passed=r["passed"],
-            summary=r["summary"],
-            details=tuple(r.get("details", ())),
-            agents_tested=r.get("agents_tested", 0),
-            agents_failed=r.get("agents_failed", 0),
+            test=_by_name(LinkTest, r.test),
+            name=r.test,
+            passed=r.passed,
+            summary=r.summary,
+            details=tuple(r.details),
+            agents_tested=r.agents_tested,
+            agents_failed=r.agents_failed,
         )
-        for r in data["results"]
+        for r in found.results
     )
-    return ClusterTestReport(data["cluster_id"], data["passed"], results, raw=data)
+    return ClusterTestReport(found.cluster_id, found.passed, results, raw=data)
 
 
 def user(data: Json) -> User:
+    found = _read(user_shapes.UserOut, data)
     return User(
-        id=data["id"],
-        allocation_ids=tuple(data.get("allocation_ids", ())),
-        admin=data.get("admin", False),
-        created_at=_time(data.get("created_at")),
+        id=found.id,
+        allocation_ids=tuple(found.allocation_ids),
+        admin=found.admin,
+        created_at=None,
         raw=data,
     )
 
 
 def created_user(data: Json) -> CreatedUser:
-    return CreatedUser(user(data["user"]), data["access_key"], raw=data)
+    found = _read(user_shapes.CreatedUser, data)
+    return CreatedUser(user(data["user"]), found.access_key, raw=data)
 
 
 def event(data: Json) -> AuditEvent:
+    found = _read(event_shapes.EventOut, data)
     return AuditEvent(
-        id=data["id"],
-        time=_time(data.get("time")),
-        actor=data["actor"],
-        action=data["action"],
-        target=data["target"],
-        outcome=data["outcome"],
-        source=data["source"],
-        detail=data["detail"],
+        id=found.id,
+        time=found.time,
+        actor=found.actor,
+        action=found.action,
+        target=found.target,
+        outcome=found.outcome,
+        source=found.source,
+        detail=found.detail,
         raw=data,
     )

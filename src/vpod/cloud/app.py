@@ -25,6 +25,7 @@ from .sealing import Sealer
 from .server_setup import refresh_endpoints
 from .services.billing import Billing
 from .services.capacity import Capacity
+from .services.cluster_views import ClusterViews
 from .services.clusters import Clusters
 from .services.context import CloudContext
 from .services.datasets import Datasets
@@ -35,6 +36,7 @@ from .services.keypairs import Keypairs
 from .services.projects import Projects
 from .services.records import CloudRecords
 from .services.reservations import Reservations
+from .services.shells import Shells
 from .services.ssh_access import SshAccess
 from .services.ssh_ports import SshPorts
 from .services.tasks import Tasks
@@ -51,6 +53,8 @@ class Cloud:
     ctx: CloudContext
     projects: Projects
     clusters: Clusters
+    cluster_views: ClusterViews
+    shells: Shells
     volumes: Volumes
     tasks: Tasks
     billing: Billing
@@ -159,21 +163,24 @@ def build_cloud(
     capacity = Capacity(ctx, reservations)
     gpu_hosts = GpuHosts(ctx)
     ssh_ports = SshPorts(ctx)
-    clusters = Clusters(ctx, capacity, gpu_hosts, ssh_ports)
+    views = ClusterViews(ctx, gpu_hosts, ssh_ports)
+    clusters = Clusters(ctx, capacity, views, ssh_ports)
     return Cloud(
         ctx=ctx,
         projects=Projects(ctx),
         clusters=clusters,
-        volumes=Volumes(ctx, clusters),
+        cluster_views=views,
+        shells=Shells(ctx, views),
+        volumes=Volumes(ctx, views),
         tasks=Tasks(ctx, runner.wait),
         billing=Billing(ctx),
         hosts=Hosts(ctx),
         gpu_hosts=gpu_hosts,
         capacity=capacity,
         reservations=reservations,
-        datasets=Datasets(ctx, clusters),
-        keypairs=Keypairs(ctx, clusters),
-        ssh=SshAccess(ctx, clusters),
+        datasets=Datasets(ctx, views, clusters),
+        keypairs=Keypairs(ctx, views),
+        ssh=SshAccess(ctx, views),
         ssh_ports=ssh_ports,
         direct_ssh=DirectSsh(ssh_ports, settings.task_poll_s),
         runner=runner,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from vpod.wire.rest.cloud_clusters import BOOT_VOLUME_DEFAULT_GIB as BOOT_VOLUME_DEFAULT_GIB
+
 from .model import errors
 
 NAME_RULE = "use 3 to 63 characters: a letter or digit first, then letters, digits, '.', '_' or '-'"
@@ -19,7 +21,6 @@ INTERFACE_TYPES = ("external", "subnet", "any_subnet")
 VOLUME_TYPES = ("standard", "ssd")
 VOLUME_MIN_GIB = 1
 VOLUME_MAX_GIB = 16_384
-BOOT_VOLUME_DEFAULT_GIB = 50
 SERVER_COUNT_MAX = 32
 
 

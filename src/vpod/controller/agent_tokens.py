@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from vpod.store.agent_tokens import AgentTokenRecord, AgentTokenStore
 from vpod.store.errors import NotFound
+from vpod.wire.rest.agent_tokens import MAX_LABEL  # the API documents the bound
 
 from . import errors
 from .caller import Caller
@@ -37,7 +38,6 @@ from .credentials import hash_key, verify_key, verify_unknown
 PREFIX = "vat_"
 _TOKEN = re.compile(r"vat_([0-9a-f]{16})\.([A-Za-z0-9_-]{20,100})")
 METADATA_KEY = "vipu-agent-token"
-MAX_LABEL = 200
 DENIAL_AUDIT_INTERVAL_S = 60.0
 HOW_TO = (
     "an administrator issues one with `vipu-admin create agent-token`; give it to the agent"

@@ -24,7 +24,16 @@ from .sizes import check_allocation_size
 from .topology import LOOPED_MAX_IPUS, GwTopology, IldTopology, Pod, build_pod
 
 HOST_MAX_LENGTH = 253
+MAX_PORT = 65535
 _WHITESPACE = re.compile(r"\s")
+
+
+def split_host_port(address: str) -> tuple[str, int]:
+    """Parse ``host:port`` or ``[v6]:port``; raises ValueError with a sentence."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) <= MAX_PORT:
+        raise ValueError(f"{address!r} is not HOST:PORT (e.g. 127.0.0.1:8090)")
+    return host.removeprefix("[").removesuffix("]"), int(port)
 
 
 @dataclass(frozen=True, slots=True)

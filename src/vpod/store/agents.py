@@ -16,7 +16,7 @@ from sqlalchemy import Connection, Row, bindparam, delete, insert, select, updat
 from vpod.domain.catalog import IPUS_PER_MACHINE, MachineType
 from vpod.domain.entities import Agent
 
-from .errors import AlreadyExists, Conflict, NotFound, StoreError
+from .errors import AlreadyExists, Conflict, NotFound, StoreError, removal_raced
 from .records import AgentHealth, AgentHealthState
 from .schema import agent_keys, agents, cluster_agents
 from .translate import decoding
@@ -179,7 +179,7 @@ def explain_delete_refused(conn: Connection, agent_id: str) -> StoreError:
     )
     if cluster_id is not None:
         return in_cluster(agent_id, cluster_id)
-    return Conflict(f"agent {agent_id} could not be removed because of a concurrent change: retry")
+    return removal_raced("agent", agent_id)
 
 
 def in_cluster(agent_id: str, cluster_id: str) -> Conflict:

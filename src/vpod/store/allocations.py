@@ -16,7 +16,7 @@ from vpod.domain.entities import Allocation
 
 from . import access_versions
 from . import clusters as cluster_rows
-from .errors import AlreadyExists, Conflict, NotFound, StoreError
+from .errors import AlreadyExists, Conflict, NotFound, StoreError, removal_raced, still_holding
 from .schema import allocation_machines, allocations, cluster_agents, partitions
 from .translate import decoding
 
@@ -169,9 +169,7 @@ def explain_delete_refused(conn: Connection, allocation_id: str) -> StoreError:
     blocking = partitions_of(conn, allocation_id)
     if blocking:
         return has_partitions(allocation_id, blocking)
-    return Conflict(
-        f"allocation {allocation_id} could not be removed because of a concurrent change: retry"
-    )
+    return removal_raced("allocation", allocation_id)
 
 
 def partitions_of(conn: Connection, allocation_id: str) -> list[str]:
@@ -185,12 +183,7 @@ def partitions_of(conn: Connection, allocation_id: str) -> list[str]:
 
 
 def has_partitions(allocation_id: str, partition_ids: Sequence[str]) -> Conflict:
-    shown = ", ".join(partition_ids[:10]) + (" ..." if len(partition_ids) > 10 else "")
-    return Conflict(
-        f"allocation {allocation_id} still has {len(partition_ids)} partition"
-        f"{'s' if len(partition_ids) > 1 else ''} ({shown}): remove them first",
-        retryable=False,
-    )
+    return still_holding("allocation", allocation_id, "partition", partition_ids)
 
 
 def not_found(allocation_id: str) -> NotFound:

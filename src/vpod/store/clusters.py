@@ -16,7 +16,7 @@ from vpod.domain.catalog import MachineType
 from vpod.domain.entities import Cluster
 from vpod.domain.topology import GwTopology, IldTopology
 
-from .errors import AlreadyExists, Conflict, NotFound, StoreError
+from .errors import AlreadyExists, Conflict, NotFound, StoreError, removal_raced, still_holding
 from .schema import agents, allocations, cluster_agents, clusters
 from .translate import decoding
 
@@ -124,9 +124,7 @@ def explain_delete_refused(conn: Connection, cluster_id: str) -> StoreError:
     blocking = allocations_of(conn, cluster_id)
     if blocking:
         return has_allocations(cluster_id, blocking)
-    return Conflict(
-        f"cluster {cluster_id} could not be removed because of a concurrent change: retry"
-    )
+    return removal_raced("cluster", cluster_id)
 
 
 def allocations_of(conn: Connection, cluster_id: str) -> list[str]:
@@ -140,12 +138,7 @@ def allocations_of(conn: Connection, cluster_id: str) -> list[str]:
 
 
 def has_allocations(cluster_id: str, allocation_ids: Sequence[str]) -> Conflict:
-    shown = ", ".join(allocation_ids[:10]) + (" ..." if len(allocation_ids) > 10 else "")
-    return Conflict(
-        f"cluster {cluster_id} still has {len(allocation_ids)} allocation"
-        f"{'s' if len(allocation_ids) > 1 else ''} ({shown}): remove them first",
-        retryable=False,
-    )
+    return still_holding("cluster", cluster_id, "allocation", allocation_ids)
 
 
 def not_found(cluster_id: str) -> NotFound:

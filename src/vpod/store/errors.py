@@ -26,6 +26,8 @@ Messages are sentences a person can act on.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 class StoreError(Exception):
     """Something the store could not do."""
@@ -57,3 +59,22 @@ class Unavailable(StoreError):
     """The database cannot be reached or used right now (temporary: retry later)."""
 
     retryable = True
+
+
+def still_holding(what: str, record_id: str, held: str, held_ids: Sequence[str]) -> Conflict:
+    """A removal refused: ``what`` ``record_id`` still holds ``held`` records (``held_ids``,
+    the first ten named); permanent until the caller removes them."""
+    shown = ", ".join(held_ids[:10]) + (" ..." if len(held_ids) > 10 else "")
+    return Conflict(
+        f"{what} {record_id} still has {len(held_ids)} {held}"
+        f"{'s' if len(held_ids) > 1 else ''} ({shown}): remove them first",
+        retryable=False,
+    )
+
+
+def removal_raced(what: str, record_id: str) -> Conflict:
+    """A removal that found nothing in its way when asked why it failed: a concurrent change
+    got there first, so retrying may succeed."""
+    return Conflict(
+        f"{what} {record_id} could not be removed because of a concurrent change: retry"
+    )

@@ -5,6 +5,22 @@ from __future__ import annotations
 from datetime import datetime
 
 from vpod.agent.gpu.model import GpuSample
+from vpod.wire.rest.cloud_billing import InvoiceLineOut, InvoiceOut
+from vpod.wire.rest.cloud_clusters import (
+    ClusterOut,
+    ClusterStorageOut,
+    GpuOut,
+    ServerOut,
+    ShellOut,
+    SshHostKeyOut,
+    VipuOut,
+)
+from vpod.wire.rest.cloud_flavors import ExceededOut, FlavorOut
+from vpod.wire.rest.cloud_hosts import HostOut
+from vpod.wire.rest.cloud_projects import ProjectOut, TokenOut
+from vpod.wire.rest.cloud_reservations import ReservationOut, UtilisationOut
+from vpod.wire.rest.cloud_tasks import PhaseOut, TaskOut
+from vpod.wire.rest.cloud_volumes import VolumeOut
 
 from ..billing import Invoice
 from ..drivers import ShellAccess
@@ -16,30 +32,9 @@ from ..model.task_params import is_vpod
 from ..model.tenants import Project, Token
 from ..quotas import Exceeded
 from ..reserved_billing import Utilisation
-from ..services.clusters import ClusterView
+from ..services.cluster_views import ClusterView
 from ..services.gpu_hosts import ServerGpu
 from ..states import phases_of
-from .models import (
-    ClusterOut,
-    ClusterStorageOut,
-    ExceededOut,
-    FlavorOut,
-    GpuOut,
-    HostOut,
-    InvoiceLineOut,
-    InvoiceOut,
-    PhaseOut,
-    ProjectOut,
-    ReservationOut,
-    ServerOut,
-    ShellOut,
-    SshHostKeyOut,
-    TaskOut,
-    TokenOut,
-    UtilisationOut,
-    VipuOut,
-    VolumeOut,
-)
 
 
 def task_out(task: Task) -> TaskOut:

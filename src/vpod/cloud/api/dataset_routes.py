@@ -5,18 +5,19 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from ..model.datasets import DatasetStorage
-from ..services.datasets import NewStorage
-from .convert import task_out
-from .dataset_models import (
+from vpod.wire.rest.cloud_datasets import (
     DatasetAttachIn,
     DatasetStorageIn,
     DatasetStorageOut,
     StorageEndpointOut,
 )
+from vpod.wire.rest.cloud_tasks import TaskOut
+
+from ..model.datasets import DatasetStorage
+from ..services.datasets import NewStorage
+from .convert import task_out
 from .deps import ACCEPTED, PREFIX, CloudDep, Tenant
 from .errors import CloudRoute, error_responses
-from .models import TaskOut
 
 dataset_router = APIRouter(
     prefix=PREFIX, tags=["dataset storage"], route_class=CloudRoute, responses=error_responses()

@@ -33,9 +33,9 @@ from typing import Any
 from fastapi import Request, Response
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
-from pydantic import BaseModel, Field
 
 from vpod.wire import errors as wire_errors
+from vpod.wire.rest.errors import ErrorResponse
 
 from ..model import errors
 
@@ -43,16 +43,6 @@ from ..model import errors
 def cloud_error_response(exc: errors.CloudError) -> JSONResponse:
     status, body, headers = wire_errors.http_answer(exc)
     return JSONResponse(body, status_code=status, headers=headers)
-
-
-class _ErrorDetail(BaseModel):
-    code: str = Field(description="The gRPC status name of the failure.")
-    message: str = Field(description="What went wrong and what to do, in one sentence.")
-    details: list[Any] = Field(default_factory=list)
-
-
-class ErrorOut(BaseModel):
-    error: _ErrorDetail
 
 
 def error_responses() -> dict[int | str, dict[str, Any]]:
@@ -67,7 +57,9 @@ def error_responses() -> dict[int | str, dict[str, Any]]:
         413: "The request body is larger than the API takes (`REQUEST_TOO_LARGE`).",
         503: "A back end cannot be reached; retry (`UNAVAILABLE`).",
     }
-    return {status: {"model": ErrorOut, "description": text} for status, text in described.items()}
+    return {
+        status: {"model": ErrorResponse, "description": text} for status, text in described.items()
+    }
 
 
 class CloudRoute(APIRoute):

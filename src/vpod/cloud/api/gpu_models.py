@@ -7,8 +7,8 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from vpod.agent.gpu.model import GpuSample, HostInventory
-
-from .models import GpuOut, HostOut
+from vpod.wire.rest.cloud_clusters import GpuOut
+from vpod.wire.rest.cloud_hosts import HostOut
 
 
 class GpuHostRegisterIn(BaseModel):

@@ -26,6 +26,29 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query, Request
 
 from vpod.controller.moments import LATEST, TimeOutOfRange, utc_moment
+from vpod.wire.rest.cloud_billing import InvoiceOut
+from vpod.wire.rest.cloud_clusters import (
+    ClusterCreateIn,
+    ClusterOut,
+    MetadataIn,
+    MetadataOut,
+    RebuildIn,
+    ResizeIn,
+    ShellOut,
+)
+from vpod.wire.rest.cloud_flavors import FlavorOut, LimitsIn, LimitsOut
+from vpod.wire.rest.cloud_hosts import HostEnabledIn, HostIn, HostOut
+from vpod.wire.rest.cloud_projects import (
+    ProjectCreatedOut,
+    ProjectCreateIn,
+    ProjectOut,
+    QuotasIn,
+    TokenIn,
+    TokenOut,
+)
+from vpod.wire.rest.cloud_reservations import ReservationIn, ReservationOut
+from vpod.wire.rest.cloud_tasks import TaskOut
+from vpod.wire.rest.cloud_volumes import AttachIn, VolumeCreateIn, VolumeOut
 
 from ..app import Cloud
 from ..flavors import find_flavor
@@ -51,34 +74,6 @@ from .dataset_routes import dataset_router
 from .deps import ACCEPTED, PREFIX, CloudDep, Operator, Tenant
 from .errors import CloudRoute, error_responses
 from .gpu_routes import gpu_router
-from .models import (
-    AttachIn,
-    ClusterCreateIn,
-    ClusterOut,
-    FlavorOut,
-    HostEnabledIn,
-    HostIn,
-    HostOut,
-    InvoiceOut,
-    LimitsIn,
-    LimitsOut,
-    MetadataIn,
-    MetadataOut,
-    ProjectCreatedOut,
-    ProjectCreateIn,
-    ProjectOut,
-    QuotasIn,
-    RebuildIn,
-    ReservationIn,
-    ReservationOut,
-    ResizeIn,
-    ShellOut,
-    TaskOut,
-    TokenIn,
-    TokenOut,
-    VolumeCreateIn,
-    VolumeOut,
-)
 from .shell_relay import CONNECT_PATH, connect_path, shell_relay
 from .ssh_routes import TUNNEL_PATH, ssh_router
 from .ssh_tunnel import ssh_tunnel
@@ -250,7 +245,7 @@ async def cancel_reservation(cloud: CloudDep, reservation: str, who: Tenant) -> 
 
 @router.get("/clusters", response_model=list[ClusterOut], summary="Your clusters")
 async def list_clusters(cloud: CloudDep, who: Tenant) -> list[ClusterOut]:
-    return [cluster_out(v) for v in await cloud.clusters.list_clusters(who)]
+    return [cluster_out(v) for v in await cloud.cluster_views.list_clusters(who)]
 
 
 @router.post(
@@ -274,7 +269,7 @@ async def create_cluster(cloud: CloudDep, body: ClusterCreateIn, who: Tenant) ->
 
 @router.get("/clusters/{cluster}", response_model=ClusterOut, summary="One cluster")
 async def get_cluster(cloud: CloudDep, cluster: str, who: Tenant) -> ClusterOut:
-    return cluster_out(await cloud.clusters.get(who, cluster))
+    return cluster_out(await cloud.cluster_views.get(who, cluster))
 
 
 @router.delete(
@@ -340,7 +335,7 @@ async def rebuild_cluster(cloud: CloudDep, cluster: str, body: RebuildIn, who: T
 
 @router.get("/clusters/{cluster}/metadata", response_model=dict[str, str])
 async def get_metadata(cloud: CloudDep, cluster: str, who: Tenant) -> dict[str, str]:
-    return dict((await cloud.clusters.find(who, cluster)).metadata)
+    return dict((await cloud.cluster_views.find(who, cluster)).metadata)
 
 
 @router.put("/clusters/{cluster}/metadata", response_model=MetadataOut)
@@ -359,7 +354,7 @@ async def set_metadata(cloud: CloudDep, cluster: str, body: MetadataIn, who: Ten
 async def shell(
     cloud: CloudDep, cluster: str, who: Tenant, server: int = Query(1, ge=1)
 ) -> ShellOut:
-    access = await cloud.clusters.shell(who, cluster, server)
+    access = await cloud.shells.shell(who, cluster, server)
     return shell_out(access, connect_path(PREFIX, cluster, server))
 
 

@@ -4,7 +4,7 @@
 a WebSocket, authenticated like every cloud call (``Authorization: Bearer``
 of the project's token; refusals are plain HTTP answers with the usual JSON
 error body). The controller starts the shell inside the server's sandbox
-(:meth:`~vpod.cloud.services.clusters.Clusters.open_shell`) and relays:
+(:meth:`~vpod.cloud.services.shells.Shells.open_shell`) and relays:
 
 - the client's first message is text, JSON: ``{"command": "ls -l" | null,
   "tty": bool, "rows": int, "cols": int, "term": "xterm", "lang": "C.UTF-8"}``
@@ -23,7 +23,6 @@ with its whole sandbox).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 from collections.abc import Awaitable, Callable
@@ -37,6 +36,7 @@ from ..app import Cloud
 from ..drivers import ShellRequest, ShellSession
 from ..model import errors
 from .errors import cloud_error_response
+from .websocket_relay import relay_both_ways
 
 STDIN = 0
 CONNECT_PATH = "/clusters/{cluster}/shell/connect"
@@ -87,7 +87,7 @@ def shell_relay(cloud: Cloud) -> Callable[[WebSocket, str, int], Awaitable[None]
             who = await cloud.projects.authenticate(token if scheme.lower() == "bearer" else None)
             if not who.admin:
                 cloud.require_tenancy()
-            await cloud.clusters.shell(who, cluster, server)  # refused before the upgrade
+            await cloud.shells.shell(who, cluster, server)  # refused before the upgrade
         except errors.CloudError as exc:
             await websocket.send_denial_response(cloud_error_response(exc))
             return
@@ -95,7 +95,7 @@ def shell_relay(cloud: Cloud) -> Callable[[WebSocket, str, int], Awaitable[None]
         try:
             first = await websocket.receive_text()
             request = parse_request(first)
-            session = await cloud.clusters.open_shell(who, cluster, server, request)
+            session = await cloud.shells.open_shell(who, cluster, server, request)
         except errors.CloudError as exc:
             _, body, _ = http_answer(exc)  # the body every HTTP error has, message bounded
             with contextlib.suppress(Exception):
@@ -142,21 +142,11 @@ async def _pipe(websocket: WebSocket, session: ShellSession) -> None:
             await websocket.send_bytes(bytes([stream]) + data)
         return await session.wait()
 
-    reader = asyncio.create_task(inbound())
-    writer = asyncio.create_task(outbound())
-    try:
-        done, _ = await asyncio.wait({reader, writer}, return_when=asyncio.FIRST_COMPLETED)
-        if writer in done:
-            code = writer.result()
-            with contextlib.suppress(Exception):
-                await websocket.send_text(json.dumps({"exit": code}))
-                await websocket.close()
-    except Exception:  # the client went away mid-message: the shell ends below
-        return
-    finally:
-        for task in (reader, writer):
-            task.cancel()
-        await asyncio.gather(reader, writer, return_exceptions=True)
+    async def farewell(code: int) -> None:
+        await websocket.send_text(json.dumps({"exit": code}))
+        await websocket.close()
+
+    await relay_both_ways(inbound, outbound, farewell)
 
 
 def _control(text: str) -> dict[str, Any]:

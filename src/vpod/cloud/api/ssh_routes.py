@@ -8,11 +8,8 @@ from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Query, Request
 
-from ..model.records import Keypair
-from .deps import PREFIX, CloudDep, Tenant
-from .errors import CloudRoute, error_responses
-from .models import SshHostKeyOut
-from .ssh_models import (
+from vpod.wire.rest.cloud_clusters import SshHostKeyOut
+from vpod.wire.rest.cloud_ssh import (
     ClusterSshOut,
     ConsoleOut,
     KeypairCreatedOut,
@@ -20,6 +17,10 @@ from .ssh_models import (
     KeypairOut,
     ServerSshOut,
 )
+
+from ..model.records import Keypair
+from .deps import PREFIX, CloudDep, Tenant
+from .errors import CloudRoute, error_responses
 
 TUNNEL_PATH = "/clusters/{cluster}/servers/{server}/ssh/connect"
 """Under the cloud API's prefix: the WebSocket carrying one SSH connection."""
@@ -118,7 +119,7 @@ async def remove_cluster_keypair(
 async def cluster_ssh(
     cloud: CloudDep, cluster: str, who: Tenant, request: Request
 ) -> ClusterSshOut:
-    found = await cloud.clusters.find(who, cluster)
+    found = await cloud.cluster_views.find(who, cluster)
     servers = await cloud.ssh.info(who, found.id)
     keypairs = await cloud.keypairs.of_cluster(who, found.id)
     direct_host = cloud.ssh_ports.host_for(request.url.hostname or "127.0.0.1")
@@ -151,7 +152,7 @@ async def _console(
     cloud: CloudDep, who: Tenant, request: Request, cluster: str, server: str
 ) -> ConsoleOut:
     found = await cloud.ssh.server(who, cluster, server)
-    named = await cloud.clusters.find(who, cluster)
+    named = await cloud.cluster_views.find(who, cluster)
     query = urlencode({"cluster": named.name, "server": found.position})
     url = f"{str(request.base_url).rstrip('/')}{TERMINAL_PAGE}?{query}"
     return ConsoleOut(type="web-terminal", url=url, server=found.name)

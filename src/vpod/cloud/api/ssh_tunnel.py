@@ -17,8 +17,6 @@ clear. ``vpod cluster ssh-proxy`` is the client side, for OpenSSH's
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -30,6 +28,7 @@ from ..drivers import ShellSession
 from ..drivers.sessions import STDERR
 from ..model import errors
 from .errors import cloud_error_response
+from .websocket_relay import relay_both_ways
 
 log = logging.getLogger("vpod.cloud.ssh")
 
@@ -78,19 +77,10 @@ async def pipe(websocket: WebSocket, session: ShellSession) -> None:
             else:
                 await websocket.send_bytes(data)
 
-    reader = asyncio.create_task(inbound())
-    writer = asyncio.create_task(outbound())
-    try:
-        done, _ = await asyncio.wait({reader, writer}, return_when=asyncio.FIRST_COMPLETED)
-        if writer in done:
-            with contextlib.suppress(Exception):
-                await websocket.close()
-    except Exception:  # the client went away mid-message: sshd ends below
-        return
-    finally:
-        for task in (reader, writer):
-            task.cancel()
-        await asyncio.gather(reader, writer, return_exceptions=True)
+    async def farewell(_: None) -> None:
+        await websocket.close()
+
+    await relay_both_ways(inbound, outbound, farewell)
 
 
 __all__ = ["pipe", "ssh_tunnel"]

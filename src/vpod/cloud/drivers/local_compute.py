@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TypeVar
 from urllib.parse import urlsplit
 
-from . import confined, rclone_mount, scratch, ssh_server, tenant_network
+from . import confined, rclone_mount, scratch, ssh_server
 from .base import (
     DriverError,
     NetworkReach,
@@ -50,6 +50,7 @@ from .base import (
     ShellSession,
 )
 from .dataset_files import dataset_env, write_aws_files
+from .local_networks import LocalNetworks
 from .nvidia_userland import host_userland
 from .peer_ssh import PeerSsh, run_sshd
 from .sandbox import (
@@ -62,7 +63,7 @@ from .sandbox import (
     sandbox_problem,
 )
 from .sessions import ProcessSession, sessions_of
-from .tenant_network import NetworkSettings, network_problem
+from .tenant_network import NETNS_DIR, NetworkSettings, network_problem
 from .workspace import (
     Layout,
     parse_env,
@@ -123,7 +124,7 @@ class LocalCompute:
                     f"{no_network} (an operator may keep servers sandboxed on the host's network"
                     " with unsafe_shared_network = true in cloud.toml: docs/cloud.md)"
                 )
-        self._network = network or NetworkSettings()
+        self._networks = LocalNetworks(layout.base, network or NetworkSettings())
         self._isolated = isolate_network and self._problem is None
         self._bwrap = bwrap
         self._unsafe = unsafe_shared_host
@@ -193,7 +194,7 @@ class LocalCompute:
             state["scratch_gib"] = spec.local_disk_gib
         write_json(state_path, state)
         if self._isolated:
-            self._server_net(spec.server_id, state)
+            self._networks.server_net(spec.server_id, state)
         self._ensure_scratch(spec.server_id)
 
     async def close(self) -> None:
@@ -258,7 +259,7 @@ class LocalCompute:
 
         def delete() -> None:
             if self._isolated:
-                tenant_network.remove_server(self._key(server_id))
+                self._networks.remove_server(server_id)
             scratch.discard(self._scratch_dir(server_id))
             rclone_mount.release(self._layout.mounts, server_id)
             (self._layout.mounts / f"{server_id}.path").unlink(missing_ok=True)
@@ -372,7 +373,7 @@ class LocalCompute:
         name = str(state.get("name", server_id))
         host_datasets = setup.datasets  # the host mounts the bucket at its own address
         if self._isolated:
-            setup = self._as_seen_inside(setup, self._server_net(server_id, state)[1])
+            setup = self._as_seen_inside(setup, self._networks.server_net(server_id, state)[1])
         hosts = "".join(f"{address}\t{host}\n" for host, address in setup.peers)
         confined.write(real, "etc/hosts", "127.0.0.1\tlocalhost\n" + hosts)
         env = {
@@ -462,9 +463,9 @@ class LocalCompute:
         state = await self._run(lambda: self._state(server_id))
         if state.get("status") != ACTIVE:
             return
-        netns, _ = await self._run(lambda: self._server_net(server_id, state))
+        netns, _ = await self._run(lambda: self._networks.server_net(server_id, state))
         try:
-            await self._peer_ssh.ensure(server_id, tenant_network.NETNS_DIR / netns)
+            await self._peer_ssh.ensure(server_id, NETNS_DIR / netns)
         except OSError as exc:
             raise DriverError(f"ssh on the tenant network of server {server_id}: {exc}") from exc
 
@@ -580,85 +581,23 @@ class LocalCompute:
 
     # -- networks ------------------------------------------------------------------------------
 
-    def _key(self, resource_id: str) -> str:
-        """A key no other controller on this host uses (names, subnet leases)."""
-        return _host_key(self._layout.base, resource_id)
-
-    def _net_state(self, cluster_id: str) -> Path:
-        return _net_state_path(self._layout.base, cluster_id)
-
     async def create_network(self, cluster_id: str, cidr: str) -> str:
         if not self._isolated:
             return cidr  # the documented unsafe mode: the host's network
-        return await self._run(lambda: self._create_network(cluster_id, cidr))
-
-    def _create_network(self, cluster_id: str, cidr: str) -> str:
-        state = read_json(self._net_state(cluster_id)) or {}
-        wanted = str(state.get("subnet") or cidr)
-        subnet = tenant_network.lease_subnet(self._network, self._key(cluster_id), wanted)
-        net = tenant_network.cluster_net(self._key(cluster_id), subnet)
-        tenant_network.ensure_bridge(net, self._network)
-        reach = _reach_from(state.get("reach"))
-        tenant_network.apply_rules(self._ruleset(net, reach))
-        self._net_state(cluster_id).parent.mkdir(parents=True, exist_ok=True)
-        write_json(self._net_state(cluster_id), {"subnet": subnet, "reach": _reach_json(reach)})
-        return subnet
-
-    def _ruleset(
-        self, net: tenant_network.ClusterNet, reach: NetworkReach
-    ) -> tenant_network.Ruleset:
-        return tenant_network.Ruleset(net, reach, self._network.outbound, self._network.pool)
+        return await self._run(lambda: self._networks.create(cluster_id, cidr))
 
     async def set_reach(self, cluster_id: str, reach: NetworkReach) -> None:
-        if not self._isolated:
-            return
-
-        def program() -> None:
-            state = read_json(self._net_state(cluster_id))
-            if state is None:
-                raise DriverError(f"cluster {cluster_id} has no network on this host")
-            net = tenant_network.cluster_net(self._key(cluster_id), str(state["subnet"]))
-            tenant_network.ensure_bridge(net, self._network)
-            tenant_network.apply_rules(self._ruleset(net, reach))
-            write_json(self._net_state(cluster_id), {**state, "reach": _reach_json(reach)})
-
-        await self._run(program)
+        if self._isolated:
+            await self._run(lambda: self._networks.set_reach(cluster_id, reach))
 
     async def delete_network(self, cluster_id: str) -> None:
-        if not self._isolated:
-            return
-
-        def delete() -> None:
-            _remove_cluster_network(self._layout.base, cluster_id, self._network)
-            self._net_state(cluster_id).unlink(missing_ok=True)
-
-        await self._run(delete)
+        if self._isolated:
+            await self._run(lambda: self._networks.delete(cluster_id))
 
     def ipuof_sources(self, addresses: Sequence[str]) -> tuple[str, ...]:
         if self._isolated:
             return tuple(addresses)  # each server dials from its own address
         return ("127.0.0.0/8", "::1/128")  # servers share the host's network
-
-    def _server_net(self, server_id: str, state: dict[str, object]) -> tuple[str, str]:
-        """The server's namespace, joined to its cluster's bridge, made again where it is
-        missing (a host restart removes both); and the server's gateway."""
-        cluster_id = str(state.get("cluster_id") or state.get("cluster") or server_id)
-        address = str(state.get("address") or "")
-        net_state = read_json(self._net_state(cluster_id))
-        if net_state is None:  # a server made before its cluster had a network
-            wanted = ipaddress.ip_interface(f"{address or '169.254.64.10'}/{self._network.prefix}")
-            self._create_network(cluster_id, str(wanted.network))
-            net_state = read_json(self._net_state(cluster_id)) or {}
-        net = tenant_network.cluster_net(self._key(cluster_id), str(net_state["subnet"]))
-        if not address or ipaddress.ip_address(address) not in net.subnet:
-            # the cluster's network was given another subnet: same host part, in this one
-            offset = int(ipaddress.ip_address(address or "0.0.0.10")) % net.subnet.num_addresses
-            address = str(net.subnet.network_address + max(offset, 2))
-        if not (Path("/sys/class/net") / net.bridge).exists():
-            tenant_network.ensure_bridge(net, self._network)
-            tenant_network.apply_rules(self._ruleset(net, _reach_from(net_state.get("reach"))))
-        netns = tenant_network.ensure_server(net, self._key(server_id), address)
-        return netns, net.gateway
 
     @staticmethod
     def _as_seen_inside(setup: ServerSetup, gateway: str) -> ServerSetup:
@@ -681,7 +620,7 @@ class LocalCompute:
         scratch space, its network namespace, its GPUs' device nodes."""
         netns = None
         if self._isolated:
-            netns, _ = await self._run(lambda: self._server_net(server_id, state))
+            netns, _ = await self._run(lambda: self._networks.server_net(server_id, state))
         local = await self._run(lambda: self._ensure_scratch(server_id))
         mounts = self._volumes(real) + self._dataset_mount(server_id) + local
         devices = gpu_devices(state.get("devices"), self._layout.gpu_stand_ins)
@@ -718,53 +657,11 @@ class LocalCompute:
         return ((shown[0], shown[1]),)
 
 
-def _net_state_path(base: Path, cluster_id: str) -> Path:
-    return base / "networks" / f"{cluster_id}.json"
-
-
-def _host_key(base: Path, resource_id: str) -> str:
-    return f"{base.resolve()}#{resource_id}"
-
-
-def remove_host_networks(base: Path, network: NetworkSettings | None = None) -> None:
-    """Remove every namespace, bridge, nftables table and subnet lease the local driver made
-    on this host for the cloud directory ``base``.
-
-    Servers and their networks outlive the controller by design (a restart finds them);
-    this is for retiring a cloud directory for good (and for tests that throw theirs away).
-    """
-    settings = network or NetworkSettings()
-    for state in sorted((base / "servers").glob("*/state.json")):
-        tenant_network.remove_server(_host_key(base, state.parent.name))
-    for net_state in sorted((base / "networks").glob("*.json")):
-        _remove_cluster_network(base, net_state.stem, settings)
-
-
-def _remove_cluster_network(base: Path, cluster_id: str, settings: NetworkSettings) -> None:
-    """A cluster's bridge and nftables table, and its subnet lease (its record stays)."""
-    key = _host_key(base, cluster_id)
-    recorded = read_json(_net_state_path(base, cluster_id))
-    if recorded is not None and "subnet" in recorded:
-        tenant_network.remove_cluster(tenant_network.cluster_net(key, str(recorded["subnet"])))
-    tenant_network.release_subnet(settings, key)
-
-
 def _is_loopback(host: str) -> bool:
     try:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return host == "localhost"
-
-
-def _reach_json(reach: NetworkReach) -> dict[str, object]:
-    return {"services": [list(s) for s in reach.services], "ipuof_hosts": list(reach.ipuof_hosts)}
-
-
-def _reach_from(raw: object) -> NetworkReach:
-    if not isinstance(raw, dict):
-        return NetworkReach()
-    services = tuple((str(h), int(p)) for h, p in raw.get("services", []))
-    return NetworkReach(services, tuple(str(h) for h in raw.get("ipuof_hosts", [])))
 
 
 GPU_DEVICE = re.compile(r"/dev/nvidia([0-9]{1,3}|ctl|-uvm|-uvm-tools)")

@@ -20,7 +20,8 @@ from ..host_placement import place_servers
 from ..metering import cluster_entry, volume_entry
 from ..model import errors
 from ..model.records import Cluster, Server, Volume
-from ..runner import Job
+from ..model.results import ClusterChange
+from ..runner import Job, Outcome
 from ..services.dataset_access import apply_dataset_change
 from ..services.gpu_hosts import host_views
 from ..services.ssh_ports import assign_ports
@@ -29,6 +30,15 @@ from ..validation import network_cidr
 from ..vipu import saved_spec
 
 PLACE_ATTEMPTS = 3
+
+
+def ended_as(job: Job, cluster: Cluster, status: ClusterStatus, error: str = "") -> Outcome:
+    """The operation leaves ``cluster`` at ``status`` (``error`` says why, empty: clears it),
+    billed at that status from now on."""
+    return Outcome(
+        cluster=ClusterChange(status, error=error),
+        meter=[cluster_entry(cluster, status, job.now)],
+    )
 
 
 def flavor_of(cluster: Cluster) -> Flavor:

@@ -25,6 +25,7 @@ from .common import (
     create_network,
     delete_network,
     delete_volume,
+    ended_as,
     flavor_of,
     place_on_hosts,
     release_vipu,
@@ -80,11 +81,7 @@ class CreateCluster:
 
         await job.phase(Phase.POST_DEPLOY_SETUP)
         await configure_servers(job, cluster, servers)
-        entry = cluster_entry(cluster, ClusterStatus.ACTIVE, job.now)
-        return Outcome(
-            cluster=ClusterChange(ClusterStatus.ACTIVE, error=""),
-            meter=[entry],
-        )
+        return ended_as(job, cluster, ClusterStatus.ACTIVE)
 
     async def fail(self, job: Job, error: str) -> Outcome:
         """Undo everything: the cluster stays, in ERROR, holding nothing and billed nothing."""

@@ -27,6 +27,7 @@ from .common import (
     build_servers,
     configure_servers,
     delete_network,
+    ended_as,
     flavor_of,
     place_on_hosts,
     release_vipu,
@@ -56,22 +57,14 @@ class ResizeCluster:
         remaining = await servers_of(job, cluster.id)
         await job.phase(Phase.POST_DEPLOY_SETUP)
         await configure_servers(job, cluster, remaining)
-        entry = cluster_entry(cluster, ClusterStatus.ACTIVE, job.now)
-        return Outcome(
-            cluster=ClusterChange(ClusterStatus.ACTIVE, error=""),
-            meter=[entry],
-        )
+        return ended_as(job, cluster, ClusterStatus.ACTIVE)
 
     async def fail(self, job: Job, error: str) -> Outcome:
         cluster = await job.cluster()
         params = job.params_as(ResizeParams)
         new_ids = set(params.new_server_ids)
         if not new_ids:
-            entry = cluster_entry(cluster, ClusterStatus.ERROR, job.now)
-            return Outcome(
-                cluster=ClusterChange(ClusterStatus.ERROR, error=f"resize failed: {error}"),
-                meter=[entry],
-            )
+            return ended_as(job, cluster, ClusterStatus.ERROR, f"resize failed: {error}")
         servers = await servers_of(job, cluster.id)
         await remove_servers(
             job, [s for s in servers if s.id in new_ids], delete_data_volumes=False
@@ -106,19 +99,11 @@ class RebuildCluster:
         cluster = await job.ctx.records.update_cluster(cluster.id, image=image)
         await job.phase(Phase.POST_DEPLOY_SETUP)
         await configure_servers(job, cluster, await servers_of(job, cluster.id))
-        entry = cluster_entry(cluster, ClusterStatus.ACTIVE, job.now)
-        return Outcome(
-            cluster=ClusterChange(ClusterStatus.ACTIVE, error=""),
-            meter=[entry],
-        )
+        return ended_as(job, cluster, ClusterStatus.ACTIVE)
 
     async def fail(self, job: Job, error: str) -> Outcome:
         cluster = await job.cluster()
-        entry = cluster_entry(cluster, ClusterStatus.ERROR, job.now)
-        return Outcome(
-            cluster=ClusterChange(ClusterStatus.ERROR, error=f"rebuild failed: {error}"),
-            meter=[entry],
-        )
+        return ended_as(job, cluster, ClusterStatus.ERROR, f"rebuild failed: {error}")
 
 
 class RebootCluster:
@@ -129,19 +114,11 @@ class RebootCluster:
             await set_server_status(job, server, ServerStatus.REBOOT)
             await job.ctx.compute.reboot(server.id)
             await set_server_status(job, server, ServerStatus.ACTIVE)
-        entry = cluster_entry(cluster, ClusterStatus.ACTIVE, job.now)
-        return Outcome(
-            cluster=ClusterChange(ClusterStatus.ACTIVE, error=""),
-            meter=[entry],
-        )
+        return ended_as(job, cluster, ClusterStatus.ACTIVE)
 
     async def fail(self, job: Job, error: str) -> Outcome:
         cluster = await job.cluster()
-        entry = cluster_entry(cluster, ClusterStatus.ERROR, job.now)
-        return Outcome(
-            cluster=ClusterChange(ClusterStatus.ERROR, error=f"reboot failed: {error}"),
-            meter=[entry],
-        )
+        return ended_as(job, cluster, ClusterStatus.ERROR, f"reboot failed: {error}")
 
 
 class DeleteCluster:
@@ -166,10 +143,4 @@ class DeleteCluster:
 
     async def fail(self, job: Job, error: str) -> Outcome:
         cluster = await job.cluster()
-        entry = cluster_entry(cluster, ClusterStatus.ERROR, job.now)
-        return Outcome(
-            cluster=ClusterChange(
-                ClusterStatus.ERROR, error=f"delete failed: {error}; delete again"
-            ),
-            meter=[entry],
-        )
+        return ended_as(job, cluster, ClusterStatus.ERROR, f"delete failed: {error}; delete again")

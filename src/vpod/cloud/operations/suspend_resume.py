@@ -26,6 +26,7 @@ from ..states import ClusterStatus, Phase, ServerStatus
 from ..vipu import allocation_id_of
 from .common import (
     configure_servers,
+    ended_as,
     flavor_of,
     save_and_remove_partitions,
     servers_of,
@@ -126,11 +127,7 @@ class ResumeCluster:
             if cluster.vipu_user_id is not None:
                 await ctx.vipu.grant(cluster.vipu_user_id, cluster.allocation_id)
             await ctx.records.update_cluster(cluster.id, saved_partitions=None)
-        entry = cluster_entry(cluster, ClusterStatus.ACTIVE, job.now)
-        return Outcome(
-            cluster=ClusterChange(ClusterStatus.ACTIVE, error=""),
-            meter=[entry],
-        )
+        return ended_as(job, cluster, ClusterStatus.ACTIVE)
 
     async def fail(self, job: Job, _error: str) -> Outcome:
         """Undo what resume did: no allocation, servers shelved again; still SUSPENDED."""

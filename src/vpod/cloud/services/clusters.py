@@ -14,9 +14,6 @@ import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from vpod.agent.gpu.model import GpuSample
-
-from ..drivers import DriverError, ShellAccess, ShellRequest, ShellSession
 from ..flavors import Flavor, check_image, find_flavor
 from ..metering import cluster_entry
 from ..model import errors
@@ -31,7 +28,6 @@ from ..model.task_params import (
     SetMetadataParams,
 )
 from ..quotas import Exceeded, check_limits, cluster_demand, refuse_if_exceeded, server_demand
-from ..ssh_keys import HostKey, host_key_of
 from ..states import (
     ALLOWED_FROM,
     STATUS_DURING,
@@ -54,9 +50,9 @@ from ..validation import (
     network_cidr,
 )
 from .capacity import Capacity
+from .cluster_views import ClusterViews
 from .context import CloudContext
-from .gpu_hosts import GpuHosts, ServerGpu
-from .projects import Principal
+from .projects import Principal, in_project
 from .ssh_ports import SshPorts, assign_ports, require_ports
 from .tasks import new_task
 
@@ -87,27 +83,6 @@ class ClusterRequest:
     """Ids or names of the project's keypairs that may log in to its servers."""
 
 
-@dataclass(frozen=True)
-class ClusterView:
-    cluster: Cluster
-    servers: list[Server]
-    volumes: list[Volume]
-    dataset_storage: tuple[str, str | None] | None = None
-    """(name, mount path) of the dataset storage it holds, if any."""
-    gpus: Mapping[str, list[tuple[ServerGpu, GpuSample | None]]] = field(default_factory=dict)
-    """Server id -> the GPUs it holds, with their last samples."""
-    keypairs: tuple[str, ...] = ()
-    """Names of the keypairs that may log in to its servers."""
-    host_keys: Mapping[str, tuple[HostKey, ...]] = field(default_factory=dict)
-    """Server id -> its sshd's public host keys (to pin in known_hosts)."""
-    ssh_ports: Mapping[str, int] = field(default_factory=dict)
-    """Server id -> its direct SSH port on the host (empty unless the operator set a range)."""
-
-    @property
-    def busy_with(self) -> str | None:
-        return self.cluster.active_task_id
-
-
 # Claim rules: the statuses the store accepts per operation (idempotent suspend/resume included).
 _CLAIMABLE: dict[Operation, frozenset[ClusterStatus]] = {
     **ALLOWED_FROM,
@@ -126,87 +101,20 @@ def server_name(cluster_name: str, flavor: Flavor, position: int) -> str:
 
 
 class Clusters:
+    """The changing use-cases: create, the lifecycle operations, resize, metadata. Reading
+    clusters is :class:`~.cluster_views.ClusterViews`'s."""
+
     def __init__(
         self,
         ctx: CloudContext,
         capacity: Capacity,
-        gpu_hosts: GpuHosts | None = None,
+        views: ClusterViews,
         ssh_ports: SshPorts | None = None,
     ) -> None:
         self._ctx = ctx
         self._capacity = capacity
-        self._gpu_hosts = gpu_hosts
+        self._views = views
         self._ssh_ports = ssh_ports or SshPorts(ctx)
-
-    # -- reading --------------------------------------------------------------------------------
-
-    async def find(self, principal: Principal, ref: str) -> Cluster:
-        project_id = principal.project()
-        found = await self._ctx.records.find_cluster(project_id, ref)
-        if found is None:
-            raise errors.NotFound(
-                f"cluster {ref} does not exist in project {project_id}: `vpod cluster list`"
-                " shows yours"
-            )
-        return found
-
-    async def view(self, cluster: Cluster) -> ClusterView:
-        servers = await self._ctx.records.list_servers([cluster.id])
-        volumes = await self._ctx.records.list_volumes(cluster_id=cluster.id)
-        held = await self._ctx.records.storages_held_by([cluster.id])
-        gpus = await self._gpus([s.id for s in servers])
-        keys = await self._ctx.records.keypairs_of([cluster.id])
-        return ClusterView(
-            cluster,
-            servers,
-            volumes,
-            held.get(cluster.id),
-            gpus,
-            tuple(k.name for k in keys.get(cluster.id, [])),
-            await self._host_keys(servers),
-            await self._ssh_ports.of_servers([s.id for s in servers]),
-        )
-
-    async def _gpus(
-        self, server_ids: list[str]
-    ) -> Mapping[str, list[tuple[ServerGpu, GpuSample | None]]]:
-        return await self._gpu_hosts.of_servers(server_ids) if self._gpu_hosts else {}
-
-    async def _host_keys(self, servers: Sequence[Server]) -> dict[str, tuple[HostKey, ...]]:
-        found = {}
-        for server in servers:
-            try:
-                lines = await self._ctx.compute.ssh_host_keys(server.id)
-            except DriverError:
-                continue  # not built (yet) on this back end: no keys to show
-            found[server.id] = tuple(k for k in map(host_key_of, lines) if k is not None)
-        return found
-
-    async def get(self, principal: Principal, ref: str) -> ClusterView:
-        return await self.view(await self.find(principal, ref))
-
-    async def list_clusters(self, principal: Principal) -> list[ClusterView]:
-        clusters = await self._ctx.records.list_clusters(principal.project())
-        servers = await self._ctx.records.list_servers([c.id for c in clusters])
-        volumes = await self._ctx.records.list_volumes(project_id=principal.project())
-        held = await self._ctx.records.storages_held_by([c.id for c in clusters])
-        gpus = await self._gpus([s.id for s in servers])
-        keys = await self._ctx.records.keypairs_of([c.id for c in clusters])
-        host_keys = await self._host_keys(servers)
-        ssh_ports = await self._ssh_ports.of_servers([s.id for s in servers])
-        return [
-            ClusterView(
-                c,
-                [s for s in servers if s.cluster_id == c.id],
-                [v for v in volumes if v.cluster_id == c.id],
-                held.get(c.id),
-                gpus,
-                tuple(k.name for k in keys.get(c.id, [])),
-                host_keys,
-                ssh_ports,
-            )
-            for c in clusters
-        ]
 
     # -- create ---------------------------------------------------------------------------------
 
@@ -374,12 +282,8 @@ class Clusters:
 
     async def _keypair_id(self, project_id: str, ref: str) -> str:
         found = await self._ctx.records.find_keypair(project_id, ref)
-        if found is None:
-            raise errors.NotFound(
-                f"keypair {str(ref)[:70]} does not exist in project {project_id}:"
-                " `vpod keypair list` shows yours (`vpod keypair create` makes one)"
-            )
-        return found.id
+        hint = " (`vpod keypair create` makes one)"
+        return in_project(found, "keypair", str(ref)[:70], project_id, "vpod keypair list", hint).id
 
     def _server(self, cluster: Cluster, flavor: Flavor, position: int, cidr: str) -> Server:
         address = ipaddress.ip_network(cidr).network_address + 10 + position
@@ -450,7 +354,7 @@ class Clusters:
         operation: Operation,
         params: ClusterParams | None = None,
     ) -> Task:
-        cluster = await self.find(principal, ref)
+        cluster = await self._views.find(principal, ref)
         flavor = find_flavor(cluster.flavor)
         check_state(operation, cluster.status, flavor, cluster.name)
         failed = operation is not Operation.DELETE and cluster.status == ClusterStatus.ERROR
@@ -525,7 +429,7 @@ class Clusters:
         """A suspended vPOD takes IPU-Machines again: admitted like a creation (its project's
         reservations, then capacity nobody else reserved), so resuming never takes what
         another project reserved."""
-        cluster = await self.find(principal, ref)
+        cluster = await self._views.find(principal, ref)
         flavor = find_flavor(cluster.flavor)
         if not flavor.is_vpod or cluster.allocation_id is not None:
             return await self._start(principal, ref, Operation.RESUME)
@@ -547,7 +451,7 @@ class Clusters:
         return await self._start(principal, ref, Operation.REBOOT)
 
     async def rebuild(self, principal: Principal, ref: str, image: str | None) -> Task:
-        cluster = await self.find(principal, ref)
+        cluster = await self._views.find(principal, ref)
         chosen = check_image(find_flavor(cluster.flavor), image)
         return await self._start(
             principal,
@@ -565,7 +469,7 @@ class Clusters:
         )
 
     async def resize(self, principal: Principal, ref: str, server_count: int) -> Task:
-        cluster = await self.find(principal, ref)
+        cluster = await self._views.find(principal, ref)
         flavor = find_flavor(cluster.flavor)
         check_state(Operation.RESIZE, cluster.status, flavor, cluster.name)
         target = check_server_count(server_count)
@@ -643,7 +547,7 @@ class Clusters:
         self, principal: Principal, ref: str, metadata: Mapping[str, str], *, replace: bool
     ) -> tuple[Task, Cluster]:
         """Change metadata at once (no resource changes): the task is recorded FINISHED."""
-        cluster = await self.find(principal, ref)
+        cluster = await self._views.find(principal, ref)
         check_state(
             Operation.SET_METADATA,
             cluster.status,
@@ -669,33 +573,3 @@ class Clusters:
         )
         await self._ctx.records.add_task(task)
         return task, updated
-
-    async def shell(self, principal: Principal, ref: str, position: int = 1) -> ShellAccess:
-        server_id = await self._shell_server(principal, ref, position)
-        try:
-            return await self._ctx.compute.shell(server_id)
-        except DriverError as exc:
-            raise errors.FailedPrecondition(str(exc)) from None
-
-    async def open_shell(
-        self, principal: Principal, ref: str, position: int, request: ShellRequest
-    ) -> ShellSession:
-        """Start a shell (or a command) on the server, for the relay; the caller ends it."""
-        server_id = await self._shell_server(principal, ref, position)
-        try:
-            return await self._ctx.compute.open_shell(server_id, request)
-        except DriverError as exc:
-            raise errors.FailedPrecondition(str(exc)) from None
-
-    async def _shell_server(self, principal: Principal, ref: str, position: int) -> str:
-        view = await self.get(principal, ref)
-        server = next((s for s in view.servers if s.position == position), None)
-        if server is None:
-            raise errors.NotFound(
-                f"cluster {view.cluster.name} has no server {position}: it has {len(view.servers)}"
-            )
-        if view.cluster.status == ClusterStatus.SUSPENDED:
-            raise errors.FailedPrecondition(
-                f"cluster {view.cluster.name} is SUSPENDED: resume it first (`vpod cluster resume`)"
-            )
-        return server.id

@@ -30,9 +30,10 @@ from ..model.task_params import DatasetAttachParams, DatasetDetachParams
 from ..states import Operation
 from ..states import check_operation as check_state
 from ..validation import check_name
+from .cluster_views import ClusterViews
 from .clusters import Clusters
 from .context import CloudContext
-from .projects import Principal
+from .projects import Principal, in_project
 
 log = logging.getLogger("vpod.cloud")
 
@@ -47,8 +48,9 @@ class NewStorage:
 
 
 class Datasets:
-    def __init__(self, ctx: CloudContext, clusters: Clusters) -> None:
+    def __init__(self, ctx: CloudContext, views: ClusterViews, clusters: Clusters) -> None:
         self._ctx = ctx
+        self._views = views
         self._clusters = clusters
 
     @property
@@ -77,12 +79,7 @@ class Datasets:
     async def _find(self, principal: Principal, ref: str) -> SealedStorage:
         project_id = principal.project()
         found = await self._ctx.records.find_storage(project_id, ref)
-        if found is None:
-            raise errors.NotFound(
-                f"dataset storage {str(ref)[:70]} does not exist in project {project_id}:"
-                " `vpod storage list` shows yours"
-            )
-        return found
+        return in_project(found, "dataset storage", str(ref)[:70], project_id, "vpod storage list")
 
     async def register(self, principal: Principal, new: NewStorage) -> DatasetStorage:
         ctx = self._ctx
@@ -149,7 +146,7 @@ class Datasets:
         self, principal: Principal, ref: str, cluster_ref: str, mount_path: str | None = None
     ) -> Task:
         storage_id, mount = await self.check_for_cluster(principal, ref, mount_path)
-        cluster = await self._clusters.find(principal, cluster_ref)
+        cluster = await self._views.find(principal, cluster_ref)
         check_state(
             Operation.DATASET_ATTACH, cluster.status, find_flavor(cluster.flavor), cluster.name
         )
@@ -164,7 +161,7 @@ class Datasets:
         return await self._clusters.start_task(cluster, Operation.DATASET_ATTACH, params)
 
     async def detach(self, principal: Principal, cluster_ref: str) -> Task:
-        cluster = await self._clusters.find(principal, cluster_ref)
+        cluster = await self._views.find(principal, cluster_ref)
         check_state(
             Operation.DATASET_DETACH, cluster.status, find_flavor(cluster.flavor), cluster.name
         )

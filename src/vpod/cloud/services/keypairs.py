@@ -25,9 +25,9 @@ from ..model.records import Cluster, Keypair
 from ..ssh_keys import parse_public_key
 from ..states import ClusterStatus, ServerStatus
 from ..validation import check_name
-from .clusters import Clusters
+from .cluster_views import ClusterViews
 from .context import CloudContext
-from .projects import Principal
+from .projects import Principal, in_project
 
 log = logging.getLogger("vpod.cloud")
 
@@ -46,19 +46,14 @@ async def authorized_lines(ctx: CloudContext, cluster_id: str) -> tuple[str, ...
 
 
 class Keypairs:
-    def __init__(self, ctx: CloudContext, clusters: Clusters) -> None:
+    def __init__(self, ctx: CloudContext, views: ClusterViews) -> None:
         self._ctx = ctx
-        self._clusters = clusters
+        self._views = views
 
     async def _find(self, principal: Principal, ref: str) -> Keypair:
         project_id = principal.project()
         found = await self._ctx.records.find_keypair(project_id, ref)
-        if found is None:
-            raise errors.NotFound(
-                f"keypair {str(ref)[:70]} does not exist in project {project_id}:"
-                " `vpod keypair list` shows yours"
-            )
-        return found
+        return in_project(found, "keypair", str(ref)[:70], project_id, "vpod keypair list")
 
     async def _view(self, record: Keypair) -> Keypair:
         """The keypair with the names of the clusters it may log in to."""
@@ -119,7 +114,7 @@ class Keypairs:
         return [(await self._find(principal, ref)).id for ref in dict.fromkeys(refs)]
 
     async def of_cluster(self, principal: Principal, cluster_ref: str) -> list[Keypair]:
-        cluster = await self._clusters.find(principal, cluster_ref)
+        cluster = await self._views.find(principal, cluster_ref)
         held = await self._ctx.records.keypairs_of([cluster.id])
         return [await self._view(r) for r in held.get(cluster.id, [])]
 
@@ -140,7 +135,7 @@ class Keypairs:
         return await self.of_cluster(principal, cluster.id)
 
     async def _writable(self, principal: Principal, cluster_ref: str) -> Cluster:
-        cluster = await self._clusters.find(principal, cluster_ref)
+        cluster = await self._views.find(principal, cluster_ref)
         if cluster.status in (ClusterStatus.DELETING, ClusterStatus.ERROR) and not (
             await self._ctx.records.list_servers([cluster.id])
         ):

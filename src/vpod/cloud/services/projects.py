@@ -20,6 +20,7 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from vpod.controller.credentials import hash_key, verify_key
 from vpod.domain.naming import ID_RULE, is_valid_id
@@ -32,6 +33,8 @@ from .context import CloudContext
 
 TOKEN_PREFIX = "vpod_"
 VERIFIED_TTL_S = 30.0
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,19 @@ class Principal:
                 " (`POST /api/cloud/v1/admin/projects/{id}/tokens` makes one)"
             )
         return self.project_id
+
+
+def in_project(
+    found: T | None, what: str, ref: str, project_id: str, lists_them: str, hint: str = ""
+) -> T:
+    """``found``, the project's resource named by ``ref`` (id or name), else NotFound saying
+    so, with the command that lists the project's own (``lists_them``) and ``hint``.
+    Another project's resource is not found either: a project never learns it exists."""
+    if found is None:
+        raise errors.NotFound(
+            f"{what} {ref} does not exist in project {project_id}: `{lists_them}` shows yours{hint}"
+        )
+    return found
 
 
 @dataclass(frozen=True)

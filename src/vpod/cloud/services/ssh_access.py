@@ -20,7 +20,7 @@ from ..model import errors
 from ..model.records import Server
 from ..ssh_keys import HostKey
 from ..states import ClusterStatus
-from .clusters import Clusters
+from .cluster_views import ClusterViews
 from .context import CloudContext
 from .projects import Principal
 
@@ -37,12 +37,12 @@ class ServerSsh:
 
 
 class SshAccess:
-    def __init__(self, ctx: CloudContext, clusters: Clusters) -> None:
+    def __init__(self, ctx: CloudContext, views: ClusterViews) -> None:
         self._ctx = ctx
-        self._clusters = clusters
+        self._views = views
 
     async def info(self, principal: Principal, cluster_ref: str) -> list[ServerSsh]:
-        view = await self._clusters.get(principal, cluster_ref)
+        view = await self._views.get(principal, cluster_ref)
         return [
             ServerSsh(
                 position=s.position,
@@ -58,7 +58,7 @@ class SshAccess:
     async def server(self, principal: Principal, cluster_ref: str, server_ref: str) -> Server:
         """The cluster's server ``server_ref`` (its number or its name), ready for a
         connection."""
-        view = await self._clusters.get(principal, cluster_ref)
+        view = await self._views.get(principal, cluster_ref)
         server = next(
             (
                 s

@@ -17,26 +17,21 @@ from ..quotas import check_limits, refuse_if_exceeded, volume_demand
 from ..states import ALLOWED_FROM, ClusterStatus, Operation, VolumeStatus
 from ..states import check_operation as check_state
 from ..validation import check_name, check_volume_size, check_volume_type
-from .clusters import Clusters
+from .cluster_views import ClusterViews
 from .context import CloudContext
-from .projects import Principal
+from .projects import Principal, in_project
 from .tasks import new_task
 
 
 class Volumes:
-    def __init__(self, ctx: CloudContext, clusters: Clusters) -> None:
+    def __init__(self, ctx: CloudContext, views: ClusterViews) -> None:
         self._ctx = ctx
-        self._clusters = clusters
+        self._views = views
 
     async def find(self, principal: Principal, ref: str) -> Volume:
         project_id = principal.project()
         found = await self._ctx.records.find_volume(project_id, ref)
-        if found is None:
-            raise errors.NotFound(
-                f"volume {ref} does not exist in project {project_id}: `vpod volume list` shows"
-                " yours"
-            )
-        return found
+        return in_project(found, "volume", ref, project_id, "vpod volume list")
 
     async def list_volumes(self, principal: Principal) -> list[Volume]:
         return await self._ctx.records.list_volumes(project_id=principal.project())
@@ -101,7 +96,7 @@ class Volumes:
         self, principal: Principal, ref: str, cluster_ref: str, server: int = 1
     ) -> Task:
         volume = await self.find(principal, ref)
-        cluster = await self._clusters.find(principal, cluster_ref)
+        cluster = await self._views.find(principal, cluster_ref)
         flavor = find_flavor(cluster.flavor)
         if not flavor.takes_volumes:
             raise errors.FailedPrecondition(

@@ -12,40 +12,48 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Path, Query, Response, status
 
 from vpod.domain.entities import Cluster
-
-from ..audit_log import DEFAULT_LIMIT, MAX_EVENT_ID, MAX_LIMIT, EventFilter
-from ..listings import AgentRow, AllocationRow
-from .rest_admin_models import (
-    AdminPartitionList,
+from vpod.wire.rest.agents import (
     AgentFaults,
     AgentList,
     AgentOut,
+    CreateAgentBody,
+    DiscoverBody,
+    DiscoveredAgent,
+    DiscoveredAgentList,
+    FaultBody,
+    FaultKindName,
+)
+from vpod.wire.rest.allocations import (
     AllocationHostsBody,
+    AllocationList,
+    AllocationOut,
+    CreateAllocationBody,
+)
+from vpod.wire.rest.clusters import (
     ClusterList,
     ClusterOut,
     ClusterTestReport,
     ClusterTestResult,
-    CreateAgentBody,
-    CreateAllocationBody,
     CreateClusterBody,
-    CreatedUser,
-    CreateUserBody,
-    DiscoverBody,
-    DiscoveredAgent,
-    DiscoveredAgentList,
-    EventList,
-    EventOut,
-    FaultBody,
-    FaultKindName,
-    FaultOut,
-    PartitionWithStatus,
     TestClusterBody,
-    UserList,
-    UserOut,
-    link_test_kind,
 )
+from vpod.wire.rest.events import EventList, EventOut
+from vpod.wire.rest.ipu_attributes import IpuAttributeList
+from vpod.wire.rest.partitions import AdminPartitionList, PartitionWithStatus
+from vpod.wire.rest.users import CreatedUser, CreateUserBody, UserList, UserOut
+
+from ..audit_log import DEFAULT_LIMIT, MAX_EVENT_ID, MAX_LIMIT, EventFilter
+from ..listings import AgentRow, AllocationRow
 from .rest_auth import AsAdmin, admin_caller
-from .rest_convert import allocations_out, attributes_out, partitions_out, status_out
+from .rest_convert import (
+    allocations_out,
+    attributes_out,
+    fault_of,
+    fault_out,
+    link_test_kind,
+    partitions_out,
+    status_out,
+)
 from .rest_deps import (
     AllocationHostsDep,
     AuditLogDep,
@@ -58,7 +66,6 @@ from .rest_deps import (
     ViewsDep,
 )
 from .rest_errors import error_responses
-from .rest_models import AllocationList, AllocationOut, IpuAttributeList
 from .rest_user import API_PREFIX
 from .wire_convert import cluster_test_reply
 
@@ -93,7 +100,7 @@ def agent_out(row: AgentRow) -> AgentOut:
         reachable=health.reachable,
         state_detail=health.reason,
         last_seen=health.last_seen,
-        faults=[FaultOut.of(f) for f in health.faults],
+        faults=[fault_out(f) for f in health.faults],
     )
 
 
@@ -183,8 +190,8 @@ async def inject_fault(
     caller: AsAdmin, agent_id: IdPath, body: FaultBody, fleet: FleetDep
 ) -> AgentFaults:
     """Make an emulated machine misbehave (an IPU, a link, the agent itself)."""
-    faults = await fleet.inject_fault(caller, agent_id, body.to_fault())
-    return AgentFaults(agent_id=agent_id, active_faults=[FaultOut.of(f) for f in faults])
+    faults = await fleet.inject_fault(caller, agent_id, fault_of(body))
+    return AgentFaults(agent_id=agent_id, active_faults=[fault_out(f) for f in faults])
 
 
 @router.delete(
@@ -206,9 +213,9 @@ async def clear_fault(
     """Clear one fault (matched by kind and target) or every fault of the agent."""
     fault = None
     if kind is not None:
-        fault = FaultBody(kind=kind, device_id=device_id, link_id=link_id).to_fault()
+        fault = fault_of(FaultBody(kind=kind, device_id=device_id, link_id=link_id))
     faults = await fleet.clear_fault(caller, agent_id, fault)
-    return AgentFaults(agent_id=agent_id, active_faults=[FaultOut.of(f) for f in faults])
+    return AgentFaults(agent_id=agent_id, active_faults=[fault_out(f) for f in faults])
 
 
 # -- clusters

@@ -8,17 +8,21 @@ both, so a token issued here admits an agent exactly like one issued by
 keeps a hash).
 """
 
-from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Response, status
-from pydantic import BaseModel, Field
 
-from ..agent_tokens import MAX_LABEL, AgentTokenRecord
+from vpod.wire.rest.agent_tokens import (
+    AgentTokenList,
+    AgentTokenOut,
+    CreateAgentTokenBody,
+    CreatedAgentToken,
+)
+
+from ..agent_tokens import AgentTokenRecord
 from .rest_auth import AsAdmin, admin_caller
 from .rest_deps import AgentTokensDep
 from .rest_errors import error_responses
-from .rest_models import StrictBody
 from .rest_user import API_PREFIX
 
 router = APIRouter(
@@ -27,28 +31,6 @@ router = APIRouter(
     dependencies=[Depends(admin_caller)],
 )
 """The agent-token endpoints (``create_http_app`` includes them)."""
-
-
-class AgentTokenOut(BaseModel):
-    id: str
-    label: str
-    created_at: datetime
-    agent_ids: list[str] = Field(description="The agents that registered with it.")
-
-
-class AgentTokenList(BaseModel):
-    agent_tokens: list[AgentTokenOut]
-
-
-class CreateAgentTokenBody(StrictBody):
-    label: str = Field("", max_length=MAX_LABEL, description="What it is for (free text).")
-
-
-class CreatedAgentToken(BaseModel):
-    agent_token: AgentTokenOut
-    token: str = Field(
-        description="Shown once: give it to the agent (--token-file FILE or VIPU_AGENT_TOKEN)."
-    )
 
 
 def _out(record: AgentTokenRecord) -> AgentTokenOut:

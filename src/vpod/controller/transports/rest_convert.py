@@ -8,24 +8,25 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from vpod.agent.model import Fault, FaultKind, LinkTestKind
 from vpod.domain.entities import Cluster
 from vpod.domain.ipuof import ipuof_conf_file
 from vpod.domain.naming import natural_key
 from vpod.domain.partitions import PartitionRequirements
 from vpod.store.records import PartitionRecord
-
-from ..listings import AllocationRow, PartitionRow
-from .rest_models import (
-    AgentIpuAttributes,
-    AllocationOut,
+from vpod.wire.rest.agents import FaultBody, FaultOut
+from vpod.wire.rest.allocations import AllocationOut
+from vpod.wire.rest.fields import kebab
+from vpod.wire.rest.ipu_attributes import AgentIpuAttributes, IpuAttributesOut
+from vpod.wire.rest.ipuof import IpuofConfigFile, IpuofConfigSet
+from vpod.wire.rest.partitions import (
     CreatePartitionBody,
-    IpuAttributesOut,
-    IpuofConfigFile,
-    IpuofConfigSet,
     Partition,
     PartitionIpuOut,
     PartitionStatus,
 )
+
+from ..listings import AllocationRow, PartitionRow
 from .wire_convert import explicit_ipus
 
 
@@ -151,3 +152,33 @@ def attributes_out(
         )
         for agent_id, ipus in sorted(attributes.items(), key=lambda item: natural_key(item[0]))
     ]
+
+
+def link_test_kind(name: str) -> LinkTestKind:
+    return next(k for k in LinkTestKind if kebab(k.name) == name)
+
+
+def fault_kind(name: str) -> FaultKind:
+    return next(k for k in FaultKind if kebab(k.name) == name)
+
+
+def fault_of(body: FaultBody) -> Fault:
+    kind = fault_kind(body.kind)
+    return Fault(
+        kind=kind,
+        device_id=body.device_id if kind is FaultKind.IPU else None,
+        link_id=body.link_id if kind is FaultKind.LINK_DOWN else None,
+        delay_s=body.delay_ms / 1000 if kind is FaultKind.AGENT_SLOW else 0.0,
+        reason=body.reason,
+    )
+
+
+def fault_out(fault: Fault) -> FaultOut:
+    return FaultOut(
+        kind=kebab(fault.kind.name),
+        device_id=fault.device_id,
+        link_id=fault.link_id,
+        delay_ms=round(fault.delay_s * 1000),
+        reason=fault.reason,
+        description=fault.describe(),
+    )

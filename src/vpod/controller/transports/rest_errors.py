@@ -41,12 +41,12 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from vpod.domain.errors import Fault
 from vpod.domain.excerpts import bounded
 from vpod.wire import errors as wire_errors
+from vpod.wire.rest.errors import ErrorResponse, FieldProblem
 
 from .. import errors
 
@@ -71,25 +71,6 @@ _CODE_OF_STATUS: dict[int, str] = {
 }
 
 INTERNAL_MESSAGE = "internal error in the controller: see its log; the request may be retried"
-
-
-class FieldProblem(BaseModel):
-    location: str = Field(description="Where: `body.size`, `query.gcd`, `header.x-vipu-user-id`.")
-    message: str
-
-
-class ErrorDetail(BaseModel):
-    code: str = Field(description="The gRPC status name of the failure, e.g. `NOT_FOUND`.")
-    message: str = Field(description="What went wrong and what to do, as one sentence.")
-    details: list[FieldProblem] = Field(
-        default_factory=list, description="For invalid requests: one entry per bad field."
-    )
-
-
-class ErrorResponse(BaseModel):
-    """The body of every error response."""
-
-    error: ErrorDetail
 
 
 def status_of(exc: errors.ServiceError) -> tuple[int, str]:

@@ -4,45 +4,25 @@
 the creation's answer only (the controller keeps a hash).
 """
 
-from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Response, status
-from pydantic import BaseModel, Field
 
 from vpod.store.records import PartitionKeyRecord
+from vpod.wire.rest.partition_keys import (
+    CreatedPartitionKey,
+    CreatePartitionKeyBody,
+    PartitionKeyList,
+    PartitionKeyOut,
+)
 
 from .rest_auth import AsUser
 from .rest_deps import PartitionKeysDep
 from .rest_errors import error_responses
-from .rest_models import StrictBody
 from .rest_user import API_PREFIX
 
 router = APIRouter(prefix=f"{API_PREFIX}/partition-keys", tags=["partition keys"])
 """The partition-key endpoints (``create_http_app`` includes them)."""
-
-
-class PartitionKeyOut(BaseModel):
-    id: str = Field(description="The user id the key is presented with.")
-    owner_id: str = Field(description="Who minted it.")
-    partition_id: str = Field(description="The one partition it may use.")
-    created_at: datetime
-
-
-class PartitionKeyList(BaseModel):
-    partition_keys: list[PartitionKeyOut]
-
-
-class CreatePartitionKeyBody(StrictBody):
-    partition_id: str = Field(max_length=64, description="A partition you may use.")
-    key_id: str = Field(
-        "", max_length=64, description="The key's id; empty: <your user id>.<partition id>."
-    )
-
-
-class CreatedPartitionKey(BaseModel):
-    partition_key: PartitionKeyOut
-    access_key: str = Field(description="Shown once: send it with the key's id as the user id.")
 
 
 def _out(record: PartitionKeyRecord) -> PartitionKeyOut:

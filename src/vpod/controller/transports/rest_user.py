@@ -10,6 +10,13 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Response, status
 
+from vpod.wire.rest.allocations import AllocationList
+from vpod.wire.rest.fields import MAX_IPUS
+from vpod.wire.rest.ipu_attributes import IpuAttributeList
+from vpod.wire.rest.ipuof import IpuofConfigFile, IpuofConfigSet
+from vpod.wire.rest.partitions import CreatePartitionBody, Partition, PartitionList, PartitionStatus
+from vpod.wire.rest.version import Version
+
 from .rest_auth import AsUser
 from .rest_convert import (
     allocations_out,
@@ -23,18 +30,6 @@ from .rest_convert import (
 )
 from .rest_deps import InventoryDep, ListingsDep, PartitionsDep, SettingsDep, ViewsDep
 from .rest_errors import error_responses
-from .rest_models import (
-    MAX_IPUS,
-    AllocationList,
-    CreatePartitionBody,
-    IpuAttributeList,
-    IpuofConfigFile,
-    IpuofConfigSet,
-    Partition,
-    PartitionList,
-    PartitionStatus,
-    Version,
-)
 
 API_PREFIX = "/api/v1"
 

@@ -1,3 +1,3 @@
-"""REST shapes defined once: the controller's transports answer with them, its use-cases
-build them, and ``vpod.client`` reads its answers into them (byte-for-byte the JSON the
-OpenAPI document describes)."""
+"""REST shapes defined once, a module per concept: the controller's transports take and
+answer with them, its use-cases build some, and ``vpod.client`` reads its answers into
+them (byte-for-byte the JSON the OpenAPI document describes)."""

@@ -1,4 +1,4 @@
-"""The JSON shapes of the SSH routes: keypairs, a cluster's keypairs, its servers' sshd."""
+"""The cloud API's SSH shapes: keypairs, a cluster's keypairs, its servers' sshd, a console."""
 
 from __future__ import annotations
 
@@ -6,10 +6,11 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from .models import SshHostKeyOut, _In
+from .cloud_clusters import SshHostKeyOut
+from .fields import StrictBody
 
 
-class KeypairIn(_In):
+class KeypairIn(StrictBody):
     name: str = Field(description="3 to 63 characters: letters, digits, `.`, `_`, `-`.")
     public_key: str | None = Field(
         None,

@@ -1,5 +1,5 @@
-"""The JSON shapes of the dataset storage routes. No answer carries a key: the access key id
-is shown masked, the secret never."""
+"""The cloud API's dataset storage. No answer carries a key: the access key id is shown
+masked, the secret never."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from .models import _In
+from .fields import StrictBody
 
 
 class StorageEndpointOut(BaseModel):
@@ -17,7 +17,7 @@ class StorageEndpointOut(BaseModel):
     path_style: bool
 
 
-class DatasetStorageIn(_In):
+class DatasetStorageIn(StrictBody):
     name: str = Field(description="3 to 63 characters: letters, digits, `.`, `_`, `-`.")
     endpoint: str = Field(description="An endpoint name from `GET /storage-endpoints`.")
     bucket: str = Field(description="The bucket on that endpoint.")
@@ -35,7 +35,7 @@ class DatasetStorageOut(BaseModel):
     created_at: datetime
 
 
-class DatasetAttachIn(_In):
+class DatasetAttachIn(StrictBody):
     storage: str = Field(description="Your dataset storage (id or name).")
     mount_path: str | None = Field(
         None, description="Also mount the bucket at this absolute path on every server."
