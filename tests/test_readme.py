@@ -213,7 +213,12 @@ def shell(tmp_path: Path) -> Shell:
     if taken:
         pytest.skip(f"the README's default ports {taken} are in use on this machine")
     stamp = REPO / ".venv" / ".vpod-lock-stamp"
-    expected = (REPO / "requirements.lock").read_bytes() + (REPO / "pyproject.toml").read_bytes()
+    # what scripts/bootstrap's lock_state writes once the environment matches
+    expected = (
+        b"compile-bytecode\n"
+        + (REPO / "requirements.lock").read_bytes()
+        + (REPO / "pyproject.toml").read_bytes()
+    )
     if not stamp.exists() or stamp.read_bytes() != expected:
         # scripts/up would reinstall into the shared .venv from the mirror, pointing its
         # scripts at a directory that is gone after the test.

@@ -99,12 +99,12 @@ def main(
     ran = 0
     interrupted = False
     with attachment:
-        if not as_json:
-            click.echo(f"attached {attachment.describe()} in {attached_s * 1000:.0f} ms")
-        attachment.set_load(load)
         limit = seconds if seconds is not None else (None if steps is not None else 10.0)
         began = time.monotonic()
-        try:
+        try:  # from the first line a user sees: a Ctrl-C then still ends in the summary
+            if not as_json:
+                click.echo(f"attached {attachment.describe()} in {attached_s * 1000:.0f} ms")
+            attachment.set_load(load)
             while (steps is None or ran < steps) and (
                 limit is None or time.monotonic() - began < limit
             ):

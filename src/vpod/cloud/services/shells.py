@@ -1,4 +1,4 @@
-"""Shells on a cluster's servers: the compute driver's access for `vpod cluster shell`, and a
+"""Shells on a cluster's servers: the compute driver's access for `vpod cluster ssh`, and a
 session for the cloud API's shell relay (``api/shell_relay.py``).
 
 A project reaches only its own clusters' servers; a suspended cluster's
