@@ -225,6 +225,8 @@ async def serve(
         lifespan="off",
         http=guarded_h11(limits.http, refusals),
         timeout_keep_alive=int(limits.http.keep_alive_s),
+        # a client holding a connection (a shell, an event stream) never holds a stop forever
+        timeout_graceful_shutdown=HTTP_STOP_GRACE_S,
         **(tls.uvicorn_options() if tls is not None else {}),
     )
     http_server = uvicorn.Server(http_config)
@@ -277,6 +279,10 @@ async def serve(
             await http_task
         await gateway.close()
         controller.close()
+
+
+HTTP_STOP_GRACE_S = 10
+"""How long a stopping controller lets open HTTP requests and WebSockets finish."""
 
 
 def _warn_about_exposure(settings: Settings, tls: ServerTls | None) -> None:
