@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import sys
 import threading
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
@@ -287,9 +288,18 @@ def stop_cloud(live: LiveCloud) -> None:
 
     try:
         live.run(stop())
+    except TimeoutError:
+        _print_tasks(live.loop.loop)  # what the stop still waits on, for whoever reads the log
+        raise
     finally:
         live.loop.close()
         release_addresses(live.fabric)
+
+
+def _print_tasks(loop: asyncio.AbstractEventLoop) -> None:
+    for task in list(asyncio.all_tasks(loop)):
+        print(f"--- task {task.get_name()}: {task.get_coro()!r}", file=sys.stderr)
+        task.print_stack(limit=12, file=sys.stderr)
 
 
 def isolated_networks() -> bool:
