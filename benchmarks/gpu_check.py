@@ -40,8 +40,7 @@ from vpod.cloud.drivers.nvidia_userland import host_userland
 from vpod.cloud.drivers.sandbox import sandbox_problem
 from vpod.cloud.drivers.tenant_network import network_problem
 from vpod.cloud.gpu_rules import host_model_of
-from vpod.cloud.settings import render_settings
-from vpod.launch.cloud_up import CLOUD_CLUSTER
+from vpod.launch.cloud_up import write_cloud_settings
 
 BIN = Path(sys.executable).parent
 HOST_ID = "real-gpu-1"
@@ -155,12 +154,14 @@ def main() -> int:
         up_argv.append("--unsafe-shared-host")
     else:
         network = network_problem()
-        settings = render_settings((CLOUD_CLUSTER,))
         if network is not None:
             say(f"NOTE: servers are sandboxed on the host's network here ({network})")
-            settings += "unsafe_shared_network = true\n"
-        data_dir.mkdir(parents=True, exist_ok=True)
-        (data_dir / "cloud.toml").write_text(settings)
+            data_dir.mkdir(parents=True, exist_ok=True)
+            write_cloud_settings(data_dir)  # what vpod up writes (an existing one is kept)
+            settings = data_dir / "cloud.toml"
+            if "unsafe_shared_network" not in settings.read_text():
+                with settings.open("a") as toml:
+                    toml.write("unsafe_shared_network = true\n")
     driver = host_userland()
     say(f"driver userland beyond /usr and the linker cache: {driver.dirs or 'none'}")
     say("$ " + " ".join(up_argv))

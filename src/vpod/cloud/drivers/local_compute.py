@@ -625,7 +625,9 @@ class LocalCompute:
         mounts = self._volumes(real) + self._dataset_mount(server_id) + local
         devices = gpu_devices(state.get("devices"), self._layout.gpu_stand_ins)
         name = str(state.get("name", server_id))
-        driver = host_userland().outside(SYSTEM_DIRS) if _real_gpus(devices) else ()
+        driver: tuple[str, ...] = ()
+        if _real_gpus(devices):  # the first look runs ldconfig: off the event loop
+            driver = await self._run(lambda: host_userland().outside(SYSTEM_DIRS))
         return Sandbox(
             real, name, uid, mounts, self._bwrap, netns=netns, devices=devices, host_dirs=driver
         )
