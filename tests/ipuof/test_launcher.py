@@ -120,21 +120,38 @@ def test_sigkill_of_the_launcher_ends_every_instance(apps: Apps) -> None:
         line = launcher.stdout.readline()
         assert line, "the launcher ended before every instance attached"
         attached += " attached device " in line
-    started = workloads(marker)
+    started = {pid: start_time(pid) for pid in workloads(marker)}
     assert len(started) == 4
     launcher.kill()
     launcher.wait(timeout=10)
     eventually(lambda: not workloads(marker), "no instance outlives the launcher", 10)
-    assert not [pid for pid in started if running(pid)]
+    # An exiting process has already lost its command line but is not yet a zombie, so
+    # the instances themselves are watched until each is gone (or only a zombie).
+    eventually(
+        lambda: not [pid for pid, began in started.items() if running(pid, began)],
+        "every instance has ended",
+        10,
+    )
 
 
-def running(pid: int) -> bool:
-    """Alive, not a zombie its reaper has yet to collect."""
+def process_stat(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name, or None once it is gone."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+        return None
+    return stat.rsplit(")", 1)[1].split()
+
+
+def start_time(pid: int) -> str | None:
+    fields = process_stat(pid)
+    return None if fields is None else fields[19]
+
+
+def running(pid: int, began: str | None) -> bool:
+    """Still the same process (not a later one given its pid), alive and not a zombie."""
+    fields = process_stat(pid)
+    return fields is not None and fields[19] == began and fields[0] != "Z"
 
 
 def test_the_worst_exit_status_wins_and_a_failure_stops_the_others(apps: Apps) -> None:
