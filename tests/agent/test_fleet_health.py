@@ -1,4 +1,5 @@
-"""FleetHealth: one agent process answers the heartbeat of every machine it serves promptly."""
+"""FleetHealth and FleetConfigurations: one agent process answers for every machine it serves
+promptly (heartbeats; what each has configured, for the controller's reconciliation)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import pytest
 
 from vpod.agent.client import ChannelPool, HealthMemo
 from vpod.agent.fleet import AgentFleet, FleetSettings
-from vpod.agent.model import Fault, FaultKind
+from vpod.agent.model import Fault, FaultKind, IpuAssignment, PartitionConfig
 
 from .conftest import ephemeral_plan
 
@@ -106,3 +107,42 @@ async def test_events_and_changes_come_through_the_memo() -> None:
         assert after[1].events.events
     finally:
         await fleet.stop()
+
+
+async def test_one_call_lists_what_every_machine_of_the_process_holds() -> None:
+    """Each machine's own configurations, a hung or stopped one left out, in request order."""
+    fleet = AgentFleet(
+        FleetSettings(
+            machines=4, plan=ephemeral_plan("127.88.0.1"), stop_grace=0, fault_injection=True
+        )
+    )
+    await fleet.start()
+    try:
+        async with ChannelPool() as pool:
+            clients = [pool.client(h.address, key=h.key) for h in fleet.hosts]
+            await clients[1].configure_partition(_config("p2"), hosts=["127.0.0.0/8"])
+            await clients[3].configure_partition(_config("p4"), hosts=[])
+            listed = await clients[0].fleet_configurations(
+                ["ag4", "ag2", "ag1", "elsewhere", "ag3"]
+            )
+            assert list(listed) == ["ag4", "ag2", "ag1", "ag3"]
+            assert {a: [c.config.partition_id for c in held] for a, held in listed.items()} == {
+                "ag4": ["p4"],
+                "ag2": ["p2"],
+                "ag1": [],
+                "ag3": [],
+            }
+            assert listed["ag2"][0].allowed_hosts == ("127.0.0.0/8",)
+            assert listed["ag2"] == await clients[1].list_configurations()
+            await clients[1].inject_fault(Fault(FaultKind.AGENT_HANG, reason="test"))
+            await fleet.hosts[3].stop(0)
+            left = await clients[0].fleet_configurations(["ag1", "ag2", "ag3", "ag4"], timeout=2)
+        assert list(left) == ["ag1", "ag3"]
+    finally:
+        await fleet.stop()
+
+
+def _config(partition_id: str) -> PartitionConfig:
+    return PartitionConfig(
+        partition_id=partition_id, generation=1, ipus=(IpuAssignment(device_id=0, routing_id=0),)
+    )

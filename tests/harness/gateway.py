@@ -60,6 +60,7 @@ OPERATIONS = frozenset(
         "reset",
         "identity",
         "configurations",
+        "fleet_configurations",
         "ipu_attributes",
         "health",
         "link_tests",
@@ -325,15 +326,24 @@ class ScriptedGateway:
         raise unavailable(address, "the harness dials no address")
 
     async def configurations(self, agent: Agent, *, timeout: float) -> list[ConfiguredPartition]:
-        access = self._access[agent.id]
+        return await self._run(
+            Call("configurations", agent.id), timeout, lambda m: self._held(agent.id, m)
+        )
 
-        def act(machine: EmulatedMachine) -> list[ConfiguredPartition]:
-            return [
-                dataclasses.replace(c, allowed_hosts=access.hosts(c.config.partition_id))
-                for c in machine.configurations()
-            ]
+    def _held(self, agent_id: str, machine: EmulatedMachine) -> list[ConfiguredPartition]:
+        access = self._access[agent_id]
+        return [
+            dataclasses.replace(c, allowed_hosts=access.hosts(c.config.partition_id))
+            for c in machine.configurations()
+        ]
 
-        return await self._run(Call("configurations", agent.id), timeout, act)
+    async def fleet_configurations(
+        self, agent: Agent, agent_ids: Sequence[str], *, timeout: float
+    ) -> dict[str, list[ConfiguredPartition]]:
+        # The harness's machines answer as one process when a test groups them (the
+        # heartbeat monitor never does: their answers carry no fleet id).
+        await self._enter(Call("fleet_configurations", agent.id), timeout)
+        return {a: self._held(a, self.machines[a]) for a in agent_ids if a in self.machines}
 
     async def ipu_attributes(self, agent: Agent, *, timeout: float) -> dict[int, dict[str, str]]:
         return await self._run(

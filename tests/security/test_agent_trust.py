@@ -159,6 +159,8 @@ def _harmful_request(method: Any) -> Any:
         request.all = True
     elif method.name == "FleetHealth":
         request.machines.add(agent_id="ag1")
+    elif method.name == "FleetConfigurations":
+        request.agent_ids.append("ag1")
     return request
 
 

@@ -24,6 +24,7 @@ def test_agent_service_rpcs() -> None:
         "ResetPartition",
         "SetPartitionHosts",
         "ListConfigurations",
+        "FleetConfigurations",
         "RunLinkTests",
         "Health",
         "FleetHealth",

@@ -297,6 +297,20 @@ class AgentClient:
         )
         return self._decode(lambda: [convert.configured_from_wire(p) for p in reply.partitions])
 
+    async def fleet_configurations(
+        self, agent_ids: Sequence[str], *, timeout: float | None = None
+    ) -> dict[str, list[ConfiguredPartition]]:
+        """What each of these machines of this agent's process has configured, by agent id;
+        a machine the process does not serve promptly now is left out."""
+        request = pb.FleetConfigurationsRequest(agent_ids=agent_ids)
+        reply = await self._call(self._stub.FleetConfigurations, request, timeout)
+        return self._decode(
+            lambda: {
+                m.agent_id: [convert.configured_from_wire(p) for p in m.partitions]
+                for m in reply.machines
+            }
+        )
+
     async def run_link_tests(
         self, tests: Iterable[LinkTestKind] = (), *, timeout: float | None = None
     ) -> list[LinkTestResult]:

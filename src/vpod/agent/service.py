@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import NoReturn, TypeVar
 
 import grpc
@@ -131,6 +131,18 @@ class AgentService(pb_grpc.AgentServiceServicer):
     def answers_promptly(self) -> bool:
         """Neither hung nor slowed: a fleet may answer a heartbeat for this machine."""
         return self._hang is None and self._slow is None
+
+    def _prompt_members(self, agent_ids: Iterable[str]) -> list[tuple[str, AgentService]]:
+        """(agent id, service) of the machines of this process, among ``agent_ids`` and in
+        their order, that would answer now: a fleet call leaves the others out (stopped,
+        hung, slowed or of another process) for the caller to ask alone, under their own
+        deadlines."""
+        roster = self._roster
+        if roster is None:  # a machine alone in its process speaks only for itself
+            own = self._backend.agent_id
+            return [(a, self) for a in agent_ids if a == own and self.answers_promptly]
+        members = ((a, roster.prompt(a)) for a in agent_ids)
+        return [(a, m) for a, m in members if isinstance(m, AgentService)]
 
     async def health_reply(self, since_event: int) -> pb.HealthReply:
         """A heartbeat's answer. The previous one is sent again when the backend returned
@@ -263,20 +275,34 @@ class AgentService(pb_grpc.AgentServiceServicer):
     async def ListConfigurations(
         self, request: pb.ListConfigurationsRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListConfigurationsReply:
+        return await self._run(context, "ListConfigurations", self.configurations_reply)
+
+    async def configurations_reply(self) -> pb.ListConfigurationsReply:
+        """What this machine has configured, with the hosts that may attach to each."""
         backend = self._backend
+        identity = await backend.identity()
+        return pb.ListConfigurationsReply(
+            agent_id=backend.agent_id,
+            boot_id=identity.boot_id,
+            partitions=[
+                convert.configured_to_wire(self._with_hosts(c))
+                for c in await backend.configurations()
+            ],
+        )
 
-        async def listing() -> pb.ListConfigurationsReply:
-            identity = await backend.identity()
-            return pb.ListConfigurationsReply(
-                agent_id=backend.agent_id,
-                boot_id=identity.boot_id,
-                partitions=[
-                    convert.configured_to_wire(self._with_hosts(c))
-                    for c in await backend.configurations()
-                ],
+    async def FleetConfigurations(
+        self, request: pb.FleetConfigurationsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.FleetConfigurationsReply:
+        async def fleet_configurations() -> pb.FleetConfigurationsReply:
+            members = self._prompt_members(request.agent_ids)
+            reply = pb.FleetConfigurationsReply()
+            reply.machines.extend(
+                await asyncio.gather(*(m.configurations_reply() for _, m in members))
             )
+            return reply
 
-        return await self._run(context, "ListConfigurations", listing)
+        # Not gated, as FleetHealth: a machine that cannot answer now is left out.
+        return await self._run(context, "FleetConfigurations", fleet_configurations, gate=False)
 
     async def RunLinkTests(
         self, request: pb.RunLinkTestsRequest, context: grpc.aio.ServicerContext
@@ -301,26 +327,15 @@ class AgentService(pb_grpc.AgentServiceServicer):
     async def FleetHealth(
         self, request: pb.FleetHealthRequest, context: grpc.aio.ServicerContext
     ) -> pb.FleetHealthReply:
-        roster = self._roster
-
         async def fleet_health() -> pb.FleetHealthReply:
+            since = {m.agent_id: m.since_event for m in request.machines}
+            members = self._prompt_members([m.agent_id for m in request.machines])
             reply = pb.FleetHealthReply()
-            if roster is None:  # a machine alone in its process speaks only for itself
-                wanted = [
-                    m
-                    for m in request.machines
-                    if m.agent_id == self._backend.agent_id and self.answers_promptly
-                ]
-                reply.machines.extend([await self.health_reply(m.since_event) for m in wanted])
-                return reply
-            asked = []
-            for machine in request.machines:
-                member = roster.prompt(machine.agent_id)
-                if isinstance(member, AgentService):
-                    asked.append(member.health_reply(machine.since_event))
             # Concurrently: a backend reading its hardware in a thread must not make the
             # whole fleet's answer as slow as the sum of its machines.
-            reply.machines.extend(await asyncio.gather(*asked))
+            reply.machines.extend(
+                await asyncio.gather(*(m.health_reply(since[a]) for a, m in members))
+            )
             return reply
 
         # Not gated: this machine's own hang or slowness is the process's to report (it

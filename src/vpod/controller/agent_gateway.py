@@ -52,6 +52,12 @@ class AgentGateway(Protocol):
         self, agent: Agent, *, timeout: float
     ) -> list[ConfiguredPartition]: ...
 
+    async def fleet_configurations(
+        self, agent: Agent, agent_ids: Sequence[str], *, timeout: float
+    ) -> dict[str, list[ConfiguredPartition]]:
+        """What machines sharing ``agent``'s process have configured, by agent id; the
+        machines it does not serve promptly are left out."""
+
     async def ipu_attributes(
         self, agent: Agent, *, timeout: float
     ) -> dict[int, dict[str, str]]: ...

@@ -84,6 +84,11 @@ class GrpcAgentGateway:
     async def configurations(self, agent: Agent, *, timeout: float) -> list[ConfiguredPartition]:
         return await self._call(agent, lambda c: c.list_configurations(timeout=timeout))
 
+    async def fleet_configurations(
+        self, agent: Agent, agent_ids: Sequence[str], *, timeout: float
+    ) -> dict[str, list[ConfiguredPartition]]:
+        return await self._call(agent, lambda c: c.fleet_configurations(agent_ids, timeout=timeout))
+
     async def ipu_attributes(self, agent: Agent, *, timeout: float) -> dict[int, dict[str, str]]:
         return await self._call(agent, lambda c: c.list_ipu_attributes(timeout=timeout))
 

@@ -10,7 +10,7 @@ on demand.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -41,9 +41,9 @@ from .partitions import machine_configs
 log = logging.getLogger("vpod.fleet")
 
 RECONCILE_IN_FLIGHT = 32
+"""Agents a reconciliation of the whole fleet calls at once."""
 MAX_ADDRESS_CHARS = 253 + 6
 """A DNS name and a port: no address to probe is longer."""
-"""Agents a reconciliation of the whole fleet calls at once."""
 
 
 @dataclass(frozen=True)
@@ -141,18 +141,17 @@ class Fleet:
         wanted, busy = await self._wanted_configs()
         return await self._converge(agent, held, wanted.get(agent.id, {}), busy)
 
-    async def reconcile_all(self, agents: Sequence[Agent]) -> dict[str, AgentError]:
+    async def reconcile_all(
+        self, agents: Sequence[Agent], fleets: Iterable[Sequence[Agent]] = ()
+    ) -> dict[str, AgentError]:
         """Reconcile many agents with one read of the store; returns the agents that failed.
 
-        As in :meth:`reconcile`, every agent is read before the store. At most
-        ``RECONCILE_IN_FLIGHT`` agents are called at once, so a pod4096 neither
-        floods its agents nor delays the controller's other calls."""
-        timeout = self._ctx.settings.agent_timeout_s
-
-        async def read(agent: Agent) -> list[ConfiguredPartition]:
-            return await self._ctx.gateway.configurations(agent, timeout=timeout)
-
-        held, failed = await fan_out(agents, read, in_flight=RECONCILE_IN_FLIGHT)
+        As in :meth:`reconcile`, every agent is read before the store. ``fleets`` are
+        groups of these agents that share an agent process, each led by the member to ask:
+        a group's configurations are read in one call to its process. At most
+        ``RECONCILE_IN_FLIGHT`` calls are made at once, so a pod4096 neither floods its
+        agents nor delays the controller's other calls."""
+        held, failed = await self._read_held(agents, fleets)
         wanted, busy = await self._wanted_configs()
 
         async def converge(agent: Agent) -> int:
@@ -161,6 +160,44 @@ class Fleet:
         reached = [a for a in agents if a.id in held]
         _, failed_after = await fan_out(reached, converge, in_flight=RECONCILE_IN_FLIGHT)
         return failed | failed_after
+
+    async def _read_held(
+        self, agents: Sequence[Agent], fleets: Iterable[Sequence[Agent]]
+    ) -> tuple[dict[str, list[ConfiguredPartition]], dict[str, AgentError]]:
+        """What each agent holds, and the agents that could not be read. A process that
+        fails a group's call fails its members this round (asking a process too busy to
+        answer once for each of its machines alone would bury it); a member the process
+        leaves out is asked alone."""
+        gateway = self._ctx.gateway
+        timeout = self._ctx.settings.agent_timeout_s
+        ids = {a.id for a in agents}
+        groups = [g for g in ([a for a in f if a.id in ids] for f in fleets) if len(g) > 1]
+
+        async def read_group(members: list[Agent]) -> dict[str, list[ConfiguredPartition]]:
+            return await gateway.fleet_configurations(
+                members[0], [a.id for a in members], timeout=timeout
+            )
+
+        leaders = {g[0].id: g for g in groups}
+        answers, group_failed = await fan_out(
+            [g[0] for g in groups],
+            lambda a: read_group(leaders[a.id]),
+            in_flight=RECONCILE_IN_FLIGHT,
+        )
+        held: dict[str, list[ConfiguredPartition]] = {}
+        failed: dict[str, AgentError] = {}
+        for leader_id, exc in group_failed.items():
+            failed.update({a.id: exc for a in leaders[leader_id]})
+        for members in groups:
+            found = answers.get(members[0].id, {})
+            held.update({a.id: found[a.id] for a in members if a.id in found})
+
+        async def read(agent: Agent) -> list[ConfiguredPartition]:
+            return await gateway.configurations(agent, timeout=timeout)
+
+        alone = [a for a in agents if a.id not in held and a.id not in failed]
+        held_alone, failed_alone = await fan_out(alone, read, in_flight=RECONCILE_IN_FLIGHT)
+        return held | held_alone, failed | failed_alone
 
     async def _wanted_configs(
         self,

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from math import inf
 
@@ -153,19 +153,13 @@ class HeartbeatMonitor:
         silent this round without being asked alone: 1,024 single calls to a process
         already too busy to answer one would only bury it (and the controller) deeper. The
         member asked is the first that answered last time."""
-        fleets: dict[str, list[Agent]] = {}
-        for agent in agents:
-            fleet = self._fleet_of.get(agent.id, "")
-            if fleet:
-                fleets.setdefault(fleet, []).append(agent)
-        groups = [members for members in fleets.values() if len(members) > 1]
+        groups = self.fleets(agents)
         if not groups:
             return {}
         timeout = self._timeout()
 
         async def ask(members: list[Agent]) -> dict[str, MachineHealth | AgentError]:
-            answering = [a for a in members if a.id not in self._silent] or members
-            via = answering[0]
+            via = members[0]
             wanted = [(a.id, self._events_seen.get(a.id, ("", 0))[1]) for a in members]
             try:
                 replies = await self._ctx.gateway.fleet_health(via, wanted, timeout=timeout)
@@ -179,6 +173,22 @@ class HeartbeatMonitor:
         for found in await asyncio.gather(*(ask(g) for g in groups)):
             answers.update(found)
         return answers
+
+    def fleets(self, agents: Sequence[Agent]) -> list[list[Agent]]:
+        """The agents that share an agent process with others, grouped by process (learnt
+        from the ``fleet_id`` of their last answers), each group led by a member whose last
+        heartbeat was answered: the one to ask for the group."""
+        fleets: dict[str, list[Agent]] = {}
+        for agent in agents:
+            fleet = self._fleet_of.get(agent.id, "")
+            if fleet:
+                fleets.setdefault(fleet, []).append(agent)
+        groups = []
+        for members in fleets.values():
+            if len(members) > 1:
+                answering = [a for a in members if a.id not in self._silent]
+                groups.append(answering + [a for a in members if a.id in self._silent])
+        return groups
 
     def _timeout(self) -> float:
         return max(0.2, min(1.0, self._ctx.settings.unreachable_after_s / 3))

@@ -146,5 +146,6 @@ class LeaderLoop:
             for a in await self._inventory.list_agents()
             if a.id in health and health[a.id].reachable
         ]
-        for agent_id, exc in sorted((await self._fleet.reconcile_all(agents)).items()):
+        failed = await self._fleet.reconcile_all(agents, self.monitor.fleets(agents))
+        for agent_id, exc in sorted(failed.items()):
             log.info("reconciling %s failed, next round retries: %s", agent_id, exc.message)

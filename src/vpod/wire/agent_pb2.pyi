@@ -715,6 +715,48 @@ class ListConfigurationsReply(_message.Message):
 Global___ListConfigurationsReply: _TypeAlias = ListConfigurationsReply  # noqa: Y015
 
 @_typing.final
+class FleetConfigurationsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    AGENT_IDS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def agent_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        agent_ids: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_ids", b"agent_ids"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___FleetConfigurationsRequest: _TypeAlias = FleetConfigurationsRequest  # noqa: Y015
+
+@_typing.final
+class FleetConfigurationsReply(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MACHINES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def machines(self) -> _containers.RepeatedCompositeFieldContainer[Global___ListConfigurationsReply]:
+        """only the machines served now, in request order"""
+
+    def __init__(
+        self,
+        *,
+        machines: _abc.Iterable[Global___ListConfigurationsReply] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["machines", b"machines"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___FleetConfigurationsReply: _TypeAlias = FleetConfigurationsReply  # noqa: Y015
+
+@_typing.final
 class RunLinkTestsRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
