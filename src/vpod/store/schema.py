@@ -318,6 +318,16 @@ events = Table(
     Column("detail", Text, nullable=False),
 )
 
+# One row, bumped by database triggers on every change to agents (but their health), agent
+# keys, clusters and allocations: see store/inventory_version.py.
+inventory_version = Table(
+    "inventory_version",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("version", BigInteger, nullable=False),
+    CheckConstraint("id = 1", name="one_row"),
+)
+
 leases = Table(
     "leases",
     metadata,

@@ -27,6 +27,7 @@ from . import agents as agent_rows
 from . import allocations as allocation_rows
 from . import clusters as cluster_rows
 from . import events as event_rows
+from . import inventory_version as inventory_versions
 from . import leases as lease_rows
 from . import migrate as migrations
 from . import partitions as partition_rows
@@ -131,6 +132,12 @@ class Store:
         """The agent, or ``None`` if it is not registered."""
         with self._db.read() as conn:
             return _or_none(agent_rows.get_agent, conn, agent_id)
+
+    def inventory_version(self) -> int:
+        """A number that moves whenever agents (but their health), agent keys, clusters or
+        allocations change, whoever changes them (see :mod:`.inventory_version`)."""
+        with self._db.read() as conn:
+            return inventory_versions.read(conn)
 
     def list_agents(self, ids: Sequence[str] | None = None) -> list[Agent]:
         """Every agent (or those among ``ids``), by id."""
