@@ -3,6 +3,9 @@ promptly (heartbeats; what each has configured, for the controller's reconciliat
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 import pytest
 
 from vpod.agent.client import ChannelPool, HealthMemo
@@ -14,15 +17,27 @@ from .conftest import ephemeral_plan
 pytestmark = pytest.mark.anyio
 
 
-async def test_one_call_answers_for_every_machine_of_the_process() -> None:
-    """Four machines, one call through the third: four answers, one fleet id, own boot ids."""
+@asynccontextmanager
+async def _fleet(machines: int, first_address: str) -> AsyncIterator[AgentFleet]:
+    """One agent process emulating ``machines`` machines, fault injection on."""
     fleet = AgentFleet(
         FleetSettings(
-            machines=4, plan=ephemeral_plan("127.84.0.1"), stop_grace=0, fault_injection=True
+            machines=machines,
+            plan=ephemeral_plan(first_address),
+            stop_grace=0,
+            fault_injection=True,
         )
     )
     await fleet.start()
     try:
+        yield fleet
+    finally:
+        await fleet.stop()
+
+
+async def test_one_call_answers_for_every_machine_of_the_process() -> None:
+    """Four machines, one call through the third: four answers, one fleet id, own boot ids."""
+    async with _fleet(4, "127.84.0.1") as fleet:
         async with ChannelPool() as pool:
             via = pool.client(fleet.hosts[2].address, key=fleet.hosts[2].key)
             alone = await pool.client(fleet.hosts[0].address, key=fleet.hosts[0].key).health()
@@ -31,19 +46,11 @@ async def test_one_call_answers_for_every_machine_of_the_process() -> None:
         assert {a.fleet_id for a in answers} == {fleet.roster.fleet_id} == {alone.fleet_id}
         assert len({a.boot_id for a in answers}) == 4
         assert all(a.healthy and len(a.ipus) == 4 for a in answers)
-    finally:
-        await fleet.stop()
 
 
 async def test_stopped_hung_slow_and_unknown_machines_are_left_out() -> None:
     """The process speaks only for machines that would answer themselves at once."""
-    fleet = AgentFleet(
-        FleetSettings(
-            machines=4, plan=ephemeral_plan("127.85.0.1"), stop_grace=0, fault_injection=True
-        )
-    )
-    await fleet.start()
-    try:
+    async with _fleet(4, "127.85.0.1") as fleet:
         async with ChannelPool() as pool:
             await pool.client(fleet.hosts[1].address, key=fleet.hosts[1].key).inject_fault(
                 Fault(FaultKind.AGENT_HANG, reason="test")
@@ -57,38 +64,22 @@ async def test_stopped_hung_slow_and_unknown_machines_are_left_out() -> None:
                 fleet.hosts[0].address, key=fleet.hosts[0].key
             ).fleet_health(wanted, timeout=2)
         assert [a.agent_id for a in answers] == ["ag1"]
-    finally:
-        await fleet.stop()
 
 
 async def test_a_hung_machine_still_relays_its_neighbours() -> None:
     """Asked through a hung machine, the process answers for the others (not for it)."""
-    fleet = AgentFleet(
-        FleetSettings(
-            machines=2, plan=ephemeral_plan("127.86.0.1"), stop_grace=0, fault_injection=True
-        )
-    )
-    await fleet.start()
-    try:
+    async with _fleet(2, "127.86.0.1") as fleet:
         async with ChannelPool() as pool:
             via = pool.client(fleet.hosts[0].address, key=fleet.hosts[0].key)
             await via.inject_fault(Fault(FaultKind.AGENT_HANG, reason="test"))
             answers = await via.fleet_health([("ag1", 0), ("ag2", 0)], timeout=2)
         assert [a.agent_id for a in answers] == ["ag2"]
-    finally:
-        await fleet.stop()
 
 
 async def test_events_and_changes_come_through_the_memo() -> None:
     """An unchanged answer is decoded once; a new event or fault is seen at once."""
-    fleet = AgentFleet(
-        FleetSettings(
-            machines=2, plan=ephemeral_plan("127.87.0.1"), stop_grace=0, fault_injection=True
-        )
-    )
-    await fleet.start()
     memo = HealthMemo()
-    try:
+    async with _fleet(2, "127.87.0.1") as fleet:
         async with ChannelPool() as pool:
             via = pool.client(fleet.hosts[0].address, key=fleet.hosts[0].key)
             wanted = [("ag1", 0), ("ag2", 0)]
@@ -105,19 +96,11 @@ async def test_events_and_changes_come_through_the_memo() -> None:
         assert not after[1].healthy
         assert after[1].events is not None
         assert after[1].events.events
-    finally:
-        await fleet.stop()
 
 
 async def test_one_call_lists_what_every_machine_of_the_process_holds() -> None:
     """Each machine's own configurations, a hung or stopped one left out, in request order."""
-    fleet = AgentFleet(
-        FleetSettings(
-            machines=4, plan=ephemeral_plan("127.88.0.1"), stop_grace=0, fault_injection=True
-        )
-    )
-    await fleet.start()
-    try:
+    async with _fleet(4, "127.88.0.1") as fleet:
         async with ChannelPool() as pool:
             clients = [pool.client(h.address, key=h.key) for h in fleet.hosts]
             await clients[1].configure_partition(_config("p2"), hosts=["127.0.0.0/8"])
@@ -138,8 +121,6 @@ async def test_one_call_lists_what_every_machine_of_the_process_holds() -> None:
             await fleet.hosts[3].stop(0)
             left = await clients[0].fleet_configurations(["ag1", "ag2", "ag3", "ag4"], timeout=2)
         assert list(left) == ["ag1", "ag3"]
-    finally:
-        await fleet.stop()
 
 
 def _config(partition_id: str) -> PartitionConfig:

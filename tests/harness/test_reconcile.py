@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 from vpod.controller.caller import SYSTEM
+from vpod.domain.entities import Agent
 
 from .gateway import unavailable
 from .pod import Pod
@@ -19,21 +20,21 @@ from .pod import Pod
 pytestmark = pytest.mark.anyio
 
 
-async def _stray_on_ag2(pod: Pod) -> None:
-    """Leave ``stays`` configured on ag2 only (the store forgot it: a forced remove)."""
+async def _stray_on_ag2(pod: Pod) -> dict[str, Agent]:
+    """Leave ``stays`` configured on ag2 only (the store forgot it: a forced remove), forget
+    the calls made so far, and return the pod's agents by id."""
     await pod.create("stays", 8)
     pod.gateway.on("release", "ag2", fail=unavailable)
     await pod.controller.partitions.remove(SYSTEM, "stays", force=True)
     assert pod.gateway.holders_of("stays") == ["ag2"]
+    pod.gateway.calls.clear()
+    return {a.id: a for a in await pod.controller.inventory.list_agents()}
 
 
 async def test_one_call_reads_a_process_and_the_reconciliation_converges(pod: Pod) -> None:
-    await _stray_on_ag2(pod)
-    agents = await pod.controller.inventory.list_agents()
-    by_id = {a.id: a for a in agents}
-    pod.gateway.calls.clear()
+    by_id = await _stray_on_ag2(pod)
     failed = await pod.controller.fleet.reconcile_all(
-        agents, [[by_id["ag3"], by_id["ag1"], by_id["ag2"], by_id["ag4"]]]
+        list(by_id.values()), [[by_id["ag3"], by_id["ag1"], by_id["ag2"], by_id["ag4"]]]
     )
     assert failed == {}
     assert [c.agent_id for c in pod.gateway.calls_of("fleet_configurations")] == ["ag3"]
@@ -43,13 +44,11 @@ async def test_one_call_reads_a_process_and_the_reconciliation_converges(pod: Po
 
 
 async def test_agents_outside_every_group_are_read_alone(pod: Pod) -> None:
-    await _stray_on_ag2(pod)
-    agents = await pod.controller.inventory.list_agents()
-    by_id = {a.id: a for a in agents}
-    pod.gateway.calls.clear()
+    by_id = await _stray_on_ag2(pod)
     # ag4 is in no group; a group of one, and members not being reconciled, are no group.
     failed = await pod.controller.fleet.reconcile_all(
-        [a for a in agents if a.id != "ag3"], [[by_id["ag1"], by_id["ag2"]], [by_id["ag3"]]]
+        [a for a in by_id.values() if a.id != "ag3"],
+        [[by_id["ag1"], by_id["ag2"]], [by_id["ag3"]]],
     )
     assert failed == {}
     assert [c.agent_id for c in pod.gateway.calls_of("fleet_configurations")] == ["ag1"]
@@ -58,8 +57,7 @@ async def test_agents_outside_every_group_are_read_alone(pod: Pod) -> None:
 
 
 async def test_a_process_that_fails_the_call_fails_its_machines_this_round(pod: Pod) -> None:
-    await _stray_on_ag2(pod)
-    agents = await pod.controller.inventory.list_agents()
+    agents = list((await _stray_on_ag2(pod)).values())
     group = sorted(agents, key=lambda a: a.id)
     pod.gateway.on("fleet_configurations", "ag1", fail=unavailable, times=1)
     failed = await pod.controller.fleet.reconcile_all(agents, [group])
