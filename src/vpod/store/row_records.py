@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import fields
+from functools import cache
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Column, Connection, Row, select
@@ -16,10 +17,15 @@ if TYPE_CHECKING:
 R = TypeVar("R", bound="DataclassInstance")
 
 
+@cache
+def _field_names(kind: type[DataclassInstance]) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(kind))
+
+
 def record_of(kind: type[R], row: Row[Any], **converted: Any) -> R:
     """``row`` as a ``kind``: every field from the column of its name, but those ``converted``."""
     columns = row._mapping
-    values = {f.name: columns[f.name] for f in fields(kind) if f.name not in converted}
+    values = {name: columns[name] for name in _field_names(kind) if name not in converted}
     return kind(**values, **converted)
 
 
