@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import Column, Connection, delete, func, insert, select
 
-from .engine import Database
 from .errors import NotFound
 from .schema import agent_bindings, agent_tokens, agents
+from .table_group import TableGroup
 
 
 @dataclass(frozen=True)
@@ -30,16 +31,8 @@ class AgentTokenRecord:
     """The agents bound to it, by id."""
 
 
-class AgentTokenStore:
+class AgentTokenStore(TableGroup):
     """The agent-token tables of one database (same engine as the :class:`Store`)."""
-
-    def __init__(self, database: Database) -> None:
-        self._db = database
-
-    @classmethod
-    def of(cls, store: object) -> AgentTokenStore:
-        """The agent-token tables of ``store``'s database (a :class:`~vpod.store.Store`)."""
-        return cls(store._db)  # type: ignore[attr-defined]
 
     def add(self, token_id: str, key_hash: str, label: str, created_at: datetime) -> None:
         with self._db.write() as conn:
@@ -51,11 +44,7 @@ class AgentTokenStore:
 
     def key_hash(self, token_id: str) -> str | None:
         """The hash of a token's secret, or ``None`` when there is no such token."""
-        with self._db.read() as conn:
-            found = conn.execute(
-                select(agent_tokens.c.key_hash).where(agent_tokens.c.id == token_id)
-            ).scalar_one_or_none()
-        return None if found is None else str(found)
+        return self._db.run_read(_text_at, agent_tokens.c.key_hash, agent_tokens.c.id, token_id)
 
     def list(self) -> list[AgentTokenRecord]:
         with self._db.read(snapshot=True) as conn:
@@ -105,11 +94,15 @@ class AgentTokenStore:
 
     def bound_token(self, agent_id: str) -> str | None:
         """The token an agent id is bound to, or ``None``."""
-        with self._db.read() as conn:
-            found = conn.execute(
-                select(agent_bindings.c.token_id).where(agent_bindings.c.agent_id == agent_id)
-            ).scalar_one_or_none()
-        return None if found is None else str(found)
+        return self._db.run_read(
+            _text_at, agent_bindings.c.token_id, agent_bindings.c.agent_id, agent_id
+        )
+
+
+def _text_at(conn: Connection, column: Column[Any], key: Column[Any], value: str) -> str | None:
+    """``column`` of the row whose ``key`` is ``value``, or ``None`` without one."""
+    found = conn.execute(select(column).where(key == value)).scalar_one_or_none()
+    return None if found is None else str(found)
 
 
 __all__ = ["AgentTokenRecord", "AgentTokenStore"]

@@ -16,7 +16,8 @@ from vpod.domain.entities import Allocation
 
 from . import access_versions
 from . import clusters as cluster_rows
-from .errors import AlreadyExists, Conflict, NotFound, StoreError, removal_raced, still_holding
+from .dependants import Dependants
+from .errors import AlreadyExists, Conflict, NotFound, StoreError
 from .schema import allocation_machines, allocations, cluster_agents, partitions
 from .translate import decoding
 
@@ -155,35 +156,18 @@ def machines_by_allocation(conn: Connection, cluster_id: str) -> dict[str, tuple
     return {aid: tuple(ms) for aid, ms in found.items()}
 
 
+_PARTITIONS = Dependants("allocation", "partition", partitions.c.allocation_id)
+
+
 def delete_allocation(conn: Connection, allocation_id: str) -> None:
     """Remove an allocation without partitions; its grants to users go with it."""
-    blocking = partitions_of(conn, allocation_id)
-    if blocking:
-        raise has_partitions(allocation_id, blocking)
+    _PARTITIONS.refuse_while_held(conn, allocation_id)
     access_versions.revoke_everywhere(conn, allocation_id)
     if conn.execute(delete(allocations).where(allocations.c.id == allocation_id)).rowcount == 0:
         raise not_found(allocation_id)
 
 
-def explain_delete_refused(conn: Connection, allocation_id: str) -> StoreError:
-    blocking = partitions_of(conn, allocation_id)
-    if blocking:
-        return has_partitions(allocation_id, blocking)
-    return removal_raced("allocation", allocation_id)
-
-
-def partitions_of(conn: Connection, allocation_id: str) -> list[str]:
-    return list(
-        conn.scalars(
-            select(partitions.c.id)
-            .where(partitions.c.allocation_id == allocation_id)
-            .order_by(partitions.c.id)
-        )
-    )
-
-
-def has_partitions(allocation_id: str, partition_ids: Sequence[str]) -> Conflict:
-    return still_holding("allocation", allocation_id, "partition", partition_ids)
+explain_delete_refused = _PARTITIONS.explain_refusal
 
 
 def not_found(allocation_id: str) -> NotFound:

@@ -8,7 +8,6 @@ keyed by (host, slot), so the database refuses a slot to a second server.
 
 from __future__ import annotations
 
-import dataclasses
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
@@ -17,94 +16,44 @@ from sqlalchemy import Connection, delete, insert, select, update
 
 from . import cloud_rows
 from .cloud_records import ClusterRecord, HostRecord, HostUsage, ServerRecord
-from .cloud_rows import update_by_id
 from .cloud_schema import cloud_clusters, cloud_host_slots, cloud_hosts, cloud_servers
 from .errors import Conflict, NotFound
-
-_CLUSTER_FIELDS = [f.name for f in dataclasses.fields(ClusterRecord)]
-_SERVER_FIELDS = [f.name for f in dataclasses.fields(ServerRecord)]
-_HOST_FIELDS = [f.name for f in dataclasses.fields(HostRecord)]
-
-
-def _values(record: object) -> dict[str, Any]:
-    return dataclasses.asdict(record)  # type: ignore[call-overload, no-any-return]
+from .filters import where_given
+from .row_records import record_of, values_of
 
 
 def cluster_not_found(cluster_id: str) -> NotFound:
     return NotFound(f"cluster {cluster_id} does not exist: `vpod cluster list` shows yours")
 
 
+def host_not_found(host_id: str) -> NotFound:
+    return NotFound(f"host {host_id} is not registered: list hosts to see the registered ones")
+
+
 def _cluster(row: Any) -> ClusterRecord:
-    values = {name: row._mapping[name] for name in _CLUSTER_FIELDS}
-    values["interfaces"] = list(values["interfaces"] or [])
-    values["network"] = dict(values["network"] or {})
-    values["metadata"] = dict(values["metadata"] or {})
-    return ClusterRecord(**values)
+    return record_of(
+        ClusterRecord,
+        row,
+        interfaces=list(row.interfaces or []),
+        network=dict(row.network or {}),
+        metadata=dict(row.metadata or {}),
+    )
+
+
+ROWS = cloud_rows.ClaimableRows(cloud_clusters, _cluster, cluster_not_found, "cluster")
+"""Get, find, update, claim and release clusters: one task at a time works on a cluster."""
 
 
 def insert_cluster(conn: Connection, cluster: ClusterRecord) -> None:
-    conn.execute(insert(cloud_clusters).values(**_values(cluster)))
-
-
-def get_cluster(conn: Connection, cluster_id: str) -> ClusterRecord:
-    row = conn.execute(
-        select(cloud_clusters).where(cloud_clusters.c.id == cluster_id)
-    ).one_or_none()
-    if row is None:
-        raise cluster_not_found(cluster_id)
-    return _cluster(row)
-
-
-def find_cluster_by_name(conn: Connection, project_id: str, name: str) -> ClusterRecord | None:
-    row = conn.execute(
-        select(cloud_clusters).where(
-            cloud_clusters.c.project_id == project_id, cloud_clusters.c.name == name
-        )
-    ).one_or_none()
-    return None if row is None else _cluster(row)
+    conn.execute(insert(cloud_clusters).values(**values_of(cluster)))
 
 
 def list_clusters(conn: Connection, project_id: str | None = None) -> list[ClusterRecord]:
-    query = select(cloud_clusters).order_by(cloud_clusters.c.created_at, cloud_clusters.c.id)
-    if project_id is not None:
-        query = query.where(cloud_clusters.c.project_id == project_id)
+    query = where_given(
+        select(cloud_clusters).order_by(cloud_clusters.c.created_at, cloud_clusters.c.id),
+        (project_id, lambda: cloud_clusters.c.project_id == project_id),
+    )
     return [_cluster(row) for row in conn.execute(query)]
-
-
-def update_cluster(conn: Connection, cluster_id: str, changes: Mapping[str, Any]) -> None:
-    update_by_id(
-        conn,
-        cloud_clusters,
-        cluster_id,
-        changes,
-        columns=_CLUSTER_FIELDS,
-        plural="clusters",
-        not_found=cluster_not_found,
-    )
-
-
-def claim(
-    conn: Connection,
-    cluster_id: str,
-    task_id: str,
-    allowed: Collection[str],
-    changes: Mapping[str, Any],
-) -> None:
-    """Make ``task_id`` the cluster's one running task (and apply ``changes``), or refuse.
-
-    Refused with a non-retryable Conflict when another task holds the
-    cluster or its status is not in ``allowed``: the message says which.
-    """
-    cloud_rows.claim(
-        conn,
-        cloud_clusters,
-        cluster_id,
-        task_id,
-        allowed,
-        changes,
-        kind="cluster",
-        current=lambda: get_cluster(conn, cluster_id),
-    )
 
 
 def set_status_if_idle(
@@ -116,22 +65,10 @@ def set_status_if_idle(
     """Apply ``changes`` if no task holds the cluster and its status is in ``from_statuses``."""
     done = conn.execute(
         update(cloud_clusters)
-        .where(
-            cloud_clusters.c.id == cluster_id,
-            cloud_clusters.c.active_task_id.is_(None),
-            cloud_clusters.c.status.in_(list(from_statuses)),
-        )
+        .where(cloud_rows.idle_in(cloud_clusters, cluster_id, from_statuses))
         .values(**changes)
     )
     return bool(done.rowcount)
-
-
-def unclaim(conn: Connection, cluster_id: str, task_id: str) -> None:
-    conn.execute(
-        update(cloud_clusters)
-        .where(cloud_clusters.c.id == cluster_id, cloud_clusters.c.active_task_id == task_id)
-        .values(active_task_id=None)
-    )
 
 
 def delete_cluster(conn: Connection, cluster_id: str) -> None:
@@ -142,11 +79,11 @@ def delete_cluster(conn: Connection, cluster_id: str) -> None:
 
 
 def _server(row: Any) -> ServerRecord:
-    return ServerRecord(**{name: row._mapping[name] for name in _SERVER_FIELDS})
+    return record_of(ServerRecord, row)
 
 
 def insert_servers(conn: Connection, servers: Iterable[ServerRecord]) -> None:
-    rows = [_values(s) for s in servers]
+    rows = [values_of(s) for s in servers]
     if rows:
         conn.execute(insert(cloud_servers), rows)
 
@@ -176,18 +113,15 @@ def delete_server(conn: Connection, server_id: str) -> None:
 
 
 def _host(row: Any) -> HostRecord:
-    return HostRecord(**{name: row._mapping[name] for name in _HOST_FIELDS})
+    return record_of(HostRecord, row)
 
 
 def insert_host(conn: Connection, host: HostRecord) -> None:
-    conn.execute(insert(cloud_hosts).values(**_values(host)))
+    conn.execute(insert(cloud_hosts).values(**values_of(host)))
 
 
 def get_host(conn: Connection, host_id: str) -> HostRecord:
-    row = conn.execute(select(cloud_hosts).where(cloud_hosts.c.id == host_id)).one_or_none()
-    if row is None:
-        raise NotFound(f"host {host_id} is not registered: list hosts to see the registered ones")
-    return _host(row)
+    return _host(cloud_rows.one_by_id(conn, cloud_hosts, host_id, host_not_found))
 
 
 def host_usage(conn: Connection) -> list[HostUsage]:

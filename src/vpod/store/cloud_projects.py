@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, and_, delete, func, insert, or_, select, update
+from sqlalchemy import Connection, Table, and_, delete, func, insert, or_, select, update
 
 from .cloud_records import ProjectRecord, TokenRecord
 from .cloud_schema import (
@@ -23,8 +23,10 @@ from .cloud_schema import (
     cloud_volumes,
 )
 from .dataset_schema import cloud_dataset_storages
-from .errors import Conflict, NotFound
+from .engine import Database
+from .errors import AlreadyExists, Conflict, NotFound
 from .keypair_schema import cloud_keypairs
+from .row_records import record_of, values_of
 
 
 def not_found(project_id: str) -> NotFound:
@@ -34,23 +36,13 @@ def not_found(project_id: str) -> NotFound:
 
 
 def _project(row: Any) -> ProjectRecord:
-    return ProjectRecord(
-        id=row.id,
-        name=row.name,
-        quotas={str(k): int(v) for k, v in dict(row.quotas).items()},
-        created_at=row.created_at,
-    )
+    quotas = {str(k): int(v) for k, v in dict(row.quotas).items()}
+    return record_of(ProjectRecord, row, quotas=quotas)
 
 
 def insert_project(conn: Connection, project: ProjectRecord) -> None:
-    conn.execute(
-        insert(cloud_projects).values(
-            id=project.id,
-            name=project.name,
-            quotas=dict(project.quotas),
-            created_at=project.created_at,
-        )
-    )
+    values = values_of(project, quotas=dict(project.quotas))
+    conn.execute(insert(cloud_projects).values(**values))
 
 
 _LIVE = cloud_projects.c.deleted_at.is_(None)
@@ -65,6 +57,22 @@ def get_project(conn: Connection, project_id: str, *, lock: bool = False) -> Pro
     if row is None:
         raise not_found(project_id)
     return _project(row)
+
+
+def add_to_project(
+    database: Database, table: Table, values: dict[str, Any], *, kind: str, hint: str = ""
+) -> None:
+    """Insert a project's named resource (``values``), the project locked first so that a
+    deletion cannot race it; NotFound without the project, AlreadyExists (what the ``kind``
+    is, then ``hint``) when the name is taken."""
+    name, project_id = values["name"], values["project_id"]
+    taken = AlreadyExists(
+        f"{kind} {name} exists in project {project_id}: pick another name, or delete it first"
+        + hint
+    )
+    with database.write(explain=lambda: taken) as conn:
+        get_project(conn, project_id, lock=True)
+        conn.execute(insert(table).values(**values))
 
 
 def list_projects(conn: Connection) -> list[ProjectRecord]:
@@ -149,27 +157,13 @@ def usage(conn: Connection, project_id: str) -> dict[str, int]:
 
 
 def _token(row: Any) -> TokenRecord:
-    return TokenRecord(
-        id=row.id,
-        project_id=row.project_id,
-        key_hash=row.key_hash,
-        label=row.label,
-        created_at=row.created_at,
-    )
+    return record_of(TokenRecord, row)
 
 
 def insert_token(conn: Connection, token: TokenRecord) -> None:
     if token.project_id is not None:
         get_project(conn, token.project_id)
-    conn.execute(
-        insert(cloud_tokens).values(
-            id=token.id,
-            project_id=token.project_id,
-            key_hash=token.key_hash,
-            label=token.label,
-            created_at=token.created_at,
-        )
-    )
+    conn.execute(insert(cloud_tokens).values(**values_of(token)))
 
 
 def find_token(conn: Connection, token_id: str) -> TokenRecord | None:

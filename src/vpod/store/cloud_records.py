@@ -1,5 +1,6 @@
-"""Values the cloud layer keeps in the store: projects, tokens, clusters, servers, hosts,
-volumes, tasks and metering entries.
+"""Values the cloud layer keeps in the store: projects, tokens, clusters, servers, hosts and
+their GPU agents and GPUs, volumes, tasks, metering entries, SSH keypairs, dataset storage
+and reservations.
 
 Statuses travel as plain strings: the cloud layer (``vpod.cloud.states``)
 owns their meaning, and its ``StrEnum`` members are strings, so they go in
@@ -155,3 +156,105 @@ class MeterEntry:
     billable: bool
     state: str
     id: int = 0
+
+
+# -- GPU host agents and their GPUs (:mod:`.gpu_hosts`) ----------------------------------------
+
+
+@dataclass(frozen=True)
+class GpuAgentRecord:
+    host_id: str
+    token_id: str | None
+    boot_id: str
+    hostname: str
+    driver_version: str
+    cuda_version: str
+    backend: str
+    registered_at: datetime
+    reported_at: datetime
+
+
+@dataclass(frozen=True)
+class HostGpuRecord:
+    host_id: str
+    idx: int
+    uuid: str
+    name: str
+    memory_mib: int
+    pci_bus_id: str
+    details: dict[str, Any]
+    healthy: bool
+    problems: str
+    changed_at: datetime
+
+
+@dataclass(frozen=True)
+class HealthChange:
+    idx: int
+    healthy: bool
+    problems: str
+
+
+# -- SSH keypairs (:mod:`.keypair_store`) ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KeypairRecord:
+    id: str
+    project_id: str
+    name: str
+    key_type: str
+    public_key: str
+    fingerprint: str
+    created_at: datetime
+
+
+# -- dataset storage (:mod:`.dataset_store`) ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StorageRecord:
+    id: str
+    project_id: str
+    name: str
+    endpoint: str
+    bucket: str
+    access_key_masked: str
+    access_key_sealed: str
+    secret_key_sealed: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class AttachmentRecord:
+    cluster_id: str
+    storage_id: str
+    mount_path: str | None
+
+
+# -- reservation plans (:mod:`.reservation_store`) ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReservationRecord:
+    id: str
+    project_id: str
+    flavor: str
+    pool: str
+    units: int
+    per_unit: int
+    term: str
+    price_per_unit_month: Decimal
+    starts_at: datetime
+    ends_at: datetime
+    cancelled_at: datetime | None = None
+    billed_until: datetime | None = None
+
+
+@dataclass(frozen=True)
+class PoolState:
+    """A pool's unit rows and how many of them reservations hold now."""
+
+    pool: str
+    units: int
+    held: int

@@ -21,15 +21,15 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection, select
 
 from . import cloud_clusters as clusters
 from . import cloud_projects as projects
+from . import cloud_rows, leases
 from . import cloud_tasks as tasks
 from . import cloud_volumes as volumes
-from . import leases
 from .cloud_records import (
     ClusterRecord,
     HostRecord,
@@ -41,6 +41,7 @@ from .cloud_records import (
     TokenRecord,
     VolumeRecord,
 )
+from .cloud_rows import Claimable, ClaimableRows
 from .cloud_schema import cloud_clusters, cloud_projects, cloud_volumes
 from .dataset_store import DatasetStore
 from .engine import Database
@@ -56,6 +57,8 @@ Admit = Callable[[ProjectRecord, dict[str, int]], None]
 
 VolumeClaims = Mapping[str, tuple[Sequence[str], Mapping[str, Any]]]
 """Volume id -> (statuses it may be in, changes to apply when claimed)."""
+
+R = TypeVar("R", bound=Claimable)
 
 
 class CloudStore:
@@ -94,8 +97,7 @@ class CloudStore:
         return leases.give_up(self._db, name, holder)
 
     def _explain(self, explain: Callable[[Connection], StoreError]) -> StoreError:
-        with self._db.read() as conn:
-            return explain(conn)
+        return self._db.run_read(explain)
 
     # -- projects and tokens ------------------------------------------------------------------
 
@@ -122,12 +124,10 @@ class CloudStore:
         return project
 
     def get_project(self, project_id: str) -> ProjectRecord:
-        with self._db.read() as conn:
-            return projects.get_project(conn, project_id)
+        return self._db.run_read(projects.get_project, project_id)
 
     def list_projects(self) -> list[ProjectRecord]:
-        with self._db.read() as conn:
-            return projects.list_projects(conn)
+        return self._db.run_read(projects.list_projects)
 
     def set_quotas(self, project_id: str, quotas: Mapping[str, int]) -> ProjectRecord:
         with self._db.write() as conn:
@@ -137,8 +137,7 @@ class CloudStore:
     def remove_project(self, project_id: str, at: datetime) -> None:
         """Delete a project and its tokens; Conflict while it holds clusters or volumes. The
         row stays, marked deleted, so the id is never given to another project."""
-        with self._db.write() as conn:
-            projects.delete_project(conn, project_id, at=at)
+        self._db.run_write(projects.delete_project, project_id, at=at)
 
     def project_usage(self, project_id: str) -> dict[str, int]:
         with self._db.read(snapshot=True) as conn:
@@ -146,24 +145,20 @@ class CloudStore:
             return projects.usage(conn, project_id)
 
     def add_token(self, token: TokenRecord) -> TokenRecord:
-        with self._db.write() as conn:
-            projects.insert_token(conn, token)
+        self._db.run_write(projects.insert_token, token)
         return token
 
     def find_token(self, token_id: str) -> TokenRecord | None:
-        with self._db.read() as conn:
-            return projects.find_token(conn, token_id)
+        return self._db.run_read(projects.find_token, token_id)
 
     def list_tokens(
         self, *, project_id: str | None = None, admin: bool = False
     ) -> list[TokenRecord]:
         """Admin tokens (``admin``), a project's tokens, or every token."""
-        with self._db.read() as conn:
-            return projects.list_tokens(conn, admin=admin, project_id=project_id)
+        return self._db.run_read(projects.list_tokens, admin=admin, project_id=project_id)
 
     def remove_token(self, token_id: str) -> None:
-        with self._db.write() as conn:
-            projects.delete_token(conn, token_id)
+        self._db.run_write(projects.delete_token, token_id)
 
     # -- clusters -----------------------------------------------------------------------------
 
@@ -186,18 +181,11 @@ class CloudStore:
         """
 
         def explain(conn: Connection) -> StoreError:
-            if clusters.find_cluster_by_name(conn, cluster.project_id, cluster.name):
-                return AlreadyExists(
-                    f"project {cluster.project_id} has a cluster named {cluster.name} already:"
-                    " pick another name"
-                )
-            for volume in new_volumes:
-                if volumes.find_volume_by_name(conn, volume.project_id, volume.name):
-                    return AlreadyExists(
-                        f"project {volume.project_id} has a volume named {volume.name} already:"
-                        " pick another name"
-                    )
-            return Conflict(f"cluster {cluster.name} could not be recorded: retry")
+            named = [(cloud_clusters, "cluster", cluster.project_id, cluster.name)]
+            named += [(cloud_volumes, "volume", v.project_id, v.name) for v in new_volumes]
+            return cloud_rows.name_taken(conn, named) or Conflict(
+                f"cluster {cluster.name} could not be recorded: retry"
+            )
 
         with self._db.write(partial(self._explain, explain)) as conn:
             self._admit(conn, cluster.project_id, admit)
@@ -205,8 +193,7 @@ class CloudStore:
             clusters.insert_servers(conn, servers)
             volumes.insert_volumes(conn, new_volumes)
             self._claim_volumes(conn, task.id, attach or {})
-            tasks.insert_task(conn, task)
-            tasks.append_meter(conn, meter)
+            tasks.record_started(conn, task, meter)
         return cluster
 
     def _admit(self, conn: Connection, project_id: str, admit: Admit | None) -> None:
@@ -214,38 +201,37 @@ class CloudStore:
         if admit is not None:
             admit(project, projects.usage(conn, project_id))
 
+    def _update_metered(
+        self,
+        rows: ClaimableRows[R],
+        row_id: str,
+        changes: Mapping[str, Any],
+        meter: Iterable[MeterEntry],
+    ) -> R:
+        with self._db.write() as conn:
+            rows.update(conn, row_id, changes)
+            tasks.append_meter(conn, meter)
+            return rows.get(conn, row_id)
+
     def _claim_volumes(self, conn: Connection, task_id: str, claims: VolumeClaims) -> None:
         for volume_id, (allowed, changes) in claims.items():
-            volumes.claim(conn, volume_id, task_id, allowed, changes)
+            volumes.ROWS.claim(conn, volume_id, task_id, allowed, changes)
 
     def get_cluster(self, cluster_id: str) -> ClusterRecord:
-        with self._db.read() as conn:
-            return clusters.get_cluster(conn, cluster_id)
+        return self._db.run_read(clusters.ROWS.get, cluster_id)
 
     def find_cluster(self, project_id: str, id_or_name: str) -> ClusterRecord | None:
         """The project's cluster with that id, else with that name, else None."""
-        with self._db.read() as conn:
-            found = conn.execute(
-                select(cloud_clusters.c.id).where(
-                    cloud_clusters.c.id == id_or_name, cloud_clusters.c.project_id == project_id
-                )
-            ).scalar()
-            if found is not None:
-                return clusters.get_cluster(conn, found)
-            return clusters.find_cluster_by_name(conn, project_id, id_or_name)
+        return self._db.run_read(clusters.ROWS.find, project_id, id_or_name)
 
     def list_clusters(self, project_id: str | None = None) -> list[ClusterRecord]:
-        with self._db.read() as conn:
-            return clusters.list_clusters(conn, project_id)
+        return self._db.run_read(clusters.list_clusters, project_id)
 
     def update_cluster(
         self, cluster_id: str, *, meter: Iterable[MeterEntry] = (), **changes: Any
     ) -> ClusterRecord:
         """Change a cluster's columns, and record the metering entries that go with it."""
-        with self._db.write() as conn:
-            clusters.update_cluster(conn, cluster_id, changes)
-            tasks.append_meter(conn, meter)
-            return clusters.get_cluster(conn, cluster_id)
+        return self._update_metered(clusters.ROWS, cluster_id, changes, meter)
 
     def update_idle_cluster(
         self,
@@ -285,14 +271,13 @@ class CloudStore:
         in ``allowed``; the message says which.
         """
         with self._db.write() as conn:
-            current = clusters.get_cluster(conn, cluster_id)
+            current = clusters.ROWS.get(conn, cluster_id)
             self._admit(conn, current.project_id, admit)
-            clusters.claim(conn, cluster_id, task.id, allowed, dict(changes or {}))
+            clusters.ROWS.claim(conn, cluster_id, task.id, allowed, dict(changes or {}))
             clusters.insert_servers(conn, new_servers)
             volumes.insert_volumes(conn, new_volumes)
             self._claim_volumes(conn, task.id, attach or {})
-            tasks.insert_task(conn, task)
-            tasks.append_meter(conn, meter)
+            tasks.record_started(conn, task, meter)
         return task
 
     def delete_cluster(self, cluster_id: str, meter: Iterable[MeterEntry] = ()) -> None:
@@ -304,21 +289,17 @@ class CloudStore:
     # -- servers and hosts ----------------------------------------------------------------------
 
     def list_servers(self, cluster_ids: Iterable[str]) -> list[ServerRecord]:
-        with self._db.read() as conn:
-            return clusters.list_servers(conn, list(cluster_ids))
+        return self._db.run_read(clusters.list_servers, list(cluster_ids))
 
     def add_servers(self, servers: Sequence[ServerRecord]) -> None:
-        with self._db.write() as conn:
-            clusters.insert_servers(conn, servers)
+        self._db.run_write(clusters.insert_servers, servers)
 
     def update_server(self, server_id: str, **changes: Any) -> None:
-        with self._db.write() as conn:
-            clusters.update_server(conn, server_id, changes)
+        self._db.run_write(clusters.update_server, server_id, changes)
 
     def delete_server(self, server_id: str) -> None:
         """Forget a server and free its host slots."""
-        with self._db.write() as conn:
-            clusters.delete_server(conn, server_id)
+        self._db.run_write(clusters.delete_server, server_id)
 
     def add_host(self, host: HostRecord) -> HostRecord:
         def explain(_conn: Connection) -> StoreError:
@@ -330,26 +311,21 @@ class CloudStore:
 
     def list_host_usage(self) -> list[HostUsage]:
         """Every registered host with the slots its servers hold, from one snapshot."""
-        with self._db.read(snapshot=True) as conn:
-            return clusters.host_usage(conn)
+        return self._db.run_snapshot(clusters.host_usage)
 
     def set_host_enabled(self, host_id: str, enabled: bool) -> None:
-        with self._db.write() as conn:
-            clusters.set_host_enabled(conn, host_id, enabled)
+        self._db.run_write(clusters.set_host_enabled, host_id, enabled)
 
     def remove_host(self, host_id: str) -> None:
         """Unregister a host; Conflict (not retryable) while a server runs on it."""
-        with self._db.write() as conn:
-            clusters.delete_host(conn, host_id)
+        self._db.run_write(clusters.delete_host, host_id)
 
     def take_slots(self, server_id: str, host_id: str, slots: Sequence[int]) -> None:
         """Give host slots to a server; Conflict (retryable) if one was taken meanwhile."""
-        with self._db.write() as conn:
-            clusters.take_slots(conn, server_id, host_id, slots)
+        self._db.run_write(clusters.take_slots, server_id, host_id, slots)
 
     def release_slots(self, server_id: str) -> None:
-        with self._db.write() as conn:
-            clusters.release_slots(conn, server_id)
+        self._db.run_write(clusters.release_slots, server_id)
 
     # -- volumes ------------------------------------------------------------------------------
 
@@ -362,48 +338,33 @@ class CloudStore:
         admit: Admit | None = None,
     ) -> VolumeRecord:
         def explain(conn: Connection) -> StoreError:
-            if volumes.find_volume_by_name(conn, volume.project_id, volume.name):
-                return AlreadyExists(
-                    f"project {volume.project_id} has a volume named {volume.name} already:"
-                    " pick another name"
-                )
-            return Conflict(f"volume {volume.name} could not be recorded: retry")
+            named = [(cloud_volumes, "volume", volume.project_id, volume.name)]
+            return cloud_rows.name_taken(conn, named) or Conflict(
+                f"volume {volume.name} could not be recorded: retry"
+            )
 
         with self._db.write(partial(self._explain, explain)) as conn:
             self._admit(conn, volume.project_id, admit)
             volumes.insert_volumes(conn, [volume])
-            tasks.insert_task(conn, task)
-            tasks.append_meter(conn, meter)
+            tasks.record_started(conn, task, meter)
         return volume
 
     def get_volume(self, volume_id: str) -> VolumeRecord:
-        with self._db.read() as conn:
-            return volumes.get_volume(conn, volume_id)
+        return self._db.run_read(volumes.ROWS.get, volume_id)
 
     def find_volume(self, project_id: str, id_or_name: str) -> VolumeRecord | None:
-        with self._db.read() as conn:
-            found = conn.execute(
-                select(cloud_volumes.c.id).where(
-                    cloud_volumes.c.id == id_or_name, cloud_volumes.c.project_id == project_id
-                )
-            ).scalar()
-            if found is not None:
-                return volumes.get_volume(conn, found)
-            return volumes.find_volume_by_name(conn, project_id, id_or_name)
+        return self._db.run_read(volumes.ROWS.find, project_id, id_or_name)
 
     def list_volumes(
         self, *, project_id: str | None = None, cluster_id: str | None = None
     ) -> list[VolumeRecord]:
-        with self._db.read() as conn:
-            return volumes.list_volumes(conn, project_id=project_id, cluster_id=cluster_id)
+        return self._db.run_read(volumes.list_volumes, project_id=project_id, cluster_id=cluster_id)
 
     def update_volume(
         self, volume_id: str, *, meter: Iterable[MeterEntry] = (), **changes: Any
     ) -> VolumeRecord:
-        with self._db.write() as conn:
-            volumes.update_volume(conn, volume_id, changes)
-            tasks.append_meter(conn, meter)
-            return volumes.get_volume(conn, volume_id)
+        """Change a volume's columns, and record the metering entries that go with it."""
+        return self._update_metered(volumes.ROWS, volume_id, changes, meter)
 
     def add_volumes(self, new: Sequence[VolumeRecord], meter: Iterable[MeterEntry] = ()) -> None:
         """Record volumes a running task makes (boot volumes of servers a resize adds)."""
@@ -423,11 +384,10 @@ class CloudStore:
     ) -> TaskRecord:
         """Claim the volume (and ``cluster``: id, allowed statuses) for ``task``; record it."""
         with self._db.write() as conn:
-            volumes.claim(conn, volume_id, task.id, allowed, dict(changes or {}))
+            volumes.ROWS.claim(conn, volume_id, task.id, allowed, dict(changes or {}))
             if cluster is not None:
-                clusters.claim(conn, cluster[0], task.id, cluster[1], {})
-            tasks.insert_task(conn, task)
-            tasks.append_meter(conn, meter)
+                clusters.ROWS.claim(conn, cluster[0], task.id, cluster[1], {})
+            tasks.record_started(conn, task, meter)
         return task
 
     def delete_volume(self, volume_id: str, meter: Iterable[MeterEntry] = ()) -> None:
@@ -438,13 +398,11 @@ class CloudStore:
     # -- tasks --------------------------------------------------------------------------------
 
     def add_task(self, task: TaskRecord) -> TaskRecord:
-        with self._db.write() as conn:
-            tasks.insert_task(conn, task)
+        self._db.run_write(tasks.insert_task, task)
         return task
 
     def get_task(self, task_id: str) -> TaskRecord:
-        with self._db.read() as conn:
-            return tasks.get_task(conn, task_id)
+        return self._db.run_read(tasks.get_task, task_id)
 
     def list_tasks(
         self,
@@ -517,9 +475,9 @@ class CloudStore:
                 self._end_cluster(conn, current, cluster_changes)
             volumes.unclaim_all(conn, task_id)
             for volume_id, changes in (volume_changes or {}).items():
-                volumes.update_volume(conn, volume_id, changes)
+                volumes.ROWS.update(conn, volume_id, changes)
             if current.resource_type == "volume" and current.params.get("cluster_id"):
-                clusters.unclaim(conn, str(current.params["cluster_id"]), task_id)
+                clusters.ROWS.unclaim(conn, str(current.params["cluster_id"]), task_id)
             tasks.append_meter(conn, meter)
             return tasks.get_task(conn, task_id)
 
@@ -531,9 +489,9 @@ class CloudStore:
         )
         if found is None:
             return  # deleted by the task itself
-        clusters.unclaim(conn, task.resource_id, task.id)
+        clusters.ROWS.unclaim(conn, task.resource_id, task.id)
         if changes:
-            clusters.update_cluster(conn, task.resource_id, changes)
+            clusters.ROWS.update(conn, task.resource_id, changes)
 
     def unfinished_tasks(self) -> list[TaskRecord]:
         """Tasks NEW or RUNNING, oldest first: what a (re)starting runner must carry on."""
@@ -544,8 +502,7 @@ class CloudStore:
     # -- metering -----------------------------------------------------------------------------
 
     def append_meter(self, entries: Iterable[MeterEntry]) -> None:
-        with self._db.write() as conn:
-            tasks.append_meter(conn, entries)
+        self._db.run_write(tasks.append_meter, entries)
 
     def list_meter(
         self,

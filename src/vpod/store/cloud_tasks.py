@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Collection, Iterable, Mapping
 from datetime import datetime
 from decimal import Decimal
@@ -11,11 +10,11 @@ from typing import Any
 from sqlalchemy import Connection, insert, select
 
 from .cloud_records import MeterEntry, TaskRecord
-from .cloud_rows import update_by_id
+from .cloud_rows import one_by_id, update_by_id
 from .cloud_schema import cloud_metering, cloud_tasks
 from .errors import NotFound
-
-_TASK_FIELDS = [f.name for f in dataclasses.fields(TaskRecord)]
+from .filters import where_given
+from .row_records import record_of, values_of
 
 
 def task_not_found(task_id: str) -> NotFound:
@@ -31,30 +30,36 @@ def _phases_in(raw: Any) -> list[tuple[str, datetime]]:
 
 
 def _task(row: Any) -> TaskRecord:
-    values = {name: row._mapping[name] for name in _TASK_FIELDS}
-    values["phases"] = _phases_in(values["phases"])
-    values["params"] = dict(values["params"] or {})
-    values["warnings"] = list(values["warnings"] or [])
-    return TaskRecord(**values)
+    return record_of(
+        TaskRecord,
+        row,
+        phases=_phases_in(row.phases),
+        params=dict(row.params or {}),
+        warnings=list(row.warnings or []),
+    )
 
 
 def _task_values(task: TaskRecord) -> dict[str, Any]:
-    values = {name: getattr(task, name) for name in _TASK_FIELDS}
-    values["phases"] = _phases_out(task.phases)
-    values["warnings"] = list(task.warnings)
-    values["params"] = dict(task.params)
-    return values
+    return values_of(
+        task,
+        phases=_phases_out(task.phases),
+        warnings=list(task.warnings),
+        params=dict(task.params),
+    )
 
 
 def insert_task(conn: Connection, task: TaskRecord) -> None:
     conn.execute(insert(cloud_tasks).values(**_task_values(task)))
 
 
+def record_started(conn: Connection, task: TaskRecord, meter: Iterable[MeterEntry]) -> None:
+    """Record a task that starts, with the metering entries its start writes."""
+    insert_task(conn, task)
+    append_meter(conn, meter)
+
+
 def get_task(conn: Connection, task_id: str) -> TaskRecord:
-    row = conn.execute(select(cloud_tasks).where(cloud_tasks.c.id == task_id)).one_or_none()
-    if row is None:
-        raise task_not_found(task_id)
-    return _task(row)
+    return _task(one_by_id(conn, cloud_tasks, task_id, task_not_found))
 
 
 def list_tasks(
@@ -67,12 +72,12 @@ def list_tasks(
 ) -> list[TaskRecord]:
     """Tasks matching every filter, newest first."""
     query = select(cloud_tasks).order_by(cloud_tasks.c.created_at.desc(), cloud_tasks.c.id.desc())
-    if project_id is not None:
-        query = query.where(cloud_tasks.c.project_id == project_id)
-    if resource_id is not None:
-        query = query.where(cloud_tasks.c.resource_id == resource_id)
-    if states is not None:
-        query = query.where(cloud_tasks.c.state.in_(list(states)))
+    query = where_given(
+        query,
+        (project_id, lambda: cloud_tasks.c.project_id == project_id),
+        (resource_id, lambda: cloud_tasks.c.resource_id == resource_id),
+        (states, lambda: cloud_tasks.c.state.in_(list(states or ()))),
+    )
     return [_task(row) for row in conn.execute(query.limit(limit))]
 
 
@@ -85,7 +90,6 @@ def update_task(conn: Connection, task_id: str, changes: Mapping[str, Any]) -> N
         cloud_tasks,
         task_id,
         values,
-        columns=_TASK_FIELDS,
         plural="tasks",
         not_found=task_not_found,
     )
@@ -94,22 +98,15 @@ def update_task(conn: Connection, task_id: str, changes: Mapping[str, Any]) -> N
 # -- metering ---------------------------------------------------------------------------------
 
 
+def _meter_values(entry: MeterEntry) -> dict[str, Any]:
+    """The entry's columns; its ``id`` is the database's to give."""
+    values = values_of(entry, unit_price_per_hour=str(entry.unit_price_per_hour))
+    del values["id"]
+    return values
+
+
 def append_meter(conn: Connection, entries: Iterable[MeterEntry]) -> None:
-    rows = [
-        {
-            "time": e.time,
-            "project_id": e.project_id,
-            "resource_type": e.resource_type,
-            "resource_id": e.resource_id,
-            "resource_name": e.resource_name,
-            "item": e.item,
-            "quantity": e.quantity,
-            "unit_price_per_hour": str(e.unit_price_per_hour),
-            "billable": e.billable,
-            "state": e.state,
-        }
-        for e in entries
-    ]
+    rows = [_meter_values(e) for e in entries]
     if rows:
         conn.execute(insert(cloud_metering), rows)
 
@@ -123,25 +120,20 @@ def list_meter(
 ) -> list[MeterEntry]:
     """Metering entries in the order they were written (time, then id)."""
     query = select(cloud_metering).order_by(cloud_metering.c.time, cloud_metering.c.id)
-    if project_id is not None:
-        query = query.where(cloud_metering.c.project_id == project_id)
-    if resource_id is not None:
-        query = query.where(cloud_metering.c.resource_id == resource_id)
-    if before is not None:
-        query = query.where(cloud_metering.c.time < before)
+    query = where_given(
+        query,
+        (project_id, lambda: cloud_metering.c.project_id == project_id),
+        (resource_id, lambda: cloud_metering.c.resource_id == resource_id),
+        (before, lambda: cloud_metering.c.time < before),
+    )
     return [
-        MeterEntry(
+        record_of(
+            MeterEntry,
+            row,
             id=int(row.id),
-            time=row.time,
-            project_id=row.project_id,
-            resource_type=row.resource_type,
-            resource_id=row.resource_id,
-            resource_name=row.resource_name,
-            item=row.item,
             quantity=int(row.quantity),
             unit_price_per_hour=Decimal(row.unit_price_per_hour),
             billable=bool(row.billable),
-            state=row.state,
         )
         for row in conn.execute(query)
     ]

@@ -8,19 +8,17 @@ suspended or deleted.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy import Connection, delete, insert, select, update
 
 from . import cloud_rows
 from .cloud_records import VolumeRecord
-from .cloud_rows import update_by_id
 from .cloud_schema import cloud_volumes
 from .errors import NotFound
-
-_FIELDS = [f.name for f in dataclasses.fields(VolumeRecord)]
+from .filters import where_given
+from .row_records import record_of, values_of
 
 
 def volume_not_found(volume_id: str) -> NotFound:
@@ -28,80 +26,28 @@ def volume_not_found(volume_id: str) -> NotFound:
 
 
 def _volume(row: Any) -> VolumeRecord:
-    return VolumeRecord(**{name: row._mapping[name] for name in _FIELDS})
+    return record_of(VolumeRecord, row)
+
+
+ROWS = cloud_rows.ClaimableRows(cloud_volumes, _volume, volume_not_found, "volume")
+"""Get, find, update, claim and release volumes: one task at a time works on a volume."""
 
 
 def insert_volumes(conn: Connection, volumes: Iterable[VolumeRecord]) -> None:
-    rows = [dataclasses.asdict(v) for v in volumes]
+    rows = [values_of(v) for v in volumes]
     if rows:
         conn.execute(insert(cloud_volumes), rows)
-
-
-def get_volume(conn: Connection, volume_id: str) -> VolumeRecord:
-    row = conn.execute(select(cloud_volumes).where(cloud_volumes.c.id == volume_id)).one_or_none()
-    if row is None:
-        raise volume_not_found(volume_id)
-    return _volume(row)
-
-
-def find_volume_by_name(conn: Connection, project_id: str, name: str) -> VolumeRecord | None:
-    row = conn.execute(
-        select(cloud_volumes).where(
-            cloud_volumes.c.project_id == project_id, cloud_volumes.c.name == name
-        )
-    ).one_or_none()
-    return None if row is None else _volume(row)
 
 
 def list_volumes(
     conn: Connection, *, project_id: str | None = None, cluster_id: str | None = None
 ) -> list[VolumeRecord]:
-    query = select(cloud_volumes).order_by(cloud_volumes.c.created_at, cloud_volumes.c.id)
-    if project_id is not None:
-        query = query.where(cloud_volumes.c.project_id == project_id)
-    if cluster_id is not None:
-        query = query.where(cloud_volumes.c.cluster_id == cluster_id)
+    query = where_given(
+        select(cloud_volumes).order_by(cloud_volumes.c.created_at, cloud_volumes.c.id),
+        (project_id, lambda: cloud_volumes.c.project_id == project_id),
+        (cluster_id, lambda: cloud_volumes.c.cluster_id == cluster_id),
+    )
     return [_volume(row) for row in conn.execute(query)]
-
-
-def update_volume(conn: Connection, volume_id: str, changes: Mapping[str, Any]) -> None:
-    update_by_id(
-        conn,
-        cloud_volumes,
-        volume_id,
-        changes,
-        columns=_FIELDS,
-        plural="volumes",
-        not_found=volume_not_found,
-    )
-
-
-def claim(
-    conn: Connection,
-    volume_id: str,
-    task_id: str,
-    allowed: Collection[str],
-    changes: Mapping[str, Any],
-) -> None:
-    """Make ``task_id`` the volume's one running task (and apply ``changes``), or refuse."""
-    cloud_rows.claim(
-        conn,
-        cloud_volumes,
-        volume_id,
-        task_id,
-        allowed,
-        changes,
-        kind="volume",
-        current=lambda: get_volume(conn, volume_id),
-    )
-
-
-def unclaim(conn: Connection, volume_id: str, task_id: str) -> None:
-    conn.execute(
-        update(cloud_volumes)
-        .where(cloud_volumes.c.id == volume_id, cloud_volumes.c.active_task_id == task_id)
-        .values(active_task_id=None)
-    )
 
 
 def unclaim_all(conn: Connection, task_id: str) -> None:

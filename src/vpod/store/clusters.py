@@ -6,7 +6,6 @@ and its foreign key to ``agents`` refuses agents that are not registered.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,7 +15,9 @@ from vpod.domain.catalog import MachineType
 from vpod.domain.entities import Cluster
 from vpod.domain.topology import GwTopology, IldTopology
 
-from .errors import AlreadyExists, Conflict, NotFound, StoreError, removal_raced, still_holding
+from .dependants import Dependants
+from .errors import AlreadyExists, Conflict, NotFound, StoreError
+from .row_records import children_of, grouped
 from .schema import agents, allocations, cluster_agents, clusters
 from .translate import decoding
 
@@ -91,54 +92,29 @@ def get_cluster(conn: Connection, cluster_id: str) -> Cluster:
     row = conn.execute(select(clusters).where(clusters.c.id == cluster_id)).first()
     if row is None:
         raise not_found(cluster_id)
-    agent_ids = conn.scalars(
-        select(cluster_agents.c.agent_id)
-        .where(cluster_agents.c.cluster_id == cluster_id)
-        .order_by(cluster_agents.c.position)
-    ).all()
+    agents = cluster_agents.c
+    agent_ids = children_of(conn, agents.cluster_id, agents.agent_id, cluster_id, agents.position)
     return _cluster(row, agent_ids)
 
 
 def list_clusters(conn: Connection) -> list[Cluster]:
-    members: dict[str, list[str]] = defaultdict(list)
-    for cluster_id, agent_id in conn.execute(
-        select(cluster_agents.c.cluster_id, cluster_agents.c.agent_id).order_by(
-            cluster_agents.c.cluster_id, cluster_agents.c.position
-        )
-    ):
-        members[cluster_id].append(agent_id)
+    agents = cluster_agents.c
+    members = grouped(conn, agents.cluster_id, agents.agent_id, order=agents.position)
     rows = conn.execute(select(clusters).order_by(clusters.c.id))
     return [_cluster(row, members[row.id]) for row in rows]
 
 
+_ALLOCATIONS = Dependants("cluster", "allocation", allocations.c.cluster_id)
+
+
 def delete_cluster(conn: Connection, cluster_id: str) -> None:
     """Remove a cluster that has no allocations; its agents stay registered."""
-    blocking = allocations_of(conn, cluster_id)
-    if blocking:
-        raise has_allocations(cluster_id, blocking)
+    _ALLOCATIONS.refuse_while_held(conn, cluster_id)
     if conn.execute(delete(clusters).where(clusters.c.id == cluster_id)).rowcount == 0:
         raise not_found(cluster_id)
 
 
-def explain_delete_refused(conn: Connection, cluster_id: str) -> StoreError:
-    blocking = allocations_of(conn, cluster_id)
-    if blocking:
-        return has_allocations(cluster_id, blocking)
-    return removal_raced("cluster", cluster_id)
-
-
-def allocations_of(conn: Connection, cluster_id: str) -> list[str]:
-    return list(
-        conn.scalars(
-            select(allocations.c.id)
-            .where(allocations.c.cluster_id == cluster_id)
-            .order_by(allocations.c.id)
-        )
-    )
-
-
-def has_allocations(cluster_id: str, allocation_ids: Sequence[str]) -> Conflict:
-    return still_holding("cluster", cluster_id, "allocation", allocation_ids)
+explain_delete_refused = _ALLOCATIONS.explain_refusal
 
 
 def not_found(cluster_id: str) -> NotFound:

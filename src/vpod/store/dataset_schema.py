@@ -15,40 +15,24 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Column, ForeignKey, Table, Text, UniqueConstraint
+from sqlalchemy import Column, Table, Text
 
-from .columns import ID, LABEL, TEXT_SHORT, UtcDateTime, metadata
+from .columns import LABEL, TEXT_SHORT, UtcDateTime, metadata, project_resource, reference
 
-cloud_dataset_storages = Table(
+cloud_dataset_storages = project_resource(
     "cloud_dataset_storages",
-    metadata,
-    Column("id", ID, primary_key=True),
-    Column("project_id", ID, ForeignKey("cloud_projects.id"), nullable=False, index=True),
-    Column("name", ID, nullable=False),
     Column("endpoint", LABEL, nullable=False, comment="an endpoint name of cloud.toml"),
     Column("bucket", LABEL, nullable=False),
     Column("access_key_masked", LABEL, nullable=False, comment="e.g. AKIA…WXYZ"),
     Column("access_key_sealed", Text, nullable=False, comment="Fernet token"),
     Column("secret_key_sealed", Text, nullable=False, comment="Fernet token"),
     Column("created_at", UtcDateTime, nullable=False),
-    UniqueConstraint("project_id", "name"),
 )
 
 cloud_dataset_attachments = Table(
     "cloud_dataset_attachments",
     metadata,
-    Column(
-        "cluster_id",
-        ID,
-        ForeignKey("cloud_clusters.id", ondelete="CASCADE"),
-        primary_key=True,
-    ),
-    Column(
-        "storage_id",
-        ID,
-        ForeignKey("cloud_dataset_storages.id"),
-        nullable=False,
-        index=True,
-    ),
+    reference("cluster_id", "cloud_clusters.id", cascade=True, primary_key=True),
+    reference("storage_id", "cloud_dataset_storages.id", index=True),
     Column("mount_path", TEXT_SHORT, nullable=True, comment="absolute path on the servers"),
 )

@@ -8,41 +8,22 @@ clear. Deleting a storage that a cluster holds is refused by the database
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, delete, insert, select, update
 
-from .cloud_projects import get_project
-from .cloud_schema import cloud_clusters
+from .cloud_projects import add_to_project
+from .cloud_records import AttachmentRecord, StorageRecord
+from .cloud_rows import delete_unless_held, find_in_project, one_by_id
 from .dataset_schema import cloud_dataset_attachments, cloud_dataset_storages
-from .engine import Database
-from .errors import AlreadyExists, Conflict, NotFound
-
-
-@dataclass(frozen=True)
-class StorageRecord:
-    id: str
-    project_id: str
-    name: str
-    endpoint: str
-    bucket: str
-    access_key_masked: str
-    access_key_sealed: str
-    secret_key_sealed: str
-    created_at: datetime
-
-
-@dataclass(frozen=True)
-class AttachmentRecord:
-    cluster_id: str
-    storage_id: str
-    mount_path: str | None
+from .errors import Conflict, NotFound
+from .filters import where_given
+from .row_records import record_of, values_of
+from .table_group import TableGroup
 
 
 def _storage(row: Any) -> StorageRecord:
-    return StorageRecord(**dict(row._mapping))
+    return record_of(StorageRecord, row)
 
 
 def not_found(ref: str) -> NotFound:
@@ -51,47 +32,25 @@ def not_found(ref: str) -> NotFound:
     )
 
 
-class DatasetStore:
-    def __init__(self, database: Database) -> None:
-        self._db = database
-
+class DatasetStore(TableGroup):
     def add(self, storage: StorageRecord) -> None:
-        def taken() -> AlreadyExists:
-            return AlreadyExists(
-                f"dataset storage {storage.name} exists in project {storage.project_id}:"
-                " pick another name, or delete it first"
-            )
-
-        with self._db.write(explain=taken) as conn:
-            get_project(conn, storage.project_id, lock=True)
-            conn.execute(insert(cloud_dataset_storages).values(**storage.__dict__))
+        add_to_project(self._db, cloud_dataset_storages, values_of(storage), kind="dataset storage")
 
     def get(self, storage_id: str) -> StorageRecord:
-        with self._db.read() as conn:
-            row = conn.execute(
-                select(cloud_dataset_storages).where(cloud_dataset_storages.c.id == storage_id)
-            ).one_or_none()
-        if row is None:
-            raise not_found(storage_id)
+        row = self._db.run_read(one_by_id, cloud_dataset_storages, storage_id, not_found)
         return _storage(row)
 
     def find(self, project_id: str, ref: str) -> StorageRecord | None:
         """The project's storage with id or name ``ref``."""
-        table = cloud_dataset_storages
-        with self._db.read() as conn:
-            row = conn.execute(
-                select(table).where(
-                    table.c.project_id == project_id, (table.c.id == ref) | (table.c.name == ref)
-                )
-            ).first()
+        row = self._db.run_read(find_in_project, cloud_dataset_storages, project_id, ref)
         return None if row is None else _storage(row)
 
     def list_storages(self, project_id: str | None = None) -> list[StorageRecord]:
-        query = select(cloud_dataset_storages).order_by(
-            cloud_dataset_storages.c.created_at, cloud_dataset_storages.c.id
+        table = cloud_dataset_storages
+        query = where_given(
+            select(table).order_by(table.c.created_at, table.c.id),
+            (project_id, lambda: table.c.project_id == project_id),
         )
-        if project_id is not None:
-            query = query.where(cloud_dataset_storages.c.project_id == project_id)
         with self._db.read() as conn:
             return [_storage(row) for row in conn.execute(query)]
 
@@ -106,37 +65,17 @@ class DatasetStore:
 
     def delete(self, storage_id: str) -> None:
         """Conflict while a cluster holds it (name the clusters: detach first)."""
-
-        def held() -> Conflict:
-            return Conflict(
-                f"dataset storage {storage_id} was attached meanwhile: detach it first",
-                retryable=False,
-            )
-
-        with self._db.write(explain=held) as conn:
-            holders = self._holders(conn, storage_id)
-            if holders:
-                raise Conflict(
-                    f"dataset storage {storage_id} is attached to cluster(s)"
-                    f" {', '.join(holders)}: detach it first (`vpod storage detach`)",
-                    retryable=False,
-                )
-            conn.execute(
-                delete(cloud_dataset_storages).where(cloud_dataset_storages.c.id == storage_id)
-            )
-
-    def _holders(self, conn: Connection, storage_id: str) -> list[str]:
-        rows = conn.execute(
-            select(cloud_clusters.c.name)
-            .select_from(
-                cloud_dataset_attachments.join(
-                    cloud_clusters, cloud_clusters.c.id == cloud_dataset_attachments.c.cluster_id
-                )
-            )
-            .where(cloud_dataset_attachments.c.storage_id == storage_id)
-            .order_by(cloud_clusters.c.name)
+        delete_unless_held(
+            self._db,
+            cloud_dataset_storages,
+            storage_id,
+            cloud_dataset_attachments.c.storage_id,
+            held=lambda holders: (
+                f"dataset storage {storage_id} is attached to cluster(s) {holders}:"
+                " detach it first (`vpod storage detach`)"
+            ),
+            raced=f"dataset storage {storage_id} was attached meanwhile: detach it first",
         )
-        return [str(r[0]) for r in rows]
 
     # -- attachments --------------------------------------------------------------------------
 
@@ -182,7 +121,7 @@ class DatasetStore:
                 cloud_dataset_attachments.c.cluster_id == cluster_id
             )
         ).one_or_none()
-        return None if row is None else AttachmentRecord(**dict(row._mapping))
+        return None if row is None else record_of(AttachmentRecord, row)
 
     def held_by(self, cluster_ids: list[str]) -> dict[str, tuple[str, str | None]]:
         """Cluster id -> (name of the storage it holds, mount path), for those that hold one."""
@@ -204,4 +143,7 @@ class DatasetStore:
                 .where(cloud_dataset_attachments.c.storage_id == storage_id)
                 .order_by(cloud_dataset_attachments.c.cluster_id)
             )
-            return [AttachmentRecord(**dict(r._mapping)) for r in rows]
+            return [record_of(AttachmentRecord, r) for r in rows]
+
+
+__all__ = ["AttachmentRecord", "DatasetStore", "StorageRecord", "not_found"]

@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
@@ -240,6 +240,9 @@ def create_store_engine(url: str, options: EngineOptions | None = None) -> Engin
         ) from exc
 
 
+P = ParamSpec("P")
+T = TypeVar("T")
+
 Explain = Callable[[], StoreError]
 """Called after a write was refused by a constraint, in a fresh transaction of its own,
 to find out why and return the exception to raise."""
@@ -302,6 +305,43 @@ class Database:
             raise explain() from exc.__cause__
         if self.checkpointer is not None:
             self.checkpointer.note_commit()
+
+    def run_read(
+        self, read: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """``read(conn, *args, **kwargs)`` in a read transaction of its own: a one-query read."""
+        with self.read() as conn:
+            return read(conn, *args, **kwargs)
+
+    def run_snapshot(
+        self, read: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """``read(conn, ...)`` in a read transaction whose queries all see one state."""
+        with self.read(snapshot=True) as conn:
+            return read(conn, *args, **kwargs)
+
+    def run_write(
+        self, write: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """``write(conn, ...)`` in a write transaction of its own, committed when it returns."""
+        with self.write() as conn:
+            return write(conn, *args, **kwargs)
+
+    def run_explained(
+        self,
+        write: Callable[Concatenate[Connection, P], T],
+        explain: Callable[Concatenate[Connection, P], StoreError],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        """``write(conn, ...)`` in a write transaction of its own; when a constraint refuses
+        it, ``explain(conn, ...)``, run on the same arguments in a fresh read, says why."""
+
+        def why() -> StoreError:
+            return self.run_read(explain, *args, **kwargs)
+
+        with self.write(why) as conn:
+            return write(conn, *args, **kwargs)
 
     def dispose(self) -> None:
         if self.checkpointer is not None:

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import datetime
+from typing import TypedDict, Unpack
 
 from sqlalchemy import Connection, delete, insert, select
 
 from . import prepared
+from .filters import where_given
 from .records import AuditEvent
+from .row_records import record_of
 from .schema import events
 
 MAX_DETAIL_CHARS = 4000
@@ -44,57 +47,43 @@ def append(conn: Connection, event: AuditEvent) -> AuditEvent:
     return dataclasses.replace(event, detail=detail, id=int(new_id))
 
 
-def list_events(
-    conn: Connection,
-    *,
-    since: datetime | None = None,
-    until: datetime | None = None,
-    actor: str | None = None,
-    action: str | None = None,
-    target: str | None = None,
-    outcome: str | None = None,
-    before_id: int | None = None,
-    after_id: int | None = None,
-    limit: int = 100,
-) -> list[AuditEvent]:
-    """Events matching every filter given, newest first, at most ``limit``.
+class EventQuery(TypedDict, total=False):
+    """What :func:`list_events` is asked for: every filter is optional."""
 
-    ``since`` is inclusive, ``until`` exclusive; ``before_id`` pages further
-    back (pass the smallest id of the previous page); ``after_id`` keeps only
-    entries newer than that id (a follower's last seen).
-    """
+    since: datetime | None
+    """Only events at or after this time."""
+    until: datetime | None
+    """Only events before this time."""
+    actor: str | None
+    action: str | None
+    target: str | None
+    outcome: str | None
+    before_id: int | None
+    """Page further back: pass the smallest id of the previous page."""
+    after_id: int | None
+    """Only entries newer than that id (a follower's last seen)."""
+    limit: int
+    """The most events returned (100 unless given)."""
+
+
+def list_events(conn: Connection, **query: Unpack[EventQuery]) -> list[AuditEvent]:
+    """Events matching every filter given, newest first, at most ``limit``."""
+    limit = query.get("limit", 100)
     if limit < 1:
         raise ValueError(f"limit must be at least 1, not {limit}")
-    query = select(events).order_by(events.c.id.desc()).limit(limit)
-    if since is not None:
-        query = query.where(events.c.time >= since)
-    if until is not None:
-        query = query.where(events.c.time < until)
-    if actor is not None:
-        query = query.where(events.c.actor == actor)
-    if action is not None:
-        query = query.where(events.c.action == action)
-    if target is not None:
-        query = query.where(events.c.target == target)
-    if outcome is not None:
-        query = query.where(events.c.outcome == outcome)
-    if before_id is not None:
-        query = query.where(events.c.id < before_id)
-    if after_id is not None:
-        query = query.where(events.c.id > after_id)
-    return [
-        AuditEvent(
-            time=row.time,
-            actor=row.actor,
-            action=row.action,
-            target=row.target,
-            outcome=row.outcome,
-            source=row.source,
-            detail=row.detail,
-            id=row.id,
-        )
-        for row in conn.execute(query)
-    ]
+    given = query.get
+    found = where_given(
+        select(events).order_by(events.c.id.desc()).limit(limit),
+        (given("since"), lambda: events.c.time >= given("since")),
+        (given("until"), lambda: events.c.time < given("until")),
+        (given("actor"), lambda: events.c.actor == given("actor")),
+        (given("action"), lambda: events.c.action == given("action")),
+        (given("target"), lambda: events.c.target == given("target")),
+        (given("outcome"), lambda: events.c.outcome == given("outcome")),
+        (given("before_id"), lambda: events.c.id < given("before_id")),
+        (given("after_id"), lambda: events.c.id > given("after_id")),
+    )
+    return [record_of(AuditEvent, row) for row in conn.execute(found)]
 
 
 def prune(conn: Connection, *, before: datetime) -> int:

@@ -12,69 +12,31 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import delete, insert, select, update
 
-from .cloud_records import HostRecord
+from .cloud_records import GpuAgentRecord, HealthChange, HostGpuRecord, HostRecord
 from .cloud_schema import cloud_host_slots, cloud_hosts
-from .engine import Database
 from .errors import AlreadyExists, Conflict, StoreError
+from .filters import where_given
 from .gpu_schema import cloud_gpu_agents, cloud_host_gpus
+from .row_records import record_of, values_of
+from .table_group import TableGroup
 
 NO_SAMPLE = "no health sample yet"
 
 
-@dataclass(frozen=True)
-class GpuAgentRecord:
-    host_id: str
-    token_id: str | None
-    boot_id: str
-    hostname: str
-    driver_version: str
-    cuda_version: str
-    backend: str
-    registered_at: datetime
-    reported_at: datetime
-
-
-@dataclass(frozen=True)
-class HostGpuRecord:
-    host_id: str
-    idx: int
-    uuid: str
-    name: str
-    memory_mib: int
-    pci_bus_id: str
-    details: dict[str, Any]
-    healthy: bool
-    problems: str
-    changed_at: datetime
-
-
-@dataclass(frozen=True)
-class HealthChange:
-    idx: int
-    healthy: bool
-    problems: str
-
-
 def _agent(row: Any) -> GpuAgentRecord:
-    return GpuAgentRecord(**dict(row._mapping))
+    return record_of(GpuAgentRecord, row)
 
 
 def _gpu(row: Any) -> HostGpuRecord:
-    values = dict(row._mapping)
-    values["details"] = dict(values["details"] or {})
-    return HostGpuRecord(**values)
+    return record_of(HostGpuRecord, row, details=dict(row.details or {}))
 
 
-class GpuHostStore:
-    def __init__(self, database: Database) -> None:
-        self._db = database
-
+class GpuHostStore(TableGroup):
     def _explain_uuid(self, gpus: Sequence[HostGpuRecord], host_id: str) -> StoreError:
         with self._db.read() as conn:
             for gpu in gpus:
@@ -99,7 +61,7 @@ class GpuHostStore:
         with self._db.write(lambda: self._explain_uuid(gpus, host.id)) as conn:
             exists = conn.scalar(select(cloud_hosts.c.id).where(cloud_hosts.c.id == host.id))
             if exists is None:
-                conn.execute(insert(cloud_hosts).values(**_host_values(host)))
+                conn.execute(insert(cloud_hosts).values(**values_of(host)))
             else:
                 conn.execute(
                     update(cloud_hosts)
@@ -118,7 +80,7 @@ class GpuHostStore:
             rows = []
             for gpu in gpus:
                 before = known.get(gpu.uuid)
-                values = {**_gpu_values(gpu)}
+                values = values_of(gpu)
                 if before is not None and before.idx == gpu.idx:
                     values.update(
                         healthy=before.healthy,
@@ -129,7 +91,7 @@ class GpuHostStore:
             if rows:
                 conn.execute(insert(cloud_host_gpus), rows)
             conn.execute(delete(cloud_gpu_agents).where(cloud_gpu_agents.c.host_id == host.id))
-            conn.execute(insert(cloud_gpu_agents).values(**_agent_values(agent)))
+            conn.execute(insert(cloud_gpu_agents).values(**values_of(agent)))
             return exists is None
 
     def agent(self, host_id: str) -> GpuAgentRecord | None:
@@ -168,9 +130,10 @@ class GpuHostStore:
             return [_agent(r) for r in rows]
 
     def list_gpus(self, host_ids: Iterable[str] | None = None) -> list[HostGpuRecord]:
-        query = select(cloud_host_gpus).order_by(cloud_host_gpus.c.host_id, cloud_host_gpus.c.idx)
-        if host_ids is not None:
-            query = query.where(cloud_host_gpus.c.host_id.in_(list(host_ids)))
+        query = where_given(
+            select(cloud_host_gpus).order_by(cloud_host_gpus.c.host_id, cloud_host_gpus.c.idx),
+            (host_ids, lambda: cloud_host_gpus.c.host_id.in_(list(host_ids or ()))),
+        )
         with self._db.read() as conn:
             return [_gpu(r) for r in conn.execute(query)]
 
@@ -188,48 +151,6 @@ class GpuHostStore:
             server: (pairs[0][0], tuple(sorted(slot for _, slot in pairs)))
             for server, pairs in held.items()
         }
-
-
-def _host_values(host: HostRecord) -> dict[str, Any]:
-    return {
-        "id": host.id,
-        "role": host.role,
-        "model": host.model,
-        "slots": host.slots,
-        "fabric": host.fabric,
-        "address": host.address,
-        "enabled": host.enabled,
-        "registered_at": host.registered_at,
-    }
-
-
-def _gpu_values(gpu: HostGpuRecord) -> dict[str, Any]:
-    return {
-        "host_id": gpu.host_id,
-        "idx": gpu.idx,
-        "uuid": gpu.uuid,
-        "name": gpu.name,
-        "memory_mib": gpu.memory_mib,
-        "pci_bus_id": gpu.pci_bus_id,
-        "details": gpu.details,
-        "healthy": gpu.healthy,
-        "problems": gpu.problems,
-        "changed_at": gpu.changed_at,
-    }
-
-
-def _agent_values(agent: GpuAgentRecord) -> dict[str, Any]:
-    return {
-        "host_id": agent.host_id,
-        "token_id": agent.token_id,
-        "boot_id": agent.boot_id,
-        "hostname": agent.hostname,
-        "driver_version": agent.driver_version,
-        "cuda_version": agent.cuda_version,
-        "backend": agent.backend,
-        "registered_at": agent.registered_at,
-        "reported_at": agent.reported_at,
-    }
 
 
 __all__ = ["NO_SAMPLE", "GpuAgentRecord", "GpuHostStore", "HealthChange", "HostGpuRecord"]

@@ -16,43 +16,32 @@ be removed (``cloud_host_slots``).
 
 from __future__ import annotations
 
-from sqlalchemy import (
-    JSON,
-    Boolean,
-    Column,
-    ForeignKey,
-    Integer,
-    PrimaryKeyConstraint,
-    String,
-    Table,
-    Text,
-)
+from sqlalchemy import JSON, Boolean, Column, Integer, PrimaryKeyConstraint, String, Table, Text
 
-from .columns import ID, LABEL, NAME, TEXT_SHORT, UtcDateTime, metadata
+from .columns import LABEL, NAME, TEXT_SHORT, UtcDateTime, metadata, reference, required
 
 cloud_gpu_agents = Table(
     "cloud_gpu_agents",
     metadata,
-    Column("host_id", ID, ForeignKey("cloud_hosts.id", ondelete="CASCADE"), primary_key=True),
+    reference("host_id", "cloud_hosts.id", cascade=True, primary_key=True),
     Column("token_id", String(32), nullable=True, comment="the agent token it is bound to"),
-    Column("boot_id", LABEL, nullable=False),
-    Column("hostname", TEXT_SHORT, nullable=False),
-    Column("driver_version", LABEL, nullable=False),
-    Column("cuda_version", LABEL, nullable=False),
+    *required(
+        boot_id=LABEL,
+        hostname=TEXT_SHORT,
+        driver_version=LABEL,
+        cuda_version=LABEL,
+    ),
     Column("backend", NAME, nullable=False, comment="nvml or emulated"),
-    Column("registered_at", UtcDateTime, nullable=False),
-    Column("reported_at", UtcDateTime, nullable=False),
+    *required(registered_at=UtcDateTime, reported_at=UtcDateTime),
 )
 
 cloud_host_gpus = Table(
     "cloud_host_gpus",
     metadata,
-    Column("host_id", ID, ForeignKey("cloud_hosts.id", ondelete="CASCADE"), nullable=False),
+    reference("host_id", "cloud_hosts.id", cascade=True),
     Column("idx", Integer, nullable=False, comment="the GPU's index: the host slot it is"),
     Column("uuid", LABEL, nullable=False, unique=True),
-    Column("name", LABEL, nullable=False),
-    Column("memory_mib", Integer, nullable=False),
-    Column("pci_bus_id", LABEL, nullable=False),
+    *required(name=LABEL, memory_mib=Integer, pci_bus_id=LABEL),
     Column("details", JSON, nullable=False, comment="NVLinks, topology, MIG, device nodes"),
     Column("healthy", Boolean, nullable=False),
     Column("problems", Text, nullable=False, comment="why it is unhealthy, '; ' between"),

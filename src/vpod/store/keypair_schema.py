@@ -11,31 +11,21 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Column, ForeignKey, Table, Text, UniqueConstraint
+from sqlalchemy import Column, Table, Text
 
-from .columns import ID, LABEL, UtcDateTime, metadata
+from .columns import LABEL, UtcDateTime, metadata, project_resource, reference
 
-cloud_keypairs = Table(
+cloud_keypairs = project_resource(
     "cloud_keypairs",
-    metadata,
-    Column("id", ID, primary_key=True),
-    Column("project_id", ID, ForeignKey("cloud_projects.id"), nullable=False, index=True),
-    Column("name", ID, nullable=False),
     Column("key_type", LABEL, nullable=False, comment="ssh-ed25519, ssh-rsa, ecdsa-sha2-..."),
     Column("public_key", Text, nullable=False, comment="one authorized_keys line"),
     Column("fingerprint", LABEL, nullable=False, comment="SHA256:... as ssh-keygen -l shows"),
     Column("created_at", UtcDateTime, nullable=False),
-    UniqueConstraint("project_id", "name"),
 )
 
 cloud_cluster_keypairs = Table(
     "cloud_cluster_keypairs",
     metadata,
-    Column(
-        "cluster_id",
-        ID,
-        ForeignKey("cloud_clusters.id", ondelete="CASCADE"),
-        primary_key=True,
-    ),
-    Column("keypair_id", ID, ForeignKey("cloud_keypairs.id"), primary_key=True, index=True),
+    reference("cluster_id", "cloud_clusters.id", cascade=True, primary_key=True),
+    reference("keypair_id", "cloud_keypairs.id", primary_key=True, index=True),
 )

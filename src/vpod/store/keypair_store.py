@@ -9,58 +9,30 @@ clusters.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, delete, insert, select
+from sqlalchemy import delete, insert, select
 
-from .cloud_projects import get_project
-from .cloud_schema import cloud_clusters
-from .engine import Database
-from .errors import AlreadyExists, Conflict
+from .cloud_projects import add_to_project
+from .cloud_records import KeypairRecord
+from .cloud_rows import clusters_holding, delete_unless_held, find_in_project
 from .keypair_schema import cloud_cluster_keypairs, cloud_keypairs
-
-
-@dataclass(frozen=True)
-class KeypairRecord:
-    id: str
-    project_id: str
-    name: str
-    key_type: str
-    public_key: str
-    fingerprint: str
-    created_at: datetime
+from .row_records import record_of, values_of
+from .table_group import TableGroup
 
 
 def _keypair(row: Any) -> KeypairRecord:
-    return KeypairRecord(**{c.name: row._mapping[c.name] for c in cloud_keypairs.columns})
+    return record_of(KeypairRecord, row)
 
 
-class KeypairStore:
-    def __init__(self, database: Database) -> None:
-        self._db = database
-
+class KeypairStore(TableGroup):
     def add(self, keypair: KeypairRecord) -> None:
-        def taken() -> AlreadyExists:
-            return AlreadyExists(
-                f"keypair {keypair.name} exists in project {keypair.project_id}: pick another"
-                " name, or delete it first (`vpod keypair delete`)"
-            )
-
-        with self._db.write(explain=taken) as conn:
-            get_project(conn, keypair.project_id, lock=True)
-            conn.execute(insert(cloud_keypairs).values(**keypair.__dict__))
+        hint = " (`vpod keypair delete`)"
+        add_to_project(self._db, cloud_keypairs, values_of(keypair), kind="keypair", hint=hint)
 
     def find(self, project_id: str, ref: str) -> KeypairRecord | None:
         """The project's keypair with id or name ``ref``."""
-        table = cloud_keypairs
-        with self._db.read() as conn:
-            row = conn.execute(
-                select(table).where(
-                    table.c.project_id == project_id, (table.c.id == ref) | (table.c.name == ref)
-                )
-            ).first()
+        row = self._db.run_read(find_in_project, cloud_keypairs, project_id, ref)
         return None if row is None else _keypair(row)
 
     def list_keypairs(self, project_id: str) -> list[KeypairRecord]:
@@ -71,37 +43,21 @@ class KeypairStore:
 
     def delete(self, keypair_id: str) -> None:
         """Conflict while a cluster holds it (naming the clusters)."""
-
-        def held() -> Conflict:
-            return Conflict(
-                f"keypair {keypair_id} was given to a cluster meanwhile: remove it there first",
-                retryable=False,
-            )
-
-        with self._db.write(explain=held) as conn:
-            holders = self._holders(conn, keypair_id)
-            if holders:
-                raise Conflict(
-                    f"keypair {keypair_id} may log in to cluster(s) {', '.join(holders)}: remove"
-                    " it there first (`vpod cluster keypair remove CLUSTER NAME`)",
-                    retryable=False,
-                )
-            conn.execute(delete(cloud_keypairs).where(cloud_keypairs.c.id == keypair_id))
+        delete_unless_held(
+            self._db,
+            cloud_keypairs,
+            keypair_id,
+            cloud_cluster_keypairs.c.keypair_id,
+            held=lambda holders: (
+                f"keypair {keypair_id} may log in to cluster(s) {holders}: remove"
+                " it there first (`vpod cluster keypair remove CLUSTER NAME`)"
+            ),
+            raced=f"keypair {keypair_id} was given to a cluster meanwhile: remove it there first",
+        )
 
     def holders(self, keypair_id: str) -> list[str]:
         """Names of the clusters holding the keypair."""
-        with self._db.read() as conn:
-            return self._holders(conn, keypair_id)
-
-    def _holders(self, conn: Connection, keypair_id: str) -> list[str]:
-        a = cloud_cluster_keypairs
-        rows = conn.execute(
-            select(cloud_clusters.c.name)
-            .select_from(a.join(cloud_clusters, cloud_clusters.c.id == a.c.cluster_id))
-            .where(a.c.keypair_id == keypair_id)
-            .order_by(cloud_clusters.c.name)
-        )
-        return [str(r[0]) for r in rows]
+        return self._db.run_read(clusters_holding, cloud_cluster_keypairs.c.keypair_id, keypair_id)
 
     # -- a cluster's keypairs -----------------------------------------------------------------
 
@@ -145,3 +101,6 @@ class KeypairStore:
             for row in rows:
                 found.setdefault(str(row.cluster_id), []).append(_keypair(row))
         return found
+
+
+__all__ = ["KeypairRecord", "KeypairStore"]

@@ -21,6 +21,7 @@ from sqlalchemy import Connection, case, insert, or_, select, update
 
 from .engine import Database
 from .records import Lease
+from .row_records import record_of
 from .schema import leases
 from .translate import ConstraintViolated
 
@@ -112,4 +113,4 @@ def get(conn: Connection, name: str) -> Lease | None:
     row = conn.execute(select(leases).where(leases.c.name == name)).first()
     if row is None:
         return None
-    return Lease(name=row.name, holder=row.holder, expires_at=row.expires_at, term=row.term)
+    return record_of(Lease, row)

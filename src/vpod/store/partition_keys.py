@@ -12,22 +12,15 @@ from __future__ import annotations
 
 from sqlalchemy import delete, func, insert, select
 
-from .engine import Database
 from .errors import AlreadyExists, NotFound
 from .records import PartitionKeyRecord
+from .row_records import record_of
 from .schema import partition_keys, partitions, users
+from .table_group import TableGroup
 
 
-class PartitionKeyStore:
+class PartitionKeyStore(TableGroup):
     """The ``partition_keys`` table of one database (same engine as the :class:`Store`)."""
-
-    def __init__(self, database: Database) -> None:
-        self._db = database
-
-    @classmethod
-    def of(cls, store: object) -> PartitionKeyStore:
-        """The partition keys of ``store``'s database (a :class:`~vpod.store.Store`)."""
-        return cls(store._db)  # type: ignore[attr-defined]
 
     def put(self, record: PartitionKeyRecord, key_hash: str) -> None:
         """Store a key, replacing one of the same id, owner and partition (a repeated mint).
@@ -76,7 +69,7 @@ class PartitionKeyStore:
             row = conn.execute(select(partition_keys).where(partition_keys.c.id == key_id)).first()
         if row is None:
             return None
-        record = PartitionKeyRecord(row.id, row.owner_id, row.partition_id, row.created_at)
+        record = record_of(PartitionKeyRecord, row)
         return record, str(row.key_hash)
 
     def list(self, *, owner_id: str | None = None) -> list[PartitionKeyRecord]:
@@ -85,7 +78,7 @@ class PartitionKeyStore:
             query = query.where(partition_keys.c.owner_id == owner_id)
         with self._db.read() as conn:
             rows = conn.execute(query).all()
-        return [PartitionKeyRecord(r.id, r.owner_id, r.partition_id, r.created_at) for r in rows]
+        return [record_of(PartitionKeyRecord, r) for r in rows]
 
     def remove(self, key_id: str) -> bool:
         """Delete a key; False when there was none."""

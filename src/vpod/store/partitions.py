@@ -35,6 +35,7 @@ from . import allocations as allocation_rows
 from . import prepared
 from .errors import AlreadyExists, Conflict, NotFound, StoreError
 from .records import PartitionChanges, PartitionIpu, PartitionRecord
+from .row_records import record_of
 from .schema import allocation_machines, allocations, partition_ipus, partitions
 from .translate import decoding
 
@@ -58,18 +59,12 @@ def _spec_values(spec: PartitionSpec) -> dict[str, Any]:
 
 
 def _spec(row: Row[Any]) -> PartitionSpec:
-    return PartitionSpec(
-        id=row.id,
-        size=row.size,
-        num_segments=row.num_segments,
-        num_gcds=row.num_gcds,
-        num_replicas=row.num_replicas,
-        reconfigurable=row.reconfigurable,
+    return record_of(
+        PartitionSpec,
+        row,
         routing=IpuLinkRouting[row.routing],
         gw_routing=GwRouting[row.gw_routing] if row.gw_routing is not None else None,
         sync_type=SyncType[row.sync_type],
-        allocation_id=row.allocation_id,
-        cluster_id=row.cluster_id,
         ipus=(
             tuple((int(d), int(p)) for d, p in row.requested_ipus)
             if row.requested_ipus is not None
@@ -80,20 +75,13 @@ def _spec(row: Row[Any]) -> PartitionSpec:
 
 @decoding("partition")
 def _record(row: Row[Any], ipus: Iterable[PartitionIpu]) -> PartitionRecord:
-    return PartitionRecord(
+    return record_of(
+        PartitionRecord,
+        row,
         spec=_spec(row),
         ipus=tuple(ipus),
         state=PartitionState(ReadyState[row.ready_state], OperationState[row.operation_state]),
-        created_at=row.created_at,
-        updated_at=row.updated_at,
         errors=tuple(row.errors),
-        disable_auto_reset=row.disable_auto_reset,
-        relocatable=row.relocatable,
-        max_auto_reset_retries=row.max_auto_reset_retries,
-        auto_reset_retry_count=row.auto_reset_retry_count,
-        last_auto_reset_time=row.last_auto_reset_time,
-        version=row.version,
-        operation_owner=row.operation_owner,
     )
 
 

@@ -17,57 +17,39 @@ whatever the code above it does:
 
 from __future__ import annotations
 
-from sqlalchemy import (
-    Column,
-    ForeignKey,
-    ForeignKeyConstraint,
-    Integer,
-    PrimaryKeyConstraint,
-    String,
-    Table,
-)
+from sqlalchemy import Column, ForeignKeyConstraint, Integer, PrimaryKeyConstraint, String, Table
 
-from .columns import ID, LABEL, NAME, UtcDateTime, metadata
+from .columns import LABEL, NAME, UtcDateTime, id_key, metadata, optional, reference, required
 
 PRICE = String(32)
 
 cloud_reservations = Table(
     "cloud_reservations",
     metadata,
-    Column("id", ID, primary_key=True),
-    Column("project_id", ID, ForeignKey("cloud_projects.id"), nullable=False, index=True),
-    Column("flavor", LABEL, nullable=False),
-    Column("pool", LABEL, nullable=False),
+    id_key(),
+    reference("project_id", "cloud_projects.id", index=True),
+    *required(flavor=LABEL, pool=LABEL),
     Column("units", Integer, nullable=False, comment="clusters (or GPU servers) reserved"),
     Column("per_unit", Integer, nullable=False, comment="pool units each takes"),
     Column("term", NAME, nullable=False),
     Column("price_per_unit_month", PRICE, nullable=False, comment="decimal text"),
-    Column("starts_at", UtcDateTime, nullable=False),
-    Column("ends_at", UtcDateTime, nullable=False),
-    Column("cancelled_at", UtcDateTime, nullable=True),
-    Column("billed_until", UtcDateTime, nullable=True),
+    *required(starts_at=UtcDateTime, ends_at=UtcDateTime),
+    *optional(cancelled_at=UtcDateTime, billed_until=UtcDateTime),
 )
+
 
 cloud_pool_units = Table(
     "cloud_pool_units",
     metadata,
-    Column("pool", LABEL, nullable=False),
-    Column("unit", Integer, nullable=False),
+    *required(pool=LABEL, unit=Integer),
     PrimaryKeyConstraint("pool", "unit"),
 )
 
 cloud_reserved_units = Table(
     "cloud_reserved_units",
     metadata,
-    Column("pool", LABEL, nullable=False),
-    Column("unit", Integer, nullable=False),
-    Column(
-        "reservation_id",
-        ID,
-        ForeignKey("cloud_reservations.id", ondelete="CASCADE"),
-        nullable=False,
-        index=True,
-    ),
+    *required(pool=LABEL, unit=Integer),
+    reference("reservation_id", "cloud_reservations.id", cascade=True, index=True),
     PrimaryKeyConstraint("pool", "unit"),
     ForeignKeyConstraint(
         ["pool", "unit"],

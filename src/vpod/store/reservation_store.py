@@ -11,52 +11,27 @@ unit twice, or one that does not exist, fail the whole transaction.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import Connection, delete, func, insert, or_, select, update
+from sqlalchemy import ColumnElement, Connection, and_, delete, func, insert, or_, select, update
 
 from .cloud_projects import get_project
-from .engine import Database
+from .cloud_records import PoolState, ReservationRecord
+from .cloud_rows import one_by_id
 from .errors import Conflict, NotFound
+from .filters import where_given
 from .reservation_schema import cloud_pool_units, cloud_reservations, cloud_reserved_units
-
-
-@dataclass(frozen=True)
-class ReservationRecord:
-    id: str
-    project_id: str
-    flavor: str
-    pool: str
-    units: int
-    per_unit: int
-    term: str
-    price_per_unit_month: Decimal
-    starts_at: datetime
-    ends_at: datetime
-    cancelled_at: datetime | None = None
-    billed_until: datetime | None = None
-
-
-@dataclass(frozen=True)
-class PoolState:
-    """A pool's unit rows and how many of them reservations hold now."""
-
-    pool: str
-    units: int
-    held: int
-
+from .row_records import record_of, values_of
+from .table_group import TableGroup
 
 Admit = Callable[[PoolState], None]
 """Raises to refuse a purchase, given the pool as it is inside the transaction."""
 
 
 def _record(row: Any) -> ReservationRecord:
-    values = dict(row._mapping)
-    values["price_per_unit_month"] = Decimal(values["price_per_unit_month"])
-    return ReservationRecord(**values)
+    return record_of(ReservationRecord, row, price_per_unit_month=Decimal(row.price_per_unit_month))
 
 
 def not_found(reservation_id: str) -> NotFound:
@@ -70,10 +45,7 @@ def _count_units(conn: Connection, pool: str) -> int:
     return int(conn.execute(query.where(cloud_pool_units.c.pool == pool)).scalar_one())
 
 
-class ReservationStore:
-    def __init__(self, database: Database) -> None:
-        self._db = database
-
+class ReservationStore(TableGroup):
     def buy(self, reservation: ReservationRecord, pool_units: int, admit: Admit) -> None:
         """Record ``reservation`` holding ``units × per_unit`` units of its pool.
 
@@ -111,8 +83,8 @@ class ReservationStore:
                     f" {need} are needed",
                     retryable=False,
                 )
-            values = dict(reservation.__dict__)
-            values["price_per_unit_month"] = str(reservation.price_per_unit_month)
+            price = str(reservation.price_per_unit_month)
+            values = values_of(reservation, price_per_unit_month=price)
             conn.execute(insert(cloud_reservations).values(**values))
             conn.execute(
                 insert(cloud_reserved_units),
@@ -172,30 +144,27 @@ class ReservationStore:
             return self._state(conn, pool)
 
     def get(self, reservation_id: str) -> ReservationRecord:
-        with self._db.read() as conn:
-            row = conn.execute(
-                select(cloud_reservations).where(cloud_reservations.c.id == reservation_id)
-            ).one_or_none()
-            if row is None:
-                raise not_found(reservation_id)
-            return _record(row)
+        return _record(self._db.run_read(one_by_id, cloud_reservations, reservation_id, not_found))
 
     def list_reservations(
         self, *, project_id: str | None = None, holding_at: datetime | None = None
     ) -> list[ReservationRecord]:
         """Reservations (of a project), oldest first; ``holding_at``: only those holding
         capacity at that moment."""
-        query = select(cloud_reservations).order_by(
-            cloud_reservations.c.starts_at, cloud_reservations.c.id
-        )
-        if project_id is not None:
-            query = query.where(cloud_reservations.c.project_id == project_id)
-        if holding_at is not None:
-            query = query.where(
-                cloud_reservations.c.starts_at <= holding_at,
-                cloud_reservations.c.ends_at > holding_at,
-                cloud_reservations.c.cancelled_at.is_(None),
+        table = cloud_reservations
+
+        def holding() -> ColumnElement[bool]:
+            return and_(
+                table.c.starts_at <= holding_at,
+                table.c.ends_at > holding_at,
+                table.c.cancelled_at.is_(None),
             )
+
+        query = where_given(
+            select(table).order_by(table.c.starts_at, table.c.id),
+            (project_id, lambda: table.c.project_id == project_id),
+            (holding_at, holding),
+        )
         with self._db.read() as conn:
             return [_record(row) for row in conn.execute(query)]
 
@@ -229,3 +198,6 @@ class ReservationStore:
                 .group_by(cloud_reserved_units.c.reservation_id)
             )
             return {str(r[0]): int(r[1]) for r in rows}
+
+
+__all__ = ["Admit", "PoolState", "ReservationRecord", "ReservationStore", "not_found"]

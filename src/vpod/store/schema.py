@@ -53,20 +53,27 @@ from . import (
     reservation_schema,  # noqa: F401  (reservation plans, the same metadata)
     ssh_port_schema,  # noqa: F401  (direct SSH ports, the same metadata)
 )
-from .columns import ID, LABEL, NAME, TEXT_SHORT, UtcDateTime
+from .columns import ID, LABEL, NAME, TEXT_SHORT, UtcDateTime, id_key, optional, reference, required
 from .columns import metadata as metadata  # the whole schema's: V-IPU and cloud tables
+
+
+def _in_allocation(table: str, *, ondelete: str | None = None) -> ForeignKeyConstraint:
+    """``table``'s (allocation_id, cluster_id) name an allocation, and one of that cluster."""
+    return ForeignKeyConstraint(
+        ["allocation_id", "cluster_id"],
+        ["allocations.id", "allocations.cluster_id"],
+        name=f"fk_{table}_allocation",
+        ondelete=ondelete,
+    )
+
 
 agents = Table(
     "agents",
     metadata,
-    Column("id", ID, primary_key=True),
-    Column("host", TEXT_SHORT, nullable=False),
-    Column("port", Integer, nullable=False),
-    Column("machine_type", NAME, nullable=False),
-    Column("serial", String(128), nullable=False),
-    Column("health", NAME, nullable=False),
-    Column("last_heartbeat", UtcDateTime, nullable=True),
-    Column("health_reason", Text, nullable=False),
+    id_key(),
+    *required(host=TEXT_SHORT, port=Integer, machine_type=NAME, serial=String(128), health=NAME),
+    *optional(last_heartbeat=UtcDateTime),
+    *required(health_reason=Text),
     Column(
         "device_faults",
         JSON,
@@ -84,19 +91,16 @@ agents = Table(
 clusters = Table(
     "clusters",
     metadata,
-    Column("id", ID, primary_key=True),
-    Column("num_domains", Integer, nullable=False),
-    Column("ild_topology", NAME, nullable=False),
-    Column("gw_topology", NAME, nullable=False),
-    Column("machine_type", NAME, nullable=False),
+    id_key(),
+    *required(num_domains=Integer, ild_topology=NAME, gw_topology=NAME, machine_type=NAME),
 )
 
 cluster_agents = Table(
     "cluster_agents",
     metadata,
-    Column("cluster_id", ID, ForeignKey("clusters.id", ondelete="CASCADE"), nullable=False),
+    reference("cluster_id", "clusters.id", cascade=True),
     Column("position", Integer, nullable=False, comment="machine index: cabling order"),
-    Column("agent_id", ID, ForeignKey("agents.id"), nullable=False),
+    reference("agent_id", "agents.id"),
     PrimaryKeyConstraint("cluster_id", "position"),
     UniqueConstraint("agent_id"),
 )
@@ -104,8 +108,8 @@ cluster_agents = Table(
 allocations = Table(
     "allocations",
     metadata,
-    Column("id", ID, primary_key=True),
-    Column("cluster_id", ID, ForeignKey("clusters.id"), nullable=False, index=True),
+    id_key(),
+    reference("cluster_id", "clusters.id", index=True),
     Column(
         "hosts",
         JSON,
@@ -118,17 +122,10 @@ allocations = Table(
 allocation_machines = Table(
     "allocation_machines",
     metadata,
-    Column("cluster_id", ID, nullable=False),
-    Column("machine", Integer, nullable=False),
-    Column("allocation_id", ID, nullable=False),
+    *required(cluster_id=ID, machine=Integer, allocation_id=ID),
     PrimaryKeyConstraint("cluster_id", "machine"),
     UniqueConstraint("allocation_id", "cluster_id", "machine"),
-    ForeignKeyConstraint(
-        ["allocation_id", "cluster_id"],
-        ["allocations.id", "allocations.cluster_id"],
-        ondelete="CASCADE",
-        name="fk_allocation_machines_allocation",
-    ),
+    _in_allocation("allocation_machines", ondelete="CASCADE"),
     ForeignKeyConstraint(
         ["cluster_id", "machine"],
         ["cluster_agents.cluster_id", "cluster_agents.position"],
@@ -139,9 +136,8 @@ allocation_machines = Table(
 users = Table(
     "users",
     metadata,
-    Column("id", ID, primary_key=True),
-    Column("key_hash", TEXT_SHORT, nullable=False),
-    Column("admin", Boolean, nullable=False),
+    id_key(),
+    *required(key_hash=TEXT_SHORT, admin=Boolean),
     Column("created_at", UtcDateTime, nullable=True, comment="NULL for users older than 0003"),
     Column(
         "access_version",
@@ -156,12 +152,11 @@ partition_keys = Table(
     "partition_keys",
     metadata,
     Column("id", ID, primary_key=True, comment="the user id the key is presented with"),
-    Column("owner_id", ID, ForeignKey("users.id", ondelete="CASCADE"), nullable=False, index=True),
-    Column(
+    reference("owner_id", "users.id", cascade=True, index=True),
+    reference(
         "partition_id",
-        ID,
-        ForeignKey("partitions.id", ondelete="CASCADE"),
-        nullable=False,
+        "partitions.id",
+        cascade=True,
         index=True,
         comment="the one partition the key may use: it goes with the partition",
     ),
@@ -174,8 +169,7 @@ agent_tokens = Table(
     metadata,
     Column("id", String(32), primary_key=True),
     Column("key_hash", TEXT_SHORT, nullable=False, comment="scrypt of the secret part"),
-    Column("label", TEXT_SHORT, nullable=False),
-    Column("created_at", UtcDateTime, nullable=False),
+    *required(label=TEXT_SHORT, created_at=UtcDateTime),
 )
 
 agent_keys = Table(
@@ -196,10 +190,10 @@ agent_keys = Table(
 agent_bindings = Table(
     "agent_bindings",
     metadata,
-    Column(
+    reference(
         "agent_id",
-        ID,
-        ForeignKey("agents.id", ondelete="CASCADE"),
+        "agents.id",
+        cascade=True,
         primary_key=True,
         comment="an agent id answers to the one token it first registered with",
     ),
@@ -216,44 +210,41 @@ agent_bindings = Table(
 user_allocations = Table(
     "user_allocations",
     metadata,
-    Column("user_id", ID, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
-    Column(
-        "allocation_id",
-        ID,
-        ForeignKey("allocations.id", ondelete="CASCADE"),
-        nullable=False,
-        index=True,
-    ),
+    reference("user_id", "users.id", cascade=True),
+    reference("allocation_id", "allocations.id", cascade=True, index=True),
     PrimaryKeyConstraint("user_id", "allocation_id"),
 )
 
 partitions = Table(
     "partitions",
     metadata,
-    Column("id", ID, primary_key=True),
+    id_key(),
     Column("cluster_id", ID, nullable=False, index=True),
     Column("allocation_id", ID, nullable=False, index=True),
     # the resolved spec (vpod.domain.partitions.PartitionSpec)
-    Column("size", Integer, nullable=False),
-    Column("num_segments", Integer, nullable=False),
-    Column("num_gcds", Integer, nullable=False),
-    Column("num_replicas", Integer, nullable=False),
-    Column("reconfigurable", Boolean, nullable=False),
-    Column("routing", NAME, nullable=False),
-    Column("gw_routing", NAME, nullable=True),
-    Column("sync_type", NAME, nullable=False),
+    *required(
+        size=Integer,
+        num_segments=Integer,
+        num_gcds=Integer,
+        num_replicas=Integer,
+        reconfigurable=Boolean,
+        routing=NAME,
+    ),
+    *optional(gw_routing=NAME),
+    *required(sync_type=NAME),
     Column("requested_ipus", JSON, nullable=True, comment="[[domain, position], ...] if given"),
     # life cycle (vpod.domain.partition_states)
-    Column("ready_state", NAME, nullable=False),
-    Column("operation_state", NAME, nullable=False),
-    Column("errors", JSON, nullable=False),
-    Column("disable_auto_reset", Boolean, nullable=False),
-    Column("relocatable", Boolean, nullable=False),
-    Column("max_auto_reset_retries", Integer, nullable=False),
-    Column("auto_reset_retry_count", Integer, nullable=False),
-    Column("last_auto_reset_time", UtcDateTime, nullable=True),
-    Column("created_at", UtcDateTime, nullable=False),
-    Column("updated_at", UtcDateTime, nullable=False),
+    *required(
+        ready_state=NAME,
+        operation_state=NAME,
+        errors=JSON,
+        disable_auto_reset=Boolean,
+        relocatable=Boolean,
+        max_auto_reset_retries=Integer,
+        auto_reset_retry_count=Integer,
+    ),
+    *optional(last_auto_reset_time=UtcDateTime),
+    *required(created_at=UtcDateTime, updated_at=UtcDateTime),
     Column("version", Integer, nullable=False, comment="bumped by every update"),
     Column(
         "operation_owner",
@@ -262,24 +253,22 @@ partitions = Table(
         comment="controller running the operation (replica/boot); NULL: idle or before 0007",
     ),
     UniqueConstraint("id", "allocation_id", "cluster_id"),
-    ForeignKeyConstraint(
-        ["allocation_id", "cluster_id"],
-        ["allocations.id", "allocations.cluster_id"],
-        name="fk_partitions_allocation",
-    ),
+    _in_allocation("partitions"),
 )
 
 partition_ipus = Table(
     "partition_ipus",
     metadata,
-    Column("cluster_id", ID, nullable=False),
-    Column("slot", Integer, nullable=False),
-    Column("partition_id", ID, nullable=False),
-    Column("allocation_id", ID, nullable=False),
-    Column("machine", Integer, nullable=False),
-    Column("routing_id", Integer, nullable=False),
-    Column("segment", Integer, nullable=False),
-    Column("gcd", Integer, nullable=False),
+    *required(
+        cluster_id=ID,
+        slot=Integer,
+        partition_id=ID,
+        allocation_id=ID,
+        machine=Integer,
+        routing_id=Integer,
+        segment=Integer,
+        gcd=Integer,
+    ),
     PrimaryKeyConstraint("cluster_id", "slot"),
     UniqueConstraint("partition_id", "routing_id"),
     ForeignKeyConstraint(
@@ -313,9 +302,7 @@ events = Table(
     Column("actor", TEXT_SHORT, nullable=False, index=True),
     Column("action", LABEL, nullable=False, index=True),
     Column("target", TEXT_SHORT, nullable=False, index=True),
-    Column("outcome", LABEL, nullable=False),
-    Column("source", TEXT_SHORT, nullable=False),
-    Column("detail", Text, nullable=False),
+    *required(outcome=LABEL, source=TEXT_SHORT, detail=Text),
 )
 
 # One row, bumped by database triggers on every change to agents (but their health), agent
@@ -332,7 +319,6 @@ leases = Table(
     "leases",
     metadata,
     Column("name", LABEL, primary_key=True),
-    Column("holder", TEXT_SHORT, nullable=False),
-    Column("expires_at", UtcDateTime, nullable=False),
+    *required(holder=TEXT_SHORT, expires_at=UtcDateTime),
     Column("term", BigInteger, nullable=False, comment="fencing token: +1 per new holder"),
 )

@@ -9,20 +9,14 @@ CASCADE``), which frees the port when the server is deleted.
 
 from __future__ import annotations
 
-from sqlalchemy import Column, ForeignKey, Integer, Table
+from sqlalchemy import Column, Integer, Table
 
-from .columns import ID, UtcDateTime, metadata
+from .columns import UtcDateTime, metadata, reference
 
 cloud_ssh_ports = Table(
     "cloud_ssh_ports",
     metadata,
     Column("port", Integer, primary_key=True, autoincrement=False),
-    Column(
-        "server_id",
-        ID,
-        ForeignKey("cloud_servers.id", ondelete="CASCADE"),
-        nullable=False,
-        unique=True,
-    ),
+    reference("server_id", "cloud_servers.id", cascade=True, unique=True),
     Column("assigned_at", UtcDateTime, nullable=False),
 )

@@ -14,15 +14,12 @@ from datetime import datetime
 from sqlalchemy import Connection, delete, insert, select
 
 from .cloud_schema import cloud_servers
-from .engine import Database
 from .errors import Conflict
 from .ssh_port_schema import cloud_ssh_ports
+from .table_group import TableGroup
 
 
-class SshPortStore:
-    def __init__(self, database: Database) -> None:
-        self._db = database
-
+class SshPortStore(TableGroup):
     def assign(
         self, server_ids: Collection[str], first: int, last: int, at: datetime
     ) -> dict[str, int]:

@@ -113,25 +113,20 @@ class Store:
 
     def add_agent(self, agent: Agent) -> Agent:
         """Register an agent (health UNKNOWN); AlreadyExists if the id is taken."""
-        explain = partial(self._explain, agent_rows.explain_insert_refused, agent)
-        with self._db.write(explain) as conn:
-            agent_rows.insert_agent(conn, agent)
+        self._db.run_explained(agent_rows.insert_agent, agent_rows.explain_insert_refused, agent)
         return agent
 
     def update_agent(self, agent: Agent) -> Agent:
         """Replace an agent's address, machine type and serial."""
-        with self._db.write() as conn:
-            agent_rows.update_agent(conn, agent)
+        self._db.run_write(agent_rows.update_agent, agent)
         return agent
 
     def get_agent(self, agent_id: str) -> Agent:
-        with self._db.read() as conn:
-            return agent_rows.get_agent(conn, agent_id)
+        return self._db.run_read(agent_rows.get_agent, agent_id)
 
     def find_agent(self, agent_id: str) -> Agent | None:
         """The agent, or ``None`` if it is not registered."""
-        with self._db.read() as conn:
-            return _or_none(agent_rows.get_agent, conn, agent_id)
+        return self._db.run_read(_or_none, agent_rows.get_agent, agent_id)
 
     def inventory_version(self) -> int:
         """A number that moves whenever agents (but their health), agent keys, clusters or
@@ -141,28 +136,22 @@ class Store:
 
     def list_agents(self, ids: Sequence[str] | None = None) -> list[Agent]:
         """Every agent (or those among ``ids``), by id."""
-        with self._db.read() as conn:
-            return agent_rows.list_agents(conn, ids)
+        return self._db.run_read(agent_rows.list_agents, ids)
 
     def set_agent_key(self, agent_id: str, host: str, port: int, key: str, *, at: datetime) -> None:
         """Record the key an agent answers to (it outlives the agent's removal)."""
-        with self._db.write() as conn:
-            agent_rows.set_agent_key(conn, agent_id, host, port, key, at)
+        self._db.run_write(agent_rows.set_agent_key, agent_id, host, port, key, at)
 
     def agent_key_of(self, agent_id: str) -> str | None:
-        with self._db.read() as conn:
-            return agent_rows.agent_key_of(conn, agent_id)
+        return self._db.run_read(agent_rows.agent_key_of, agent_id)
 
     def agent_key_at(self, host: str, port: int) -> str | None:
         """The key of the agent that last registered from ``host:port``, if any."""
-        with self._db.read() as conn:
-            return agent_rows.agent_key_at(conn, host, port)
+        return self._db.run_read(agent_rows.agent_key_at, host, port)
 
     def remove_agent(self, agent_id: str) -> None:
         """Unregister an agent; Conflict while a cluster uses it."""
-        explain = partial(self._explain, agent_rows.explain_delete_refused, agent_id)
-        with self._db.write(explain) as conn:
-            agent_rows.delete_agent(conn, agent_id)
+        self._db.run_explained(agent_rows.delete_agent, agent_rows.explain_delete_refused, agent_id)
 
     def set_agent_health(
         self,
@@ -179,8 +168,7 @@ class Store:
 
     def set_agent_heartbeats(self, times: Mapping[str, datetime]) -> None:
         """Record the last heartbeat of many agents in one transaction (agent id -> when)."""
-        with self._db.write() as conn:
-            agent_rows.set_heartbeats(conn, times)
+        self._db.run_write(agent_rows.set_heartbeats, times)
 
     def set_agent_faults(self, agent_id: str, faults: Mapping[int, str]) -> None:
         """Replace the faulty IPUs an agent's machine reports: device id (0..3) -> why.
@@ -188,93 +176,80 @@ class Store:
         Every replica's :meth:`occupancy` then keeps those IPUs out of placement.
         Call it when the faults change (a heartbeat that differs), not every round.
         """
-        with self._db.write() as conn:
-            agent_rows.set_faults(conn, agent_id, faults)
+        self._db.run_write(agent_rows.set_faults, agent_id, faults)
 
     def agent_faults(self) -> dict[str, dict[int, str]]:
         """The agents whose machine last reported faulty IPUs: agent id -> device id -> why."""
-        with self._db.read() as conn:
-            return agent_rows.list_faults(conn)
+        return self._db.run_read(agent_rows.list_faults)
 
     def get_agent_health(self, agent_id: str) -> AgentHealth:
-        with self._db.read() as conn:
-            return agent_rows.get_health(conn, agent_id)
+        return self._db.run_read(agent_rows.get_health, agent_id)
 
     def set_ipuof_facts(self, agent_id: str, facts: Mapping[str, Any]) -> None:
         """Record the IPUoF details an agent reported (JSON-able), for when it cannot answer."""
-        with self._db.write() as conn:
-            agent_rows.set_ipuof_facts(conn, agent_id, facts)
+        self._db.run_write(agent_rows.set_ipuof_facts, agent_id, facts)
 
     def ipuof_facts(self, agent_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """The recorded IPUoF details of those of ``agent_ids`` that have any."""
-        with self._db.read() as conn:
-            return agent_rows.ipuof_facts(conn, agent_ids)
+        return self._db.run_read(agent_rows.ipuof_facts, agent_ids)
 
     def list_agent_health(self) -> list[AgentHealth]:
-        with self._db.read() as conn:
-            return agent_rows.list_health(conn)
+        return self._db.run_read(agent_rows.list_health)
 
     # -- clusters ---------------------------------------------------------------------------
 
     def add_cluster(self, cluster: Cluster) -> Cluster:
         """Define a cluster of registered agents, none of them in another cluster."""
-        explain = partial(self._explain, cluster_rows.explain_insert_refused, cluster)
-        with self._db.write(explain) as conn:
-            cluster_rows.insert_cluster(conn, cluster)
+        self._db.run_explained(
+            cluster_rows.insert_cluster, cluster_rows.explain_insert_refused, cluster
+        )
         return cluster
 
     def get_cluster(self, cluster_id: str) -> Cluster:
-        with self._db.read(snapshot=True) as conn:
-            return cluster_rows.get_cluster(conn, cluster_id)
+        return self._db.run_snapshot(cluster_rows.get_cluster, cluster_id)
 
     def find_cluster(self, cluster_id: str) -> Cluster | None:
-        with self._db.read(snapshot=True) as conn:
-            return _or_none(cluster_rows.get_cluster, conn, cluster_id)
+        return self._db.run_snapshot(_or_none, cluster_rows.get_cluster, cluster_id)
 
     def list_clusters(self) -> list[Cluster]:
-        with self._db.read(snapshot=True) as conn:
-            return cluster_rows.list_clusters(conn)
+        return self._db.run_snapshot(cluster_rows.list_clusters)
 
     def remove_cluster(self, cluster_id: str) -> None:
         """Delete a cluster (its agents stay registered); Conflict while it has allocations."""
-        explain = partial(self._explain, cluster_rows.explain_delete_refused, cluster_id)
-        with self._db.write(explain) as conn:
-            cluster_rows.delete_cluster(conn, cluster_id)
+        self._db.run_explained(
+            cluster_rows.delete_cluster, cluster_rows.explain_delete_refused, cluster_id
+        )
 
     # -- allocations ------------------------------------------------------------------------
 
     def add_allocation(self, allocation: Allocation) -> Allocation:
         """Record an allocation; Conflict (retryable) if one of its machines is taken."""
-        explain = partial(self._explain, allocation_rows.explain_insert_refused, allocation)
-        with self._db.write(explain) as conn:
-            allocation_rows.insert_allocation(conn, allocation)
+        self._db.run_explained(
+            allocation_rows.insert_allocation, allocation_rows.explain_insert_refused, allocation
+        )
         return allocation
 
     def get_allocation(self, allocation_id: str) -> Allocation:
-        with self._db.read(snapshot=True) as conn:
-            return allocation_rows.get_allocation(conn, allocation_id)
+        return self._db.run_snapshot(allocation_rows.get_allocation, allocation_id)
 
     def find_allocation(self, allocation_id: str) -> Allocation | None:
-        with self._db.read(snapshot=True) as conn:
-            return _or_none(allocation_rows.get_allocation, conn, allocation_id)
+        return self._db.run_snapshot(_or_none, allocation_rows.get_allocation, allocation_id)
 
     def list_allocations(
         self, *, ids: Collection[str] | None = None, cluster_id: str | None = None
     ) -> list[Allocation]:
         """Allocations by id; only ``ids`` and/or those of ``cluster_id`` when given."""
-        with self._db.read() as conn:
-            return allocation_rows.list_allocations(conn, ids=ids, cluster_id=cluster_id)
+        return self._db.run_read(allocation_rows.list_allocations, ids=ids, cluster_id=cluster_id)
 
     def set_allocation_hosts(self, allocation_id: str, hosts: Sequence[str]) -> None:
         """Replace who may attach to the allocation's IPUs over IPUoF; NotFound if unknown."""
-        with self._db.write() as conn:
-            allocation_rows.set_hosts(conn, allocation_id, hosts)
+        self._db.run_write(allocation_rows.set_hosts, allocation_id, hosts)
 
     def remove_allocation(self, allocation_id: str) -> None:
         """Delete an allocation and its grants; Conflict while it has partitions."""
-        explain = partial(self._explain, allocation_rows.explain_delete_refused, allocation_id)
-        with self._db.write(explain) as conn:
-            allocation_rows.delete_allocation(conn, allocation_id)
+        self._db.run_explained(
+            allocation_rows.delete_allocation, allocation_rows.explain_delete_refused, allocation_id
+        )
 
     # -- users ------------------------------------------------------------------------------
 
@@ -289,19 +264,17 @@ class Store:
             return user_rows.get_user(conn, user.id)
 
     def get_user(self, user_id: str) -> User:
-        with self._db.read(snapshot=True) as conn:
-            return user_rows.get_user(conn, user_id)
+        return self._db.run_snapshot(user_rows.get_user, user_id)
 
     def user_access(self, user_id: str) -> tuple[str, int] | None:
         """The user's access-key hash and access version, or ``None``: one primary-key read,
         for every call (the version moves with every change to what the user may do)."""
-        with self._db.read() as conn:
-            return _or_none(user_rows.get_access, conn, user_id)
+        return self._db.run_read(_or_none, user_rows.get_access, user_id)
 
     def find_user_with_access(self, user_id: str) -> tuple[User, str, int] | None:
         """The user, its access-key hash and access version, read together, or ``None``."""
         with self._db.read(snapshot=True) as conn:
-            user = _or_none(user_rows.get_user, conn, user_id)
+            user = _or_none(conn, user_rows.get_user, user_id)
             if user is None:
                 return None
             return (user, *user_rows.get_access(conn, user_id))
@@ -309,28 +282,24 @@ class Store:
     def find_user_with_hash(self, user_id: str) -> tuple[User, str] | None:
         """The user and its access-key hash, or ``None`` (for authentication)."""
         with self._db.read(snapshot=True) as conn:
-            user = _or_none(user_rows.get_user, conn, user_id)
+            user = _or_none(conn, user_rows.get_user, user_id)
             if user is None:
                 return None
             return user, user_rows.get_key_hash(conn, user_id)
 
     def list_users(self) -> list[User]:
-        with self._db.read(snapshot=True) as conn:
-            return user_rows.list_users(conn)
+        return self._db.run_snapshot(user_rows.list_users)
 
     def user_times(self) -> dict[str, datetime | None]:
         """When each user was created, by user id; ``None`` if created before vpod kept it."""
-        with self._db.read() as conn:
-            return user_rows.creation_times(conn)
+        return self._db.run_read(user_rows.creation_times)
 
     def get_user_key_hash(self, user_id: str) -> str:
-        with self._db.read() as conn:
-            return user_rows.get_key_hash(conn, user_id)
+        return self._db.run_read(user_rows.get_key_hash, user_id)
 
     def set_user_key_hash(self, user_id: str, key_hash: str) -> None:
         """Replace a user's access-key hash (a new key)."""
-        with self._db.write() as conn:
-            user_rows.set_key_hash(conn, user_id, key_hash)
+        self._db.run_write(user_rows.set_key_hash, user_id, key_hash)
 
     def set_user_admin(self, user_id: str, admin: bool) -> User:
         with self._db.write() as conn:
@@ -338,8 +307,7 @@ class Store:
             return user_rows.get_user(conn, user_id)
 
     def remove_user(self, user_id: str) -> None:
-        with self._db.write() as conn:
-            user_rows.delete_user(conn, user_id)
+        self._db.run_write(user_rows.delete_user, user_id)
 
     def grant_allocation(self, user_id: str, allocation_id: str) -> User:
         """Let ``user_id`` use ``allocation_id`` (granting twice is harmless)."""
@@ -461,12 +429,10 @@ class Store:
         return record
 
     def get_partition(self, partition_id: str) -> PartitionRecord:
-        with self._db.read(snapshot=True) as conn:
-            return partition_rows.get_partition(conn, partition_id)
+        return self._db.run_snapshot(partition_rows.get_partition, partition_id)
 
     def find_partition(self, partition_id: str) -> PartitionRecord | None:
-        with self._db.read(snapshot=True) as conn:
-            return _or_none(partition_rows.get_partition, conn, partition_id)
+        return self._db.run_snapshot(_or_none, partition_rows.get_partition, partition_id)
 
     def list_partitions(
         self,
@@ -488,8 +454,7 @@ class Store:
 
     def occupancy(self, cluster_id: str) -> Occupancy:
         """What placement needs about a cluster, from one consistent snapshot."""
-        with self._db.read(snapshot=True) as conn:
-            return read_occupancy(conn, cluster_id)
+        return self._db.run_snapshot(read_occupancy, cluster_id)
 
     # -- audit events -----------------------------------------------------------------------
 
@@ -514,46 +479,20 @@ class Store:
             source=source,
             detail=detail,
         )
-        with self._db.write() as conn:
-            return event_rows.append(conn, event)
+        return self._db.run_write(event_rows.append, event)
 
     def append_events(self, events: Iterable[AuditEvent]) -> list[AuditEvent]:
         """Add several entries to the audit log in one transaction; returns them with ids."""
         with self._db.write() as conn:
             return [event_rows.append(conn, event) for event in events]
 
-    def list_events(
-        self,
-        *,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        actor: str | None = None,
-        action: str | None = None,
-        target: str | None = None,
-        outcome: str | None = None,
-        before_id: int | None = None,
-        after_id: int | None = None,
-        limit: int = 100,
-    ) -> list[AuditEvent]:
+    def list_events(self, **query: Unpack[event_rows.EventQuery]) -> list[AuditEvent]:
         """Audit entries matching every filter given, newest first (see ``events.list_events``)."""
-        with self._db.read() as conn:
-            return event_rows.list_events(
-                conn,
-                since=since,
-                until=until,
-                actor=actor,
-                action=action,
-                target=target,
-                outcome=outcome,
-                before_id=before_id,
-                after_id=after_id,
-                limit=limit,
-            )
+        return self._db.run_read(event_rows.list_events, **query)
 
     def prune_events(self, *, before: datetime) -> int:
         """Delete audit entries older than ``before``; return how many."""
-        with self._db.write() as conn:
-            return event_rows.prune(conn, before=before)
+        return self._db.run_write(event_rows.prune, before=before)
 
     # -- leases -----------------------------------------------------------------------------
 
@@ -568,16 +507,14 @@ class Store:
 
     def renew_lease(self, name: str, holder: str, now: datetime, ttl: timedelta | float) -> bool:
         """Extend a lease ``holder`` still holds; False if it expired or passed to another."""
-        with self._db.write() as conn:
-            return lease_rows.renew(conn, name, holder, now + lease_rows.as_ttl(ttl), now)
+        return self._db.run_write(lease_rows.renew, name, holder, now + lease_rows.as_ttl(ttl), now)
 
     def release_lease(self, name: str, holder: str) -> bool:
         """Give a lease up at once; False if ``holder`` did not hold it."""
         return lease_rows.give_up(self._db, name, holder)
 
     def get_lease(self, name: str) -> Lease | None:
-        with self._db.read() as conn:
-            return lease_rows.get(conn, name)
+        return self._db.run_read(lease_rows.get, name)
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -596,8 +533,7 @@ class Store:
         **kwargs: P.kwargs,
     ) -> StoreError:
         """Run an ``explain_*`` function in a fresh read transaction (after a rollback)."""
-        with self._db.read() as conn:
-            return explain(conn, *args, **kwargs)
+        return self._db.run_read(explain, *args, **kwargs)
 
 
 def _append_event(conn: Connection, event: AuditEvent | None) -> None:
@@ -606,7 +542,7 @@ def _append_event(conn: Connection, event: AuditEvent | None) -> None:
         event_rows.append(conn, event)
 
 
-def _or_none(get: Callable[[Connection, str], T], conn: Connection, key: str) -> T | None:
+def _or_none(conn: Connection, get: Callable[[Connection, str], T], key: str) -> T | None:
     try:
         return get(conn, key)
     except NotFound:

@@ -11,7 +11,6 @@ Every change to what a user may do bumps ``users.access_version``
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -22,6 +21,7 @@ from vpod.domain.entities import User
 from . import access_versions
 from . import allocations as allocation_rows
 from .errors import AlreadyExists, Conflict, NotFound, StoreError
+from .row_records import children_of, grouped
 from .schema import allocations, user_allocations, users
 from .translate import decoding
 
@@ -62,22 +62,13 @@ def get_user(conn: Connection, user_id: str) -> User:
     admin = conn.scalar(select(users.c.admin).where(users.c.id == user_id))
     if admin is None:
         raise not_found(user_id)
-    granted = conn.scalars(
-        select(user_allocations.c.allocation_id)
-        .where(user_allocations.c.user_id == user_id)
-        .order_by(user_allocations.c.allocation_id)
-    ).all()
+    grants = user_allocations.c
+    granted = children_of(conn, grants.user_id, grants.allocation_id, user_id)
     return _user(user_id, granted, admin)
 
 
 def list_users(conn: Connection) -> list[User]:
-    granted: dict[str, list[str]] = defaultdict(list)
-    for user_id, allocation_id in conn.execute(
-        select(user_allocations.c.user_id, user_allocations.c.allocation_id).order_by(
-            user_allocations.c.user_id, user_allocations.c.allocation_id
-        )
-    ):
-        granted[user_id].append(allocation_id)
+    granted = grouped(conn, user_allocations.c.user_id, user_allocations.c.allocation_id)
     return [
         _user(row.id, granted[row.id], row.admin)
         for row in conn.execute(select(users.c.id, users.c.admin).order_by(users.c.id))
@@ -110,20 +101,19 @@ def get_access(conn: Connection, user_id: str) -> tuple[str, int]:
 
 
 def set_key_hash(conn: Connection, user_id: str, key_hash: str) -> None:
-    done = conn.execute(
-        update(users)
-        .where(users.c.id == user_id)
-        .values(key_hash=key_hash, access_version=access_versions.BUMPED)
-    )
-    if done.rowcount == 0:
-        raise not_found(user_id)
+    _change_access(conn, user_id, key_hash=key_hash)
 
 
 def set_admin(conn: Connection, user_id: str, admin: bool) -> None:
+    _change_access(conn, user_id, admin=admin)
+
+
+def _change_access(conn: Connection, user_id: str, **changes: object) -> None:
+    """Change what the user may do, bumping the access version so caches see it."""
     done = conn.execute(
         update(users)
         .where(users.c.id == user_id)
-        .values(admin=admin, access_version=access_versions.BUMPED)
+        .values(**changes, access_version=access_versions.BUMPED)
     )
     if done.rowcount == 0:
         raise not_found(user_id)

@@ -23,8 +23,9 @@ class StorageEndpoint:
 
 
 @dataclass(frozen=True)
-class DatasetStorage:
-    """A project's bucket on an endpoint; the access key only masked (``AKIA…WXYZ``)."""
+class RegisteredBucket:
+    """What every view of a project's registered bucket holds: where the bucket is, and its
+    access key only masked (``AKIA…WXYZ``)."""
 
     id: str
     project_id: str
@@ -32,21 +33,21 @@ class DatasetStorage:
     endpoint: str
     bucket: str
     access_key_masked: str
+
+
+@dataclass(frozen=True)
+class DatasetStorage(RegisteredBucket):
+    """A project's bucket on an endpoint, as its owner sees it."""
+
     created_at: datetime
     clusters: tuple[str, ...] = ()
     """Names of the project's clusters it is attached to."""
 
 
 @dataclass(frozen=True)
-class SealedStorage:
+class SealedStorage(RegisteredBucket):
     """A project's bucket as kept: its keys sealed (``vpod/cloud/sealing.py``), never shown."""
 
-    id: str
-    project_id: str
-    name: str
-    endpoint: str
-    bucket: str
-    access_key_masked: str
     access_key_sealed: str
     secret_key_sealed: str
     created_at: datetime
