@@ -311,7 +311,7 @@ inventory_version = Table(
     "inventory_version",
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=False),
-    Column("version", BigInteger, nullable=False),
+    *required(version=BigInteger),
     CheckConstraint("id = 1", name="one_row"),
 )
 

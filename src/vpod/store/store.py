@@ -131,8 +131,7 @@ class Store:
     def inventory_version(self) -> int:
         """A number that moves whenever agents (but their health), agent keys, clusters or
         allocations change, whoever changes them (see :mod:`.inventory_version`)."""
-        with self._db.read() as conn:
-            return inventory_versions.read(conn)
+        return self._db.run_read(inventory_versions.read)
 
     def list_agents(self, ids: Sequence[str] | None = None) -> list[Agent]:
         """Every agent (or those among ``ids``), by id."""
