@@ -17,8 +17,7 @@ from .cloud_output import (
     invoice_text,
 )
 from .render import details, table
-
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+from .short_help import CONTEXT
 
 
 @click.command("flavors", context_settings=CONTEXT)

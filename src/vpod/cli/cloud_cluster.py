@@ -12,9 +12,7 @@ from vpod.client import CloudClient, ClusterOptions
 from .cloud_cluster_ssh import cluster_keypair, console, ssh, ssh_config, ssh_proxy
 from .cloud_options import connection_options, report_task, wait_option
 from .cloud_output import cluster_text, clusters_table, emit
-from .short_help import FittingGroup
-
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+from .short_help import CONTEXT, FittingGroup
 
 
 @click.group("cluster", context_settings=CONTEXT, cls=FittingGroup)

@@ -26,10 +26,9 @@ from .cloud_output import emit
 from .cloud_ssh import run_ssh
 from .errors import fail
 from .openssh import known_host_entries, render_config
-from .short_help import FittingGroup
+from .short_help import CONTEXT, FittingGroup
 from .ssh_files import known_hosts_path, replace_file, update_known_hosts, vpod_dir
 
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 IDENTITY_HELP = (
     "A private key to offer (repeatable; default: the keys `vpod keypair create` wrote for the"
     " cluster's keypairs, then ssh-agent and ~/.ssh)."

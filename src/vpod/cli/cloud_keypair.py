@@ -22,10 +22,8 @@ from .cloud_options import connection_options
 from .cloud_output import emit
 from .errors import fail
 from .render import details, table
-from .short_help import FittingGroup
+from .short_help import CONTEXT, FittingGroup
 from .ssh_files import key_path, write_private
-
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
 def keypairs_table(found: Sequence[dict[str, Any]]) -> str:

@@ -13,9 +13,7 @@ from vpod.client import CloudClient
 from .cloud_options import connection_options
 from .cloud_output import emit
 from .render import details, table
-from .short_help import FittingGroup
-
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+from .short_help import CONTEXT, FittingGroup
 
 
 def _moment(value: str | None, option: str) -> datetime | None:

@@ -13,9 +13,7 @@ from .cloud_output import (
     tasks_table,
     wait_for,
 )
-from .short_help import FittingGroup
-
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+from .short_help import CONTEXT, FittingGroup
 
 
 @click.group("task", context_settings=CONTEXT, cls=FittingGroup)

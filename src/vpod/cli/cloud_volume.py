@@ -11,9 +11,7 @@ from .cloud_output import (
     emit,
     volumes_table,
 )
-from .short_help import FittingGroup
-
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+from .short_help import CONTEXT, FittingGroup
 
 
 @click.group("volume", context_settings=CONTEXT, cls=FittingGroup)

@@ -20,7 +20,8 @@ from vpod.client import EventFilter, admin_calls
 from vpod.wire import admin_pb2 as apb
 
 from .render import message_dict, table, timestamp_text
-from .vipu_admin_inventory import CONTEXT, admin_client
+from .short_help import CONTEXT
+from .vipu_admin_inventory import admin_client
 from .vipu_group import WholeNumber, echo_json, json_option
 
 EVENT_HEADERS = ("Time", "Actor", "Action", "Target", "Outcome", "Source", "Detail")

@@ -20,9 +20,8 @@ from vpod.wire import agent_pb2 as agpb
 
 from .exit_status import EXIT_USAGE, CliError
 from .render import enum_label, joined, message_dict, table
+from .short_help import CONTEXT
 from .vipu_group import PORT, WholeNumber, csv_list, echo_json, json_option, session_of
-
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 key_file_option = click.option(
     "--key-file",

@@ -15,7 +15,8 @@ from vpod.wire import admin_pb2 as apb
 
 from .exit_status import EXIT_USAGE, CliError
 from .render import joined, message_dict, table
-from .vipu_admin_inventory import CONTEXT, admin_client, fault_text
+from .short_help import CONTEXT
+from .vipu_admin_inventory import admin_client, fault_text
 from .vipu_group import WholeNumber, csv_list, echo_json, json_option
 from .vipu_views import (
     IPU_ATTRIBUTE_HEADERS,

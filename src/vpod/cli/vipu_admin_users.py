@@ -27,7 +27,8 @@ from vpod.wire import admin_pb2 as apb
 from .config import DEFAULT_ADMIN_PORT, DEFAULT_USER_PORT, Endpoint, Settings, render_hcl
 from .exit_status import EXIT_USAGE, CliError
 from .render import joined, message_dict, table, timestamp_text
-from .vipu_admin_inventory import CONTEXT, admin_client, success
+from .short_help import CONTEXT
+from .vipu_admin_inventory import admin_client, success
 from .vipu_group import PORT, csv_list, echo_json, json_option, session_of
 
 USER_HEADERS = ("User", "Admin", "Allocations", "Created")

@@ -27,7 +27,7 @@ from vpod.client.config import Settings, admin_endpoint, load_settings, user_end
 
 from .exit_status import EXIT_FAILURE, EXIT_USAGE, CliError, exit_code_of, one_line
 from .render import json_text
-from .short_help import FittingGroup
+from .short_help import CONTEXT, FittingGroup
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -238,6 +238,52 @@ def csv_list(_ctx: click.Context, _param: click.Parameter, value: str | None) ->
     if not value:
         return []
     return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def print_server_version(client: UserClient | AdminClient) -> None:
+    version = client.version()
+    click.echo(f"version: {version.version}")
+    click.echo(f"host: {version.endpoint}")
+
+
+def root_group(
+    *, name: str, admin_cli: bool, epilog: str
+) -> Callable[[Callable[[], None]], VipuGroup]:
+    """The top-level group of ``vipu`` or ``vipu-admin``, from a function holding its help.
+
+    Both take the global options and ``--server-version`` (the version of the endpoint the
+    tool dials: the admin endpoint for ``vipu-admin``) and print their help when no command
+    is given.
+    """
+
+    def decorate(described: Callable[[], None]) -> VipuGroup:
+        @click.pass_context
+        def root(ctx: click.Context, server_version: bool) -> None:
+            if server_version:
+                session = session_of(ctx)
+                print_server_version(session.admin() if admin_cli else session.user())
+                ctx.exit(0)
+            if ctx.invoked_subcommand is None:
+                click.echo(ctx.get_help())
+
+        root.__doc__ = described.__doc__
+        server_version = click.option(
+            "--server-version",
+            is_flag=True,
+            help="Print the controller's version and address, then exit.",
+        )
+        group = click.group(
+            cls=VipuGroup,
+            admin_cli=admin_cli,
+            name=name,
+            invoke_without_command=True,
+            context_settings=CONTEXT,
+            epilog=epilog,
+        )
+        made: VipuGroup = group(global_options(hidden=False)(server_version(root)))
+        return made
+
+    return decorate
 
 
 class SubcommandGroup(FittingGroup):

@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 import click
 
 from vpod.cli import grpc_logging  # noqa: F401  (before anything imports grpc)
-from vpod.client import AdminClient, PartitionOptions, UserClient
+from vpod.client import PartitionOptions, UserClient
 from vpod.domain.errors import InvalidSpec
 from vpod.domain.naming import natural_key
 from vpod.domain.routing import parse_gw_routing, parse_ipulink_routing, parse_sync_type
@@ -24,14 +24,14 @@ from vpod.wire import virmgrpc_pb2 as pb
 
 from .exit_status import EXIT_USAGE, CliError
 from .render import details, joined, message_dict, table
+from .short_help import CONTEXT
 from .vipu_group import (
     SubcommandGroup,
-    VipuGroup,
     WholeNumber,
     csv_list,
     echo_json,
-    global_options,
     json_option,
+    root_group,
     session_of,
 )
 from .vipu_views import (
@@ -47,37 +47,22 @@ from .vipu_views import (
     status_pairs,
 )
 
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
-
 
 def success(verb: str, kind: str, entity_id: str) -> None:
     """The one line a change prints: ``create partition (p1): success.``"""
     click.echo(f"{verb} {kind} ({entity_id}): success.")
 
 
-def print_server_version(client: UserClient | AdminClient) -> None:
-    version = client.version()
-    click.echo(f"version: {version.version}")
-    click.echo(f"host: {version.endpoint}")
-
-
 def _user(ctx: click.Context) -> UserClient:
     return session_of(ctx).user()
 
 
-@click.group(
-    cls=VipuGroup,
+@root_group(
     name="vipu",
-    invoke_without_command=True,
-    context_settings=CONTEXT,
+    admin_cli=False,
     epilog="Global options may also follow the command: vipu list partitions -H ctl.",
 )
-@global_options(hidden=False)
-@click.option(
-    "--server-version", is_flag=True, help="Print the controller's version and address, then exit."
-)
-@click.pass_context
-def cli(ctx: click.Context, server_version: bool) -> None:
+def cli() -> None:
     """Create and use IPU partitions through a V-IPU controller's user API.
 
     \b
@@ -88,11 +73,6 @@ def cli(ctx: click.Context, server_version: bool) -> None:
       vipu get partition training --ipuof-configs > ~/.ipuof.conf.d/training.conf
       vipu remove partition training
     """
-    if server_version:
-        print_server_version(session_of(ctx).user())
-        ctx.exit(0)
-    if ctx.invoked_subcommand is None:
-        click.echo(ctx.get_help())
 
 
 @cli.group(cls=SubcommandGroup, context_settings=CONTEXT)

@@ -11,9 +11,7 @@ from vpod import __version__
 
 from .cloud_commands import CLOUD_COMMAND_MODULES, load_command
 from .errors import run_cli
-from .short_help import FittingGroup, fit
-
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+from .short_help import CONTEXT, FittingGroup, fit
 
 LAZY_COMMANDS: dict[str, str] = {
     "sim": "sim_command",
