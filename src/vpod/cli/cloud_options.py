@@ -48,6 +48,20 @@ def wait_option(command: F) -> F:
     )(command)
 
 
+def task_command(command: Callable[..., Task]) -> Callable[..., None]:
+    """A command that starts a cloud task: ``--wait`` and the connection options.
+
+    The decorated function returns the task its call started; it is reported as
+    :func:`report_task` says.
+    """
+
+    @functools.wraps(command)
+    def reporting(client: CloudClient, wait: bool, as_json: bool, **kwargs: Any) -> None:
+        report_task(client, command(client=client, **kwargs), wait=wait, as_json=as_json)
+
+    return wait_option(connection_options(reporting))
+
+
 def report_task(client: CloudClient, task: Task, *, wait: bool, as_json: bool) -> None:
     """After a mutating call: wait if asked, then print the task (or how to follow it)."""
     if wait:

@@ -9,9 +9,9 @@ from typing import IO, Any
 
 import click
 
-from vpod.client import CloudClient
+from vpod.client import CloudClient, Task
 
-from .cloud_options import connection_options, report_task, wait_option
+from .cloud_options import connection_options, task_command
 from .cloud_output import emit
 from .render import details, table
 from .short_help import CONTEXT, FittingGroup
@@ -148,25 +148,20 @@ def storage_delete(client: CloudClient, storage_ref: str, as_json: bool) -> None
 @click.option(
     "--mount", default=None, metavar="PATH", help="Also mount the bucket at PATH on each server."
 )
-@wait_option
-@connection_options
+@task_command
 def storage_attach(
     client: CloudClient,
     storage_ref: str,
     cluster_ref: str,
     mount: str | None,
-    wait: bool,
-    as_json: bool,
-) -> None:
+) -> Task:
     """Give every server of CLUSTER the storage (a cluster holds one at a time)."""
-    task = client.attach_dataset_storage(storage_ref, cluster_ref, mount)
-    report_task(client, task, wait=wait, as_json=as_json)
+    return client.attach_dataset_storage(storage_ref, cluster_ref, mount)
 
 
 @storage.command("detach")
 @click.argument("cluster_ref", metavar="CLUSTER")
-@wait_option
-@connection_options
-def storage_detach(client: CloudClient, cluster_ref: str, wait: bool, as_json: bool) -> None:
+@task_command
+def storage_detach(client: CloudClient, cluster_ref: str) -> Task:
     """Take CLUSTER's storage away: its files and variables go, the bucket is unmounted."""
-    report_task(client, client.detach_dataset_storage(cluster_ref), wait=wait, as_json=as_json)
+    return client.detach_dataset_storage(cluster_ref)

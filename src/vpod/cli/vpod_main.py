@@ -11,6 +11,7 @@ from vpod import __version__
 
 from .cloud_commands import CLOUD_COMMAND_MODULES, load_command
 from .errors import run_cli
+from .server_options import admin_port_option, data_dir_option, http_port_option, user_port_option
 from .short_help import CONTEXT, FittingGroup, fit
 
 LAZY_COMMANDS: dict[str, str] = {
@@ -53,13 +54,9 @@ def cli() -> None:
     epilog="Example: vpod up --data-dir ./vpod-data --pod pod256 --port 9090 --admin-port 9091"
     " --http-port 9080",
 )
-@click.option(
-    "--data-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("vpod-data"),
-    show_default=True,
+@data_dir_option(
+    "Where the store, logs and vipu-cli.hcl live; reuse it to get the same pod back.",
     envvar="VPOD_DATA_DIR",
-    help="Where the store, logs and vipu-cli.hcl live; reuse it to get the same pod back.",
 )
 @click.option(
     "--pod",
@@ -75,27 +72,9 @@ def cli() -> None:
     show_default=True,
     help="Address the controller's APIs listen on.",
 )
-@click.option(
-    "--port",
-    type=click.IntRange(0, 65535),
-    default=8090,
-    show_default=True,
-    help="V-IPU user API port (gRPC).",
-)
-@click.option(
-    "--admin-port",
-    type=click.IntRange(0, 65535),
-    default=8091,
-    show_default=True,
-    help="Admin API port (gRPC).",
-)
-@click.option(
-    "--http-port",
-    type=click.IntRange(0, 65535),
-    default=8080,
-    show_default=True,
-    help="REST API, /healthz, /readyz and /metrics port.",
-)
+@user_port_option("V-IPU user API port (gRPC).")
+@admin_port_option("Admin API port (gRPC).")
+@http_port_option("REST API, /healthz, /readyz and /metrics port.")
 @click.option(
     "--address-base",
     default=None,

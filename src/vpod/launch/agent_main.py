@@ -45,6 +45,7 @@ from vpod.agent.trust import read_agent_key
 from vpod.domain.catalog import machine_spec
 
 from .daemon_entry import run_daemon
+from .process_logging import configure_logging, log_level_option
 
 log = logging.getLogger("vpod.agent")
 
@@ -164,12 +165,7 @@ def _port(value: int, option: str) -> int:
     is_flag=True,
     help="Accept InjectFault and ClearFault (tests and demos); refused otherwise.",
 )
-@click.option(
-    "--log-level",
-    default="warning",
-    show_default=True,
-    type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
-)
+@log_level_option("warning")
 def cli(
     machines: int,
     id_prefix: str,
@@ -196,9 +192,7 @@ def cli(
     log_level: str,
 ) -> None:
     """Run emulated IPU-Machine agents (V-IPU agents) until SIGINT or SIGTERM."""
-    logging.basicConfig(
-        level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    configure_logging(log_level)
     if address_base and single_address:
         raise click.UsageError("give --address-base or --single-address, not both")
     try:

@@ -40,6 +40,7 @@ from vpod.agent.gpu.reporter import ControllerLink, GpuHostAgent, HostIdentity
 
 from .agent_main import _registration_token
 from .daemon_entry import run_daemon
+from .process_logging import configure_logging, log_level_option
 
 log = logging.getLogger("vpod.agent.gpu")
 ROLES = ("baremetal", "hypervisor")
@@ -221,12 +222,7 @@ async def _serve(agents: list[GpuHostAgent], links: list[ControllerLink]) -> Non
     help="Print what the backend finds (and one sample), then exit.",
 )
 @click.option("--json", "as_json", is_flag=True, help="With --inventory: JSON.")
-@click.option(
-    "--log-level",
-    default="info",
-    show_default=True,
-    type=click.Choice(("debug", "info", "warning", "error")),
-)
+@log_level_option("info")
 def cli(
     controller: str | None,
     token_file: Path | None,
@@ -248,9 +244,7 @@ def cli(
 ) -> None:
     """Run the GPU host agent: find the host's GPUs through NVML, register the host with the
     controller and report every GPU's health and telemetry until SIGINT or SIGTERM."""
-    logging.basicConfig(
-        level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    configure_logging(log_level)
     logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per sample otherwise
     limits = HealthLimits(max_temperature_c=max_temperature)
     if as_json and not show_inventory:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
-import logging.handlers
 import signal
 import sys
 from collections.abc import Mapping
@@ -15,6 +13,12 @@ from typing import Any
 import click
 
 from vpod.cli.errors import run_cli
+from vpod.cli.server_options import (
+    admin_port_option,
+    data_dir_option,
+    http_port_option,
+    user_port_option,
+)
 from vpod.cloud.direct_ports import parse_port_range
 from vpod.cloud.model.errors import CloudError
 from vpod.cloud.model.errors import InvalidArgument as CloudInvalidArgument
@@ -28,6 +32,7 @@ from vpod.web import WebConsole
 
 from .interfaces import resolve_interfaces
 from .parent_death import die_with_parent
+from .process_logging import configure_logging, log_level_option
 from .server_security import (
     SecurityOptions,
     check_options,
@@ -37,35 +42,13 @@ from .server_security import (
 )
 
 
-def _configure_logging(
-    level: str, log_file: Path | None = None, max_bytes: int = 0, backups: int = 0
-) -> None:
-    """Log to stderr, or to ``log_file`` rotated at ``max_bytes`` keeping ``backups`` old ones."""
-    handler: logging.Handler = logging.StreamHandler(sys.stderr)
-    if log_file is not None:
-        handler = logging.handlers.RotatingFileHandler(
-            log_file, maxBytes=max_bytes, backupCount=backups, encoding="utf-8"
-        )
-    logging.basicConfig(
-        level=getattr(logging, level.upper(), logging.INFO),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        handlers=[handler],
-    )
-
-
 @click.command(
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
     epilog="Examples: vipu-server --data-dir /var/lib/vpod --port 8090 --admin-port 8091;"
     " secure with mutual TLS: vipu-server --tls-init --init --secure --tls-client-auth, then"
     " vipu-server --secure --tls-client-auth (docs/security.md).",
 )
-@click.option(
-    "--data-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("vpod-data"),
-    show_default=True,
-    help="Directory for the SQLite store (and TLS material).",
-)
+@data_dir_option("Directory for the SQLite store (and TLS material).")
 @click.option(
     "--database-url",
     default="",
@@ -74,22 +57,9 @@ def _configure_logging(
     "(default: SQLite in --data-dir).",
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address of the user API.")
-@click.option(
-    "--port",
-    "user_port",
-    type=click.IntRange(0, 65535),
-    default=8090,
-    show_default=True,
-    help="Port of the V-IPU user API (gRPC); 0 picks a free one.",
-)
+@user_port_option("Port of the V-IPU user API (gRPC); 0 picks a free one.", "user_port")
 @click.option("--admin-host", default=None, help="Address of the admin API (default: --host).")
-@click.option(
-    "--admin-port",
-    type=click.IntRange(0, 65535),
-    default=8091,
-    show_default=True,
-    help="Port of the admin API (gRPC).",
-)
+@admin_port_option("Port of the admin API (gRPC).")
 @click.option(
     "-a",
     "--autodiscovery-listen-interfaces",
@@ -100,13 +70,7 @@ def _configure_logging(
     " announce themselves, on the admin port; the admin API itself stays on --admin-host.",
 )
 @click.option("--http-host", default=None, help="Address of the HTTP API (default: --host).")
-@click.option(
-    "--http-port",
-    type=click.IntRange(0, 65535),
-    default=8080,
-    show_default=True,
-    help="Port of the REST API, /healthz, /readyz and /metrics.",
-)
+@http_port_option("Port of the REST API, /healthz, /readyz and /metrics.")
 @click.option("--secure", is_flag=True, help="Authenticate every call (user id + access key).")
 @security_options
 @click.option(
@@ -190,12 +154,7 @@ def _configure_logging(
     " credentials (`vpod up` writes DATA_DIR/metrics.token). Without --secure /metrics is"
     " open.",
 )
-@click.option(
-    "--log-level",
-    type=click.Choice(["debug", "info", "warning", "error"]),
-    default="info",
-    show_default=True,
-)
+@log_level_option("info")
 @click.option(
     "--log-file",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -246,7 +205,7 @@ def main(
 ) -> None:
     """Run the V-IPU controller until interrupted (Ctrl-C or SIGTERM stop it cleanly)."""
     die_with_parent()
-    _configure_logging(log_level, log_file, log_max_bytes, log_backups)
+    configure_logging(log_level, log_file, log_max_bytes, log_backups)
     entries = [e.strip() for e in autodiscovery.split(",") if e.strip()]
     try:
         discovery = resolve_interfaces(entries)

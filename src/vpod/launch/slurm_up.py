@@ -29,6 +29,12 @@ from typing import Any
 import click
 
 from vpod.cli.errors import CliFailure, fail, run_cli
+from vpod.cli.server_options import (
+    admin_port_option,
+    data_dir_option,
+    http_port_option,
+    user_port_option,
+)
 from vpod.cli.short_help import FittingGroup
 from vpod.integrations.slurm import spank
 from vpod.integrations.slurm.local_cluster import (
@@ -141,35 +147,11 @@ def slurm() -> None:
 
 
 @slurm.command("up")
-@click.option(
-    "--data-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("vpod-data"),
-    show_default=True,
-    help="The pod's data directory; Slurm's files go in DATA_DIR/slurm.",
-)
+@data_dir_option("The pod's data directory; Slurm's files go in DATA_DIR/slurm.")
 @click.option("--pod", "pod_shape", default=None, metavar="SHAPE", help="Pod shape (see vpod up).")
-@click.option(
-    "--port",
-    type=click.IntRange(0, 65535),
-    default=8090,
-    show_default=True,
-    help="V-IPU user API port.",
-)
-@click.option(
-    "--admin-port",
-    type=click.IntRange(0, 65535),
-    default=8091,
-    show_default=True,
-    help="Admin API port.",
-)
-@click.option(
-    "--http-port",
-    type=click.IntRange(0, 65535),
-    default=8080,
-    show_default=True,
-    help="REST API port.",
-)
+@user_port_option("V-IPU user API port.")
+@admin_port_option("Admin API port.")
+@http_port_option("REST API port.")
 @click.option(
     "--secure/--open",
     default=True,

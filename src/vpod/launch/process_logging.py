@@ -1,0 +1,46 @@
+"""How a server process logs: ``--log-level`` and, for ``vipu-server``, a rotated file.
+
+``vipu-server``, ``vipu-agent`` and ``vpod-gpu-agent`` log the same way (one format, to
+stderr unless given a file); each chooses its default level.
+"""
+
+from __future__ import annotations
+
+import logging
+import logging.handlers
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def log_level_option(default: str) -> Callable[[F], F]:
+    """``--log-level`` (any case), ``default`` shown in ``--help``."""
+    return click.option(
+        "--log-level",
+        default=default,
+        show_default=True,
+        type=click.Choice(LOG_LEVELS, case_sensitive=False),
+    )
+
+
+def configure_logging(
+    level: str, log_file: Path | None = None, max_bytes: int = 0, backups: int = 0
+) -> None:
+    """Log to stderr, or to ``log_file`` rotated at ``max_bytes`` keeping ``backups`` old ones."""
+    handler: logging.Handler = logging.StreamHandler(sys.stderr)
+    if log_file is not None:
+        handler = logging.handlers.RotatingFileHandler(
+            log_file, maxBytes=max_bytes, backupCount=backups, encoding="utf-8"
+        )
+    logging.basicConfig(
+        level=getattr(logging, level.upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        handlers=[handler],
+    )
