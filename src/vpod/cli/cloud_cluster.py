@@ -10,7 +10,7 @@ import click
 from vpod.client import CloudClient, ClusterOptions, Task
 
 from .cloud_cluster_ssh import cluster_keypair, console, ssh, ssh_config, ssh_proxy
-from .cloud_options import connection_options, task_command
+from .cloud_options import connection_options, shows, task_command
 from .cloud_output import cluster_text, clusters_table, emit
 from .short_help import CONTEXT, FittingGroup
 
@@ -122,18 +122,18 @@ def create(
 
 
 @cluster.command("list")
-@connection_options
-def list_clusters(client: CloudClient, as_json: bool) -> None:
+@shows(clusters_table)
+def list_clusters(client: CloudClient) -> list[Any]:
     """Your project's clusters."""
-    emit([c.raw for c in client.list_clusters()], as_json, clusters_table)
+    return client.list_clusters()
 
 
 @cluster.command("show")
 @click.argument("cluster_ref", metavar="CLUSTER")
-@connection_options
-def show(client: CloudClient, cluster_ref: str, as_json: bool) -> None:
+@shows(cluster_text)
+def show(client: CloudClient, cluster_ref: str) -> Any:
     """One cluster (by name or id) with its servers and volumes."""
-    emit(client.get_cluster(cluster_ref).raw, as_json, cluster_text)
+    return client.get_cluster(cluster_ref)
 
 
 def _action(name: str, doc: str) -> None:

@@ -18,7 +18,7 @@ import click
 
 from vpod.client import CloudClient
 
-from .cloud_options import connection_options
+from .cloud_options import connection_options, shows
 from .cloud_output import emit
 from .errors import fail
 from .render import details, table
@@ -96,25 +96,25 @@ def create(client: CloudClient, name: str, private_key: Path | None, as_json: bo
     required=True,
     help="The public key file (e.g. ~/.ssh/id_ed25519.pub; - for stdin).",
 )
-@connection_options
-def import_key(client: CloudClient, name: str, public_key: Any, as_json: bool) -> None:
+@shows(keypair_text)
+def import_key(client: CloudClient, name: str, public_key: Any) -> Any:
     """Register the public key of a keypair you made (ssh-keygen) as NAME."""
-    emit(client.create_keypair(name, public_key.read()).raw, as_json, keypair_text)
+    return client.create_keypair(name, public_key.read())
 
 
 @keypair.command("list")
-@connection_options
-def list_keypairs(client: CloudClient, as_json: bool) -> None:
+@shows(keypairs_table)
+def list_keypairs(client: CloudClient) -> list[Any]:
     """Your project's keypairs, with their OpenSSH fingerprints."""
-    emit([k.raw for k in client.list_keypairs()], as_json, keypairs_table)
+    return client.list_keypairs()
 
 
 @keypair.command("show")
 @click.argument("name")
-@connection_options
-def show(client: CloudClient, name: str, as_json: bool) -> None:
+@shows(keypair_text)
+def show(client: CloudClient, name: str) -> Any:
     """One keypair (by name or id), with its public key."""
-    emit(client.get_keypair(name).raw, as_json, keypair_text)
+    return client.get_keypair(name)
 
 
 @keypair.command("delete")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -42,6 +43,25 @@ def connection_options(command: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def shows(
+    text: Callable[[Any], str],
+) -> Callable[[Callable[..., Any]], Callable[..., None]]:
+    """A command that prints what its function returns: a record of the API or a list of them.
+
+    ``--json`` prints the API's JSON, else ``text`` of it; the connection options come too.
+    """
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., None]:
+        @functools.wraps(command)
+        def printing(client: CloudClient, as_json: bool, **kwargs: Any) -> None:
+            found = command(client=client, **kwargs)
+            emit([r.raw for r in found] if isinstance(found, list) else found.raw, as_json, text)
+
+        return connection_options(printing)
+
+    return decorate
+
+
 def wait_option(command: F) -> F:
     return click.option(
         "--wait", is_flag=True, help="Block until the task ends, showing its phases."
@@ -60,6 +80,19 @@ def task_command(command: Callable[..., Task]) -> Callable[..., None]:
         report_task(client, command(client=client, **kwargs), wait=wait, as_json=as_json)
 
     return wait_option(connection_options(reporting))
+
+
+def moment(value: str | None, option: str) -> datetime | None:
+    """The date or time an option such as ``--from`` gives (UTC unless it says otherwise)."""
+    if value is None:
+        return None
+    try:
+        found = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise click.BadParameter(
+            f"{value!r} is not a date: use 2026-01-01 or 2026-01-01T12:00:00Z", param_hint=option
+        ) from None
+    return found if found.tzinfo is not None else found.replace(tzinfo=UTC)
 
 
 def report_task(client: CloudClient, task: Task, *, wait: bool, as_json: bool) -> None:

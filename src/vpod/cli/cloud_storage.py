@@ -11,7 +11,7 @@ import click
 
 from vpod.client import CloudClient, Task
 
-from .cloud_options import connection_options, task_command
+from .cloud_options import connection_options, shows, task_command
 from .cloud_output import emit
 from .render import details, table
 from .short_help import CONTEXT, FittingGroup
@@ -84,10 +84,10 @@ def storage() -> None:
 
 
 @storage.command("endpoints")
-@connection_options
-def storage_endpoints(client: CloudClient, as_json: bool) -> None:
+@shows(endpoints_table)
+def storage_endpoints(client: CloudClient) -> list[Any]:
     """The S3-compatible endpoints the operator offers."""
-    emit([e.raw for e in client.storage_endpoints()], as_json, endpoints_table)
+    return client.storage_endpoints()
 
 
 @storage.command("register")
@@ -101,7 +101,7 @@ def storage_endpoints(client: CloudClient, as_json: bool) -> None:
     default=None,
     help="A file holding the secret key (- for stdin); default: a hidden prompt.",
 )
-@connection_options
+@shows(storage_text)
 def storage_register(
     client: CloudClient,
     name: str,
@@ -109,28 +109,26 @@ def storage_register(
     bucket: str,
     access_key: str,
     secret_key_file: IO[str] | None,
-    as_json: bool,
-) -> None:
+) -> Any:
     """Register a bucket and its keys as storage NAME (keys sealed; shown masked from now on)."""
-    found = client.register_dataset_storage(
+    return client.register_dataset_storage(
         name, endpoint, bucket, access_key, _secret(secret_key_file)
     )
-    emit(found.raw, as_json, storage_text)
 
 
 @storage.command("list")
-@connection_options
-def storage_list(client: CloudClient, as_json: bool) -> None:
+@shows(storage_table)
+def storage_list(client: CloudClient) -> list[Any]:
     """Your project's dataset storage and the clusters holding each."""
-    emit([s.raw for s in client.list_dataset_storage()], as_json, storage_table)
+    return client.list_dataset_storage()
 
 
 @storage.command("show")
 @click.argument("storage_ref", metavar="STORAGE")
-@connection_options
-def storage_show(client: CloudClient, storage_ref: str, as_json: bool) -> None:
+@shows(storage_text)
+def storage_show(client: CloudClient, storage_ref: str) -> Any:
     """One dataset storage (by name or id)."""
-    emit(client.get_dataset_storage(storage_ref).raw, as_json, storage_text)
+    return client.get_dataset_storage(storage_ref)
 
 
 @storage.command("delete")

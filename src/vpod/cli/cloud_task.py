@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from vpod.client import CloudClient
 
-from .cloud_options import connection_options, wait_option
+from .cloud_options import connection_options, shows, wait_option
 from .cloud_output import (
     emit,
     task_text,
@@ -25,13 +27,12 @@ def task() -> None:
 @click.option("--resource", default=None, metavar="ID", help="Only this cluster's or volume's.")
 @click.option("--state", default=None, type=click.Choice(["NEW", "RUNNING", "FINISHED", "ERROR"]))
 @click.option("--limit", type=click.IntRange(1, 500), default=20, show_default=True)
-@connection_options
+@shows(tasks_table)
 def task_list(
-    client: CloudClient, resource: str | None, state: str | None, limit: int, as_json: bool
-) -> None:
+    client: CloudClient, resource: str | None, state: str | None, limit: int
+) -> list[Any]:
     """Your project's tasks, newest first."""
-    found = client.list_tasks(resource=resource, state=state, limit=limit)
-    emit([t.raw for t in found], as_json, tasks_table)
+    return client.list_tasks(resource=resource, state=state, limit=limit)
 
 
 @task.command("show")

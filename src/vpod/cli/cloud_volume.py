@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from vpod.client import CloudClient, Task
 
-from .cloud_options import connection_options, task_command
+from .cloud_options import shows, task_command
 from .cloud_output import (
-    emit,
     volumes_table,
 )
 from .short_help import CONTEXT, FittingGroup
@@ -32,18 +33,18 @@ def volume_create(client: CloudClient, name: str, size_gib: int, volume_type: st
 
 
 @volume.command("list")
-@connection_options
-def volume_list(client: CloudClient, as_json: bool) -> None:
+@shows(volumes_table)
+def volume_list(client: CloudClient) -> list[Any]:
     """Your project's volumes."""
-    emit([v.raw for v in client.list_volumes()], as_json, volumes_table)
+    return client.list_volumes()
 
 
 @volume.command("show")
 @click.argument("volume_ref", metavar="VOLUME")
-@connection_options
-def volume_show(client: CloudClient, volume_ref: str, as_json: bool) -> None:
+@shows(lambda v: volumes_table([v]))
+def volume_show(client: CloudClient, volume_ref: str) -> Any:
     """One volume, by name or id."""
-    emit(client.get_volume(volume_ref).raw, as_json, lambda v: volumes_table([v]))
+    return client.get_volume(volume_ref)
 
 
 @volume.command("attach")

@@ -17,12 +17,9 @@ from .exit_status import EXIT_USAGE, CliError
 from .render import joined, message_dict, table
 from .short_help import CONTEXT
 from .vipu_admin_inventory import admin_client, fault_text
-from .vipu_group import WholeNumber, csv_list, echo_json, json_option
+from .vipu_group import WholeNumber, csv_list, echo_json, ipu_attributes_command, json_option
 from .vipu_views import (
-    IPU_ATTRIBUTE_HEADERS,
     PARTITION_HEADERS,
-    attributes_reply,
-    ipu_attribute_rows,
     operation_label,
     partition_row,
 )
@@ -81,20 +78,11 @@ def list_partitions(
     click.echo(table(ADMIN_PARTITION_HEADERS, [admin_partition_row(i.raw) for i in infos]))
 
 
-@click.command("ipu-attrs", context_settings=CONTEXT)
-@click.option("--agents", metavar="A,B", callback=csv_list, help="Only these agents.")
-@json_option
-@click.pass_context
-def list_ipu_attrs(ctx: click.Context, agents: list[str], as_json: bool) -> None:
-    """List the IPU attributes of every agent.
-
-    Table columns: Agent | IPU | Attribute | Value (one row per attribute).
-    """
-    entries = admin_client(ctx).list_ipu_attributes(agents)
-    if as_json:
-        echo_json(message_dict(attributes_reply(entries)))
-        return
-    click.echo(table(IPU_ATTRIBUTE_HEADERS, ipu_attribute_rows(entries)))
+list_ipu_attrs = ipu_attributes_command(
+    admin_client,
+    summary="List the IPU attributes of every agent.",
+    agents_help="Only these agents.",
+)
 
 
 @click.command("cluster", context_settings=CONTEXT)

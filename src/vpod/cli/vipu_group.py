@@ -26,8 +26,9 @@ from vpod.client import AdminClient, UserClient, VpodError
 from vpod.client.config import Settings, admin_endpoint, load_settings, user_endpoint
 
 from .exit_status import EXIT_FAILURE, EXIT_USAGE, CliError, exit_code_of, one_line
-from .render import json_text
+from .render import json_text, message_dict, table
 from .short_help import CONTEXT, FittingGroup
+from .vipu_views import IPU_ATTRIBUTE_HEADERS, attributes_reply, ipu_attribute_rows
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -244,6 +245,33 @@ def print_server_version(client: UserClient | AdminClient) -> None:
     version = client.version()
     click.echo(f"version: {version.version}")
     click.echo(f"host: {version.endpoint}")
+
+
+def ipu_attributes_command(
+    client_of: Callable[[click.Context], UserClient | AdminClient],
+    *,
+    summary: str,
+    agents_help: str,
+) -> click.Command:
+    """``list ipu-attrs`` of either CLI, through the client ``client_of`` gives."""
+
+    @click.command(
+        "ipu-attrs",
+        context_settings=CONTEXT,
+        help=f"{summary}\n\nTable columns: Agent | IPU | Attribute | Value"
+        " (one row per attribute).",
+    )
+    @click.option("--agents", metavar="A,B", callback=csv_list, help=agents_help)
+    @json_option
+    @click.pass_context
+    def list_ipu_attrs(ctx: click.Context, agents: list[str], as_json: bool) -> None:
+        entries = client_of(ctx).list_ipu_attributes(agents)
+        if as_json:
+            echo_json(message_dict(attributes_reply(entries)))
+            return
+        click.echo(table(IPU_ATTRIBUTE_HEADERS, ipu_attribute_rows(entries)))
+
+    return list_ipu_attrs
 
 
 def root_group(

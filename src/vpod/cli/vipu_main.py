@@ -28,19 +28,16 @@ from .short_help import CONTEXT
 from .vipu_group import (
     SubcommandGroup,
     WholeNumber,
-    csv_list,
     echo_json,
+    ipu_attributes_command,
     json_option,
     root_group,
     session_of,
 )
 from .vipu_views import (
     ALLOCATION_HEADERS,
-    IPU_ATTRIBUTE_HEADERS,
     IPU_HEADERS,
     PARTITION_HEADERS,
-    attributes_reply,
-    ipu_attribute_rows,
     ipu_rows,
     partition_pairs,
     partition_row,
@@ -235,22 +232,13 @@ def list_allocations(ctx: click.Context, as_json: bool) -> None:
     click.echo(table(ALLOCATION_HEADERS, rows))
 
 
-@list_.command("ipu-attrs", context_settings=CONTEXT)
-@click.option(
-    "--agents", metavar="A,B", callback=csv_list, help="Only these agents (comma-separated)."
+list_.add_command(
+    ipu_attributes_command(
+        _user,
+        summary="List IPU attributes: board type, serial, clock, firmware and driver versions.",
+        agents_help="Only these agents (comma-separated).",
+    )
 )
-@json_option
-@click.pass_context
-def list_ipu_attrs(ctx: click.Context, agents: list[str], as_json: bool) -> None:
-    """List IPU attributes: board type, serial, clock, firmware and driver versions.
-
-    Table columns: Agent | IPU | Attribute | Value (one row per attribute).
-    """
-    entries = _user(ctx).list_ipu_attributes(agents)
-    if as_json:
-        echo_json(message_dict(attributes_reply(entries)))
-        return
-    click.echo(table(IPU_ATTRIBUTE_HEADERS, ipu_attribute_rows(entries)))
 
 
 @get.command("partition", context_settings=CONTEXT)
