@@ -23,11 +23,7 @@ from .short_help import CONTEXT
 from .vipu_group import SubcommandGroup, root_group
 
 
-@root_group(
-    name="vipu-admin",
-    admin_cli=True,
-    epilog="Global options may also follow the command: vipu-admin list agents -H ctl.",
-)
+@root_group("vipu-admin", admin_cli=True, example="list agents")
 def cli() -> None:
     """Administer a V-IPU controller: agents, clusters, allocations, users, faults.
 

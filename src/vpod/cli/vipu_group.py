@@ -275,13 +275,13 @@ def ipu_attributes_command(
 
 
 def root_group(
-    *, name: str, admin_cli: bool, epilog: str
+    name: str, *, admin_cli: bool, example: str
 ) -> Callable[[Callable[[], None]], VipuGroup]:
     """The top-level group of ``vipu`` or ``vipu-admin``, from a function holding its help.
 
     Both take the global options and ``--server-version`` (the version of the endpoint the
-    tool dials: the admin endpoint for ``vipu-admin``) and print their help when no command
-    is given.
+    tool dials: the admin endpoint for ``vipu-admin``), before or after the command (the
+    epilog says so with ``example``), and print their help when no command is given.
     """
 
     def decorate(described: Callable[[], None]) -> VipuGroup:
@@ -300,14 +300,8 @@ def root_group(
             is_flag=True,
             help="Print the controller's version and address, then exit.",
         )
-        group = click.group(
-            cls=VipuGroup,
-            admin_cli=admin_cli,
-            name=name,
-            invoke_without_command=True,
-            context_settings=CONTEXT,
-            epilog=epilog,
-        )
+        epilog = f"Global options may also follow the command: {name} {example} -H ctl."
+        group = click.group(name, cls=VipuGroup, admin_cli=admin_cli, epilog=epilog)
         made: VipuGroup = group(global_options(hidden=False)(server_version(root)))
         return made
 
@@ -326,6 +320,9 @@ class VipuGroup(FittingGroup):
     """The top-level group: runs the command and owns the one error exit."""
 
     def __init__(self, *args: Any, admin_cli: bool = False, **kwargs: Any) -> None:
+        # Without a command it prints its help (the callback does).
+        kwargs.setdefault("invoke_without_command", True)
+        kwargs.setdefault("context_settings", CONTEXT)
         super().__init__(*args, **kwargs)
         self.admin_cli = admin_cli
 

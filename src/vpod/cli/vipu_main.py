@@ -54,11 +54,7 @@ def _user(ctx: click.Context) -> UserClient:
     return session_of(ctx).user()
 
 
-@root_group(
-    name="vipu",
-    admin_cli=False,
-    epilog="Global options may also follow the command: vipu list partitions -H ctl.",
-)
+@root_group("vipu", admin_cli=False, example="list partitions")
 def cli() -> None:
     """Create and use IPU partitions through a V-IPU controller's user API.
 

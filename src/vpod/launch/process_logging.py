@@ -30,6 +30,37 @@ def log_level_option(default: str) -> Callable[[F], F]:
     )
 
 
+def log_file_options(command: F) -> F:
+    """``--log-file`` and how it rotates (``--log-max-bytes``, ``--log-backups``)."""
+    for option in reversed(
+        (
+            click.option(
+                "--log-file",
+                type=click.Path(dir_okay=False, path_type=Path),
+                default=None,
+                help="Log to FILE instead of stderr, rotated by size (--log-max-bytes,"
+                " --log-backups).",
+            ),
+            click.option(
+                "--log-max-bytes",
+                type=click.IntRange(4096, 1 << 40),
+                default=10 << 20,
+                show_default=True,
+                help="Rotate --log-file at this size.",
+            ),
+            click.option(
+                "--log-backups",
+                type=click.IntRange(1, 1000),
+                default=5,
+                show_default=True,
+                help="Rotated files of --log-file to keep (FILE.1 ... FILE.N).",
+            ),
+        )
+    ):
+        command = option(command)
+    return command
+
+
 def configure_logging(
     level: str, log_file: Path | None = None, max_bytes: int = 0, backups: int = 0
 ) -> None:

@@ -5,20 +5,15 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
+from vpod.cli import server_options
 from vpod.cli.errors import run_cli
-from vpod.cli.server_options import (
-    admin_port_option,
-    data_dir_option,
-    http_port_option,
-    user_port_option,
-)
 from vpod.cloud.direct_ports import parse_port_range
 from vpod.cloud.model.errors import CloudError
 from vpod.cloud.model.errors import InvalidArgument as CloudInvalidArgument
@@ -32,7 +27,7 @@ from vpod.web import WebConsole
 
 from .interfaces import resolve_interfaces
 from .parent_death import die_with_parent
-from .process_logging import configure_logging, log_level_option
+from .process_logging import configure_logging, log_file_options, log_level_option
 from .server_security import (
     SecurityOptions,
     check_options,
@@ -41,6 +36,32 @@ from .server_security import (
     security_options,
 )
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+_DEFAULTS = Settings()
+
+_AGENT_TIMEOUT_HELP = "Deadline in seconds for one call to one agent."
+_OPERATION_DEADLINE_HELP = (
+    "Seconds after which an unfinished create, remove or reset with no owner lease (written"
+    " before owner leases existed) counts as abandoned and the leader rolls it back or finishes"
+    " it."
+)
+_OWNER_LEASE_TTL_HELP = (
+    "Seconds a controller's owner lease outlives its last renewal (each second): the leader"
+    " recovers a create, remove or reset only once its controller's lease expired."
+)
+_RECOVERY_INTERVAL_HELP = (
+    "Seconds between the leader's rounds of reconciling agents and finishing abandoned operations."
+)
+
+
+def _timing(flag: str, field: str, low: float, high: float, help: str) -> Callable[[F], F]:
+    """An option setting one of the controller's timings in seconds; Settings has its default."""
+    default = getattr(_DEFAULTS, field)
+    return click.option(
+        flag, type=click.FloatRange(low, high), default=default, show_default=True, help=help
+    )
+
 
 @click.command(
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
@@ -48,7 +69,7 @@ from .server_security import (
     " secure with mutual TLS: vipu-server --tls-init --init --secure --tls-client-auth, then"
     " vipu-server --secure --tls-client-auth (docs/security.md).",
 )
-@data_dir_option("Directory for the SQLite store (and TLS material).")
+@server_options.data_dir_option("Directory for the SQLite store (and TLS material).")
 @click.option(
     "--database-url",
     default="",
@@ -57,9 +78,11 @@ from .server_security import (
     "(default: SQLite in --data-dir).",
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address of the user API.")
-@user_port_option("Port of the V-IPU user API (gRPC); 0 picks a free one.", "user_port")
+@server_options.user_port_option(
+    "Port of the V-IPU user API (gRPC); 0 picks a free one.", "user_port"
+)
 @click.option("--admin-host", default=None, help="Address of the admin API (default: --host).")
-@admin_port_option("Port of the admin API (gRPC).")
+@server_options.admin_port_option("Port of the admin API (gRPC).")
 @click.option(
     "-a",
     "--autodiscovery-listen-interfaces",
@@ -70,67 +93,17 @@ from .server_security import (
     " announce themselves, on the admin port; the admin API itself stays on --admin-host.",
 )
 @click.option("--http-host", default=None, help="Address of the HTTP API (default: --host).")
-@http_port_option("Port of the REST API, /healthz, /readyz and /metrics.")
+@server_options.http_port_option("Port of the REST API, /healthz, /readyz and /metrics.")
 @click.option("--secure", is_flag=True, help="Authenticate every call (user id + access key).")
 @security_options
-@click.option(
-    "--agent-timeout",
-    type=click.FloatRange(0.1, 600),
-    default=5.0,
-    show_default=True,
-    help="Deadline in seconds for one call to one agent.",
+@_timing("--agent-timeout", "agent_timeout_s", 0.1, 600, _AGENT_TIMEOUT_HELP)
+@_timing("--operation-deadline", "operation_deadline_s", 1, 3600, _OPERATION_DEADLINE_HELP)
+@_timing("--owner-lease-ttl", "owner_lease_ttl_s", 2, 3600, _OWNER_LEASE_TTL_HELP)
+@_timing("--recovery-interval", "recovery_interval_s", 0.5, 3600, _RECOVERY_INTERVAL_HELP)
+@server_options.cloud_option(
+    "Serve the cloud layer too (/api/cloud/v1; settings in DATA_DIR/cloud.toml)."
 )
-@click.option(
-    "--operation-deadline",
-    type=click.FloatRange(1, 3600),
-    default=30.0,
-    show_default=True,
-    help="Seconds after which an unfinished create, remove or reset with no owner lease"
-    " (written before owner leases existed) counts as abandoned and the leader rolls it back"
-    " or finishes it.",
-)
-@click.option(
-    "--owner-lease-ttl",
-    type=click.FloatRange(2, 3600),
-    default=10.0,
-    show_default=True,
-    help="Seconds a controller's owner lease outlives its last renewal (each second): the"
-    " leader recovers a create, remove or reset only once its controller's lease expired.",
-)
-@click.option(
-    "--recovery-interval",
-    type=click.FloatRange(0.5, 3600),
-    default=10.0,
-    show_default=True,
-    help="Seconds between the leader's rounds of reconciling agents and finishing"
-    " abandoned operations.",
-)
-@click.option(
-    "--cloud/--no-cloud",
-    default=True,
-    show_default=True,
-    help="Serve the cloud layer too (/api/cloud/v1; settings in DATA_DIR/cloud.toml).",
-)
-@click.option(
-    "--unsafe-shared-host",
-    is_flag=True,
-    help="UNSAFE: where this host cannot sandbox tenants' servers (no bwrap, not root), run"
-    " them anyway, on the host as this controller's user: every tenant can read the"
-    " controller's files and every other tenant's (docs/cloud.md).",
-)
-@click.option(
-    "--ssh-direct-ports",
-    default=None,
-    metavar="FIRST-LAST",
-    help="Give every tenant's server a host port of this range forwarded to its sshd (e.g."
-    " 20000-20999; overrides ssh_direct_ports of cloud.toml; default: off, the tunnel only).",
-)
-@click.option(
-    "--ssh-direct-bind",
-    default=None,
-    metavar="ADDRESS",
-    help="Address the direct SSH ports listen on (overrides ssh_direct_bind; default 127.0.0.1).",
-)
+@server_options.tenant_host_options
 @click.option(
     "--max-connections",
     type=click.IntRange(-1, 1_000_000),
@@ -155,26 +128,7 @@ from .server_security import (
     " open.",
 )
 @log_level_option("info")
-@click.option(
-    "--log-file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Log to FILE instead of stderr, rotated by size (--log-max-bytes, --log-backups).",
-)
-@click.option(
-    "--log-max-bytes",
-    type=click.IntRange(4096, 1 << 40),
-    default=10 << 20,
-    show_default=True,
-    help="Rotate --log-file at this size.",
-)
-@click.option(
-    "--log-backups",
-    type=click.IntRange(1, 1000),
-    default=5,
-    show_default=True,
-    help="Rotated files of --log-file to keep (FILE.1 ... FILE.N).",
-)
+@log_file_options
 def main(
     data_dir: Path,
     database_url: str,

@@ -28,13 +28,8 @@ from typing import Any
 
 import click
 
+from vpod.cli import server_options
 from vpod.cli.errors import CliFailure, fail, run_cli
-from vpod.cli.server_options import (
-    admin_port_option,
-    data_dir_option,
-    http_port_option,
-    user_port_option,
-)
 from vpod.cli.short_help import FittingGroup
 from vpod.integrations.slurm import spank
 from vpod.integrations.slurm.local_cluster import (
@@ -147,11 +142,11 @@ def slurm() -> None:
 
 
 @slurm.command("up")
-@data_dir_option("The pod's data directory; Slurm's files go in DATA_DIR/slurm.")
+@server_options.data_dir_option("The pod's data directory; Slurm's files go in DATA_DIR/slurm.")
 @click.option("--pod", "pod_shape", default=None, metavar="SHAPE", help="Pod shape (see vpod up).")
-@user_port_option("V-IPU user API port.")
-@admin_port_option("Admin API port.")
-@http_port_option("REST API port.")
+@server_options.user_port_option("V-IPU user API port.")
+@server_options.admin_port_option("Admin API port.")
+@server_options.http_port_option("REST API port.")
 @click.option(
     "--secure/--open",
     default=True,
