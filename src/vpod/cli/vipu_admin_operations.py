@@ -160,8 +160,14 @@ def _fault(
     )
 
 
-def _echo_faults(agent_id: str, faults: list[Any]) -> None:
-    rows = [[agent_id, fault_text(f), f.reason] for f in faults]
+def _show_faults(reply: Any, as_json: bool, verb: str, agent: str) -> None:
+    """What inject and clear print: the agent's active faults after the change."""
+    if as_json:
+        echo_json(message_dict(reply))
+        return
+    click.echo(f"{verb} fault ({agent}): success.")
+    agent_id = reply.agent_id or agent
+    rows = [[agent_id, fault_text(f), f.reason] for f in reply.active_faults]
     click.echo(table(FAULT_HEADERS, rows))
 
 
@@ -198,11 +204,7 @@ def inject_fault(
     """
     fault = _fault(kind.lower(), device, link, delay_ms, reason)
     reply = admin_client(ctx).inject_fault(agent, fault).raw
-    if as_json:
-        echo_json(message_dict(reply))
-        return
-    click.echo(f"inject fault ({agent}): success.")
-    _echo_faults(reply.agent_id or agent, list(reply.active_faults))
+    _show_faults(reply, as_json, "inject", agent)
 
 
 @click.command("fault", context_settings=CONTEXT)
@@ -233,8 +235,4 @@ def clear_fault(
         raise CliError("say which faults to clear: --all, or --kind with its target", EXIT_USAGE)
     fault = None if kind is None else _fault(kind.lower(), device, link, 0, None)
     reply = admin_client(ctx).clear_fault(agent, fault).raw
-    if as_json:
-        echo_json(message_dict(reply))
-        return
-    click.echo(f"clear fault ({agent}): success.")
-    _echo_faults(reply.agent_id or agent, list(reply.active_faults))
+    _show_faults(reply, as_json, "clear", agent)

@@ -10,7 +10,7 @@ the admin endpoint.
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 import click
 
@@ -139,22 +139,7 @@ def _parsed(parse: Any) -> Any:
 )
 @click.option("--relocatable", is_flag=True, help="Let the controller move it off failed IPUs.")
 @click.pass_context
-def create_partition(
-    ctx: click.Context,
-    partition_id: str,
-    size: int,
-    allocation: str | None,
-    cluster: str | None,
-    num_gcds: int | None,
-    num_replicas: int | None,
-    reconfigurable: bool,
-    sync_type: Any,
-    routing: Any,
-    gw_routing: Any,
-    num_ilds: int | None,
-    disable_auto_reset: bool,
-    relocatable: bool,
-) -> None:
+def create_partition(ctx: click.Context, /, partition_id: str, size: int, **chosen: Any) -> None:
     """Create partition ID of --size IPUs.
 
     Sizes: 1, 2, 4, 8, 16, 64 and multiples of 64. Unset options take the
@@ -166,27 +151,10 @@ def create_partition(
       vipu create partition big --size 128 --num-ilds 2 --allocation pod128
       vipu create partition dp --size 16 --num-gcds 4 --num-replicas 8
     """
-    options: PartitionOptions = {
-        "reconfigurable": reconfigurable,
-        "disable_auto_reset": disable_auto_reset,
-        "relocatable": relocatable,
-    }
-    if allocation:
-        options["allocation"] = allocation
-    if cluster:
-        options["cluster"] = cluster
-    if num_gcds:
-        options["num_gcds"] = num_gcds
-    if num_replicas:
-        options["num_replicas"] = num_replicas
-    if num_ilds:
-        options["num_ilds"] = num_ilds
-    if sync_type:
-        options["sync_type"] = sync_type
-    if routing:
-        options["routing"] = routing
-    if gw_routing:
-        options["gw_routing"] = gw_routing
+    # The options are named as PartitionOptions' keys. Flags are always sent; any other
+    # option only when given, else the controller chooses.
+    given = {name: value for name, value in chosen.items() if isinstance(value, bool) or value}
+    options = cast(PartitionOptions, given)
     created = _user(ctx).create_partition(partition_id, size, **options)
     success("create", "partition", created)
 

@@ -196,7 +196,14 @@ def slurm_up(
       vpod slurm up --mode reconfigurable --shared-size 16
     """
     layout = Layout(mode, static_partitions, shared_size)
-    run_cli(lambda: _run(data_dir, pod_shape, port, admin_port, http_port, secure, layout))
+    data_dir = data_dir.resolve()
+    # The pod is `vpod up`, without the cloud, on these ports.
+    pod_argv = [_bin("vpod"), "up", "--data-dir", str(data_dir), "--port", str(port)]
+    pod_argv += ["--admin-port", str(admin_port), "--http-port", str(http_port), "--no-cloud"]
+    if pod_shape:
+        pod_argv += ["--pod", pod_shape]
+    pod_argv.append("--secure" if secure else "--open")
+    run_cli(lambda: _run(pod_argv, data_dir, secure, layout))
 
 
 @dataclass(frozen=True)
@@ -240,37 +247,13 @@ class Layout:
         return "a partition per job", "--gres=ipu:8"
 
 
-def _run(
-    data_dir: Path,
-    pod_shape: str | None,
-    port: int,
-    admin_port: int,
-    http_port: int,
-    secure: bool,
-    layout: Layout,
-) -> None:
+def _run(pod_argv: list[str], data_dir: Path, secure: bool, layout: Layout) -> None:
+    """Run the pod (``vpod up`` as ``pod_argv``) and Slurm wired to it until told to stop."""
     layout.settings()  # a bad mode is refused before the pod starts
     reason = missing_requirements()
     if reason:
         fail(f"cannot run a local Slurm: {reason}", 2)
-    data_dir = data_dir.resolve()
-    argv = [
-        _bin("vpod"),
-        "up",
-        "--data-dir",
-        str(data_dir),
-        "--port",
-        str(port),
-        "--admin-port",
-        str(admin_port),
-        "--http-port",
-        str(http_port),
-        "--no-cloud",
-    ]
-    if pod_shape:
-        argv += ["--pod", pod_shape]
-    argv.append("--secure" if secure else "--open")
-    pod, ready = _start_pod(argv)
+    pod, ready = _start_pod(pod_argv)
     cluster: LocalSlurm | None = None
     stop = threading.Event()
     previous = {
