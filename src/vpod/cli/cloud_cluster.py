@@ -51,7 +51,7 @@ def _metadata(pairs: tuple[str, ...], option: str) -> dict[str, str]:
     return metadata
 
 
-@cluster.command("create")
+@cluster.command("create", context_settings={"show_default": True})
 @click.argument("name")
 @click.option("--flavor", required=True, help="A flavor from `vpod flavors`.")
 @click.option("--image", default=None, help="Boot image (default: the flavor's first).")
@@ -68,7 +68,6 @@ def _metadata(pairs: tuple[str, ...], option: str) -> dict[str, str]:
     "--boot-gib",
     type=click.IntRange(1),
     default=50,
-    show_default=True,
     help="Boot volume size per server (VM flavors).",
 )
 @click.option("--meta", multiple=True, metavar="KEY=VALUE", help="Metadata (repeatable).")

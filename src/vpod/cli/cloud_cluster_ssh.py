@@ -21,7 +21,7 @@ import click
 from vpod.client import CloudClient, ClusterSsh
 
 from .cloud_keypair import keypairs_table
-from .cloud_options import connection_options, shows
+from .cloud_options import FILE, connection_options, shows
 from .cloud_output import emit
 from .cloud_ssh import run_ssh
 from .errors import fail
@@ -33,7 +33,7 @@ identity_option = click.option(
     "--identity",
     "identities",
     multiple=True,
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FILE,
     help="A private key to offer (repeatable; default: the keys `vpod keypair create` wrote for"
     " the cluster's keypairs, then ssh-agent and ~/.ssh).",
 )
@@ -106,7 +106,7 @@ def ssh_proxy(client: CloudClient, cluster_ref: str, server: str, as_json: bool)
 @click.argument("cluster_ref", metavar="CLUSTER")
 @click.option(
     "--known-hosts",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FILE,
     default=None,
     help="The known_hosts file to update with the servers' host keys"
     " (default: ~/.config/vpod/known_hosts).",
@@ -136,14 +136,13 @@ def ssh_config(
     emit(info.raw, as_json, lambda _: text)
 
 
-@click.command("ssh", context_settings={"ignore_unknown_options": True})
+@click.command("ssh", context_settings={"ignore_unknown_options": True, "show_default": True})
 @click.argument("cluster_ref", metavar="CLUSTER")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 @click.option(
     "--server",
     type=click.IntRange(1),
     default=1,
-    show_default=True,
     help="Which server of the cluster.",
 )
 @identity_option

@@ -18,7 +18,7 @@ import click
 
 from vpod.client import CloudClient
 
-from .cloud_options import connection_options, shows
+from .cloud_options import FILE, connection_options, shows
 from .cloud_output import emit
 from .errors import fail
 from .render import details, table
@@ -63,7 +63,7 @@ def keypair() -> None:
 @click.option(
     "--private-key",
     "private_key",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FILE,
     default=None,
     help="Where to write the private key (default: ~/.config/vpod/keys/NAME); never replaced.",
 )

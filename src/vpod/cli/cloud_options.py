@@ -18,6 +18,9 @@ from .errors import run_cli
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+FILE = click.Path(dir_okay=False, path_type=Path)
+"""A file named on the command line (a directory is refused), as a :class:`~pathlib.Path`."""
+
 
 def connection_options(command: F) -> F:
     """``--url``, ``--token``, ``--config`` and ``--json``; passes ``client`` and ``as_json``."""
@@ -27,7 +30,7 @@ def connection_options(command: F) -> F:
     @click.option(
         "--config",
         "config",
-        type=click.Path(dir_okay=False, path_type=Path),
+        type=FILE,
         default=None,
         help="Config file (VPOD_CONFIG; default: vpod-data/vpod-cli.toml).",
     )

@@ -131,7 +131,7 @@ async def _serve(agents: list[GpuHostAgent], links: list[ControllerLink]) -> Non
             await link.close()
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
 @click.option(
     "--controller",
     metavar="URL",
@@ -157,7 +157,6 @@ async def _serve(agents: list[GpuHostAgent], links: list[ControllerLink]) -> Non
     "--role",
     type=click.Choice(ROLES),
     default="baremetal",
-    show_default=True,
     help="baremetal: servers take the whole host; hypervisor: GPU VMs take slices.",
 )
 @click.option(
@@ -174,35 +173,30 @@ async def _serve(agents: list[GpuHostAgent], links: list[ControllerLink]) -> Non
     "--interval",
     type=click.FloatRange(0.1, 300),
     default=2.0,
-    show_default=True,
     help="Seconds between samples.",
 )
 @click.option(
     "--max-temperature",
     type=click.IntRange(30, 150),
     default=90,
-    show_default=True,
     help="°C at which a GPU counts as unhealthy when it does not report its slowdown point.",
 )
 @click.option(
     "--backend",
     type=click.Choice(("nvml", "emulated")),
     default="nvml",
-    show_default=True,
     help="nvml: real GPUs; emulated: stand-ins (no driver).",
 )
 @click.option(
     "--gpus",
     type=click.IntRange(1, 64),
     default=8,
-    show_default=True,
     help="GPUs of an emulated host.",
 )
 @click.option(
     "--emulated-model",
     type=click.Choice(tuple(MODELS)),
     default="h100-80",
-    show_default=True,
     help="Model of an emulated host's GPUs.",
 )
 @click.option(
