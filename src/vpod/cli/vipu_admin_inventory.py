@@ -21,7 +21,15 @@ from vpod.wire import agent_pb2 as agpb
 from .exit_status import EXIT_USAGE, CliError
 from .render import enum_label, joined, message_dict, table
 from .short_help import CONTEXT
-from .vipu_group import PORT, WholeNumber, csv_list, echo_json, json_option, session_of
+from .vipu_group import (
+    PORT,
+    WholeNumber,
+    csv_list,
+    echo_json,
+    echo_listing,
+    json_option,
+    session_of,
+)
 
 key_file_option = click.option(
     "--key-file",
@@ -185,11 +193,9 @@ def list_agents(ctx: click.Context, cluster: str | None, as_json: bool) -> None:
     State | Faults.
     """
     agents = admin_client(ctx).list_agents(cluster)
-    if as_json:
-        echo_json(message_dict(apb.ListAgentsReply(agents=[a.raw for a in agents])))
-        return
+    reply = apb.ListAgentsReply(agents=[a.raw for a in agents])
     rows = [agent_row(a.raw) for a in sorted(agents, key=lambda a: natural_key(a.id))]
-    click.echo(table(AGENT_HEADERS, rows))
+    echo_listing(as_json, reply, AGENT_HEADERS, rows)
 
 
 @click.command("agent", context_settings=CONTEXT)
@@ -316,11 +322,9 @@ def list_clusters(ctx: click.Context, as_json: bool) -> None:
     Table columns: Cluster | Agents | ILDs | Topology | Cluster Topology | IPUs | Type.
     """
     clusters = admin_client(ctx).list_clusters()
-    if as_json:
-        echo_json(message_dict(apb.ListClustersReply(clusters=[c.raw for c in clusters])))
-        return
+    reply = apb.ListClustersReply(clusters=[c.raw for c in clusters])
     rows = [cluster_row(c.raw) for c in sorted(clusters, key=lambda c: natural_key(c.id))]
-    click.echo(table(CLUSTER_HEADERS, rows))
+    echo_listing(as_json, reply, CLUSTER_HEADERS, rows)
 
 
 @click.command("cluster", context_settings=CONTEXT)
@@ -383,12 +387,9 @@ def list_allocations(ctx: click.Context, cluster: str | None, as_json: bool) -> 
     trusted hosts, as none were set).
     """
     allocations = admin_client(ctx).list_allocations(cluster)
-    if as_json:
-        reply = apb.ListAllocationsReply(allocations=[a.raw for a in allocations])
-        echo_json(message_dict(reply))
-        return
+    reply = apb.ListAllocationsReply(allocations=[a.raw for a in allocations])
     infos = sorted(allocations, key=lambda a: natural_key(a.id))
-    click.echo(table(ADMIN_ALLOCATION_HEADERS, [allocation_row(i.raw) for i in infos]))
+    echo_listing(as_json, reply, ADMIN_ALLOCATION_HEADERS, [allocation_row(i.raw) for i in infos])
 
 
 @click.command("allocation", context_settings=CONTEXT)

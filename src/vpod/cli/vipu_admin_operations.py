@@ -17,7 +17,14 @@ from .exit_status import EXIT_USAGE, CliError
 from .render import joined, message_dict, table
 from .short_help import CONTEXT
 from .vipu_admin_inventory import admin_client, fault_text
-from .vipu_group import WholeNumber, csv_list, echo_json, ipu_attributes_command, json_option
+from .vipu_group import (
+    WholeNumber,
+    csv_list,
+    echo_json,
+    echo_listing,
+    ipu_attributes_command,
+    json_option,
+)
 from .vipu_views import (
     PARTITION_HEADERS,
     operation_label,
@@ -71,11 +78,11 @@ def list_partitions(
     GCDs | State | Allocation | Operation | Agents.
     """
     partitions = admin_client(ctx).list_partitions(allocation=allocation, cluster=cluster)
-    if as_json:
-        echo_json(message_dict(apb.ListPartitionsReply(partitions=[p.raw for p in partitions])))
-        return
+    reply = apb.ListPartitionsReply(partitions=[p.raw for p in partitions])
     infos = sorted(partitions, key=lambda info: info.partition.id)
-    click.echo(table(ADMIN_PARTITION_HEADERS, [admin_partition_row(i.raw) for i in infos]))
+    echo_listing(
+        as_json, reply, ADMIN_PARTITION_HEADERS, [admin_partition_row(i.raw) for i in infos]
+    )
 
 
 list_ipu_attrs = ipu_attributes_command(

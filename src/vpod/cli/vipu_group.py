@@ -16,9 +16,9 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
@@ -29,6 +29,9 @@ from .exit_status import EXIT_FAILURE, EXIT_USAGE, CliError, exit_code_of, one_l
 from .render import json_text, message_dict, table
 from .short_help import CONTEXT, FittingGroup
 from .vipu_views import IPU_ATTRIBUTE_HEADERS, attributes_reply, ipu_attribute_rows
+
+if TYPE_CHECKING:
+    from google.protobuf.message import Message
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -184,6 +187,16 @@ def json_option(command: F) -> F:
         is_flag=True,
         help="Print the reply as JSON (field names of the .proto).",
     )(command)
+
+
+def echo_listing(
+    as_json: bool, reply: Message, headers: Sequence[str], rows: Iterable[Sequence[object]]
+) -> None:
+    """What a list command prints: the reply as ``--json`` gives it, else a table of ``rows``."""
+    if as_json:
+        echo_json(message_dict(reply))
+    else:
+        click.echo(table(headers, rows))
 
 
 def echo_json(data: object) -> None:

@@ -29,6 +29,7 @@ from .vipu_group import (
     SubcommandGroup,
     WholeNumber,
     echo_json,
+    echo_listing,
     ipu_attributes_command,
     json_option,
     root_group,
@@ -170,11 +171,9 @@ def list_partitions(ctx: click.Context, allocation: str | None, as_json: bool) -
     Size | GCDs | State.
     """
     partitions = _user(ctx).list_partitions(allocation)
-    if as_json:
-        echo_json(message_dict(pb.ListPartitionsReply(partitions=[p.raw for p in partitions])))
-        return
+    reply = pb.ListPartitionsReply(partitions=[p.raw for p in partitions])
     rows = [partition_row(p.raw) for p in sorted(partitions, key=lambda p: p.id)]
-    click.echo(table(PARTITION_HEADERS, rows))
+    echo_listing(as_json, reply, PARTITION_HEADERS, rows)
 
 
 @list_.command("allocations", context_settings=CONTEXT)
@@ -186,14 +185,9 @@ def list_allocations(ctx: click.Context, as_json: bool) -> None:
     Table columns: Allocation ID | Agents.
     """
     allocations = _user(ctx).list_allocations()
-    if as_json:
-        reply = apb.ListAllocationsReply(allocations=[a.raw for a in allocations])
-        echo_json(message_dict(reply))
-        return
-    rows = [
-        [a.id, joined(a.agent_ids)] for a in sorted(allocations, key=lambda a: natural_key(a.id))
-    ]
-    click.echo(table(ALLOCATION_HEADERS, rows))
+    reply = apb.ListAllocationsReply(allocations=[a.raw for a in allocations])
+    infos = sorted(allocations, key=lambda a: natural_key(a.id))
+    echo_listing(as_json, reply, ALLOCATION_HEADERS, [[a.id, joined(a.agent_ids)] for a in infos])
 
 
 list_.add_command(
