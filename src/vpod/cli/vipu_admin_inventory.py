@@ -28,7 +28,9 @@ from .vipu_group import (
     echo_json,
     echo_listing,
     json_option,
+    removal,
     session_of,
+    success,
 )
 
 key_file_option = click.option(
@@ -88,10 +90,6 @@ CLUSTER_TOPOLOGIES = sorted(t.value for t in GwTopology)
 def admin_client(ctx: click.Context) -> AdminClient:
     """The admin API on the admin endpoint."""
     return session_of(ctx).admin()
-
-
-def success(verb: str, kind: str, entity_id: str) -> None:
-    click.echo(f"{verb} {kind} ({entity_id}): success.")
 
 
 def fault_text(fault: Any) -> str:
@@ -327,14 +325,13 @@ def list_clusters(ctx: click.Context, as_json: bool) -> None:
     echo_listing(as_json, reply, CLUSTER_HEADERS, rows)
 
 
-@click.command("cluster", context_settings=CONTEXT)
-@click.argument("cluster_id", metavar="ID")
-@click.option("--force", is_flag=True, help="Remove it even when it has allocations.")
-@click.pass_context
-def remove_cluster(ctx: click.Context, cluster_id: str, force: bool) -> None:
+@removal(
+    "cluster",
+    "Remove it even when it has allocations.",
+    lambda ctx: admin_client(ctx).remove_cluster,
+)
+def remove_cluster() -> None:
     """Remove cluster ID (its agents stay registered)."""
-    admin_client(ctx).remove_cluster(cluster_id, force=force)
-    success("remove", "cluster", cluster_id)
 
 
 # ------------------------------------------------------------- allocations
@@ -426,11 +423,8 @@ def update_allocation(
     click.echo(f"IPUoF hosts: {allocation_row(updated.raw)[-1]}")
 
 
-@click.command("allocation", context_settings=CONTEXT)
-@click.argument("allocation_id", metavar="ID")
-@click.option("--force", is_flag=True, help="Remove its partitions too.")
-@click.pass_context
-def remove_allocation(ctx: click.Context, allocation_id: str, force: bool) -> None:
+@removal(
+    "allocation", "Remove its partitions too.", lambda ctx: admin_client(ctx).remove_allocation
+)
+def remove_allocation() -> None:
     """Take allocation ID back (with --force, removing its partitions)."""
-    admin_client(ctx).remove_allocation(allocation_id, force=force)
-    success("remove", "allocation", allocation_id)

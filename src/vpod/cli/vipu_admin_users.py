@@ -28,8 +28,8 @@ from .config import DEFAULT_ADMIN_PORT, DEFAULT_USER_PORT, Endpoint, Settings, r
 from .exit_status import EXIT_USAGE, CliError
 from .render import joined, message_dict, table, timestamp_text
 from .short_help import CONTEXT
-from .vipu_admin_inventory import admin_client, success
-from .vipu_group import PORT, csv_list, echo_json, json_option, session_of
+from .vipu_admin_inventory import admin_client
+from .vipu_group import PORT, csv_list, echo_json, json_option, session_of, success
 
 USER_HEADERS = ("User", "Admin", "Allocations", "Created")
 CONFIG_SUFFIX = ".vipu-cli.hcl"

@@ -189,6 +189,33 @@ def json_option(command: F) -> F:
     )(command)
 
 
+def success(verb: str, kind: str, entity_id: str) -> None:
+    """The one line a change prints: ``create partition (p1): success.``"""
+    click.echo(f"{verb} {kind} ({entity_id}): success.")
+
+
+def removal(
+    kind: str, force_help: str, remover: Callable[[click.Context], Callable[..., object]]
+) -> Callable[[Callable[[], None]], click.Command]:
+    """``remove KIND ID [--force]``, from a function holding its help.
+
+    ``remover`` gives the client's call that removes one, taking the id and ``force``.
+    """
+
+    def decorate(described: Callable[[], None]) -> click.Command:
+        @click.command(kind, context_settings=CONTEXT, help=described.__doc__)
+        @click.argument("entity_id", metavar="ID")
+        @click.option("--force", is_flag=True, help=force_help)
+        @click.pass_context
+        def remove(ctx: click.Context, entity_id: str, force: bool) -> None:
+            remover(ctx)(entity_id, force=force)
+            success("remove", kind, entity_id)
+
+        return remove
+
+    return decorate
+
+
 def echo_listing(
     as_json: bool, reply: Message, headers: Sequence[str], rows: Iterable[Sequence[object]]
 ) -> None:

@@ -32,8 +32,10 @@ from .vipu_group import (
     echo_listing,
     ipu_attributes_command,
     json_option,
+    removal,
     root_group,
     session_of,
+    success,
 )
 from .vipu_views import (
     ALLOCATION_HEADERS,
@@ -44,11 +46,6 @@ from .vipu_views import (
     partition_row,
     status_pairs,
 )
-
-
-def success(verb: str, kind: str, entity_id: str) -> None:
-    """The one line a change prints: ``create partition (p1): success.``"""
-    click.echo(f"{verb} {kind} ({entity_id}): success.")
 
 
 def _user(ctx: click.Context) -> UserClient:
@@ -271,11 +268,12 @@ def reset_partition(ctx: click.Context, partition_id: str, relocatable: bool) ->
     success("reset", "partition", partition_id)
 
 
-@remove.command("partition", context_settings=CONTEXT)
-@click.argument("partition_id", metavar="ID")
-@click.option("--force", is_flag=True, help="Remove it even when agents report errors.")
-@click.pass_context
-def remove_partition(ctx: click.Context, partition_id: str, force: bool) -> None:
+@removal(
+    "partition",
+    "Remove it even when agents report errors.",
+    lambda ctx: _user(ctx).remove_partition,
+)
+def remove_partition() -> None:
     """Remove partition ID and free its IPUs.
 
     \b
@@ -283,8 +281,9 @@ def remove_partition(ctx: click.Context, partition_id: str, force: bool) -> None
       vipu remove partition p1
       vipu remove partition p1 --force
     """
-    _user(ctx).remove_partition(partition_id, force=force)
-    success("remove", "partition", partition_id)
+
+
+remove.add_command(remove_partition)
 
 
 def main() -> NoReturn:
