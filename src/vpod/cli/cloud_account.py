@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import click
 
 from vpod.client import CloudClient
 
-from .cloud_options import connection_options, moment, shows
+from .cloud_options import ApiRecord, connection_options, moment, shows
 from .cloud_output import (
     emit,
     flavors_table,
@@ -21,7 +22,7 @@ from .short_help import CONTEXT
 
 @click.command("flavors", context_settings=CONTEXT)
 @shows(flavors_table)
-def flavors(client: CloudClient) -> list[Any]:
+def flavors(client: CloudClient) -> Sequence[ApiRecord]:
     """The flavor catalog: what each gives, its price and how many fit now (Capacity)."""
     return client.flavors()
 
@@ -39,7 +40,7 @@ def flavors(client: CloudClient) -> list[Any]:
 )
 @click.option("--to", "end", default=None, metavar="DATE", help="End, excluded (default: now).")
 @shows(invoice_text)
-def invoice(client: CloudClient, start: str | None, end: str | None) -> Any:
+def invoice(client: CloudClient, start: str | None, end: str | None) -> ApiRecord:
     """Your project's invoice for a period, per minute and per resource."""
     return client.invoice(moment(start, "--from"), moment(end, "--to"))
 

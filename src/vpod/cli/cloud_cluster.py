@@ -3,6 +3,7 @@ delete, metadata; ssh, ssh-proxy, ssh-config and keypair (``cloud_cluster_ssh``)
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import click
@@ -10,7 +11,7 @@ import click
 from vpod.client import CloudClient, ClusterOptions, Task
 
 from .cloud_cluster_ssh import cluster_keypair, console, ssh, ssh_config, ssh_proxy
-from .cloud_options import connection_options, shows, task_command
+from .cloud_options import ApiRecord, connection_options, shows, task_command
 from .cloud_output import cluster_text, clusters_table, emit
 from .short_help import CONTEXT, FittingGroup
 
@@ -122,7 +123,7 @@ def create(
 
 @cluster.command("list")
 @shows(clusters_table)
-def list_clusters(client: CloudClient) -> list[Any]:
+def list_clusters(client: CloudClient) -> Sequence[ApiRecord]:
     """Your project's clusters."""
     return client.list_clusters()
 
@@ -130,7 +131,7 @@ def list_clusters(client: CloudClient) -> list[Any]:
 @cluster.command("show")
 @click.argument("cluster_ref", metavar="CLUSTER")
 @shows(cluster_text)
-def show(client: CloudClient, cluster_ref: str) -> Any:
+def show(client: CloudClient, cluster_ref: str) -> ApiRecord:
     """One cluster (by name or id) with its servers and volumes."""
     return client.get_cluster(cluster_ref)
 

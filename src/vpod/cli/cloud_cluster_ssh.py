@@ -21,7 +21,7 @@ import click
 from vpod.client import CloudClient, ClusterSsh
 
 from .cloud_keypair import keypairs_table
-from .cloud_options import FILE, connection_options, shows
+from .cloud_options import FILE, ApiRecord, connection_options, shows
 from .cloud_output import emit
 from .cloud_ssh import run_ssh
 from .errors import fail
@@ -243,7 +243,7 @@ def _cluster_keypairs(found: Sequence[dict[str, Any]]) -> str:
 @cluster_keypair.command("list")
 @click.argument("cluster_ref", metavar="CLUSTER")
 @shows(_cluster_keypairs)
-def keypair_list(client: CloudClient, cluster_ref: str) -> list[Any]:
+def keypair_list(client: CloudClient, cluster_ref: str) -> Sequence[ApiRecord]:
     """The keypairs that may log in to CLUSTER's servers."""
     return client.cluster_keypairs(cluster_ref)
 
@@ -252,7 +252,7 @@ def keypair_list(client: CloudClient, cluster_ref: str) -> list[Any]:
 @click.argument("cluster_ref", metavar="CLUSTER")
 @click.argument("name", metavar="KEYPAIR")
 @shows(_cluster_keypairs)
-def keypair_add(client: CloudClient, cluster_ref: str, name: str) -> list[Any]:
+def keypair_add(client: CloudClient, cluster_ref: str, name: str) -> Sequence[ApiRecord]:
     """Let KEYPAIR log in to CLUSTER's servers."""
     return client.add_cluster_keypair(cluster_ref, name)
 
@@ -261,7 +261,7 @@ def keypair_add(client: CloudClient, cluster_ref: str, name: str) -> list[Any]:
 @click.argument("cluster_ref", metavar="CLUSTER")
 @click.argument("name", metavar="KEYPAIR")
 @shows(_cluster_keypairs)
-def keypair_remove(client: CloudClient, cluster_ref: str, name: str) -> list[Any]:
+def keypair_remove(client: CloudClient, cluster_ref: str, name: str) -> Sequence[ApiRecord]:
     """Stop KEYPAIR logging in to CLUSTER's servers (open connections stay, as with sshd)."""
     return client.remove_cluster_keypair(cluster_ref, name)
 

@@ -18,7 +18,7 @@ import click
 
 from vpod.client import CloudClient
 
-from .cloud_options import FILE, connection_options, shows
+from .cloud_options import FILE, ApiRecord, connection_options, shows
 from .cloud_output import emit
 from .errors import fail
 from .render import details, table
@@ -97,14 +97,14 @@ def create(client: CloudClient, name: str, private_key: Path | None, as_json: bo
     help="The public key file (e.g. ~/.ssh/id_ed25519.pub; - for stdin).",
 )
 @shows(keypair_text)
-def import_key(client: CloudClient, name: str, public_key: Any) -> Any:
+def import_key(client: CloudClient, name: str, public_key: Any) -> ApiRecord:
     """Register the public key of a keypair you made (ssh-keygen) as NAME."""
     return client.create_keypair(name, public_key.read())
 
 
 @keypair.command("list")
 @shows(keypairs_table)
-def list_keypairs(client: CloudClient) -> list[Any]:
+def list_keypairs(client: CloudClient) -> Sequence[ApiRecord]:
     """Your project's keypairs, with their OpenSSH fingerprints."""
     return client.list_keypairs()
 
@@ -112,7 +112,7 @@ def list_keypairs(client: CloudClient) -> list[Any]:
 @keypair.command("show")
 @click.argument("name")
 @shows(keypair_text)
-def show(client: CloudClient, name: str) -> Any:
+def show(client: CloudClient, name: str) -> ApiRecord:
     """One keypair (by name or id), with its public key."""
     return client.get_keypair(name)
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import click
 
@@ -46,19 +46,28 @@ def connection_options(command: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+class ApiRecord(Protocol):
+    """A record of the cloud API as :mod:`vpod.client` reads it."""
+
+    @property
+    def raw(self) -> Any:
+        """The API's JSON of it, which ``--json`` prints."""
+
+
 def shows(
     text: Callable[[Any], str],
-) -> Callable[[Callable[..., Any]], Callable[..., None]]:
+) -> Callable[[Callable[..., ApiRecord | Sequence[ApiRecord]]], Callable[..., None]]:
     """A command that prints what its function returns: a record of the API or a list of them.
 
     ``--json`` prints the API's JSON, else ``text`` of it; the connection options come too.
     """
 
-    def decorate(command: Callable[..., Any]) -> Callable[..., None]:
+    def decorate(command: Callable[..., ApiRecord | Sequence[ApiRecord]]) -> Callable[..., None]:
         @functools.wraps(command)
         def printing(client: CloudClient, as_json: bool, **kwargs: Any) -> None:
             found = command(client=client, **kwargs)
-            emit([r.raw for r in found] if isinstance(found, list) else found.raw, as_json, text)
+            raw = [r.raw for r in found] if isinstance(found, Sequence) else found.raw
+            emit(raw, as_json, text)
 
         return connection_options(printing)
 

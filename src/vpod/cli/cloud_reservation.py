@@ -9,7 +9,7 @@ import click
 
 from vpod.client import CloudClient
 
-from .cloud_options import connection_options, moment, shows
+from .cloud_options import ApiRecord, connection_options, moment, shows
 from .cloud_output import emit
 from .render import details, table
 from .short_help import CONTEXT, FittingGroup
@@ -83,7 +83,7 @@ def reservation() -> None:
 @click.option("--units", type=click.IntRange(1, 1000), required=True, help="vPODs or servers.")
 @click.option("--term", default="1y", show_default=True, help="1y or 3y unless configured.")
 @shows(reservation_text)
-def reservation_create(client: CloudClient, flavor: str, units: int, term: str) -> Any:
+def reservation_create(client: CloudClient, flavor: str, units: int, term: str) -> ApiRecord:
     """Reserve UNITS of FLAVOR for TERM (refused with the numbers when they do not fit)."""
     return client.create_reservation(flavor, units, term)
 
@@ -92,7 +92,9 @@ def reservation_create(client: CloudClient, flavor: str, units: int, term: str) 
 @_period[0]
 @_period[1]
 @shows(reservations_table)
-def reservation_list(client: CloudClient, start: str | None, end: str | None) -> list[Any]:
+def reservation_list(
+    client: CloudClient, start: str | None, end: str | None
+) -> Sequence[ApiRecord]:
     """Your reservations with their utilisation over a period (default: this month)."""
     return client.list_reservations(moment(start, "--from"), moment(end, "--to"))
 
@@ -104,7 +106,7 @@ def reservation_list(client: CloudClient, start: str | None, end: str | None) ->
 @shows(reservation_text)
 def reservation_show(
     client: CloudClient, reservation_id: str, start: str | None, end: str | None
-) -> Any:
+) -> ApiRecord:
     """One reservation."""
     return client.get_reservation(reservation_id, moment(start, "--from"), moment(end, "--to"))
 

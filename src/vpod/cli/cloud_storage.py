@@ -11,7 +11,7 @@ import click
 
 from vpod.client import CloudClient, Task
 
-from .cloud_options import connection_options, shows, task_command
+from .cloud_options import ApiRecord, connection_options, shows, task_command
 from .cloud_output import emit
 from .render import details, table
 from .short_help import CONTEXT, FittingGroup
@@ -85,7 +85,7 @@ def storage() -> None:
 
 @storage.command("endpoints")
 @shows(endpoints_table)
-def storage_endpoints(client: CloudClient) -> list[Any]:
+def storage_endpoints(client: CloudClient) -> Sequence[ApiRecord]:
     """The S3-compatible endpoints the operator offers."""
     return client.storage_endpoints()
 
@@ -109,7 +109,7 @@ def storage_register(
     bucket: str,
     access_key: str,
     secret_key_file: IO[str] | None,
-) -> Any:
+) -> ApiRecord:
     """Register a bucket and its keys as storage NAME (keys sealed; shown masked from now on)."""
     return client.register_dataset_storage(
         name, endpoint, bucket, access_key, _secret(secret_key_file)
@@ -118,7 +118,7 @@ def storage_register(
 
 @storage.command("list")
 @shows(storage_table)
-def storage_list(client: CloudClient) -> list[Any]:
+def storage_list(client: CloudClient) -> Sequence[ApiRecord]:
     """Your project's dataset storage and the clusters holding each."""
     return client.list_dataset_storage()
 
@@ -126,7 +126,7 @@ def storage_list(client: CloudClient) -> list[Any]:
 @storage.command("show")
 @click.argument("storage_ref", metavar="STORAGE")
 @shows(storage_text)
-def storage_show(client: CloudClient, storage_ref: str) -> Any:
+def storage_show(client: CloudClient, storage_ref: str) -> ApiRecord:
     """One dataset storage (by name or id)."""
     return client.get_dataset_storage(storage_ref)
 

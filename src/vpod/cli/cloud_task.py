@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
 import click
 
 from vpod.client import CloudClient
 
-from .cloud_options import connection_options, shows, wait_option
+from .cloud_options import ApiRecord, connection_options, shows, wait_option
 from .cloud_output import (
     emit,
     task_text,
@@ -30,7 +30,7 @@ def task() -> None:
 @shows(tasks_table)
 def task_list(
     client: CloudClient, resource: str | None, state: str | None, limit: int
-) -> list[Any]:
+) -> Sequence[ApiRecord]:
     """Your project's tasks, newest first."""
     return client.list_tasks(resource=resource, state=state, limit=limit)
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
 import click
 
 from vpod.client import CloudClient, Task
 
-from .cloud_options import shows, task_command
+from .cloud_options import ApiRecord, shows, task_command
 from .cloud_output import (
     volumes_table,
 )
@@ -34,7 +34,7 @@ def volume_create(client: CloudClient, name: str, size_gib: int, volume_type: st
 
 @volume.command("list")
 @shows(volumes_table)
-def volume_list(client: CloudClient) -> list[Any]:
+def volume_list(client: CloudClient) -> Sequence[ApiRecord]:
     """Your project's volumes."""
     return client.list_volumes()
 
@@ -42,7 +42,7 @@ def volume_list(client: CloudClient) -> list[Any]:
 @volume.command("show")
 @click.argument("volume_ref", metavar="VOLUME")
 @shows(lambda v: volumes_table([v]))
-def volume_show(client: CloudClient, volume_ref: str) -> Any:
+def volume_show(client: CloudClient, volume_ref: str) -> ApiRecord:
     """One volume, by name or id."""
     return client.get_volume(volume_ref)
 
