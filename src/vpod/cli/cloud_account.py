@@ -3,46 +3,31 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from collections.abc import Sequence
 from typing import Any
 
 import click
 
 from vpod.client import CloudClient
 
-from .cloud_options import connection_options
+from .cloud_options import ApiRecord, connection_options, moment, shows
 from .cloud_output import (
     emit,
     flavors_table,
     invoice_text,
 )
 from .render import details, table
-
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+from .short_help import CONTEXT
 
 
 @click.command("flavors", context_settings=CONTEXT)
-@connection_options
-def flavors(client: CloudClient, as_json: bool) -> None:
+@shows(flavors_table)
+def flavors(client: CloudClient) -> Sequence[ApiRecord]:
     """The flavor catalog: what each gives, its price and how many fit now (Capacity)."""
-    emit([f.raw for f in client.flavors()], as_json, flavors_table)
+    return client.flavors()
 
 
 # -- volumes -----------------------------------------------------------------------------------
-
-
-def _moment(value: str | None, option: str) -> datetime | None:
-    if value is None:
-        return None
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise click.BadParameter(
-            f"{value!r} is not a date: use 2026-01-01 or 2026-01-01T12:00:00Z", param_hint=option
-        ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment
 
 
 @click.command("invoice", context_settings=CONTEXT)
@@ -54,11 +39,10 @@ def _moment(value: str | None, option: str) -> datetime | None:
     help="Start (UTC unless zoned; default: the 1st of the month).",
 )
 @click.option("--to", "end", default=None, metavar="DATE", help="End, excluded (default: now).")
-@connection_options
-def invoice(client: CloudClient, start: str | None, end: str | None, as_json: bool) -> None:
+@shows(invoice_text)
+def invoice(client: CloudClient, start: str | None, end: str | None) -> ApiRecord:
     """Your project's invoice for a period, per minute and per resource."""
-    found = client.invoice(_moment(start, "--from"), _moment(end, "--to"))
-    emit(found.raw, as_json, invoice_text)
+    return client.invoice(moment(start, "--from"), moment(end, "--to"))
 
 
 def _project_text(project: dict[str, Any]) -> str:

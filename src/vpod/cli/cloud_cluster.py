@@ -3,18 +3,17 @@ delete, metadata; ssh, ssh-proxy, ssh-config and keypair (``cloud_cluster_ssh``)
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import click
 
-from vpod.client import CloudClient, ClusterOptions
+from vpod.client import CloudClient, ClusterOptions, Task
 
 from .cloud_cluster_ssh import cluster_keypair, console, ssh, ssh_config, ssh_proxy
-from .cloud_options import connection_options, report_task, wait_option
+from .cloud_options import ApiRecord, connection_options, shows, task_command
 from .cloud_output import cluster_text, clusters_table, emit
-from .short_help import FittingGroup
-
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+from .short_help import CONTEXT, FittingGroup
 
 
 @click.group("cluster", context_settings=CONTEXT, cls=FittingGroup)
@@ -53,7 +52,7 @@ def _metadata(pairs: tuple[str, ...], option: str) -> dict[str, str]:
     return metadata
 
 
-@cluster.command("create")
+@cluster.command("create", context_settings={"show_default": True})
 @click.argument("name")
 @click.option("--flavor", required=True, help="A flavor from `vpod flavors`.")
 @click.option("--image", default=None, help="Boot image (default: the flavor's first).")
@@ -70,7 +69,6 @@ def _metadata(pairs: tuple[str, ...], option: str) -> dict[str, str]:
     "--boot-gib",
     type=click.IntRange(1),
     default=50,
-    show_default=True,
     help="Boot volume size per server (VM flavors).",
 )
 @click.option("--meta", multiple=True, metavar="KEY=VALUE", help="Metadata (repeatable).")
@@ -87,8 +85,7 @@ def _metadata(pairs: tuple[str, ...], option: str) -> dict[str, str]:
 @click.option(
     "--mount", default=None, metavar="PATH", help="With --storage: mount the bucket at PATH."
 )
-@wait_option
-@connection_options
+@task_command
 def create(
     client: CloudClient,
     name: str,
@@ -102,9 +99,7 @@ def create(
     keypairs: tuple[str, ...],
     storage: str | None,
     mount: str | None,
-    wait: bool,
-    as_json: bool,
-) -> None:
+) -> Task:
     """Create cluster NAME of a flavor (prints the task; --wait follows it to the end)."""
     options: ClusterOptions = {
         "volumes": _volumes(volume_specs, attach),
@@ -123,37 +118,35 @@ def create(
         options["dataset_storage"] = storage
     if mount is not None:
         options["dataset_mount"] = mount
-    task = client.create_cluster(name, flavor, **options)
-    report_task(client, task, wait=wait, as_json=as_json)
+    return client.create_cluster(name, flavor, **options)
 
 
 @cluster.command("list")
-@connection_options
-def list_clusters(client: CloudClient, as_json: bool) -> None:
+@shows(clusters_table)
+def list_clusters(client: CloudClient) -> Sequence[ApiRecord]:
     """Your project's clusters."""
-    emit([c.raw for c in client.list_clusters()], as_json, clusters_table)
+    return client.list_clusters()
 
 
 @cluster.command("show")
 @click.argument("cluster_ref", metavar="CLUSTER")
-@connection_options
-def show(client: CloudClient, cluster_ref: str, as_json: bool) -> None:
+@shows(cluster_text)
+def show(client: CloudClient, cluster_ref: str) -> ApiRecord:
     """One cluster (by name or id) with its servers and volumes."""
-    emit(client.get_cluster(cluster_ref).raw, as_json, cluster_text)
+    return client.get_cluster(cluster_ref)
 
 
 def _action(name: str, doc: str) -> None:
     @cluster.command(name, help=doc)
     @click.argument("cluster_ref", metavar="CLUSTER")
-    @wait_option
-    @connection_options
-    def command(client: CloudClient, cluster_ref: str, wait: bool, as_json: bool) -> None:
+    @task_command
+    def command(client: CloudClient, cluster_ref: str) -> Task:
         act = {
             "suspend": client.suspend_cluster,
             "resume": client.resume_cluster,
             "reboot": client.reboot_cluster,
         }[name]
-        report_task(client, act(cluster_ref), wait=wait, as_json=as_json)
+        return act(cluster_ref)
 
 
 _action("suspend", "Suspend CLUSTER: free its compute (and IPUs), keep its volumes, stop paying.")
@@ -164,38 +157,28 @@ _action("reboot", "Reboot every server of CLUSTER.")
 @cluster.command("resize")
 @click.argument("cluster_ref", metavar="CLUSTER")
 @click.option("--servers", type=click.IntRange(1, 32), required=True, help="New server count.")
-@wait_option
-@connection_options
-def resize(client: CloudClient, cluster_ref: str, servers: int, wait: bool, as_json: bool) -> None:
+@task_command
+def resize(client: CloudClient, cluster_ref: str, servers: int) -> Task:
     """Change the number of servers of a GPU cluster."""
-    task = client.resize_cluster(cluster_ref, servers)
-    report_task(client, task, wait=wait, as_json=as_json)
+    return client.resize_cluster(cluster_ref, servers)
 
 
 @cluster.command("rebuild")
 @click.argument("cluster_ref", metavar="CLUSTER")
 @click.option("--image", default=None, help="New image (default: the flavor's first).")
-@wait_option
-@connection_options
-def rebuild(
-    client: CloudClient, cluster_ref: str, image: str | None, wait: bool, as_json: bool
-) -> None:
+@task_command
+def rebuild(client: CloudClient, cluster_ref: str, image: str | None) -> Task:
     """Re-image every server of CLUSTER (data volumes stay)."""
-    task = client.rebuild_cluster(cluster_ref, image)
-    report_task(client, task, wait=wait, as_json=as_json)
+    return client.rebuild_cluster(cluster_ref, image)
 
 
 @cluster.command("delete", short_help="Delete CLUSTER (keeps data volumes unless --with-volumes)")
 @click.argument("cluster_ref", metavar="CLUSTER")
 @click.option("--with-volumes", is_flag=True, help="Delete its data volumes too.")
-@wait_option
-@connection_options
-def delete(
-    client: CloudClient, cluster_ref: str, with_volumes: bool, wait: bool, as_json: bool
-) -> None:
+@task_command
+def delete(client: CloudClient, cluster_ref: str, with_volumes: bool) -> Task:
     """Delete CLUSTER (data volumes are detached and kept unless --with-volumes)."""
-    task = client.delete_cluster(cluster_ref, delete_volumes=with_volumes)
-    report_task(client, task, wait=wait, as_json=as_json)
+    return client.delete_cluster(cluster_ref, delete_volumes=with_volumes)
 
 
 @cluster.command("metadata")

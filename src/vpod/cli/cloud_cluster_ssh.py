@@ -21,18 +21,21 @@ import click
 from vpod.client import CloudClient, ClusterSsh
 
 from .cloud_keypair import keypairs_table
-from .cloud_options import connection_options
+from .cloud_options import FILE, ApiRecord, connection_options, shows
 from .cloud_output import emit
 from .cloud_ssh import run_ssh
 from .errors import fail
 from .openssh import known_host_entries, render_config
-from .short_help import FittingGroup
+from .short_help import CONTEXT, FittingGroup
 from .ssh_files import known_hosts_path, replace_file, update_known_hosts, vpod_dir
 
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
-IDENTITY_HELP = (
-    "A private key to offer (repeatable; default: the keys `vpod keypair create` wrote for the"
-    " cluster's keypairs, then ssh-agent and ~/.ssh)."
+identity_option = click.option(
+    "--identity",
+    "identities",
+    multiple=True,
+    type=FILE,
+    help="A private key to offer (repeatable; default: the keys `vpod keypair create` wrote for"
+    " the cluster's keypairs, then ssh-agent and ~/.ssh).",
 )
 
 
@@ -78,9 +81,11 @@ def _write_config(
     )
 
 
-DIRECT_HELP = (
-    "Reach the servers at their direct SSH ports on the controller's host (where the operator"
-    " gives servers one: `vpod cluster show` lists them) instead of through the tunnel."
+direct_option = click.option(
+    "--direct",
+    is_flag=True,
+    help="Reach the servers at their direct SSH ports on the controller's host (where the"
+    " operator gives servers one: `vpod cluster show` lists them) instead of through the tunnel.",
 )
 
 
@@ -101,19 +106,13 @@ def ssh_proxy(client: CloudClient, cluster_ref: str, server: str, as_json: bool)
 @click.argument("cluster_ref", metavar="CLUSTER")
 @click.option(
     "--known-hosts",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FILE,
     default=None,
     help="The known_hosts file to update with the servers' host keys"
     " (default: ~/.config/vpod/known_hosts).",
 )
-@click.option(
-    "--identity",
-    "identities",
-    multiple=True,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help=IDENTITY_HELP,
-)
-@click.option("--direct", is_flag=True, help=DIRECT_HELP)
+@identity_option
+@direct_option
 @connection_options
 def ssh_config(
     client: CloudClient,
@@ -137,29 +136,22 @@ def ssh_config(
     emit(info.raw, as_json, lambda _: text)
 
 
-@click.command("ssh", context_settings={"ignore_unknown_options": True})
+@click.command("ssh", context_settings={"ignore_unknown_options": True, "show_default": True})
 @click.argument("cluster_ref", metavar="CLUSTER")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 @click.option(
     "--server",
     type=click.IntRange(1),
     default=1,
-    show_default=True,
     help="Which server of the cluster.",
 )
-@click.option(
-    "--identity",
-    "identities",
-    multiple=True,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help=IDENTITY_HELP,
-)
+@identity_option
 @click.option(
     "--relay",
     is_flag=True,
     help="Use the controller's shell relay instead of OpenSSH (no key needed).",
 )
-@click.option("--direct", is_flag=True, help=DIRECT_HELP)
+@direct_option
 @connection_options
 def ssh(
     client: CloudClient,
@@ -244,37 +236,34 @@ def cluster_keypair() -> None:
     """
 
 
-def _cluster_keypairs(found: Sequence[Any]) -> str:
-    return keypairs_table([k.raw for k in found]) if found else "(no keypairs: ssh is closed)"
+def _cluster_keypairs(found: Sequence[dict[str, Any]]) -> str:
+    return keypairs_table(found) if found else "(no keypairs: ssh is closed)"
 
 
 @cluster_keypair.command("list")
 @click.argument("cluster_ref", metavar="CLUSTER")
-@connection_options
-def keypair_list(client: CloudClient, cluster_ref: str, as_json: bool) -> None:
+@shows(_cluster_keypairs)
+def keypair_list(client: CloudClient, cluster_ref: str) -> Sequence[ApiRecord]:
     """The keypairs that may log in to CLUSTER's servers."""
-    found = client.cluster_keypairs(cluster_ref)
-    emit([k.raw for k in found], as_json, lambda _: _cluster_keypairs(found))
+    return client.cluster_keypairs(cluster_ref)
 
 
 @cluster_keypair.command("add")
 @click.argument("cluster_ref", metavar="CLUSTER")
 @click.argument("name", metavar="KEYPAIR")
-@connection_options
-def keypair_add(client: CloudClient, cluster_ref: str, name: str, as_json: bool) -> None:
+@shows(_cluster_keypairs)
+def keypair_add(client: CloudClient, cluster_ref: str, name: str) -> Sequence[ApiRecord]:
     """Let KEYPAIR log in to CLUSTER's servers."""
-    found = client.add_cluster_keypair(cluster_ref, name)
-    emit([k.raw for k in found], as_json, lambda _: _cluster_keypairs(found))
+    return client.add_cluster_keypair(cluster_ref, name)
 
 
 @cluster_keypair.command("remove", short_help="Stop a keypair logging in to the servers.")
 @click.argument("cluster_ref", metavar="CLUSTER")
 @click.argument("name", metavar="KEYPAIR")
-@connection_options
-def keypair_remove(client: CloudClient, cluster_ref: str, name: str, as_json: bool) -> None:
+@shows(_cluster_keypairs)
+def keypair_remove(client: CloudClient, cluster_ref: str, name: str) -> Sequence[ApiRecord]:
     """Stop KEYPAIR logging in to CLUSTER's servers (open connections stay, as with sshd)."""
-    found = client.remove_cluster_keypair(cluster_ref, name)
-    emit([k.raw for k in found], as_json, lambda _: _cluster_keypairs(found))
+    return client.remove_cluster_keypair(cluster_ref, name)
 
 
 __all__ = ["cluster_keypair", "console", "ssh", "ssh_config", "ssh_proxy"]

@@ -18,14 +18,12 @@ import click
 
 from vpod.client import CloudClient
 
-from .cloud_options import connection_options
+from .cloud_options import FILE, ApiRecord, connection_options, shows
 from .cloud_output import emit
 from .errors import fail
 from .render import details, table
-from .short_help import FittingGroup
+from .short_help import CONTEXT, FittingGroup
 from .ssh_files import key_path, write_private
-
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
 def keypairs_table(found: Sequence[dict[str, Any]]) -> str:
@@ -65,7 +63,7 @@ def keypair() -> None:
 @click.option(
     "--private-key",
     "private_key",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FILE,
     default=None,
     help="Where to write the private key (default: ~/.config/vpod/keys/NAME); never replaced.",
 )
@@ -98,25 +96,25 @@ def create(client: CloudClient, name: str, private_key: Path | None, as_json: bo
     required=True,
     help="The public key file (e.g. ~/.ssh/id_ed25519.pub; - for stdin).",
 )
-@connection_options
-def import_key(client: CloudClient, name: str, public_key: Any, as_json: bool) -> None:
+@shows(keypair_text)
+def import_key(client: CloudClient, name: str, public_key: Any) -> ApiRecord:
     """Register the public key of a keypair you made (ssh-keygen) as NAME."""
-    emit(client.create_keypair(name, public_key.read()).raw, as_json, keypair_text)
+    return client.create_keypair(name, public_key.read())
 
 
 @keypair.command("list")
-@connection_options
-def list_keypairs(client: CloudClient, as_json: bool) -> None:
+@shows(keypairs_table)
+def list_keypairs(client: CloudClient) -> Sequence[ApiRecord]:
     """Your project's keypairs, with their OpenSSH fingerprints."""
-    emit([k.raw for k in client.list_keypairs()], as_json, keypairs_table)
+    return client.list_keypairs()
 
 
 @keypair.command("show")
 @click.argument("name")
-@connection_options
-def show(client: CloudClient, name: str, as_json: bool) -> None:
+@shows(keypair_text)
+def show(client: CloudClient, name: str) -> ApiRecord:
     """One keypair (by name or id), with its public key."""
-    emit(client.get_keypair(name).raw, as_json, keypair_text)
+    return client.get_keypair(name)
 
 
 @keypair.command("delete")

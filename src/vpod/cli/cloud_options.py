@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import click
 
@@ -17,6 +18,9 @@ from .errors import run_cli
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+FILE = click.Path(dir_okay=False, path_type=Path)
+"""A file named on the command line (a directory is refused), as a :class:`~pathlib.Path`."""
+
 
 def connection_options(command: F) -> F:
     """``--url``, ``--token``, ``--config`` and ``--json``; passes ``client`` and ``as_json``."""
@@ -26,7 +30,7 @@ def connection_options(command: F) -> F:
     @click.option(
         "--config",
         "config",
-        type=click.Path(dir_okay=False, path_type=Path),
+        type=FILE,
         default=None,
         help="Config file (VPOD_CONFIG; default: vpod-data/vpod-cli.toml).",
     )
@@ -42,10 +46,65 @@ def connection_options(command: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+class ApiRecord(Protocol):
+    """A record of the cloud API as :mod:`vpod.client` reads it."""
+
+    @property
+    def raw(self) -> Any:
+        """The API's JSON of it, which ``--json`` prints."""
+
+
+def shows(
+    text: Callable[[Any], str],
+) -> Callable[[Callable[..., ApiRecord | Sequence[ApiRecord]]], Callable[..., None]]:
+    """A command that prints what its function returns: a record of the API or a list of them.
+
+    ``--json`` prints the API's JSON, else ``text`` of it; the connection options come too.
+    """
+
+    def decorate(command: Callable[..., ApiRecord | Sequence[ApiRecord]]) -> Callable[..., None]:
+        @functools.wraps(command)
+        def printing(client: CloudClient, as_json: bool, **kwargs: Any) -> None:
+            found = command(client=client, **kwargs)
+            raw = [r.raw for r in found] if isinstance(found, Sequence) else found.raw
+            emit(raw, as_json, text)
+
+        return connection_options(printing)
+
+    return decorate
+
+
 def wait_option(command: F) -> F:
     return click.option(
         "--wait", is_flag=True, help="Block until the task ends, showing its phases."
     )(command)
+
+
+def task_command(command: Callable[..., Task]) -> Callable[..., None]:
+    """A command that starts a cloud task: ``--wait`` and the connection options.
+
+    The decorated function returns the task its call started; it is reported as
+    :func:`report_task` says.
+    """
+
+    @functools.wraps(command)
+    def reporting(client: CloudClient, wait: bool, as_json: bool, **kwargs: Any) -> None:
+        report_task(client, command(client=client, **kwargs), wait=wait, as_json=as_json)
+
+    return wait_option(connection_options(reporting))
+
+
+def moment(value: str | None, option: str) -> datetime | None:
+    """The date or time an option such as ``--from`` gives (UTC unless it says otherwise)."""
+    if value is None:
+        return None
+    try:
+        found = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise click.BadParameter(
+            f"{value!r} is not a date: use 2026-01-01 or 2026-01-01T12:00:00Z", param_hint=option
+        ) from None
+    return found if found.tzinfo is not None else found.replace(tzinfo=UTC)
 
 
 def report_task(client: CloudClient, task: Task, *, wait: bool, as_json: bool) -> None:

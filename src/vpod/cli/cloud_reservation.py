@@ -3,31 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 import click
 
 from vpod.client import CloudClient
 
-from .cloud_options import connection_options
+from .cloud_options import ApiRecord, connection_options, moment, shows
 from .cloud_output import emit
 from .render import details, table
-from .short_help import FittingGroup
-
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
-
-
-def _moment(value: str | None, option: str) -> datetime | None:
-    if value is None:
-        return None
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise click.BadParameter(
-            f"{value!r} is not a date: use 2026-01-01 or 2026-01-01T12:00:00Z", param_hint=option
-        ) from None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+from .short_help import CONTEXT, FittingGroup
 
 
 def _day(stamp: str | None) -> str:
@@ -97,37 +82,33 @@ def reservation() -> None:
 @click.option("--flavor", required=True, help="A virtual vPOD or GPU bare-metal flavor.")
 @click.option("--units", type=click.IntRange(1, 1000), required=True, help="vPODs or servers.")
 @click.option("--term", default="1y", show_default=True, help="1y or 3y unless configured.")
-@connection_options
-def reservation_create(
-    client: CloudClient, flavor: str, units: int, term: str, as_json: bool
-) -> None:
+@shows(reservation_text)
+def reservation_create(client: CloudClient, flavor: str, units: int, term: str) -> ApiRecord:
     """Reserve UNITS of FLAVOR for TERM (refused with the numbers when they do not fit)."""
-    emit(client.create_reservation(flavor, units, term).raw, as_json, reservation_text)
+    return client.create_reservation(flavor, units, term)
 
 
 @reservation.command("list")
 @_period[0]
 @_period[1]
-@connection_options
+@shows(reservations_table)
 def reservation_list(
-    client: CloudClient, start: str | None, end: str | None, as_json: bool
-) -> None:
+    client: CloudClient, start: str | None, end: str | None
+) -> Sequence[ApiRecord]:
     """Your reservations with their utilisation over a period (default: this month)."""
-    found = client.list_reservations(_moment(start, "--from"), _moment(end, "--to"))
-    emit([r.raw for r in found], as_json, reservations_table)
+    return client.list_reservations(moment(start, "--from"), moment(end, "--to"))
 
 
 @reservation.command("show")
 @click.argument("reservation_id", metavar="RESERVATION")
 @_period[0]
 @_period[1]
-@connection_options
+@shows(reservation_text)
 def reservation_show(
-    client: CloudClient, reservation_id: str, start: str | None, end: str | None, as_json: bool
-) -> None:
+    client: CloudClient, reservation_id: str, start: str | None, end: str | None
+) -> ApiRecord:
     """One reservation."""
-    found = client.get_reservation(reservation_id, _moment(start, "--from"), _moment(end, "--to"))
-    emit(found.raw, as_json, reservation_text)
+    return client.get_reservation(reservation_id, moment(start, "--from"), moment(end, "--to"))
 
 
 @reservation.command("cancel")

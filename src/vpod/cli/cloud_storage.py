@@ -9,14 +9,12 @@ from typing import IO, Any
 
 import click
 
-from vpod.client import CloudClient
+from vpod.client import CloudClient, Task
 
-from .cloud_options import connection_options, report_task, wait_option
+from .cloud_options import ApiRecord, connection_options, shows, task_command
 from .cloud_output import emit
 from .render import details, table
-from .short_help import FittingGroup
-
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+from .short_help import CONTEXT, FittingGroup
 
 
 def endpoints_table(found: Sequence[dict[str, Any]]) -> str:
@@ -86,10 +84,10 @@ def storage() -> None:
 
 
 @storage.command("endpoints")
-@connection_options
-def storage_endpoints(client: CloudClient, as_json: bool) -> None:
+@shows(endpoints_table)
+def storage_endpoints(client: CloudClient) -> Sequence[ApiRecord]:
     """The S3-compatible endpoints the operator offers."""
-    emit([e.raw for e in client.storage_endpoints()], as_json, endpoints_table)
+    return client.storage_endpoints()
 
 
 @storage.command("register")
@@ -103,7 +101,7 @@ def storage_endpoints(client: CloudClient, as_json: bool) -> None:
     default=None,
     help="A file holding the secret key (- for stdin); default: a hidden prompt.",
 )
-@connection_options
+@shows(storage_text)
 def storage_register(
     client: CloudClient,
     name: str,
@@ -111,28 +109,26 @@ def storage_register(
     bucket: str,
     access_key: str,
     secret_key_file: IO[str] | None,
-    as_json: bool,
-) -> None:
+) -> ApiRecord:
     """Register a bucket and its keys as storage NAME (keys sealed; shown masked from now on)."""
-    found = client.register_dataset_storage(
+    return client.register_dataset_storage(
         name, endpoint, bucket, access_key, _secret(secret_key_file)
     )
-    emit(found.raw, as_json, storage_text)
 
 
 @storage.command("list")
-@connection_options
-def storage_list(client: CloudClient, as_json: bool) -> None:
+@shows(storage_table)
+def storage_list(client: CloudClient) -> Sequence[ApiRecord]:
     """Your project's dataset storage and the clusters holding each."""
-    emit([s.raw for s in client.list_dataset_storage()], as_json, storage_table)
+    return client.list_dataset_storage()
 
 
 @storage.command("show")
 @click.argument("storage_ref", metavar="STORAGE")
-@connection_options
-def storage_show(client: CloudClient, storage_ref: str, as_json: bool) -> None:
+@shows(storage_text)
+def storage_show(client: CloudClient, storage_ref: str) -> ApiRecord:
     """One dataset storage (by name or id)."""
-    emit(client.get_dataset_storage(storage_ref).raw, as_json, storage_text)
+    return client.get_dataset_storage(storage_ref)
 
 
 @storage.command("delete")
@@ -150,25 +146,20 @@ def storage_delete(client: CloudClient, storage_ref: str, as_json: bool) -> None
 @click.option(
     "--mount", default=None, metavar="PATH", help="Also mount the bucket at PATH on each server."
 )
-@wait_option
-@connection_options
+@task_command
 def storage_attach(
     client: CloudClient,
     storage_ref: str,
     cluster_ref: str,
     mount: str | None,
-    wait: bool,
-    as_json: bool,
-) -> None:
+) -> Task:
     """Give every server of CLUSTER the storage (a cluster holds one at a time)."""
-    task = client.attach_dataset_storage(storage_ref, cluster_ref, mount)
-    report_task(client, task, wait=wait, as_json=as_json)
+    return client.attach_dataset_storage(storage_ref, cluster_ref, mount)
 
 
 @storage.command("detach")
 @click.argument("cluster_ref", metavar="CLUSTER")
-@wait_option
-@connection_options
-def storage_detach(client: CloudClient, cluster_ref: str, wait: bool, as_json: bool) -> None:
+@task_command
+def storage_detach(client: CloudClient, cluster_ref: str) -> Task:
     """Take CLUSTER's storage away: its files and variables go, the bucket is unmounted."""
-    report_task(client, client.detach_dataset_storage(cluster_ref), wait=wait, as_json=as_json)
+    return client.detach_dataset_storage(cluster_ref)

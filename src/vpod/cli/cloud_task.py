@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import click
 
 from vpod.client import CloudClient
 
-from .cloud_options import connection_options, wait_option
+from .cloud_options import ApiRecord, connection_options, shows, wait_option
 from .cloud_output import (
     emit,
     task_text,
     tasks_table,
     wait_for,
 )
-from .short_help import FittingGroup
-
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+from .short_help import CONTEXT, FittingGroup
 
 
 @click.group("task", context_settings=CONTEXT, cls=FittingGroup)
@@ -27,13 +27,12 @@ def task() -> None:
 @click.option("--resource", default=None, metavar="ID", help="Only this cluster's or volume's.")
 @click.option("--state", default=None, type=click.Choice(["NEW", "RUNNING", "FINISHED", "ERROR"]))
 @click.option("--limit", type=click.IntRange(1, 500), default=20, show_default=True)
-@connection_options
+@shows(tasks_table)
 def task_list(
-    client: CloudClient, resource: str | None, state: str | None, limit: int, as_json: bool
-) -> None:
+    client: CloudClient, resource: str | None, state: str | None, limit: int
+) -> Sequence[ApiRecord]:
     """Your project's tasks, newest first."""
-    found = client.list_tasks(resource=resource, state=state, limit=limit)
-    emit([t.raw for t in found], as_json, tasks_table)
+    return client.list_tasks(resource=resource, state=state, limit=limit)
 
 
 @task.command("show")

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import click
 
-from vpod.client import CloudClient
+from vpod.client import CloudClient, Task
 
-from .cloud_options import connection_options, report_task, wait_option
+from .cloud_options import ApiRecord, shows, task_command
 from .cloud_output import (
-    emit,
     volumes_table,
 )
-from .short_help import FittingGroup
-
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+from .short_help import CONTEXT, FittingGroup
 
 
 @click.group("volume", context_settings=CONTEXT, cls=FittingGroup)
@@ -27,66 +26,56 @@ def volume() -> None:
 @click.option(
     "--type", "volume_type", default="standard", show_default=True, help="standard or ssd."
 )
-@wait_option
-@connection_options
-def volume_create(
-    client: CloudClient, name: str, size_gib: int, volume_type: str, wait: bool, as_json: bool
-) -> None:
+@task_command
+def volume_create(client: CloudClient, name: str, size_gib: int, volume_type: str) -> Task:
     """Create data volume NAME."""
-    task = client.create_volume(name, size_gib, volume_type)
-    report_task(client, task, wait=wait, as_json=as_json)
+    return client.create_volume(name, size_gib, volume_type)
 
 
 @volume.command("list")
-@connection_options
-def volume_list(client: CloudClient, as_json: bool) -> None:
+@shows(volumes_table)
+def volume_list(client: CloudClient) -> Sequence[ApiRecord]:
     """Your project's volumes."""
-    emit([v.raw for v in client.list_volumes()], as_json, volumes_table)
+    return client.list_volumes()
 
 
 @volume.command("show")
 @click.argument("volume_ref", metavar="VOLUME")
-@connection_options
-def volume_show(client: CloudClient, volume_ref: str, as_json: bool) -> None:
+@shows(lambda v: volumes_table([v]))
+def volume_show(client: CloudClient, volume_ref: str) -> ApiRecord:
     """One volume, by name or id."""
-    emit(client.get_volume(volume_ref).raw, as_json, lambda v: volumes_table([v]))
+    return client.get_volume(volume_ref)
 
 
 @volume.command("attach")
 @click.argument("volume_ref", metavar="VOLUME")
 @click.argument("cluster_ref", metavar="CLUSTER")
 @click.option("--server", type=click.IntRange(1), default=1, show_default=True)
-@wait_option
-@connection_options
+@task_command
 def volume_attach(
     client: CloudClient,
     volume_ref: str,
     cluster_ref: str,
     server: int,
-    wait: bool,
-    as_json: bool,
-) -> None:
+) -> Task:
     """Attach VOLUME to a server of CLUSTER (it appears as /mnt/VOLUME)."""
-    task = client.attach_volume(volume_ref, cluster_ref, server)
-    report_task(client, task, wait=wait, as_json=as_json)
+    return client.attach_volume(volume_ref, cluster_ref, server)
 
 
 @volume.command("detach")
 @click.argument("volume_ref", metavar="VOLUME")
-@wait_option
-@connection_options
-def volume_detach(client: CloudClient, volume_ref: str, wait: bool, as_json: bool) -> None:
+@task_command
+def volume_detach(client: CloudClient, volume_ref: str) -> Task:
     """Detach VOLUME from its cluster."""
-    report_task(client, client.detach_volume(volume_ref), wait=wait, as_json=as_json)
+    return client.detach_volume(volume_ref)
 
 
 @volume.command("delete")
 @click.argument("volume_ref", metavar="VOLUME")
-@wait_option
-@connection_options
-def volume_delete(client: CloudClient, volume_ref: str, wait: bool, as_json: bool) -> None:
+@task_command
+def volume_delete(client: CloudClient, volume_ref: str) -> Task:
     """Delete VOLUME (detach it first)."""
-    report_task(client, client.delete_volume(volume_ref), wait=wait, as_json=as_json)
+    return client.delete_volume(volume_ref)
 
 
 # -- tasks -------------------------------------------------------------------------------------

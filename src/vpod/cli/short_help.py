@@ -16,6 +16,9 @@ import re
 
 import click
 
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+"""The context settings of every command and group: ``-h`` too, and help up to 100 columns."""
+
 FITS = 60
 """Characters a short help may take on one line of an 80-column ``--help``."""
 _MIN_CLAUSE = 16

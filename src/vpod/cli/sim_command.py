@@ -82,7 +82,7 @@ def _dropped_message(comparison: Comparison) -> str:
     )
 
 
-@click.command("sim")
+@click.command("sim", context_settings={"show_default": True})
 @click.argument("trace", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option(
     "--ipus",
@@ -94,7 +94,6 @@ def _dropped_message(comparison: Comparison) -> str:
     "--policy",
     type=click.Choice([p.value for p in Policy]),
     default=Policy.FIFO.value,
-    show_default=True,
     help="Queue discipline: strict head of line, or EASY backfill.",
 )
 @click.option(

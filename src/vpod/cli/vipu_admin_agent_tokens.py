@@ -17,9 +17,10 @@ from vpod.wire import admin_pb2 as apb
 
 from .exit_status import CliError
 from .render import joined, message_dict, table, timestamp_text
-from .vipu_admin_inventory import CONTEXT, admin_client, success
+from .short_help import CONTEXT
+from .vipu_admin_inventory import admin_client
 from .vipu_admin_users import write_private
-from .vipu_group import echo_json, json_option
+from .vipu_group import echo_json, json_option, success
 
 TOKEN_HEADERS = ("Token", "Label", "Agents", "Created")
 

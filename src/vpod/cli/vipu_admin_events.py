@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import click
 
@@ -20,7 +20,8 @@ from vpod.client import EventFilter, admin_calls
 from vpod.wire import admin_pb2 as apb
 
 from .render import message_dict, table, timestamp_text
-from .vipu_admin_inventory import CONTEXT, admin_client
+from .short_help import CONTEXT
+from .vipu_admin_inventory import admin_client
 from .vipu_group import WholeNumber, echo_json, json_option
 
 EVENT_HEADERS = ("Time", "Actor", "Action", "Target", "Outcome", "Source", "Detail")
@@ -58,43 +59,29 @@ class Moment(click.ParamType):  # type: ignore[type-arg]
         return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
-def events_request(
-    *,
-    since: datetime | None,
-    until: datetime | None,
-    actor: str,
-    action: str,
-    target: str,
-    outcome: str,
-    limit: int,
-) -> apb.ListEventsRequest:
+class EventOptions(TypedDict):
+    """The filters ``list events`` takes (``since``/``until`` unset: no bound)."""
+
+    since: datetime | None
+    until: datetime | None
+    actor: str
+    action: str
+    target: str
+    outcome: str
+    limit: int
+
+
+def events_request(**options: Unpack[EventOptions]) -> apb.ListEventsRequest:
     """The ListEvents request for these filters (unset ones stay unset)."""
-    return admin_calls.events_request(
-        event_filter(
-            since=since,
-            until=until,
-            actor=actor,
-            action=action,
-            target=target,
-            outcome=outcome,
-            limit=limit,
-        )
-    )
+    return admin_calls.events_request(event_filter(**options))
 
 
-def event_filter(
-    *,
-    since: datetime | None,
-    until: datetime | None,
-    actor: str,
-    action: str,
-    target: str,
-    outcome: str,
-    limit: int,
-) -> EventFilter:
+def event_filter(**options: Unpack[EventOptions]) -> EventFilter:
     """The client's filter for these options (unset ones left out)."""
-    found: EventFilter = {"actor": actor, "action": action, "target": target}
-    found.update({"outcome": outcome, "limit": limit})
+    found: EventFilter = {"actor": options["actor"], "action": options["action"]}
+    found.update({"target": options["target"], "outcome": options["outcome"]})
+    found["limit"] = options["limit"]
+    since, until = options["since"], options["until"]
     if since is not None:
         found["since"] = since
     if until is not None:
@@ -130,17 +117,7 @@ def event_row(event: apb.AuditEvent) -> list[object]:
 )
 @json_option
 @click.pass_context
-def list_events(
-    ctx: click.Context,
-    since: datetime | None,
-    until: datetime | None,
-    actor: str,
-    action: str,
-    target: str,
-    outcome: str,
-    limit: int,
-    as_json: bool,
-) -> None:
+def list_events(ctx: click.Context, as_json: bool, **options: Unpack[EventOptions]) -> None:
     """List the audit log: who changed what, when, from where and how it ended.
 
     Table columns: Time | Actor | Action | Target | Outcome | Source | Detail.
@@ -155,15 +132,7 @@ def list_events(
       vipu-admin list events --actor alice --action create_partition
       vipu-admin list events --outcome denied --since 2026-03-01 --json
     """
-    filters = event_filter(
-        since=since,
-        until=until,
-        actor=actor,
-        action=action,
-        target=target,
-        outcome=outcome,
-        limit=limit,
-    )
+    filters = event_filter(**options)
     reply = apb.ListEventsReply(events=[e.raw for e in admin_client(ctx).list_events(**filters)])
     if as_json:
         echo_json(message_dict(reply))

@@ -20,9 +20,18 @@ from vpod.wire import agent_pb2 as agpb
 
 from .exit_status import EXIT_USAGE, CliError
 from .render import enum_label, joined, message_dict, table
-from .vipu_group import PORT, WholeNumber, csv_list, echo_json, json_option, session_of
-
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+from .short_help import CONTEXT
+from .vipu_group import (
+    PORT,
+    WholeNumber,
+    csv_list,
+    echo_json,
+    echo_listing,
+    json_option,
+    removal,
+    session_of,
+    success,
+)
 
 key_file_option = click.option(
     "--key-file",
@@ -81,10 +90,6 @@ CLUSTER_TOPOLOGIES = sorted(t.value for t in GwTopology)
 def admin_client(ctx: click.Context) -> AdminClient:
     """The admin API on the admin endpoint."""
     return session_of(ctx).admin()
-
-
-def success(verb: str, kind: str, entity_id: str) -> None:
-    click.echo(f"{verb} {kind} ({entity_id}): success.")
 
 
 def fault_text(fault: Any) -> str:
@@ -186,11 +191,9 @@ def list_agents(ctx: click.Context, cluster: str | None, as_json: bool) -> None:
     State | Faults.
     """
     agents = admin_client(ctx).list_agents(cluster)
-    if as_json:
-        echo_json(message_dict(apb.ListAgentsReply(agents=[a.raw for a in agents])))
-        return
+    reply = apb.ListAgentsReply(agents=[a.raw for a in agents])
     rows = [agent_row(a.raw) for a in sorted(agents, key=lambda a: natural_key(a.id))]
-    click.echo(table(AGENT_HEADERS, rows))
+    echo_listing(as_json, reply, AGENT_HEADERS, rows)
 
 
 @click.command("agent", context_settings=CONTEXT)
@@ -317,21 +320,18 @@ def list_clusters(ctx: click.Context, as_json: bool) -> None:
     Table columns: Cluster | Agents | ILDs | Topology | Cluster Topology | IPUs | Type.
     """
     clusters = admin_client(ctx).list_clusters()
-    if as_json:
-        echo_json(message_dict(apb.ListClustersReply(clusters=[c.raw for c in clusters])))
-        return
+    reply = apb.ListClustersReply(clusters=[c.raw for c in clusters])
     rows = [cluster_row(c.raw) for c in sorted(clusters, key=lambda c: natural_key(c.id))]
-    click.echo(table(CLUSTER_HEADERS, rows))
+    echo_listing(as_json, reply, CLUSTER_HEADERS, rows)
 
 
-@click.command("cluster", context_settings=CONTEXT)
-@click.argument("cluster_id", metavar="ID")
-@click.option("--force", is_flag=True, help="Remove it even when it has allocations.")
-@click.pass_context
-def remove_cluster(ctx: click.Context, cluster_id: str, force: bool) -> None:
+@removal(
+    "cluster",
+    "Remove it even when it has allocations.",
+    lambda ctx: admin_client(ctx).remove_cluster,
+)
+def remove_cluster() -> None:
     """Remove cluster ID (its agents stay registered)."""
-    admin_client(ctx).remove_cluster(cluster_id, force=force)
-    success("remove", "cluster", cluster_id)
 
 
 # ------------------------------------------------------------- allocations
@@ -384,12 +384,9 @@ def list_allocations(ctx: click.Context, cluster: str | None, as_json: bool) -> 
     trusted hosts, as none were set).
     """
     allocations = admin_client(ctx).list_allocations(cluster)
-    if as_json:
-        reply = apb.ListAllocationsReply(allocations=[a.raw for a in allocations])
-        echo_json(message_dict(reply))
-        return
+    reply = apb.ListAllocationsReply(allocations=[a.raw for a in allocations])
     infos = sorted(allocations, key=lambda a: natural_key(a.id))
-    click.echo(table(ADMIN_ALLOCATION_HEADERS, [allocation_row(i.raw) for i in infos]))
+    echo_listing(as_json, reply, ADMIN_ALLOCATION_HEADERS, [allocation_row(i.raw) for i in infos])
 
 
 @click.command("allocation", context_settings=CONTEXT)
@@ -426,11 +423,8 @@ def update_allocation(
     click.echo(f"IPUoF hosts: {allocation_row(updated.raw)[-1]}")
 
 
-@click.command("allocation", context_settings=CONTEXT)
-@click.argument("allocation_id", metavar="ID")
-@click.option("--force", is_flag=True, help="Remove its partitions too.")
-@click.pass_context
-def remove_allocation(ctx: click.Context, allocation_id: str, force: bool) -> None:
+@removal(
+    "allocation", "Remove its partitions too.", lambda ctx: admin_client(ctx).remove_allocation
+)
+def remove_allocation() -> None:
     """Take allocation ID back (with --force, removing its partitions)."""
-    admin_client(ctx).remove_allocation(allocation_id, force=force)
-    success("remove", "allocation", allocation_id)

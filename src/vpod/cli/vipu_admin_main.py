@@ -19,26 +19,12 @@ from . import vipu_admin_events as events
 from . import vipu_admin_inventory as inventory
 from . import vipu_admin_operations as operations
 from . import vipu_admin_users as users
-from .vipu_group import SubcommandGroup, VipuGroup, global_options, session_of
-from .vipu_main import print_server_version
-
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+from .short_help import CONTEXT
+from .vipu_group import SubcommandGroup, root_group
 
 
-@click.group(
-    cls=VipuGroup,
-    admin_cli=True,
-    name="vipu-admin",
-    invoke_without_command=True,
-    context_settings=CONTEXT,
-    epilog="Global options may also follow the command: vipu-admin list agents -H ctl.",
-)
-@global_options(hidden=False)
-@click.option(
-    "--server-version", is_flag=True, help="Print the controller's version and address, then exit."
-)
-@click.pass_context
-def cli(ctx: click.Context, server_version: bool) -> None:
+@root_group("vipu-admin", admin_cli=True, example="list agents")
+def cli() -> None:
     """Administer a V-IPU controller: agents, clusters, allocations, users, faults.
 
     \b
@@ -52,11 +38,6 @@ def cli(ctx: click.Context, server_version: bool) -> None:
       vipu-admin list partitions
       vipu-admin list events --since 2h
     """
-    if server_version:
-        print_server_version(session_of(ctx).admin())
-        ctx.exit(0)
-    if ctx.invoked_subcommand is None:
-        click.echo(ctx.get_help())
 
 
 def _verb(name: str, help_text: str, *commands: click.Command) -> None:

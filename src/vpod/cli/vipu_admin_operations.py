@@ -15,13 +15,18 @@ from vpod.wire import admin_pb2 as apb
 
 from .exit_status import EXIT_USAGE, CliError
 from .render import joined, message_dict, table
-from .vipu_admin_inventory import CONTEXT, admin_client, fault_text
-from .vipu_group import WholeNumber, csv_list, echo_json, json_option
+from .short_help import CONTEXT
+from .vipu_admin_inventory import admin_client, fault_text
+from .vipu_group import (
+    WholeNumber,
+    csv_list,
+    echo_json,
+    echo_listing,
+    ipu_attributes_command,
+    json_option,
+)
 from .vipu_views import (
-    IPU_ATTRIBUTE_HEADERS,
     PARTITION_HEADERS,
-    attributes_reply,
-    ipu_attribute_rows,
     operation_label,
     partition_row,
 )
@@ -73,27 +78,18 @@ def list_partitions(
     GCDs | State | Allocation | Operation | Agents.
     """
     partitions = admin_client(ctx).list_partitions(allocation=allocation, cluster=cluster)
-    if as_json:
-        echo_json(message_dict(apb.ListPartitionsReply(partitions=[p.raw for p in partitions])))
-        return
+    reply = apb.ListPartitionsReply(partitions=[p.raw for p in partitions])
     infos = sorted(partitions, key=lambda info: info.partition.id)
-    click.echo(table(ADMIN_PARTITION_HEADERS, [admin_partition_row(i.raw) for i in infos]))
+    echo_listing(
+        as_json, reply, ADMIN_PARTITION_HEADERS, [admin_partition_row(i.raw) for i in infos]
+    )
 
 
-@click.command("ipu-attrs", context_settings=CONTEXT)
-@click.option("--agents", metavar="A,B", callback=csv_list, help="Only these agents.")
-@json_option
-@click.pass_context
-def list_ipu_attrs(ctx: click.Context, agents: list[str], as_json: bool) -> None:
-    """List the IPU attributes of every agent.
-
-    Table columns: Agent | IPU | Attribute | Value (one row per attribute).
-    """
-    entries = admin_client(ctx).list_ipu_attributes(agents)
-    if as_json:
-        echo_json(message_dict(attributes_reply(entries)))
-        return
-    click.echo(table(IPU_ATTRIBUTE_HEADERS, ipu_attribute_rows(entries)))
+list_ipu_attrs = ipu_attributes_command(
+    admin_client,
+    summary="List the IPU attributes of every agent.",
+    agents_help="Only these agents.",
+)
 
 
 @click.command("cluster", context_settings=CONTEXT)
@@ -171,8 +167,14 @@ def _fault(
     )
 
 
-def _echo_faults(agent_id: str, faults: list[Any]) -> None:
-    rows = [[agent_id, fault_text(f), f.reason] for f in faults]
+def _show_faults(reply: Any, as_json: bool, verb: str, agent: str) -> None:
+    """What inject and clear print: the agent's active faults after the change."""
+    if as_json:
+        echo_json(message_dict(reply))
+        return
+    click.echo(f"{verb} fault ({agent}): success.")
+    agent_id = reply.agent_id or agent
+    rows = [[agent_id, fault_text(f), f.reason] for f in reply.active_faults]
     click.echo(table(FAULT_HEADERS, rows))
 
 
@@ -209,11 +211,7 @@ def inject_fault(
     """
     fault = _fault(kind.lower(), device, link, delay_ms, reason)
     reply = admin_client(ctx).inject_fault(agent, fault).raw
-    if as_json:
-        echo_json(message_dict(reply))
-        return
-    click.echo(f"inject fault ({agent}): success.")
-    _echo_faults(reply.agent_id or agent, list(reply.active_faults))
+    _show_faults(reply, as_json, "inject", agent)
 
 
 @click.command("fault", context_settings=CONTEXT)
@@ -244,8 +242,4 @@ def clear_fault(
         raise CliError("say which faults to clear: --all, or --kind with its target", EXIT_USAGE)
     fault = None if kind is None else _fault(kind.lower(), device, link, 0, None)
     reply = admin_client(ctx).clear_fault(agent, fault).raw
-    if as_json:
-        echo_json(message_dict(reply))
-        return
-    click.echo(f"clear fault ({agent}): success.")
-    _echo_faults(reply.agent_id or agent, list(reply.active_faults))
+    _show_faults(reply, as_json, "clear", agent)

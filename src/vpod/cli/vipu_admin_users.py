@@ -16,19 +16,20 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 
-from vpod.client.admin_records import User
 from vpod.domain.naming import natural_key
 from vpod.wire import admin_pb2 as apb
 
 from .config import DEFAULT_ADMIN_PORT, DEFAULT_USER_PORT, Endpoint, Settings, render_hcl
 from .exit_status import EXIT_USAGE, CliError
 from .render import joined, message_dict, table, timestamp_text
-from .vipu_admin_inventory import CONTEXT, admin_client, success
-from .vipu_group import PORT, csv_list, echo_json, json_option, session_of
+from .short_help import CONTEXT
+from .vipu_admin_inventory import admin_client
+from .vipu_group import PORT, csv_list, echo_json, json_option, session_of, success
 
 USER_HEADERS = ("User", "Admin", "Allocations", "Created")
 CONFIG_SUFFIX = ".vipu-cli.hcl"
@@ -198,20 +199,35 @@ def remove_user(ctx: click.Context, user_id: str) -> None:
     success("remove", "user", user_id)
 
 
-def _show_grants(user: User, as_json: bool, verb: str, allocation_id: str) -> None:
-    if as_json:
-        echo_json(message_dict(user.raw))
-        return
-    click.echo(f"{verb} allocation ({allocation_id}) for user {user.id}: success.")
-    click.echo(f"user {user.id} may use: {joined(user.allocation_ids) or 'no allocation'}")
+def _allocation_access(verb: str, user_help: str) -> Callable[[Callable[[], None]], click.Command]:
+    """``grant allocation`` or ``revoke allocation`` (``verb``), from a function holding its help.
+
+    Both change which allocations user USER may use, then print what the user may use now.
+    """
+
+    def decorate(described: Callable[[], None]) -> click.Command:
+        @click.command("allocation", context_settings=CONTEXT, help=described.__doc__)
+        @click.argument("allocation_id", metavar="ALLOCATION")
+        @click.option("--user", "user_id", required=True, metavar="USER", help=user_help)
+        @json_option
+        @click.pass_context
+        def command(ctx: click.Context, allocation_id: str, user_id: str, as_json: bool) -> None:
+            client = admin_client(ctx)
+            change = client.grant_allocation if verb == "grant" else client.revoke_allocation
+            user = change(allocation_id, user_id)
+            if as_json:
+                echo_json(message_dict(user.raw))
+                return
+            click.echo(f"{verb} allocation ({allocation_id}) for user {user.id}: success.")
+            click.echo(f"user {user.id} may use: {joined(user.allocation_ids) or 'no allocation'}")
+
+        return command
+
+    return decorate
 
 
-@click.command("allocation", context_settings=CONTEXT)
-@click.argument("allocation_id", metavar="ALLOCATION")
-@click.option("--user", "user_id", required=True, metavar="USER", help="The user to grant it to.")
-@json_option
-@click.pass_context
-def grant_allocation(ctx: click.Context, allocation_id: str, user_id: str, as_json: bool) -> None:
+@_allocation_access("grant", user_help="The user to grant it to.")
+def grant_allocation() -> None:
     """Let existing user USER use ALLOCATION too; its access key stays the same.
 
     The user's vipu-cli.hcl keeps working; the grant applies at its next call.
@@ -222,16 +238,10 @@ def grant_allocation(ctx: click.Context, allocation_id: str, user_id: str, as_js
       vipu-admin grant allocation default --user default
       vipu-admin grant allocation team-b --user alice --json
     """
-    user = admin_client(ctx).grant_allocation(allocation_id, user_id)
-    _show_grants(user, as_json, "grant", allocation_id)
 
 
-@click.command("allocation", context_settings=CONTEXT)
-@click.argument("allocation_id", metavar="ALLOCATION")
-@click.option("--user", "user_id", required=True, metavar="USER", help="The user to take it from.")
-@json_option
-@click.pass_context
-def revoke_allocation(ctx: click.Context, allocation_id: str, user_id: str, as_json: bool) -> None:
+@_allocation_access("revoke", user_help="The user to take it from.")
+def revoke_allocation() -> None:
     """Stop user USER using ALLOCATION, from its next call; its key and other grants stay.
 
     Revoking what was not granted is harmless; its partitions stay in the allocation.
@@ -240,5 +250,3 @@ def revoke_allocation(ctx: click.Context, allocation_id: str, user_id: str, as_j
     Examples:
       vipu-admin revoke allocation team-a --user alice
     """
-    user = admin_client(ctx).revoke_allocation(allocation_id, user_id)
-    _show_grants(user, as_json, "revoke", allocation_id)

@@ -16,9 +16,9 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
@@ -26,8 +26,12 @@ from vpod.client import AdminClient, UserClient, VpodError
 from vpod.client.config import Settings, admin_endpoint, load_settings, user_endpoint
 
 from .exit_status import EXIT_FAILURE, EXIT_USAGE, CliError, exit_code_of, one_line
-from .render import json_text
-from .short_help import FittingGroup
+from .render import json_text, message_dict, table
+from .short_help import CONTEXT, FittingGroup
+from .vipu_views import IPU_ATTRIBUTE_HEADERS, attributes_reply, ipu_attribute_rows
+
+if TYPE_CHECKING:
+    from google.protobuf.message import Message
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -185,6 +189,43 @@ def json_option(command: F) -> F:
     )(command)
 
 
+def success(verb: str, kind: str, entity_id: str) -> None:
+    """The one line a change prints: ``create partition (p1): success.``"""
+    click.echo(f"{verb} {kind} ({entity_id}): success.")
+
+
+def removal(
+    kind: str, force_help: str, remover: Callable[[click.Context], Callable[..., object]]
+) -> Callable[[Callable[[], None]], click.Command]:
+    """``remove KIND ID [--force]``, from a function holding its help.
+
+    ``remover`` gives the client's call that removes one, taking the id and ``force``.
+    """
+
+    def decorate(described: Callable[[], None]) -> click.Command:
+        @click.command(kind, context_settings=CONTEXT, help=described.__doc__)
+        @click.argument("entity_id", metavar="ID")
+        @click.option("--force", is_flag=True, help=force_help)
+        @click.pass_context
+        def remove(ctx: click.Context, entity_id: str, force: bool) -> None:
+            remover(ctx)(entity_id, force=force)
+            success("remove", kind, entity_id)
+
+        return remove
+
+    return decorate
+
+
+def echo_listing(
+    as_json: bool, reply: Message, headers: Sequence[str], rows: Iterable[Sequence[object]]
+) -> None:
+    """What a list command prints: the reply as ``--json`` gives it, else a table of ``rows``."""
+    if as_json:
+        echo_json(message_dict(reply))
+    else:
+        click.echo(table(headers, rows))
+
+
 def echo_json(data: object) -> None:
     click.echo(json_text(data))
 
@@ -240,6 +281,73 @@ def csv_list(_ctx: click.Context, _param: click.Parameter, value: str | None) ->
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
+def print_server_version(client: UserClient | AdminClient) -> None:
+    version = client.version()
+    click.echo(f"version: {version.version}")
+    click.echo(f"host: {version.endpoint}")
+
+
+def ipu_attributes_command(
+    client_of: Callable[[click.Context], UserClient | AdminClient],
+    *,
+    summary: str,
+    agents_help: str,
+) -> click.Command:
+    """``list ipu-attrs`` of either CLI, through the client ``client_of`` gives."""
+
+    @click.command(
+        "ipu-attrs",
+        context_settings=CONTEXT,
+        help=f"{summary}\n\nTable columns: Agent | IPU | Attribute | Value"
+        " (one row per attribute).",
+    )
+    @click.option("--agents", metavar="A,B", callback=csv_list, help=agents_help)
+    @json_option
+    @click.pass_context
+    def list_ipu_attrs(ctx: click.Context, agents: list[str], as_json: bool) -> None:
+        entries = client_of(ctx).list_ipu_attributes(agents)
+        if as_json:
+            echo_json(message_dict(attributes_reply(entries)))
+            return
+        click.echo(table(IPU_ATTRIBUTE_HEADERS, ipu_attribute_rows(entries)))
+
+    return list_ipu_attrs
+
+
+def root_group(
+    name: str, *, admin_cli: bool, example: str
+) -> Callable[[Callable[[], None]], VipuGroup]:
+    """The top-level group of ``vipu`` or ``vipu-admin``, from a function holding its help.
+
+    Both take the global options and ``--server-version`` (the version of the endpoint the
+    tool dials: the admin endpoint for ``vipu-admin``), before or after the command (the
+    epilog says so with ``example``), and print their help when no command is given.
+    """
+
+    def decorate(described: Callable[[], None]) -> VipuGroup:
+        @click.pass_context
+        def root(ctx: click.Context, server_version: bool) -> None:
+            if server_version:
+                session = session_of(ctx)
+                print_server_version(session.admin() if admin_cli else session.user())
+                ctx.exit(0)
+            if ctx.invoked_subcommand is None:
+                click.echo(ctx.get_help())
+
+        root.__doc__ = described.__doc__
+        server_version = click.option(
+            "--server-version",
+            is_flag=True,
+            help="Print the controller's version and address, then exit.",
+        )
+        epilog = f"Global options may also follow the command: {name} {example} -H ctl."
+        group = click.group(name, cls=VipuGroup, admin_cli=admin_cli, epilog=epilog)
+        made: VipuGroup = group(global_options(hidden=False)(server_version(root)))
+        return made
+
+    return decorate
+
+
 class SubcommandGroup(FittingGroup):
     """``create``, ``list``, ... : groups whose commands carry the global options too."""
 
@@ -252,6 +360,9 @@ class VipuGroup(FittingGroup):
     """The top-level group: runs the command and owns the one error exit."""
 
     def __init__(self, *args: Any, admin_cli: bool = False, **kwargs: Any) -> None:
+        # Without a command it prints its help (the callback does).
+        kwargs.setdefault("invoke_without_command", True)
+        kwargs.setdefault("context_settings", CONTEXT)
         super().__init__(*args, **kwargs)
         self.admin_cli = admin_cli
 

@@ -10,12 +10,12 @@ the admin endpoint.
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 import click
 
 from vpod.cli import grpc_logging  # noqa: F401  (before anything imports grpc)
-from vpod.client import AdminClient, PartitionOptions, UserClient
+from vpod.client import PartitionOptions, UserClient
 from vpod.domain.errors import InvalidSpec
 from vpod.domain.naming import natural_key
 from vpod.domain.routing import parse_gw_routing, parse_ipulink_routing, parse_sync_type
@@ -24,60 +24,36 @@ from vpod.wire import virmgrpc_pb2 as pb
 
 from .exit_status import EXIT_USAGE, CliError
 from .render import details, joined, message_dict, table
+from .short_help import CONTEXT
 from .vipu_group import (
     SubcommandGroup,
-    VipuGroup,
     WholeNumber,
-    csv_list,
     echo_json,
-    global_options,
+    echo_listing,
+    ipu_attributes_command,
     json_option,
+    removal,
+    root_group,
     session_of,
+    success,
 )
 from .vipu_views import (
     ALLOCATION_HEADERS,
-    IPU_ATTRIBUTE_HEADERS,
     IPU_HEADERS,
     PARTITION_HEADERS,
-    attributes_reply,
-    ipu_attribute_rows,
     ipu_rows,
     partition_pairs,
     partition_row,
     status_pairs,
 )
 
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
-
-
-def success(verb: str, kind: str, entity_id: str) -> None:
-    """The one line a change prints: ``create partition (p1): success.``"""
-    click.echo(f"{verb} {kind} ({entity_id}): success.")
-
-
-def print_server_version(client: UserClient | AdminClient) -> None:
-    version = client.version()
-    click.echo(f"version: {version.version}")
-    click.echo(f"host: {version.endpoint}")
-
 
 def _user(ctx: click.Context) -> UserClient:
     return session_of(ctx).user()
 
 
-@click.group(
-    cls=VipuGroup,
-    name="vipu",
-    invoke_without_command=True,
-    context_settings=CONTEXT,
-    epilog="Global options may also follow the command: vipu list partitions -H ctl.",
-)
-@global_options(hidden=False)
-@click.option(
-    "--server-version", is_flag=True, help="Print the controller's version and address, then exit."
-)
-@click.pass_context
-def cli(ctx: click.Context, server_version: bool) -> None:
+@root_group("vipu", admin_cli=False, example="list partitions")
+def cli() -> None:
     """Create and use IPU partitions through a V-IPU controller's user API.
 
     \b
@@ -88,11 +64,6 @@ def cli(ctx: click.Context, server_version: bool) -> None:
       vipu get partition training --ipuof-configs > ~/.ipuof.conf.d/training.conf
       vipu remove partition training
     """
-    if server_version:
-        print_server_version(session_of(ctx).user())
-        ctx.exit(0)
-    if ctx.invoked_subcommand is None:
-        click.echo(ctx.get_help())
 
 
 @cli.group(cls=SubcommandGroup, context_settings=CONTEXT)
@@ -166,22 +137,7 @@ def _parsed(parse: Any) -> Any:
 )
 @click.option("--relocatable", is_flag=True, help="Let the controller move it off failed IPUs.")
 @click.pass_context
-def create_partition(
-    ctx: click.Context,
-    partition_id: str,
-    size: int,
-    allocation: str | None,
-    cluster: str | None,
-    num_gcds: int | None,
-    num_replicas: int | None,
-    reconfigurable: bool,
-    sync_type: Any,
-    routing: Any,
-    gw_routing: Any,
-    num_ilds: int | None,
-    disable_auto_reset: bool,
-    relocatable: bool,
-) -> None:
+def create_partition(ctx: click.Context, /, partition_id: str, size: int, **chosen: Any) -> None:
     """Create partition ID of --size IPUs.
 
     Sizes: 1, 2, 4, 8, 16, 64 and multiples of 64. Unset options take the
@@ -193,27 +149,10 @@ def create_partition(
       vipu create partition big --size 128 --num-ilds 2 --allocation pod128
       vipu create partition dp --size 16 --num-gcds 4 --num-replicas 8
     """
-    options: PartitionOptions = {
-        "reconfigurable": reconfigurable,
-        "disable_auto_reset": disable_auto_reset,
-        "relocatable": relocatable,
-    }
-    if allocation:
-        options["allocation"] = allocation
-    if cluster:
-        options["cluster"] = cluster
-    if num_gcds:
-        options["num_gcds"] = num_gcds
-    if num_replicas:
-        options["num_replicas"] = num_replicas
-    if num_ilds:
-        options["num_ilds"] = num_ilds
-    if sync_type:
-        options["sync_type"] = sync_type
-    if routing:
-        options["routing"] = routing
-    if gw_routing:
-        options["gw_routing"] = gw_routing
+    # The options are named as PartitionOptions' keys. Flags are always sent; any other
+    # option only when given, else the controller chooses.
+    given = {name: value for name, value in chosen.items() if isinstance(value, bool) or value}
+    options = cast(PartitionOptions, given)
     created = _user(ctx).create_partition(partition_id, size, **options)
     success("create", "partition", created)
 
@@ -229,11 +168,9 @@ def list_partitions(ctx: click.Context, allocation: str | None, as_json: bool) -
     Size | GCDs | State.
     """
     partitions = _user(ctx).list_partitions(allocation)
-    if as_json:
-        echo_json(message_dict(pb.ListPartitionsReply(partitions=[p.raw for p in partitions])))
-        return
+    reply = pb.ListPartitionsReply(partitions=[p.raw for p in partitions])
     rows = [partition_row(p.raw) for p in sorted(partitions, key=lambda p: p.id)]
-    click.echo(table(PARTITION_HEADERS, rows))
+    echo_listing(as_json, reply, PARTITION_HEADERS, rows)
 
 
 @list_.command("allocations", context_settings=CONTEXT)
@@ -245,32 +182,18 @@ def list_allocations(ctx: click.Context, as_json: bool) -> None:
     Table columns: Allocation ID | Agents.
     """
     allocations = _user(ctx).list_allocations()
-    if as_json:
-        reply = apb.ListAllocationsReply(allocations=[a.raw for a in allocations])
-        echo_json(message_dict(reply))
-        return
-    rows = [
-        [a.id, joined(a.agent_ids)] for a in sorted(allocations, key=lambda a: natural_key(a.id))
-    ]
-    click.echo(table(ALLOCATION_HEADERS, rows))
+    reply = apb.ListAllocationsReply(allocations=[a.raw for a in allocations])
+    infos = sorted(allocations, key=lambda a: natural_key(a.id))
+    echo_listing(as_json, reply, ALLOCATION_HEADERS, [[a.id, joined(a.agent_ids)] for a in infos])
 
 
-@list_.command("ipu-attrs", context_settings=CONTEXT)
-@click.option(
-    "--agents", metavar="A,B", callback=csv_list, help="Only these agents (comma-separated)."
+list_.add_command(
+    ipu_attributes_command(
+        _user,
+        summary="List IPU attributes: board type, serial, clock, firmware and driver versions.",
+        agents_help="Only these agents (comma-separated).",
+    )
 )
-@json_option
-@click.pass_context
-def list_ipu_attrs(ctx: click.Context, agents: list[str], as_json: bool) -> None:
-    """List IPU attributes: board type, serial, clock, firmware and driver versions.
-
-    Table columns: Agent | IPU | Attribute | Value (one row per attribute).
-    """
-    entries = _user(ctx).list_ipu_attributes(agents)
-    if as_json:
-        echo_json(message_dict(attributes_reply(entries)))
-        return
-    click.echo(table(IPU_ATTRIBUTE_HEADERS, ipu_attribute_rows(entries)))
 
 
 @get.command("partition", context_settings=CONTEXT)
@@ -345,11 +268,12 @@ def reset_partition(ctx: click.Context, partition_id: str, relocatable: bool) ->
     success("reset", "partition", partition_id)
 
 
-@remove.command("partition", context_settings=CONTEXT)
-@click.argument("partition_id", metavar="ID")
-@click.option("--force", is_flag=True, help="Remove it even when agents report errors.")
-@click.pass_context
-def remove_partition(ctx: click.Context, partition_id: str, force: bool) -> None:
+@removal(
+    "partition",
+    "Remove it even when agents report errors.",
+    lambda ctx: _user(ctx).remove_partition,
+)
+def remove_partition() -> None:
     """Remove partition ID and free its IPUs.
 
     \b
@@ -357,8 +281,9 @@ def remove_partition(ctx: click.Context, partition_id: str, force: bool) -> None
       vipu remove partition p1
       vipu remove partition p1 --force
     """
-    _user(ctx).remove_partition(partition_id, force=force)
-    success("remove", "partition", partition_id)
+
+
+remove.add_command(remove_partition)
 
 
 def main() -> NoReturn:

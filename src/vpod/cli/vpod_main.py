@@ -9,11 +9,10 @@ import click
 
 from vpod import __version__
 
+from . import server_options
 from .cloud_commands import CLOUD_COMMAND_MODULES, load_command
 from .errors import run_cli
-from .short_help import FittingGroup, fit
-
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+from .short_help import CONTEXT, FittingGroup, fit
 
 LAZY_COMMANDS: dict[str, str] = {
     "sim": "sim_command",
@@ -55,13 +54,9 @@ def cli() -> None:
     epilog="Example: vpod up --data-dir ./vpod-data --pod pod256 --port 9090 --admin-port 9091"
     " --http-port 9080",
 )
-@click.option(
-    "--data-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("vpod-data"),
-    show_default=True,
+@server_options.data_dir_option(
+    "Where the store, logs and vipu-cli.hcl live; reuse it to get the same pod back.",
     envvar="VPOD_DATA_DIR",
-    help="Where the store, logs and vipu-cli.hcl live; reuse it to get the same pod back.",
 )
 @click.option(
     "--pod",
@@ -77,27 +72,9 @@ def cli() -> None:
     show_default=True,
     help="Address the controller's APIs listen on.",
 )
-@click.option(
-    "--port",
-    type=click.IntRange(0, 65535),
-    default=8090,
-    show_default=True,
-    help="V-IPU user API port (gRPC).",
-)
-@click.option(
-    "--admin-port",
-    type=click.IntRange(0, 65535),
-    default=8091,
-    show_default=True,
-    help="Admin API port (gRPC).",
-)
-@click.option(
-    "--http-port",
-    type=click.IntRange(0, 65535),
-    default=8080,
-    show_default=True,
-    help="REST API, /healthz, /readyz and /metrics port.",
-)
+@server_options.user_port_option("V-IPU user API port (gRPC).")
+@server_options.admin_port_option("Admin API port (gRPC).")
+@server_options.http_port_option("REST API, /healthz, /readyz and /metrics port.")
 @click.option(
     "--address-base",
     default=None,
@@ -118,11 +95,8 @@ def cli() -> None:
     help="Change the mode a data directory was set up with to the one asked for (with --open,"
     " or without it to turn authentication on); its pod, partitions and users stay.",
 )
-@click.option(
-    "--cloud/--no-cloud",
-    default=True,
-    show_default=True,
-    help="Serve the cloud API with its own emulated pod, GPU hosts and a default project.",
+@server_options.cloud_option(
+    "Serve the cloud API with its own emulated pod, GPU hosts and a default project."
 )
 @click.option(
     "--cloud-pod",
@@ -131,26 +105,7 @@ def cli() -> None:
     help="Shape of the tenants' pod (default pod16; none for no vPOD capacity); kept from the"
     " first run.",
 )
-@click.option(
-    "--unsafe-shared-host",
-    is_flag=True,
-    help="UNSAFE: where this host cannot sandbox tenants' servers (no bwrap, not root), run"
-    " them anyway on the host, unisolated (docs/cloud.md).",
-)
-@click.option(
-    "--ssh-direct-ports",
-    default=None,
-    metavar="FIRST-LAST",
-    help="Give every tenant's server a port of this range on this host, forwarded to its sshd"
-    " (e.g. 20000-20999; docs/ssh.md). Default: off (ssh goes through the controller's"
-    " tunnel).",
-)
-@click.option(
-    "--ssh-direct-bind",
-    default=None,
-    metavar="ADDRESS",
-    help="Address those ports listen on (default 127.0.0.1; 0.0.0.0 for every address).",
-)
+@server_options.tenant_host_options
 def up(
     data_dir: Path,
     pod_shape: str | None,

@@ -8,7 +8,7 @@ attributes and the cloud layer's flavors read the rest.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 class MachineType(enum.StrEnum):
@@ -57,43 +57,53 @@ class GpuServerSpec:
     infiniband: bool
 
 
+_M2000 = IpuMachineSpec(
+    machine_type=MachineType.M2000,
+    ipu_type="Colossus GC200",
+    ipu_arch_id=2,
+    ipus=IPUS_PER_MACHINE,
+    clock_mhz=1325,
+    ipu_cores=5888,
+    worker_threads=35328,
+    ai_pflops=1.0,
+    fp32_pflops=0.25,
+    in_processor_memory_gb=3.6,
+    streaming_memory_gb=256,
+    ipu_links=8,
+    gw_links=2,
+    board_type="M2000",
+    ipu_version="ipu2",
+)
+
+# The Bow-2000 is the IPU-M2000 with the Bow IPU (the GC200 on a power-delivery wafer): the
+# same cores, memory and links, a faster clock.
+_BOW2000 = replace(
+    _M2000,
+    machine_type=MachineType.BOW2000,
+    ipu_type="Bow IPU",
+    clock_mhz=1850,
+    ai_pflops=1.394,
+    fp32_pflops=0.349,
+    board_type="Bow-2000",
+    ipu_version="ipu21",
+)
+
 IPU_MACHINES: dict[MachineType, IpuMachineSpec] = {
-    MachineType.M2000: IpuMachineSpec(
-        machine_type=MachineType.M2000,
-        ipu_type="Colossus GC200",
-        ipu_arch_id=2,
-        ipus=IPUS_PER_MACHINE,
-        clock_mhz=1325,
-        ipu_cores=5888,
-        worker_threads=35328,
-        ai_pflops=1.0,
-        fp32_pflops=0.25,
-        in_processor_memory_gb=3.6,
-        streaming_memory_gb=256,
-        ipu_links=8,
-        gw_links=2,
-        board_type="M2000",
-        ipu_version="ipu2",
-    ),
-    MachineType.BOW2000: IpuMachineSpec(
-        machine_type=MachineType.BOW2000,
-        ipu_type="Bow IPU",
-        ipu_arch_id=2,
-        ipus=IPUS_PER_MACHINE,
-        clock_mhz=1850,
-        ipu_cores=5888,
-        worker_threads=35328,
-        ai_pflops=1.394,
-        fp32_pflops=0.349,
-        in_processor_memory_gb=3.6,
-        streaming_memory_gb=256,
-        ipu_links=8,
-        gw_links=2,
-        board_type="Bow-2000",
-        ipu_version="ipu21",
-    ),
+    spec.machine_type: spec for spec in (_M2000, _BOW2000)
 }
 
+
+_A100_IB = GpuServerSpec(
+    key="a100-ib",
+    gpu_model="A100",
+    gpus=8,
+    gpu_memory_gb=80,
+    cpus="2 x Xeon 8468",
+    ram_gb=2048,
+    storage="NVMe",
+    network="800 Gbit/s InfiniBand",
+    infiniband=True,
+)
 
 GPU_SERVERS: dict[str, GpuServerSpec] = {
     spec.key: spec
@@ -109,28 +119,9 @@ GPU_SERVERS: dict[str, GpuServerSpec] = {
             network="3.2 Tbit/s InfiniBand, 2 x 100 Gbit/s Ethernet",
             infiniband=True,
         ),
-        GpuServerSpec(
-            key="a100-ib",
-            gpu_model="A100",
-            gpus=8,
-            gpu_memory_gb=80,
-            cpus="2 x Xeon 8468",
-            ram_gb=2048,
-            storage="NVMe",
-            network="800 Gbit/s InfiniBand",
-            infiniband=True,
-        ),
-        GpuServerSpec(
-            key="a100",
-            gpu_model="A100",
-            gpus=8,
-            gpu_memory_gb=80,
-            cpus="2 x Xeon 8468",
-            ram_gb=2048,
-            storage="NVMe",
-            network="2 x 100 Gbit/s Ethernet",
-            infiniband=False,
-        ),
+        _A100_IB,
+        # The same server on Ethernet only.
+        replace(_A100_IB, key="a100", network="2 x 100 Gbit/s Ethernet", infiniband=False),
         GpuServerSpec(
             key="l40s",
             gpu_model="L40S",

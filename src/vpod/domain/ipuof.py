@@ -61,19 +61,9 @@ class IpuEndpoint:
 
     def as_device(self) -> dict[str, Any]:
         """The wire's ``IpuofDevice`` as plain data (the file keys plus ``ipum_sw_version``)."""
-        return {
-            "ip": self.ip,
-            "server_port": self.server_port,
-            "rdma_port": self.rdma_port,
-            "device_id": self.device_id,
-            "ipulink_segment_id": self.segment_id,
-            "routing_id": self.routing_id,
-            "ipu_arch_id": self.ipu_arch_id,
-            "ipu_id": self.ipu_id,
-            "chip_id": self.chip_id,
-            "gwsw_version": self.gwsw_version,
-            "ipum_sw_version": self.ipum_sw_version,
-        }
+        named = {"ipulink_segment_id": "segment_id"}  # the file's key for this field
+        keys = (*FILE_DEVICE_KEYS, "ipum_sw_version")
+        return {key: getattr(self, named.get(key, key)) for key in keys}
 
 
 def _by_routing_id(spec: PartitionSpec, endpoints: Iterable[IpuEndpoint]) -> list[IpuEndpoint]:

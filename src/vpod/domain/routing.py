@@ -38,7 +38,16 @@ def _normalise(text: str) -> str:
     return text.strip().lower().replace("-", "").replace("_", "")
 
 
-class IpuLinkRouting(enum.Enum):
+class _NamedOnTheCli(enum.Enum):
+    """A routing the CLI spells as its member's name in lower case."""
+
+    @property
+    def cli_name(self) -> str:
+        """How the CLI spells it (``dnc``, ``ringswnc``, ``swring`` ...)."""
+        return self.name.lower()
+
+
+class IpuLinkRouting(_NamedOnTheCli):
     """How traffic is routed over the IPU-Links inside one IPU-Link domain."""
 
     DNC = 1
@@ -50,23 +59,14 @@ class IpuLinkRouting(enum.Enum):
     RINGSWNC = 4
     """Sliding window that also uses the loop cables of a torus."""
 
-    @property
-    def cli_name(self) -> str:
-        """How the CLI spells it (``dnc``, ``ringswnc`` ...)."""
-        return self.name.lower()
 
-
-class GwRouting(enum.Enum):
+class GwRouting(_NamedOnTheCli):
     """How traffic is routed over the GW-Links between IPU-Link domains."""
 
     RING = 2
     """Around the GW-Link loop of a looped cluster."""
     SWRING = 3
     """Through the switch of a switched cluster."""
-
-    @property
-    def cli_name(self) -> str:
-        return self.name.lower()
 
 
 class SyncType(enum.Enum):

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vpod.domain.ipuof import FILE_DEVICE_KEYS
+
 from .errors import ConfigInvalid
 
 GCD_FILE = re.compile(r"^(?P<partition>.+)_gcd(?P<gcd>\d+)\.conf$")
@@ -51,18 +53,8 @@ class IpuofDevice:
         return f"{self.ip}:{self.server_port}"
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "ip": self.ip,
-            "server_port": self.server_port,
-            "rdma_port": self.rdma_port,
-            "device_id": self.device_id,
-            "ipulink_segment_id": self.ipulink_segment_id,
-            "routing_id": self.routing_id,
-            "ipu_arch_id": self.ipu_arch_id,
-            "ipu_id": self.ipu_id,
-            "chip_id": self.chip_id,
-            "gwsw_version": self.gwsw_version,
-        }
+        """The device as a static config file's entry holds it (its keys in file order)."""
+        return {key: getattr(self, key) for key in FILE_DEVICE_KEYS}
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ from ``VIPU_CLI_*`` and ``vipu-cli.hcl``, as for ``vipu``; host and port from
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import fields
 from typing import TYPE_CHECKING
 
 from vpod.client import (
@@ -32,18 +33,8 @@ if TYPE_CHECKING:
 
 def device_of(device: client_records.IpuofDevice) -> IpuofDevice:
     """An IPUoF device as the controller's answer gives it, as applications read it."""
-    return IpuofDevice(
-        ip=device.ip,
-        server_port=device.server_port,
-        rdma_port=device.rdma_port,
-        device_id=device.device_id,
-        routing_id=device.routing_id,
-        ipulink_segment_id=device.ipulink_segment_id,
-        ipu_arch_id=device.ipu_arch_id,
-        ipu_id=device.ipu_id,
-        chip_id=device.chip_id,
-        gwsw_version=device.gwsw_version,
-    )
+    # The names match: each field the application's shape declares, from the answer's.
+    return IpuofDevice(**{f.name: getattr(device, f.name) for f in fields(IpuofDevice)})
 
 
 class ControllerSource:

@@ -52,7 +52,7 @@ def _terminate(signum: int, _frame: FrameType | None) -> None:
     raise SystemExit(128 + signum)
 
 
-@click.command(context_settings=CONTEXT)
+@click.command(context_settings={**CONTEXT, "show_default": True})
 @click.option("-d", "--device", "device_id", type=click.IntRange(0), help="Device id to attach.")
 @click.option("--steps", type=click.IntRange(1), help="Run this many steps.")
 @click.option(
@@ -62,14 +62,12 @@ def _terminate(signum: int, _frame: FrameType | None) -> None:
     "--step-time",
     type=click.FloatRange(0.0),
     default=0.05,
-    show_default=True,
     help="Seconds per step.",
 )
 @click.option(
     "--load",
     type=click.FloatRange(0.0, 1.0),
     default=0.9,
-    show_default=True,
     help="How busy a step keeps the IPUs (0..1).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object at the end.")

@@ -45,6 +45,7 @@ from vpod.agent.trust import read_agent_key
 from vpod.domain.catalog import machine_spec
 
 from .daemon_entry import run_daemon
+from .process_logging import configure_logging, log_level_option
 
 log = logging.getLogger("vpod.agent")
 
@@ -78,24 +79,19 @@ def _port(value: int, option: str) -> int:
     return value
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--machines", default=1, show_default=True, help="Emulated machines in this process.")
-@click.option(
-    "--id-prefix", default="ag", show_default=True, help="Agent ids are PREFIX1, PREFIX2, ..."
-)
-@click.option("--first-index", default=1, show_default=True, help="Number of the first agent id.")
+@click.command(context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
+@click.option("--machines", default=1, help="Emulated machines in this process.")
+@click.option("--id-prefix", default="ag", help="Agent ids are PREFIX1, PREFIX2, ...")
+@click.option("--first-index", default=1, help="Number of the first agent id.")
 @click.option(
     "--agent-id", "agent_ids", multiple=True, help="Explicit agent id (repeat; sets the count)."
 )
 @click.option(
     "--machine-type",
     default="bow2000",
-    show_default=True,
     help="bow2000 (Bow-2000) or m2000 (IPU-M2000).",
 )
-@click.option(
-    "--seed", default="vpod", show_default=True, help="Seed of serial numbers and chip ids."
-)
+@click.option("--seed", default="vpod", help="Seed of serial numbers and chip ids.")
 @click.option(
     "--address-base",
     default=None,
@@ -109,19 +105,15 @@ def _port(value: int, option: str) -> int:
     help="Put IPUoF endpoints on link-local addresses of the vpod-fabric interface, which"
     " tenants' server networks can reach (root; released on exit; docs/security.md).",
 )
-@click.option(
-    "--agent-port", default=DEFAULT_AGENT_PORT, show_default=True, help="Agent gRPC port (0 = any)."
-)
+@click.option("--agent-port", default=DEFAULT_AGENT_PORT, help="Agent gRPC port (0 = any).")
 @click.option(
     "--ipuof-server-port",
     default=DEFAULT_SERVER_PORT,
-    show_default=True,
     help="IPUoF server port of device 0.",
 )
 @click.option(
     "--ipuof-rdma-port",
     default=DEFAULT_RDMA_PORT,
-    show_default=True,
     help="IPUoF RDMA port of device 0.",
 )
 @click.option("--no-rdma-listen", is_flag=True, help="Report RDMA ports without listening on them.")
@@ -164,12 +156,7 @@ def _port(value: int, option: str) -> int:
     is_flag=True,
     help="Accept InjectFault and ClearFault (tests and demos); refused otherwise.",
 )
-@click.option(
-    "--log-level",
-    default="warning",
-    show_default=True,
-    type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
-)
+@log_level_option("warning")
 def cli(
     machines: int,
     id_prefix: str,
@@ -196,9 +183,7 @@ def cli(
     log_level: str,
 ) -> None:
     """Run emulated IPU-Machine agents (V-IPU agents) until SIGINT or SIGTERM."""
-    logging.basicConfig(
-        level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    configure_logging(log_level)
     if address_base and single_address:
         raise click.UsageError("give --address-base or --single-address, not both")
     try:

@@ -40,6 +40,7 @@ from vpod.agent.gpu.reporter import ControllerLink, GpuHostAgent, HostIdentity
 
 from .agent_main import _registration_token
 from .daemon_entry import run_daemon
+from .process_logging import configure_logging, log_level_option
 
 log = logging.getLogger("vpod.agent.gpu")
 ROLES = ("baremetal", "hypervisor")
@@ -130,7 +131,7 @@ async def _serve(agents: list[GpuHostAgent], links: list[ControllerLink]) -> Non
             await link.close()
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
 @click.option(
     "--controller",
     metavar="URL",
@@ -156,7 +157,6 @@ async def _serve(agents: list[GpuHostAgent], links: list[ControllerLink]) -> Non
     "--role",
     type=click.Choice(ROLES),
     default="baremetal",
-    show_default=True,
     help="baremetal: servers take the whole host; hypervisor: GPU VMs take slices.",
 )
 @click.option(
@@ -173,35 +173,30 @@ async def _serve(agents: list[GpuHostAgent], links: list[ControllerLink]) -> Non
     "--interval",
     type=click.FloatRange(0.1, 300),
     default=2.0,
-    show_default=True,
     help="Seconds between samples.",
 )
 @click.option(
     "--max-temperature",
     type=click.IntRange(30, 150),
     default=90,
-    show_default=True,
     help="°C at which a GPU counts as unhealthy when it does not report its slowdown point.",
 )
 @click.option(
     "--backend",
     type=click.Choice(("nvml", "emulated")),
     default="nvml",
-    show_default=True,
     help="nvml: real GPUs; emulated: stand-ins (no driver).",
 )
 @click.option(
     "--gpus",
     type=click.IntRange(1, 64),
     default=8,
-    show_default=True,
     help="GPUs of an emulated host.",
 )
 @click.option(
     "--emulated-model",
     type=click.Choice(tuple(MODELS)),
     default="h100-80",
-    show_default=True,
     help="Model of an emulated host's GPUs.",
 )
 @click.option(
@@ -221,12 +216,7 @@ async def _serve(agents: list[GpuHostAgent], links: list[ControllerLink]) -> Non
     help="Print what the backend finds (and one sample), then exit.",
 )
 @click.option("--json", "as_json", is_flag=True, help="With --inventory: JSON.")
-@click.option(
-    "--log-level",
-    default="info",
-    show_default=True,
-    type=click.Choice(("debug", "info", "warning", "error")),
-)
+@log_level_option("info")
 def cli(
     controller: str | None,
     token_file: Path | None,
@@ -248,9 +238,7 @@ def cli(
 ) -> None:
     """Run the GPU host agent: find the host's GPUs through NVML, register the host with the
     controller and report every GPU's health and telemetry until SIGINT or SIGTERM."""
-    logging.basicConfig(
-        level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    configure_logging(log_level)
     logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per sample otherwise
     limits = HealthLimits(max_temperature_c=max_temperature)
     if as_json and not show_inventory:

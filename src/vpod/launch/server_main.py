@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import logging
-import logging.handlers
 import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
+from vpod.cli import server_options
 from vpod.cli.errors import run_cli
 from vpod.cloud.direct_ports import parse_port_range
 from vpod.cloud.model.errors import CloudError
@@ -28,6 +27,7 @@ from vpod.web import WebConsole
 
 from .interfaces import resolve_interfaces
 from .parent_death import die_with_parent
+from .process_logging import configure_logging, log_file_options, log_level_option
 from .server_security import (
     SecurityOptions,
     check_options,
@@ -36,20 +36,30 @@ from .server_security import (
     security_options,
 )
 
+F = TypeVar("F", bound=Callable[..., Any])
 
-def _configure_logging(
-    level: str, log_file: Path | None = None, max_bytes: int = 0, backups: int = 0
-) -> None:
-    """Log to stderr, or to ``log_file`` rotated at ``max_bytes`` keeping ``backups`` old ones."""
-    handler: logging.Handler = logging.StreamHandler(sys.stderr)
-    if log_file is not None:
-        handler = logging.handlers.RotatingFileHandler(
-            log_file, maxBytes=max_bytes, backupCount=backups, encoding="utf-8"
-        )
-    logging.basicConfig(
-        level=getattr(logging, level.upper(), logging.INFO),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        handlers=[handler],
+_DEFAULTS = Settings()
+
+_AGENT_TIMEOUT_HELP = "Deadline in seconds for one call to one agent."
+_OPERATION_DEADLINE_HELP = (
+    "Seconds after which an unfinished create, remove or reset with no owner lease (written"
+    " before owner leases existed) counts as abandoned and the leader rolls it back or finishes"
+    " it."
+)
+_OWNER_LEASE_TTL_HELP = (
+    "Seconds a controller's owner lease outlives its last renewal (each second): the leader"
+    " recovers a create, remove or reset only once its controller's lease expired."
+)
+_RECOVERY_INTERVAL_HELP = (
+    "Seconds between the leader's rounds of reconciling agents and finishing abandoned operations."
+)
+
+
+def _timing(flag: str, field: str, low: float, high: float, help: str) -> Callable[[F], F]:
+    """An option setting one of the controller's timings in seconds; Settings has its default."""
+    default = getattr(_DEFAULTS, field)
+    return click.option(
+        flag, type=click.FloatRange(low, high), default=default, show_default=True, help=help
     )
 
 
@@ -59,13 +69,7 @@ def _configure_logging(
     " secure with mutual TLS: vipu-server --tls-init --init --secure --tls-client-auth, then"
     " vipu-server --secure --tls-client-auth (docs/security.md).",
 )
-@click.option(
-    "--data-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("vpod-data"),
-    show_default=True,
-    help="Directory for the SQLite store (and TLS material).",
-)
+@server_options.data_dir_option("Directory for the SQLite store (and TLS material).")
 @click.option(
     "--database-url",
     default="",
@@ -74,22 +78,11 @@ def _configure_logging(
     "(default: SQLite in --data-dir).",
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address of the user API.")
-@click.option(
-    "--port",
-    "user_port",
-    type=click.IntRange(0, 65535),
-    default=8090,
-    show_default=True,
-    help="Port of the V-IPU user API (gRPC); 0 picks a free one.",
+@server_options.user_port_option(
+    "Port of the V-IPU user API (gRPC); 0 picks a free one.", "user_port"
 )
 @click.option("--admin-host", default=None, help="Address of the admin API (default: --host).")
-@click.option(
-    "--admin-port",
-    type=click.IntRange(0, 65535),
-    default=8091,
-    show_default=True,
-    help="Port of the admin API (gRPC).",
-)
+@server_options.admin_port_option("Port of the admin API (gRPC).")
 @click.option(
     "-a",
     "--autodiscovery-listen-interfaces",
@@ -100,73 +93,17 @@ def _configure_logging(
     " announce themselves, on the admin port; the admin API itself stays on --admin-host.",
 )
 @click.option("--http-host", default=None, help="Address of the HTTP API (default: --host).")
-@click.option(
-    "--http-port",
-    type=click.IntRange(0, 65535),
-    default=8080,
-    show_default=True,
-    help="Port of the REST API, /healthz, /readyz and /metrics.",
-)
+@server_options.http_port_option("Port of the REST API, /healthz, /readyz and /metrics.")
 @click.option("--secure", is_flag=True, help="Authenticate every call (user id + access key).")
 @security_options
-@click.option(
-    "--agent-timeout",
-    type=click.FloatRange(0.1, 600),
-    default=5.0,
-    show_default=True,
-    help="Deadline in seconds for one call to one agent.",
+@_timing("--agent-timeout", "agent_timeout_s", 0.1, 600, _AGENT_TIMEOUT_HELP)
+@_timing("--operation-deadline", "operation_deadline_s", 1, 3600, _OPERATION_DEADLINE_HELP)
+@_timing("--owner-lease-ttl", "owner_lease_ttl_s", 2, 3600, _OWNER_LEASE_TTL_HELP)
+@_timing("--recovery-interval", "recovery_interval_s", 0.5, 3600, _RECOVERY_INTERVAL_HELP)
+@server_options.cloud_option(
+    "Serve the cloud layer too (/api/cloud/v1; settings in DATA_DIR/cloud.toml)."
 )
-@click.option(
-    "--operation-deadline",
-    type=click.FloatRange(1, 3600),
-    default=30.0,
-    show_default=True,
-    help="Seconds after which an unfinished create, remove or reset with no owner lease"
-    " (written before owner leases existed) counts as abandoned and the leader rolls it back"
-    " or finishes it.",
-)
-@click.option(
-    "--owner-lease-ttl",
-    type=click.FloatRange(2, 3600),
-    default=10.0,
-    show_default=True,
-    help="Seconds a controller's owner lease outlives its last renewal (each second): the"
-    " leader recovers a create, remove or reset only once its controller's lease expired.",
-)
-@click.option(
-    "--recovery-interval",
-    type=click.FloatRange(0.5, 3600),
-    default=10.0,
-    show_default=True,
-    help="Seconds between the leader's rounds of reconciling agents and finishing"
-    " abandoned operations.",
-)
-@click.option(
-    "--cloud/--no-cloud",
-    default=True,
-    show_default=True,
-    help="Serve the cloud layer too (/api/cloud/v1; settings in DATA_DIR/cloud.toml).",
-)
-@click.option(
-    "--unsafe-shared-host",
-    is_flag=True,
-    help="UNSAFE: where this host cannot sandbox tenants' servers (no bwrap, not root), run"
-    " them anyway, on the host as this controller's user: every tenant can read the"
-    " controller's files and every other tenant's (docs/cloud.md).",
-)
-@click.option(
-    "--ssh-direct-ports",
-    default=None,
-    metavar="FIRST-LAST",
-    help="Give every tenant's server a host port of this range forwarded to its sshd (e.g."
-    " 20000-20999; overrides ssh_direct_ports of cloud.toml; default: off, the tunnel only).",
-)
-@click.option(
-    "--ssh-direct-bind",
-    default=None,
-    metavar="ADDRESS",
-    help="Address the direct SSH ports listen on (overrides ssh_direct_bind; default 127.0.0.1).",
-)
+@server_options.tenant_host_options
 @click.option(
     "--max-connections",
     type=click.IntRange(-1, 1_000_000),
@@ -190,32 +127,8 @@ def _configure_logging(
     " credentials (`vpod up` writes DATA_DIR/metrics.token). Without --secure /metrics is"
     " open.",
 )
-@click.option(
-    "--log-level",
-    type=click.Choice(["debug", "info", "warning", "error"]),
-    default="info",
-    show_default=True,
-)
-@click.option(
-    "--log-file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Log to FILE instead of stderr, rotated by size (--log-max-bytes, --log-backups).",
-)
-@click.option(
-    "--log-max-bytes",
-    type=click.IntRange(4096, 1 << 40),
-    default=10 << 20,
-    show_default=True,
-    help="Rotate --log-file at this size.",
-)
-@click.option(
-    "--log-backups",
-    type=click.IntRange(1, 1000),
-    default=5,
-    show_default=True,
-    help="Rotated files of --log-file to keep (FILE.1 ... FILE.N).",
-)
+@log_level_option("info")
+@log_file_options
 def main(
     data_dir: Path,
     database_url: str,
@@ -246,7 +159,7 @@ def main(
 ) -> None:
     """Run the V-IPU controller until interrupted (Ctrl-C or SIGTERM stop it cleanly)."""
     die_with_parent()
-    _configure_logging(log_level, log_file, log_max_bytes, log_backups)
+    configure_logging(log_level, log_file, log_max_bytes, log_backups)
     entries = [e.strip() for e in autodiscovery.split(",") if e.strip()]
     try:
         discovery = resolve_interfaces(entries)

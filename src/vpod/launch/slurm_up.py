@@ -28,6 +28,7 @@ from typing import Any
 
 import click
 
+from vpod.cli import server_options
 from vpod.cli.errors import CliFailure, fail, run_cli
 from vpod.cli.short_help import FittingGroup
 from vpod.integrations.slurm import spank
@@ -141,35 +142,11 @@ def slurm() -> None:
 
 
 @slurm.command("up")
-@click.option(
-    "--data-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("vpod-data"),
-    show_default=True,
-    help="The pod's data directory; Slurm's files go in DATA_DIR/slurm.",
-)
+@server_options.data_dir_option("The pod's data directory; Slurm's files go in DATA_DIR/slurm.")
 @click.option("--pod", "pod_shape", default=None, metavar="SHAPE", help="Pod shape (see vpod up).")
-@click.option(
-    "--port",
-    type=click.IntRange(0, 65535),
-    default=8090,
-    show_default=True,
-    help="V-IPU user API port.",
-)
-@click.option(
-    "--admin-port",
-    type=click.IntRange(0, 65535),
-    default=8091,
-    show_default=True,
-    help="Admin API port.",
-)
-@click.option(
-    "--http-port",
-    type=click.IntRange(0, 65535),
-    default=8080,
-    show_default=True,
-    help="REST API port.",
-)
+@server_options.user_port_option("V-IPU user API port.")
+@server_options.admin_port_option("Admin API port.")
+@server_options.http_port_option("REST API port.")
 @click.option(
     "--secure/--open",
     default=True,
@@ -219,7 +196,14 @@ def slurm_up(
       vpod slurm up --mode reconfigurable --shared-size 16
     """
     layout = Layout(mode, static_partitions, shared_size)
-    run_cli(lambda: _run(data_dir, pod_shape, port, admin_port, http_port, secure, layout))
+    data_dir = data_dir.resolve()
+    # The pod is `vpod up`, without the cloud, on these ports.
+    pod_argv = [_bin("vpod"), "up", "--data-dir", str(data_dir), "--port", str(port)]
+    pod_argv += ["--admin-port", str(admin_port), "--http-port", str(http_port), "--no-cloud"]
+    if pod_shape:
+        pod_argv += ["--pod", pod_shape]
+    pod_argv.append("--secure" if secure else "--open")
+    run_cli(lambda: _run(pod_argv, data_dir, secure, layout))
 
 
 @dataclass(frozen=True)
@@ -263,37 +247,13 @@ class Layout:
         return "a partition per job", "--gres=ipu:8"
 
 
-def _run(
-    data_dir: Path,
-    pod_shape: str | None,
-    port: int,
-    admin_port: int,
-    http_port: int,
-    secure: bool,
-    layout: Layout,
-) -> None:
+def _run(pod_argv: list[str], data_dir: Path, secure: bool, layout: Layout) -> None:
+    """Run the pod (``vpod up`` as ``pod_argv``) and Slurm wired to it until told to stop."""
     layout.settings()  # a bad mode is refused before the pod starts
     reason = missing_requirements()
     if reason:
         fail(f"cannot run a local Slurm: {reason}", 2)
-    data_dir = data_dir.resolve()
-    argv = [
-        _bin("vpod"),
-        "up",
-        "--data-dir",
-        str(data_dir),
-        "--port",
-        str(port),
-        "--admin-port",
-        str(admin_port),
-        "--http-port",
-        str(http_port),
-        "--no-cloud",
-    ]
-    if pod_shape:
-        argv += ["--pod", pod_shape]
-    argv.append("--secure" if secure else "--open")
-    pod, ready = _start_pod(argv)
+    pod, ready = _start_pod(pod_argv)
     cluster: LocalSlurm | None = None
     stop = threading.Event()
     previous = {

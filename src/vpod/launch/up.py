@@ -48,7 +48,7 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 from pathlib import Path
 
 import grpc
@@ -243,29 +243,20 @@ def run_up(options: UpOptions, *, echo: bool = True) -> None:
         _Run(options, state, pod, cloud_pod, admin, cloud=cloud, echo=echo).run(server_argv, logs)
 
 
+@dataclass
 class _Run:
     """One run of ``vpod up`` once the data directory is settled: children, setup, watch."""
 
-    def __init__(
-        self,
-        options: UpOptions,
-        state: UpState,
-        pod: Pod,
-        cloud_pod: Pod | None,
-        admin: tuple[str, str] | None,
-        *,
-        cloud: bool,
-        echo: bool,
-    ) -> None:
-        self.cloud = cloud
-        self.options = options
-        self.state = state
-        self.pod = pod
-        self.cloud_pod = cloud_pod
-        self.admin = admin
-        self.echo = echo
-        self.server: Child | None = None
-        self.agents: list[Supervised] = []
+    options: UpOptions
+    state: UpState
+    pod: Pod
+    cloud_pod: Pod | None
+    admin: tuple[str, str] | None
+    _: KW_ONLY
+    cloud: bool
+    echo: bool
+    server: Child | None = field(default=None, init=False)
+    agents: list[Supervised] = field(default_factory=list, init=False)
 
     def run(self, server_argv: list[str], logs: Path) -> None:
         stop = threading.Event()

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 
 from .event_replay import Replay
 
@@ -53,26 +53,11 @@ class Summary:
 
     def as_dict(self) -> dict[str, object]:
         """The summary as JSON-ready values (sizes keyed by their IPU count as text)."""
-        return {
-            "jobs": self.jobs,
-            "utilization": self.utilization,
-            "mean_wait_s": self.mean_wait_s,
-            "p99_wait_s": self.p99_wait_s,
-            "makespan_s": self.makespan_s,
-            "fragmentation_blocked": self.fragmentation_blocked,
-            "max_queue": self.max_queue,
-            "fragmented_s": self.fragmented_s,
-            "by_size": {
-                str(s.size): {
-                    "jobs": s.jobs,
-                    "mean_wait_s": s.mean_wait_s,
-                    "max_wait_s": s.max_wait_s,
-                    "waited": s.waited,
-                    "fragmentation_blocked": s.fragmentation_blocked,
-                }
-                for s in self.by_size
-            },
+        figures = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "by_size"}
+        sizes = {
+            str(s.size): {k: v for k, v in asdict(s).items() if k != "size"} for s in self.by_size
         }
+        return {**figures, "by_size": sizes}
 
 
 def percentile_nearest_rank(values: Iterable[float], fraction: float) -> float:

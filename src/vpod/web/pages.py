@@ -14,6 +14,7 @@ the API refuses the data anyway.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote
@@ -64,6 +65,10 @@ class LoginBody(BaseModel):
 
 def _error(status: int, code: str, message: str) -> JSONResponse:
     return JSONResponse({"error": {"code": code, "message": message, "details": []}}, status)
+
+
+def _is_operator(session: Session) -> bool:
+    return session.kind == "vipu" and bool(session.identity.get("admin"))
 
 
 def _denied(what: str) -> HTMLResponse:
@@ -138,33 +143,35 @@ def web_routes(sessions: SessionStore, throttle: LoginThrottle | None = None) ->
     async def login_page() -> Response:
         return shell()
 
-    @router.get("/admin/{rest:path}")
-    async def admin_page(request: Request, rest: str) -> Response:
+    def page(
+        request: Request, wanted: str, admits: Callable[[Session], bool], who: str
+    ) -> Response:
+        """The console for those ``admits`` lets in (``who``); without a session, the login
+        page, which leads on to ``wanted``."""
         session = session_of(request)
         if session is None:
-            return RedirectResponse(f"/login?next=/admin/{rest}", status_code=303)
-        if session.kind != "vipu" or not session.identity.get("admin"):
-            return _denied("the pod's operators")
+            return RedirectResponse(f"/login?next={wanted}", status_code=303)
+        if not admits(session):
+            return _denied(who)
         return shell()
+
+    @router.get("/admin/{rest:path}")
+    async def admin_page(request: Request, rest: str) -> Response:
+        return page(request, f"/admin/{rest}", _is_operator, "the pod's operators")
 
     @router.get("/tenant/{rest:path}")
     async def tenant_page(request: Request, rest: str) -> Response:
-        session = session_of(request)
-        if session is None:
-            wanted = f"/tenant/{rest}" + (f"?{request.url.query}" if request.url.query else "")
-            return RedirectResponse(f"/login?next={quote(wanted, safe='/')}", status_code=303)
-        if session.kind != "cloud":
-            return _denied("a cloud project's members")
-        return shell()
+        wanted = f"/tenant/{rest}" + (f"?{request.url.query}" if request.url.query else "")
+        return page(
+            request,
+            quote(wanted, safe="/"),
+            lambda s: s.kind == "cloud",
+            "a cloud project's members",
+        )
 
     @router.get("/user/{rest:path}")
     async def user_page(request: Request, rest: str) -> Response:
-        session = session_of(request)
-        if session is None:
-            return RedirectResponse(f"/login?next=/user/{rest}", status_code=303)
-        if session.kind != "vipu":
-            return _denied("V-IPU users")
-        return shell()
+        return page(request, f"/user/{rest}", lambda s: s.kind == "vipu", "V-IPU users")
 
     assets = StaticFiles(directory=STATIC)
 
