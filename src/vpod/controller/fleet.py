@@ -65,18 +65,12 @@ class HealthView:
     ipuof_address: str = ""
 
 
+@dataclass(eq=False)
 class Fleet:
-    def __init__(
-        self,
-        ctx: Context,
-        inventory: Inventory,
-        facts: AgentFactsCache,
-        health: AgentHealthBook,
-    ) -> None:
-        self._ctx = ctx
-        self._inventory = inventory
-        self._facts = facts
-        self._health = health
+    _ctx: Context
+    _inventory: Inventory
+    _facts: AgentFactsCache
+    _health: AgentHealthBook
 
     async def register(
         self, agent: Agent, *, boot_id: str, ipuof_address: str = ""

@@ -66,18 +66,13 @@ class _PlacedOnFaultyIpu(errors.Unavailable):
     placed it predates the fault (another replica heard of it), so placing again may work."""
 
 
+@dataclasses.dataclass(eq=False)
 class PartitionService:
-    def __init__(
-        self,
-        ctx: Context,
-        inventory: Inventory,
-        facts: AgentFactsCache,
-    ) -> None:
-        self._ctx = ctx
-        self._inventory = inventory
-        self._facts = facts
-        self._recent: dict[str, PartitionRecord] = {}
-        """The last version of each live partition this controller wrote."""
+    _ctx: Context
+    _inventory: Inventory
+    _facts: AgentFactsCache
+    _recent: dict[str, PartitionRecord] = dataclasses.field(default_factory=dict, init=False)
+    """The last version of each live partition this controller wrote."""
 
     # ---------------------------------------------------------------- reading
 

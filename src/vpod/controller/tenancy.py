@@ -56,22 +56,14 @@ class TenantPartition:
     relocatable: bool
 
 
+@dataclass(eq=False)
 class Tenancy:
-    def __init__(
-        self,
-        ctx: Context,
-        inventory: Inventory,
-        partitions: PartitionService,
-        auth: Authenticator,
-        agent_tokens: AgentTokens,
-        allocation_hosts: AllocationHosts,
-    ) -> None:
-        self._ctx = ctx
-        self._inventory = inventory
-        self._partitions = partitions
-        self._auth = auth
-        self._agent_tokens = agent_tokens
-        self._allocation_hosts = allocation_hosts
+    _ctx: Context
+    _inventory: Inventory
+    _partitions: PartitionService
+    _auth: Authenticator
+    _agent_tokens: AgentTokens
+    _allocation_hosts: AllocationHosts
 
     # ---------------------------------------------------------- allocations
 
