@@ -42,6 +42,7 @@ from . import errors
 from .agent_gateway import describe_failures, fan_out
 from .caller import Caller, refuse_scoped
 from .context import Context
+from .field_copy import copy_fields
 from .inventory import Inventory
 from .partition_views import AgentFactsCache
 from .run_to_completion import runs_to_completion
@@ -244,15 +245,7 @@ class PartitionService:
         relocatable: bool,
     ) -> PartitionRecord | Rejected:
         ctx = self._ctx
-        request = PartitionRequest(
-            id=spec.id,
-            size=spec.size,
-            allocation_id=allocation.id,
-            num_segments=spec.num_segments,
-            num_gcds=spec.num_gcds,
-            reconfigurable=spec.reconfigurable,
-            ipus=spec.ipus,
-        )
+        request = copy_fields(PartitionRequest, spec, allocation_id=allocation.id)
         async with ctx.occupancy.lock(cluster.id):
             rejected_fresh = False
             for attempt in range(CONFLICT_ATTEMPTS):

@@ -547,18 +547,4 @@ async def list_events(
         before_id=before_id,
     )
     events = await audit_log.list_events(caller, wanted)
-    return EventList(
-        events=[
-            EventOut(
-                id=e.id,
-                time=e.time,
-                actor=e.actor,
-                action=e.action,
-                target=e.target,
-                outcome=e.outcome,
-                source=e.source,
-                detail=e.detail,
-            )
-            for e in events
-        ]
-    )
+    return EventList(events=[EventOut.model_validate(e, from_attributes=True) for e in events])
