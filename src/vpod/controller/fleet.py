@@ -76,6 +76,8 @@ class HealthView:
 
 @dataclass(eq=False)
 class Fleet:
+    """The agents as a fleet: registration, discovery, health, reconciliation, faults, tests."""
+
     _ctx: Context
     _inventory: Inventory
     _facts: AgentFactsCache

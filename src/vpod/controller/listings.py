@@ -60,6 +60,8 @@ class AgentRow:
 
 @dataclass(eq=False)
 class Listings:
+    """Which allocations, partitions and agents each caller sees, with what joined to them."""
+
     _settings: Settings
     _inventory: Inventory
     _partitions: PartitionService

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Unpack
 
 from vpod.agent.errors import AgentError, AgentRefused, Reason
+from vpod.agent.field_copy import copy_fields
 from vpod.agent.model import IpuAssignment, PartitionConfig
 from vpod.domain.entities import Agent, Allocation, Cluster
 from vpod.domain.errors import DomainError, IllegalTransition, InvalidSpec
@@ -42,7 +43,6 @@ from . import errors
 from .agent_gateway import describe_failures, fan_out
 from .caller import Caller, refuse_scoped
 from .context import Context
-from .field_copy import copy_fields
 from .inventory import Inventory
 from .partition_views import AgentFactsCache
 from .run_to_completion import runs_to_completion
@@ -69,6 +69,8 @@ class _PlacedOnFaultyIpu(errors.Unavailable):
 
 @dataclasses.dataclass(eq=False)
 class PartitionService:
+    """Create, remove, reset and read partitions (reserve, configure, commit)."""
+
     _ctx: Context
     _inventory: Inventory
     _facts: AgentFactsCache

@@ -58,6 +58,8 @@ class TenantPartition:
 
 @dataclass(eq=False)
 class Tenancy:
+    """What a tenant layer may ask of V-IPU: allocations, users, grants and partitions."""
+
     _ctx: Context
     _inventory: Inventory
     _partitions: PartitionService

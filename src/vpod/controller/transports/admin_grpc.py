@@ -12,6 +12,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from vpod.agent import convert as agent_convert
 from vpod.agent.errors import MachineRefusal
+from vpod.agent.field_copy import copy_fields
 from vpod.agent.trust import check_agent_key
 from vpod.domain.catalog import machine_spec
 from vpod.domain.entities import Agent, Cluster, User
@@ -26,12 +27,11 @@ from ..agent_tokens import METADATA_KEY, AgentTokenRecord, AgentTokens
 from ..allocation_hosts import AllocationHosts
 from ..audit_log import DEFAULT_LIMIT, AuditLog, EventFilter
 from ..auth import Authenticator
-from ..field_copy import copy_fields
 from ..fleet import Fleet
 from ..inventory import Inventory
 from ..listings import AgentRow, AllocationRow, Listings
 from ..moments import TimeOutOfRange, from_timestamp
-from ..partition_views import PartitionViews
+from ..partition_views import PartitionViews, placed_ipus
 from ..settings import Settings
 from ..teardown import Teardown
 from ..telemetry import IpuTelemetryView
@@ -117,6 +117,8 @@ def _decoded(convert: Callable[[W], T], wire: W) -> T:
 
 @dataclass(kw_only=True, eq=False)
 class AdminServicer(apb_grpc.AdminServiceServicer):
+    """``vpod.admin.v1.AdminService``: each method calls one use-case."""
+
     inventory: Inventory
     fleet: Fleet
     teardown: Teardown
@@ -338,13 +340,11 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         reply = apb.ListPartitionsReply()
         for row in rows:
             record, cluster = row.record, row.cluster
-            pod = cluster.pod()
             info = reply.partitions.add(
                 partition=partition_to_wire(record, cluster, version),
                 status=status_to_wire(record),
             )
-            for ipu in record.ipus:
-                ref = pod.ipu(ipu.slot)
+            for ipu, ref in placed_ipus(record, cluster):
                 info.locations.add(
                     agent_id=cluster.agent_of(ref.machine),
                     device_id=ref.device_id,

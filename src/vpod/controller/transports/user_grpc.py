@@ -41,6 +41,8 @@ class VersionServicer(pb_grpc.VersionServiceServicer):
 
 @dataclass(eq=False)
 class UserServicer(pb_grpc.UserServiceServicer):
+    """``virmgrpc.UserService``: each method calls one use-case."""
+
     settings: Settings
     partitions: PartitionService
     views: PartitionViews

@@ -6,8 +6,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from vpod.controller.field_copy import copy_fields, declared_fields
+from vpod.agent.field_copy import copy_fields, declared_fields
 from vpod.wire import virmgrpc_pb2 as pb
+from vpod.wire.rest.users import UserOut
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,9 @@ def test_protobuf_messages_are_shapes_too() -> None:
 
 
 def test_anything_else_is_refused() -> None:
-    with pytest.raises(TypeError, match="neither a dataclass nor a protobuf message"):
+    with pytest.raises(
+        TypeError, match="neither a dataclass, a pydantic model nor a protobuf message"
+    ):
         declared_fields(int)
 
 
@@ -57,3 +60,15 @@ def test_anything_else_is_refused() -> None:
 class _Position:
     ipulink_domain_topology_id: int
     topology_id: int
+
+
+def test_pydantic_models_are_shapes_too() -> None:
+    @dataclass(frozen=True)
+    class User:
+        id: str
+        allocation_ids: tuple[str, ...]
+        admin: bool
+        key: str
+
+    out = copy_fields(UserOut, User("alice", ("a1",), False, "secret"))
+    assert out.model_dump() == {"id": "alice", "allocation_ids": ["a1"], "admin": False}
