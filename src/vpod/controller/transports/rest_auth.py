@@ -89,7 +89,7 @@ def _source(request: Request) -> str:
     return f"http:{client.host}:{client.port}" if client else "http:unknown"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)  # no repr: it holds an access key
 class Presented:
     """The credentials a request's headers present (unchecked), and where it came from."""
 
