@@ -28,8 +28,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import grpc
 
@@ -142,6 +141,19 @@ def translate(agent: str, address: str, err: grpc.aio.AioRpcError) -> AgentError
     return AgentFailed(agent, f"agent {agent} at {address} failed: {details}", code.name)
 
 
+class ClosedOnExit:
+    """``async with`` it: :meth:`close` runs on the way out."""
+
+    async def close(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+
 class HealthMemo:
     """Decodes heartbeats, reusing the last decoded answer of a machine whose answer did not
     change: a pod4096 answers 1,024 heartbeats a second, nearly all of them the same as the
@@ -176,7 +188,7 @@ class HealthMemo:
         return links
 
 
-class AgentClient:
+class AgentClient(ClosedOnExit):
     """Typed async calls to one agent. Create it inside the event loop that will use it."""
 
     def __init__(
@@ -200,17 +212,6 @@ class AgentClient:
         """Close the channel if this client opened it (a pool's channel stays open)."""
         if self._owns_channel:
             await self._channel.close()
-
-    async def __aenter__(self) -> AgentClient:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     async def _call(
         self, method: Callable[..., Awaitable[Any]], request: Any, timeout: float | None
@@ -377,7 +378,7 @@ class AgentClient:
         return self._decode(lambda: [convert.fault_from_wire(f) for f in reply.active_faults])
 
 
-class ChannelPool:
+class ChannelPool(ClosedOnExit):
     """One gRPC channel per agent address, shared by every client of that address.
 
     Create, use and close it inside one event loop (gRPC's asyncio channels
@@ -449,14 +450,3 @@ class ChannelPool:
         self._clients.clear()
         for channel in channels:
             await channel.close()
-
-    async def __aenter__(self) -> ChannelPool:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()

@@ -21,6 +21,7 @@ from vpod.wire import agent_pb2 as pb
 from vpod.wire import virmgrpc_pb2 as vpb
 
 from .errors import InvalidRequest
+from .field_copy import copy_fields
 from .model import (
     AgentEvent,
     ConfiguredPartition,
@@ -80,30 +81,11 @@ def seconds(stamp: Timestamp) -> float:
 
 
 def identity_to_wire(ident: MachineIdentity) -> pb.Identity:
-    return pb.Identity(
-        agent_id=ident.agent_id,
+    return copy_fields(
+        pb.Identity,
+        ident,
         machine_type=ident.machine_type.value,
-        serial=ident.serial,
-        management_address=ident.management_address,
-        ipuof_address=ident.ipuof_address,
-        ipus=[
-            pb.IpuIdentity(
-                device_id=i.device_id,
-                chip_id=i.chip_id,
-                serial=i.serial,
-                ipu_id=i.ipu_id,
-                ipu_arch_id=i.ipu_arch_id,
-                server_port=i.server_port,
-                rdma_port=i.rdma_port,
-            )
-            for i in ident.ipus
-        ],
-        firmware_version=ident.firmware_version,
-        driver_version=ident.driver_version,
-        gateway_sw_version=ident.gateway_sw_version,
-        ipum_sw_version=ident.ipum_sw_version,
-        agent_version=ident.agent_version,
-        boot_id=ident.boot_id,
+        ipus=[copy_fields(pb.IpuIdentity, i) for i in ident.ipus],
     )
 
 
@@ -112,30 +94,11 @@ def identity_from_wire(msg: pb.Identity) -> MachineIdentity:
         machine_type = machine_spec(msg.machine_type).machine_type
     except ValueError as exc:
         raise InvalidRequest(str(exc)) from None
-    return MachineIdentity(
-        agent_id=msg.agent_id,
+    return copy_fields(
+        MachineIdentity,
+        msg,
         machine_type=machine_type,
-        serial=msg.serial,
-        management_address=msg.management_address,
-        ipuof_address=msg.ipuof_address,
-        ipus=tuple(
-            IpuIdentity(
-                device_id=i.device_id,
-                chip_id=i.chip_id,
-                serial=i.serial,
-                ipu_id=i.ipu_id,
-                ipu_arch_id=i.ipu_arch_id,
-                server_port=i.server_port,
-                rdma_port=i.rdma_port,
-            )
-            for i in msg.ipus
-        ),
-        firmware_version=msg.firmware_version,
-        driver_version=msg.driver_version,
-        gateway_sw_version=msg.gateway_sw_version,
-        ipum_sw_version=msg.ipum_sw_version,
-        agent_version=msg.agent_version,
-        boot_id=msg.boot_id,
+        ipus=tuple(copy_fields(IpuIdentity, i) for i in msg.ipus),
     )
 
 
@@ -156,66 +119,46 @@ def attributes_from_wire(msg: pb.ListIpuAttributesReply) -> dict[int, dict[str, 
 
 
 def config_to_wire(config: PartitionConfig) -> pb.PartitionConfiguration:
-    return pb.PartitionConfiguration(
-        partition_id=config.partition_id,
-        generation=config.generation,
+    return copy_fields(
+        pb.PartitionConfiguration,
+        config,
         ipus=[
-            pb.IpuAssignment(
-                device_id=i.device_id,
-                routing_id=i.routing_id,
-                ipulink_segment_id=i.segment_id,
-                gcd_id=i.gcd_id,
-            )
-            for i in config.ipus
+            copy_fields(pb.IpuAssignment, i, ipulink_segment_id=i.segment_id) for i in config.ipus
         ],
-        partition_size=config.partition_size,
-        num_ipulink_segments=config.num_ipulink_segments,
         ipulink_routing_type=vpb.IpuLinkRoutingType.ValueType(_number(config.ipulink_routing)),
         sync_type=vpb.SyncType.ValueType(_number(config.sync_type)),
         gw_routing_type=vpb.GatewayRoutingType.ValueType(_number(config.gw_routing)),
-        isolate_from_neighbours=config.isolate_from_neighbours,
-        reconfigurable=config.reconfigurable,
     )
 
 
 def config_from_wire(msg: pb.PartitionConfiguration) -> PartitionConfig:
-    return PartitionConfig(
-        partition_id=msg.partition_id,
-        generation=msg.generation,
+    return copy_fields(
+        PartitionConfig,
+        msg,
         ipus=tuple(
-            IpuAssignment(
-                device_id=i.device_id,
-                routing_id=i.routing_id,
-                segment_id=i.ipulink_segment_id,
-                gcd_id=i.gcd_id,
-            )
-            for i in msg.ipus
+            copy_fields(IpuAssignment, i, segment_id=i.ipulink_segment_id) for i in msg.ipus
         ),
-        partition_size=msg.partition_size,
-        num_ipulink_segments=msg.num_ipulink_segments,
         ipulink_routing=_enum(IpuLinkRouting, msg.ipulink_routing_type, "IPU-Link routing type"),
         sync_type=_enum(SyncType, msg.sync_type, "sync type"),
         gw_routing=_enum(GwRouting, msg.gw_routing_type, "GW routing type"),
-        isolate_from_neighbours=msg.isolate_from_neighbours,
-        reconfigurable=msg.reconfigurable,
     )
 
 
 def configured_to_wire(held: ConfiguredPartition) -> pb.ConfiguredPartition:
-    return pb.ConfiguredPartition(
+    return copy_fields(
+        pb.ConfiguredPartition,
+        held,
         config=config_to_wire(held.config),
-        attached_device_ids=held.attached_device_ids,
-        reset_count=held.reset_count,
         configured_at=timestamp(held.configured_at),
-        allowed_hosts=held.allowed_hosts,
     )
 
 
 def configured_from_wire(msg: pb.ConfiguredPartition) -> ConfiguredPartition:
-    return ConfiguredPartition(
+    return copy_fields(
+        ConfiguredPartition,
+        msg,
         config=config_from_wire(msg.config),
         attached_device_ids=tuple(msg.attached_device_ids),
-        reset_count=msg.reset_count,
         configured_at=seconds(msg.configured_at),
         allowed_hosts=tuple(msg.allowed_hosts),
     )
@@ -261,11 +204,11 @@ def fault_from_wire(msg: pb.Fault) -> Fault:
             f"link id {excerpt(msg.link_id, quote=True)} is too long: name a link such as"
             " ipulink0 or gwlink0"
         )
-    return Fault(
-        kind=kind,
-        device_id=msg.device_id if kind is FaultKind.IPU else None,
-        link_id=msg.link_id if kind is FaultKind.LINK_DOWN else None,
-        delay_s=msg.delay_ms / 1000 if kind is FaultKind.AGENT_SLOW else 0.0,
+    return Fault.of_kind(
+        kind,
+        device_id=msg.device_id,
+        link_id=msg.link_id,
+        delay_s=msg.delay_ms / 1000,
         reason=msg.reason,
     )
 
@@ -278,31 +221,23 @@ def faults_to_wire(faults: Iterable[Fault]) -> list[pb.Fault]:
 
 
 def event_to_wire(event: AgentEvent) -> pb.AgentEvent:
-    return pb.AgentEvent(
-        sequence=event.sequence,
+    return copy_fields(
+        pb.AgentEvent,
+        event,
         kind=pb.EventKind.ValueType(event.kind.value),
         time=timestamp(event.time),
-        partition_id=event.partition_id,
         has_device=event.device_id is not None,
         device_id=event.device_id or 0,
-        generation=event.generation,
-        client=event.client,
-        evicted=event.evicted,
-        detail=event.detail,
     )
 
 
 def event_from_wire(msg: pb.AgentEvent) -> AgentEvent:
-    return AgentEvent(
-        sequence=msg.sequence,
+    return copy_fields(
+        AgentEvent,
+        msg,
         kind=_required_enum(EventKind, msg.kind, "event kind"),
         time=seconds(msg.time),
-        partition_id=msg.partition_id,
         device_id=msg.device_id if msg.has_device else None,
-        generation=msg.generation,
-        client=msg.client,
-        evicted=msg.evicted,
-        detail=msg.detail,
     )
 
 
@@ -328,31 +263,19 @@ def batch_from_wire(msg: pb.WatchEventsReply) -> EventBatch:
 
 
 def holder_to_wire(holder: Holder) -> pb.IpuHolder:
-    return pb.IpuHolder(pid=holder.pid, host=holder.host, command=holder.command)
+    return copy_fields(pb.IpuHolder, holder)
 
 
 def holder_from_wire(msg: pb.IpuHolder) -> Holder:
-    return Holder(pid=msg.pid, host=msg.host, command=msg.command)
+    return copy_fields(Holder, msg)
 
 
 def telemetry_to_wire(t: IpuTelemetry) -> pb.IpuTelemetry:
-    return pb.IpuTelemetry(
-        utilisation=t.utilisation,
-        temperature_c=t.temperature_c,
-        power_w=t.power_w,
-        link_errors=t.link_errors,
-        links_down=t.links_down,
-    )
+    return copy_fields(pb.IpuTelemetry, t)
 
 
 def telemetry_from_wire(msg: pb.IpuTelemetry) -> IpuTelemetry:
-    return IpuTelemetry(
-        utilisation=msg.utilisation,
-        temperature_c=msg.temperature_c,
-        power_w=msg.power_w,
-        link_errors=msg.link_errors,
-        links_down=msg.links_down,
-    )
+    return copy_fields(IpuTelemetry, msg)
 
 
 def health_to_wire(health: MachineHealth) -> pb.HealthReply:
@@ -362,18 +285,12 @@ def health_to_wire(health: MachineHealth) -> pb.HealthReply:
         boot_id=health.boot_id,
         healthy=health.healthy,
         ipus=[
-            pb.IpuHealth(
-                device_id=i.device_id,
-                healthy=i.healthy,
-                fault=i.fault,
-                partition_id=i.partition_id,
-                attached=i.attached,
-                attached_client=i.attached_client,
+            copy_fields(
+                pb.IpuHealth,
+                i,
                 holder=holder_to_wire(i.holder),
                 attached_since=timestamp(i.attached_since) if i.attached_since else None,
-                routing_id=i.routing_id,
                 telemetry=telemetry_to_wire(i.telemetry),
-                serial=i.serial,
             )
             for i in health.ipus
         ],
@@ -404,17 +321,12 @@ def health_from_wire(
         agent_id=msg.agent_id,
         boot_id=msg.boot_id,
         ipus=tuple(
-            IpuHealth(
-                device_id=i.device_id,
-                healthy=i.healthy,
-                fault=i.fault,
-                partition_id=i.partition_id,
-                attached_client=i.attached_client,
+            copy_fields(
+                IpuHealth,
+                i,
                 holder=holder_from_wire(i.holder),
                 attached_since=seconds(i.attached_since) if i.HasField("attached_since") else 0.0,
-                routing_id=i.routing_id,
                 telemetry=telemetry_from_wire(i.telemetry),
-                serial=i.serial,
             )
             for i in msg.ipus
         ),
@@ -451,18 +363,13 @@ def link_tests_from_wire(numbers: Iterable[int]) -> list[LinkTestKind]:
 
 
 def link_test_result_to_wire(result: LinkTestResult) -> pb.LinkTestResult:
-    return pb.LinkTestResult(
-        test=pb.LinkTestKind.ValueType(result.test.value),
-        passed=result.passed,
-        summary=result.summary,
-        details=result.details,
-    )
+    return copy_fields(pb.LinkTestResult, result, test=pb.LinkTestKind.ValueType(result.test.value))
 
 
 def link_test_result_from_wire(msg: pb.LinkTestResult) -> LinkTestResult:
-    return LinkTestResult(
+    return copy_fields(
+        LinkTestResult,
+        msg,
         test=_required_enum(LinkTestKind, msg.test, "link test"),
-        passed=msg.passed,
-        summary=msg.summary,
         details=tuple(msg.details),
     )

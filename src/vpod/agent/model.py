@@ -190,6 +190,25 @@ class Fault:
     delay_s: float = 0.0
     reason: str = ""
 
+    @classmethod
+    def of_kind(
+        cls,
+        kind: FaultKind,
+        *,
+        device_id: int | None,
+        link_id: str | None,
+        delay_s: float,
+        reason: str,
+    ) -> Fault:
+        """A fault keeping only what its kind uses: an IPU's device, a link, a delay."""
+        return cls(
+            kind=kind,
+            device_id=device_id if kind is FaultKind.IPU else None,
+            link_id=link_id if kind is FaultKind.LINK_DOWN else None,
+            delay_s=delay_s if kind is FaultKind.AGENT_SLOW else 0.0,
+            reason=reason,
+        )
+
     @property
     def target(self) -> tuple[FaultKind, int | None, str | None]:
         return (self.kind, self.device_id, self.link_id)

@@ -8,7 +8,7 @@ first; the store applies every filter.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from vpod.store.records import AuditEvent
@@ -65,16 +65,7 @@ class EventFilter:
             raise errors.InvalidArgument(
                 f"before_id must be between 1 and {MAX_EVENT_ID}, not {self.before_id}"
             )
-        return EventFilter(
-            since=since,
-            until=until,
-            actor=self.actor,
-            action=self.action,
-            target=self.target,
-            outcome=self.outcome,
-            limit=self.limit,
-            before_id=self.before_id,
-        )
+        return replace(self, since=since, until=until)
 
 
 class AuditLog:

@@ -19,6 +19,8 @@ import grpc
 
 from vpod.wire import admin_pb2_grpc as apb_grpc
 
+from .grpc_listen import add_port
+
 UNSPECIFIED = ("0.0.0.0", "::", "")
 
 
@@ -47,17 +49,5 @@ def autodiscovery_server(
     apb_grpc.add_AgentRegistrationServiceServicer_to_server(registration, server)
     for address in addresses:
         target = f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
-        try:
-            bound = (
-                server.add_insecure_port(target)
-                if credentials is None
-                else server.add_secure_port(target, credentials)
-            )
-        except RuntimeError as exc:
-            raise OSError(f"cannot listen for agent autodiscovery on {target}: {exc}") from None
-        if bound == 0:
-            raise OSError(
-                f"cannot listen for agent autodiscovery on {target}: the port is in use or the"
-                " address is not local"
-            )
+        add_port(server, target, credentials, what="agent autodiscovery")
     return server

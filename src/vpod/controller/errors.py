@@ -15,61 +15,42 @@ once per transport by its kind (:mod:`vpod.wire.errors`).
 
 Every message is a sentence a person can act on. Transports never see
 exceptions from the store, the agents or the domain: use-cases translate them.
+The tree itself is the service layers' shared vocabulary, defined once in
+:mod:`vpod.domain.errors`; this module names it for the controller.
 """
 
 from __future__ import annotations
 
-from vpod.domain.errors import DomainError, Fault, Kind
-from vpod.domain.naming import check_id
-
-
-class ServiceError(Fault):
-    """A use-case could not be carried out; the message says why."""
-
-
-class InvalidArgument(ServiceError):
-    kind = Kind.INVALID_ARGUMENT
-
-
-class NotFound(ServiceError):
-    kind = Kind.NOT_FOUND
-
-
-class AlreadyExists(ServiceError):
-    kind = Kind.ALREADY_EXISTS
-
-
-class NoCapacity(ServiceError):
-    kind = Kind.RESOURCE_EXHAUSTED
-
-
-class FailedPrecondition(ServiceError):
-    kind = Kind.FAILED_PRECONDITION
-
-
-class Unauthenticated(ServiceError):
-    kind = Kind.UNAUTHENTICATED
-
-
-class PermissionDenied(ServiceError):
-    kind = Kind.PERMISSION_DENIED
-
-
-class Unavailable(ServiceError):
-    kind = Kind.UNAVAILABLE
-    temporary = True
-
-
-KINDS: tuple[type[ServiceError], ...] = (
-    InvalidArgument,
-    NotFound,
+from vpod.domain.errors import (
+    SERVICE_KINDS,
     AlreadyExists,
-    NoCapacity,
+    DomainError,
     FailedPrecondition,
-    Unauthenticated,
+    InvalidArgument,
+    NoCapacity,
+    NotFound,
     PermissionDenied,
+    ServiceError,
+    Unauthenticated,
     Unavailable,
 )
+from vpod.domain.naming import check_id
+
+__all__ = [
+    "KINDS",
+    "AlreadyExists",
+    "FailedPrecondition",
+    "InvalidArgument",
+    "NoCapacity",
+    "NotFound",
+    "PermissionDenied",
+    "ServiceError",
+    "Unauthenticated",
+    "Unavailable",
+    "check_filter",
+]
+
+KINDS = SERVICE_KINDS
 """Every kind of service error a transport may answer with."""
 
 

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from vpod.agent.errors import AgentError, AgentRefused, Reason
 from vpod.agent.model import (
@@ -37,6 +37,15 @@ from .context import Context
 from .inventory import Inventory
 from .partition_views import AgentFactsCache
 from .partitions import machine_configs
+
+F = TypeVar("F", contravariant=True)
+
+
+class _FaultChange(Protocol[F]):
+    """The gateway's inject or clear call."""
+
+    async def __call__(self, agent: Agent, fault: F, /, *, timeout: float) -> list[Fault]: ...
+
 
 log = logging.getLogger("vpod.fleet")
 
@@ -65,18 +74,14 @@ class HealthView:
     ipuof_address: str = ""
 
 
+@dataclass(eq=False)
 class Fleet:
-    def __init__(
-        self,
-        ctx: Context,
-        inventory: Inventory,
-        facts: AgentFactsCache,
-        health: AgentHealthBook,
-    ) -> None:
-        self._ctx = ctx
-        self._inventory = inventory
-        self._facts = facts
-        self._health = health
+    """The agents as a fleet: registration, discovery, health, reconciliation, faults, tests."""
+
+    _ctx: Context
+    _inventory: Inventory
+    _facts: AgentFactsCache
+    _health: AgentHealthBook
 
     async def register(
         self, agent: Agent, *, boot_id: str, ipuof_address: str = ""
@@ -320,31 +325,27 @@ class Fleet:
         return agents[0]
 
     async def inject_fault(self, caller: Caller, agent_id: str, fault: Fault) -> list[Fault]:
-        agent = await self._agent(agent_id)
-        try:
-            faults = await self._ctx.gateway.inject_fault(
-                agent, fault, timeout=self._ctx.settings.agent_timeout_s
-            )
-        except AgentRefused as exc:
-            raise _fault_refusal(exc) from None
-        except AgentError as exc:
-            raise errors.Unavailable(exc.message) from None
+        faults = await self._emulator_faults(self._ctx.gateway.inject_fault, agent_id, fault)
         await self._ctx.audit(caller, "inject_fault", agent_id, "ok", fault.kind.name)
         return faults
 
     async def clear_fault(self, caller: Caller, agent_id: str, fault: Fault | None) -> list[Fault]:
         """End one fault, or every fault of the agent when ``fault`` is None."""
+        faults = await self._emulator_faults(self._ctx.gateway.clear_fault, agent_id, fault)
+        await self._ctx.audit(caller, "clear_fault", agent_id, "ok")
+        return faults
+
+    async def _emulator_faults(
+        self, change: _FaultChange[F], agent_id: str, fault: F
+    ) -> list[Fault]:
+        """The agent's faults after ``change``; its refusal is the caller's to fix."""
         agent = await self._agent(agent_id)
         try:
-            faults = await self._ctx.gateway.clear_fault(
-                agent, fault, timeout=self._ctx.settings.agent_timeout_s
-            )
+            return await change(agent, fault, timeout=self._ctx.settings.agent_timeout_s)
         except AgentRefused as exc:
             raise _fault_refusal(exc) from None
         except AgentError as exc:
             raise errors.Unavailable(exc.message) from None
-        await self._ctx.audit(caller, "clear_fault", agent_id, "ok")
-        return faults
 
     async def test_cluster(
         self, caller: Caller, cluster_id: str, kinds: list[LinkTestKind]

@@ -36,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from math import inf
 
@@ -76,34 +77,29 @@ def awaiting_reset(events: Iterable[AgentEvent]) -> set[str]:
     return {pid for pid, e in latest.items() if e.kind is EventKind.DETACHED and not e.evicted}
 
 
+@dataclass(eq=False)
 class HeartbeatMonitor:
-    def __init__(
-        self,
-        ctx: Context,
-        inventory: Inventory,
-        health: AgentHealthBook,
-        fleet: Fleet,
-        repair: PartitionRepair,
-    ) -> None:
-        self._ctx = ctx
-        self._inventory = inventory
-        self._health = health
-        self._fleet = fleet
-        self._repair = repair
-        self._events_seen: dict[str, tuple[str, int]] = {}
-        """Per agent: (boot id, sequence of the last event read)."""
-        self._detached: dict[str, tuple[str, int]] = {}
-        """Partitions an application detached from, waiting for their auto-reset: why, tries."""
-        self._faults_stored: dict[str, dict[int, str]] = {}
-        """Per agent: the faulty IPUs this monitor last wrote to the store."""
-        self._fleet_of: dict[str, str] = {}
-        """Per agent: the process hosting it, from its last answer ("": alone)."""
-        self._silent: set[str] = set()
-        """Agents whose last heartbeat failed (not asked to speak for their fleet)."""
-        self._heartbeat_stored: dict[str, float] = {}
-        """Per agent: when (monotonic) its last heartbeat time was last written to the store."""
-        self._heartbeats_due: dict[str, datetime] = {}
-        """Answers of this round whose time is to be written (agent id -> when it answered)."""
+    """One leader's heartbeat rounds: what it asks the agents and what it last heard."""
+
+    _ctx: Context
+    _inventory: Inventory
+    _health: AgentHealthBook
+    _fleet: Fleet
+    _repair: PartitionRepair
+    _events_seen: dict[str, tuple[str, int]] = field(default_factory=dict, init=False)
+    """Per agent: (boot id, sequence of the last event read)."""
+    _detached: dict[str, tuple[str, int]] = field(default_factory=dict, init=False)
+    """Partitions an application detached from, waiting for their auto-reset: why, tries."""
+    _faults_stored: dict[str, dict[int, str]] = field(default_factory=dict, init=False)
+    """Per agent: the faulty IPUs this monitor last wrote to the store."""
+    _fleet_of: dict[str, str] = field(default_factory=dict, init=False)
+    """Per agent: the process hosting it, from its last answer ("": alone)."""
+    _silent: set[str] = field(default_factory=set, init=False)
+    """Agents whose last heartbeat failed (not asked to speak for their fleet)."""
+    _heartbeat_stored: dict[str, float] = field(default_factory=dict, init=False)
+    """Per agent: when (monotonic) its last heartbeat time was last written to the store."""
+    _heartbeats_due: dict[str, datetime] = field(default_factory=dict, init=False)
+    """Answers of this round whose time is to be written (agent id -> when it answered)."""
 
     def forget_stored_faults(self) -> None:
         """Write every agent's faults again next round (call on becoming leader: another

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from dataclasses import dataclass, field
 
 from vpod.store.errors import StoreError
 
@@ -30,29 +31,20 @@ log = logging.getLogger("vpod.leader")
 LEASE = "leader"
 
 
+@dataclass(eq=False)
 class LeaderLoop:
     """Keeps trying to hold the lease; while it does, runs the background rounds."""
 
-    def __init__(
-        self,
-        ctx: Context,
-        inventory: Inventory,
-        health: AgentHealthBook,
-        fleet: Fleet,
-        repair: PartitionRepair,
-        monitor: HeartbeatMonitor,
-        owners: OwnerLease,
-    ) -> None:
-        self._ctx = ctx
-        self._inventory = inventory
-        self._health = health
-        self._fleet = fleet
-        self._repair = repair
-        self.monitor = monitor
-        self._owners = owners
-        self.is_leader = False
-        self._became_leader = asyncio.Event()
-        self._reconciling: asyncio.Task[None] | None = None
+    _ctx: Context
+    _inventory: Inventory
+    _health: AgentHealthBook
+    _fleet: Fleet
+    _repair: PartitionRepair
+    monitor: HeartbeatMonitor
+    _owners: OwnerLease
+    is_leader: bool = field(default=False, init=False)
+    _became_leader: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+    _reconciling: asyncio.Task[None] | None = field(default=None, init=False)
 
     async def wait_leader(self) -> None:
         """Return once this controller leads (tests and tools use it)."""

@@ -58,18 +58,14 @@ class AgentRow:
     health: HealthView
 
 
+@dataclass(eq=False)
 class Listings:
-    def __init__(
-        self,
-        settings: Settings,
-        inventory: Inventory,
-        partitions: PartitionService,
-        fleet: Fleet,
-    ) -> None:
-        self._settings = settings
-        self._inventory = inventory
-        self._partitions = partitions
-        self._fleet = fleet
+    """Which allocations, partitions and agents each caller sees, with what joined to them."""
+
+    _settings: Settings
+    _inventory: Inventory
+    _partitions: PartitionService
+    _fleet: Fleet
 
     def shows_users(self, caller: Caller) -> bool:
         """Whether the caller may see who is granted an allocation."""

@@ -56,20 +56,15 @@ from .partitions import PartitionService, machine_configs
 log = logging.getLogger("vpod.repair")
 
 
+@dataclasses.dataclass(eq=False)
 class PartitionRepair:
-    def __init__(
-        self,
-        ctx: Context,
-        inventory: Inventory,
-        partitions: PartitionService,
-        steadily_answering: Callable[[str], bool],
-        owners: OwnerLease,
-    ) -> None:
-        self._ctx = ctx
-        self._inventory = inventory
-        self._p = partitions
-        self._steadily_answering = steadily_answering
-        self._owners = owners
+    """Puts partitions in ERROR, resets and relocates them, and finishes abandoned operations."""
+
+    _ctx: Context
+    _inventory: Inventory
+    _p: PartitionService
+    _steadily_answering: Callable[[str], bool]
+    _owners: OwnerLease
 
     # ----------------------------------------------------------------- faults
 

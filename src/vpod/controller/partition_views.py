@@ -17,19 +17,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from google.protobuf.json_format import MessageToDict, ParseDict
 
 from vpod.agent.convert import identity_from_wire, identity_to_wire
 from vpod.agent.errors import AgentError
+from vpod.agent.field_copy import copy_fields
 from vpod.agent.model import MachineIdentity
 from vpod.domain.entities import Agent, Cluster
 from vpod.domain.errors import DomainError
 from vpod.domain.ipuof import IpuEndpoint, partition_ipuof_config
 from vpod.domain.partition_states import ReadyState
-from vpod.store.records import AgentHealthState, PartitionRecord
+from vpod.domain.topology import IpuRef
+from vpod.store.records import AgentHealthState, PartitionIpu, PartitionRecord
 from vpod.wire import agent_pb2
 
 from . import errors
@@ -42,6 +44,13 @@ async def unreachable_agents(ctx: Context) -> dict[str, str]:
     """Agents the heartbeats found unreachable (as stored, so every replica agrees), by id."""
     health = await ctx.db(ctx.db.store.list_agent_health)
     return {h.agent_id: h.reason for h in health if h.state is AgentHealthState.UNREACHABLE}
+
+
+def placed_ipus(record: PartitionRecord, cluster: Cluster) -> Iterator[tuple[PartitionIpu, IpuRef]]:
+    """Each IPU of the partition with where it sits in its cluster's pod."""
+    pod = cluster.pod()
+    for ipu in record.ipus:
+        yield ipu, pod.ipu(ipu.slot)
 
 
 class AgentFactsCache:
@@ -149,28 +158,22 @@ class PartitionViews:
                 f"{record.spec.num_gcds - 1}"
             )
         cluster = await self._inventory.cluster(record.cluster_id)
-        pod = cluster.pod()
         machines = sorted({ipu.machine for ipu in record.ipus})
         agents = await self._inventory.agents(cluster.agent_of(m) for m in machines)
         facts = await self._facts.of(agents)
         endpoints = []
-        for ipu in record.ipus:
-            ref = pod.ipu(ipu.slot)
+        for ipu, ref in placed_ipus(record, cluster):
             agent_facts = facts[cluster.agent_of(ref.machine)]
             ipu_facts = next(i for i in agent_facts.ipus if i.device_id == ref.device_id)
             endpoints.append(
-                IpuEndpoint(
+                copy_fields(
+                    IpuEndpoint,
+                    ipu_facts,
                     routing_id=ipu.routing_id,
                     segment_id=ipu.segment,
                     ip=agent_facts.ipuof_address,
-                    server_port=ipu_facts.server_port,
-                    rdma_port=ipu_facts.rdma_port,
-                    device_id=ref.device_id,
-                    chip_id=ipu_facts.chip_id,
                     gwsw_version=agent_facts.gateway_sw_version,
                     ipum_sw_version=agent_facts.ipum_sw_version,
-                    ipu_id=ipu_facts.ipu_id,
-                    ipu_arch_id=ipu_facts.ipu_arch_id,
                 )
             )
         try:

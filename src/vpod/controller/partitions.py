@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Unpack
 
 from vpod.agent.errors import AgentError, AgentRefused, Reason
+from vpod.agent.field_copy import copy_fields
 from vpod.agent.model import IpuAssignment, PartitionConfig
 from vpod.domain.entities import Agent, Allocation, Cluster
 from vpod.domain.errors import DomainError, IllegalTransition, InvalidSpec
@@ -66,18 +67,15 @@ class _PlacedOnFaultyIpu(errors.Unavailable):
     placed it predates the fault (another replica heard of it), so placing again may work."""
 
 
+@dataclasses.dataclass(eq=False)
 class PartitionService:
-    def __init__(
-        self,
-        ctx: Context,
-        inventory: Inventory,
-        facts: AgentFactsCache,
-    ) -> None:
-        self._ctx = ctx
-        self._inventory = inventory
-        self._facts = facts
-        self._recent: dict[str, PartitionRecord] = {}
-        """The last version of each live partition this controller wrote."""
+    """Create, remove, reset and read partitions (reserve, configure, commit)."""
+
+    _ctx: Context
+    _inventory: Inventory
+    _facts: AgentFactsCache
+    _recent: dict[str, PartitionRecord] = dataclasses.field(default_factory=dict, init=False)
+    """The last version of each live partition this controller wrote."""
 
     # ---------------------------------------------------------------- reading
 
@@ -249,15 +247,7 @@ class PartitionService:
         relocatable: bool,
     ) -> PartitionRecord | Rejected:
         ctx = self._ctx
-        request = PartitionRequest(
-            id=spec.id,
-            size=spec.size,
-            allocation_id=allocation.id,
-            num_segments=spec.num_segments,
-            num_gcds=spec.num_gcds,
-            reconfigurable=spec.reconfigurable,
-            ipus=spec.ipus,
-        )
+        request = copy_fields(PartitionRequest, spec, allocation_id=allocation.id)
         async with ctx.occupancy.lock(cluster.id):
             rejected_fresh = False
             for attempt in range(CONFLICT_ATTEMPTS):

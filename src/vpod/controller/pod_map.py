@@ -20,6 +20,7 @@ Sync-Links that are down, from this controller's last heartbeat.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
 from vpod.agent.model import MachineHealth
@@ -96,20 +97,14 @@ def partition_sizes_up_to(size: int) -> tuple[int, ...]:
     return small + large
 
 
+@dataclass(eq=False)
 class PodMapService:
     """Read-only views of the whole fabric, for administrators."""
 
-    def __init__(
-        self,
-        ctx: Context,
-        inventory: Inventory,
-        partitions: PartitionService,
-        links: LinkHealth,
-    ) -> None:
-        self._ctx = ctx
-        self._inventory = inventory
-        self._partitions = partitions
-        self._links = links
+    _ctx: Context
+    _inventory: Inventory
+    _partitions: PartitionService
+    _links: LinkHealth
 
     async def pod_map(self, caller: Caller, cluster_id: str | None = None) -> list[ClusterMap]:
         _require_admin(caller)

@@ -19,15 +19,18 @@ from typing import Protocol, runtime_checkable
 import grpc
 import uvicorn
 from fastapi import APIRouter
+from google.protobuf.descriptor import ServiceDescriptor
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from starlette.types import ASGIApp
 
+from vpod.agent.field_copy import copy_fields
 from vpod.wire import admin_pb2, keys_pb2, virmgrpc_pb2
 
 from .agent_grpc import GrpcAgentGateway
 from .app import Controller, build_controller
 from .autodiscovery import autodiscovery_server, listen_addresses
+from .grpc_listen import add_port
 from .listener_limits import listener_limits
 from .metrics import ControllerMetrics
 from .settings import Settings
@@ -96,6 +99,24 @@ class RunningServer:
         self._stop.set()
 
 
+USER_SERVICES = (
+    virmgrpc_pb2.DESCRIPTOR.services_by_name["UserService"],
+    virmgrpc_pb2.DESCRIPTOR.services_by_name["VersionService"],
+    keys_pb2.DESCRIPTOR.services_by_name["PartitionKeyService"],
+)
+ADMIN_SERVICES = (
+    virmgrpc_pb2.DESCRIPTOR.services_by_name["VersionService"],
+    admin_pb2.DESCRIPTOR.services_by_name["AdminService"],
+    admin_pb2.DESCRIPTOR.services_by_name["AgentRegistrationService"],
+)
+"""What each endpoint serves, as server reflection (``grpcurl list``) names it."""
+
+
+def _serve_reflection(server: grpc.aio.Server, services: Sequence[ServiceDescriptor]) -> None:
+    names = tuple(service.full_name for service in services)
+    reflection.enable_server_reflection((*names, reflection.SERVICE_NAME), server)
+
+
 def _bind(
     server: grpc.aio.Server,
     host: str,
@@ -103,20 +124,13 @@ def _bind(
     what: str,
     credentials: grpc.ServerCredentials | None = None,
 ) -> int:
-    address = f"{host}:{port}"
-    try:
-        if credentials is None:
-            bound = server.add_insecure_port(address)
-        else:
-            bound = server.add_secure_port(address, credentials)
-    except RuntimeError as exc:
-        raise OSError(f"cannot listen for the {what} on {host}:{port}: {exc}") from None
-    if bound == 0:
-        raise OSError(
-            f"cannot listen for the {what} on {host}:{port}: the port is in use or the address"
-            " is not local; choose another with the matching --*-port option"
-        )
-    return int(bound)
+    return add_port(
+        server,
+        f"{host}:{port}",
+        credentials,
+        what=f"the {what}",
+        advice="; choose another with the matching --*-port option",
+    )
 
 
 async def serve(
@@ -146,56 +160,22 @@ async def serve(
     readiness = Readiness([USER_API, ADMIN_API])
     interceptors = [metrics.grpc_interceptor()]
     user_server = grpc.aio.server(options=grpc_options, interceptors=interceptors)
-    user_api = UserServicer(
-        settings=controller.settings,
-        partitions=controller.partitions,
-        views=controller.views,
-        listings=controller.listings,
-        auth=auth,
-    )
+    # The servicers name the use-cases they call as the controller does.
+    user_api = copy_fields(UserServicer, controller, auth=auth)
     add_user_api(user_server, controller.settings, user_api)
     add_partition_key_api(user_server, PartitionKeyServicer(controller.partition_keys, auth))
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, user_server)
-    reflection.enable_server_reflection(
-        (
-            virmgrpc_pb2.DESCRIPTOR.services_by_name["UserService"].full_name,
-            virmgrpc_pb2.DESCRIPTOR.services_by_name["VersionService"].full_name,
-            keys_pb2.DESCRIPTOR.services_by_name["PartitionKeyService"].full_name,
-            reflection.SERVICE_NAME,
-        ),
-        user_server,
-    )
+    _serve_reflection(user_server, USER_SERVICES)
     user_port = _bind(user_server, settings.host, settings.user_port, "user API", credentials)
 
     admin_server = grpc.aio.server(options=grpc_options, interceptors=interceptors)
-    admin_api = AdminServicer(
-        inventory=controller.inventory,
-        fleet=controller.fleet,
-        teardown=controller.teardown,
-        listings=controller.listings,
-        views=controller.views,
-        audit_log=controller.audit_log,
-        settings=controller.settings,
-        authenticator=controller.auth,
-        auth=auth,
-        agent_tokens=controller.agent_tokens,
-        telemetry=controller.telemetry,
-        allocation_hosts=controller.allocation_hosts,
-    )
+    admin_api = copy_fields(AdminServicer, controller, authenticator=controller.auth, auth=auth)
     registration = RegistrationServicer(controller.fleet, controller.agent_tokens)
     add_admin_api(admin_server, admin_api, registration)
     add_user_allocations(user_server, admin_api)  # `vipu list allocations` on the user port
     add_version_api(admin_server, controller.settings)
-    reflection.enable_server_reflection(
-        (
-            virmgrpc_pb2.DESCRIPTOR.services_by_name["VersionService"].full_name,
-            admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name,
-            admin_pb2.DESCRIPTOR.services_by_name["AgentRegistrationService"].full_name,
-            reflection.SERVICE_NAME,
-        ),
-        admin_server,
-    )
+    _serve_reflection(admin_server, ADMIN_SERVICES)
     admin_port = _bind(
         admin_server, settings.admin_host, settings.admin_port, "admin API", credentials
     )

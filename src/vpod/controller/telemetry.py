@@ -24,6 +24,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from vpod.agent.field_copy import copy_fields
 from vpod.agent.model import Holder, IpuTelemetry, MachineHealth
 from vpod.domain.entities import Agent, Cluster
 from vpod.domain.naming import natural_key
@@ -124,21 +125,7 @@ def fold_samples(
             if partition_id and ipu.partition_id != partition_id:
                 continue
             samples.append(
-                IpuSample(
-                    agent_id=agent.id,
-                    cluster_id=cluster,
-                    device_id=ipu.device_id,
-                    serial=ipu.serial,
-                    partition_id=ipu.partition_id,
-                    routing_id=ipu.routing_id,
-                    healthy=ipu.healthy,
-                    fault=ipu.fault,
-                    attached_client=ipu.attached_client,
-                    holder=ipu.holder,
-                    attached_since=ipu.attached_since,
-                    telemetry=ipu.telemetry,
-                    sampled_at=at,
-                )
+                copy_fields(IpuSample, ipu, agent_id=agent.id, cluster_id=cluster, sampled_at=at)
             )
     return samples
 

@@ -56,22 +56,16 @@ class TenantPartition:
     relocatable: bool
 
 
+@dataclass(eq=False)
 class Tenancy:
-    def __init__(
-        self,
-        ctx: Context,
-        inventory: Inventory,
-        partitions: PartitionService,
-        auth: Authenticator,
-        agent_tokens: AgentTokens,
-        allocation_hosts: AllocationHosts,
-    ) -> None:
-        self._ctx = ctx
-        self._inventory = inventory
-        self._partitions = partitions
-        self._auth = auth
-        self._agent_tokens = agent_tokens
-        self._allocation_hosts = allocation_hosts
+    """What a tenant layer may ask of V-IPU: allocations, users, grants and partitions."""
+
+    _ctx: Context
+    _inventory: Inventory
+    _partitions: PartitionService
+    _auth: Authenticator
+    _agent_tokens: AgentTokens
+    _allocation_hosts: AllocationHosts
 
     # ---------------------------------------------------------- allocations
 

@@ -16,6 +16,11 @@ The domain's tree::
 
 Messages are sentences a person can act on: what is wrong and what is allowed.
 "Does not fit" is not an exception: placement returns ``Rejected`` values.
+
+The service layers' tree (:class:`ServiceError`: invalid argument, not found,
+already exists, no capacity, failed precondition, unauthenticated, permission
+denied, unavailable) is defined here once, so that every layer that answers
+requests names its kinds the same way.
 """
 
 from __future__ import annotations
@@ -67,3 +72,54 @@ class IllegalTransition(DomainError):
     """An operation is not allowed in the current state."""
 
     kind = Kind.FAILED_PRECONDITION
+
+
+class ServiceError(Fault):
+    """A use-case could not be carried out; the message says why. Each kind below is the
+    status every transport answers with."""
+
+
+class InvalidArgument(ServiceError):
+    kind = Kind.INVALID_ARGUMENT
+
+
+class NotFound(ServiceError):
+    kind = Kind.NOT_FOUND
+
+
+class AlreadyExists(ServiceError):
+    kind = Kind.ALREADY_EXISTS
+
+
+class NoCapacity(ServiceError):
+    kind = Kind.RESOURCE_EXHAUSTED
+
+
+class FailedPrecondition(ServiceError):
+    kind = Kind.FAILED_PRECONDITION
+
+
+class Unauthenticated(ServiceError):
+    kind = Kind.UNAUTHENTICATED
+
+
+class PermissionDenied(ServiceError):
+    kind = Kind.PERMISSION_DENIED
+
+
+class Unavailable(ServiceError):
+    kind = Kind.UNAVAILABLE
+    temporary = True
+
+
+SERVICE_KINDS: tuple[type[ServiceError], ...] = (
+    InvalidArgument,
+    NotFound,
+    AlreadyExists,
+    NoCapacity,
+    FailedPrecondition,
+    Unauthenticated,
+    PermissionDenied,
+    Unavailable,
+)
+"""Every kind of service error a transport may answer with."""

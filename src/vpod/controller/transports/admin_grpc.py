@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
 
@@ -11,6 +12,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from vpod.agent import convert as agent_convert
 from vpod.agent.errors import MachineRefusal
+from vpod.agent.field_copy import copy_fields
 from vpod.agent.trust import check_agent_key
 from vpod.domain.catalog import machine_spec
 from vpod.domain.entities import Agent, Cluster, User
@@ -29,7 +31,7 @@ from ..fleet import Fleet
 from ..inventory import Inventory
 from ..listings import AgentRow, AllocationRow, Listings
 from ..moments import TimeOutOfRange, from_timestamp
-from ..partition_views import PartitionViews
+from ..partition_views import PartitionViews, placed_ipus
 from ..settings import Settings
 from ..teardown import Teardown
 from ..telemetry import IpuTelemetryView
@@ -113,35 +115,22 @@ def _decoded(convert: Callable[[W], T], wire: W) -> T:
         raise errors.InvalidArgument(exc.message) from None
 
 
+@dataclass(kw_only=True, eq=False)
 class AdminServicer(apb_grpc.AdminServiceServicer):
-    def __init__(
-        self,
-        *,
-        inventory: Inventory,
-        fleet: Fleet,
-        teardown: Teardown,
-        listings: Listings,
-        views: PartitionViews,
-        audit_log: AuditLog,
-        settings: Settings,
-        authenticator: Authenticator,
-        auth: GrpcAuthenticator,
-        agent_tokens: AgentTokens,
-        telemetry: IpuTelemetryView,
-        allocation_hosts: AllocationHosts,
-    ) -> None:
-        self._telemetry = telemetry
-        self._allocation_hosts = allocation_hosts
-        self._agent_tokens = agent_tokens
-        self._inventory = inventory
-        self._fleet = fleet
-        self._teardown = teardown
-        self._listings = listings
-        self._views = views
-        self._audit_log = audit_log
-        self._settings = settings
-        self._authenticator = authenticator
-        self._auth = auth
+    """``vpod.admin.v1.AdminService``: each method calls one use-case."""
+
+    inventory: Inventory
+    fleet: Fleet
+    teardown: Teardown
+    listings: Listings
+    views: PartitionViews
+    audit_log: AuditLog
+    settings: Settings
+    authenticator: Authenticator
+    auth: GrpcAuthenticator
+    agent_tokens: AgentTokens
+    telemetry: IpuTelemetryView
+    allocation_hosts: AllocationHosts
 
     # -- agents
 
@@ -149,39 +138,39 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
     async def CreateAgent(  # noqa: N802
         self, request: apb.CreateAgentRequest, context: grpc.aio.ServicerContext
     ) -> apb.CreateAgentReply:
-        caller = await self._auth.admin(context)
-        agent = await self._inventory.create_agent(
+        caller = await self.auth.admin(context)
+        agent = await self.inventory.create_agent(
             caller, request.agent_id, request.host, request.port, key=request.agent_key
         )
-        return apb.CreateAgentReply(agent=_agent_to_wire(await self._listings.new_agent(agent)))
+        return apb.CreateAgentReply(agent=_agent_to_wire(await self.listings.new_agent(agent)))
 
     @grpc_errors
     async def ListAgents(  # noqa: N802
         self, request: apb.ListAgentsRequest, context: grpc.aio.ServicerContext
     ) -> apb.ListAgentsReply:
-        await self._auth.admin(context)
-        rows = await self._listings.agents(request.cluster_id or None)
+        await self.auth.admin(context)
+        rows = await self.listings.agents(request.cluster_id or None)
         return apb.ListAgentsReply(agents=[_agent_to_wire(row) for row in rows])
 
     @grpc_errors
     async def RemoveAgent(  # noqa: N802
         self, request: apb.RemoveAgentRequest, context: grpc.aio.ServicerContext
     ) -> apb.RemoveAgentReply:
-        caller = await self._auth.admin(context)
-        await self._teardown.remove_agent(caller, request.agent_id, force=request.force)
+        caller = await self.auth.admin(context)
+        await self.teardown.remove_agent(caller, request.agent_id, force=request.force)
         return apb.RemoveAgentReply()
 
     @grpc_errors
     async def DiscoverAgents(  # noqa: N802
         self, request: apb.DiscoverAgentsRequest, context: grpc.aio.ServicerContext
     ) -> apb.DiscoverAgentsReply:
-        caller = await self._auth.admin(context)
+        caller = await self.auth.admin(context)
         if request.agent_key:
             try:
                 check_agent_key(request.agent_key)
             except ValueError as exc:
                 raise errors.InvalidArgument(str(exc)) from None
-        found = await self._fleet.discover(
+        found = await self.fleet.discover(
             caller, list(request.addresses), add=request.add, key=request.agent_key
         )
         return apb.DiscoverAgentsReply(agents=[apb.DiscoveredAgent(**d) for d in found])
@@ -192,8 +181,8 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
     async def CreateCluster(  # noqa: N802
         self, request: apb.CreateClusterRequest, context: grpc.aio.ServicerContext
     ) -> apb.CreateClusterReply:
-        caller = await self._auth.admin(context)
-        cluster = await self._inventory.create_cluster(
+        caller = await self.auth.admin(context)
+        cluster = await self.inventory.create_cluster(
             caller,
             request.cluster_id,
             list(request.agent_ids),
@@ -207,25 +196,25 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
     async def ListClusters(  # noqa: N802
         self, request: apb.ListClustersRequest, context: grpc.aio.ServicerContext
     ) -> apb.ListClustersReply:
-        await self._auth.admin(context)
-        clusters = await self._inventory.list_clusters()
+        await self.auth.admin(context)
+        clusters = await self.inventory.list_clusters()
         return apb.ListClustersReply(clusters=[_cluster_to_wire(c) for c in clusters])
 
     @grpc_errors
     async def RemoveCluster(  # noqa: N802
         self, request: apb.RemoveClusterRequest, context: grpc.aio.ServicerContext
     ) -> apb.RemoveClusterReply:
-        caller = await self._auth.admin(context)
-        await self._teardown.remove_cluster(caller, request.cluster_id, force=request.force)
+        caller = await self.auth.admin(context)
+        await self.teardown.remove_cluster(caller, request.cluster_id, force=request.force)
         return apb.RemoveClusterReply()
 
     @grpc_errors
     async def TestCluster(  # noqa: N802
         self, request: apb.TestClusterRequest, context: grpc.aio.ServicerContext
     ) -> apb.TestClusterReply:
-        caller = await self._auth.admin(context)
+        caller = await self.auth.admin(context)
         kinds = _decoded(agent_convert.link_tests_from_wire, request.tests)
-        cluster, done, failed = await self._fleet.test_cluster(caller, request.cluster_id, kinds)
+        cluster, done, failed = await self.fleet.test_cluster(caller, request.cluster_id, kinds)
         return cluster_test_reply(cluster.id, cluster.agent_ids, done, failed, kinds)
 
     # -- allocations
@@ -234,8 +223,8 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
     async def CreateAllocation(  # noqa: N802
         self, request: apb.CreateAllocationRequest, context: grpc.aio.ServicerContext
     ) -> apb.CreateAllocationReply:
-        caller = await self._auth.admin(context)
-        allocation = await self._inventory.create_allocation(
+        caller = await self.auth.admin(context)
+        allocation = await self.inventory.create_allocation(
             caller,
             request.allocation_id,
             request.cluster_id,
@@ -243,10 +232,10 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
             agent_ids=list(request.agent_ids) or None,
             hosts=list(request.hosts),
         )
-        cluster = await self._inventory.cluster(allocation.cluster_id)
+        cluster = await self.inventory.cluster(allocation.cluster_id)
         row = AllocationRow(allocation=allocation, cluster=cluster, user_ids=(), num_partitions=0)
         return apb.CreateAllocationReply(
-            allocation=_allocation_to_wire(row, self._settings.trusted_hosts)
+            allocation=_allocation_to_wire(row, self.settings.trusted_hosts)
         )
 
     @grpc_errors
@@ -254,9 +243,9 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         self, request: apb.ListAllocationsRequest, context: grpc.aio.ServicerContext
     ) -> apb.ListAllocationsReply:
         # Users may call this too (``vipu list allocations``): they see their own.
-        caller = await self._auth.user(context)
-        rows = await self._listings.allocations(caller, request.cluster_id or None)
-        trusted = self._settings.trusted_hosts
+        caller = await self.auth.user(context)
+        rows = await self.listings.allocations(caller, request.cluster_id or None)
+        trusted = self.settings.trusted_hosts
         return apb.ListAllocationsReply(
             allocations=[_allocation_to_wire(row, trusted) for row in rows]
         )
@@ -265,21 +254,21 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
     async def SetAllocationHosts(  # noqa: N802
         self, request: apb.SetAllocationHostsRequest, context: grpc.aio.ServicerContext
     ) -> apb.SetAllocationHostsReply:
-        caller = await self._auth.admin(context)
-        allocation = await self._allocation_hosts.set(
+        caller = await self.auth.admin(context)
+        allocation = await self.allocation_hosts.set(
             caller, request.allocation_id, list(request.hosts)
         )
-        row = await self._listings.allocation(caller, allocation.id)
+        row = await self.listings.allocation(caller, allocation.id)
         return apb.SetAllocationHostsReply(
-            allocation=_allocation_to_wire(row, self._settings.trusted_hosts)
+            allocation=_allocation_to_wire(row, self.settings.trusted_hosts)
         )
 
     @grpc_errors
     async def RemoveAllocation(  # noqa: N802
         self, request: apb.RemoveAllocationRequest, context: grpc.aio.ServicerContext
     ) -> apb.RemoveAllocationReply:
-        caller = await self._auth.admin(context)
-        await self._teardown.remove_allocation(caller, request.allocation_id, force=request.force)
+        caller = await self.auth.admin(context)
+        await self.teardown.remove_allocation(caller, request.allocation_id, force=request.force)
         return apb.RemoveAllocationReply()
 
     # -- users
@@ -288,8 +277,8 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
     async def CreateUser(  # noqa: N802
         self, request: apb.CreateUserRequest, context: grpc.aio.ServicerContext
     ) -> apb.CreateUserReply:
-        caller = await self._auth.admin(context)
-        created = await self._inventory.create_user(
+        caller = await self.auth.admin(context)
+        created = await self.inventory.create_user(
             caller, request.user_id, list(request.allocation_ids), admin=request.admin
         )
         return apb.CreateUserReply(
@@ -301,40 +290,38 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
     async def ListUsers(  # noqa: N802
         self, request: apb.ListUsersRequest, context: grpc.aio.ServicerContext
     ) -> apb.ListUsersReply:
-        await self._auth.admin(context)
-        users = await self._inventory.list_users()
-        times = await self._inventory.user_times()
+        await self.auth.admin(context)
+        users = await self.inventory.list_users()
+        times = await self.inventory.user_times()
         return apb.ListUsersReply(users=[_user_to_wire(u, times.get(u.id)) for u in users])
 
     @grpc_errors
     async def RemoveUser(  # noqa: N802
         self, request: apb.RemoveUserRequest, context: grpc.aio.ServicerContext
     ) -> apb.RemoveUserReply:
-        caller = await self._auth.admin(context)
-        await self._inventory.remove_user(caller, request.user_id)
-        self._authenticator.forget(request.user_id)
+        caller = await self.auth.admin(context)
+        await self.inventory.remove_user(caller, request.user_id)
+        self.authenticator.forget(request.user_id)
         return apb.RemoveUserReply()
 
     @grpc_errors
     async def GrantAllocation(  # noqa: N802
         self, request: apb.GrantAllocationRequest, context: grpc.aio.ServicerContext
     ) -> apb.GrantAllocationReply:
-        caller = await self._auth.admin(context)
-        user = await self._inventory.grant_allocation(
-            caller, request.user_id, request.allocation_id
-        )
-        times = await self._inventory.user_times()
+        caller = await self.auth.admin(context)
+        user = await self.inventory.grant_allocation(caller, request.user_id, request.allocation_id)
+        times = await self.inventory.user_times()
         return apb.GrantAllocationReply(user=_user_to_wire(user, times.get(user.id)))
 
     @grpc_errors
     async def RevokeAllocation(  # noqa: N802
         self, request: apb.RevokeAllocationRequest, context: grpc.aio.ServicerContext
     ) -> apb.RevokeAllocationReply:
-        caller = await self._auth.admin(context)
-        user = await self._inventory.revoke_allocation(
+        caller = await self.auth.admin(context)
+        user = await self.inventory.revoke_allocation(
             caller, request.user_id, request.allocation_id
         )
-        times = await self._inventory.user_times()
+        times = await self.inventory.user_times()
         return apb.RevokeAllocationReply(user=_user_to_wire(user, times.get(user.id)))
 
     # -- partitions, faults, attributes
@@ -343,23 +330,21 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
     async def ListPartitions(  # noqa: N802
         self, request: apb.ListPartitionsRequest, context: grpc.aio.ServicerContext
     ) -> apb.ListPartitionsReply:
-        caller = await self._auth.admin(context)
-        rows = await self._listings.partitions(
+        caller = await self.auth.admin(context)
+        rows = await self.listings.partitions(
             caller,
             allocation_id=request.allocation_id or None,
             cluster_id=request.cluster_id or None,
         )
-        version = self._settings.ipuof_server_version
+        version = self.settings.ipuof_server_version
         reply = apb.ListPartitionsReply()
         for row in rows:
             record, cluster = row.record, row.cluster
-            pod = cluster.pod()
             info = reply.partitions.add(
                 partition=partition_to_wire(record, cluster, version),
                 status=status_to_wire(record),
             )
-            for ipu in record.ipus:
-                ref = pod.ipu(ipu.slot)
+            for ipu, ref in placed_ipus(record, cluster):
                 info.locations.add(
                     agent_id=cluster.agent_of(ref.machine),
                     device_id=ref.device_id,
@@ -371,9 +356,9 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
     async def InjectFault(  # noqa: N802
         self, request: apb.InjectFaultRequest, context: grpc.aio.ServicerContext
     ) -> apb.InjectFaultReply:
-        caller = await self._auth.admin(context)
+        caller = await self.auth.admin(context)
         fault = _decoded(agent_convert.fault_from_wire, request.fault)
-        faults = await self._fleet.inject_fault(caller, request.agent_id, fault)
+        faults = await self.fleet.inject_fault(caller, request.agent_id, fault)
         return apb.InjectFaultReply(
             agent_id=request.agent_id, active_faults=agent_convert.faults_to_wire(faults)
         )
@@ -382,11 +367,11 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
     async def ClearFault(  # noqa: N802
         self, request: apb.ClearFaultRequest, context: grpc.aio.ServicerContext
     ) -> apb.ClearFaultReply:
-        caller = await self._auth.admin(context)
+        caller = await self.auth.admin(context)
         fault = None
         if request.HasField("fault") and not request.all:
             fault = _decoded(agent_convert.fault_from_wire, request.fault)
-        faults = await self._fleet.clear_fault(caller, request.agent_id, fault)
+        faults = await self.fleet.clear_fault(caller, request.agent_id, fault)
         return apb.ClearFaultReply(
             agent_id=request.agent_id, active_faults=agent_convert.faults_to_wire(faults)
         )
@@ -395,8 +380,8 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
     async def ListIpuAttributes(  # noqa: N802
         self, request: pb.ListIPUAttributesRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListIPUAttributesReply:
-        caller = await self._auth.admin(context)
-        attributes = await self._views.ipu_attributes(caller, request.agents)
+        caller = await self.auth.admin(context)
+        attributes = await self.views.ipu_attributes(caller, request.agents)
         return attributes_to_wire(attributes)
 
     # -- telemetry
@@ -405,8 +390,8 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
     async def ListIpuTelemetry(  # noqa: N802
         self, request: apb.ListIpuTelemetryRequest, context: grpc.aio.ServicerContext
     ) -> apb.ListIpuTelemetryReply:
-        await self._auth.admin(context)
-        samples = await self._telemetry.samples(
+        await self.auth.admin(context)
+        samples = await self.telemetry.samples(
             cluster_id=request.cluster_id,
             partition_id=request.partition_id,
             agent_ids=list(request.agent_ids),
@@ -419,35 +404,22 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
     async def ListEvents(  # noqa: N802
         self, request: apb.ListEventsRequest, context: grpc.aio.ServicerContext
     ) -> apb.ListEventsReply:
-        caller = await self._auth.admin(context)
+        caller = await self.auth.admin(context)
         try:
             since = from_timestamp(request.since, "since") if request.HasField("since") else None
             until = from_timestamp(request.until, "until") if request.HasField("until") else None
         except TimeOutOfRange as exc:
             raise errors.InvalidArgument(str(exc)) from None
-        wanted = EventFilter(
+        wanted = copy_fields(
+            EventFilter,
+            request,
             since=since,
             until=until,
-            actor=request.actor,
-            action=request.action,
-            target=request.target,
-            outcome=request.outcome,
             limit=request.limit or DEFAULT_LIMIT,
             before_id=request.before_id or None,
         )
-        reply = apb.ListEventsReply()
-        for event in await self._audit_log.list_events(caller, wanted):
-            wire = reply.events.add(
-                id=event.id,
-                actor=event.actor,
-                action=event.action,
-                target=event.target,
-                outcome=event.outcome,
-                source=event.source,
-                detail=event.detail,
-            )
-            wire.time.FromDatetime(event.time)
-        return reply
+        events = await self.audit_log.list_events(caller, wanted)
+        return apb.ListEventsReply(events=[copy_fields(apb.AuditEvent, e) for e in events])
 
     # -- agent registration tokens
 
@@ -455,8 +427,8 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
     async def CreateAgentToken(  # noqa: N802
         self, request: apb.CreateAgentTokenRequest, context: grpc.aio.ServicerContext
     ) -> apb.CreateAgentTokenReply:
-        caller = await self._auth.admin(context)
-        issued = await self._agent_tokens.issue(caller, request.label)
+        caller = await self.auth.admin(context)
+        issued = await self.agent_tokens.issue(caller, request.label)
         return apb.CreateAgentTokenReply(
             agent_token=_agent_token_to_wire(issued.record), token=issued.token
         )
@@ -465,16 +437,16 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
     async def ListAgentTokens(  # noqa: N802
         self, request: apb.ListAgentTokensRequest, context: grpc.aio.ServicerContext
     ) -> apb.ListAgentTokensReply:
-        await self._auth.admin(context)
-        tokens = await self._agent_tokens.list()
+        await self.auth.admin(context)
+        tokens = await self.agent_tokens.list()
         return apb.ListAgentTokensReply(agent_tokens=[_agent_token_to_wire(t) for t in tokens])
 
     @grpc_errors
     async def RemoveAgentToken(  # noqa: N802
         self, request: apb.RemoveAgentTokenRequest, context: grpc.aio.ServicerContext
     ) -> apb.RemoveAgentTokenReply:
-        caller = await self._auth.admin(context)
-        await self._agent_tokens.remove(caller, request.token_id)
+        caller = await self.auth.admin(context)
+        await self.agent_tokens.remove(caller, request.token_id)
         return apb.RemoveAgentTokenReply()
 
 

@@ -19,13 +19,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
-from fastapi.security import HTTPAuthorizationCredentials
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import errors
 from ..metrics import CONTENT_TYPE, ControllerMetrics
-from .rest_auth import admin_caller, bearer_scheme, key_header, user_header
+from .rest_auth import PresentedDep
 from .rest_deps import AuthenticatorDep, SettingsDep
 
 UNMATCHED = "<unmatched>"
@@ -87,18 +86,14 @@ def read_scrape_token(path: Path | None) -> str:
 
 
 async def metrics_reader(
-    request: Request,
-    settings: SettingsDep,
-    auth: AuthenticatorDep,
-    user_id: str | None = Depends(user_header),
-    access_key: str | None = Depends(key_header),
-    bearer: HTTPAuthorizationCredentials | None = Depends(bearer_scheme),
+    settings: SettingsDep, auth: AuthenticatorDep, credentials: PresentedDep
 ) -> None:
     """Let an operator read /metrics: anyone in open mode; under --secure the scrape
     token's bearer or an administrator (FastAPI dependency; Unauthenticated otherwise)."""
     if not settings.secure:
         return
     token = read_scrape_token(settings.metrics_token_file)
+    bearer = credentials.bearer
     if bearer is not None and token:
         if hmac.compare_digest(bearer.credentials.strip().encode(), token.encode()):
             return
@@ -107,13 +102,13 @@ async def metrics_reader(
                 "the bearer token is not this controller's scrape token: use the content of"
                 " --metrics-token-file (vpod up: DATA_DIR/metrics.token)"
             )
-    if bearer is None and not user_id and not access_key:
+    if bearer is None and not credentials.user_id and not credentials.access_key:
         raise errors.Unauthenticated(
             "/metrics is for operators: send `Authorization: Bearer <scrape token>` (the"
             " file given to --metrics-token-file; vpod up: DATA_DIR/metrics.token) or an"
             " administrator's credentials"
         )
-    await admin_caller(request, auth, user_id, access_key, bearer)
+    await credentials.caller(auth, admin=True)
 
 
 router = APIRouter(tags=["health"])

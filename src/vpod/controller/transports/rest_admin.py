@@ -11,6 +11,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query, Response, status
 
+from vpod.agent.field_copy import copy_fields
 from vpod.domain.entities import Cluster
 from vpod.wire.rest.agents import (
     AgentFaults,
@@ -285,21 +286,11 @@ async def test_cluster(  # a route, not a test: its name makes its OpenAPI opera
     kinds = [link_test_kind(t) for t in (body.tests if body else [])]
     cluster, done, failed = await fleet.test_cluster(caller, cluster_id, kinds)
     reply = cluster_test_reply(cluster.id, cluster.agent_ids, done, failed)
-    return ClusterTestReport(
-        cluster_id=reply.cluster_id,
-        passed=reply.passed,
-        results=[
-            ClusterTestResult(
-                test=r.name,
-                passed=r.passed,
-                summary=r.summary,
-                details=list(r.details),
-                agents_tested=r.agents_tested,
-                agents_failed=r.agents_failed,
-            )
-            for r in reply.results
-        ],
-    )
+    results = [
+        copy_fields(ClusterTestResult, r, test=r.name, details=list(r.details))
+        for r in reply.results
+    ]
+    return copy_fields(ClusterTestReport, reply, results=results)
 
 
 # -- allocations
@@ -398,7 +389,7 @@ async def create_user(
     )
     user = created.user
     return CreatedUser(
-        user=UserOut(id=user.id, allocation_ids=list(user.allocation_ids), admin=user.admin),
+        user=copy_fields(UserOut, user),
         access_key=created.access_key,
     )
 
@@ -411,12 +402,7 @@ async def create_user(
 )
 async def list_users(inventory: InventoryDep) -> UserList:
     """Every user and the allocations granted to it (never their keys)."""
-    return UserList(
-        users=[
-            UserOut(id=u.id, allocation_ids=list(u.allocation_ids), admin=u.admin)
-            for u in await inventory.list_users()
-        ]
-    )
+    return UserList(users=[copy_fields(UserOut, u) for u in await inventory.list_users()])
 
 
 @router.delete(
@@ -450,7 +436,7 @@ async def grant_allocation(
     """Grant an existing user an allocation (`vipu-admin grant allocation`); its access key
     is unchanged. Granting twice is harmless; the answer is the user after the grant."""
     user = await inventory.grant_allocation(caller, user_id, allocation_id)
-    return UserOut(id=user.id, allocation_ids=list(user.allocation_ids), admin=user.admin)
+    return copy_fields(UserOut, user)
 
 
 @router.delete(
@@ -465,7 +451,7 @@ async def revoke_allocation(
     """Take an allocation away from a user (`vipu-admin revoke allocation`), at the user's
     next call. Revoking what was not granted is harmless; the answer is the user after."""
     user = await inventory.revoke_allocation(caller, user_id, allocation_id)
-    return UserOut(id=user.id, allocation_ids=list(user.allocation_ids), admin=user.admin)
+    return copy_fields(UserOut, user)
 
 
 # -- partitions and IPUs across allocations
@@ -547,18 +533,4 @@ async def list_events(
         before_id=before_id,
     )
     events = await audit_log.list_events(caller, wanted)
-    return EventList(
-        events=[
-            EventOut(
-                id=e.id,
-                time=e.time,
-                actor=e.actor,
-                action=e.action,
-                target=e.target,
-                outcome=e.outcome,
-                source=e.source,
-                detail=e.detail,
-            )
-            for e in events
-        ]
-    )
+    return EventList(events=[EventOut.model_validate(e, from_attributes=True) for e in events])

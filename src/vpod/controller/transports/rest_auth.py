@@ -15,6 +15,7 @@ with the gRPC transports.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -88,41 +89,43 @@ def _source(request: Request) -> str:
     return f"http:{client.host}:{client.port}" if client else "http:unknown"
 
 
-async def _authenticated(
-    request: Request,
-    auth: Authenticator,
-    user_id: str | None,
-    access_key: str | None,
-    bearer: HTTPAuthorizationCredentials | None,
-    *,
-    admin: bool,
-) -> Caller:
-    who, key = parse_credentials(
-        user_id, access_key, bearer.credentials if bearer is not None else None
-    )
-    return await auth.caller(who, key, source=_source(request), admin=admin)
+@dataclass(frozen=True, repr=False)  # no repr: it holds an access key
+class Presented:
+    """The credentials a request's headers present (unchecked), and where it came from."""
+
+    user_id: str | None
+    access_key: str | None
+    bearer: HTTPAuthorizationCredentials | None
+    source: str
+
+    async def caller(self, auth: Authenticator, *, admin: bool) -> Caller:
+        """The authenticated caller (an administrator when ``admin``)."""
+        bearer = self.bearer.credentials if self.bearer is not None else None
+        who, key = parse_credentials(self.user_id, self.access_key, bearer)
+        return await auth.caller(who, key, source=self.source, admin=admin)
 
 
-async def user_caller(
+async def presented(
     request: Request,
-    auth: AuthenticatorDep,
     user_id: str | None = Depends(user_header),
     access_key: str | None = Depends(key_header),
     bearer: HTTPAuthorizationCredentials | None = Depends(bearer_scheme),
-) -> Caller:
+) -> Presented:
+    """What the request presents (FastAPI dependency: the headers' security schemes)."""
+    return Presented(user_id, access_key, bearer, _source(request))
+
+
+PresentedDep = Annotated[Presented, Depends(presented)]
+
+
+async def user_caller(auth: AuthenticatorDep, credentials: PresentedDep) -> Caller:
     """The authenticated caller of a user route (FastAPI dependency)."""
-    return await _authenticated(request, auth, user_id, access_key, bearer, admin=False)
+    return await credentials.caller(auth, admin=False)
 
 
-async def admin_caller(
-    request: Request,
-    auth: AuthenticatorDep,
-    user_id: str | None = Depends(user_header),
-    access_key: str | None = Depends(key_header),
-    bearer: HTTPAuthorizationCredentials | None = Depends(bearer_scheme),
-) -> Caller:
+async def admin_caller(auth: AuthenticatorDep, credentials: PresentedDep) -> Caller:
     """The authenticated administrator of an admin route (FastAPI dependency)."""
-    return await _authenticated(request, auth, user_id, access_key, bearer, admin=True)
+    return await credentials.caller(auth, admin=True)
 
 
 AsUser = Annotated[Caller, Depends(user_caller)]

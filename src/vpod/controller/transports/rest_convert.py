@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from vpod.agent.field_copy import copy_fields
 from vpod.agent.model import Fault, FaultKind, LinkTestKind
 from vpod.domain.entities import Cluster
 from vpod.domain.ipuof import ipuof_conf_file
@@ -27,25 +28,19 @@ from vpod.wire.rest.partitions import (
 )
 
 from ..listings import AllocationRow, PartitionRow
+from ..partition_views import placed_ipus
 from .wire_convert import explicit_ipus
 
 
 def requirements_of(body: CreatePartitionBody) -> PartitionRequirements:
     """The domain's request from the JSON body (mirrors ``wire_convert.requirements_from_wire``)."""
-    ipus = explicit_ipus(body.ipus or [], body.cluster_id)
-    return PartitionRequirements(
-        id=body.id,
-        size=body.size,
-        allocation_id=body.allocation_id,
-        cluster_id=body.cluster_id,
+    return copy_fields(
+        PartitionRequirements,
+        body,
         num_segments=body.num_ipulink_segments,
-        num_gcds=body.num_gcds,
-        num_replicas=body.num_replicas,
-        reconfigurable=body.reconfigurable,
         routing=body.ipulink_routing_type,
         gw_routing=body.gw_routing_type,
-        sync_type=body.sync_type,
-        ipus=ipus,
+        ipus=explicit_ipus(body.ipus or [], body.cluster_id),
     )
 
 
@@ -53,25 +48,21 @@ def partition_out(
     record: PartitionRecord, cluster: Cluster, ipuof_server_version: str
 ) -> Partition:
     spec = record.spec
-    pod = cluster.pod()
-    ipus = []
-    for ipu in record.ipus:
-        ref = pod.ipu(ipu.slot)
-        ipus.append(
-            PartitionIpuOut(
-                routing_id=ipu.routing_id,
-                ipulink_domain_topology_id=ref.domain,
-                ipulink_domain_routing_id=ipu.segment,
-                topology_id=ref.position,
-                gcd=ipu.gcd,
-                agent_id=cluster.agent_of(ref.machine),
-                device_id=ref.device_id,
-            )
+    ipus = [
+        copy_fields(
+            PartitionIpuOut,
+            ipu,
+            ipulink_domain_topology_id=ref.domain,
+            ipulink_domain_routing_id=ipu.segment,
+            topology_id=ref.position,
+            agent_id=cluster.agent_of(ref.machine),
+            device_id=ref.device_id,
         )
-    return Partition(
-        id=record.id,
-        allocation_id=record.allocation_id,
-        cluster_id=record.cluster_id,
+        for ipu, ref in placed_ipus(record, cluster)
+    ]
+    return copy_fields(
+        Partition,
+        record,
         size=spec.size,
         num_ipulink_segments=spec.num_segments,
         num_gcds=spec.num_gcds,
@@ -82,11 +73,7 @@ def partition_out(
         sync_type=spec.sync_type.cli_name,
         ready_state=record.state.ready.name,
         operation_state=record.state.operation.name,
-        disable_auto_reset=record.disable_auto_reset,
-        relocatable=record.relocatable,
         ipuof_server_version=ipuof_server_version,
-        created_at=record.created_at,
-        updated_at=record.updated_at,
         ipus=ipus,
     )
 
@@ -96,14 +83,12 @@ def partitions_out(rows: Iterable[PartitionRow], ipuof_server_version: str) -> l
 
 
 def status_out(record: PartitionRecord) -> PartitionStatus:
-    return PartitionStatus(
+    return copy_fields(
+        PartitionStatus,
+        record,
         partition_id=record.id,
         ready_state=record.state.ready.name,
         operation_state=record.state.operation.name,
-        errors=list(record.errors),
-        max_auto_reset_retries=record.max_auto_reset_retries,
-        auto_reset_retry_count=record.auto_reset_retry_count,
-        last_auto_reset_time=record.last_auto_reset_time,
     )
 
 
@@ -163,12 +148,11 @@ def fault_kind(name: str) -> FaultKind:
 
 
 def fault_of(body: FaultBody) -> Fault:
-    kind = fault_kind(body.kind)
-    return Fault(
-        kind=kind,
-        device_id=body.device_id if kind is FaultKind.IPU else None,
-        link_id=body.link_id if kind is FaultKind.LINK_DOWN else None,
-        delay_s=body.delay_ms / 1000 if kind is FaultKind.AGENT_SLOW else 0.0,
+    return Fault.of_kind(
+        fault_kind(body.kind),
+        device_id=body.device_id,
+        link_id=body.link_id,
+        delay_s=body.delay_ms / 1000,
         reason=body.reason,
     )
 

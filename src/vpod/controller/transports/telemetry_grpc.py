@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from vpod.agent.convert import holder_to_wire, telemetry_to_wire, timestamp
+from vpod.agent.field_copy import copy_fields
 from vpod.wire import admin_pb2 as apb
 
 from ..telemetry import IpuSample
@@ -14,17 +15,9 @@ def telemetry_reply(samples: Iterable[IpuSample]) -> apb.ListIpuTelemetryReply:
     reply = apb.ListIpuTelemetryReply()
     for s in samples:
         reply.ipus.append(
-            apb.IpuTelemetrySample(
-                agent_id=s.agent_id,
-                cluster_id=s.cluster_id,
-                device_id=s.device_id,
-                serial=s.serial,
-                partition_id=s.partition_id,
-                routing_id=s.routing_id,
-                healthy=s.healthy,
-                fault=s.fault,
-                attached=s.attached,
-                attached_client=s.attached_client,
+            copy_fields(
+                apb.IpuTelemetrySample,
+                s,
                 holder=holder_to_wire(s.holder),
                 attached_since=timestamp(s.attached_since) if s.attached_since else None,
                 telemetry=telemetry_to_wire(s.telemetry),

@@ -4,11 +4,13 @@ Admin only (as every ``/api/v1/admin`` endpoint); served from the heartbeats'
 cache, so a call never reaches an agent.
 """
 
+from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 
+from vpod.agent.field_copy import copy_fields
 from vpod.wire.rest.telemetry import HolderOut, IpuTelemetryList, IpuTelemetryOut
 
 from ..telemetry import IpuSample
@@ -19,31 +21,19 @@ from .rest_user import API_PREFIX
 
 
 def sample_out(s: IpuSample) -> IpuTelemetryOut:
-    t = s.telemetry
-    return IpuTelemetryOut(
-        agent_id=s.agent_id,
+    return copy_fields(
+        IpuTelemetryOut,
+        s,
         cluster_id=s.cluster_id or None,
-        device_id=s.device_id,
-        serial=s.serial,
         partition_id=s.partition_id or None,
         routing_id=s.routing_id if s.partition_id else None,
-        healthy=s.healthy,
-        fault=s.fault,
-        attached=s.attached,
         attached_client=s.attached_client or None,
-        holder=HolderOut(pid=s.holder.pid, host=s.holder.host, command=s.holder.command)
-        if s.attached
-        else None,
+        holder=copy_fields(HolderOut, s.holder) if s.attached else None,
         attached_since=datetime.fromtimestamp(s.attached_since, UTC)
         if s.attached and s.attached_since
         else None,
-        busy=s.busy,
-        utilisation=t.utilisation,
-        temperature_c=t.temperature_c,
-        power_w=t.power_w,
-        link_errors=t.link_errors,
-        links_down=t.links_down,
         sampled_at=datetime.fromtimestamp(s.sampled_at, UTC),
+        **asdict(s.telemetry),
     )
 
 

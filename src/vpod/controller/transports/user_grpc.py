@@ -6,6 +6,8 @@ errors become status codes in :mod:`.grpc_errors`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import grpc
 
 from vpod.wire import virmgrpc_pb2 as pb
@@ -37,28 +39,23 @@ class VersionServicer(pb_grpc.VersionServiceServicer):
         return pb.VersionReply(version=self._settings.api_version)
 
 
+@dataclass(eq=False)
 class UserServicer(pb_grpc.UserServiceServicer):
-    def __init__(
-        self,
-        settings: Settings,
-        partitions: PartitionService,
-        views: PartitionViews,
-        listings: Listings,
-        auth: GrpcAuthenticator,
-    ) -> None:
-        self._settings = settings
-        self._partitions = partitions
-        self._views = views
-        self._listings = listings
-        self._auth = auth
+    """``virmgrpc.UserService``: each method calls one use-case."""
+
+    settings: Settings
+    partitions: PartitionService
+    views: PartitionViews
+    listings: Listings
+    auth: GrpcAuthenticator
 
     @grpc_errors
     async def ListPartitions(  # noqa: N802
         self, request: pb.ListPartitionsRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListPartitionsReply:
-        caller = await self._auth.user(context)
-        rows = await self._listings.partitions(caller, allocation_id=request.allocation_id or None)
-        version = self._settings.ipuof_server_version
+        caller = await self.auth.user(context)
+        rows = await self.listings.partitions(caller, allocation_id=request.allocation_id or None)
+        version = self.settings.ipuof_server_version
         return pb.ListPartitionsReply(
             partitions=[partition_to_wire(row.record, row.cluster, version) for row in rows]
         )
@@ -67,16 +64,16 @@ class UserServicer(pb_grpc.UserServiceServicer):
     async def ListIPUAttributes(  # noqa: N802
         self, request: pb.ListIPUAttributesRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListIPUAttributesReply:
-        caller = await self._auth.user(context)
-        attributes = await self._views.ipu_attributes(caller, request.agents)
+        caller = await self.auth.user(context)
+        attributes = await self.views.ipu_attributes(caller, request.agents)
         return attributes_to_wire(attributes)
 
     @grpc_errors
     async def CreatePartition(  # noqa: N802
         self, request: pb.CreatePartitionRequest, context: grpc.aio.ServicerContext
     ) -> pb.CreatePartitionReply:
-        caller = await self._auth.user(context)
-        record = await self._partitions.create(
+        caller = await self.auth.user(context)
+        record = await self.partitions.create(
             caller,
             requirements_from_wire(request.requirements),
             disable_auto_reset=request.disable_auto_reset,
@@ -88,35 +85,35 @@ class UserServicer(pb_grpc.UserServiceServicer):
     async def RemovePartition(  # noqa: N802
         self, request: pb.RemovePartitionRequest, context: grpc.aio.ServicerContext
     ) -> pb.RemovePartitionReply:
-        caller = await self._auth.user(context)
-        await self._partitions.remove(caller, request.partition_id, force=request.force)
+        caller = await self.auth.user(context)
+        await self.partitions.remove(caller, request.partition_id, force=request.force)
         return pb.RemovePartitionReply()
 
     @grpc_errors
     async def ResetPartition(  # noqa: N802
         self, request: pb.ResetPartitionRequest, context: grpc.aio.ServicerContext
     ) -> pb.ResetPartitionReply:
-        caller = await self._auth.user(context)
-        await self._partitions.reset(caller, request.partition_id, relocatable=request.relocatable)
+        caller = await self.auth.user(context)
+        await self.partitions.reset(caller, request.partition_id, relocatable=request.relocatable)
         return pb.ResetPartitionReply()
 
     @grpc_errors
     async def GetPartitionIpuofConfig(  # noqa: N802
         self, request: pb.GetPartitionIpuofConfigRequest, context: grpc.aio.ServicerContext
     ) -> pb.GetPartitionIpuofConfigReply:
-        caller = await self._auth.user(context)
-        record = await self._partitions.get(caller, request.partition_id)
+        caller = await self.auth.user(context)
+        record = await self.partitions.get(caller, request.partition_id)
         gcd = request.gcd_id.id if request.HasField("gcd_id") else None
-        config = await self._views.ipuof_config(record, gcd)
+        config = await self.views.ipuof_config(record, gcd)
         return pb.GetPartitionIpuofConfigReply(ipuof_config=ipuof_config_to_wire(config))
 
     @grpc_errors
     async def GetPartitionStatus(  # noqa: N802
         self, request: pb.GetPartitionStatusRequest, context: grpc.aio.ServicerContext
     ) -> pb.GetPartitionStatusReply:
-        caller = await self._auth.user(context)
-        record = await self._partitions.get(caller, request.partition_id)
-        return pb.GetPartitionStatusReply(status=status_to_wire(await self._views.status(record)))
+        caller = await self.auth.user(context)
+        record = await self.partitions.get(caller, request.partition_id)
+        return pb.GetPartitionStatusReply(status=status_to_wire(await self.views.status(record)))
 
 
 def add_version_api(server: grpc.aio.Server, settings: Settings) -> None:

@@ -6,17 +6,17 @@ by number; 0 (``*_UNDEFINED``) means "not given".
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
-from google.protobuf.timestamp_pb2 import Timestamp
-
 from vpod.agent.errors import AgentError
+from vpod.agent.field_copy import copy_fields
 from vpod.agent.model import LinkTestKind, LinkTestResult
 from vpod.domain.entities import Cluster
 from vpod.domain.partitions import PartitionRequirements
 from vpod.domain.routing import GwRouting, IpuLinkRouting, SyncType
-from vpod.store.records import PartitionRecord
+from vpod.domain.topology import IpuRef
+from vpod.store.records import PartitionIpu, PartitionRecord
 from vpod.wire import admin_pb2 as apb
 from vpod.wire import virmgrpc_pb2 as pb
 
@@ -68,39 +68,39 @@ def explicit_ipus(
 
 
 def requirements_from_wire(req: pb.PartitionRequirements) -> PartitionRequirements:
-    ipus = explicit_ipus(req.ipus, req.cluster_id)
-    return PartitionRequirements(
-        id=req.id,
-        size=req.size,
+    return copy_fields(
+        PartitionRequirements,
+        req,
         allocation_id=req.allocation_id or None,
         cluster_id=req.cluster_id or None,
         num_segments=req.num_ipulink_segments,
-        num_gcds=req.num_gcds,
-        num_replicas=req.num_replicas,
-        reconfigurable=req.reconfigurable,
         routing=_enum(IpuLinkRouting, req.ipulink_routing_type, "IPU-Link routing type"),
         gw_routing=_enum(GwRouting, req.gw_routing_type, "GW routing type"),
         sync_type=_enum(SyncType, req.sync_type, "sync type"),
-        ipus=ipus,
+        ipus=explicit_ipus(req.ipus, req.cluster_id),
     )
+
+
+def placed_ipus(record: PartitionRecord, cluster: Cluster) -> Iterator[tuple[PartitionIpu, IpuRef]]:
+    """Each IPU of the partition with where it sits in its cluster's pod."""
+    pod = cluster.pod()
+    for ipu in record.ipus:
+        yield ipu, pod.ipu(ipu.slot)
 
 
 def partition_to_wire(
     record: PartitionRecord, cluster: Cluster, ipuof_server_version: str
 ) -> pb.Partition:
     spec = record.spec
-    pod = cluster.pod()
-    ipus = []
-    for ipu in record.ipus:
-        ref = pod.ipu(ipu.slot)
-        ipus.append(
-            pb.PartitionIpu(
-                ipulink_domain_topology_id=ref.domain,
-                ipulink_domain_routing_id=ipu.segment,
-                topology_id=ref.position,
-                routing_id=ipu.routing_id,
-            )
+    ipus = [
+        pb.PartitionIpu(
+            ipulink_domain_topology_id=ref.domain,
+            ipulink_domain_routing_id=ipu.segment,
+            topology_id=ref.position,
+            routing_id=ipu.routing_id,
         )
+        for ipu, ref in placed_ipus(record, cluster)
+    ]
     return pb.Partition(
         id=record.id,
         spec=pb.PartitionSpec(
@@ -121,19 +121,13 @@ def partition_to_wire(
 
 
 def status_to_wire(record: PartitionRecord) -> pb.PartitionStatus:
-    status = pb.PartitionStatus(
+    return copy_fields(
+        pb.PartitionStatus,
+        record,
         partition_id=record.id,
         ready_state=_wire_enum(record.state.ready.value),
         operation_state=_wire_enum(record.state.operation.value),
-        errors=list(record.errors),
-        max_auto_reset_retries=record.max_auto_reset_retries,
-        auto_reset_retry_count=record.auto_reset_retry_count,
     )
-    if record.last_auto_reset_time is not None:
-        stamp = Timestamp()
-        stamp.FromDatetime(record.last_auto_reset_time)
-        status.last_auto_reset_time.CopyFrom(stamp)
-    return status
 
 
 _ROUTING_NUMBERS = {r.name: r.value for r in IpuLinkRouting}

@@ -1,0 +1,57 @@
+"""Build one shape from a value whose fields carry the same names.
+
+A record and the shape it is shown as (a sample, a filter, a wire message)
+often share most field names; copying them by hand names every field twice
+and lets a field added to both be forgotten in one. :func:`copy_fields`
+reads the names from the shape's own declaration (a dataclass, a pydantic
+model or a protobuf message) instead, and takes the
+fields whose names or values differ as explicit overrides.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+_ABSENT = object()
+
+
+_DECLARED: dict[type[Any], tuple[str, ...]] = {}
+"""Each shape's field names, read once (conversions run on the heartbeat path)."""
+
+
+def declared_fields(shape: type[Any]) -> tuple[str, ...]:
+    """The field names a dataclass, a pydantic model or a protobuf message class declares."""
+    names = _DECLARED.get(shape)
+    if names is None:
+        names = _DECLARED[shape] = _read_fields(shape)
+    return names
+
+
+def _read_fields(shape: type[Any]) -> tuple[str, ...]:
+    if dataclasses.is_dataclass(shape):
+        return tuple(f.name for f in dataclasses.fields(shape) if f.init)
+    model_fields = getattr(shape, "model_fields", None)
+    if isinstance(model_fields, dict):
+        return tuple(model_fields)
+    descriptor = getattr(shape, "DESCRIPTOR", None)
+    if descriptor is None:
+        raise TypeError(
+            f"{shape.__name__} is neither a dataclass, a pydantic model nor a protobuf message"
+        )
+    return tuple(f.name for f in descriptor.fields)
+
+
+def copy_fields(shape: type[T], source: object, /, **overrides: Any) -> T:
+    """``shape`` built from ``source``'s attributes of the same names, ``overrides`` first.
+
+    A field that ``source`` lacks and no override gives keeps the shape's default.
+    """
+    values = overrides  # a fresh dict each call: filled in place (conversions run per heartbeat)
+    for name in declared_fields(shape):
+        if name not in values:
+            value = getattr(source, name, _ABSENT)
+            if value is not _ABSENT:
+                values[name] = value
+    return shape(**values)
