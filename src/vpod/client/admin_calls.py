@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TypedDict
+from typing import TypedDict, Unpack
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
@@ -63,7 +63,9 @@ def _none(_reply: object) -> None:
     return None
 
 
-def create_agent(agent_id: str, host: str, port: int, key: str = "") -> Rpc[Agent]:
+def create_agent(agent_id: str, host: str, port: int, *, key: str = "") -> Rpc[Agent]:
+    """Add an agent by address; ``key`` is the one it answers to (``vipu-agent
+    --key-file``; empty: the key it registered with)."""
     return Rpc(
         ADMIN_SERVICE + "CreateAgent",
         apb.CreateAgentRequest(agent_id=agent_id, host=host, port=port, agent_key=key),
@@ -72,7 +74,7 @@ def create_agent(agent_id: str, host: str, port: int, key: str = "") -> Rpc[Agen
     )
 
 
-def list_agents(cluster: str | None) -> Rpc[list[Agent]]:
+def list_agents(cluster: str | None = None) -> Rpc[list[Agent]]:
     return Rpc(
         ADMIN_SERVICE + "ListAgents",
         apb.ListAgentsRequest(cluster_id=cluster or ""),
@@ -81,7 +83,7 @@ def list_agents(cluster: str | None) -> Rpc[list[Agent]]:
     )
 
 
-def remove_agent(agent_id: str, force: bool) -> Rpc[None]:
+def remove_agent(agent_id: str, *, force: bool = False) -> Rpc[None]:
     return Rpc(
         ADMIN_SERVICE + "RemoveAgent",
         apb.RemoveAgentRequest(agent_id=agent_id, force=force),
@@ -91,8 +93,10 @@ def remove_agent(agent_id: str, force: bool) -> Rpc[None]:
 
 
 def discover_agents(
-    addresses: Sequence[str], add: bool, key: str = ""
+    addresses: Sequence[str] = (), *, add: bool = False, key: str = ""
 ) -> Rpc[list[DiscoveredAgent]]:
+    """Probe ``host:port`` addresses (none: the agents that registered themselves), with
+    the agents' ``key`` (empty: the key each registered with)."""
     return Rpc(
         ADMIN_SERVICE + "DiscoverAgents",
         apb.DiscoverAgentsRequest(addresses=list(addresses), add=add, agent_key=key),
@@ -104,9 +108,10 @@ def discover_agents(
 def create_cluster(
     cluster_id: str,
     agent_ids: Sequence[str],
-    num_ilds: int | None,
-    topology: IldTopology | None,
-    cluster_topology: GwTopology | None,
+    *,
+    num_ilds: int | None = None,
+    topology: IldTopology | None = None,
+    cluster_topology: GwTopology | None = None,
 ) -> Rpc[Cluster]:
     request = apb.CreateClusterRequest(
         cluster_id=cluster_id,
@@ -136,7 +141,7 @@ def list_clusters() -> Rpc[list[Cluster]]:
     )
 
 
-def remove_cluster(cluster_id: str, force: bool) -> Rpc[None]:
+def remove_cluster(cluster_id: str, *, force: bool = False) -> Rpc[None]:
     return Rpc(
         ADMIN_SERVICE + "RemoveCluster",
         apb.RemoveClusterRequest(cluster_id=cluster_id, force=force),
@@ -145,7 +150,8 @@ def remove_cluster(cluster_id: str, force: bool) -> Rpc[None]:
     )
 
 
-def cluster_test(cluster_id: str, tests: Sequence[LinkTest]) -> Rpc[ClusterTestReport]:
+def cluster_test(cluster_id: str, tests: Sequence[LinkTest] = ()) -> Rpc[ClusterTestReport]:
+    """Run the link tests (all five when ``tests`` is empty) over every agent."""
     kinds = [agpb.LinkTestKind.ValueType(t.value) for t in tests]
     return Rpc(
         ADMIN_SERVICE + "TestCluster",
@@ -158,10 +164,13 @@ def cluster_test(cluster_id: str, tests: Sequence[LinkTest]) -> Rpc[ClusterTestR
 def create_allocation(
     allocation_id: str,
     cluster_id: str,
-    size: int | None,
-    agent_ids: Sequence[str],
+    *,
+    size: int | None = None,
+    agent_ids: Sequence[str] = (),
     hosts: Sequence[str] = (),
 ) -> Rpc[Allocation]:
+    """Grant machines of a cluster: ``size`` IPUs (the controller picks) or ``agent_ids``;
+    ``hosts`` (addresses or CIDRs) may attach to its IPUs (none: the trusted hosts)."""
     return Rpc(
         ADMIN_SERVICE + "CreateAllocation",
         apb.CreateAllocationRequest(
@@ -177,6 +186,8 @@ def create_allocation(
 
 
 def set_allocation_hosts(allocation_id: str, hosts: Sequence[str]) -> Rpc[Allocation]:
+    """Replace who may attach to the allocation's IPUs over IPUoF (none: the trusted
+    hosts); the agents of its partitions get the change at once."""
     return Rpc(
         ADMIN_SERVICE + "SetAllocationHosts",
         apb.SetAllocationHostsRequest(allocation_id=allocation_id, hosts=list(hosts)),
@@ -185,7 +196,7 @@ def set_allocation_hosts(allocation_id: str, hosts: Sequence[str]) -> Rpc[Alloca
     )
 
 
-def remove_allocation(allocation_id: str, force: bool) -> Rpc[None]:
+def remove_allocation(allocation_id: str, *, force: bool = False) -> Rpc[None]:
     return Rpc(
         ADMIN_SERVICE + "RemoveAllocation",
         apb.RemoveAllocationRequest(allocation_id=allocation_id, force=force),
@@ -194,7 +205,10 @@ def remove_allocation(allocation_id: str, force: bool) -> Rpc[None]:
     )
 
 
-def create_user(user_id: str, allocation_ids: Sequence[str], admin: bool) -> Rpc[CreatedUser]:
+def create_user(
+    user_id: str, *, allocation_ids: Sequence[str] = (), admin: bool = False
+) -> Rpc[CreatedUser]:
+    """Create a user; the reply carries its access key, which is shown only once."""
     return Rpc(
         ADMIN_SERVICE + "CreateUser",
         apb.CreateUserRequest(user_id=user_id, allocation_ids=list(allocation_ids), admin=admin),
@@ -223,6 +237,7 @@ def remove_user(user_id: str) -> Rpc[None]:
 
 
 def grant_allocation(allocation_id: str, user_id: str) -> Rpc[User]:
+    """Let an existing user use the allocation too (its key is unchanged)."""
     return Rpc(
         ADMIN_SERVICE + "GrantAllocation",
         apb.GrantAllocationRequest(allocation_id=allocation_id, user_id=user_id),
@@ -232,6 +247,7 @@ def grant_allocation(allocation_id: str, user_id: str) -> Rpc[User]:
 
 
 def revoke_allocation(allocation_id: str, user_id: str) -> Rpc[User]:
+    """Take the allocation away from the user (at its next call)."""
     return Rpc(
         ADMIN_SERVICE + "RevokeAllocation",
         apb.RevokeAllocationRequest(allocation_id=allocation_id, user_id=user_id),
@@ -240,7 +256,9 @@ def revoke_allocation(allocation_id: str, user_id: str) -> Rpc[User]:
     )
 
 
-def list_partitions(allocation: str | None, cluster: str | None) -> Rpc[list[PartitionInfo]]:
+def list_partitions(
+    *, allocation: str | None = None, cluster: str | None = None
+) -> Rpc[list[PartitionInfo]]:
     return Rpc(
         ADMIN_SERVICE + "ListPartitions",
         apb.ListPartitionsRequest(allocation_id=allocation or "", cluster_id=cluster or ""),
@@ -258,7 +276,8 @@ def inject_fault(agent_id: str, fault: Fault) -> Rpc[AgentFaults]:
     )
 
 
-def clear_fault(agent_id: str, fault: Fault | None) -> Rpc[AgentFaults]:
+def clear_fault(agent_id: str, fault: Fault | None = None) -> Rpc[AgentFaults]:
+    """Clear one fault (matched by kind and target), or all of the agent's when ``None``."""
     request = apb.ClearFaultRequest(agent_id=agent_id, all=fault is None)
     if fault is not None:
         request.fault.CopyFrom(fault.to_wire())
@@ -270,7 +289,7 @@ def _agent_faults(reply: apb.InjectFaultReply | apb.ClearFaultReply) -> AgentFau
     return AgentFaults(reply.agent_id, faults, raw=reply)
 
 
-def list_ipu_attributes(agents: Sequence[str]) -> Rpc[list[IpuAttributes]]:
+def list_ipu_attributes(agents: Sequence[str] = ()) -> Rpc[list[IpuAttributes]]:
     return Rpc(
         ADMIN_SERVICE + "ListIpuAttributes",
         pb.ListIPUAttributesRequest(agents=list(agents)),
@@ -305,7 +324,8 @@ def events_request(filters: EventFilter) -> apb.ListEventsRequest:
     return request
 
 
-def list_events(filters: EventFilter) -> Rpc[list[AuditEvent]]:
+def list_events(**filters: Unpack[EventFilter]) -> Rpc[list[AuditEvent]]:
+    """The audit log, newest first."""
     return Rpc(
         ADMIN_SERVICE + "ListEvents",
         events_request(filters),
@@ -314,7 +334,8 @@ def list_events(filters: EventFilter) -> Rpc[list[AuditEvent]]:
     )
 
 
-def create_agent_token(label: str) -> Rpc[IssuedAgentToken]:
+def create_agent_token(label: str = "") -> Rpc[IssuedAgentToken]:
+    """A new agent registration token; its text is shown only once."""
     return Rpc(
         ADMIN_SERVICE + "CreateAgentToken",
         apb.CreateAgentTokenRequest(label=label),

@@ -53,6 +53,7 @@ class MintedPartitionKey:
 
 
 def create_partition_key(partition_id: str, key_id: str = "") -> Rpc[MintedPartitionKey]:
+    """A key that may get, reset and attach ``partition_id`` only (shown once)."""
     return Rpc(
         KEYS_SERVICE + "CreatePartitionKey",
         kpb.CreatePartitionKeyRequest(partition_id=partition_id, key_id=key_id),
@@ -64,6 +65,7 @@ def create_partition_key(partition_id: str, key_id: str = "") -> Rpc[MintedParti
 
 
 def list_partition_keys() -> Rpc[list[PartitionKey]]:
+    """The partition keys the caller minted (every one, for an administrator)."""
     return Rpc(
         KEYS_SERVICE + "ListPartitionKeys",
         kpb.ListPartitionKeysRequest(),
@@ -73,6 +75,7 @@ def list_partition_keys() -> Rpc[list[PartitionKey]]:
 
 
 def remove_partition_key(key_id: str) -> Rpc[None]:
+    """Stop a partition key now."""
     return Rpc(
         KEYS_SERVICE + "RemovePartitionKey",
         kpb.RemovePartitionKeyRequest(key_id=key_id),

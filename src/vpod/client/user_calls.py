@@ -7,7 +7,7 @@ them on a blocking or an asyncio transport. Nothing here does I/O.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TypedDict
+from typing import TypedDict, Unpack
 
 from vpod.domain.partition_states import ReadyState
 from vpod.domain.routing import GwRouting, IpuLinkRouting, SyncType
@@ -54,6 +54,7 @@ def version() -> Rpc[str]:
 
 
 def list_partitions(allocation: str | None = None) -> Rpc[list[Partition]]:
+    """The partitions the caller may see (of one allocation when given)."""
     return Rpc(
         USER_SERVICE + "ListPartitions",
         pb.ListPartitionsRequest(allocation_id=allocation or ""),
@@ -70,7 +71,8 @@ def pick_partition(partitions: Iterable[Partition], partition_id: str) -> Partit
     raise NotFound(f"partition {partition_id} is not in the list of partitions you may see")
 
 
-def create_partition(partition_id: str, size: int, options: PartitionOptions) -> Rpc[str]:
+def create_partition(partition_id: str, size: int, **options: Unpack[PartitionOptions]) -> Rpc[str]:
+    """Create a partition of ``size`` IPUs; returns its id once it is ACTIVE or refused."""
     sync_type = options.get("sync_type")
     routing = options.get("routing")
     gw_routing = options.get("gw_routing")
@@ -100,7 +102,7 @@ def create_partition(partition_id: str, size: int, options: PartitionOptions) ->
     )
 
 
-def remove_partition(partition_id: str, force: bool) -> Rpc[None]:
+def remove_partition(partition_id: str, *, force: bool = False) -> Rpc[None]:
     return Rpc(
         USER_SERVICE + "RemovePartition",
         pb.RemovePartitionRequest(partition_id=partition_id, force=force),
@@ -109,7 +111,7 @@ def remove_partition(partition_id: str, force: bool) -> Rpc[None]:
     )
 
 
-def reset_partition(partition_id: str, relocatable: bool) -> Rpc[None]:
+def reset_partition(partition_id: str, *, relocatable: bool = False) -> Rpc[None]:
     return Rpc(
         USER_SERVICE + "ResetPartition",
         pb.ResetPartitionRequest(partition_id=partition_id, relocatable=relocatable),
@@ -127,7 +129,8 @@ def partition_status(partition_id: str) -> Rpc[PartitionStatus]:
     )
 
 
-def ipuof_config(partition_id: str, gcd: int | None) -> Rpc[IpuofConfig]:
+def ipuof_config(partition_id: str, gcd: int | None = None) -> Rpc[IpuofConfig]:
+    """The IPUoF config of every GCD of the partition, or of GCD ``gcd`` only."""
     request = pb.GetPartitionIpuofConfigRequest(partition_id=partition_id)
     if gcd is not None:
         request.gcd_id.id = gcd
@@ -149,8 +152,8 @@ def list_ipu_attributes(agents: Sequence[str] = ()) -> Rpc[list[IpuAttributes]]:
 
 
 def list_allocations(cluster: str | None = None) -> Rpc[list[Allocation]]:
-    """The admin service's listing, served on the user endpoint too: a user sees only the
-    allocations granted to them."""
+    """The allocations granted to the caller (every one, for an administrator): the admin
+    service's listing, served on the user endpoint too."""
     return Rpc(
         ADMIN_SERVICE + "ListAllocations",
         apb.ListAllocationsRequest(cluster_id=cluster or ""),
