@@ -14,7 +14,7 @@ from typing import Any
 from vpod.wire import keys_pb2 as kpb
 
 from .grpc_transport import Rpc
-from .records import timestamp_or_none
+from .records import copy_fields
 
 KEYS_SERVICE = "/vpod.keys.v1.PartitionKeyService/"
 
@@ -31,13 +31,7 @@ class PartitionKey:
 
     @classmethod
     def from_wire(cls, message: kpb.PartitionKey) -> PartitionKey:
-        return cls(
-            id=message.id,
-            owner_id=message.owner_id,
-            partition_id=message.partition_id,
-            created_at=timestamp_or_none(message.created_at, message.HasField("created_at")),
-            raw=message,
-        )
+        return copy_fields(cls, message)
 
 
 @dataclass(frozen=True)

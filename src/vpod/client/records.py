@@ -11,10 +11,13 @@ the wire form, such as ``vipu list partitions --json``. Fields one API does not 
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cache
 from typing import Any, TypeVar
 
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -25,6 +28,7 @@ from vpod.domain.routing import GwRouting, IpuLinkRouting, SyncType
 from vpod.wire import virmgrpc_pb2 as pb
 
 E = TypeVar("E", bound=enum.Enum)
+R = TypeVar("R")
 
 IPUOF_ATTRIBUTE_ORDER: tuple[str, ...] = (
     "Fabric Reconfigurable",
@@ -50,6 +54,40 @@ def timestamp_or_none(stamp: Timestamp, present: bool = True) -> datetime | None
     if not present or (stamp.seconds == 0 and stamp.nanos == 0):
         return None
     return stamp.ToDatetime(tzinfo=UTC)
+
+
+@cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def copy_fields(cls: type[R], source: object, **given: Any) -> R:
+    """A record ``cls`` of the wire shape ``source`` (a protobuf message, a REST shape): each
+    field is ``given``, else ``source``'s field of the same name (one it lacks takes the
+    record's default), repeated fields as tuples, maps as dicts, timestamps as aware datetimes
+    (``None`` when unset); ``raw`` is ``source`` unless given."""
+    values = dict(given)
+    hints = _hints(typing.cast(type, cls))
+    for spec in dataclasses.fields(cls):  # type: ignore[arg-type]
+        name = spec.name
+        if name in values:
+            continue
+        if name == "raw":
+            values[name] = source
+        elif hasattr(source, name):
+            values[name] = _as_annotated(hints[name], getattr(source, name), source, name)
+    return cls(**values)
+
+
+def _as_annotated(hint: Any, value: Any, source: Any, name: str) -> Any:
+    if isinstance(value, Timestamp):
+        return timestamp_or_none(value, source.HasField(name))
+    origin = typing.get_origin(hint)
+    if origin is tuple:
+        return tuple(value)
+    if origin in (Mapping, dict):
+        return dict(value)
+    return value
 
 
 @dataclass(frozen=True)
@@ -108,24 +146,12 @@ class Partition:
     @classmethod
     def from_wire(cls, message: pb.Partition) -> Partition:
         spec = message.spec
-        return cls(
+        return copy_fields(
+            cls,
+            spec,
             id=message.id,
-            cluster_id=spec.cluster_id,
-            allocation_id=spec.allocation_id,
             ready_state=enum_or_none(ReadyState, message.ready_state),
-            ipus=tuple(
-                PartitionIpu(
-                    ipu.ipulink_domain_topology_id,
-                    ipu.ipulink_domain_routing_id,
-                    ipu.topology_id,
-                    ipu.routing_id,
-                )
-                for ipu in spec.ipus
-            ),
-            num_gcds=spec.num_gcds,
-            num_replicas=spec.num_replicas,
-            num_ipulink_segments=spec.num_ipulink_segments,
-            reconfigurable=spec.reconfigurable,
+            ipus=tuple(copy_fields(PartitionIpu, ipu) for ipu in spec.ipus),
             ipulink_routing=enum_or_none(IpuLinkRouting, spec.ipulink_routing_type),
             gw_routing=enum_or_none(GwRouting, spec.gw_routing_type),
             sync_type=enum_or_none(SyncType, spec.sync_type),
@@ -149,17 +175,11 @@ class PartitionStatus:
 
     @classmethod
     def from_wire(cls, message: pb.PartitionStatus) -> PartitionStatus:
-        return cls(
-            partition_id=message.partition_id,
+        return copy_fields(
+            cls,
+            message,
             ready_state=enum_or_none(ReadyState, message.ready_state),
             operation_state=enum_or_none(OperationState, message.operation_state),
-            errors=tuple(message.errors),
-            max_auto_reset_retries=message.max_auto_reset_retries,
-            auto_reset_retry_count=message.auto_reset_retry_count,
-            last_auto_reset_time=timestamp_or_none(
-                message.last_auto_reset_time, message.HasField("last_auto_reset_time")
-            ),
-            raw=message,
         )
 
 
@@ -181,7 +201,7 @@ class IpuofDevice:
 
     @classmethod
     def from_wire(cls, message: pb.IpuofDevice) -> IpuofDevice:
-        return cls(**{name: getattr(message, name) for name in cls.__dataclass_fields__})
+        return copy_fields(cls, message)
 
 
 def ordered_attributes(attributes: Mapping[str, str]) -> dict[str, str]:
@@ -227,22 +247,17 @@ class IpuofConfig:
 
     @classmethod
     def from_wire(cls, message: pb.PartitionConfig) -> IpuofConfig:
-        return cls(
-            gcds=tuple(
-                GcdConfig(
-                    devices=tuple(IpuofDevice.from_wire(d) for d in gcd.devices),
-                    attributes=dict(gcd.attributes),
-                    raw=gcd,
-                )
-                for gcd in message.gcd_configs
-            ),
+        gcds = tuple(
+            copy_fields(GcdConfig, gcd, devices=tuple(map(IpuofDevice.from_wire, gcd.devices)))
+            for gcd in message.gcd_configs
+        )
+        return copy_fields(
+            cls,
+            message,
+            gcds=gcds,
             ipulink_routing=enum_or_none(IpuLinkRouting, message.ipulink_routing_type),
             gw_routing=enum_or_none(GwRouting, message.gw_routing_type),
             sync_type=enum_or_none(SyncType, message.sync_type),
-            reconfigurable=message.reconfigurable,
-            num_ipulink_segments=message.num_ipulink_segments,
-            ipuof_server_version=message.ipuof_server_version,
-            raw=message,
         )
 
 
