@@ -7,13 +7,22 @@ describes the request and how to read its reply (an ``Rpc`` or an
 on a blocking transport and returns the record; on an :class:`Async` client it
 is a coroutine function returning the same record. So the twins share every
 signature, docstring and reply reader, and differ only in their transport.
+
+A builder may also be a *procedure*: a generator that yields call descriptions
+(each sent back its record) and :class:`Pause` steps, and returns the result,
+such as polling until a partition is ACTIVE. The blocking client runs its steps
+with blocking calls and ``time.sleep``, the asyncio twin with awaits, so a
+procedure too is written once (sans I/O).
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
-from collections.abc import Awaitable, Callable, Coroutine
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Generator
+from dataclasses import dataclass
 from typing import Any, Generic, ParamSpec, Protocol, Self, TypeVar, cast, overload
 
 P = ParamSpec("P")
@@ -26,6 +35,18 @@ class CallDescription(Protocol[T_co]):
 
     @property
     def parse(self) -> Callable[[Any], T_co]: ...
+
+
+@dataclass(frozen=True)
+class Pause:
+    """A step of a procedure: wait ``seconds`` before its next step."""
+
+    seconds: float
+
+
+Step = CallDescription[Any] | Pause
+Procedure = Generator[Step, Any, T]
+"""Yields calls (each sent back its record) and pauses; returns the result."""
 
 
 class BlockingTransport(Protocol):
@@ -73,10 +94,16 @@ class Async:
 class api_call(Generic[P, T]):  # noqa: N801 -- used like a decorator, named like one
     """One call of an API as a method of its clients (see the module's docstring)."""
 
-    def __init__(self, build: Callable[P, CallDescription[T]]) -> None:
+    @overload
+    def __init__(self: api_call[P, T], build: Callable[P, CallDescription[T]]) -> None: ...
+
+    @overload
+    def __init__(self: api_call[P, T], build: Callable[P, Procedure[T]]) -> None: ...
+
+    def __init__(self, build: Callable[P, Any]) -> None:
         self.build = build
         self.__doc__ = build.__doc__
-        self._name = build.__name__
+        self._name = getattr(build, "__name__", "")
 
     def __set_name__(self, owner: type, name: str) -> None:
         self._name = name
@@ -98,14 +125,20 @@ class api_call(Generic[P, T]):  # noqa: N801 -- used like a decorator, named lik
             async_transport = client._transport
 
             async def run_async(*args: P.args, **kwargs: P.kwargs) -> T:
-                return cast(T, await async_transport.invoke(build(*args, **kwargs)))
+                made = build(*args, **kwargs)
+                if isinstance(made, Generator):
+                    return cast(T, await _run_async(made, async_transport))
+                return cast(T, await async_transport.invoke(made))
 
             return self._named(run_async, owner)
         if isinstance(client, Blocking):
             transport = client._transport
 
             def run(*args: P.args, **kwargs: P.kwargs) -> T:
-                return cast(T, transport.invoke(build(*args, **kwargs)))
+                made = build(*args, **kwargs)
+                if isinstance(made, Generator):
+                    return cast(T, _run(made, transport))
+                return cast(T, transport.invoke(made))
 
             return self._named(run, owner)
         raise TypeError(f"{owner.__name__} is neither a Blocking nor an Async client")
@@ -123,3 +156,31 @@ class api_call(Generic[P, T]):  # noqa: N801 -- used like a decorator, named lik
     def _signature(self) -> inspect.Signature:
         # the builder's parameters; its return annotation names the call, not the record
         return inspect.signature(self.build).replace(return_annotation=inspect.Signature.empty)
+
+
+def _run(procedure: Procedure[Any], transport: BlockingTransport) -> Any:
+    reply: Any = None
+    try:
+        while True:
+            step = procedure.send(reply)
+            if isinstance(step, Pause):
+                time.sleep(step.seconds)
+                reply = None
+            else:
+                reply = transport.invoke(step)
+    except StopIteration as done:
+        return done.value
+
+
+async def _run_async(procedure: Procedure[Any], transport: AsyncTransport) -> Any:
+    reply: Any = None
+    try:
+        while True:
+            step = procedure.send(reply)
+            if isinstance(step, Pause):
+                await asyncio.sleep(step.seconds)
+                reply = None
+            else:
+                reply = await transport.invoke(step)
+    except StopIteration as done:
+        return done.value

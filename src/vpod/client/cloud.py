@@ -14,14 +14,13 @@ when it ends in ERROR.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Self
 
 from . import cloud_calls as calls
-from .api_methods import Async, Blocking, api_call
+from .api_methods import Async, Blocking, Pause, Procedure, api_call
 from .cloud_config import API_PREFIX, CloudSettings, resolve_cloud
 from .cloud_datasets import DatasetStorageMethods
 from .cloud_records import Phase, Task
@@ -88,6 +87,29 @@ class _Follow:
         )
 
 
+def wait_task(
+    task: Task | str,
+    *,
+    timeout: float = WAIT_TIMEOUT_S,
+    poll: float = POLL_S,
+    on_phase: PhaseCallback | None = None,
+    on_update: TaskCallback | None = None,
+) -> Procedure[Task]:
+    """Poll until the task ends; ``on_phase`` sees each phase once, ``on_update`` each poll.
+
+    Returns the finished task; `TaskFailed` if it ends in ERROR, `Timeout` after ``timeout`` s.
+    """
+    current = (yield calls.get_task(task)) if isinstance(task, str) else task
+    follow = _Follow(current, timeout, on_phase, on_update)
+    deadline = time.monotonic() + timeout
+    while not follow.see(current):
+        if time.monotonic() >= deadline:
+            raise follow.gave_up()
+        yield Pause(poll)
+        current = yield calls.get_task(current.id)
+    return current
+
+
 class _CloudApi(DatasetStorageMethods, SshMethods):
     """The cloud API's methods, the same for the blocking client and its asyncio twin."""
 
@@ -148,6 +170,7 @@ class _CloudApi(DatasetStorageMethods, SshMethods):
     # tasks
     list_tasks = api_call(calls.list_tasks)
     get_task = api_call(calls.get_task)
+    wait_task = api_call(wait_task)
 
     # administration (the cloud administrator's token)
     list_projects = api_call(calls.list_projects)
@@ -207,56 +230,9 @@ class CloudClient(_CloudApi, Blocking):
         """An SSH connection to the server's sshd (``server``: its number or name)."""
         return open_tunnel(self._site, cluster, server)
 
-    def wait_task(
-        self,
-        task: Task | str,
-        *,
-        timeout: float = WAIT_TIMEOUT_S,
-        poll: float = POLL_S,
-        on_phase: PhaseCallback | None = None,
-        on_update: TaskCallback | None = None,
-    ) -> Task:
-        """Poll until the task ends; ``on_phase`` sees each phase once, ``on_update`` each poll.
-
-        Returns the finished task; `TaskFailed` if it ends in ERROR, `Timeout` after ``timeout`` s.
-        """
-        current = self.get_task(task) if isinstance(task, str) else task
-        follow = _Follow(current, timeout, on_phase, on_update)
-        deadline = time.monotonic() + timeout
-        while not follow.see(current):
-            if time.monotonic() >= deadline:
-                raise follow.gave_up()
-            time.sleep(poll)
-            current = self.get_task(current.id)
-        return current
-
 
 class AsyncCloudClient(_CloudApi, Async):
     """The cloud API over ``httpx.AsyncClient``; the same methods as :class:`CloudClient`."""
 
     def _connect(self, site: HttpSite) -> None:
         self._transport = AsyncHttpTransport(site)
-
-    async def wait_task(
-        self,
-        task: Task | str,
-        *,
-        timeout: float = WAIT_TIMEOUT_S,
-        poll: float = POLL_S,
-        on_phase: PhaseCallback | None = None,
-        on_update: TaskCallback | None = None,
-    ) -> Task:
-        """Poll until the task ends; ``on_phase`` sees each phase once, ``on_update`` each poll.
-
-        Returns the finished task; `TaskFailed` if it ends in ERROR, `Timeout` after ``timeout`` s.
-        """
-        current = await self.get_task(task) if isinstance(task, str) else task
-        follow = _Follow(current, timeout, on_phase, on_update)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while not follow.see(current):
-            if loop.time() >= deadline:
-                raise follow.gave_up()
-            await asyncio.sleep(poll)
-            current = await self.get_task(current.id)
-        return current

@@ -1,65 +1,36 @@
-"""Waiting for a partition to become ACTIVE, for every client of the user API.
+"""Waiting for a partition to become ACTIVE: one procedure for every client of the user API.
 
-Mixed into the gRPC user clients and the REST clients, blocking or asyncio:
-each polls its own ``partition_status`` until :func:`.user_calls.settled`.
+The gRPC user clients and the REST clients, blocking or asyncio, declare
+``wait_until_active = api_call(WaitUntilActive(calls.partition_status))`` with
+their own status call; :mod:`.api_methods` runs the polling.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Awaitable
-from typing import Protocol
+from collections.abc import Callable
 
+from .api_methods import CallDescription, Pause, Procedure
 from .errors import Timeout
 from .records import PartitionStatus
 from .user_calls import POLL_S, WAIT_TIMEOUT_S, not_active, settled
 
 
-class _ReadsStatus(Protocol):
-    def partition_status(self, partition_id: str, /) -> PartitionStatus: ...
+class WaitUntilActive:
+    """Poll until the partition is ACTIVE; `Timeout` after ``timeout`` s, `FailedPrecondition`
+    when it goes to ERROR."""
 
+    def __init__(self, status: Callable[[str], CallDescription[PartitionStatus]]) -> None:
+        self._status = status
 
-class _AwaitsStatus(Protocol):
-    def partition_status(self, partition_id: str, /) -> Awaitable[PartitionStatus]: ...
-
-
-class PartitionWaits:
-    def wait_until_active(
-        self: _ReadsStatus,
-        partition_id: str,
-        *,
-        timeout: float = WAIT_TIMEOUT_S,
-        poll: float = POLL_S,
-    ) -> PartitionStatus:
-        """Poll until the partition is ACTIVE; `Timeout` after ``timeout`` s, `FailedPrecondition`
-        when it goes to ERROR."""
+    def __call__(
+        self, partition_id: str, *, timeout: float = WAIT_TIMEOUT_S, poll: float = POLL_S
+    ) -> Procedure[PartitionStatus]:
         deadline = time.monotonic() + timeout
         status: PartitionStatus | None = None
         while time.monotonic() < deadline:
-            status = self.partition_status(partition_id)
+            status = yield self._status(partition_id)
             if settled(status, partition_id):
                 return status
-            time.sleep(poll)
-        raise Timeout(not_active(partition_id, timeout, status))
-
-
-class AsyncPartitionWaits:
-    async def wait_until_active(
-        self: _AwaitsStatus,
-        partition_id: str,
-        *,
-        timeout: float = WAIT_TIMEOUT_S,
-        poll: float = POLL_S,
-    ) -> PartitionStatus:
-        """Poll until the partition is ACTIVE; `Timeout` after ``timeout`` s, `FailedPrecondition`
-        when it goes to ERROR."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        status: PartitionStatus | None = None
-        while loop.time() < deadline:
-            status = await self.partition_status(partition_id)
-            if settled(status, partition_id):
-                return status
-            await asyncio.sleep(poll)
+            yield Pause(poll)
         raise Timeout(not_active(partition_id, timeout, status))

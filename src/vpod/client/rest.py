@@ -22,7 +22,7 @@ from . import rest_calls as calls
 from .api_methods import Async, Blocking, api_call
 from .config import load_settings, user_endpoint
 from .http_transport import DEFAULT_TIMEOUT_S, AsyncHttpTransport, HttpSite, HttpTransport
-from .partition_waits import AsyncPartitionWaits, PartitionWaits
+from .partition_waits import WaitUntilActive
 from .records import Version
 
 DEFAULT_HTTP_PORT = 8080
@@ -111,6 +111,7 @@ class _RestApi:
     remove_partition = api_call(calls.remove_partition)
     reset_partition = api_call(calls.reset_partition)
     partition_status = api_call(calls.partition_status)
+    wait_until_active = api_call(WaitUntilActive(calls.partition_status))
     ipuof_files = api_call(calls.ipuof_files)
     ipuof_file = api_call(calls.ipuof_file)
     list_allocations = api_call(calls.list_allocations)
@@ -143,7 +144,7 @@ class _RestApi:
     fragmentation = api_call(fabric.fragmentation)
 
 
-class RestClient(_RestApi, Blocking, PartitionWaits):
+class RestClient(_RestApi, Blocking):
     """The REST API of one controller, over blocking HTTP (``httpx``)."""
 
     def _connect(self, site: HttpSite) -> None:
@@ -157,7 +158,7 @@ class RestClient(_RestApi, Blocking, PartitionWaits):
         return fabric.follow_changes(self.settings.site())
 
 
-class AsyncRestClient(_RestApi, Async, AsyncPartitionWaits):
+class AsyncRestClient(_RestApi, Async):
     """The REST API over ``httpx.AsyncClient``; the same methods as :class:`RestClient`."""
 
     def _connect(self, site: HttpSite) -> None:

@@ -22,8 +22,7 @@ from .api_methods import api_call
 from .config import user_endpoint
 from .grpc_api import AsyncGrpcApi, BlockingGrpcApi, GrpcApi
 from .grpc_transport import DEFAULT_HINT
-from .partition_waits import AsyncPartitionWaits, PartitionWaits
-from .records import Partition
+from .partition_waits import WaitUntilActive
 
 ADMIN_HINT = "admin-api-host/admin-api-port in vipu-cli.hcl or VIPU_CLI_ADMIN_API_PORT"
 
@@ -38,10 +37,12 @@ class _UserApi(GrpcApi):
     endpoint_in = staticmethod(user_endpoint)
 
     list_partitions = api_call(calls.list_partitions)
+    get_partition = api_call(calls.get_partition)
     create_partition = api_call(calls.create_partition)
     remove_partition = api_call(calls.remove_partition)
     reset_partition = api_call(calls.reset_partition)
     partition_status = api_call(calls.partition_status)
+    wait_until_active = api_call(WaitUntilActive(calls.partition_status))
     ipuof_config = api_call(calls.ipuof_config)
     list_ipu_attributes = api_call(calls.list_ipu_attributes)
     list_allocations = api_call(calls.list_allocations)
@@ -50,17 +51,9 @@ class _UserApi(GrpcApi):
     remove_partition_key = api_call(key_calls.remove_partition_key)
 
 
-class UserClient(_UserApi, BlockingGrpcApi, PartitionWaits):
+class UserClient(_UserApi, BlockingGrpcApi):
     """The user API of one controller, over blocking gRPC."""
 
-    def get_partition(self, partition_id: str) -> Partition:
-        """One partition; `NotFound` when the caller may not see it."""
-        return calls.pick_partition(self.list_partitions(), partition_id)
 
-
-class AsyncUserClient(_UserApi, AsyncGrpcApi, AsyncPartitionWaits):
+class AsyncUserClient(_UserApi, AsyncGrpcApi):
     """The user API over ``grpc.aio``; the same methods as :class:`UserClient`."""
-
-    async def get_partition(self, partition_id: str) -> Partition:
-        """One partition; `NotFound` when the caller may not see it."""
-        return calls.pick_partition(await self.list_partitions(), partition_id)

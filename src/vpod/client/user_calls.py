@@ -15,6 +15,7 @@ from vpod.wire import admin_pb2 as apb
 from vpod.wire import virmgrpc_pb2 as pb
 
 from .admin_records import Allocation
+from .api_methods import Procedure
 from .errors import FailedPrecondition, NotFound
 from .grpc_transport import Rpc
 from .records import IpuAttributes, IpuofConfig, Partition, PartitionStatus
@@ -69,6 +70,12 @@ def pick_partition(partitions: Iterable[Partition], partition_id: str) -> Partit
         if partition.id == partition_id:
             return partition
     raise NotFound(f"partition {partition_id} is not in the list of partitions you may see")
+
+
+def get_partition(partition_id: str) -> Procedure[Partition]:
+    """One partition; `NotFound` when the caller may not see it."""
+    partitions = yield list_partitions()
+    return pick_partition(partitions, partition_id)
 
 
 def create_partition(partition_id: str, size: int, **options: Unpack[PartitionOptions]) -> Rpc[str]:
