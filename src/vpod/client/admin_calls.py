@@ -66,29 +66,24 @@ def _none(_reply: object) -> None:
 def create_agent(agent_id: str, host: str, port: int, *, key: str = "") -> Rpc[Agent]:
     """Add an agent by address; ``key`` is the one it answers to (``vipu-agent
     --key-file``; empty: the key it registered with)."""
-    return Rpc(
-        ADMIN_SERVICE + "CreateAgent",
+    return ADMIN_SERVICE.call(
+        "CreateAgent",
         apb.CreateAgentRequest(agent_id=agent_id, host=host, port=port, agent_key=key),
-        apb.CreateAgentReply,
         lambda reply: Agent.from_wire(reply.agent),
     )
 
 
 def list_agents(cluster: str | None = None) -> Rpc[list[Agent]]:
-    return Rpc(
-        ADMIN_SERVICE + "ListAgents",
+    return ADMIN_SERVICE.call(
+        "ListAgents",
         apb.ListAgentsRequest(cluster_id=cluster or ""),
-        apb.ListAgentsReply,
         lambda reply: [Agent.from_wire(a) for a in reply.agents],
     )
 
 
 def remove_agent(agent_id: str, *, force: bool = False) -> Rpc[None]:
-    return Rpc(
-        ADMIN_SERVICE + "RemoveAgent",
-        apb.RemoveAgentRequest(agent_id=agent_id, force=force),
-        apb.RemoveAgentReply,
-        _none,
+    return ADMIN_SERVICE.call(
+        "RemoveAgent", apb.RemoveAgentRequest(agent_id=agent_id, force=force), _none
     )
 
 
@@ -97,10 +92,9 @@ def discover_agents(
 ) -> Rpc[list[DiscoveredAgent]]:
     """Probe ``host:port`` addresses (none: the agents that registered themselves), with
     the agents' ``key`` (empty: the key each registered with)."""
-    return Rpc(
-        ADMIN_SERVICE + "DiscoverAgents",
+    return ADMIN_SERVICE.call(
+        "DiscoverAgents",
         apb.DiscoverAgentsRequest(addresses=list(addresses), add=add, agent_key=key),
-        apb.DiscoverAgentsReply,
         lambda reply: [DiscoveredAgent.from_wire(a) for a in reply.agents],
     )
 
@@ -124,39 +118,31 @@ def create_cluster(
             else apb.CLUSTER_TOPOLOGY_UNSPECIFIED
         ),
     )
-    return Rpc(
-        ADMIN_SERVICE + "CreateCluster",
-        request,
-        apb.CreateClusterReply,
-        lambda reply: Cluster.from_wire(reply.cluster),
+    return ADMIN_SERVICE.call(
+        "CreateCluster", request, lambda reply: Cluster.from_wire(reply.cluster)
     )
 
 
 def list_clusters() -> Rpc[list[Cluster]]:
-    return Rpc(
-        ADMIN_SERVICE + "ListClusters",
+    return ADMIN_SERVICE.call(
+        "ListClusters",
         apb.ListClustersRequest(),
-        apb.ListClustersReply,
         lambda reply: [Cluster.from_wire(c) for c in reply.clusters],
     )
 
 
 def remove_cluster(cluster_id: str, *, force: bool = False) -> Rpc[None]:
-    return Rpc(
-        ADMIN_SERVICE + "RemoveCluster",
-        apb.RemoveClusterRequest(cluster_id=cluster_id, force=force),
-        apb.RemoveClusterReply,
-        _none,
+    return ADMIN_SERVICE.call(
+        "RemoveCluster", apb.RemoveClusterRequest(cluster_id=cluster_id, force=force), _none
     )
 
 
 def cluster_test(cluster_id: str, tests: Sequence[LinkTest] = ()) -> Rpc[ClusterTestReport]:
     """Run the link tests (all five when ``tests`` is empty) over every agent."""
     kinds = [agpb.LinkTestKind.ValueType(t.value) for t in tests]
-    return Rpc(
-        ADMIN_SERVICE + "TestCluster",
+    return ADMIN_SERVICE.call(
+        "TestCluster",
         apb.TestClusterRequest(cluster_id=cluster_id, tests=kinds),
-        apb.TestClusterReply,
         ClusterTestReport.from_wire,
     )
 
@@ -171,8 +157,8 @@ def create_allocation(
 ) -> Rpc[Allocation]:
     """Grant machines of a cluster: ``size`` IPUs (the controller picks) or ``agent_ids``;
     ``hosts`` (addresses or CIDRs) may attach to its IPUs (none: the trusted hosts)."""
-    return Rpc(
-        ADMIN_SERVICE + "CreateAllocation",
+    return ADMIN_SERVICE.call(
+        "CreateAllocation",
         apb.CreateAllocationRequest(
             allocation_id=allocation_id,
             cluster_id=cluster_id,
@@ -180,7 +166,6 @@ def create_allocation(
             agent_ids=list(agent_ids),
             hosts=list(hosts),
         ),
-        apb.CreateAllocationReply,
         lambda reply: Allocation.from_wire(reply.allocation),
     )
 
@@ -188,19 +173,17 @@ def create_allocation(
 def set_allocation_hosts(allocation_id: str, hosts: Sequence[str]) -> Rpc[Allocation]:
     """Replace who may attach to the allocation's IPUs over IPUoF (none: the trusted
     hosts); the agents of its partitions get the change at once."""
-    return Rpc(
-        ADMIN_SERVICE + "SetAllocationHosts",
+    return ADMIN_SERVICE.call(
+        "SetAllocationHosts",
         apb.SetAllocationHostsRequest(allocation_id=allocation_id, hosts=list(hosts)),
-        apb.SetAllocationHostsReply,
         lambda reply: Allocation.from_wire(reply.allocation),
     )
 
 
 def remove_allocation(allocation_id: str, *, force: bool = False) -> Rpc[None]:
-    return Rpc(
-        ADMIN_SERVICE + "RemoveAllocation",
+    return ADMIN_SERVICE.call(
+        "RemoveAllocation",
         apb.RemoveAllocationRequest(allocation_id=allocation_id, force=force),
-        apb.RemoveAllocationReply,
         _none,
     )
 
@@ -209,49 +192,38 @@ def create_user(
     user_id: str, *, allocation_ids: Sequence[str] = (), admin: bool = False
 ) -> Rpc[CreatedUser]:
     """Create a user; the reply carries its access key, which is shown only once."""
-    return Rpc(
-        ADMIN_SERVICE + "CreateUser",
+    return ADMIN_SERVICE.call(
+        "CreateUser",
         apb.CreateUserRequest(user_id=user_id, allocation_ids=list(allocation_ids), admin=admin),
-        apb.CreateUserReply,
         lambda reply: CreatedUser(User.from_wire(reply.user), reply.access_key, raw=reply),
         idempotent=False,  # a second call is ALREADY_EXISTS, and the key is shown once
     )
 
 
 def list_users() -> Rpc[list[User]]:
-    return Rpc(
-        ADMIN_SERVICE + "ListUsers",
-        apb.ListUsersRequest(),
-        apb.ListUsersReply,
-        lambda reply: [User.from_wire(u) for u in reply.users],
+    return ADMIN_SERVICE.call(
+        "ListUsers", apb.ListUsersRequest(), lambda reply: [User.from_wire(u) for u in reply.users]
     )
 
 
 def remove_user(user_id: str) -> Rpc[None]:
-    return Rpc(
-        ADMIN_SERVICE + "RemoveUser",
-        apb.RemoveUserRequest(user_id=user_id),
-        apb.RemoveUserReply,
-        _none,
-    )
+    return ADMIN_SERVICE.call("RemoveUser", apb.RemoveUserRequest(user_id=user_id), _none)
 
 
 def grant_allocation(allocation_id: str, user_id: str) -> Rpc[User]:
     """Let an existing user use the allocation too (its key is unchanged)."""
-    return Rpc(
-        ADMIN_SERVICE + "GrantAllocation",
+    return ADMIN_SERVICE.call(
+        "GrantAllocation",
         apb.GrantAllocationRequest(allocation_id=allocation_id, user_id=user_id),
-        apb.GrantAllocationReply,
         lambda reply: User.from_wire(reply.user),
     )
 
 
 def revoke_allocation(allocation_id: str, user_id: str) -> Rpc[User]:
     """Take the allocation away from the user (at its next call)."""
-    return Rpc(
-        ADMIN_SERVICE + "RevokeAllocation",
+    return ADMIN_SERVICE.call(
+        "RevokeAllocation",
         apb.RevokeAllocationRequest(allocation_id=allocation_id, user_id=user_id),
-        apb.RevokeAllocationReply,
         lambda reply: User.from_wire(reply.user),
     )
 
@@ -259,19 +231,17 @@ def revoke_allocation(allocation_id: str, user_id: str) -> Rpc[User]:
 def list_partitions(
     *, allocation: str | None = None, cluster: str | None = None
 ) -> Rpc[list[PartitionInfo]]:
-    return Rpc(
-        ADMIN_SERVICE + "ListPartitions",
+    return ADMIN_SERVICE.call(
+        "ListPartitions",
         apb.ListPartitionsRequest(allocation_id=allocation or "", cluster_id=cluster or ""),
-        apb.ListPartitionsReply,
         lambda reply: [PartitionInfo.from_wire(p) for p in reply.partitions],
     )
 
 
 def inject_fault(agent_id: str, fault: Fault) -> Rpc[AgentFaults]:
-    return Rpc(
-        ADMIN_SERVICE + "InjectFault",
+    return ADMIN_SERVICE.call(
+        "InjectFault",
         apb.InjectFaultRequest(agent_id=agent_id, fault=fault.to_wire()),
-        apb.InjectFaultReply,
         _agent_faults,
     )
 
@@ -281,7 +251,7 @@ def clear_fault(agent_id: str, fault: Fault | None = None) -> Rpc[AgentFaults]:
     request = apb.ClearFaultRequest(agent_id=agent_id, all=fault is None)
     if fault is not None:
         request.fault.CopyFrom(fault.to_wire())
-    return Rpc(ADMIN_SERVICE + "ClearFault", request, apb.ClearFaultReply, _agent_faults)
+    return ADMIN_SERVICE.call("ClearFault", request, _agent_faults)
 
 
 def _agent_faults(reply: apb.InjectFaultReply | apb.ClearFaultReply) -> AgentFaults:
@@ -290,10 +260,9 @@ def _agent_faults(reply: apb.InjectFaultReply | apb.ClearFaultReply) -> AgentFau
 
 
 def list_ipu_attributes(agents: Sequence[str] = ()) -> Rpc[list[IpuAttributes]]:
-    return Rpc(
-        ADMIN_SERVICE + "ListIpuAttributes",
+    return ADMIN_SERVICE.call(
+        "ListIpuAttributes",
         pb.ListIPUAttributesRequest(agents=list(agents)),
-        pb.ListIPUAttributesReply,
         lambda reply: [IpuAttributes.from_wire(e) for e in reply.entries],
     )
 
@@ -326,20 +295,18 @@ def events_request(filters: EventFilter) -> apb.ListEventsRequest:
 
 def list_events(**filters: Unpack[EventFilter]) -> Rpc[list[AuditEvent]]:
     """The audit log, newest first."""
-    return Rpc(
-        ADMIN_SERVICE + "ListEvents",
+    return ADMIN_SERVICE.call(
+        "ListEvents",
         events_request(filters),
-        apb.ListEventsReply,
         lambda reply: [AuditEvent.from_wire(e) for e in reply.events],
     )
 
 
 def create_agent_token(label: str = "") -> Rpc[IssuedAgentToken]:
     """A new agent registration token; its text is shown only once."""
-    return Rpc(
-        ADMIN_SERVICE + "CreateAgentToken",
+    return ADMIN_SERVICE.call(
+        "CreateAgentToken",
         apb.CreateAgentTokenRequest(label=label),
-        apb.CreateAgentTokenReply,
         lambda reply: IssuedAgentToken(
             AgentToken.from_wire(reply.agent_token), reply.token, raw=reply
         ),
@@ -348,18 +315,14 @@ def create_agent_token(label: str = "") -> Rpc[IssuedAgentToken]:
 
 
 def list_agent_tokens() -> Rpc[list[AgentToken]]:
-    return Rpc(
-        ADMIN_SERVICE + "ListAgentTokens",
+    return ADMIN_SERVICE.call(
+        "ListAgentTokens",
         apb.ListAgentTokensRequest(),
-        apb.ListAgentTokensReply,
         lambda reply: [AgentToken.from_wire(t) for t in reply.agent_tokens],
     )
 
 
 def remove_agent_token(token_id: str) -> Rpc[None]:
-    return Rpc(
-        ADMIN_SERVICE + "RemoveAgentToken",
-        apb.RemoveAgentTokenRequest(token_id=token_id),
-        apb.RemoveAgentTokenReply,
-        _none,
+    return ADMIN_SERVICE.call(
+        "RemoveAgentToken", apb.RemoveAgentTokenRequest(token_id=token_id), _none
     )

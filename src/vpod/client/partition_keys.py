@@ -13,10 +13,10 @@ from typing import Any
 
 from vpod.wire import keys_pb2 as kpb
 
-from .grpc_transport import Rpc
+from .grpc_transport import Rpc, Service
 from .records import copy_fields
 
-KEYS_SERVICE = "/vpod.keys.v1.PartitionKeyService/"
+KEYS_SERVICE = Service(kpb.DESCRIPTOR.services_by_name["PartitionKeyService"])
 
 
 @dataclass(frozen=True)
@@ -48,10 +48,9 @@ class MintedPartitionKey:
 
 def create_partition_key(partition_id: str, key_id: str = "") -> Rpc[MintedPartitionKey]:
     """A key that may get, reset and attach ``partition_id`` only (shown once)."""
-    return Rpc(
-        KEYS_SERVICE + "CreatePartitionKey",
+    return KEYS_SERVICE.call(
+        "CreatePartitionKey",
         kpb.CreatePartitionKeyRequest(partition_id=partition_id, key_id=key_id),
-        kpb.CreatePartitionKeyReply,
         lambda reply: MintedPartitionKey(
             PartitionKey.from_wire(reply.partition_key), reply.access_key
         ),
@@ -60,19 +59,15 @@ def create_partition_key(partition_id: str, key_id: str = "") -> Rpc[MintedParti
 
 def list_partition_keys() -> Rpc[list[PartitionKey]]:
     """The partition keys the caller minted (every one, for an administrator)."""
-    return Rpc(
-        KEYS_SERVICE + "ListPartitionKeys",
+    return KEYS_SERVICE.call(
+        "ListPartitionKeys",
         kpb.ListPartitionKeysRequest(),
-        kpb.ListPartitionKeysReply,
         lambda reply: [PartitionKey.from_wire(k) for k in reply.partition_keys],
     )
 
 
 def remove_partition_key(key_id: str) -> Rpc[None]:
     """Stop a partition key now."""
-    return Rpc(
-        KEYS_SERVICE + "RemovePartitionKey",
-        kpb.RemovePartitionKeyRequest(key_id=key_id),
-        kpb.RemovePartitionKeyReply,
-        lambda _reply: None,
+    return KEYS_SERVICE.call(
+        "RemovePartitionKey", kpb.RemovePartitionKeyRequest(key_id=key_id), lambda _reply: None
     )

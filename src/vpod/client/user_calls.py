@@ -17,12 +17,12 @@ from vpod.wire import virmgrpc_pb2 as pb
 from .admin_records import Allocation
 from .api_methods import Procedure
 from .errors import FailedPrecondition, NotFound
-from .grpc_transport import Rpc
+from .grpc_transport import Rpc, Service
 from .records import IpuAttributes, IpuofConfig, Partition, PartitionStatus
 
-USER_SERVICE = "/virmgrpc.UserService/"
-VERSION_SERVICE = "/virmgrpc.VersionService/"
-ADMIN_SERVICE = "/vpod.admin.v1.AdminService/"
+USER_SERVICE = Service(pb.DESCRIPTOR.services_by_name["UserService"])
+VERSION_SERVICE = Service(pb.DESCRIPTOR.services_by_name["VersionService"])
+ADMIN_SERVICE = Service(apb.DESCRIPTOR.services_by_name["AdminService"])
 WAIT_TIMEOUT_S = 120.0
 POLL_S = 0.2
 
@@ -46,20 +46,14 @@ class PartitionOptions(TypedDict, total=False):
 
 
 def version() -> Rpc[str]:
-    return Rpc(
-        VERSION_SERVICE + "GetVersion",
-        pb.VersionRequest(),
-        pb.VersionReply,
-        lambda reply: str(reply.version),
-    )
+    return VERSION_SERVICE.call("GetVersion", pb.VersionRequest(), lambda reply: str(reply.version))
 
 
 def list_partitions(allocation: str | None = None) -> Rpc[list[Partition]]:
     """The partitions the caller may see (of one allocation when given)."""
-    return Rpc(
-        USER_SERVICE + "ListPartitions",
+    return USER_SERVICE.call(
+        "ListPartitions",
         pb.ListPartitionsRequest(allocation_id=allocation or ""),
-        pb.ListPartitionsReply,
         lambda reply: [Partition.from_wire(p) for p in reply.partitions],
     )
 
@@ -101,37 +95,31 @@ def create_partition(partition_id: str, size: int, **options: Unpack[PartitionOp
         disable_auto_reset=options.get("disable_auto_reset", False),
         relocatable=options.get("relocatable", False),
     )
-    return Rpc(
-        USER_SERVICE + "CreatePartition",
-        request,
-        pb.CreatePartitionReply,
-        lambda reply: str(reply.partition_id or partition_id),
+    return USER_SERVICE.call(
+        "CreatePartition", request, lambda reply: str(reply.partition_id or partition_id)
     )
 
 
 def remove_partition(partition_id: str, *, force: bool = False) -> Rpc[None]:
-    return Rpc(
-        USER_SERVICE + "RemovePartition",
+    return USER_SERVICE.call(
+        "RemovePartition",
         pb.RemovePartitionRequest(partition_id=partition_id, force=force),
-        pb.RemovePartitionReply,
         lambda _reply: None,
     )
 
 
 def reset_partition(partition_id: str, *, relocatable: bool = False) -> Rpc[None]:
-    return Rpc(
-        USER_SERVICE + "ResetPartition",
+    return USER_SERVICE.call(
+        "ResetPartition",
         pb.ResetPartitionRequest(partition_id=partition_id, relocatable=relocatable),
-        pb.ResetPartitionReply,
         lambda _reply: None,
     )
 
 
 def partition_status(partition_id: str) -> Rpc[PartitionStatus]:
-    return Rpc(
-        USER_SERVICE + "GetPartitionStatus",
+    return USER_SERVICE.call(
+        "GetPartitionStatus",
         pb.GetPartitionStatusRequest(partition_id=partition_id),
-        pb.GetPartitionStatusReply,
         lambda reply: PartitionStatus.from_wire(reply.status),
     )
 
@@ -141,19 +129,15 @@ def ipuof_config(partition_id: str, gcd: int | None = None) -> Rpc[IpuofConfig]:
     request = pb.GetPartitionIpuofConfigRequest(partition_id=partition_id)
     if gcd is not None:
         request.gcd_id.id = gcd
-    return Rpc(
-        USER_SERVICE + "GetPartitionIpuofConfig",
-        request,
-        pb.GetPartitionIpuofConfigReply,
-        lambda reply: IpuofConfig.from_wire(reply.ipuof_config),
+    return USER_SERVICE.call(
+        "GetPartitionIpuofConfig", request, lambda reply: IpuofConfig.from_wire(reply.ipuof_config)
     )
 
 
 def list_ipu_attributes(agents: Sequence[str] = ()) -> Rpc[list[IpuAttributes]]:
-    return Rpc(
-        USER_SERVICE + "ListIPUAttributes",
+    return USER_SERVICE.call(
+        "ListIPUAttributes",
         pb.ListIPUAttributesRequest(agents=list(agents)),
-        pb.ListIPUAttributesReply,
         lambda reply: [IpuAttributes.from_wire(e) for e in reply.entries],
     )
 
@@ -161,10 +145,9 @@ def list_ipu_attributes(agents: Sequence[str] = ()) -> Rpc[list[IpuAttributes]]:
 def list_allocations(cluster: str | None = None) -> Rpc[list[Allocation]]:
     """The allocations granted to the caller (every one, for an administrator): the admin
     service's listing, served on the user endpoint too."""
-    return Rpc(
-        ADMIN_SERVICE + "ListAllocations",
+    return ADMIN_SERVICE.call(
+        "ListAllocations",
         apb.ListAllocationsRequest(cluster_id=cluster or ""),
-        apb.ListAllocationsReply,
         lambda reply: [Allocation.from_wire(a) for a in reply.allocations],
     )
 
