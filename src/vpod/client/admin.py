@@ -14,49 +14,56 @@ controllers the credentials must be an administrator's.
 from __future__ import annotations
 
 from . import admin_calls as calls
+from . import rest_calls
 from .api_methods import api_call
 from .config import admin_endpoint
 from .grpc_api import AsyncGrpcApi, BlockingGrpcApi, GrpcApi
 from .user import ADMIN_HINT
 
 
-class _AdminApi(GrpcApi):
+class AdminMethods:
+    """The admin API's methods that the admin clients and the REST clients share: one
+    declaration naming the call over gRPC and over REST (the same signature and record)."""
+
+    # agents
+    create_agent = api_call(calls.create_agent, rest=rest_calls.create_agent)
+    list_agents = api_call(calls.list_agents, rest=rest_calls.list_agents)
+    remove_agent = api_call(calls.remove_agent, rest=rest_calls.remove_agent)
+    discover_agents = api_call(calls.discover_agents, rest=rest_calls.discover_agents)
+    inject_fault = api_call(calls.inject_fault, rest=rest_calls.inject_fault)
+    clear_fault = api_call(calls.clear_fault, rest=rest_calls.clear_fault)
+
+    # clusters
+    create_cluster = api_call(calls.create_cluster, rest=rest_calls.create_cluster)
+    list_clusters = api_call(calls.list_clusters, rest=rest_calls.list_clusters)
+    remove_cluster = api_call(calls.remove_cluster, rest=rest_calls.remove_cluster)
+    test_cluster = api_call(calls.cluster_test, rest=rest_calls.cluster_test)
+
+    # allocations
+    create_allocation = api_call(calls.create_allocation, rest=rest_calls.create_allocation)
+    set_allocation_hosts = api_call(
+        calls.set_allocation_hosts, rest=rest_calls.set_allocation_hosts
+    )
+    remove_allocation = api_call(calls.remove_allocation, rest=rest_calls.remove_allocation)
+
+    # users, the audit log
+    create_user = api_call(calls.create_user, rest=rest_calls.create_user)
+    list_users = api_call(calls.list_users, rest=rest_calls.list_users)
+    remove_user = api_call(calls.remove_user, rest=rest_calls.remove_user)
+    list_events = api_call(calls.list_events, rest=rest_calls.list_events)
+
+
+class _AdminApi(GrpcApi, AdminMethods):
     """The admin API's methods, the same for the blocking client and its asyncio twin."""
 
     default_hint = ADMIN_HINT
     endpoint_in = staticmethod(admin_endpoint)
 
-    # agents
-    create_agent = api_call(calls.create_agent)
-    list_agents = api_call(calls.list_agents)
-    remove_agent = api_call(calls.remove_agent)
-    discover_agents = api_call(calls.discover_agents)
-
-    # clusters
-    create_cluster = api_call(calls.create_cluster)
-    list_clusters = api_call(calls.list_clusters)
-    remove_cluster = api_call(calls.remove_cluster)
-    test_cluster = api_call(calls.cluster_test)
-
-    # allocations
-    create_allocation = api_call(calls.create_allocation)
-    set_allocation_hosts = api_call(calls.set_allocation_hosts)
     list_allocations = api_call(calls.list_allocations)
-    remove_allocation = api_call(calls.remove_allocation)
-
-    # users
-    create_user = api_call(calls.create_user)
-    list_users = api_call(calls.list_users)
-    remove_user = api_call(calls.remove_user)
     grant_allocation = api_call(calls.grant_allocation)
     revoke_allocation = api_call(calls.revoke_allocation)
-
-    # partitions, faults, attributes, audit log
     list_partitions = api_call(calls.list_partitions)
-    inject_fault = api_call(calls.inject_fault)
-    clear_fault = api_call(calls.clear_fault)
     list_ipu_attributes = api_call(calls.list_ipu_attributes)
-    list_events = api_call(calls.list_events)
 
     # agent registration tokens
     create_agent_token = api_call(calls.create_agent_token)

@@ -47,6 +47,7 @@ class Pause:
 Step = CallDescription[Any] | Pause
 Procedure = Generator[Step, Any, T]
 """Yields calls (each sent back its record) and pauses; returns the result."""
+Built = CallDescription[T] | Procedure[T]
 
 
 class BlockingTransport(Protocol):
@@ -94,14 +95,13 @@ class Async:
 class api_call(Generic[P, T]):  # noqa: N801 -- used like a decorator, named like one
     """One call of an API as a method of its clients (see the module's docstring)."""
 
-    @overload
-    def __init__(self: api_call[P, T], build: Callable[P, CallDescription[T]]) -> None: ...
-
-    @overload
-    def __init__(self: api_call[P, T], build: Callable[P, Procedure[T]]) -> None: ...
-
-    def __init__(self, build: Callable[P, Any]) -> None:
+    def __init__(
+        self, build: Callable[P, Built[T]], *, rest: Callable[P, Built[T]] | None = None
+    ) -> None:
+        """``build``: the call's builder; ``rest``: its builder over the REST API, where one
+        declaration serves a gRPC client and the REST client (the same signature and record)."""
         self.build = build
+        self.rest = rest
         self.__doc__ = build.__doc__
         self._name = getattr(build, "__name__", "")
 
@@ -120,7 +120,7 @@ class api_call(Generic[P, T]):  # noqa: N801 -- used like a decorator, named lik
     def __get__(self, client: object, owner: type) -> object:
         if client is None:
             return self
-        build = self.build
+        build = self._builder(owner)
         if isinstance(client, Async):
             async_transport = client._transport
 
@@ -142,6 +142,12 @@ class api_call(Generic[P, T]):  # noqa: N801 -- used like a decorator, named lik
 
             return self._named(run, owner)
         raise TypeError(f"{owner.__name__} is neither a Blocking nor an Async client")
+
+    def _builder(self, owner: type) -> Callable[P, Built[T]]:
+        """``rest`` on a client of the REST API (``over_rest``) where given, else ``build``."""
+        if self.rest is not None and getattr(owner, "over_rest", False):
+            return self.rest
+        return self.build
 
     def _named(self, method: Callable[P, Any], owner: type) -> Callable[P, Any]:
         """The method with the builder's parameters and docstring, under its own name."""

@@ -22,10 +22,9 @@ from typing import Self
 from . import cloud_calls as calls
 from .api_methods import Async, Blocking, Pause, Procedure, api_call
 from .cloud_config import API_PREFIX, CloudSettings, resolve_cloud
-from .cloud_datasets import DatasetStorageMethods
 from .cloud_records import Phase, Task
 from .cloud_shell import ShellConnection, open_relay
-from .cloud_ssh import SshMethods, SshTunnel, open_tunnel
+from .cloud_ssh import SshTunnel, open_tunnel
 from .errors import FailedPrecondition, TaskFailed, Timeout
 from .http_transport import DEFAULT_TIMEOUT_S, AsyncHttpTransport, HttpSite, HttpTransport
 
@@ -110,7 +109,7 @@ def wait_task(
     return current
 
 
-class _CloudApi(DatasetStorageMethods, SshMethods):
+class _CloudApi:
     """The cloud API's methods, the same for the blocking client and its asyncio twin."""
 
     def __init__(self, settings: CloudSettings, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
@@ -171,6 +170,27 @@ class _CloudApi(DatasetStorageMethods, SshMethods):
     list_tasks = api_call(calls.list_tasks)
     get_task = api_call(calls.get_task)
     wait_task = api_call(wait_task)
+
+    # dataset storage: S3-compatible buckets a project registers and gives to its clusters
+    # (no answer carries a key: the access key id comes back masked)
+    storage_endpoints = api_call(calls.storage_endpoints)
+    list_dataset_storage = api_call(calls.list_dataset_storage)
+    register_dataset_storage = api_call(calls.register_dataset_storage)
+    get_dataset_storage = api_call(calls.get_dataset_storage)
+    delete_dataset_storage = api_call(calls.delete_dataset_storage)
+    attach_dataset_storage = api_call(calls.attach_dataset_storage)
+    detach_dataset_storage = api_call(calls.detach_dataset_storage)
+
+    # ssh: keypairs, a cluster's keypairs, its servers' host keys (docs/ssh.md)
+    list_keypairs = api_call(calls.list_keypairs)
+    create_keypair = api_call(calls.create_keypair)
+    get_keypair = api_call(calls.get_keypair)
+    delete_keypair = api_call(calls.delete_keypair)
+    cluster_keypairs = api_call(calls.cluster_keypairs)
+    add_cluster_keypair = api_call(calls.add_cluster_keypair)
+    remove_cluster_keypair = api_call(calls.remove_cluster_keypair)
+    cluster_ssh = api_call(calls.cluster_ssh)
+    cluster_console = api_call(calls.cluster_console)
 
     # administration (the cloud administrator's token)
     list_projects = api_call(calls.list_projects)

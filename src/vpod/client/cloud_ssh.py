@@ -1,6 +1,6 @@
-"""SSH calls of the cloud clients (declared once for :class:`~.cloud.CloudClient` and
-:class:`~.cloud.AsyncCloudClient`): keypairs, a cluster's keypairs, its servers' host keys;
-and :class:`SshTunnel`, one SSH connection to a server's sshd through the controller.
+""":class:`SshTunnel`: one SSH connection to a cloud server's sshd through the controller
+(:meth:`~.cloud.CloudClient.open_ssh_tunnel`; the SSH calls, keypairs and host keys, are
+methods of the cloud clients).
 
 The tunnel is a WebSocket of the cloud API carrying the SSH stream's bytes
 both ways (docs/ssh.md); the SSH session inside it is end to end between
@@ -19,8 +19,6 @@ from urllib.parse import quote
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection
 
-from . import cloud_calls as calls
-from .api_methods import api_call
 from .cloud_config import API_PREFIX
 from .cloud_shell import websocket_to
 from .http_transport import HttpSite
@@ -84,16 +82,4 @@ def pump(tunnel: SshTunnel, source: int = 0, sink: int = 1) -> None:
             view = view[os.write(sink, view) :]
 
 
-class SshMethods:
-    list_keypairs = api_call(calls.list_keypairs)
-    create_keypair = api_call(calls.create_keypair)
-    get_keypair = api_call(calls.get_keypair)
-    delete_keypair = api_call(calls.delete_keypair)
-    cluster_keypairs = api_call(calls.cluster_keypairs)
-    add_cluster_keypair = api_call(calls.add_cluster_keypair)
-    remove_cluster_keypair = api_call(calls.remove_cluster_keypair)
-    cluster_ssh = api_call(calls.cluster_ssh)
-    cluster_console = api_call(calls.cluster_console)
-
-
-__all__ = ["SshMethods", "SshTunnel", "open_tunnel", "pump", "tunnel_path"]
+__all__ = ["SshTunnel", "open_tunnel", "pump", "tunnel_path"]

@@ -15,15 +15,16 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Self
+from typing import ClassVar, Self
 
 from . import fabric
 from . import rest_calls as calls
+from .admin import AdminMethods
 from .api_methods import Async, Blocking, api_call
 from .config import load_settings, user_endpoint
 from .http_transport import DEFAULT_TIMEOUT_S, AsyncHttpTransport, HttpSite, HttpTransport
-from .partition_waits import WaitUntilActive
 from .records import Version
+from .user import UserMethods
 
 DEFAULT_HTTP_PORT = 8080
 USER_HEADER = "X-Vipu-User-Id"
@@ -83,8 +84,11 @@ def rest_settings(
     )
 
 
-class _RestApi:
-    """The REST API's methods, the same for the blocking client and its asyncio twin."""
+class _RestApi(UserMethods, AdminMethods):
+    """The REST API's methods, the same for the blocking client and its asyncio twin: the
+    user and admin APIs' (over REST) and its own."""
+
+    over_rest: ClassVar[bool] = True
 
     def __init__(self, settings: RestSettings) -> None:
         self.settings = settings
@@ -104,39 +108,12 @@ class _RestApi:
     ) -> Self:
         return cls(rest_settings(url, config, env, **overrides))
 
-    # the user API
-    list_partitions = api_call(calls.list_partitions)
-    get_partition = api_call(calls.get_partition)
+    # beyond the methods it shares with the gRPC clients
     create_partition = api_call(calls.create_partition)
-    remove_partition = api_call(calls.remove_partition)
-    reset_partition = api_call(calls.reset_partition)
-    partition_status = api_call(calls.partition_status)
-    wait_until_active = api_call(WaitUntilActive(calls.partition_status))
     ipuof_files = api_call(calls.ipuof_files)
     ipuof_file = api_call(calls.ipuof_file)
-    list_allocations = api_call(calls.list_allocations)
-    list_ipu_attributes = api_call(calls.list_ipu_attributes)
-
-    # the admin API
-    create_agent = api_call(calls.create_agent)
-    list_agents = api_call(calls.list_agents)
-    remove_agent = api_call(calls.remove_agent)
-    discover_agents = api_call(calls.discover_agents)
-    inject_fault = api_call(calls.inject_fault)
-    clear_fault = api_call(calls.clear_fault)
-    create_cluster = api_call(calls.create_cluster)
-    list_clusters = api_call(calls.list_clusters)
-    remove_cluster = api_call(calls.remove_cluster)
-    test_cluster = api_call(calls.cluster_test)
-    create_allocation = api_call(calls.create_allocation)
-    set_allocation_hosts = api_call(calls.set_allocation_hosts)
-    remove_allocation = api_call(calls.remove_allocation)
-    create_user = api_call(calls.create_user)
-    list_users = api_call(calls.list_users)
-    remove_user = api_call(calls.remove_user)
     list_partition_infos = api_call(calls.list_partition_infos)
     list_all_ipu_attributes = api_call(calls.list_all_ipu_attributes)
-    list_events = api_call(calls.list_events)
 
     # the whole fabric
     whoami = api_call(fabric.whoami)

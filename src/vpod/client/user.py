@@ -17,6 +17,7 @@ endpoint (a vPOD's server has no way to it).
 from __future__ import annotations
 
 from . import partition_keys as key_calls
+from . import rest_calls
 from . import user_calls as calls
 from .api_methods import api_call
 from .config import user_endpoint
@@ -27,7 +28,23 @@ from .partition_waits import WaitUntilActive
 ADMIN_HINT = "admin-api-host/admin-api-port in vipu-cli.hcl or VIPU_CLI_ADMIN_API_PORT"
 
 
-class _UserApi(GrpcApi):
+class UserMethods:
+    """The user API's methods that the gRPC user clients and the REST clients share: one
+    declaration naming the call over gRPC and over REST (the same signature and record)."""
+
+    list_partitions = api_call(calls.list_partitions, rest=rest_calls.list_partitions)
+    get_partition = api_call(calls.get_partition, rest=rest_calls.get_partition)
+    remove_partition = api_call(calls.remove_partition, rest=rest_calls.remove_partition)
+    reset_partition = api_call(calls.reset_partition, rest=rest_calls.reset_partition)
+    partition_status = api_call(calls.partition_status, rest=rest_calls.partition_status)
+    wait_until_active = api_call(
+        WaitUntilActive(calls.partition_status), rest=WaitUntilActive(rest_calls.partition_status)
+    )
+    list_ipu_attributes = api_call(calls.list_ipu_attributes, rest=rest_calls.list_ipu_attributes)
+    list_allocations = api_call(calls.list_allocations, rest=rest_calls.list_allocations)
+
+
+class _UserApi(GrpcApi, UserMethods):
     """The user API's methods, the same for the blocking client and its asyncio twin.
 
     ``endpoint`` is the user endpoint (port 8090 by default).
@@ -36,16 +53,8 @@ class _UserApi(GrpcApi):
     default_hint = DEFAULT_HINT
     endpoint_in = staticmethod(user_endpoint)
 
-    list_partitions = api_call(calls.list_partitions)
-    get_partition = api_call(calls.get_partition)
     create_partition = api_call(calls.create_partition)
-    remove_partition = api_call(calls.remove_partition)
-    reset_partition = api_call(calls.reset_partition)
-    partition_status = api_call(calls.partition_status)
-    wait_until_active = api_call(WaitUntilActive(calls.partition_status))
     ipuof_config = api_call(calls.ipuof_config)
-    list_ipu_attributes = api_call(calls.list_ipu_attributes)
-    list_allocations = api_call(calls.list_allocations)
     create_partition_key = api_call(key_calls.create_partition_key)
     list_partition_keys = api_call(key_calls.list_partition_keys)
     remove_partition_key = api_call(key_calls.remove_partition_key)
