@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -49,6 +50,14 @@ def enum_or_none(cls: type[E], value: int) -> E | None:
         return None
 
 
+def enum_by_name(cls: type[E], text: str | None) -> E | None:
+    """The member a JSON name spells (``ipu-link`` -> ``LinkTest.IPU_LINK``); ``None`` for
+    an empty or unknown name."""
+    if not text:
+        return None
+    return cls.__members__.get(text.upper().replace("-", "_"))
+
+
 def timestamp_or_none(stamp: Timestamp, present: bool = True) -> datetime | None:
     """A wire timestamp as an aware UTC datetime; ``None`` when unset."""
     if not present or (stamp.seconds == 0 and stamp.nanos == 0):
@@ -65,7 +74,8 @@ def copy_fields(cls: type[R], source: object, **given: Any) -> R:
     """A record ``cls`` of the wire shape ``source`` (a protobuf message, a REST shape): each
     field is ``given``, else ``source``'s field of the same name (one it lacks takes the
     record's default), repeated fields as tuples, maps as dicts, timestamps as aware datetimes
-    (``None`` when unset); ``raw`` is ``source`` unless given."""
+    (``None`` when unset), an optional enum from its wire number (:func:`enum_or_none`) or its
+    JSON name (:func:`enum_by_name`); ``raw`` is ``source`` unless given."""
     values = dict(given)
     hints = _hints(typing.cast(type, cls))
     for spec in dataclasses.fields(cls):  # type: ignore[arg-type]
@@ -83,11 +93,26 @@ def _as_annotated(hint: Any, value: Any, source: Any, name: str) -> Any:
     if isinstance(value, Timestamp):
         return timestamp_or_none(value, source.HasField(name))
     origin = typing.get_origin(hint)
+    member = _optional_enum(hint)
+    if member is not None and isinstance(value, int):
+        return enum_or_none(member, value)
+    if member is not None and isinstance(value, str | None):
+        return enum_by_name(member, value)
     if origin is tuple:
         return tuple(value)
     if origin in (Mapping, dict):
         return dict(value)
     return value
+
+
+def _optional_enum(hint: Any) -> type[enum.Enum] | None:
+    """``E`` of an ``E | None`` annotation, when ``E`` is an enum."""
+    if typing.get_origin(hint) not in (typing.Union, types.UnionType):
+        return None
+    options = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+    if len(options) == 1 and isinstance(options[0], type) and issubclass(options[0], enum.Enum):
+        return options[0]
+    return None
 
 
 @dataclass(frozen=True)
@@ -178,8 +203,6 @@ class PartitionStatus:
         return copy_fields(
             cls,
             message,
-            ready_state=enum_or_none(ReadyState, message.ready_state),
-            operation_state=enum_or_none(OperationState, message.operation_state),
         )
 
 

@@ -18,7 +18,6 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from vpod.domain.partition_states import OperationState, ReadyState
 from vpod.domain.routing import GwRouting, IpuLinkRouting, SyncType
 from vpod.domain.topology import GwTopology, IldTopology
 from vpod.wire.rest import agents as agent_shapes
@@ -44,25 +43,24 @@ from .admin_records import (
     Fault,
     FaultKind,
     IpuLocation,
-    LinkTest,
     PartitionInfo,
     User,
 )
 from .errors import ServerError
-from .records import IpuAttributes, Partition, PartitionIpu, PartitionStatus, copy_fields
+from .records import (
+    IpuAttributes,
+    Partition,
+    PartitionIpu,
+    PartitionStatus,
+    copy_fields,
+    enum_by_name,
+)
 
 E = TypeVar("E", bound=enum.Enum)
 S = TypeVar("S", bound=BaseModel)
 Json = Mapping[str, Any]
 
 _SYNC_BY_NAME = {s.cli_name: s for s in SyncType}
-
-
-def _by_name(cls: type[E], text: str | None) -> E | None:
-    """``ipu-link`` -> ``LinkTest.IPU_LINK``; unknown or empty -> None."""
-    if not text:
-        return None
-    return cls.__members__.get(text.upper().replace("-", "_"))
 
 
 def _read(shape: type[S], data: Json) -> S:
@@ -81,13 +79,11 @@ def _partition(found: partition_shapes.Partition, data: Json) -> Partition:
     return copy_fields(
         Partition,
         found,
-        ready_state=_by_name(ReadyState, found.ready_state),
         ipus=tuple(copy_fields(PartitionIpu, ipu) for ipu in found.ipus),
-        ipulink_routing=_by_name(IpuLinkRouting, found.ipulink_routing_type),
-        gw_routing=_by_name(GwRouting, found.gw_routing_type),
+        ipulink_routing=enum_by_name(IpuLinkRouting, found.ipulink_routing_type),
+        gw_routing=enum_by_name(GwRouting, found.gw_routing_type),
         sync_type=_SYNC_BY_NAME.get(found.sync_type),
         raw=data,
-        operation_state=_by_name(OperationState, found.operation_state),
     )
 
 
@@ -96,13 +92,7 @@ def partition_status(data: Json) -> PartitionStatus:
 
 
 def _status(found: partition_shapes.PartitionStatus, data: Json) -> PartitionStatus:
-    return copy_fields(
-        PartitionStatus,
-        found,
-        ready_state=_by_name(ReadyState, found.ready_state),
-        operation_state=_by_name(OperationState, found.operation_state),
-        raw=data,
-    )
+    return copy_fields(PartitionStatus, found, raw=data)
 
 
 def partition_info(data: Json) -> PartitionInfo:
@@ -129,7 +119,7 @@ def _fault(found: agent_shapes.FaultOut) -> Fault:
     return copy_fields(
         Fault,
         found,
-        kind=_by_name(FaultKind, found.kind) or FaultKind.IPU,
+        kind=enum_by_name(FaultKind, found.kind) or FaultKind.IPU,
         device_id=found.device_id or 0,
         link_id=found.link_id or "",
     )
@@ -188,10 +178,7 @@ def cluster(data: Json) -> Cluster:
 
 def test_report(data: Json) -> ClusterTestReport:
     found = _read(cluster_shapes.ClusterTestReport, data)
-    results = tuple(
-        copy_fields(ClusterTestResult, r, test=_by_name(LinkTest, r.test), name=r.test)
-        for r in found.results
-    )
+    results = tuple(copy_fields(ClusterTestResult, r, name=r.test) for r in found.results)
     return copy_fields(ClusterTestReport, found, results=results, raw=data)
 
 
