@@ -17,10 +17,9 @@ import threading
 from urllib.parse import quote
 
 from websockets.exceptions import ConnectionClosed
-from websockets.sync.client import ClientConnection
 
 from .cloud_config import API_PREFIX
-from .cloud_shell import websocket_to
+from .cloud_shell import WebSocketSession, websocket_to
 from .http_transport import HttpSite
 
 _CHUNK = 65536
@@ -32,11 +31,8 @@ def tunnel_path(cluster: str, server: str) -> str:
     return f"{API_PREFIX}/clusters/{c}/servers/{s}/ssh/connect"
 
 
-class SshTunnel:
+class SshTunnel(WebSocketSession):
     """One SSH connection's bytes to and from a server's sshd; close it to hang up."""
-
-    def __init__(self, ws: ClientConnection) -> None:
-        self._ws = ws
 
     def send(self, data: bytes) -> None:
         self._ws.send(data)
@@ -50,15 +46,6 @@ class SshTunnel:
                 return None
             if isinstance(message, bytes):
                 return message
-
-    def close(self) -> None:
-        self._ws.close()
-
-    def __enter__(self) -> SshTunnel:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
 
 
 def open_tunnel(site: HttpSite, cluster: str, server: str) -> SshTunnel:
