@@ -22,11 +22,13 @@ from functools import cache
 from typing import Any, TypeVar
 
 from google.protobuf.timestamp_pb2 import Timestamp
+from pydantic import ConfigDict
 
 from vpod.domain.ipuof import FILE_DEVICE_KEYS
 from vpod.domain.partition_states import OperationState, ReadyState
 from vpod.domain.routing import GwRouting, IpuLinkRouting, SyncType
 from vpod.wire import virmgrpc_pb2 as pb
+from vpod.wire.rest import ipuof as ipuof_shapes
 
 E = TypeVar("E", bound=enum.Enum)
 R = TypeVar("R")
@@ -206,25 +208,17 @@ class PartitionStatus:
         )
 
 
-@dataclass(frozen=True)
-class IpuofDevice:
-    """One IPU as an IPUoF client reaches it."""
+class IpuofDevice(ipuof_shapes.IpuofDevice):
+    """One IPU as an IPUoF client reaches it: a device of the static IPUoF file, and the
+    IPU-Machine's software version."""
 
-    ip: str
-    server_port: int
-    rdma_port: int
-    device_id: int
-    ipulink_segment_id: int
-    routing_id: int
-    ipu_arch_id: int
-    ipu_id: int
-    chip_id: str
-    gwsw_version: str
+    model_config = ConfigDict(frozen=True)
+
     ipum_sw_version: str
 
     @classmethod
     def from_wire(cls, message: pb.IpuofDevice) -> IpuofDevice:
-        return copy_fields(cls, message)
+        return cls.model_validate(message, from_attributes=True)
 
 
 def ordered_attributes(attributes: Mapping[str, str]) -> dict[str, str]:
