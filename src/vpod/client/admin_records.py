@@ -15,7 +15,7 @@ from vpod.domain.topology import GwTopology, IldTopology
 from vpod.wire import admin_pb2 as apb
 from vpod.wire import agent_pb2 as agpb
 
-from .records import Partition, PartitionStatus, copy_fields
+from .records import FromWire, Partition, PartitionStatus, copy_fields
 
 
 class AgentState(enum.Enum):
@@ -112,7 +112,7 @@ class Agent:
 
 
 @dataclass(frozen=True)
-class DiscoveredAgent:
+class DiscoveredAgent(FromWire):
     """One address probed (or one self-registered agent) by a discovery."""
 
     agent_id: str
@@ -124,10 +124,6 @@ class DiscoveredAgent:
     added: bool
     error: str
     raw: Any = field(repr=False, compare=False)
-
-    @classmethod
-    def from_wire(cls, message: apb.DiscoveredAgent) -> DiscoveredAgent:
-        return copy_fields(cls, message)
 
 
 @dataclass(frozen=True)
@@ -211,7 +207,7 @@ class Allocation:
 
 
 @dataclass(frozen=True)
-class User:
+class User(FromWire):
     """A holder of an access key."""
 
     id: str
@@ -219,10 +215,6 @@ class User:
     admin: bool
     created_at: datetime | None
     raw: Any = field(repr=False, compare=False)
-
-    @classmethod
-    def from_wire(cls, message: apb.User) -> User:
-        return copy_fields(cls, message)
 
 
 @dataclass(frozen=True)
@@ -235,7 +227,7 @@ class CreatedUser:
 
 
 @dataclass(frozen=True)
-class AgentToken:
+class AgentToken(FromWire):
     """An agent registration token (never its secret) and the agents bound to it."""
 
     id: str
@@ -243,10 +235,6 @@ class AgentToken:
     created_at: datetime | None
     agent_ids: tuple[str, ...]
     raw: Any = field(repr=False, compare=False)
-
-    @classmethod
-    def from_wire(cls, message: apb.AgentToken) -> AgentToken:
-        return copy_fields(cls, message)
 
 
 @dataclass(frozen=True)
@@ -288,7 +276,7 @@ class PartitionInfo:
 
 
 @dataclass(frozen=True)
-class AuditEvent:
+class AuditEvent(FromWire):
     """One entry of the audit log."""
 
     id: int
@@ -300,10 +288,6 @@ class AuditEvent:
     source: str
     detail: str
     raw: Any = field(repr=False, compare=False)
-
-    @classmethod
-    def from_wire(cls, message: apb.AuditEvent) -> AuditEvent:
-        return copy_fields(cls, message)
 
 
 @dataclass(frozen=True)

@@ -14,13 +14,13 @@ from typing import Any
 from vpod.wire import keys_pb2 as kpb
 
 from .grpc_transport import Rpc, Service
-from .records import copy_fields
+from .records import FromWire
 
 KEYS_SERVICE = Service(kpb.DESCRIPTOR.services_by_name["PartitionKeyService"])
 
 
 @dataclass(frozen=True)
-class PartitionKey:
+class PartitionKey(FromWire):
     """A key (never the key itself): its id, who minted it and for which partition."""
 
     id: str
@@ -28,10 +28,6 @@ class PartitionKey:
     partition_id: str
     created_at: datetime | None
     raw: Any = field(repr=False, compare=False)
-
-    @classmethod
-    def from_wire(cls, message: kpb.PartitionKey) -> PartitionKey:
-        return copy_fields(cls, message)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 from google.protobuf.timestamp_pb2 import Timestamp
 from pydantic import ConfigDict
@@ -89,6 +89,14 @@ def copy_fields(cls: type[R], source: object, **given: Any) -> R:
         elif hasattr(source, name):
             values[name] = _as_annotated(hints[name], getattr(source, name), source, name)
     return cls(**values)
+
+
+class FromWire:
+    """A record whose fields are its wire message's, by name (:func:`copy_fields`)."""
+
+    @classmethod
+    def from_wire(cls, message: Any) -> Self:
+        return copy_fields(cls, message)
 
 
 def _as_annotated(hint: Any, value: Any, source: Any, name: str) -> Any:
