@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TypedDict
+from typing import TypedDict, Unpack
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
@@ -63,40 +63,38 @@ def _none(_reply: object) -> None:
     return None
 
 
-def create_agent(agent_id: str, host: str, port: int, key: str = "") -> Rpc[Agent]:
-    return Rpc(
-        ADMIN_SERVICE + "CreateAgent",
+def create_agent(agent_id: str, host: str, port: int, *, key: str = "") -> Rpc[Agent]:
+    """Add an agent by address; ``key`` is the one it answers to (``vipu-agent
+    --key-file``; empty: the key it registered with)."""
+    return ADMIN_SERVICE.call(
+        "CreateAgent",
         apb.CreateAgentRequest(agent_id=agent_id, host=host, port=port, agent_key=key),
-        apb.CreateAgentReply,
         lambda reply: Agent.from_wire(reply.agent),
     )
 
 
-def list_agents(cluster: str | None) -> Rpc[list[Agent]]:
-    return Rpc(
-        ADMIN_SERVICE + "ListAgents",
+def list_agents(cluster: str | None = None) -> Rpc[list[Agent]]:
+    return ADMIN_SERVICE.call(
+        "ListAgents",
         apb.ListAgentsRequest(cluster_id=cluster or ""),
-        apb.ListAgentsReply,
         lambda reply: [Agent.from_wire(a) for a in reply.agents],
     )
 
 
-def remove_agent(agent_id: str, force: bool) -> Rpc[None]:
-    return Rpc(
-        ADMIN_SERVICE + "RemoveAgent",
-        apb.RemoveAgentRequest(agent_id=agent_id, force=force),
-        apb.RemoveAgentReply,
-        _none,
+def remove_agent(agent_id: str, *, force: bool = False) -> Rpc[None]:
+    return ADMIN_SERVICE.call(
+        "RemoveAgent", apb.RemoveAgentRequest(agent_id=agent_id, force=force), _none
     )
 
 
 def discover_agents(
-    addresses: Sequence[str], add: bool, key: str = ""
+    addresses: Sequence[str] = (), *, add: bool = False, key: str = ""
 ) -> Rpc[list[DiscoveredAgent]]:
-    return Rpc(
-        ADMIN_SERVICE + "DiscoverAgents",
+    """Probe ``host:port`` addresses (none: the agents that registered themselves), with
+    the agents' ``key`` (empty: the key each registered with)."""
+    return ADMIN_SERVICE.call(
+        "DiscoverAgents",
         apb.DiscoverAgentsRequest(addresses=list(addresses), add=add, agent_key=key),
-        apb.DiscoverAgentsReply,
         lambda reply: [DiscoveredAgent.from_wire(a) for a in reply.agents],
     )
 
@@ -104,9 +102,10 @@ def discover_agents(
 def create_cluster(
     cluster_id: str,
     agent_ids: Sequence[str],
-    num_ilds: int | None,
-    topology: IldTopology | None,
-    cluster_topology: GwTopology | None,
+    *,
+    num_ilds: int | None = None,
+    topology: IldTopology | None = None,
+    cluster_topology: GwTopology | None = None,
 ) -> Rpc[Cluster]:
     request = apb.CreateClusterRequest(
         cluster_id=cluster_id,
@@ -119,38 +118,31 @@ def create_cluster(
             else apb.CLUSTER_TOPOLOGY_UNSPECIFIED
         ),
     )
-    return Rpc(
-        ADMIN_SERVICE + "CreateCluster",
-        request,
-        apb.CreateClusterReply,
-        lambda reply: Cluster.from_wire(reply.cluster),
+    return ADMIN_SERVICE.call(
+        "CreateCluster", request, lambda reply: Cluster.from_wire(reply.cluster)
     )
 
 
 def list_clusters() -> Rpc[list[Cluster]]:
-    return Rpc(
-        ADMIN_SERVICE + "ListClusters",
+    return ADMIN_SERVICE.call(
+        "ListClusters",
         apb.ListClustersRequest(),
-        apb.ListClustersReply,
         lambda reply: [Cluster.from_wire(c) for c in reply.clusters],
     )
 
 
-def remove_cluster(cluster_id: str, force: bool) -> Rpc[None]:
-    return Rpc(
-        ADMIN_SERVICE + "RemoveCluster",
-        apb.RemoveClusterRequest(cluster_id=cluster_id, force=force),
-        apb.RemoveClusterReply,
-        _none,
+def remove_cluster(cluster_id: str, *, force: bool = False) -> Rpc[None]:
+    return ADMIN_SERVICE.call(
+        "RemoveCluster", apb.RemoveClusterRequest(cluster_id=cluster_id, force=force), _none
     )
 
 
-def cluster_test(cluster_id: str, tests: Sequence[LinkTest]) -> Rpc[ClusterTestReport]:
+def cluster_test(cluster_id: str, tests: Sequence[LinkTest] = ()) -> Rpc[ClusterTestReport]:
+    """Run the link tests (all five when ``tests`` is empty) over every agent."""
     kinds = [agpb.LinkTestKind.ValueType(t.value) for t in tests]
-    return Rpc(
-        ADMIN_SERVICE + "TestCluster",
+    return ADMIN_SERVICE.call(
+        "TestCluster",
         apb.TestClusterRequest(cluster_id=cluster_id, tests=kinds),
-        apb.TestClusterReply,
         ClusterTestReport.from_wire,
     )
 
@@ -158,12 +150,15 @@ def cluster_test(cluster_id: str, tests: Sequence[LinkTest]) -> Rpc[ClusterTestR
 def create_allocation(
     allocation_id: str,
     cluster_id: str,
-    size: int | None,
-    agent_ids: Sequence[str],
+    *,
+    size: int | None = None,
+    agent_ids: Sequence[str] = (),
     hosts: Sequence[str] = (),
 ) -> Rpc[Allocation]:
-    return Rpc(
-        ADMIN_SERVICE + "CreateAllocation",
+    """Grant machines of a cluster: ``size`` IPUs (the controller picks) or ``agent_ids``;
+    ``hosts`` (addresses or CIDRs) may attach to its IPUs (none: the trusted hosts)."""
+    return ADMIN_SERVICE.call(
+        "CreateAllocation",
         apb.CreateAllocationRequest(
             allocation_id=allocation_id,
             cluster_id=cluster_id,
@@ -171,98 +166,92 @@ def create_allocation(
             agent_ids=list(agent_ids),
             hosts=list(hosts),
         ),
-        apb.CreateAllocationReply,
         lambda reply: Allocation.from_wire(reply.allocation),
     )
 
 
 def set_allocation_hosts(allocation_id: str, hosts: Sequence[str]) -> Rpc[Allocation]:
-    return Rpc(
-        ADMIN_SERVICE + "SetAllocationHosts",
+    """Replace who may attach to the allocation's IPUs over IPUoF (none: the trusted
+    hosts); the agents of its partitions get the change at once."""
+    return ADMIN_SERVICE.call(
+        "SetAllocationHosts",
         apb.SetAllocationHostsRequest(allocation_id=allocation_id, hosts=list(hosts)),
-        apb.SetAllocationHostsReply,
         lambda reply: Allocation.from_wire(reply.allocation),
     )
 
 
-def remove_allocation(allocation_id: str, force: bool) -> Rpc[None]:
-    return Rpc(
-        ADMIN_SERVICE + "RemoveAllocation",
+def remove_allocation(allocation_id: str, *, force: bool = False) -> Rpc[None]:
+    return ADMIN_SERVICE.call(
+        "RemoveAllocation",
         apb.RemoveAllocationRequest(allocation_id=allocation_id, force=force),
-        apb.RemoveAllocationReply,
         _none,
     )
 
 
-def create_user(user_id: str, allocation_ids: Sequence[str], admin: bool) -> Rpc[CreatedUser]:
-    return Rpc(
-        ADMIN_SERVICE + "CreateUser",
+def create_user(
+    user_id: str, *, allocation_ids: Sequence[str] = (), admin: bool = False
+) -> Rpc[CreatedUser]:
+    """Create a user; the reply carries its access key, which is shown only once."""
+    return ADMIN_SERVICE.call(
+        "CreateUser",
         apb.CreateUserRequest(user_id=user_id, allocation_ids=list(allocation_ids), admin=admin),
-        apb.CreateUserReply,
         lambda reply: CreatedUser(User.from_wire(reply.user), reply.access_key, raw=reply),
         idempotent=False,  # a second call is ALREADY_EXISTS, and the key is shown once
     )
 
 
 def list_users() -> Rpc[list[User]]:
-    return Rpc(
-        ADMIN_SERVICE + "ListUsers",
-        apb.ListUsersRequest(),
-        apb.ListUsersReply,
-        lambda reply: [User.from_wire(u) for u in reply.users],
+    return ADMIN_SERVICE.call(
+        "ListUsers", apb.ListUsersRequest(), lambda reply: [User.from_wire(u) for u in reply.users]
     )
 
 
 def remove_user(user_id: str) -> Rpc[None]:
-    return Rpc(
-        ADMIN_SERVICE + "RemoveUser",
-        apb.RemoveUserRequest(user_id=user_id),
-        apb.RemoveUserReply,
-        _none,
-    )
+    return ADMIN_SERVICE.call("RemoveUser", apb.RemoveUserRequest(user_id=user_id), _none)
 
 
 def grant_allocation(allocation_id: str, user_id: str) -> Rpc[User]:
-    return Rpc(
-        ADMIN_SERVICE + "GrantAllocation",
+    """Let an existing user use the allocation too (its key is unchanged)."""
+    return ADMIN_SERVICE.call(
+        "GrantAllocation",
         apb.GrantAllocationRequest(allocation_id=allocation_id, user_id=user_id),
-        apb.GrantAllocationReply,
         lambda reply: User.from_wire(reply.user),
     )
 
 
 def revoke_allocation(allocation_id: str, user_id: str) -> Rpc[User]:
-    return Rpc(
-        ADMIN_SERVICE + "RevokeAllocation",
+    """Take the allocation away from the user (at its next call)."""
+    return ADMIN_SERVICE.call(
+        "RevokeAllocation",
         apb.RevokeAllocationRequest(allocation_id=allocation_id, user_id=user_id),
-        apb.RevokeAllocationReply,
         lambda reply: User.from_wire(reply.user),
     )
 
 
-def list_partitions(allocation: str | None, cluster: str | None) -> Rpc[list[PartitionInfo]]:
-    return Rpc(
-        ADMIN_SERVICE + "ListPartitions",
+def list_partitions(
+    *, allocation: str | None = None, cluster: str | None = None
+) -> Rpc[list[PartitionInfo]]:
+    return ADMIN_SERVICE.call(
+        "ListPartitions",
         apb.ListPartitionsRequest(allocation_id=allocation or "", cluster_id=cluster or ""),
-        apb.ListPartitionsReply,
         lambda reply: [PartitionInfo.from_wire(p) for p in reply.partitions],
     )
 
 
 def inject_fault(agent_id: str, fault: Fault) -> Rpc[AgentFaults]:
-    return Rpc(
-        ADMIN_SERVICE + "InjectFault",
+    return ADMIN_SERVICE.call(
+        "InjectFault",
         apb.InjectFaultRequest(agent_id=agent_id, fault=fault.to_wire()),
-        apb.InjectFaultReply,
         _agent_faults,
     )
 
 
-def clear_fault(agent_id: str, fault: Fault | None) -> Rpc[AgentFaults]:
+def clear_fault(agent_id: str, fault: Fault | None = None) -> Rpc[AgentFaults]:
+    """Clear one fault (matched by kind and target), or all of the agent's when ``None``."""
     request = apb.ClearFaultRequest(agent_id=agent_id, all=fault is None)
     if fault is not None:
         request.fault.CopyFrom(fault.to_wire())
-    return Rpc(ADMIN_SERVICE + "ClearFault", request, apb.ClearFaultReply, _agent_faults)
+    return ADMIN_SERVICE.call("ClearFault", request, _agent_faults)
 
 
 def _agent_faults(reply: apb.InjectFaultReply | apb.ClearFaultReply) -> AgentFaults:
@@ -270,11 +259,10 @@ def _agent_faults(reply: apb.InjectFaultReply | apb.ClearFaultReply) -> AgentFau
     return AgentFaults(reply.agent_id, faults, raw=reply)
 
 
-def list_ipu_attributes(agents: Sequence[str]) -> Rpc[list[IpuAttributes]]:
-    return Rpc(
-        ADMIN_SERVICE + "ListIpuAttributes",
+def list_ipu_attributes(agents: Sequence[str] = ()) -> Rpc[list[IpuAttributes]]:
+    return ADMIN_SERVICE.call(
+        "ListIpuAttributes",
         pb.ListIPUAttributesRequest(agents=list(agents)),
-        pb.ListIPUAttributesReply,
         lambda reply: [IpuAttributes.from_wire(e) for e in reply.entries],
     )
 
@@ -305,20 +293,20 @@ def events_request(filters: EventFilter) -> apb.ListEventsRequest:
     return request
 
 
-def list_events(filters: EventFilter) -> Rpc[list[AuditEvent]]:
-    return Rpc(
-        ADMIN_SERVICE + "ListEvents",
+def list_events(**filters: Unpack[EventFilter]) -> Rpc[list[AuditEvent]]:
+    """The audit log, newest first."""
+    return ADMIN_SERVICE.call(
+        "ListEvents",
         events_request(filters),
-        apb.ListEventsReply,
         lambda reply: [AuditEvent.from_wire(e) for e in reply.events],
     )
 
 
-def create_agent_token(label: str) -> Rpc[IssuedAgentToken]:
-    return Rpc(
-        ADMIN_SERVICE + "CreateAgentToken",
+def create_agent_token(label: str = "") -> Rpc[IssuedAgentToken]:
+    """A new agent registration token; its text is shown only once."""
+    return ADMIN_SERVICE.call(
+        "CreateAgentToken",
         apb.CreateAgentTokenRequest(label=label),
-        apb.CreateAgentTokenReply,
         lambda reply: IssuedAgentToken(
             AgentToken.from_wire(reply.agent_token), reply.token, raw=reply
         ),
@@ -327,18 +315,14 @@ def create_agent_token(label: str) -> Rpc[IssuedAgentToken]:
 
 
 def list_agent_tokens() -> Rpc[list[AgentToken]]:
-    return Rpc(
-        ADMIN_SERVICE + "ListAgentTokens",
+    return ADMIN_SERVICE.call(
+        "ListAgentTokens",
         apb.ListAgentTokensRequest(),
-        apb.ListAgentTokensReply,
         lambda reply: [AgentToken.from_wire(t) for t in reply.agent_tokens],
     )
 
 
 def remove_agent_token(token_id: str) -> Rpc[None]:
-    return Rpc(
-        ADMIN_SERVICE + "RemoveAgentToken",
-        apb.RemoveAgentTokenRequest(token_id=token_id),
-        apb.RemoveAgentTokenReply,
-        _none,
+    return ADMIN_SERVICE.call(
+        "RemoveAgentToken", apb.RemoveAgentTokenRequest(token_id=token_id), _none
     )

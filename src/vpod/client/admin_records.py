@@ -15,7 +15,7 @@ from vpod.domain.topology import GwTopology, IldTopology
 from vpod.wire import admin_pb2 as apb
 from vpod.wire import agent_pb2 as agpb
 
-from .records import Partition, PartitionStatus, timestamp_or_none
+from .records import FromWire, Partition, PartitionStatus, copy_fields
 
 
 class AgentState(enum.Enum):
@@ -79,13 +79,7 @@ class Fault:
 
     @classmethod
     def from_wire(cls, message: agpb.Fault) -> Fault:
-        return cls(
-            kind=FaultKind(message.kind),
-            device_id=message.device_id,
-            link_id=message.link_id,
-            delay_ms=message.delay_ms,
-            reason=message.reason,
-        )
+        return copy_fields(cls, message, kind=FaultKind(message.kind))
 
 
 @dataclass(frozen=True)
@@ -109,26 +103,16 @@ class Agent:
 
     @classmethod
     def from_wire(cls, message: apb.Agent) -> Agent:
-        return cls(
-            id=message.id,
-            host=message.host,
-            port=message.port,
-            machine_type=message.machine_type,
-            serial=message.serial,
-            ipuof_address=message.ipuof_address,
-            cluster_id=message.cluster_id,
-            allocation_id=message.allocation_id,
+        return copy_fields(
+            cls,
+            message,
             state=AgentState(message.state) if message.state else None,
-            state_detail=message.state_detail,
-            last_seen=timestamp_or_none(message.last_seen, message.HasField("last_seen")),
-            boot_id=message.boot_id,
             faults=tuple(Fault.from_wire(f) for f in message.faults if f.kind),
-            raw=message,
         )
 
 
 @dataclass(frozen=True)
-class DiscoveredAgent:
+class DiscoveredAgent(FromWire):
     """One address probed (or one self-registered agent) by a discovery."""
 
     agent_id: str
@@ -140,11 +124,6 @@ class DiscoveredAgent:
     added: bool
     error: str
     raw: Any = field(repr=False, compare=False)
-
-    @classmethod
-    def from_wire(cls, message: apb.DiscoveredAgent) -> DiscoveredAgent:
-        names = [n for n in cls.__dataclass_fields__ if n != "raw"]
-        return cls(**{n: getattr(message, n) for n in names}, raw=message)
 
 
 @dataclass(frozen=True)
@@ -162,15 +141,11 @@ class Cluster:
 
     @classmethod
     def from_wire(cls, message: apb.Cluster) -> Cluster:
-        return cls(
-            id=message.id,
-            agent_ids=tuple(message.agent_ids),
-            num_ipulinkdomains=message.num_ipulinkdomains,
+        return copy_fields(
+            cls,
+            message,
             topology=_ILD_TOPOLOGY.get(message.topology),
             cluster_topology=_GW_TOPOLOGY.get(message.cluster_topology),
-            num_ipus=message.num_ipus,
-            machine_type=message.machine_type,
-            raw=message,
         )
 
 
@@ -199,20 +174,10 @@ class ClusterTestReport:
     @classmethod
     def from_wire(cls, message: apb.TestClusterReply) -> ClusterTestReport:
         results = tuple(
-            ClusterTestResult(
-                test=LinkTest(r.test) if r.test else None,
-                name=r.name,
-                passed=r.passed,
-                summary=r.summary,
-                details=tuple(r.details),
-                agents_tested=r.agents_tested,
-                agents_failed=r.agents_failed,
-            )
+            copy_fields(ClusterTestResult, r, test=LinkTest(r.test) if r.test else None)
             for r in message.results
         )
-        return cls(
-            cluster_id=message.cluster_id, passed=message.passed, results=results, raw=message
-        )
+        return copy_fields(cls, message, results=results)
 
 
 @dataclass(frozen=True)
@@ -231,20 +196,18 @@ class Allocation:
 
     @classmethod
     def from_wire(cls, message: apb.AllocationInfo) -> Allocation:
-        return cls(
-            id=message.allocation.id,
-            cluster_id=message.allocation.spec.cluster_id,
-            agent_ids=tuple(message.allocation.spec.agent_ids),
-            size=message.size,
-            user_ids=tuple(message.user_ids),
-            num_partitions=message.num_partitions,
-            raw=message,
-            hosts=tuple(message.hosts),
+        allocation = message.allocation
+        return copy_fields(
+            cls,
+            message,
+            id=allocation.id,
+            cluster_id=allocation.spec.cluster_id,
+            agent_ids=tuple(allocation.spec.agent_ids),
         )
 
 
 @dataclass(frozen=True)
-class User:
+class User(FromWire):
     """A holder of an access key."""
 
     id: str
@@ -252,16 +215,6 @@ class User:
     admin: bool
     created_at: datetime | None
     raw: Any = field(repr=False, compare=False)
-
-    @classmethod
-    def from_wire(cls, message: apb.User) -> User:
-        return cls(
-            id=message.id,
-            allocation_ids=tuple(message.allocation_ids),
-            admin=message.admin,
-            created_at=timestamp_or_none(message.created_at, message.HasField("created_at")),
-            raw=message,
-        )
 
 
 @dataclass(frozen=True)
@@ -274,7 +227,7 @@ class CreatedUser:
 
 
 @dataclass(frozen=True)
-class AgentToken:
+class AgentToken(FromWire):
     """An agent registration token (never its secret) and the agents bound to it."""
 
     id: str
@@ -282,16 +235,6 @@ class AgentToken:
     created_at: datetime | None
     agent_ids: tuple[str, ...]
     raw: Any = field(repr=False, compare=False)
-
-    @classmethod
-    def from_wire(cls, message: apb.AgentToken) -> AgentToken:
-        return cls(
-            id=message.id,
-            label=message.label,
-            created_at=timestamp_or_none(message.created_at, message.HasField("created_at")),
-            agent_ids=tuple(message.agent_ids),
-            raw=message,
-        )
 
 
 @dataclass(frozen=True)
@@ -323,19 +266,17 @@ class PartitionInfo:
 
     @classmethod
     def from_wire(cls, message: apb.PartitionInfo) -> PartitionInfo:
-        return cls(
+        return copy_fields(
+            cls,
+            message,
             partition=Partition.from_wire(message.partition),
             status=PartitionStatus.from_wire(message.status),
-            locations=tuple(
-                IpuLocation(loc.agent_id, loc.device_id, loc.routing_id)
-                for loc in message.locations
-            ),
-            raw=message,
+            locations=tuple(copy_fields(IpuLocation, loc) for loc in message.locations),
         )
 
 
 @dataclass(frozen=True)
-class AuditEvent:
+class AuditEvent(FromWire):
     """One entry of the audit log."""
 
     id: int
@@ -347,20 +288,6 @@ class AuditEvent:
     source: str
     detail: str
     raw: Any = field(repr=False, compare=False)
-
-    @classmethod
-    def from_wire(cls, message: apb.AuditEvent) -> AuditEvent:
-        return cls(
-            id=message.id,
-            time=timestamp_or_none(message.time, message.HasField("time")),
-            actor=message.actor,
-            action=message.action,
-            target=message.target,
-            outcome=message.outcome,
-            source=message.source,
-            detail=message.detail,
-            raw=message,
-        )
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,9 @@ volume by id or by name, as the API does. Nothing here does I/O.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, TypedDict
+from typing import Any, TypedDict, Unpack
 from urllib.parse import quote
 
 from .cloud_records import (
@@ -71,12 +71,18 @@ def flavors() -> HttpCall[list[Flavor]]:
 
 
 def project() -> HttpCall[Project]:
+    """The caller's project, its quotas and usage."""
     return get("/project", lambda data: from_json(Project, data))
 
 
 def check_limits(
-    flavor: str, server_count: int | None, volumes_gib: Sequence[int], boot_volume_gib: int | None
+    flavor: str,
+    *,
+    server_count: int | None = None,
+    volumes_gib: Sequence[int] = (),
+    boot_volume_gib: int | None = None,
 ) -> HttpCall[Limits]:
+    """Would a cluster of ``flavor`` fit the project's quotas?"""
     body: dict[str, Any] = {"flavor": flavor, "server_count": server_count}
     if volumes_gib:
         body["volumes_gib"] = list(volumes_gib)
@@ -89,7 +95,7 @@ def list_clusters() -> HttpCall[list[CloudCluster]]:
     return get("/clusters", lambda data: list_of(CloudCluster, data))
 
 
-def create_cluster(name: str, flavor: str, options: ClusterOptions) -> HttpCall[Task]:
+def create_cluster(name: str, flavor: str, **options: Unpack[ClusterOptions]) -> HttpCall[Task]:
     body: dict[str, Any] = {"name": name, "flavor": flavor}
     for key, value in options.items():
         if isinstance(value, Sequence) and not isinstance(value, str):
@@ -102,23 +108,29 @@ def create_cluster(name: str, flavor: str, options: ClusterOptions) -> HttpCall[
 
 
 def get_cluster(cluster: str) -> HttpCall[CloudCluster]:
+    """A cluster by id or name."""
     return get(f"/clusters/{_id(cluster)}", lambda data: from_json(CloudCluster, data))
 
 
-def delete_cluster(cluster: str, delete_volumes: bool) -> HttpCall[Task]:
+def delete_cluster(cluster: str, *, delete_volumes: bool = False) -> HttpCall[Task]:
     return delete(f"/clusters/{_id(cluster)}", _task, delete_volumes=delete_volumes)
 
 
-def cluster_action(cluster: str, action: str) -> HttpCall[Task]:
-    """``suspend``, ``resume`` or ``reboot``."""
-    return post(f"/clusters/{_id(cluster)}/{action}", _task)
+def cluster_action(action: str) -> Callable[[str], HttpCall[Task]]:
+    """The call of ``action`` (``suspend``, ``resume`` or ``reboot``) on a cluster."""
+
+    def act(cluster: str) -> HttpCall[Task]:
+        return post(f"/clusters/{_id(cluster)}/{action}", _task)
+
+    act.__doc__ = f"{action.capitalize()} the cluster (by id or name)."
+    return act
 
 
 def resize_cluster(cluster: str, server_count: int) -> HttpCall[Task]:
     return post(f"/clusters/{_id(cluster)}/resize", _task, {"server_count": server_count})
 
 
-def rebuild_cluster(cluster: str, image: str | None) -> HttpCall[Task]:
+def rebuild_cluster(cluster: str, image: str | None = None) -> HttpCall[Task]:
     return post(f"/clusters/{_id(cluster)}/rebuild", _task, {"image": image})
 
 
@@ -127,7 +139,7 @@ def cluster_metadata(cluster: str) -> HttpCall[dict[str, str]]:
 
 
 def set_cluster_metadata(
-    cluster: str, metadata: Mapping[str, str], replace: bool
+    cluster: str, metadata: Mapping[str, str], *, replace: bool = False
 ) -> HttpCall[MetadataUpdate]:
     body = {"metadata": dict(metadata), "replace": replace}
     return put(
@@ -135,7 +147,8 @@ def set_cluster_metadata(
     )
 
 
-def shell(cluster: str, server: int) -> HttpCall[Shell]:
+def shell(cluster: str, server: int = 1) -> HttpCall[Shell]:
+    """How to open a shell on server ``server`` (1 = the first) of the cluster."""
     return get(
         f"/clusters/{_id(cluster)}/shell", lambda data: from_json(Shell, data), server=server
     )
@@ -145,7 +158,7 @@ def list_volumes() -> HttpCall[list[Volume]]:
     return get("/volumes", lambda data: list_of(Volume, data))
 
 
-def create_volume(name: str, size_gib: int, volume_type: str) -> HttpCall[Task]:
+def create_volume(name: str, size_gib: int, volume_type: str = "standard") -> HttpCall[Task]:
     body = {"name": name, "size_gib": size_gib, "volume_type": volume_type}
     return post("/volumes", _task, body)
 
@@ -158,7 +171,7 @@ def delete_volume(volume: str) -> HttpCall[Task]:
     return delete(f"/volumes/{_id(volume)}", _task)
 
 
-def attach_volume(volume: str, cluster: str, server: int) -> HttpCall[Task]:
+def attach_volume(volume: str, cluster: str, server: int = 1) -> HttpCall[Task]:
     return post(f"/volumes/{_id(volume)}/attach", _task, {"cluster": cluster, "server": server})
 
 
@@ -166,17 +179,22 @@ def detach_volume(volume: str) -> HttpCall[Task]:
     return post(f"/volumes/{_id(volume)}/detach", _task)
 
 
-def list_tasks(resource: str | None, state: str | None, limit: int | None) -> HttpCall[list[Task]]:
+def list_tasks(
+    *, resource: str | None = None, state: str | None = None, limit: int | None = None
+) -> HttpCall[list[Task]]:
+    """The project's tasks, newest first."""
     return get(
         "/tasks", lambda data: list_of(Task, data), resource=resource, state=state, limit=limit
     )
 
 
 def get_task(task_id: str, wait_s: float = 0) -> HttpCall[Task]:
+    """A task; ``wait_s`` > 0 waits up to that long for its next change."""
     return get(f"/tasks/{_id(task_id)}", _task, wait=wait_s or None)
 
 
-def invoice(start: datetime | None, end: datetime | None) -> HttpCall[Invoice]:
+def invoice(start: datetime | None = None, end: datetime | None = None) -> HttpCall[Invoice]:
+    """The project's invoice (default: this month so far)."""
     return get(
         "/invoice", lambda data: from_json(Invoice, data), start=_when(start), end=_when(end)
     )
@@ -186,7 +204,10 @@ def _reservation(data: Any) -> Reservation:
     return from_json(Reservation, data)
 
 
-def list_reservations(start: datetime | None, end: datetime | None) -> HttpCall[list[Reservation]]:
+def list_reservations(
+    start: datetime | None = None, end: datetime | None = None
+) -> HttpCall[list[Reservation]]:
+    """The project's reservations, utilisation over ``[start, end)`` (default: this month)."""
     return get(
         "/reservations",
         lambda data: list_of(Reservation, data),
@@ -195,12 +216,13 @@ def list_reservations(start: datetime | None, end: datetime | None) -> HttpCall[
     )
 
 
-def create_reservation(flavor: str, units: int, term: str) -> HttpCall[Reservation]:
+def create_reservation(flavor: str, units: int, term: str = "1y") -> HttpCall[Reservation]:
+    """Reserve ``units`` of ``flavor`` for ``term``; NoCapacity says the numbers."""
     return post("/reservations", _reservation, {"flavor": flavor, "units": units, "term": term})
 
 
 def get_reservation(
-    reservation: str, start: datetime | None, end: datetime | None
+    reservation: str, start: datetime | None = None, end: datetime | None = None
 ) -> HttpCall[Reservation]:
     return get(
         f"/reservations/{_id(reservation)}", _reservation, start=_when(start), end=_when(end)
@@ -208,6 +230,7 @@ def get_reservation(
 
 
 def cancel_reservation(reservation: str) -> HttpCall[Reservation]:
+    """Release the capacity now; billed to the end of the month (docs/cloud.md)."""
     return delete(f"/reservations/{_id(reservation)}", _reservation)
 
 
@@ -219,9 +242,10 @@ def list_projects() -> HttpCall[list[Project]]:
 
 
 def create_project(
-    project_id: str, name: str, quotas: Mapping[str, int]
+    project_id: str, *, name: str = "", quotas: Mapping[str, int] | None = None
 ) -> HttpCall[ProjectCreated]:
-    body = {"id": project_id, "name": name, "quotas": dict(quotas)}
+    """A new project and its first token (shown only in this reply)."""
+    body = {"id": project_id, "name": name, "quotas": dict(quotas or {})}
     return post("/admin/projects", lambda data: from_json(ProjectCreated, data), body)
 
 
@@ -245,7 +269,7 @@ def list_tokens(project_id: str) -> HttpCall[list[Token]]:
     return get(f"/admin/projects/{_id(project_id)}/tokens", lambda data: list_of(Token, data))
 
 
-def issue_token(project_id: str, label: str) -> HttpCall[Token]:
+def issue_token(project_id: str, label: str = "") -> HttpCall[Token]:
     return post(
         f"/admin/projects/{_id(project_id)}/tokens",
         lambda data: from_json(Token, data),
@@ -258,7 +282,7 @@ def revoke_token(token_id: str) -> HttpCall[None]:
 
 
 def project_invoice(
-    project_id: str, start: datetime | None, end: datetime | None
+    project_id: str, start: datetime | None = None, end: datetime | None = None
 ) -> HttpCall[Invoice]:
     return get(
         f"/admin/projects/{_id(project_id)}/invoice",
@@ -273,7 +297,13 @@ def list_hosts() -> HttpCall[list[Host]]:
 
 
 def register_host(
-    host_id: str, role: str, model: str, fabric: str | None, address: str, slots: int | None
+    host_id: str,
+    role: str,
+    model: str,
+    *,
+    fabric: str | None = None,
+    address: str = "",
+    slots: int | None = None,
 ) -> HttpCall[Host]:
     body = {
         "id": host_id,
@@ -299,6 +329,7 @@ def _storage(data: Any) -> DatasetStorage:
 
 
 def storage_endpoints() -> HttpCall[list[StorageEndpoint]]:
+    """The S3-compatible endpoints the operator offers."""
     return get("/storage-endpoints", lambda data: list_of(StorageEndpoint, data))
 
 
@@ -309,6 +340,7 @@ def list_dataset_storage() -> HttpCall[list[DatasetStorage]]:
 def register_dataset_storage(
     name: str, endpoint: str, bucket: str, access_key_id: str, secret_access_key: str
 ) -> HttpCall[DatasetStorage]:
+    """Register a bucket and its keys (sealed at rest; the secret is never shown again)."""
     body = {
         "name": name,
         "endpoint": endpoint,
@@ -324,10 +356,13 @@ def get_dataset_storage(storage: str) -> HttpCall[DatasetStorage]:
 
 
 def delete_dataset_storage(storage: str) -> HttpCall[None]:
+    """Refused (FailedPrecondition) while a cluster holds it: detach it first."""
     return delete(f"/dataset-storage/{_id(storage)}", nothing)
 
 
-def attach_dataset_storage(storage: str, cluster: str, mount_path: str | None) -> HttpCall[Task]:
+def attach_dataset_storage(
+    storage: str, cluster: str, mount_path: str | None = None
+) -> HttpCall[Task]:
     body = {"storage": storage, "mount_path": mount_path}
     return post(f"/clusters/{_id(cluster)}/dataset-storage", _task, body)
 
@@ -348,6 +383,8 @@ def list_keypairs() -> HttpCall[list[Keypair]]:
 
 
 def create_keypair(name: str, public_key: str | None = None) -> HttpCall[Keypair]:
+    """Import ``public_key`` (an OpenSSH line), or, without one, have the cloud make an
+    ed25519 key: its ``private_key`` is in this answer only."""
     body: dict[str, Any] = {"name": name}
     if public_key is not None:
         body["public_key"] = public_key
@@ -359,6 +396,7 @@ def get_keypair(keypair: str) -> HttpCall[Keypair]:
 
 
 def delete_keypair(keypair: str) -> HttpCall[None]:
+    """Refused (FailedPrecondition) while a cluster holds it."""
     return delete(f"/keypairs/{_id(keypair)}", nothing)
 
 
@@ -367,6 +405,7 @@ def cluster_keypairs(cluster: str) -> HttpCall[list[Keypair]]:
 
 
 def add_cluster_keypair(cluster: str, keypair: str) -> HttpCall[list[Keypair]]:
+    """Let the keypair log in to the cluster's servers; the cluster's keypairs after."""
     return put(
         f"/clusters/{_id(cluster)}/keypairs/{_id(keypair)}",
         lambda data: list_of(Keypair, data),
@@ -381,10 +420,12 @@ def remove_cluster_keypair(cluster: str, keypair: str) -> HttpCall[list[Keypair]
 
 
 def cluster_ssh(cluster: str) -> HttpCall[ClusterSsh]:
+    """Each server's name, user and host keys (to pin in known_hosts)."""
     return get(f"/clusters/{_id(cluster)}/ssh", lambda data: from_json(ClusterSsh, data))
 
 
 def cluster_console(cluster: str, server: str = "1") -> HttpCall[Console]:
+    """The address of a browser terminal on the server (its number or name)."""
     return get(
         f"/clusters/{_id(cluster)}/console", lambda data: from_json(Console, data), server=server
     )

@@ -31,7 +31,7 @@ from vpod.wire.rest import (
     cloud_volumes,
 )
 
-from .json_records import shaped
+from .json_records import WireRecord, shaped
 
 
 class TaskState(enum.StrEnum):
@@ -125,12 +125,9 @@ class ServerGpu:
     last_xid: int | None = None
 
 
-@dataclass(frozen=True)
-class SshHostKey:
-    key: str
-    """``TYPE BASE64``, as known_hosts holds it after the host name."""
-    fingerprint: str
-    """``SHA256:...``, what ssh shows."""
+class SshHostKey(cloud_clusters.SshHostKeyOut, WireRecord):
+    """A server's sshd host key: ``key`` as known_hosts holds it, ``fingerprint`` as ssh
+    shows it."""
 
 
 @dataclass(frozen=True)
@@ -148,29 +145,12 @@ class Server:
     """Its direct SSH port on the controller's host (None: reach it through the tunnel)."""
 
 
-@shaped(cloud_volumes.VolumeOut)
-@dataclass(frozen=True)
-class Volume:
-    id: str
-    name: str
-    size_gib: int
-    volume_type: str
-    boot: bool
-    status: str
-    cluster_id: str | None
-    server_id: str | None
-    task_id: str | None
-    created_at: datetime
-    raw: Any = field(default=None, repr=False, compare=False)
+class Volume(cloud_volumes.VolumeOut, WireRecord):
+    """A data or boot volume; ``status`` is Cinder's."""
 
 
-@dataclass(frozen=True)
-class VipuAccess:
+class VipuAccess(cloud_clusters.VipuOut, WireRecord):
     """The V-IPU side of a vPOD: its cluster, allocation and scoped user."""
-
-    cluster_id: str | None
-    allocation_id: str | None
-    user_id: str | None
 
 
 @dataclass(frozen=True)
@@ -214,13 +194,8 @@ class CloudCluster:
     raw: Any = field(default=None, repr=False, compare=False)
 
 
-@dataclass(frozen=True)
-class Exceeded:
-    quota: str
-    limit: int
-    used: int
-    requested: int
-    message: str
+class Exceeded(cloud_flavors.ExceededOut, WireRecord):
+    """A quota a cluster would exceed, with the numbers."""
 
 
 @shaped(cloud_flavors.LimitsOut)
@@ -236,28 +211,12 @@ class Limits:
     raw: Any = field(default=None, repr=False, compare=False)
 
 
-@shaped(cloud_projects.ProjectOut)
-@dataclass(frozen=True)
-class Project:
-    id: str
-    name: str
-    quotas: Mapping[str, int]
-    usage: Mapping[str, int]
-    created_at: datetime
-    raw: Any = field(default=None, repr=False, compare=False)
+class Project(cloud_projects.ProjectOut, WireRecord):
+    """A project, its quotas and usage."""
 
 
-@shaped(cloud_projects.TokenOut)
-@dataclass(frozen=True)
-class Token:
+class Token(cloud_projects.TokenOut, WireRecord):
     """An API token of a project; ``token`` is set only in the reply that made it."""
-
-    id: str
-    project_id: str | None
-    label: str
-    created_at: datetime
-    token: str | None = None
-    raw: Any = field(default=None, repr=False, compare=False)
 
 
 @shaped(cloud_projects.ProjectCreatedOut)
@@ -283,13 +242,8 @@ class InvoiceLine:
     unit_price_per_month: Decimal | None = None
 
 
-@dataclass(frozen=True)
-class Utilisation:
-    start: datetime
-    end: datetime
-    used_unit_minutes: int
-    reserved_unit_minutes: int
-    ratio: float
+class Utilisation(cloud_reservations.UtilisationOut, WireRecord):
+    """How much of a reservation was used over a period."""
 
 
 @shaped(cloud_reservations.ReservationOut)
@@ -329,35 +283,13 @@ class Invoice:
     raw: Any = field(default=None, repr=False, compare=False)
 
 
-@shaped(cloud_clusters.ShellOut)
-@dataclass(frozen=True)
-class Shell:
+class Shell(cloud_clusters.ShellOut, WireRecord):
     """How to reach a server's shell: ``relay`` (a WebSocket to ``connect`` through the
     cloud API, :meth:`~.cloud.CloudClient.open_shell`) or ``ssh`` to ``user@host -p port``."""
 
-    kind: str
-    host: str
-    user: str
-    port: int
-    connect: str
-    raw: Any = field(default=None, repr=False, compare=False)
 
-
-@shaped(cloud_hosts.HostOut)
-@dataclass(frozen=True)
-class Host:
+class Host(cloud_hosts.HostOut, WireRecord):
     """A registered GPU or Poplar host (administrators)."""
-
-    id: str
-    role: str
-    model: str
-    slots: int
-    free_slots: int
-    fabric: str | None
-    address: str
-    enabled: bool
-    registered_at: datetime
-    raw: Any = field(default=None, repr=False, compare=False)
 
 
 @shaped(cloud_clusters.MetadataOut)
@@ -368,16 +300,8 @@ class MetadataUpdate:
     raw: Any = field(default=None, repr=False, compare=False)
 
 
-@shaped(cloud_datasets.StorageEndpointOut)
-@dataclass(frozen=True)
-class StorageEndpoint:
+class StorageEndpoint(cloud_datasets.StorageEndpointOut, WireRecord):
     """An S3-compatible service the operator offers for dataset storage."""
-
-    name: str
-    url: str
-    region: str
-    path_style: bool
-    raw: Any = field(default=None, repr=False, compare=False)
 
 
 @shaped(cloud_datasets.DatasetStorageOut)
@@ -437,12 +361,5 @@ class ClusterSsh:
     raw: Any = field(default=None, repr=False, compare=False)
 
 
-@shaped(cloud_ssh.ConsoleOut)
-@dataclass(frozen=True)
-class Console:
+class Console(cloud_ssh.ConsoleOut, WireRecord):
     """A browser terminal on a server: open ``url`` in a browser logged in to the console."""
-
-    type: str
-    url: str
-    server: str
-    raw: Any = field(default=None, repr=False, compare=False)

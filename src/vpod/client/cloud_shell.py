@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
@@ -35,11 +35,28 @@ class ShellExit:
     """The exit status of the server's shell (or command)."""
 
 
-class ShellConnection:
+class WebSocketSession:
+    """One WebSocket of the cloud API (a relayed shell, an SSH tunnel); close it (or leave its
+    ``with``) to hang up."""
+
+    def __init__(self, ws: ClientConnection) -> None:
+        self._ws = ws
+
+    def close(self) -> None:
+        self._ws.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
+class ShellConnection(WebSocketSession):
     """One relayed shell; close it to end the shell."""
 
     def __init__(self, ws: ClientConnection, endpoint: str) -> None:
-        self._ws = ws
+        super().__init__(ws)
         self._endpoint = endpoint
 
     def send_input(self, data: bytes) -> None:
@@ -75,15 +92,6 @@ class ShellConnection:
                 raise error_of_http(
                     400, str(error.get("code", "")), error["message"], self._endpoint
                 )
-
-    def close(self) -> None:
-        self._ws.close()
-
-    def __enter__(self) -> ShellConnection:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
 
 
 def websocket_to(site: HttpSite, path: str, what: str) -> ClientConnection:

@@ -53,7 +53,8 @@ def whoami() -> HttpCall[Identity]:
     return get("/whoami", Identity.model_validate)
 
 
-def pod_map(cluster: str | None) -> HttpCall[list[ClusterMap]]:
+def pod_map(cluster: str | None = None) -> HttpCall[list[ClusterMap]]:
+    """Every cluster (or one) as domains → machines in ladder order → IPUs."""
     return get(
         "/admin/pod-map", lambda data: list(PodMap.model_validate(data).clusters), cluster=cluster
     )

@@ -29,6 +29,8 @@ from typing import Any, Generic, TypeVar
 
 import grpc
 import grpc.aio
+from google.protobuf import message_factory
+from google.protobuf.descriptor import ServiceDescriptor
 from google.protobuf.message import Message
 
 from .config import Endpoint
@@ -89,6 +91,24 @@ class Rpc(Generic[T]):
     parse: Callable[[Any], T]
     idempotent: bool = True
     """May be sent twice: a refusal of the server is retried (see :mod:`.retry`)."""
+
+
+class Service:
+    """A gRPC service of the wire protos, describing its unary calls by method name: the
+    path and the reply type come from the service's own declaration."""
+
+    def __init__(self, descriptor: ServiceDescriptor) -> None:
+        self.descriptor = descriptor
+
+    def call(
+        self, method: str, request: Message, parse: Callable[[Any], T], *, idempotent: bool = True
+    ) -> Rpc[T]:
+        declared = self.descriptor.methods_by_name[method]
+        if request.DESCRIPTOR is not declared.input_type:
+            raise TypeError(f"{method} takes a {declared.input_type.full_name}")
+        reply_type = message_factory.GetMessageClass(declared.output_type)
+        path = f"/{self.descriptor.full_name}/{method}"
+        return Rpc(path, request, reply_type, parse, idempotent)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,9 @@ JSON object itself, for tools that print what the API said (``--json``).
 
 A record marked :func:`shaped` is read through the server's own definition of
 the reply (a shape of :mod:`vpod.wire.rest`) first: a reply that is not one is
-the server's fault, said as :class:`~.errors.ServerError`.
+the server's fault, said as :class:`~.errors.ServerError`. Where the record
+needs nothing the shape lacks (money as ``Decimal``, immutable tuples), it is
+the shape itself: a :class:`WireRecord` subclass of it, read-only.
 """
 
 from __future__ import annotations
@@ -24,15 +26,38 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from decimal import Decimal
 from functools import cache
-from typing import Any, TypeVar, Union
+from typing import Any, Self, TypeVar, Union
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
 
 from .errors import ServerError
 
 R = TypeVar("R")
 
 _SHAPES: dict[type, type[BaseModel]] = {}
+
+
+class WireRecord(BaseModel):
+    """A record that is the API's shape of a reply (its subclass: ``class Host(HostOut,
+    WireRecord)``), read-only; ``raw`` is the JSON object it was read from."""
+
+    model_config = ConfigDict(frozen=True)
+    _raw: Any = PrivateAttr(default=None)
+
+    @property
+    def raw(self) -> Any:
+        return self._raw
+
+    @classmethod
+    def read(cls, data: Any) -> Self:
+        """The record of the JSON object ``data``; one that is not the shape is the server's
+        fault."""
+        try:
+            record = cls.model_validate(data)
+        except ValidationError as exc:
+            raise ServerError(f"the API answered no {cls.__mro__[1].__name__}: {exc}") from None
+        record._raw = data
+        return record
 
 
 def shaped(shape: type[BaseModel]) -> Callable[[type[R]], type[R]]:
@@ -69,6 +94,10 @@ def _convert(hint: Any, value: Any, where: str) -> Any:
     if hint is Any or hint is object:
         return value
     if isinstance(hint, type):
+        if issubclass(hint, WireRecord):
+            return hint.read(value)
+        if issubclass(hint, BaseModel):
+            return _shape_of(hint, value)
         if dataclasses.is_dataclass(hint):
             return from_json(hint, value)
         if issubclass(hint, enum.Enum):
@@ -82,6 +111,13 @@ def _convert(hint: Any, value: Any, where: str) -> Any:
         if hint in (int, str, bool):
             return hint(value)
     return value
+
+
+def _shape_of(shape: type[BaseModel], value: Any) -> BaseModel:
+    try:
+        return shape.model_validate(value)
+    except ValidationError as exc:
+        raise ServerError(f"the API answered no {shape.__name__}: {exc}") from None
 
 
 def _member(cls: type[enum.Enum], value: Any, where: str) -> enum.Enum:
@@ -103,6 +139,8 @@ def from_json(cls: type[R], data: Any) -> R:
         raise ServerError(
             f"the API answered {type(data).__name__} where {cls.__name__} was expected"
         )
+    if isinstance(cls, type) and issubclass(cls, WireRecord):
+        return typing.cast(R, cls.read(data))
     shape = _SHAPES.get(typing.cast(type, cls))
     if shape is not None:
         try:

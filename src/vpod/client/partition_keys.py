@@ -13,14 +13,14 @@ from typing import Any
 
 from vpod.wire import keys_pb2 as kpb
 
-from .grpc_transport import Rpc
-from .records import timestamp_or_none
+from .grpc_transport import Rpc, Service
+from .records import FromWire
 
-KEYS_SERVICE = "/vpod.keys.v1.PartitionKeyService/"
+KEYS_SERVICE = Service(kpb.DESCRIPTOR.services_by_name["PartitionKeyService"])
 
 
 @dataclass(frozen=True)
-class PartitionKey:
+class PartitionKey(FromWire):
     """A key (never the key itself): its id, who minted it and for which partition."""
 
     id: str
@@ -28,16 +28,6 @@ class PartitionKey:
     partition_id: str
     created_at: datetime | None
     raw: Any = field(repr=False, compare=False)
-
-    @classmethod
-    def from_wire(cls, message: kpb.PartitionKey) -> PartitionKey:
-        return cls(
-            id=message.id,
-            owner_id=message.owner_id,
-            partition_id=message.partition_id,
-            created_at=timestamp_or_none(message.created_at, message.HasField("created_at")),
-            raw=message,
-        )
 
 
 @dataclass(frozen=True)
@@ -53,10 +43,10 @@ class MintedPartitionKey:
 
 
 def create_partition_key(partition_id: str, key_id: str = "") -> Rpc[MintedPartitionKey]:
-    return Rpc(
-        KEYS_SERVICE + "CreatePartitionKey",
+    """A key that may get, reset and attach ``partition_id`` only (shown once)."""
+    return KEYS_SERVICE.call(
+        "CreatePartitionKey",
         kpb.CreatePartitionKeyRequest(partition_id=partition_id, key_id=key_id),
-        kpb.CreatePartitionKeyReply,
         lambda reply: MintedPartitionKey(
             PartitionKey.from_wire(reply.partition_key), reply.access_key
         ),
@@ -64,18 +54,16 @@ def create_partition_key(partition_id: str, key_id: str = "") -> Rpc[MintedParti
 
 
 def list_partition_keys() -> Rpc[list[PartitionKey]]:
-    return Rpc(
-        KEYS_SERVICE + "ListPartitionKeys",
+    """The partition keys the caller minted (every one, for an administrator)."""
+    return KEYS_SERVICE.call(
+        "ListPartitionKeys",
         kpb.ListPartitionKeysRequest(),
-        kpb.ListPartitionKeysReply,
         lambda reply: [PartitionKey.from_wire(k) for k in reply.partition_keys],
     )
 
 
 def remove_partition_key(key_id: str) -> Rpc[None]:
-    return Rpc(
-        KEYS_SERVICE + "RemovePartitionKey",
-        kpb.RemovePartitionKeyRequest(key_id=key_id),
-        kpb.RemovePartitionKeyReply,
-        lambda _reply: None,
+    """Stop a partition key now."""
+    return KEYS_SERVICE.call(
+        "RemovePartitionKey", kpb.RemovePartitionKeyRequest(key_id=key_id), lambda _reply: None
     )

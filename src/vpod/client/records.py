@@ -11,20 +11,27 @@ the wire form, such as ``vipu list partitions --json``. Fields one API does not 
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+import types
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from functools import cache
+from typing import Any, Self, TypeVar
 
 from google.protobuf.timestamp_pb2 import Timestamp
+from pydantic import ConfigDict
 
 from vpod.domain.ipuof import FILE_DEVICE_KEYS
 from vpod.domain.partition_states import OperationState, ReadyState
 from vpod.domain.routing import GwRouting, IpuLinkRouting, SyncType
 from vpod.wire import virmgrpc_pb2 as pb
+from vpod.wire.rest import ipuof as ipuof_shapes
 
 E = TypeVar("E", bound=enum.Enum)
+R = TypeVar("R")
 
 IPUOF_ATTRIBUTE_ORDER: tuple[str, ...] = (
     "Fabric Reconfigurable",
@@ -45,11 +52,77 @@ def enum_or_none(cls: type[E], value: int) -> E | None:
         return None
 
 
+def enum_by_name(cls: type[E], text: str | None) -> E | None:
+    """The member a JSON name spells (``ipu-link`` -> ``LinkTest.IPU_LINK``); ``None`` for
+    an empty or unknown name."""
+    if not text:
+        return None
+    return cls.__members__.get(text.upper().replace("-", "_"))
+
+
 def timestamp_or_none(stamp: Timestamp, present: bool = True) -> datetime | None:
     """A wire timestamp as an aware UTC datetime; ``None`` when unset."""
     if not present or (stamp.seconds == 0 and stamp.nanos == 0):
         return None
     return stamp.ToDatetime(tzinfo=UTC)
+
+
+@cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def copy_fields(cls: type[R], source: object, **given: Any) -> R:
+    """A record ``cls`` of the wire shape ``source`` (a protobuf message, a REST shape): each
+    field is ``given``, else ``source``'s field of the same name (one it lacks takes the
+    record's default), repeated fields as tuples, maps as dicts, timestamps as aware datetimes
+    (``None`` when unset), an optional enum from its wire number (:func:`enum_or_none`) or its
+    JSON name (:func:`enum_by_name`); ``raw`` is ``source`` unless given."""
+    values = dict(given)
+    hints = _hints(typing.cast(type, cls))
+    for spec in dataclasses.fields(cls):  # type: ignore[arg-type]
+        name = spec.name
+        if name in values:
+            continue
+        if name == "raw":
+            values[name] = source
+        elif hasattr(source, name):
+            values[name] = _as_annotated(hints[name], getattr(source, name), source, name)
+    return cls(**values)
+
+
+class FromWire:
+    """A record whose fields are its wire message's, by name (:func:`copy_fields`)."""
+
+    @classmethod
+    def from_wire(cls, message: Any) -> Self:
+        return copy_fields(cls, message)
+
+
+def _as_annotated(hint: Any, value: Any, source: Any, name: str) -> Any:
+    if isinstance(value, Timestamp):
+        return timestamp_or_none(value, source.HasField(name))
+    origin = typing.get_origin(hint)
+    member = _optional_enum(hint)
+    if member is not None and isinstance(value, int):
+        return enum_or_none(member, value)
+    if member is not None and isinstance(value, str | None):
+        return enum_by_name(member, value)
+    if origin is tuple:
+        return tuple(value)
+    if origin in (Mapping, dict):
+        return dict(value)
+    return value
+
+
+def _optional_enum(hint: Any) -> type[enum.Enum] | None:
+    """``E`` of an ``E | None`` annotation, when ``E`` is an enum."""
+    if typing.get_origin(hint) not in (typing.Union, types.UnionType):
+        return None
+    options = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+    if len(options) == 1 and isinstance(options[0], type) and issubclass(options[0], enum.Enum):
+        return options[0]
+    return None
 
 
 @dataclass(frozen=True)
@@ -108,24 +181,12 @@ class Partition:
     @classmethod
     def from_wire(cls, message: pb.Partition) -> Partition:
         spec = message.spec
-        return cls(
+        return copy_fields(
+            cls,
+            spec,
             id=message.id,
-            cluster_id=spec.cluster_id,
-            allocation_id=spec.allocation_id,
             ready_state=enum_or_none(ReadyState, message.ready_state),
-            ipus=tuple(
-                PartitionIpu(
-                    ipu.ipulink_domain_topology_id,
-                    ipu.ipulink_domain_routing_id,
-                    ipu.topology_id,
-                    ipu.routing_id,
-                )
-                for ipu in spec.ipus
-            ),
-            num_gcds=spec.num_gcds,
-            num_replicas=spec.num_replicas,
-            num_ipulink_segments=spec.num_ipulink_segments,
-            reconfigurable=spec.reconfigurable,
+            ipus=tuple(copy_fields(PartitionIpu, ipu) for ipu in spec.ipus),
             ipulink_routing=enum_or_none(IpuLinkRouting, spec.ipulink_routing_type),
             gw_routing=enum_or_none(GwRouting, spec.gw_routing_type),
             sync_type=enum_or_none(SyncType, spec.sync_type),
@@ -149,39 +210,23 @@ class PartitionStatus:
 
     @classmethod
     def from_wire(cls, message: pb.PartitionStatus) -> PartitionStatus:
-        return cls(
-            partition_id=message.partition_id,
-            ready_state=enum_or_none(ReadyState, message.ready_state),
-            operation_state=enum_or_none(OperationState, message.operation_state),
-            errors=tuple(message.errors),
-            max_auto_reset_retries=message.max_auto_reset_retries,
-            auto_reset_retry_count=message.auto_reset_retry_count,
-            last_auto_reset_time=timestamp_or_none(
-                message.last_auto_reset_time, message.HasField("last_auto_reset_time")
-            ),
-            raw=message,
+        return copy_fields(
+            cls,
+            message,
         )
 
 
-@dataclass(frozen=True)
-class IpuofDevice:
-    """One IPU as an IPUoF client reaches it."""
+class IpuofDevice(ipuof_shapes.IpuofDevice):
+    """One IPU as an IPUoF client reaches it: a device of the static IPUoF file, and the
+    IPU-Machine's software version."""
 
-    ip: str
-    server_port: int
-    rdma_port: int
-    device_id: int
-    ipulink_segment_id: int
-    routing_id: int
-    ipu_arch_id: int
-    ipu_id: int
-    chip_id: str
-    gwsw_version: str
+    model_config = ConfigDict(frozen=True)
+
     ipum_sw_version: str
 
     @classmethod
     def from_wire(cls, message: pb.IpuofDevice) -> IpuofDevice:
-        return cls(**{name: getattr(message, name) for name in cls.__dataclass_fields__})
+        return cls.model_validate(message, from_attributes=True)
 
 
 def ordered_attributes(attributes: Mapping[str, str]) -> dict[str, str]:
@@ -227,22 +272,17 @@ class IpuofConfig:
 
     @classmethod
     def from_wire(cls, message: pb.PartitionConfig) -> IpuofConfig:
-        return cls(
-            gcds=tuple(
-                GcdConfig(
-                    devices=tuple(IpuofDevice.from_wire(d) for d in gcd.devices),
-                    attributes=dict(gcd.attributes),
-                    raw=gcd,
-                )
-                for gcd in message.gcd_configs
-            ),
+        gcds = tuple(
+            copy_fields(GcdConfig, gcd, devices=tuple(map(IpuofDevice.from_wire, gcd.devices)))
+            for gcd in message.gcd_configs
+        )
+        return copy_fields(
+            cls,
+            message,
+            gcds=gcds,
             ipulink_routing=enum_or_none(IpuLinkRouting, message.ipulink_routing_type),
             gw_routing=enum_or_none(GwRouting, message.gw_routing_type),
             sync_type=enum_or_none(SyncType, message.sync_type),
-            reconfigurable=message.reconfigurable,
-            num_ipulink_segments=message.num_ipulink_segments,
-            ipuof_server_version=message.ipuof_server_version,
-            raw=message,
         )
 
 

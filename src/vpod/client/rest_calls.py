@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Unpack
 from urllib.parse import quote
 
 from vpod.domain.topology import GwTopology, IldTopology
@@ -49,7 +49,7 @@ def version() -> HttpCall[str]:
     return get("/version", lambda data: Version.model_validate(data).version)
 
 
-def list_partitions(allocation: str | None) -> HttpCall[list[Partition]]:
+def list_partitions(allocation: str | None = None) -> HttpCall[list[Partition]]:
     return get(
         "/partitions",
         lambda data: [read.partition(p) for p in data["partitions"]],
@@ -62,7 +62,7 @@ def get_partition(partition_id: str) -> HttpCall[Partition]:
 
 
 def create_partition(
-    partition_id: str, size: int, options: PartitionOptions
+    partition_id: str, size: int, **options: Unpack[PartitionOptions]
 ) -> HttpCall[Partition]:
     body: dict[str, Any] = {"id": partition_id, "size": size}
     plain = {
@@ -87,11 +87,11 @@ def create_partition(
     return post("/partitions", read.partition, body)
 
 
-def remove_partition(partition_id: str, force: bool) -> HttpCall[None]:
+def remove_partition(partition_id: str, *, force: bool = False) -> HttpCall[None]:
     return delete(f"/partitions/{_id(partition_id)}", nothing, force=force or None)
 
 
-def reset_partition(partition_id: str, relocatable: bool) -> HttpCall[None]:
+def reset_partition(partition_id: str, *, relocatable: bool = False) -> HttpCall[None]:
     return post(
         f"/partitions/{_id(partition_id)}/reset", nothing, None, relocatable=relocatable or None
     )
@@ -102,16 +102,17 @@ def partition_status(partition_id: str) -> HttpCall[PartitionStatus]:
 
 
 def ipuof_files(partition_id: str) -> HttpCall[dict[str, dict[str, Any]]]:
-    """Every GCD's IPUoF file, by file name (``<partition>_gcd<N>.conf``)."""
+    """Every GCD's IPUoF file by name (``<partition>_gcd<N>.conf``)."""
     return get(f"/partitions/{_id(partition_id)}/ipuof-config", lambda data: dict(data["files"]))
 
 
-def ipuof_file(partition_id: str, gcd: int) -> HttpCall[dict[str, Any]]:
+def ipuof_file(partition_id: str, gcd: int = 0) -> HttpCall[dict[str, Any]]:
     """GCD ``gcd``'s IPUoF file: exactly what ``~/.ipuof.conf.d/*.conf`` holds."""
     return get(f"/partitions/{_id(partition_id)}/ipuof-config", lambda data: dict(data), gcd=gcd)
 
 
-def list_allocations(cluster: str | None) -> HttpCall[list[Allocation]]:
+def list_allocations(cluster: str | None = None) -> HttpCall[list[Allocation]]:
+    """The allocations the caller may use (every one, for an administrator)."""
     return get(
         "/allocations",
         lambda data: [read.allocation(a) for a in data["allocations"]],
@@ -119,8 +120,16 @@ def list_allocations(cluster: str | None) -> HttpCall[list[Allocation]]:
     )
 
 
-def list_ipu_attributes(agents: Sequence[str], admin: bool) -> HttpCall[list[IpuAttributes]]:
-    path = "/admin/ipu-attributes" if admin else "/ipu-attributes"
+def list_ipu_attributes(agents: Sequence[str] = ()) -> HttpCall[list[IpuAttributes]]:
+    return _ipu_attributes("/ipu-attributes", agents)
+
+
+def list_all_ipu_attributes(agents: Sequence[str] = ()) -> HttpCall[list[IpuAttributes]]:
+    """Every agent's IPU attributes (administrators)."""
+    return _ipu_attributes("/admin/ipu-attributes", agents)
+
+
+def _ipu_attributes(path: str, agents: Sequence[str]) -> HttpCall[list[IpuAttributes]]:
     return get(
         path,
         lambda data: [read.ipu_attributes(a) for a in data["agents"]],
@@ -131,25 +140,25 @@ def list_ipu_attributes(agents: Sequence[str], admin: bool) -> HttpCall[list[Ipu
 # -- administration
 
 
-def create_agent(agent_id: str, host: str, port: int, key: str = "") -> HttpCall[Agent]:
+def create_agent(agent_id: str, host: str, port: int, *, key: str = "") -> HttpCall[Agent]:
     body: dict[str, Any] = {"id": agent_id, "host": host, "port": port}
     if key:
         body["agent_key"] = key
     return post("/admin/agents", read.agent, body)
 
 
-def list_agents(cluster: str | None) -> HttpCall[list[Agent]]:
+def list_agents(cluster: str | None = None) -> HttpCall[list[Agent]]:
     return get(
         "/admin/agents", lambda data: [read.agent(a) for a in data["agents"]], cluster=cluster
     )
 
 
-def remove_agent(agent_id: str, force: bool) -> HttpCall[None]:
+def remove_agent(agent_id: str, *, force: bool = False) -> HttpCall[None]:
     return delete(f"/admin/agents/{_id(agent_id)}", nothing, force=force or None)
 
 
 def discover_agents(
-    addresses: Sequence[str], add: bool, key: str = ""
+    addresses: Sequence[str] = (), *, add: bool = False, key: str = ""
 ) -> HttpCall[list[DiscoveredAgent]]:
     body: dict[str, Any] = {"addresses": list(addresses), "add": add}
     if key:
@@ -163,7 +172,7 @@ def inject_fault(agent_id: str, fault: Fault) -> HttpCall[AgentFaults]:
     return post(f"/admin/agents/{_id(agent_id)}/faults", read.agent_faults, read.fault_body(fault))
 
 
-def clear_fault(agent_id: str, fault: Fault | None) -> HttpCall[AgentFaults]:
+def clear_fault(agent_id: str, fault: Fault | None = None) -> HttpCall[AgentFaults]:
     params: dict[str, Any] = {}
     if fault is not None:
         params = {"kind": _dashed(fault.kind.name)}
@@ -177,9 +186,10 @@ def clear_fault(agent_id: str, fault: Fault | None) -> HttpCall[AgentFaults]:
 def create_cluster(
     cluster_id: str,
     agent_ids: Sequence[str],
-    num_ilds: int | None,
-    topology: IldTopology | None,
-    cluster_topology: GwTopology | None,
+    *,
+    num_ilds: int | None = None,
+    topology: IldTopology | None = None,
+    cluster_topology: GwTopology | None = None,
 ) -> HttpCall[Cluster]:
     body: dict[str, Any] = {"id": cluster_id, "agent_ids": list(agent_ids)}
     if num_ilds:
@@ -195,11 +205,11 @@ def list_clusters() -> HttpCall[list[Cluster]]:
     return get("/admin/clusters", lambda data: [read.cluster(c) for c in data["clusters"]])
 
 
-def remove_cluster(cluster_id: str, force: bool) -> HttpCall[None]:
+def remove_cluster(cluster_id: str, *, force: bool = False) -> HttpCall[None]:
     return delete(f"/admin/clusters/{_id(cluster_id)}", nothing, force=force or None)
 
 
-def cluster_test(cluster_id: str, tests: Sequence[LinkTest]) -> HttpCall[ClusterTestReport]:
+def cluster_test(cluster_id: str, tests: Sequence[LinkTest] = ()) -> HttpCall[ClusterTestReport]:
     body = {"tests": [_dashed(t.name) for t in tests]}
     return post(f"/admin/clusters/{_id(cluster_id)}/test", read.test_report, body)
 
@@ -207,8 +217,9 @@ def cluster_test(cluster_id: str, tests: Sequence[LinkTest]) -> HttpCall[Cluster
 def create_allocation(
     allocation_id: str,
     cluster_id: str,
-    size: int | None,
-    agent_ids: Sequence[str],
+    *,
+    size: int | None = None,
+    agent_ids: Sequence[str] = (),
     hosts: Sequence[str] = (),
 ) -> HttpCall[Allocation]:
     body: dict[str, Any] = {"id": allocation_id, "cluster_id": cluster_id}
@@ -227,11 +238,13 @@ def set_allocation_hosts(allocation_id: str, hosts: Sequence[str]) -> HttpCall[A
     )
 
 
-def remove_allocation(allocation_id: str, force: bool) -> HttpCall[None]:
+def remove_allocation(allocation_id: str, *, force: bool = False) -> HttpCall[None]:
     return delete(f"/admin/allocations/{_id(allocation_id)}", nothing, force=force or None)
 
 
-def create_user(user_id: str, allocation_ids: Sequence[str], admin: bool) -> HttpCall[CreatedUser]:
+def create_user(
+    user_id: str, *, allocation_ids: Sequence[str] = (), admin: bool = False
+) -> HttpCall[CreatedUser]:
     body = {"id": user_id, "allocation_ids": list(allocation_ids), "admin": admin}
     return post("/admin/users", read.created_user, body)
 
@@ -245,8 +258,9 @@ def remove_user(user_id: str) -> HttpCall[None]:
 
 
 def list_partition_infos(
-    allocation: str | None, cluster: str | None
+    *, allocation: str | None = None, cluster: str | None = None
 ) -> HttpCall[list[PartitionInfo]]:
+    """Every allocation's partitions with their status (administrators)."""
     return get(
         "/admin/partitions",
         lambda data: [read.partition_info(p) for p in data["partitions"]],
@@ -262,7 +276,7 @@ def _stamp(moment: datetime | None) -> str | None:
     return aware.isoformat()
 
 
-def list_events(filters: EventFilter) -> HttpCall[list[AuditEvent]]:
+def list_events(**filters: Unpack[EventFilter]) -> HttpCall[list[AuditEvent]]:
     return get(
         "/admin/events",
         lambda data: [read.event(e) for e in data["events"]],

@@ -18,7 +18,6 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from vpod.domain.partition_states import OperationState, ReadyState
 from vpod.domain.routing import GwRouting, IpuLinkRouting, SyncType
 from vpod.domain.topology import GwTopology, IldTopology
 from vpod.wire.rest import agents as agent_shapes
@@ -44,25 +43,24 @@ from .admin_records import (
     Fault,
     FaultKind,
     IpuLocation,
-    LinkTest,
     PartitionInfo,
     User,
 )
 from .errors import ServerError
-from .records import IpuAttributes, Partition, PartitionIpu, PartitionStatus
+from .records import (
+    IpuAttributes,
+    Partition,
+    PartitionIpu,
+    PartitionStatus,
+    copy_fields,
+    enum_by_name,
+)
 
 E = TypeVar("E", bound=enum.Enum)
 S = TypeVar("S", bound=BaseModel)
 Json = Mapping[str, Any]
 
 _SYNC_BY_NAME = {s.cli_name: s for s in SyncType}
-
-
-def _by_name(cls: type[E], text: str | None) -> E | None:
-    """``ipu-link`` -> ``LinkTest.IPU_LINK``; unknown or empty -> None."""
-    if not text:
-        return None
-    return cls.__members__.get(text.upper().replace("-", "_"))
 
 
 def _read(shape: type[S], data: Json) -> S:
@@ -78,38 +76,14 @@ def partition(data: Json) -> Partition:
 
 
 def _partition(found: partition_shapes.Partition, data: Json) -> Partition:
-    ipus = tuple(
-        PartitionIpu(
-            ipulink_domain_topology_id=ipu.ipulink_domain_topology_id,
-            ipulink_domain_routing_id=ipu.ipulink_domain_routing_id,
-            topology_id=ipu.topology_id,
-            routing_id=ipu.routing_id,
-            gcd=ipu.gcd,
-            agent_id=ipu.agent_id,
-            device_id=ipu.device_id,
-        )
-        for ipu in found.ipus
-    )
-    return Partition(
-        id=found.id,
-        cluster_id=found.cluster_id,
-        allocation_id=found.allocation_id,
-        ready_state=_by_name(ReadyState, found.ready_state),
-        ipus=ipus,
-        num_gcds=found.num_gcds,
-        num_replicas=found.num_replicas,
-        num_ipulink_segments=found.num_ipulink_segments,
-        reconfigurable=found.reconfigurable,
-        ipulink_routing=_by_name(IpuLinkRouting, found.ipulink_routing_type),
-        gw_routing=_by_name(GwRouting, found.gw_routing_type),
+    return copy_fields(
+        Partition,
+        found,
+        ipus=tuple(copy_fields(PartitionIpu, ipu) for ipu in found.ipus),
+        ipulink_routing=enum_by_name(IpuLinkRouting, found.ipulink_routing_type),
+        gw_routing=enum_by_name(GwRouting, found.gw_routing_type),
         sync_type=_SYNC_BY_NAME.get(found.sync_type),
-        ipuof_server_version=found.ipuof_server_version,
         raw=data,
-        operation_state=_by_name(OperationState, found.operation_state),
-        disable_auto_reset=found.disable_auto_reset,
-        relocatable=found.relocatable,
-        created_at=found.created_at,
-        updated_at=found.updated_at,
     )
 
 
@@ -118,16 +92,7 @@ def partition_status(data: Json) -> PartitionStatus:
 
 
 def _status(found: partition_shapes.PartitionStatus, data: Json) -> PartitionStatus:
-    return PartitionStatus(
-        partition_id=found.partition_id,
-        ready_state=_by_name(ReadyState, found.ready_state),
-        operation_state=_by_name(OperationState, found.operation_state),
-        errors=tuple(found.errors),
-        max_auto_reset_retries=found.max_auto_reset_retries,
-        auto_reset_retry_count=found.auto_reset_retry_count,
-        last_auto_reset_time=found.last_auto_reset_time,
-        raw=data,
-    )
+    return copy_fields(PartitionStatus, found, raw=data)
 
 
 def partition_info(data: Json) -> PartitionInfo:
@@ -141,17 +106,7 @@ def partition_info(data: Json) -> PartitionInfo:
 
 
 def allocation(data: Json) -> Allocation:
-    found = _read(allocation_shapes.AllocationOut, data)
-    return Allocation(
-        id=found.id,
-        cluster_id=found.cluster_id,
-        agent_ids=tuple(found.agent_ids),
-        size=found.size,
-        user_ids=tuple(found.user_ids),
-        num_partitions=found.num_partitions,
-        raw=data,
-        hosts=tuple(found.hosts),
-    )
+    return copy_fields(Allocation, _read(allocation_shapes.AllocationOut, data), raw=data)
 
 
 def ipu_attributes(data: Json) -> IpuAttributes:
@@ -161,12 +116,12 @@ def ipu_attributes(data: Json) -> IpuAttributes:
 
 
 def _fault(found: agent_shapes.FaultOut) -> Fault:
-    return Fault(
-        kind=_by_name(FaultKind, found.kind) or FaultKind.IPU,
+    return copy_fields(
+        Fault,
+        found,
+        kind=enum_by_name(FaultKind, found.kind) or FaultKind.IPU,
         device_id=found.device_id or 0,
         link_id=found.link_id or "",
-        delay_ms=found.delay_ms,
-        reason=found.reason,
     )
 
 
@@ -187,18 +142,13 @@ def fault_body(wanted: Fault) -> dict[str, Any]:
 
 def agent(data: Json) -> Agent:
     found = _read(agent_shapes.AgentOut, data)
-    return Agent(
-        id=found.id,
-        host=found.host,
-        port=found.port,
-        machine_type=found.machine_type,
-        serial=found.serial,
+    return copy_fields(
+        Agent,
+        found,
         ipuof_address="",
         cluster_id=found.cluster_id or "",
         allocation_id=found.allocation_id or "",
         state=AgentState.ONLINE if found.reachable else AgentState.OFFLINE,
-        state_detail=found.state_detail,
-        last_seen=found.last_seen,
         boot_id="",
         faults=tuple(_fault(f) for f in found.faults),
         raw=data,
@@ -211,61 +161,29 @@ def agent_faults(data: Json) -> AgentFaults:
 
 
 def discovered(data: Json) -> DiscoveredAgent:
-    found = _read(agent_shapes.DiscoveredAgent, data)
-    return DiscoveredAgent(
-        agent_id=found.agent_id,
-        host=found.host,
-        port=found.port,
-        machine_type=found.machine_type,
-        serial=found.serial,
-        known=found.known,
-        added=found.added,
-        error=found.error,
-        raw=data,
-    )
+    return copy_fields(DiscoveredAgent, _read(agent_shapes.DiscoveredAgent, data), raw=data)
 
 
 def cluster(data: Json) -> Cluster:
     found = _read(cluster_shapes.ClusterOut, data)
     topology, gw = found.topology, found.cluster_topology
-    return Cluster(
-        id=found.id,
-        agent_ids=tuple(found.agent_ids),
-        num_ipulinkdomains=found.num_ipulinkdomains,
+    return copy_fields(
+        Cluster,
+        found,
         topology=IldTopology(topology) if topology in IldTopology._value2member_map_ else None,
         cluster_topology=GwTopology(gw) if gw in GwTopology._value2member_map_ else None,
-        num_ipus=found.num_ipus,
-        machine_type=found.machine_type,
         raw=data,
     )
 
 
 def test_report(data: Json) -> ClusterTestReport:
     found = _read(cluster_shapes.ClusterTestReport, data)
-    results = tuple(
-        ClusterTestResult(
-            test=_by_name(LinkTest, r.test),
-            name=r.test,
-            passed=r.passed,
-            summary=r.summary,
-            details=tuple(r.details),
-            agents_tested=r.agents_tested,
-            agents_failed=r.agents_failed,
-        )
-        for r in found.results
-    )
-    return ClusterTestReport(found.cluster_id, found.passed, results, raw=data)
+    results = tuple(copy_fields(ClusterTestResult, r, name=r.test) for r in found.results)
+    return copy_fields(ClusterTestReport, found, results=results, raw=data)
 
 
 def user(data: Json) -> User:
-    found = _read(user_shapes.UserOut, data)
-    return User(
-        id=found.id,
-        allocation_ids=tuple(found.allocation_ids),
-        admin=found.admin,
-        created_at=None,
-        raw=data,
-    )
+    return copy_fields(User, _read(user_shapes.UserOut, data), created_at=None, raw=data)
 
 
 def created_user(data: Json) -> CreatedUser:
@@ -274,15 +192,4 @@ def created_user(data: Json) -> CreatedUser:
 
 
 def event(data: Json) -> AuditEvent:
-    found = _read(event_shapes.EventOut, data)
-    return AuditEvent(
-        id=found.id,
-        time=found.time,
-        actor=found.actor,
-        action=found.action,
-        target=found.target,
-        outcome=found.outcome,
-        source=found.source,
-        detail=found.detail,
-        raw=data,
-    )
+    return copy_fields(AuditEvent, _read(event_shapes.EventOut, data), raw=data)

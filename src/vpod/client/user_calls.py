@@ -7,7 +7,7 @@ them on a blocking or an asyncio transport. Nothing here does I/O.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TypedDict
+from typing import TypedDict, Unpack
 
 from vpod.domain.partition_states import ReadyState
 from vpod.domain.routing import GwRouting, IpuLinkRouting, SyncType
@@ -15,13 +15,14 @@ from vpod.wire import admin_pb2 as apb
 from vpod.wire import virmgrpc_pb2 as pb
 
 from .admin_records import Allocation
+from .api_methods import Procedure
 from .errors import FailedPrecondition, NotFound
-from .grpc_transport import Rpc
+from .grpc_transport import Rpc, Service
 from .records import IpuAttributes, IpuofConfig, Partition, PartitionStatus
 
-USER_SERVICE = "/virmgrpc.UserService/"
-VERSION_SERVICE = "/virmgrpc.VersionService/"
-ADMIN_SERVICE = "/vpod.admin.v1.AdminService/"
+USER_SERVICE = Service(pb.DESCRIPTOR.services_by_name["UserService"])
+VERSION_SERVICE = Service(pb.DESCRIPTOR.services_by_name["VersionService"])
+ADMIN_SERVICE = Service(apb.DESCRIPTOR.services_by_name["AdminService"])
 WAIT_TIMEOUT_S = 120.0
 POLL_S = 0.2
 
@@ -45,19 +46,14 @@ class PartitionOptions(TypedDict, total=False):
 
 
 def version() -> Rpc[str]:
-    return Rpc(
-        VERSION_SERVICE + "GetVersion",
-        pb.VersionRequest(),
-        pb.VersionReply,
-        lambda reply: str(reply.version),
-    )
+    return VERSION_SERVICE.call("GetVersion", pb.VersionRequest(), lambda reply: str(reply.version))
 
 
 def list_partitions(allocation: str | None = None) -> Rpc[list[Partition]]:
-    return Rpc(
-        USER_SERVICE + "ListPartitions",
+    """The partitions the caller may see (of one allocation when given)."""
+    return USER_SERVICE.call(
+        "ListPartitions",
         pb.ListPartitionsRequest(allocation_id=allocation or ""),
-        pb.ListPartitionsReply,
         lambda reply: [Partition.from_wire(p) for p in reply.partitions],
     )
 
@@ -70,7 +66,14 @@ def pick_partition(partitions: Iterable[Partition], partition_id: str) -> Partit
     raise NotFound(f"partition {partition_id} is not in the list of partitions you may see")
 
 
-def create_partition(partition_id: str, size: int, options: PartitionOptions) -> Rpc[str]:
+def get_partition(partition_id: str) -> Procedure[Partition]:
+    """One partition; `NotFound` when the caller may not see it."""
+    partitions = yield list_partitions()
+    return pick_partition(partitions, partition_id)
+
+
+def create_partition(partition_id: str, size: int, **options: Unpack[PartitionOptions]) -> Rpc[str]:
+    """Create a partition of ``size`` IPUs; returns its id once it is ACTIVE or refused."""
     sync_type = options.get("sync_type")
     routing = options.get("routing")
     gw_routing = options.get("gw_routing")
@@ -92,69 +95,59 @@ def create_partition(partition_id: str, size: int, options: PartitionOptions) ->
         disable_auto_reset=options.get("disable_auto_reset", False),
         relocatable=options.get("relocatable", False),
     )
-    return Rpc(
-        USER_SERVICE + "CreatePartition",
-        request,
-        pb.CreatePartitionReply,
-        lambda reply: str(reply.partition_id or partition_id),
+    return USER_SERVICE.call(
+        "CreatePartition", request, lambda reply: str(reply.partition_id or partition_id)
     )
 
 
-def remove_partition(partition_id: str, force: bool) -> Rpc[None]:
-    return Rpc(
-        USER_SERVICE + "RemovePartition",
+def remove_partition(partition_id: str, *, force: bool = False) -> Rpc[None]:
+    return USER_SERVICE.call(
+        "RemovePartition",
         pb.RemovePartitionRequest(partition_id=partition_id, force=force),
-        pb.RemovePartitionReply,
         lambda _reply: None,
     )
 
 
-def reset_partition(partition_id: str, relocatable: bool) -> Rpc[None]:
-    return Rpc(
-        USER_SERVICE + "ResetPartition",
+def reset_partition(partition_id: str, *, relocatable: bool = False) -> Rpc[None]:
+    return USER_SERVICE.call(
+        "ResetPartition",
         pb.ResetPartitionRequest(partition_id=partition_id, relocatable=relocatable),
-        pb.ResetPartitionReply,
         lambda _reply: None,
     )
 
 
 def partition_status(partition_id: str) -> Rpc[PartitionStatus]:
-    return Rpc(
-        USER_SERVICE + "GetPartitionStatus",
+    return USER_SERVICE.call(
+        "GetPartitionStatus",
         pb.GetPartitionStatusRequest(partition_id=partition_id),
-        pb.GetPartitionStatusReply,
         lambda reply: PartitionStatus.from_wire(reply.status),
     )
 
 
-def ipuof_config(partition_id: str, gcd: int | None) -> Rpc[IpuofConfig]:
+def ipuof_config(partition_id: str, gcd: int | None = None) -> Rpc[IpuofConfig]:
+    """The IPUoF config of every GCD of the partition, or of GCD ``gcd`` only."""
     request = pb.GetPartitionIpuofConfigRequest(partition_id=partition_id)
     if gcd is not None:
         request.gcd_id.id = gcd
-    return Rpc(
-        USER_SERVICE + "GetPartitionIpuofConfig",
-        request,
-        pb.GetPartitionIpuofConfigReply,
-        lambda reply: IpuofConfig.from_wire(reply.ipuof_config),
+    return USER_SERVICE.call(
+        "GetPartitionIpuofConfig", request, lambda reply: IpuofConfig.from_wire(reply.ipuof_config)
     )
 
 
 def list_ipu_attributes(agents: Sequence[str] = ()) -> Rpc[list[IpuAttributes]]:
-    return Rpc(
-        USER_SERVICE + "ListIPUAttributes",
+    return USER_SERVICE.call(
+        "ListIPUAttributes",
         pb.ListIPUAttributesRequest(agents=list(agents)),
-        pb.ListIPUAttributesReply,
         lambda reply: [IpuAttributes.from_wire(e) for e in reply.entries],
     )
 
 
 def list_allocations(cluster: str | None = None) -> Rpc[list[Allocation]]:
-    """The admin service's listing, served on the user endpoint too: a user sees only the
-    allocations granted to them."""
-    return Rpc(
-        ADMIN_SERVICE + "ListAllocations",
+    """The allocations granted to the caller (every one, for an administrator): the admin
+    service's listing, served on the user endpoint too."""
+    return ADMIN_SERVICE.call(
+        "ListAllocations",
         apb.ListAllocationsRequest(cluster_id=cluster or ""),
-        apb.ListAllocationsReply,
         lambda reply: [Allocation.from_wire(a) for a in reply.allocations],
     )
 
