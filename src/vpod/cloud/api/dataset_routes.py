@@ -13,6 +13,7 @@ from vpod.wire.rest.cloud_datasets import (
 )
 from vpod.wire.rest.cloud_tasks import TaskOut
 
+from ..field_copy import copy_fields
 from ..model.datasets import DatasetStorage
 from ..services.datasets import NewStorage
 from .convert import task_out
@@ -25,15 +26,7 @@ dataset_router = APIRouter(
 
 
 def storage_out(storage: DatasetStorage) -> DatasetStorageOut:
-    return DatasetStorageOut(
-        id=storage.id,
-        name=storage.name,
-        endpoint=storage.endpoint,
-        bucket=storage.bucket,
-        access_key=storage.access_key_masked,
-        clusters=list(storage.clusters),
-        created_at=storage.created_at,
-    )
+    return copy_fields(DatasetStorageOut, storage, access_key=storage.access_key_masked)
 
 
 @dataset_router.get(

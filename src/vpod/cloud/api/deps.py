@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import Depends, Request
+from fastapi import Depends, Request, WebSocket
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from ..app import Cloud
@@ -37,9 +37,20 @@ async def principal(
     cloud: CloudDep,
     credentials: HTTPAuthorizationCredentials | None = Depends(_bearer),
 ) -> Principal:
-    """The project (or administrator) a request's bearer token names; a project is refused
-    while the controller runs open (tenants could not be isolated)."""
-    who = await cloud.projects.authenticate(credentials.credentials if credentials else None)
+    """The project (or administrator) a request's bearer token names."""
+    return await _authenticated(cloud, credentials.credentials if credentials else None)
+
+
+async def websocket_principal(cloud: Cloud, websocket: WebSocket) -> Principal:
+    """The project (or administrator) a WebSocket's ``Authorization: Bearer`` names, as for
+    every other cloud call."""
+    scheme, _, token = websocket.headers.get("authorization", "").partition(" ")
+    return await _authenticated(cloud, token if scheme.lower() == "bearer" else None)
+
+
+async def _authenticated(cloud: Cloud, token: str | None) -> Principal:
+    """A project is refused while the controller runs open (tenants could not be isolated)."""
+    who = await cloud.projects.authenticate(token)
     if not who.admin:
         cloud.require_tenancy()
     return who

@@ -18,6 +18,7 @@ from vpod.wire.rest.cloud_ssh import (
     ServerSshOut,
 )
 
+from ..field_copy import copy_fields
 from ..model.records import Keypair
 from .deps import PREFIX, CloudDep, Tenant
 from .errors import CloudRoute, error_responses
@@ -37,15 +38,7 @@ def tunnel_path(prefix: str, cluster: str, server: str) -> str:
 
 
 def keypair_out(keypair: Keypair) -> KeypairOut:
-    return KeypairOut(
-        id=keypair.id,
-        name=keypair.name,
-        type=keypair.key_type,
-        fingerprint=keypair.fingerprint,
-        public_key=keypair.public_key,
-        clusters=list(keypair.clusters),
-        created_at=keypair.created_at,
-    )
+    return copy_fields(KeypairOut, keypair, type=keypair.key_type)
 
 
 @ssh_router.get("/keypairs", response_model=list[KeypairOut], summary="Your keypairs")
