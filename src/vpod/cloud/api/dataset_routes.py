@@ -17,7 +17,7 @@ from ..field_copy import copy_fields
 from ..model.datasets import DatasetStorage
 from ..services.datasets import NewStorage
 from .convert import task_out
-from .deps import ACCEPTED, PREFIX, CloudDep, Tenant
+from .deps import PREFIX, CloudDep, Tenant, starts_task
 from .errors import CloudRoute, error_responses
 
 dataset_router = APIRouter(
@@ -81,12 +81,10 @@ async def delete_storage(cloud: CloudDep, storage: str, who: Tenant) -> None:
     await cloud.datasets.delete(who, storage)
 
 
-@dataset_router.post(
+@starts_task(
+    dataset_router.post,
     "/clusters/{cluster}/dataset-storage",
-    status_code=202,
-    response_model=TaskOut,
-    responses=ACCEPTED,
-    summary="Give a cluster's servers a dataset storage (and mount it)",
+    "Give a cluster's servers a dataset storage (and mount it)",
 )
 async def attach_storage(
     cloud: CloudDep, cluster: str, body: DatasetAttachIn, who: Tenant
@@ -94,12 +92,10 @@ async def attach_storage(
     return task_out(await cloud.datasets.attach(who, body.storage, cluster, body.mount_path))
 
 
-@dataset_router.delete(
+@starts_task(
+    dataset_router.delete,
     "/clusters/{cluster}/dataset-storage",
-    status_code=202,
-    response_model=TaskOut,
-    responses=ACCEPTED,
-    summary="Take a cluster's dataset storage away (files removed, bucket unmounted)",
+    "Take a cluster's dataset storage away (files removed, bucket unmounted)",
 )
 async def detach_storage(cloud: CloudDep, cluster: str, who: Tenant) -> TaskOut:
     return task_out(await cloud.datasets.detach(who, cluster))

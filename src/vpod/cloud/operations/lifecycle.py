@@ -102,8 +102,7 @@ class RebuildCluster:
         return ended_as(job, cluster, ClusterStatus.ACTIVE)
 
     async def fail(self, job: Job, error: str) -> Outcome:
-        cluster = await job.cluster()
-        return ended_as(job, cluster, ClusterStatus.ERROR, f"rebuild failed: {error}")
+        return await _in_error(job, f"rebuild failed: {error}")
 
 
 class RebootCluster:
@@ -117,8 +116,7 @@ class RebootCluster:
         return ended_as(job, cluster, ClusterStatus.ACTIVE)
 
     async def fail(self, job: Job, error: str) -> Outcome:
-        cluster = await job.cluster()
-        return ended_as(job, cluster, ClusterStatus.ERROR, f"reboot failed: {error}")
+        return await _in_error(job, f"reboot failed: {error}")
 
 
 class DeleteCluster:
@@ -142,5 +140,9 @@ class DeleteCluster:
         return Outcome()
 
     async def fail(self, job: Job, error: str) -> Outcome:
-        cluster = await job.cluster()
-        return ended_as(job, cluster, ClusterStatus.ERROR, f"delete failed: {error}; delete again")
+        return await _in_error(job, f"delete failed: {error}; delete again")
+
+
+async def _in_error(job: Job, why: str) -> Outcome:
+    """The task's cluster ends in ERROR, ``why`` saying what failed."""
+    return ended_as(job, await job.cluster(), ClusterStatus.ERROR, why)
