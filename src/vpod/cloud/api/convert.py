@@ -71,10 +71,7 @@ def cluster_out(view: ClusterView) -> ClusterOut:
             ServerOut,
             s,
             gpus=[server_gpu_out(g, sample) for g, sample in view.gpus.get(s.id, [])],
-            ssh_host_keys=[
-                SshHostKeyOut(key=k.key, fingerprint=k.fingerprint)
-                for k in view.host_keys.get(s.id, ())
-            ],
+            ssh_host_keys=[copy_fields(SshHostKeyOut, k) for k in view.host_keys.get(s.id, ())],
             ssh_port=view.ssh_ports.get(s.id),
         )
         for s in view.servers

@@ -35,10 +35,7 @@ def storage_out(storage: DatasetStorage) -> DatasetStorageOut:
     summary="S3-compatible endpoints the operator offers",
 )
 async def list_endpoints(cloud: CloudDep, _who: Tenant) -> list[StorageEndpointOut]:
-    return [
-        StorageEndpointOut(name=e.name, url=e.url, region=e.region, path_style=e.path_style)
-        for e in cloud.datasets.endpoints
-    ]
+    return [copy_fields(StorageEndpointOut, e) for e in cloud.datasets.endpoints]
 
 
 @dataset_router.get(
@@ -57,13 +54,7 @@ async def list_storage(cloud: CloudDep, who: Tenant) -> list[DatasetStorageOut]:
 async def register_storage(
     cloud: CloudDep, body: DatasetStorageIn, who: Tenant
 ) -> DatasetStorageOut:
-    new = NewStorage(
-        name=body.name,
-        endpoint=body.endpoint,
-        bucket=body.bucket,
-        access_key_id=body.access_key_id,
-        secret_access_key=body.secret_access_key,
-    )
+    new = copy_fields(NewStorage, body)
     return storage_out(await cloud.datasets.register(who, new))
 
 

@@ -137,17 +137,12 @@ async def cluster_ssh(
         cluster=found.name,
         keypairs=[k.name for k in keypairs],
         servers=[
-            ServerSshOut(
-                position=s.position,
-                name=s.name,
-                status=s.status,
-                user=s.user,
-                host_keys=[
-                    SshHostKeyOut(key=k.key, fingerprint=k.fingerprint) for k in s.host_keys
-                ],
+            copy_fields(
+                ServerSshOut,
+                s,
+                host_keys=[copy_fields(SshHostKeyOut, k) for k in s.host_keys],
                 connect=tunnel_path(PREFIX, found.name, s.name),
                 direct_host=direct_host if s.direct_port is not None else None,
-                direct_port=s.direct_port,
             )
             for s in servers
         ],

@@ -257,6 +257,18 @@ async def delete_network(job: Job, cluster: Cluster) -> None:
     await job.ctx.compute.delete_network(cluster.id)
 
 
+async def tear_down(job: Job, cluster: Cluster, *, delete_data_volumes: bool) -> None:
+    """Release what the cluster holds: a vPOD's partitions, allocation and V-IPU user, the
+    servers and their boot volumes (data volumes detached, or deleted when asked), the
+    network. Each step skips what is gone already, so a tear-down that stopped halfway runs
+    again."""
+    if flavor_of(cluster).is_vpod:
+        await release_vipu(job, cluster, remove_user=True)
+    servers = await servers_of(job, cluster.id)
+    await remove_servers(job, servers, delete_data_volumes=delete_data_volumes)
+    await delete_network(job, cluster)
+
+
 # -- configuration --------------------------------------------------------------------------
 
 

@@ -26,14 +26,13 @@ from ..states import ClusterStatus, Phase, ServerStatus
 from .common import (
     build_servers,
     configure_servers,
-    delete_network,
     ended_as,
     flavor_of,
     place_on_hosts,
-    release_vipu,
     remove_servers,
     servers_of,
     set_server_status,
+    tear_down,
 )
 
 
@@ -126,14 +125,9 @@ class DeleteCluster:
         except errors.NotFound:
             return Outcome()  # gone already: a restart interrupted the task after the end
         await job.phase(Phase.CLUSTER_CLEAN_UP)
-        if flavor_of(cluster).is_vpod:
-            await release_vipu(job, cluster, remove_user=True)
-        await remove_servers(
-            job,
-            await servers_of(job, cluster.id),
-            delete_data_volumes=job.params_as(DeleteParams).delete_volumes,
+        await tear_down(
+            job, cluster, delete_data_volumes=job.params_as(DeleteParams).delete_volumes
         )
-        await delete_network(job, cluster)
         entry = cluster_entry(cluster, ClusterStatus.DELETED, job.now, holds_servers=False)
         await job.ctx.records.delete_cluster(cluster.id, [entry])
         job.ctx.published([entry])
