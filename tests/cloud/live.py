@@ -299,7 +299,10 @@ def stop_cloud(live: LiveCloud) -> None:
 def _print_tasks(loop: asyncio.AbstractEventLoop) -> None:
     for task in list(asyncio.all_tasks(loop)):
         print(f"--- task {task.get_name()}: {task.get_coro()!r}", file=sys.stderr)
-        task.print_stack(limit=12, file=sys.stderr)
+        try:
+            task.print_stack(limit=12, file=sys.stderr)
+        except TypeError:  # a compiled coroutine (grpc's) has frames without line numbers
+            print("    (no Python stack)", file=sys.stderr)
 
 
 def isolated_networks() -> bool:

@@ -38,6 +38,7 @@ from fractions import Fraction
 
 from .flavors import CURRENCY
 from .model import errors
+from .model.metering import MeterEntry
 
 MINUTE = timedelta(minutes=1)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -46,24 +47,11 @@ _BEFORE_ALL = -(2**62)
 """A minute before any record: the running total starts there."""
 
 
-@dataclass(frozen=True)
-class MeterRecord:
-    """A billed resource entered a state at ``time``."""
-
-    time: datetime
-    project_id: str
-    resource_type: str
-    """``cluster`` or ``volume``."""
-    resource_id: str
-    resource_name: str
-    item: str
-    """What is sold: a flavor name, or ``volume:standard``."""
-    quantity: int
-    """Units: 1 per vPOD, servers of a GPU cluster, GiB of a volume."""
-    unit_price_per_hour: Decimal
-    billable: bool
-    state: str
-    """The resource's status, for people reading the records."""
+MeterRecord = MeterEntry
+"""A billed resource entered a state at ``time``: billing reads metering's entries as they
+are kept. ``resource_type`` is ``cluster`` or ``volume``; ``item`` what is sold (a flavor
+name, or ``volume:standard``); ``quantity`` its units (1 per vPOD, servers of a GPU cluster,
+GiB of a volume); ``state`` the resource's status, for people reading the records."""
 
 
 @dataclass(frozen=True)

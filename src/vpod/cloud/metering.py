@@ -11,7 +11,10 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Sequence
+from dataclasses import asdict
 from datetime import datetime
+from decimal import Decimal
+from enum import StrEnum
 from pathlib import Path
 from typing import Protocol
 
@@ -32,31 +35,54 @@ def cluster_entry(
     """The entry for ``cluster`` entering ``status`` at ``at``."""
     flavor = find_flavor(cluster.flavor)
     count = cluster.server_count if server_count is None else server_count
-    return MeterEntry(
-        time=at,
-        project_id=cluster.project_id,
-        resource_type="cluster",
-        resource_id=cluster.id,
-        resource_name=cluster.name,
+    return _entry(
+        "cluster",
+        cluster,
+        status,
+        at,
         item=flavor.name,
         quantity=flavor.meter_quantity(count),
-        unit_price_per_hour=flavor.price_per_hour,
+        price=flavor.price_per_hour,
         billable=billable(flavor, status, holds_servers=holds_servers),
-        state=status.value,
     )
 
 
 def volume_entry(volume: Volume, status: VolumeStatus, at: datetime) -> MeterEntry:
-    return MeterEntry(
-        time=at,
-        project_id=volume.project_id,
-        resource_type="volume",
-        resource_id=volume.id,
-        resource_name=volume.name,
+    return _entry(
+        "volume",
+        volume,
+        status,
+        at,
         item=volume_item(volume.volume_type),
         quantity=volume.size_gib,
-        unit_price_per_hour=VOLUME_PRICE_PER_GIB_HOUR[volume.volume_type],
+        price=VOLUME_PRICE_PER_GIB_HOUR[volume.volume_type],
         billable=volume_billable(status),
+    )
+
+
+def _entry(
+    resource_type: str,
+    resource: Cluster | Volume,
+    status: StrEnum,
+    at: datetime,
+    *,
+    item: str,
+    quantity: int,
+    price: Decimal,
+    billable: bool,
+) -> MeterEntry:
+    """``resource`` entering ``status`` at ``at``, sold as ``item`` (``quantity`` units at
+    ``price`` an hour each)."""
+    return MeterEntry(
+        time=at,
+        project_id=resource.project_id,
+        resource_type=resource_type,
+        resource_id=resource.id,
+        resource_name=resource.name,
+        item=item,
+        quantity=quantity,
+        unit_price_per_hour=price,
+        billable=billable,
         state=status.value,
     )
 
@@ -80,25 +106,20 @@ class JsonlSink:
     def publish(self, entries: Sequence[MeterEntry]) -> None:
         if not entries:
             return
-        lines = "".join(
-            json.dumps(
-                {
-                    "time": e.time.isoformat(),
-                    "project_id": e.project_id,
-                    "resource_type": e.resource_type,
-                    "resource_id": e.resource_id,
-                    "resource_name": e.resource_name,
-                    "item": e.item,
-                    "quantity": e.quantity,
-                    "unit_price_per_hour": str(e.unit_price_per_hour),
-                    "billable": e.billable,
-                    "state": e.state,
-                }
-            )
-            + "\n"
-            for e in entries
-        )
+        lines = "".join(json.dumps(_published(e)) + "\n" for e in entries)
         with self._lock:
             self._path.parent.mkdir(parents=True, exist_ok=True)
             with self._path.open("a") as handle:
                 handle.write(lines)
+
+
+def _published(entry: MeterEntry) -> dict[str, object]:
+    """An entry as the sink's readers get it: every field but the store's id, in order; the
+    price a decimal string, the time ISO 8601."""
+    fields = asdict(entry)
+    del fields["id"]
+    return {
+        **fields,
+        "time": entry.time.isoformat(),
+        "unit_price_per_hour": str(entry.unit_price_per_hour),
+    }

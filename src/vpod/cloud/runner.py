@@ -187,9 +187,11 @@ class TaskRunner:
                     return task
                 event = self._inbox.finished(task_id)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(event.wait(), self._ctx.settings.task_poll_s)
+                    async with asyncio.timeout(self._ctx.settings.task_poll_s):
+                        await event.wait()
 
-        return await asyncio.wait_for(until_done(), timeout_s)
+        async with asyncio.timeout(timeout_s):
+            return await until_done()
 
     @property
     def running(self) -> list[str]:
@@ -216,8 +218,11 @@ class TaskRunner:
                 raise
             except Exception:  # the loop must survive a database hiccup; it retries next round
                 log.exception("cloud task runner: looking for tasks failed; retrying")
+            # asyncio.timeout, not wait_for: Python 3.11's wait_for returns normally when the
+            # event is set as the task is cancelled, and the loop would outlive stop()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._inbox.wake.wait(), self._ctx.settings.task_poll_s)
+                async with asyncio.timeout(self._ctx.settings.task_poll_s):
+                    await self._inbox.wake.wait()
 
     def _spawn(self, task: Task) -> None:
         runner = asyncio.create_task(self._execute(task), name=f"cloud-task-{task.id}")

@@ -13,10 +13,11 @@ from vpod.wire.rest.cloud_datasets import (
 )
 from vpod.wire.rest.cloud_tasks import TaskOut
 
+from ..field_copy import copy_fields
 from ..model.datasets import DatasetStorage
 from ..services.datasets import NewStorage
 from .convert import task_out
-from .deps import ACCEPTED, PREFIX, CloudDep, Tenant
+from .deps import PREFIX, CloudDep, Tenant, starts_task
 from .errors import CloudRoute, error_responses
 
 dataset_router = APIRouter(
@@ -25,15 +26,7 @@ dataset_router = APIRouter(
 
 
 def storage_out(storage: DatasetStorage) -> DatasetStorageOut:
-    return DatasetStorageOut(
-        id=storage.id,
-        name=storage.name,
-        endpoint=storage.endpoint,
-        bucket=storage.bucket,
-        access_key=storage.access_key_masked,
-        clusters=list(storage.clusters),
-        created_at=storage.created_at,
-    )
+    return copy_fields(DatasetStorageOut, storage, access_key=storage.access_key_masked)
 
 
 @dataset_router.get(
@@ -42,10 +35,7 @@ def storage_out(storage: DatasetStorage) -> DatasetStorageOut:
     summary="S3-compatible endpoints the operator offers",
 )
 async def list_endpoints(cloud: CloudDep, _who: Tenant) -> list[StorageEndpointOut]:
-    return [
-        StorageEndpointOut(name=e.name, url=e.url, region=e.region, path_style=e.path_style)
-        for e in cloud.datasets.endpoints
-    ]
+    return [copy_fields(StorageEndpointOut, e) for e in cloud.datasets.endpoints]
 
 
 @dataset_router.get(
@@ -64,13 +54,7 @@ async def list_storage(cloud: CloudDep, who: Tenant) -> list[DatasetStorageOut]:
 async def register_storage(
     cloud: CloudDep, body: DatasetStorageIn, who: Tenant
 ) -> DatasetStorageOut:
-    new = NewStorage(
-        name=body.name,
-        endpoint=body.endpoint,
-        bucket=body.bucket,
-        access_key_id=body.access_key_id,
-        secret_access_key=body.secret_access_key,
-    )
+    new = copy_fields(NewStorage, body)
     return storage_out(await cloud.datasets.register(who, new))
 
 
@@ -88,12 +72,10 @@ async def delete_storage(cloud: CloudDep, storage: str, who: Tenant) -> None:
     await cloud.datasets.delete(who, storage)
 
 
-@dataset_router.post(
+@starts_task(
+    dataset_router.post,
     "/clusters/{cluster}/dataset-storage",
-    status_code=202,
-    response_model=TaskOut,
-    responses=ACCEPTED,
-    summary="Give a cluster's servers a dataset storage (and mount it)",
+    "Give a cluster's servers a dataset storage (and mount it)",
 )
 async def attach_storage(
     cloud: CloudDep, cluster: str, body: DatasetAttachIn, who: Tenant
@@ -101,12 +83,10 @@ async def attach_storage(
     return task_out(await cloud.datasets.attach(who, body.storage, cluster, body.mount_path))
 
 
-@dataset_router.delete(
+@starts_task(
+    dataset_router.delete,
     "/clusters/{cluster}/dataset-storage",
-    status_code=202,
-    response_model=TaskOut,
-    responses=ACCEPTED,
-    summary="Take a cluster's dataset storage away (files removed, bucket unmounted)",
+    "Take a cluster's dataset storage away (files removed, bucket unmounted)",
 )
 async def detach_storage(cloud: CloudDep, cluster: str, who: Tenant) -> TaskOut:
     return task_out(await cloud.datasets.detach(who, cluster))

@@ -6,10 +6,13 @@ Kept apart from the routes so that route modules (``router``,
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 
-from fastapi import Depends, Request
+from fastapi import Depends, Request, WebSocket
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from vpod.wire.rest.cloud_tasks import TaskOut
 
 from ..app import Cloud
 from ..services.projects import Principal
@@ -17,11 +20,23 @@ from ..services.projects import Principal
 PREFIX = "/api/cloud/v1"
 ACCEPTED: dict[int | str, dict[str, Any]] = {202: {"description": "The task it started."}}
 
+Route = TypeVar("Route", bound=Callable[..., Any])
+
 _bearer = HTTPBearer(
     scheme_name="CloudToken",
     description="`Authorization: Bearer vpod_ID.SECRET`: a project's or an administrator's token.",
     auto_error=False,
 )
+
+
+def starts_task(
+    declare: Callable[..., Callable[[Route], Route]], path: str, summary: str | None = None
+) -> Callable[[Route], Route]:
+    """Declare (``router.post``, ``router.delete``) a route that starts a task: it answers
+    ``202 Accepted`` with the task (mutating calls all do)."""
+    return declare(
+        path, status_code=202, response_model=TaskOut, responses=ACCEPTED, summary=summary
+    )
 
 
 def cloud_of(request: Request) -> Cloud:
@@ -37,9 +52,20 @@ async def principal(
     cloud: CloudDep,
     credentials: HTTPAuthorizationCredentials | None = Depends(_bearer),
 ) -> Principal:
-    """The project (or administrator) a request's bearer token names; a project is refused
-    while the controller runs open (tenants could not be isolated)."""
-    who = await cloud.projects.authenticate(credentials.credentials if credentials else None)
+    """The project (or administrator) a request's bearer token names."""
+    return await _authenticated(cloud, credentials.credentials if credentials else None)
+
+
+async def websocket_principal(cloud: Cloud, websocket: WebSocket) -> Principal:
+    """The project (or administrator) a WebSocket's ``Authorization: Bearer`` names, as for
+    every other cloud call."""
+    scheme, _, token = websocket.headers.get("authorization", "").partition(" ")
+    return await _authenticated(cloud, token if scheme.lower() == "bearer" else None)
+
+
+async def _authenticated(cloud: Cloud, token: str | None) -> Principal:
+    """A project is refused while the controller runs open (tenants could not be isolated)."""
+    who = await cloud.projects.authenticate(token)
     if not who.admin:
         cloud.require_tenancy()
     return who

@@ -71,7 +71,7 @@ from .convert import (
     volume_out,
 )
 from .dataset_routes import dataset_router
-from .deps import ACCEPTED, PREFIX, CloudDep, Operator, Tenant
+from .deps import ACCEPTED, PREFIX, CloudDep, Operator, Tenant, starts_task
 from .errors import CloudRoute, error_responses
 from .gpu_routes import gpu_router
 from .shell_relay import CONNECT_PATH, connect_path, shell_relay
@@ -248,13 +248,7 @@ async def list_clusters(cloud: CloudDep, who: Tenant) -> list[ClusterOut]:
     return [cluster_out(v) for v in await cloud.cluster_views.list_clusters(who)]
 
 
-@router.post(
-    "/clusters",
-    status_code=202,
-    response_model=TaskOut,
-    responses=ACCEPTED,
-    summary="Create a cluster",
-)
+@starts_task(router.post, "/clusters", "Create a cluster")
 async def create_cluster(cloud: CloudDep, body: ClusterCreateIn, who: Tenant) -> TaskOut:
     request = _request(body)
     if body.dataset_storage is not None:
@@ -272,13 +266,7 @@ async def get_cluster(cloud: CloudDep, cluster: str, who: Tenant) -> ClusterOut:
     return cluster_out(await cloud.cluster_views.get(who, cluster))
 
 
-@router.delete(
-    "/clusters/{cluster}",
-    status_code=202,
-    response_model=TaskOut,
-    responses=ACCEPTED,
-    summary="Delete a cluster",
-)
+@starts_task(router.delete, "/clusters/{cluster}", "Delete a cluster")
 async def delete_cluster(
     cloud: CloudDep,
     cluster: str,
@@ -311,24 +299,12 @@ _action("resume", Clusters.resume, "Resume a suspended cluster")
 _action("reboot", Clusters.reboot, "Reboot every server")
 
 
-@router.post(
-    "/clusters/{cluster}/resize",
-    status_code=202,
-    response_model=TaskOut,
-    responses=ACCEPTED,
-    summary="Change a GPU cluster's server count",
-)
+@starts_task(router.post, "/clusters/{cluster}/resize", "Change a GPU cluster's server count")
 async def resize_cluster(cloud: CloudDep, cluster: str, body: ResizeIn, who: Tenant) -> TaskOut:
     return task_out(await cloud.clusters.resize(who, cluster, body.server_count))
 
 
-@router.post(
-    "/clusters/{cluster}/rebuild",
-    status_code=202,
-    response_model=TaskOut,
-    responses=ACCEPTED,
-    summary="Re-image every server",
-)
+@starts_task(router.post, "/clusters/{cluster}/rebuild", "Re-image every server")
 async def rebuild_cluster(cloud: CloudDep, cluster: str, body: RebuildIn, who: Tenant) -> TaskOut:
     return task_out(await cloud.clusters.rebuild(who, cluster, body.image))
 
@@ -366,7 +342,7 @@ async def list_volumes(cloud: CloudDep, who: Tenant) -> list[VolumeOut]:
     return [volume_out(v) for v in await cloud.volumes.list_volumes(who)]
 
 
-@router.post("/volumes", status_code=202, response_model=TaskOut, responses=ACCEPTED)
+@starts_task(router.post, "/volumes")
 async def create_volume(cloud: CloudDep, body: VolumeCreateIn, who: Tenant) -> TaskOut:
     return task_out(await cloud.volumes.create(who, body.name, body.size_gib, body.volume_type))
 
@@ -376,21 +352,17 @@ async def get_volume(cloud: CloudDep, volume: str, who: Tenant) -> VolumeOut:
     return volume_out(await cloud.volumes.find(who, volume))
 
 
-@router.delete("/volumes/{volume}", status_code=202, response_model=TaskOut, responses=ACCEPTED)
+@starts_task(router.delete, "/volumes/{volume}")
 async def delete_volume(cloud: CloudDep, volume: str, who: Tenant) -> TaskOut:
     return task_out(await cloud.volumes.delete(who, volume))
 
 
-@router.post(
-    "/volumes/{volume}/attach", status_code=202, response_model=TaskOut, responses=ACCEPTED
-)
+@starts_task(router.post, "/volumes/{volume}/attach")
 async def attach_volume(cloud: CloudDep, volume: str, body: AttachIn, who: Tenant) -> TaskOut:
     return task_out(await cloud.volumes.attach(who, volume, body.cluster, body.server))
 
 
-@router.post(
-    "/volumes/{volume}/detach", status_code=202, response_model=TaskOut, responses=ACCEPTED
-)
+@starts_task(router.post, "/volumes/{volume}/detach")
 async def detach_volume(cloud: CloudDep, volume: str, who: Tenant) -> TaskOut:
     return task_out(await cloud.volumes.detach(who, volume))
 

@@ -35,8 +35,9 @@ from ...wire.errors import http_answer
 from ..app import Cloud
 from ..drivers import ShellRequest, ShellSession
 from ..model import errors
+from .deps import websocket_principal
 from .errors import cloud_error_response
-from .websocket_relay import relay_both_ways
+from .websocket_relay import received, relay_both_ways
 
 STDIN = 0
 CONNECT_PATH = "/clusters/{cluster}/shell/connect"
@@ -81,12 +82,8 @@ def shell_relay(cloud: Cloud) -> Callable[[WebSocket, str, int], Awaitable[None]
     """The WebSocket endpoint relaying shells of ``cloud``'s servers."""
 
     async def relay(websocket: WebSocket, cluster: str, server: int = 1) -> None:
-        header = websocket.headers.get("authorization", "")
-        scheme, _, token = header.partition(" ")
         try:
-            who = await cloud.projects.authenticate(token if scheme.lower() == "bearer" else None)
-            if not who.admin:
-                cloud.require_tenancy()
+            who = await websocket_principal(cloud, websocket)
             await cloud.shells.shell(who, cluster, server)  # refused before the upgrade
         except errors.CloudError as exc:
             await websocket.send_denial_response(cloud_error_response(exc))
@@ -116,10 +113,7 @@ async def _pipe(websocket: WebSocket, session: ShellSession) -> None:
     """Both directions until the shell exits (or the client leaves)."""
 
     async def inbound() -> None:
-        while True:
-            message: Any = await websocket.receive()
-            if message["type"] == "websocket.disconnect":
-                return
+        async for message in received(websocket):
             data, text = message.get("bytes"), message.get("text")
             if data:
                 if data[0] == STDIN:

@@ -4,6 +4,7 @@ servers' sshd (host keys, the tunnel). Module-level, bound like ``router`` by
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Query, Request
@@ -18,7 +19,10 @@ from vpod.wire.rest.cloud_ssh import (
     ServerSshOut,
 )
 
+from ..field_copy import copy_fields
 from ..model.records import Keypair
+from ..services.keypairs import Keypairs
+from ..services.projects import Principal
 from .deps import PREFIX, CloudDep, Tenant
 from .errors import CloudRoute, error_responses
 
@@ -37,15 +41,7 @@ def tunnel_path(prefix: str, cluster: str, server: str) -> str:
 
 
 def keypair_out(keypair: Keypair) -> KeypairOut:
-    return KeypairOut(
-        id=keypair.id,
-        name=keypair.name,
-        type=keypair.key_type,
-        fingerprint=keypair.fingerprint,
-        public_key=keypair.public_key,
-        clusters=list(keypair.clusters),
-        created_at=keypair.created_at,
-    )
+    return copy_fields(KeypairOut, keypair, type=keypair.key_type)
 
 
 @ssh_router.get("/keypairs", response_model=list[KeypairOut], summary="Your keypairs")
@@ -89,26 +85,40 @@ async def cluster_keypairs(cloud: CloudDep, cluster: str, who: Tenant) -> list[K
     return [keypair_out(k) for k in await cloud.keypairs.of_cluster(who, cluster)]
 
 
-@ssh_router.put(
-    "/clusters/{cluster}/keypairs/{keypair}",
-    response_model=list[KeypairOut],
-    summary="Let a keypair log in to a cluster's servers (at once, running or not)",
-)
-async def add_cluster_keypair(
-    cloud: CloudDep, cluster: str, keypair: str, who: Tenant
-) -> list[KeypairOut]:
-    return [keypair_out(k) for k in await cloud.keypairs.give(who, cluster, keypair)]
+def _cluster_keypair(
+    method: str,
+    change: Callable[[Keypairs, Principal, str, str], Awaitable[list[Keypair]]],
+    name: str,
+    summary: str,
+) -> None:
+    """A route letting a keypair log in to a cluster's servers, or no longer: the cluster's
+    keypairs after."""
+
+    async def route(cloud: CloudDep, cluster: str, keypair: str, who: Tenant) -> list[KeypairOut]:
+        return [keypair_out(k) for k in await change(cloud.keypairs, who, cluster, keypair)]
+
+    ssh_router.add_api_route(
+        "/clusters/{cluster}/keypairs/{keypair}",
+        route,
+        methods=[method],
+        response_model=list[KeypairOut],
+        summary=summary,
+        name=name,
+    )
 
 
-@ssh_router.delete(
-    "/clusters/{cluster}/keypairs/{keypair}",
-    response_model=list[KeypairOut],
-    summary="Stop a keypair logging in to a cluster's servers",
+_cluster_keypair(
+    "PUT",
+    Keypairs.give,
+    "add_cluster_keypair",
+    "Let a keypair log in to a cluster's servers (at once, running or not)",
 )
-async def remove_cluster_keypair(
-    cloud: CloudDep, cluster: str, keypair: str, who: Tenant
-) -> list[KeypairOut]:
-    return [keypair_out(k) for k in await cloud.keypairs.take(who, cluster, keypair)]
+_cluster_keypair(
+    "DELETE",
+    Keypairs.take,
+    "remove_cluster_keypair",
+    "Stop a keypair logging in to a cluster's servers",
+)
 
 
 @ssh_router.get(
@@ -127,17 +137,12 @@ async def cluster_ssh(
         cluster=found.name,
         keypairs=[k.name for k in keypairs],
         servers=[
-            ServerSshOut(
-                position=s.position,
-                name=s.name,
-                status=s.status,
-                user=s.user,
-                host_keys=[
-                    SshHostKeyOut(key=k.key, fingerprint=k.fingerprint) for k in s.host_keys
-                ],
+            copy_fields(
+                ServerSshOut,
+                s,
+                host_keys=[copy_fields(SshHostKeyOut, k) for k in s.host_keys],
                 connect=tunnel_path(PREFIX, found.name, s.name),
                 direct_host=direct_host if s.direct_port is not None else None,
-                direct_port=s.direct_port,
             )
             for s in servers
         ],

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from fastapi import WebSocket
 
@@ -27,8 +26,9 @@ from ..app import Cloud
 from ..drivers import ShellSession
 from ..drivers.sessions import STDERR
 from ..model import errors
+from .deps import websocket_principal
 from .errors import cloud_error_response
-from .websocket_relay import relay_both_ways
+from .websocket_relay import received, relay_both_ways
 
 log = logging.getLogger("vpod.cloud.ssh")
 
@@ -37,12 +37,8 @@ def ssh_tunnel(cloud: Cloud) -> Callable[[WebSocket, str, str], Awaitable[None]]
     """The WebSocket endpoint tunnelling SSH connections to ``cloud``'s servers."""
 
     async def tunnel(websocket: WebSocket, cluster: str, server: str) -> None:
-        header = websocket.headers.get("authorization", "")
-        scheme, _, token = header.partition(" ")
         try:
-            who = await cloud.projects.authenticate(token if scheme.lower() == "bearer" else None)
-            if not who.admin:
-                cloud.require_tenancy()
+            who = await websocket_principal(cloud, websocket)
             await cloud.ssh.server(who, cluster, server)  # refused before the upgrade
             session = await cloud.ssh.connect(who, cluster, server)
         except errors.CloudError as exc:
@@ -61,10 +57,7 @@ async def pipe(websocket: WebSocket, session: ShellSession) -> None:
     """Bytes both ways until sshd exits (or the client leaves)."""
 
     async def inbound() -> None:
-        while True:
-            message: Any = await websocket.receive()
-            if message["type"] == "websocket.disconnect":
-                return
+        async for message in received(websocket):
             data = message.get("bytes")
             if data:
                 await session.write(data)

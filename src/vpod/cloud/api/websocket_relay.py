@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, MutableMapping
 from typing import Any, TypeVar
+
+from fastapi import WebSocket
 
 T = TypeVar("T")
 
@@ -38,3 +40,12 @@ async def relay_both_ways(
         for task in (reader, writer):
             task.cancel()
         await asyncio.gather(reader, writer, return_exceptions=True)
+
+
+async def received(websocket: WebSocket) -> AsyncIterator[MutableMapping[str, Any]]:
+    """The client's messages (``bytes`` or ``text``) until it disconnects."""
+    while True:
+        message = await websocket.receive()
+        if message["type"] == "websocket.disconnect":
+            return
+        yield message

@@ -13,21 +13,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..model.errors import InvalidArgument
-from .base import (
-    ComputeDriver,
-    DatasetAccess,
-    DriverError,
-    NetworkReach,
-    ServerSetup,
-    ServerSpec,
-    SetupResult,
-    ShellAccess,
-    ShellRequest,
-    ShellSession,
-    TemporaryDriverError,
-    VipuAccess,
-    VolumeDriver,
-)
+from . import base
+from .base import *  # noqa: F403  (the drivers' protocols and values, as base declares them)
+from .base import ComputeDriver, VolumeDriver
 from .local_compute import LocalCompute
 from .local_volumes import LocalVolumes
 from .openstack_options import OpenStackOptions, parse_openstack
@@ -116,24 +104,12 @@ def build_drivers(
 __all__ = [
     "COMPUTE_DRIVERS",
     "VOLUME_DRIVERS",
-    "ComputeDriver",
-    "DatasetAccess",
-    "DriverError",
     "Layout",
     "LocalCompute",
     "LocalVolumes",
-    "NetworkReach",
     "OpenStackOptions",
-    "ServerSetup",
-    "ServerSpec",
-    "SetupResult",
-    "ShellAccess",
-    "ShellRequest",
-    "ShellSession",
-    "TemporaryDriverError",
     "UnknownDriver",
-    "VipuAccess",
-    "VolumeDriver",
     "build_drivers",
     "parse_openstack",
 ]
+__all__ += base.__all__

@@ -66,31 +66,35 @@ def make_dirs(root: Path, relative: str) -> None:
         pass
 
 
-def write(
-    root: Path, relative: str, text: str, mode: int = 0o644, owner: int | None = None
-) -> None:
-    """Replace ``root/relative`` with ``text`` (atomically; a link there is replaced, never
-    followed); its directories are made as needed. ``owner``: chown the file to that uid."""
+@contextlib.contextmanager
+def _replacing(root: Path, relative: str, suffix: str) -> Iterator[tuple[int, str]]:
+    """``(directory fd, temporary name)`` beside ``root/relative`` for the caller to create;
+    when the block ends the temporary replaces it atomically (a link there is replaced, never
+    followed), or is removed if the block failed. Directories are made as needed."""
     *dirs, name = _parts(relative)
     with _directory(root, dirs, create=True) as fd:
-        temp = f".{name}.{secrets.token_hex(6)}.tmp"
-        handle = os.open(
-            temp,
-            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-            mode,
-            dir_fd=fd,
-        )
+        temp = f".{name}.{secrets.token_hex(6)}.{suffix}"
         try:
-            with os.fdopen(handle, "w") as out:
-                os.fchmod(out.fileno(), mode)
-                if owner is not None:
-                    os.fchown(out.fileno(), owner, owner)
-                out.write(text)
+            yield fd, temp
             os.replace(temp, name, src_dir_fd=fd, dst_dir_fd=fd)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(temp, dir_fd=fd)
             raise
+
+
+def write(
+    root: Path, relative: str, text: str, mode: int = 0o644, owner: int | None = None
+) -> None:
+    """Replace ``root/relative`` with ``text`` (atomically; a link there is replaced, never
+    followed); its directories are made as needed. ``owner``: chown the file to that uid."""
+    with _replacing(root, relative, "tmp") as (fd, temp):
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        with os.fdopen(os.open(temp, flags, mode, dir_fd=fd), "w") as out:
+            os.fchmod(out.fileno(), mode)
+            if owner is not None:
+                os.fchown(out.fileno(), owner, owner)
+            out.write(text)
 
 
 def read(root: Path, relative: str) -> str | None:
@@ -109,16 +113,8 @@ def read(root: Path, relative: str) -> str | None:
 
 def link(root: Path, relative: str, target: Path) -> None:
     """Make ``root/relative`` a link to ``target`` (replacing a link already there)."""
-    *dirs, name = _parts(relative)
-    with _directory(root, dirs, create=True) as fd:
-        temp = f".{name}.{secrets.token_hex(6)}.lnk"
+    with _replacing(root, relative, "lnk") as (fd, temp):
         os.symlink(target, temp, dir_fd=fd)
-        try:
-            os.replace(temp, name, src_dir_fd=fd, dst_dir_fd=fd)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temp, dir_fd=fd)
-            raise
 
 
 def link_target(root: Path, relative: str) -> str | None:

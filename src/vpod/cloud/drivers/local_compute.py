@@ -67,15 +67,19 @@ from .tenant_network import NETNS_DIR, NetworkSettings, network_problem
 from .workspace import (
     Layout,
     parse_env,
-    parse_hcl,
     read_json,
     render_bashrc,
     render_env,
-    render_hcl,
+    vipu_env,
+    vipu_hcl,
     write_json,
 )
 
 T = TypeVar("T")
+
+SSHD_INETD = (ssh_server.SSHD, "-i", "-e", "-f", f"/{ssh_server.CONFIG}")
+"""sshd serving one connection on stdin (inetd mode), logging to stderr, with the server's
+own configuration."""
 
 ACTIVE, SHUTOFF, SHELVED = "ACTIVE", "SHUTOFF", "SHELVED_OFFLOADED"
 HCL_PATH = "etc/vipu/vipu-cli.hcl"
@@ -385,26 +389,9 @@ class LocalCompute:
         }
         has_key = True
         if setup.vipu is not None:
-            hcl_path = root / HCL_PATH
-            existing = parse_hcl(confined.read(real, HCL_PATH) or "")
-            key = setup.vipu.access_key or existing.get("api-access-key")
-            has_key = bool(key) and (
-                setup.vipu.access_key is not None
-                or existing.get("api-user-id") == setup.vipu.user_id
-            )
-            values: dict[str, str | int] = {
-                "api-host": setup.vipu.host,
-                "api-port": setup.vipu.port,
-                "api-user-id": setup.vipu.user_id,
-            }
-            if has_key and key:
-                values["api-access-key"] = key
-            confined.write(real, HCL_PATH, render_hcl(values), 0o600, owner=uid)
-            env.update(
-                VIPU_CLI_CONFIG=str(hcl_path),
-                IPUOF_VIPU_API_HOST=setup.vipu.host,
-                IPUOF_VIPU_API_PORT=str(setup.vipu.port),
-            )
+            hcl, has_key = vipu_hcl(setup.vipu, confined.read(real, HCL_PATH) or "")
+            confined.write(real, HCL_PATH, hcl, 0o600, owner=uid)
+            env.update(vipu_env(setup.vipu, str(root / HCL_PATH)))
         if uid is not None:
             ssh_server.prepare(real, uid, SERVER_USER)  # host keys a server made earlier lacks
         if setup.authorized_keys is not None:
@@ -474,12 +461,8 @@ class LocalCompute:
         state = await self._run(lambda: self._active(server_id))
         if self._peer_ssh.connections(server_id) > MAX_SSH:
             return  # as many as through the tunnel; the peer sees the connection close
-        real = self._layout.server_root(server_id).resolve()
-        uid = await self._run(lambda: self._uid(server_id))
-        await self._run(lambda: ssh_server.prepare(real, uid, SERVER_USER))
-        box = await self._sandbox(server_id, state, real, uid)
-        argv = [ssh_server.SSHD, "-i", "-e", "-f", f"/{ssh_server.CONFIG}"]
-        with box.command(argv) as (command, fds):
+        box = await self._sshd_sandbox(server_id, state)
+        with box.command(SSHD_INETD) as (command, fds):
             await run_sshd(command, conn, {"PATH": self._path, "LANG": "C.UTF-8"}, fds)
 
     async def open_ssh(self, server_id: str) -> ShellSession:
@@ -499,13 +482,8 @@ class LocalCompute:
                 f"server {state.get('name', server_id)} has {MAX_SSH} SSH connections open"
                 " already: close one first"
             )
-        real = self._layout.server_root(server_id).resolve()
-        uid = await self._run(lambda: self._uid(server_id))
-        await self._run(lambda: ssh_server.prepare(real, uid, SERVER_USER))
-        # sshd's forwardings reach what the server's own processes reach
-        box = await self._sandbox(server_id, state, real, uid)
-        argv = [ssh_server.SSHD, "-i", "-e", "-f", f"/{ssh_server.CONFIG}"]
-        with box.command(argv) as (command, fds):
+        box = await self._sshd_sandbox(server_id, state)
+        with box.command(SSHD_INETD) as (command, fds):
             session = await ProcessSession.start(
                 command, env={"PATH": self._path, "LANG": "C.UTF-8"}, pass_fds=fds, tty=False
             )
@@ -612,6 +590,14 @@ class LocalCompute:
                 netloc = gateway + (f":{url.port}" if url.port else "")
                 datasets = replace(datasets, endpoint_url=url._replace(netloc=netloc).geturl())
         return replace(setup, vipu=vipu, datasets=datasets)
+
+    async def _sshd_sandbox(self, server_id: str, state: dict[str, object]) -> Sandbox:
+        """The sandbox one ``sshd -i`` runs in, the server's sshd files made ready: its
+        forwardings reach what the server's own processes reach."""
+        real = self._layout.server_root(server_id).resolve()
+        uid = await self._run(lambda: self._uid(server_id))
+        await self._run(lambda: ssh_server.prepare(real, uid, SERVER_USER))
+        return await self._sandbox(server_id, state, real, uid)
 
     async def _sandbox(
         self, server_id: str, state: dict[str, object], real: Path, uid: int

@@ -6,13 +6,16 @@ is named ``vpod-VOLUME_ID``. A task that runs again after a restart finds what i
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .base import DriverError
 
 if TYPE_CHECKING:
     from openstack.compute.v2.server import Server
     from openstack.connection import Connection
+
+T = TypeVar("T")
 
 
 def server_tag(server_id: str) -> str:
@@ -28,24 +31,30 @@ def volume_name(volume_id: str) -> str:
 
 
 def find_server(conn: Connection, server_id: str) -> Server | None:
-    found = list(conn.compute.servers(tags=server_tag(server_id)))
-    return conn.compute.get_server(found[0].id) if found else None
+    return _first(conn.compute.servers(tags=server_tag(server_id)), conn.compute.get_server)
 
 
 def get_server(conn: Connection, server_id: str) -> Server:
-    server = find_server(conn, server_id)
-    if server is None:
-        raise DriverError(f"OpenStack has no server {server_id} (tag {server_tag(server_id)})")
-    return server
+    missing = f"OpenStack has no server {server_id} (tag {server_tag(server_id)})"
+    return _required(find_server(conn, server_id), missing)
 
 
 def find_volume(conn: Connection, volume_id: str) -> Any | None:
-    found = list(conn.block_storage.volumes(name=volume_name(volume_id)))
-    return conn.block_storage.get_volume(found[0].id) if found else None
+    volumes = conn.block_storage
+    return _first(volumes.volumes(name=volume_name(volume_id)), volumes.get_volume)
 
 
 def get_volume(conn: Connection, volume_id: str) -> Any:
-    volume = find_volume(conn, volume_id)
-    if volume is None:
-        raise DriverError(f"Cinder has no volume {volume_name(volume_id)}")
-    return volume
+    return _required(find_volume(conn, volume_id), f"Cinder has no volume {volume_name(volume_id)}")
+
+
+def _first(listed: Iterable[Any], get: Callable[[str], T]) -> T | None:
+    """The whole resource of the first match of a listing (listings carry less), or None."""
+    found = list(listed)
+    return get(found[0].id) if found else None
+
+
+def _required(found: T | None, missing: str) -> T:
+    if found is None:
+        raise DriverError(missing)
+    return found

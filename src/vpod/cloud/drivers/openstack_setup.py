@@ -23,7 +23,7 @@ from collections.abc import Mapping
 
 from .base import ServerSetup
 from .dataset_files import dataset_env, render_config, render_credentials
-from .workspace import parse_hcl, render_env, render_hcl
+from .workspace import render_env, vipu_env, vipu_hcl
 
 PREFIX = "vpod-setup-"
 COUNT_KEY = PREFIX + "count"
@@ -42,24 +42,9 @@ def render_files(
     files: dict[str, dict[str, str]] = {}
     has_key = True
     if setup.vipu is not None:
-        existing = parse_hcl(old_hcl)
-        key = setup.vipu.access_key or existing.get("api-access-key")
-        has_key = bool(key) and (
-            setup.vipu.access_key is not None or existing.get("api-user-id") == setup.vipu.user_id
-        )
-        values: dict[str, str | int] = {
-            "api-host": setup.vipu.host,
-            "api-port": setup.vipu.port,
-            "api-user-id": setup.vipu.user_id,
-        }
-        if has_key and key:
-            values["api-access-key"] = key
-        files[HCL] = {"content": render_hcl(values), "mode": "0600", "owner": user}
-        env.update(
-            VIPU_CLI_CONFIG=HCL,
-            IPUOF_VIPU_API_HOST=setup.vipu.host,
-            IPUOF_VIPU_API_PORT=str(setup.vipu.port),
-        )
+        hcl, has_key = vipu_hcl(setup.vipu, old_hcl)
+        files[HCL] = {"content": hcl, "mode": "0600", "owner": user}
+        env.update(vipu_env(setup.vipu, HCL))
     if setup.datasets is not None:
         env.update(dataset_env(setup.datasets))
         files[f"{home}/.aws/config"] = {

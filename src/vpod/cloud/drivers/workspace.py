@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .base import VipuAccess
+
 
 @dataclass(frozen=True)
 class Layout:
@@ -129,6 +131,33 @@ def parse_hcl(text: str) -> dict[str, str]:
                 quoted.replace('\\"', '"').replace("\\\\", "\\") if quoted is not None else bare
             )
     return values
+
+
+def vipu_hcl(vipu: VipuAccess, old_hcl: str) -> tuple[str, bool]:
+    """A server's ``vipu-cli.hcl`` for ``vipu`` and whether it holds an access key. A ``None``
+    key keeps the one in the server's ``old_hcl``, but only for the same V-IPU user."""
+    existing = parse_hcl(old_hcl)
+    key = vipu.access_key or existing.get("api-access-key")
+    has_key = bool(key) and (
+        vipu.access_key is not None or existing.get("api-user-id") == vipu.user_id
+    )
+    values: dict[str, str | int] = {
+        "api-host": vipu.host,
+        "api-port": vipu.port,
+        "api-user-id": vipu.user_id,
+    }
+    if has_key and key:
+        values["api-access-key"] = key
+    return render_hcl(values), has_key
+
+
+def vipu_env(vipu: VipuAccess, hcl_path: str) -> dict[str, str]:
+    """What tells ``vipu`` and Poplar on a server where the V-IPU controller is."""
+    return {
+        "VIPU_CLI_CONFIG": hcl_path,
+        "IPUOF_VIPU_API_HOST": vipu.host,
+        "IPUOF_VIPU_API_PORT": str(vipu.port),
+    }
 
 
 # -- environment ----------------------------------------------------------------------------

@@ -9,7 +9,9 @@ exists is reused, a volume already attached stays attached.
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from enum import StrEnum
+from typing import TypeVar
 
 from vpod.placement import Rejected
 
@@ -19,6 +21,7 @@ from ..flavors import Flavor, find_flavor
 from ..host_placement import place_servers
 from ..metering import cluster_entry, volume_entry
 from ..model import errors
+from ..model.metering import MeterEntry
 from ..model.records import Cluster, Server, Volume
 from ..model.results import ClusterChange
 from ..runner import Job, Outcome
@@ -28,6 +31,8 @@ from ..services.ssh_ports import assign_ports
 from ..states import ClusterStatus, ServerStatus, VolumeStatus
 from ..validation import network_cidr
 from ..vipu import saved_spec
+
+R = TypeVar("R")
 
 PLACE_ATTEMPTS = 3
 
@@ -71,12 +76,19 @@ async def set_status(
 ) -> Cluster:
     """Move the cluster to ``status`` now, with its metering entry."""
     entry = cluster_entry(cluster, status, job.now, holds_servers=holds_servers)
-    updated = await job.ctx.records.update_cluster(
-        cluster.id,
-        meter=[entry],
-        status=status.value,
-        updated_at=job.now,
-    )
+    return await _metered(job, job.ctx.records.update_cluster, cluster.id, status, entry)
+
+
+async def _metered(
+    job: Job,
+    update: Callable[..., Awaitable[R]],
+    resource_id: str,
+    status: StrEnum,
+    entry: MeterEntry,
+) -> R:
+    """``update`` a resource to ``status`` now with its metering entry; the sink hears of the
+    entry once it is stored."""
+    updated = await update(resource_id, meter=[entry], status=status.value, updated_at=job.now)
     job.ctx.published([entry])
     return updated
 
@@ -155,14 +167,7 @@ async def build_servers(job: Job, cluster: Cluster, servers: Sequence[Server]) -
 
 async def _volume_status(job: Job, volume: Volume, status: VolumeStatus) -> Volume:
     entry = volume_entry(volume, status, job.now)
-    updated = await job.ctx.records.update_volume(
-        volume.id,
-        meter=[entry],
-        status=status.value,
-        updated_at=job.now,
-    )
-    job.ctx.published([entry])
-    return updated
+    return await _metered(job, job.ctx.records.update_volume, volume.id, status, entry)
 
 
 async def attach_data_volumes(
@@ -250,6 +255,18 @@ async def create_network(job: Job, cluster: Cluster) -> Cluster:
 
 async def delete_network(job: Job, cluster: Cluster) -> None:
     await job.ctx.compute.delete_network(cluster.id)
+
+
+async def tear_down(job: Job, cluster: Cluster, *, delete_data_volumes: bool) -> None:
+    """Release what the cluster holds: a vPOD's partitions, allocation and V-IPU user, the
+    servers and their boot volumes (data volumes detached, or deleted when asked), the
+    network. Each step skips what is gone already, so a tear-down that stopped halfway runs
+    again."""
+    if flavor_of(cluster).is_vpod:
+        await release_vipu(job, cluster, remove_user=True)
+    servers = await servers_of(job, cluster.id)
+    await remove_servers(job, servers, delete_data_volumes=delete_data_volumes)
+    await delete_network(job, cluster)
 
 
 # -- configuration --------------------------------------------------------------------------

@@ -23,15 +23,13 @@ from .common import (
     build_servers,
     configure_servers,
     create_network,
-    delete_network,
     delete_volume,
     ended_as,
     flavor_of,
     place_on_hosts,
-    release_vipu,
-    remove_servers,
     servers_of,
     set_status,
+    tear_down,
 )
 
 
@@ -87,15 +85,13 @@ class CreateCluster:
         """Undo everything: the cluster stays, in ERROR, holding nothing and billed nothing."""
         ctx = job.ctx
         cluster = await job.cluster()
-        if flavor_of(cluster).is_vpod:
+        if flavor_of(cluster).is_vpod:  # name what a create cut short may have made
             cluster = await ctx.records.update_cluster(
                 cluster.id,
                 allocation_id=cluster.allocation_id or allocation_id_of(cluster.id),
                 vipu_user_id=cluster.vipu_user_id or user_id_of(cluster.id),
             )
-            await release_vipu(job, cluster, remove_user=True)
-        await remove_servers(job, await servers_of(job, cluster.id), delete_data_volumes=False)
-        await delete_network(job, cluster)
+        await tear_down(job, cluster, delete_data_volumes=False)
         params = job.params_as(CreateParams)
         new_ids = set(params.new_volume_ids)
         released: dict[str, VolumeChange] = {}

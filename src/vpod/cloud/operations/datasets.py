@@ -19,13 +19,17 @@ from ..states import Phase
 from .common import configure_servers, servers_of
 
 
-class AttachDatasets:
+class _SetUpServers:
+    """Both operations run alike: every server set up again from the task's parameters."""
+
     async def run(self, job: Job) -> Outcome:
         cluster = await job.cluster()
         await job.phase(Phase.POST_DEPLOY_SETUP)
         await configure_servers(job, cluster, await servers_of(job, cluster.id))
         return Outcome()
 
+
+class AttachDatasets(_SetUpServers):
     async def fail(self, job: Job, _error: str) -> Outcome:
         """Take the attachment away again and set the servers up without it (not through
         ``configure_servers``, which would attach it again from the task's parameters)."""
@@ -38,13 +42,7 @@ class AttachDatasets:
         return Outcome()
 
 
-class DetachDatasets:
-    async def run(self, job: Job) -> Outcome:
-        cluster = await job.cluster()
-        await job.phase(Phase.POST_DEPLOY_SETUP)
-        await configure_servers(job, cluster, await servers_of(job, cluster.id))
-        return Outcome()
-
+class DetachDatasets(_SetUpServers):
     async def fail(self, job: Job, error: str) -> Outcome:
         job.warn(
             f"the storage is detached, but its files may remain on some servers ({error}):"

@@ -26,14 +26,13 @@ from ..states import ClusterStatus, Phase, ServerStatus
 from .common import (
     build_servers,
     configure_servers,
-    delete_network,
     ended_as,
     flavor_of,
     place_on_hosts,
-    release_vipu,
     remove_servers,
     servers_of,
     set_server_status,
+    tear_down,
 )
 
 
@@ -102,8 +101,7 @@ class RebuildCluster:
         return ended_as(job, cluster, ClusterStatus.ACTIVE)
 
     async def fail(self, job: Job, error: str) -> Outcome:
-        cluster = await job.cluster()
-        return ended_as(job, cluster, ClusterStatus.ERROR, f"rebuild failed: {error}")
+        return await _in_error(job, f"rebuild failed: {error}")
 
 
 class RebootCluster:
@@ -117,8 +115,7 @@ class RebootCluster:
         return ended_as(job, cluster, ClusterStatus.ACTIVE)
 
     async def fail(self, job: Job, error: str) -> Outcome:
-        cluster = await job.cluster()
-        return ended_as(job, cluster, ClusterStatus.ERROR, f"reboot failed: {error}")
+        return await _in_error(job, f"reboot failed: {error}")
 
 
 class DeleteCluster:
@@ -128,19 +125,18 @@ class DeleteCluster:
         except errors.NotFound:
             return Outcome()  # gone already: a restart interrupted the task after the end
         await job.phase(Phase.CLUSTER_CLEAN_UP)
-        if flavor_of(cluster).is_vpod:
-            await release_vipu(job, cluster, remove_user=True)
-        await remove_servers(
-            job,
-            await servers_of(job, cluster.id),
-            delete_data_volumes=job.params_as(DeleteParams).delete_volumes,
+        await tear_down(
+            job, cluster, delete_data_volumes=job.params_as(DeleteParams).delete_volumes
         )
-        await delete_network(job, cluster)
         entry = cluster_entry(cluster, ClusterStatus.DELETED, job.now, holds_servers=False)
         await job.ctx.records.delete_cluster(cluster.id, [entry])
         job.ctx.published([entry])
         return Outcome()
 
     async def fail(self, job: Job, error: str) -> Outcome:
-        cluster = await job.cluster()
-        return ended_as(job, cluster, ClusterStatus.ERROR, f"delete failed: {error}; delete again")
+        return await _in_error(job, f"delete failed: {error}; delete again")
+
+
+async def _in_error(job: Job, why: str) -> Outcome:
+    """The task's cluster ends in ERROR, ``why`` saying what failed."""
+    return ended_as(job, await job.cluster(), ClusterStatus.ERROR, why)

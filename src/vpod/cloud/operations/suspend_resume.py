@@ -18,8 +18,10 @@ SUSPENDED.
 
 from __future__ import annotations
 
+from ..flavors import Flavor
 from ..metering import cluster_entry
 from ..model import errors
+from ..model.records import Server
 from ..model.results import ClusterChange
 from ..runner import Job, Outcome
 from ..states import ClusterStatus, Phase, ServerStatus
@@ -56,12 +58,7 @@ class SuspendCluster:
                 cluster = await save_and_remove_partitions(job, cluster)
                 await ctx.vipu.remove_allocation(allocation_id)
         for server in await servers_of(job, cluster.id):
-            if flavor.bare_metal:
-                await ctx.compute.stop(server.id)
-                await set_server_status(job, server, ServerStatus.SHUTOFF)
-            else:
-                await ctx.compute.shelve(server.id)
-                await set_server_status(job, server, ServerStatus.SHELVED_OFFLOADED)
+            await _put_down(job, server, flavor)
         entry = cluster_entry(cluster, ClusterStatus.SUSPENDED, job.now)
         return Outcome(
             cluster=ClusterChange(
@@ -142,12 +139,17 @@ class ResumeCluster:
             await ctx.vipu.remove_allocation(allocation_id)
         for server in await servers_of(job, cluster.id):
             if server.status == ServerStatus.ACTIVE:
-                if flavor.bare_metal:
-                    await ctx.compute.stop(server.id)
-                    await set_server_status(job, server, ServerStatus.SHUTOFF)
-                else:
-                    await ctx.compute.shelve(server.id)
-                    await set_server_status(job, server, ServerStatus.SHELVED_OFFLOADED)
+                await _put_down(job, server, flavor)
         return Outcome(
             cluster=ClusterChange(ClusterStatus.SUSPENDED, allocation_released=flavor.is_vpod)
         )
+
+
+async def _put_down(job: Job, server: Server, flavor: Flavor) -> None:
+    """A suspended server: bare metal is stopped (it keeps its disk), a VM shelved."""
+    if flavor.bare_metal:
+        await job.ctx.compute.stop(server.id)
+        await set_server_status(job, server, ServerStatus.SHUTOFF)
+    else:
+        await job.ctx.compute.shelve(server.id)
+        await set_server_status(job, server, ServerStatus.SHELVED_OFFLOADED)

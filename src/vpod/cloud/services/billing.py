@@ -16,22 +16,7 @@ class Billing:
         self._ctx = ctx
 
     async def _records(self, project_id: str, end: datetime) -> list[MeterRecord]:
-        entries = await self._ctx.records.list_meter(project_id=project_id, before=end)
-        return [
-            MeterRecord(
-                time=e.time,
-                project_id=e.project_id,
-                resource_type=e.resource_type,
-                resource_id=e.resource_id,
-                resource_name=e.resource_name,
-                item=e.item,
-                quantity=e.quantity,
-                unit_price_per_hour=e.unit_price_per_hour,
-                billable=e.billable,
-                state=e.state,
-            )
-            for e in entries
-        ]
+        return await self._ctx.records.list_meter(project_id=project_id, before=end)
 
     async def utilisation(
         self, project_id: str, plans: list[Plan], start: datetime, end: datetime

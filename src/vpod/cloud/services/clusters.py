@@ -55,6 +55,7 @@ from .context import CloudContext
 from .projects import Principal, in_project
 from .ssh_ports import SshPorts, assign_ports, require_ports
 from .tasks import new_task
+from .volumes import new_volume
 
 
 @dataclass(frozen=True)
@@ -226,7 +227,9 @@ class Clusters:
         )
         servers = [self._server(cluster, flavor, n, cidr) for n in range(1, count + 1)]
         volumes = [
-            self._volume(project_id, v.name, v.size_gib, v.volume_type, cluster_id=cluster_id)
+            new_volume(
+                self._ctx, project_id, v.name, v.size_gib, v.volume_type, cluster_id=cluster_id
+            )
             for v in request.new_volumes
         ]
         boot = (
@@ -299,32 +302,9 @@ class Clusters:
             address=str(address),
         )
 
-    def _volume(
-        self,
-        project_id: str,
-        name: str,
-        size_gib: int,
-        volume_type: str,
-        *,
-        cluster_id: str | None = None,
-    ) -> Volume:
-        now = self._ctx.clock.now()
-        return Volume(
-            id=self._ctx.ids.new("vol"),
-            project_id=project_id,
-            name=name,
-            size_gib=size_gib,
-            volume_type=volume_type,
-            boot=False,
-            status=VolumeStatus.CREATING,
-            created_at=now,
-            updated_at=now,
-            cluster_id=cluster_id,
-        )
-
     def _boot_volume(self, cluster: Cluster, server: Server, size: int) -> Volume:
         check_volume_size(size)
-        volume = self._volume(cluster.project_id, f"{server.name}-boot", size, "standard")
+        volume = new_volume(self._ctx, cluster.project_id, f"{server.name}-boot", size, "standard")
         return replace(
             volume,
             boot=True,

@@ -22,6 +22,7 @@ from ..dataset_rules import (
     check_mount_path,
     find_endpoint,
 )
+from ..field_copy import copy_fields
 from ..flavors import find_flavor
 from ..model import errors
 from ..model.datasets import DatasetStorage, SealedStorage, StorageEndpoint, mask
@@ -65,16 +66,7 @@ class Datasets:
             cluster = await ctx.records.find_cluster(record.project_id, attachment.cluster_id)
             if cluster is not None:
                 names.append(cluster.name)
-        return DatasetStorage(
-            id=record.id,
-            project_id=record.project_id,
-            name=record.name,
-            endpoint=record.endpoint,
-            bucket=record.bucket,
-            access_key_masked=record.access_key_masked,
-            created_at=record.created_at,
-            clusters=tuple(sorted(names)),
-        )
+        return copy_fields(DatasetStorage, record, clusters=tuple(sorted(names)))
 
     async def _find(self, principal: Principal, ref: str) -> SealedStorage:
         project_id = principal.project()

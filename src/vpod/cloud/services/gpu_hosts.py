@@ -25,6 +25,7 @@ from datetime import datetime
 from vpod.agent.gpu.model import GpuInfo, GpuSample, HostInventory
 from vpod.domain.naming import ID_RULE, is_valid_id
 
+from ..field_copy import copy_fields
 from ..flavors import HOST_MODELS, HostRole
 from ..gpu_rules import GpuState, check_inventory, host_model_of, unusable_slots
 from ..host_placement import HostView
@@ -124,14 +125,12 @@ class GpuHosts:
             enabled=True,
             registered_at=now,
         )
-        agent = GpuAgent(
+        agent = copy_fields(
+            GpuAgent,
+            inventory,  # its host name, driver, CUDA version and backend
             host_id=host_id,
             token_id=token_id,
             boot_id=boot_id,
-            hostname=inventory.hostname,
-            driver_version=inventory.driver_version,
-            cuda_version=inventory.cuda_version,
-            backend=inventory.backend,
             registered_at=now,
             reported_at=now,
         )
@@ -240,13 +239,11 @@ class GpuHosts:
 
 
 def _gpu_record(host_id: str, gpu: GpuInfo, now: datetime) -> HostGpu:
-    return HostGpu(
+    return copy_fields(
+        HostGpu,
+        gpu,
         host_id=host_id,
         idx=gpu.index,
-        uuid=gpu.uuid,
-        name=gpu.name,
-        memory_mib=gpu.memory_mib,
-        pci_bus_id=gpu.pci_bus_id,
         details={
             "minor": gpu.minor,
             "mig_mode": gpu.mig_mode,

@@ -18,6 +18,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
+from ..field_copy import copy_fields
 from ..flavors import CATALOG, Flavor, HostRole, find_flavor
 from ..model import errors
 from ..model.hosts import HostUsage
@@ -57,18 +58,7 @@ _LIMIT = 100_000
 
 
 def plan_of(record: Reservation) -> Plan:
-    return Plan(
-        id=record.id,
-        project_id=record.project_id,
-        flavor=record.flavor,
-        units=record.units,
-        term=record.term,
-        price_per_unit_month=record.price_per_unit_month,
-        starts_at=record.starts_at,
-        ends_at=record.ends_at,
-        cancelled_at=record.cancelled_at,
-        billed_until=record.billed_until,
-    )
+    return copy_fields(Plan, record)
 
 
 class Reservations:

@@ -23,6 +23,31 @@ from .projects import Principal, in_project
 from .tasks import new_task
 
 
+def new_volume(
+    ctx: CloudContext,
+    project_id: str,
+    name: str,
+    size_gib: int,
+    volume_type: str,
+    *,
+    cluster_id: str | None = None,
+) -> Volume:
+    """The record of a data volume about to be created (CREATING), made now."""
+    now = ctx.clock.now()
+    return Volume(
+        id=ctx.ids.new("vol"),
+        project_id=project_id,
+        name=name,
+        size_gib=size_gib,
+        volume_type=volume_type,
+        boot=False,
+        status=VolumeStatus.CREATING,
+        created_at=now,
+        updated_at=now,
+        cluster_id=cluster_id,
+    )
+
+
 class Volumes:
     def __init__(self, ctx: CloudContext, views: ClusterViews) -> None:
         self._ctx = ctx
@@ -44,18 +69,8 @@ class Volumes:
         check_name("volume", name)
         check_volume_size(size_gib)
         check_volume_type(volume_type)
-        now = ctx.clock.now()
-        volume = Volume(
-            id=ctx.ids.new("vol"),
-            project_id=project_id,
-            name=name,
-            size_gib=size_gib,
-            volume_type=volume_type,
-            boot=False,
-            status=VolumeStatus.CREATING,
-            created_at=now,
-            updated_at=now,
-        )
+        volume = new_volume(ctx, project_id, name, size_gib, volume_type)
+        now = volume.created_at
         task = new_task(ctx, project_id, Operation.VOLUME_CREATE, "volume", volume.id, name)
         entry = volume_entry(volume, VolumeStatus.CREATING, now)
         demand = volume_demand([size_gib])

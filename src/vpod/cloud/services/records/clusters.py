@@ -51,8 +51,7 @@ class ClusterRecords(RecordsBase):
         return cluster_of(await self._db(self._store.get_cluster, cluster_id))
 
     async def find_cluster(self, project_id: str, id_or_name: str) -> Cluster | None:
-        found = await self._db(self._store.find_cluster, project_id, id_or_name)
-        return None if found is None else cluster_of(found)
+        return await self._found(cluster_of, self._store.find_cluster, project_id, id_or_name)
 
     async def list_clusters(self, project_id: str | None = None) -> list[Cluster]:
         return [cluster_of(c) for c in await self._db(self._store.list_clusters, project_id)]

@@ -18,8 +18,7 @@ class DatasetRecords(RecordsBase):
 
     async def find_storage(self, project_id: str, ref: str) -> SealedStorage | None:
         """The project's storage with id or name ``ref``."""
-        found = await self._db(self._store.datasets.find, project_id, ref)
-        return None if found is None else storage_of(found)
+        return await self._found(storage_of, self._store.datasets.find, project_id, ref)
 
     async def list_storages(self, project_id: str | None = None) -> list[SealedStorage]:
         """A project's storages (every project's without)."""
@@ -50,8 +49,7 @@ class DatasetRecords(RecordsBase):
 
     async def storage_attachment(self, cluster_id: str) -> StorageAttachment | None:
         """The storage the cluster holds, if any."""
-        found = await self._db(self._store.datasets.attachment, cluster_id)
-        return None if found is None else attachment_of(found)
+        return await self._found(attachment_of, self._store.datasets.attachment, cluster_id)
 
     async def storage_attachments(self, storage_id: str) -> list[StorageAttachment]:
         """The clusters holding the storage."""

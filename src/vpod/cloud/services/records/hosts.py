@@ -60,8 +60,7 @@ class HostRecords(RecordsBase):
         )
 
     async def gpu_agent(self, host_id: str) -> GpuAgent | None:
-        found = await self._db(self._store.gpu_hosts.agent, host_id)
-        return None if found is None else gpu_agent_of(found)
+        return await self._found(gpu_agent_of, self._store.gpu_hosts.agent, host_id)
 
     async def list_gpu_agents(self) -> list[GpuAgent]:
         return [gpu_agent_of(a) for a in await self._db(self._store.gpu_hosts.list_agents)]

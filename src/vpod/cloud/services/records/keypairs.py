@@ -15,8 +15,7 @@ class KeypairRecords(RecordsBase):
 
     async def find_keypair(self, project_id: str, ref: str) -> Keypair | None:
         """The project's keypair with id or name ``ref``."""
-        found = await self._db(self._store.keypairs.find, project_id, ref)
-        return None if found is None else keypair_of(found)
+        return await self._found(keypair_of, self._store.keypairs.find, project_id, ref)
 
     async def list_keypairs(self, project_id: str) -> list[Keypair]:
         return [

@@ -59,8 +59,7 @@ class ProjectRecords(RecordsBase):
         await self._db(self._store.add_token, row_of_token(token))
 
     async def find_token(self, token_id: str) -> Token | None:
-        found = await self._db(self._store.find_token, token_id)
-        return None if found is None else token_of(found)
+        return await self._found(token_of, self._store.find_token, token_id)
 
     async def list_tokens(
         self, *, project_id: str | None = None, admin: bool = False

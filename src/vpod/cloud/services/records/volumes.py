@@ -38,8 +38,7 @@ class VolumeRecords(RecordsBase):
         return volume_of(await self._db(self._store.get_volume, volume_id))
 
     async def find_volume(self, project_id: str, id_or_name: str) -> Volume | None:
-        found = await self._db(self._store.find_volume, project_id, id_or_name)
-        return None if found is None else volume_of(found)
+        return await self._found(volume_of, self._store.find_volume, project_id, id_or_name)
 
     async def list_volumes(
         self, *, project_id: str | None = None, cluster_id: str | None = None
