@@ -19,9 +19,9 @@ from vpod.domain.excerpts import excerpt
 from vpod.domain.routing import GwRouting, IpuLinkRouting, SyncType
 from vpod.wire import agent_pb2 as pb
 from vpod.wire import virmgrpc_pb2 as vpb
+from vpod.wire.field_copy import copy_fields
 
 from .errors import InvalidRequest
-from .field_copy import copy_fields
 from .model import (
     AgentEvent,
     ConfiguredPartition,

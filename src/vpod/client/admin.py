@@ -14,7 +14,6 @@ controllers the credentials must be an administrator's.
 from __future__ import annotations
 
 from . import admin_calls as calls
-from . import rest_calls
 from .api_methods import api_call
 from .config import admin_endpoint
 from .grpc_api import AsyncGrpcApi, BlockingGrpcApi, GrpcApi
@@ -26,31 +25,29 @@ class AdminMethods:
     declaration naming the call over gRPC and over REST (the same signature and record)."""
 
     # agents
-    create_agent = api_call(calls.create_agent, rest=rest_calls.create_agent)
-    list_agents = api_call(calls.list_agents, rest=rest_calls.list_agents)
-    remove_agent = api_call(calls.remove_agent, rest=rest_calls.remove_agent)
-    discover_agents = api_call(calls.discover_agents, rest=rest_calls.discover_agents)
-    inject_fault = api_call(calls.inject_fault, rest=rest_calls.inject_fault)
-    clear_fault = api_call(calls.clear_fault, rest=rest_calls.clear_fault)
+    create_agent = api_call(calls.create_agent, rest="create_agent")
+    list_agents = api_call(calls.list_agents, rest="list_agents")
+    remove_agent = api_call(calls.remove_agent, rest="remove_agent")
+    discover_agents = api_call(calls.discover_agents, rest="discover_agents")
+    inject_fault = api_call(calls.inject_fault, rest="inject_fault")
+    clear_fault = api_call(calls.clear_fault, rest="clear_fault")
 
     # clusters
-    create_cluster = api_call(calls.create_cluster, rest=rest_calls.create_cluster)
-    list_clusters = api_call(calls.list_clusters, rest=rest_calls.list_clusters)
-    remove_cluster = api_call(calls.remove_cluster, rest=rest_calls.remove_cluster)
-    test_cluster = api_call(calls.cluster_test, rest=rest_calls.cluster_test)
+    create_cluster = api_call(calls.create_cluster, rest="create_cluster")
+    list_clusters = api_call(calls.list_clusters, rest="list_clusters")
+    remove_cluster = api_call(calls.remove_cluster, rest="remove_cluster")
+    test_cluster = api_call(calls.cluster_test, rest="cluster_test")
 
     # allocations
-    create_allocation = api_call(calls.create_allocation, rest=rest_calls.create_allocation)
-    set_allocation_hosts = api_call(
-        calls.set_allocation_hosts, rest=rest_calls.set_allocation_hosts
-    )
-    remove_allocation = api_call(calls.remove_allocation, rest=rest_calls.remove_allocation)
+    create_allocation = api_call(calls.create_allocation, rest="create_allocation")
+    set_allocation_hosts = api_call(calls.set_allocation_hosts, rest="set_allocation_hosts")
+    remove_allocation = api_call(calls.remove_allocation, rest="remove_allocation")
 
     # users, the audit log
-    create_user = api_call(calls.create_user, rest=rest_calls.create_user)
-    list_users = api_call(calls.list_users, rest=rest_calls.list_users)
-    remove_user = api_call(calls.remove_user, rest=rest_calls.remove_user)
-    list_events = api_call(calls.list_events, rest=rest_calls.list_events)
+    create_user = api_call(calls.create_user, rest="create_user")
+    list_users = api_call(calls.list_users, rest="list_users")
+    remove_user = api_call(calls.remove_user, rest="remove_user")
+    list_events = api_call(calls.list_events, rest="list_events")
 
 
 class _AdminApi(GrpcApi, AdminMethods):

@@ -95,11 +95,13 @@ class Async:
 class api_call(Generic[P, T]):  # noqa: N801 -- used like a decorator, named like one
     """One call of an API as a method of its clients (see the module's docstring)."""
 
-    def __init__(
-        self, build: Callable[P, Built[T]], *, rest: Callable[P, Built[T]] | None = None
-    ) -> None:
-        """``build``: the call's builder; ``rest``: its builder over the REST API, where one
-        declaration serves a gRPC client and the REST client (the same signature and record)."""
+    def __init__(self, build: Callable[P, Built[T]], *, rest: str | None = None) -> None:
+        """``build``: the call's builder; ``rest``: the name of its builder over the REST API
+        (in :mod:`.rest_calls`, which the REST client names as its ``rest_builders``), where
+        one declaration serves a gRPC client and the REST client: the same signature and
+        record, which ``tests/client/test_api_methods.py`` checks. A name, not the function:
+        the REST builders read replies with pydantic, which the gRPC clients (and the
+        command lines built on them) must start without."""
         self.build = build
         self.rest = rest
         self.__doc__ = build.__doc__
@@ -144,9 +146,11 @@ class api_call(Generic[P, T]):  # noqa: N801 -- used like a decorator, named lik
         raise TypeError(f"{owner.__name__} is neither a Blocking nor an Async client")
 
     def _builder(self, owner: type) -> Callable[P, Built[T]]:
-        """``rest`` on a client of the REST API (``over_rest``) where given, else ``build``."""
-        if self.rest is not None and getattr(owner, "over_rest", False):
-            return self.rest
+        """The REST builder named ``rest`` on a client of the REST API (its class names the
+        module of its builders, ``rest_builders``), else ``build``."""
+        builders = getattr(owner, "rest_builders", None)
+        if self.rest is not None and builders is not None:
+            return cast(Callable[P, Built[T]], getattr(builders, self.rest))
         return self.build
 
     def _named(self, method: Callable[P, Any], owner: type) -> Callable[P, Any]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import ClassVar, Self
 
 from . import fabric
@@ -88,7 +89,8 @@ class _RestApi(UserMethods, AdminMethods):
     """The REST API's methods, the same for the blocking client and its asyncio twin: the
     user and admin APIs' (over REST) and its own."""
 
-    over_rest: ClassVar[bool] = True
+    rest_builders: ClassVar[ModuleType] = calls
+    """Where the shared declarations' REST builders are (:class:`~.api_methods.api_call`)."""
 
     def __init__(self, settings: RestSettings) -> None:
         self.settings = settings

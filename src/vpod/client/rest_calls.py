@@ -31,6 +31,7 @@ from .admin_records import (
     User,
 )
 from .http_transport import HttpCall, delete, get, nothing, post, put
+from .partition_waits import WaitUntilActive
 from .records import IpuAttributes, Partition, PartitionStatus
 from .user_calls import PartitionOptions
 
@@ -99,6 +100,10 @@ def reset_partition(partition_id: str, *, relocatable: bool = False) -> HttpCall
 
 def partition_status(partition_id: str) -> HttpCall[PartitionStatus]:
     return get(f"/partitions/{_id(partition_id)}/status", read.partition_status)
+
+
+wait_until_active = WaitUntilActive(partition_status)
+"""Poll the partition's status until it is ACTIVE (the user clients' ``wait_until_active``)."""
 
 
 def ipuof_files(partition_id: str) -> HttpCall[dict[str, dict[str, Any]]]:

@@ -17,7 +17,6 @@ endpoint (a vPOD's server has no way to it).
 from __future__ import annotations
 
 from . import partition_keys as key_calls
-from . import rest_calls
 from . import user_calls as calls
 from .api_methods import api_call
 from .config import user_endpoint
@@ -32,16 +31,14 @@ class UserMethods:
     """The user API's methods that the gRPC user clients and the REST clients share: one
     declaration naming the call over gRPC and over REST (the same signature and record)."""
 
-    list_partitions = api_call(calls.list_partitions, rest=rest_calls.list_partitions)
-    get_partition = api_call(calls.get_partition, rest=rest_calls.get_partition)
-    remove_partition = api_call(calls.remove_partition, rest=rest_calls.remove_partition)
-    reset_partition = api_call(calls.reset_partition, rest=rest_calls.reset_partition)
-    partition_status = api_call(calls.partition_status, rest=rest_calls.partition_status)
-    wait_until_active = api_call(
-        WaitUntilActive(calls.partition_status), rest=WaitUntilActive(rest_calls.partition_status)
-    )
-    list_ipu_attributes = api_call(calls.list_ipu_attributes, rest=rest_calls.list_ipu_attributes)
-    list_allocations = api_call(calls.list_allocations, rest=rest_calls.list_allocations)
+    list_partitions = api_call(calls.list_partitions, rest="list_partitions")
+    get_partition = api_call(calls.get_partition, rest="get_partition")
+    remove_partition = api_call(calls.remove_partition, rest="remove_partition")
+    reset_partition = api_call(calls.reset_partition, rest="reset_partition")
+    partition_status = api_call(calls.partition_status, rest="partition_status")
+    wait_until_active = api_call(WaitUntilActive(calls.partition_status), rest="wait_until_active")
+    list_ipu_attributes = api_call(calls.list_ipu_attributes, rest="list_ipu_attributes")
+    list_allocations = api_call(calls.list_allocations, rest="list_allocations")
 
 
 class _UserApi(GrpcApi, UserMethods):

@@ -24,7 +24,6 @@ from google.protobuf.json_format import MessageToDict, ParseDict
 
 from vpod.agent.convert import identity_from_wire, identity_to_wire
 from vpod.agent.errors import AgentError
-from vpod.agent.field_copy import copy_fields
 from vpod.agent.model import MachineIdentity
 from vpod.domain.entities import Agent, Cluster
 from vpod.domain.errors import DomainError
@@ -33,6 +32,7 @@ from vpod.domain.partition_states import ReadyState
 from vpod.domain.topology import IpuRef
 from vpod.store.records import AgentHealthState, PartitionIpu, PartitionRecord
 from vpod.wire import agent_pb2
+from vpod.wire.field_copy import copy_fields
 
 from . import errors
 from .caller import Caller

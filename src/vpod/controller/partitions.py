@@ -20,7 +20,6 @@ from collections.abc import Sequence
 from typing import Unpack
 
 from vpod.agent.errors import AgentError, AgentRefused, Reason
-from vpod.agent.field_copy import copy_fields
 from vpod.agent.model import IpuAssignment, PartitionConfig
 from vpod.domain.entities import Agent, Allocation, Cluster
 from vpod.domain.errors import DomainError, IllegalTransition, InvalidSpec
@@ -38,6 +37,7 @@ from vpod.placement import PartitionRequest, Rejected, place
 from vpod.placement.results import PartitionPlacement
 from vpod.store.errors import Conflict
 from vpod.store.records import AuditEvent, PartitionChanges, PartitionRecord, ipus_of_placement
+from vpod.wire.field_copy import copy_fields
 
 from . import errors
 from .agent_gateway import describe_failures, fan_out

@@ -24,8 +24,8 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from starlette.types import ASGIApp
 
-from vpod.agent.field_copy import copy_fields
 from vpod.wire import admin_pb2, keys_pb2, virmgrpc_pb2
+from vpod.wire.field_copy import copy_fields
 
 from .agent_grpc import GrpcAgentGateway
 from .app import Controller, build_controller

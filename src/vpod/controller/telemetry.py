@@ -24,10 +24,10 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from vpod.agent.field_copy import copy_fields
 from vpod.agent.model import Holder, IpuTelemetry, MachineHealth
 from vpod.domain.entities import Agent, Cluster
 from vpod.domain.naming import natural_key
+from vpod.wire.field_copy import copy_fields
 
 from . import errors
 

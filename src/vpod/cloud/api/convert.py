@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from vpod.agent.gpu.model import GpuSample
+from vpod.wire.field_copy import copy_all_fields
 from vpod.wire.rest.cloud_billing import InvoiceLineOut, InvoiceOut
 from vpod.wire.rest.cloud_clusters import (
     ClusterOut,
@@ -24,7 +25,6 @@ from vpod.wire.rest.cloud_volumes import VolumeOut
 
 from ..billing import Invoice, InvoiceLine
 from ..drivers import ShellAccess
-from ..field_copy import copy_fields
 from ..flavors import CURRENCY, Flavor, find_flavor, images_for
 from ..model.hosts import HostGpu, HostUsage
 from ..model.records import Cluster, Task, Volume
@@ -42,7 +42,7 @@ def task_out(task: Task) -> TaskOut:
     expected = ["FINISHED"]
     if task.resource_type == "cluster":
         expected = [p.value for p in phases_of(task.operation, is_vpod(task.params))]
-    return copy_fields(
+    return copy_all_fields(
         TaskOut,
         task,
         phases=[PhaseOut(phase=p, at=at) for p, at in task.phases],
@@ -52,7 +52,7 @@ def task_out(task: Task) -> TaskOut:
 
 
 def volume_out(volume: Volume) -> VolumeOut:
-    return copy_fields(VolumeOut, volume, task_id=volume.active_task_id)
+    return copy_all_fields(VolumeOut, volume, task_id=volume.active_task_id)
 
 
 def _vipu(cluster: Cluster) -> VipuOut:
@@ -67,16 +67,16 @@ def cluster_out(view: ClusterView) -> ClusterOut:
     c = view.cluster
     held = view.dataset_storage
     servers = [
-        copy_fields(
+        copy_all_fields(
             ServerOut,
             s,
             gpus=[server_gpu_out(g, sample) for g, sample in view.gpus.get(s.id, [])],
-            ssh_host_keys=[copy_fields(SshHostKeyOut, k) for k in view.host_keys.get(s.id, ())],
+            ssh_host_keys=[copy_all_fields(SshHostKeyOut, k) for k in view.host_keys.get(s.id, ())],
             ssh_port=view.ssh_ports.get(s.id),
         )
         for s in view.servers
     ]
-    return copy_fields(
+    return copy_all_fields(
         ClusterOut,
         c,
         dataset_storage=ClusterStorageOut(name=held[0], mount_path=held[1]) if held else None,
@@ -92,7 +92,7 @@ def cluster_out(view: ClusterView) -> ClusterOut:
 
 
 def flavor_out(flavor: Flavor, capacity: int) -> FlavorOut:
-    return copy_fields(
+    return copy_all_fields(
         FlavorOut,
         flavor,
         kind=flavor.kind.value,
@@ -105,20 +105,20 @@ def flavor_out(flavor: Flavor, capacity: int) -> FlavorOut:
 
 
 def exceeded_out(over: Exceeded) -> ExceededOut:
-    return copy_fields(ExceededOut, over, message=over.sentence())
+    return copy_all_fields(ExceededOut, over, message=over.sentence())
 
 
 def project_out(project: Project, usage: dict[str, int]) -> ProjectOut:
-    return copy_fields(ProjectOut, project, usage=usage)
+    return copy_all_fields(ProjectOut, project, usage=usage)
 
 
 def token_out(record: Token, token: str | None = None) -> TokenOut:
-    return copy_fields(TokenOut, record, token=token)
+    return copy_all_fields(TokenOut, record, token=token)
 
 
 def _invoice_line_out(line: InvoiceLine) -> InvoiceLineOut:
     month = line.unit_price_per_month
-    return copy_fields(
+    return copy_all_fields(
         InvoiceLineOut,
         line,
         unit_price_per_hour=str(line.unit_price_per_hour),
@@ -128,7 +128,7 @@ def _invoice_line_out(line: InvoiceLine) -> InvoiceLineOut:
 
 
 def invoice_out(invoice: Invoice) -> InvoiceOut:
-    return copy_fields(
+    return copy_all_fields(
         InvoiceOut,
         invoice,
         total=str(invoice.total),
@@ -138,7 +138,7 @@ def invoice_out(invoice: Invoice) -> InvoiceOut:
 
 
 def shell_out(access: ShellAccess, connect: str) -> ShellOut:
-    return copy_fields(ShellOut, access, connect=connect if access.kind == "relay" else "")
+    return copy_all_fields(ShellOut, access, connect=connect if access.kind == "relay" else "")
 
 
 _READINGS = ("utilization_pct", "memory_used_mib", "temperature_c", "power_w", "last_xid")
@@ -147,7 +147,7 @@ _READINGS = ("utilization_pct", "memory_used_mib", "temperature_c", "power_w", "
 
 def gpu_out(gpu: HostGpu, sample: GpuSample | None, in_use: bool | None) -> GpuOut:
     reading = sample.reading if sample is not None else None
-    return copy_fields(
+    return copy_all_fields(
         GpuOut,
         gpu,
         index=gpu.idx,
@@ -167,13 +167,13 @@ def server_gpu_out(held: ServerGpu, sample: GpuSample | None) -> GpuOut:
 
 
 def host_out(usage: HostUsage) -> HostOut:
-    return copy_fields(HostOut, usage.host, free_slots=len(usage.free))
+    return copy_all_fields(HostOut, usage.host, free_slots=len(usage.free))
 
 
 def reservation_out(
     record: Reservation, used: Utilisation, start: datetime, end: datetime, now: datetime
 ) -> ReservationOut:
-    return copy_fields(
+    return copy_all_fields(
         ReservationOut,
         record,
         pool_units=record.units * record.per_unit,
@@ -182,7 +182,7 @@ def reservation_out(
         price_per_month=str(record.price_per_unit_month * record.units),
         currency=CURRENCY,
         billed_until=record.billed_end,
-        utilisation=copy_fields(
+        utilisation=copy_all_fields(
             UtilisationOut, used, start=start, end=end, ratio=float(used.ratio)
         ),
     )

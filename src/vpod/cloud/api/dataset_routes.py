@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from vpod.wire.field_copy import copy_all_fields
 from vpod.wire.rest.cloud_datasets import (
     DatasetAttachIn,
     DatasetStorageIn,
@@ -13,7 +14,6 @@ from vpod.wire.rest.cloud_datasets import (
 )
 from vpod.wire.rest.cloud_tasks import TaskOut
 
-from ..field_copy import copy_fields
 from ..model.datasets import DatasetStorage
 from ..services.datasets import NewStorage
 from .convert import task_out
@@ -26,7 +26,7 @@ dataset_router = APIRouter(
 
 
 def storage_out(storage: DatasetStorage) -> DatasetStorageOut:
-    return copy_fields(DatasetStorageOut, storage, access_key=storage.access_key_masked)
+    return copy_all_fields(DatasetStorageOut, storage, access_key=storage.access_key_masked)
 
 
 @dataset_router.get(
@@ -35,7 +35,7 @@ def storage_out(storage: DatasetStorage) -> DatasetStorageOut:
     summary="S3-compatible endpoints the operator offers",
 )
 async def list_endpoints(cloud: CloudDep, _who: Tenant) -> list[StorageEndpointOut]:
-    return [copy_fields(StorageEndpointOut, e) for e in cloud.datasets.endpoints]
+    return [copy_all_fields(StorageEndpointOut, e) for e in cloud.datasets.endpoints]
 
 
 @dataset_router.get(
@@ -54,7 +54,7 @@ async def list_storage(cloud: CloudDep, who: Tenant) -> list[DatasetStorageOut]:
 async def register_storage(
     cloud: CloudDep, body: DatasetStorageIn, who: Tenant
 ) -> DatasetStorageOut:
-    new = copy_fields(NewStorage, body)
+    new = copy_all_fields(NewStorage, body)
     return storage_out(await cloud.datasets.register(who, new))
 
 

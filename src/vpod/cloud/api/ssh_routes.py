@@ -9,6 +9,7 @@ from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Query, Request
 
+from vpod.wire.field_copy import copy_all_fields
 from vpod.wire.rest.cloud_clusters import SshHostKeyOut
 from vpod.wire.rest.cloud_ssh import (
     ClusterSshOut,
@@ -19,7 +20,6 @@ from vpod.wire.rest.cloud_ssh import (
     ServerSshOut,
 )
 
-from ..field_copy import copy_fields
 from ..model.records import Keypair
 from ..services.keypairs import Keypairs
 from ..services.projects import Principal
@@ -41,7 +41,7 @@ def tunnel_path(prefix: str, cluster: str, server: str) -> str:
 
 
 def keypair_out(keypair: Keypair) -> KeypairOut:
-    return copy_fields(KeypairOut, keypair, type=keypair.key_type)
+    return copy_all_fields(KeypairOut, keypair, type=keypair.key_type)
 
 
 @ssh_router.get("/keypairs", response_model=list[KeypairOut], summary="Your keypairs")
@@ -137,10 +137,10 @@ async def cluster_ssh(
         cluster=found.name,
         keypairs=[k.name for k in keypairs],
         servers=[
-            copy_fields(
+            copy_all_fields(
                 ServerSshOut,
                 s,
-                host_keys=[copy_fields(SshHostKeyOut, k) for k in s.host_keys],
+                host_keys=[copy_all_fields(SshHostKeyOut, k) for k in s.host_keys],
                 connect=tunnel_path(PREFIX, found.name, s.name),
                 direct_host=direct_host if s.direct_port is not None else None,
             )

@@ -14,6 +14,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from vpod.wire.field_copy import copy_all_fields
+
 from ..dataset_rules import (
     ACCESS_KEY_MAX,
     SECRET_KEY_MAX,
@@ -22,7 +24,6 @@ from ..dataset_rules import (
     check_mount_path,
     find_endpoint,
 )
-from ..field_copy import copy_fields
 from ..flavors import find_flavor
 from ..model import errors
 from ..model.datasets import DatasetStorage, SealedStorage, StorageEndpoint, mask
@@ -66,7 +67,7 @@ class Datasets:
             cluster = await ctx.records.find_cluster(record.project_id, attachment.cluster_id)
             if cluster is not None:
                 names.append(cluster.name)
-        return copy_fields(DatasetStorage, record, clusters=tuple(sorted(names)))
+        return copy_all_fields(DatasetStorage, record, clusters=tuple(sorted(names)))
 
     async def _find(self, principal: Principal, ref: str) -> SealedStorage:
         project_id = principal.project()

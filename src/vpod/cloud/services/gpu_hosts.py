@@ -24,8 +24,8 @@ from datetime import datetime
 
 from vpod.agent.gpu.model import GpuInfo, GpuSample, HostInventory
 from vpod.domain.naming import ID_RULE, is_valid_id
+from vpod.wire.field_copy import copy_all_fields
 
-from ..field_copy import copy_fields
 from ..flavors import HOST_MODELS, HostRole
 from ..gpu_rules import GpuState, check_inventory, host_model_of, unusable_slots
 from ..host_placement import HostView
@@ -125,7 +125,7 @@ class GpuHosts:
             enabled=True,
             registered_at=now,
         )
-        agent = copy_fields(
+        agent = copy_all_fields(
             GpuAgent,
             inventory,  # its host name, driver, CUDA version and backend
             host_id=host_id,
@@ -239,7 +239,7 @@ class GpuHosts:
 
 
 def _gpu_record(host_id: str, gpu: GpuInfo, now: datetime) -> HostGpu:
-    return copy_fields(
+    return copy_all_fields(
         HostGpu,
         gpu,
         host_id=host_id,

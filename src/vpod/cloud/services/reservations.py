@@ -18,7 +18,8 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from ..field_copy import copy_fields
+from vpod.wire.field_copy import copy_all_fields
+
 from ..flavors import CATALOG, Flavor, HostRole, find_flavor
 from ..model import errors
 from ..model.hosts import HostUsage
@@ -58,7 +59,7 @@ _LIMIT = 100_000
 
 
 def plan_of(record: Reservation) -> Plan:
-    return copy_fields(Plan, record)
+    return copy_all_fields(Plan, record)
 
 
 class Reservations:

@@ -12,7 +12,6 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from vpod.agent import convert as agent_convert
 from vpod.agent.errors import MachineRefusal
-from vpod.agent.field_copy import copy_fields
 from vpod.agent.trust import check_agent_key
 from vpod.domain.catalog import machine_spec
 from vpod.domain.entities import Agent, Cluster, User
@@ -21,6 +20,7 @@ from vpod.domain.topology import GwTopology, IldTopology
 from vpod.wire import admin_pb2 as apb
 from vpod.wire import admin_pb2_grpc as apb_grpc
 from vpod.wire import virmgrpc_pb2 as pb
+from vpod.wire.field_copy import copy_fields
 
 from .. import errors
 from ..agent_tokens import METADATA_KEY, AgentTokenRecord, AgentTokens

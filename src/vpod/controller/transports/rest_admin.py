@@ -11,8 +11,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query, Response, status
 
-from vpod.agent.field_copy import copy_fields
 from vpod.domain.entities import Cluster
+from vpod.wire.field_copy import copy_fields
 from vpod.wire.rest.agents import (
     AgentFaults,
     AgentList,

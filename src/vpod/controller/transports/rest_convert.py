@@ -8,13 +8,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from vpod.agent.field_copy import copy_fields
 from vpod.agent.model import Fault, FaultKind, LinkTestKind
 from vpod.domain.entities import Cluster
 from vpod.domain.ipuof import ipuof_conf_file
 from vpod.domain.naming import natural_key
 from vpod.domain.partitions import PartitionRequirements
 from vpod.store.records import PartitionRecord
+from vpod.wire.field_copy import copy_fields
 from vpod.wire.rest.agents import FaultBody, FaultOut
 from vpod.wire.rest.allocations import AllocationOut
 from vpod.wire.rest.fields import kebab

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from vpod.agent.convert import holder_to_wire, telemetry_to_wire, timestamp
-from vpod.agent.field_copy import copy_fields
 from vpod.wire import admin_pb2 as apb
+from vpod.wire.field_copy import copy_fields
 
 from ..telemetry import IpuSample
 

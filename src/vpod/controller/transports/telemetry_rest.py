@@ -10,7 +10,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 
-from vpod.agent.field_copy import copy_fields
+from vpod.wire.field_copy import copy_fields
 from vpod.wire.rest.telemetry import HolderOut, IpuTelemetryList, IpuTelemetryOut
 
 from ..telemetry import IpuSample

@@ -10,7 +10,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from vpod.agent.errors import AgentError
-from vpod.agent.field_copy import copy_fields
 from vpod.agent.model import LinkTestKind, LinkTestResult
 from vpod.domain.entities import Cluster
 from vpod.domain.partitions import PartitionRequirements
@@ -19,6 +18,7 @@ from vpod.domain.topology import IpuRef
 from vpod.store.records import PartitionIpu, PartitionRecord
 from vpod.wire import admin_pb2 as apb
 from vpod.wire import virmgrpc_pb2 as pb
+from vpod.wire.field_copy import copy_fields
 
 from .. import errors
 

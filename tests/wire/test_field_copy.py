@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from vpod.agent.field_copy import copy_fields, declared_fields
 from vpod.wire import virmgrpc_pb2 as pb
+from vpod.wire.field_copy import copy_fields, declared_fields
 from vpod.wire.rest.users import UserOut
 
 

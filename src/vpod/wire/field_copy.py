@@ -6,6 +6,11 @@ and lets a field added to both be forgotten in one. :func:`copy_fields`
 reads the names from the shape's own declaration (a dataclass, a pydantic
 model or a protobuf message) instead, and takes the
 fields whose names or values differ as explicit overrides.
+
+Two strictnesses, one declaration reader: :func:`copy_fields` leaves a field the source
+lacks at the shape's default (a wire message's unset fields, a record's optional ones);
+:func:`copy_all_fields` wants every declared field from the source or an override and
+refuses an override the shape does not declare, so a rename on either side fails loudly.
 """
 
 from __future__ import annotations
@@ -54,4 +59,16 @@ def copy_fields(shape: type[T], source: object, /, **overrides: Any) -> T:
             value = getattr(source, name, _ABSENT)
             if value is not _ABSENT:
                 values[name] = value
+    return shape(**values)
+
+
+def copy_all_fields(shape: type[T], source: object, /, **overrides: Any) -> T:
+    """``shape`` with every field it declares read from ``source``'s attribute of that name,
+    except those given in ``overrides``: a declared field ``source`` lacks raises
+    AttributeError, an override ``shape`` does not declare raises TypeError."""
+    names = declared_fields(shape)
+    stray = overrides.keys() - set(names)
+    if stray:
+        raise TypeError(f"{shape.__name__} declares no field {', '.join(sorted(stray))}")
+    values = {n: overrides[n] if n in overrides else getattr(source, n) for n in names}
     return shape(**values)

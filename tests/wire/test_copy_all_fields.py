@@ -1,4 +1,5 @@
-"""copy_fields: a shape filled from a value whose fields share its names, overrides explicit."""
+"""copy_all_fields: a shape filled from a value whose fields share its names, every field from the
+source or an explicit override (the cloud's conversions)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ from datetime import UTC, datetime
 import pytest
 from pydantic import BaseModel
 
-from vpod.cloud.field_copy import copy_fields, declared_fields
 from vpod.cloud.model.records import Volume
 from vpod.cloud.model.statuses import VolumeStatus
+from vpod.wire.field_copy import copy_all_fields, declared_fields
 from vpod.wire.rest.cloud_volumes import VolumeOut
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -38,23 +39,23 @@ class Record:
 
 
 def test_a_pydantic_shape_takes_the_fields_it_declares_and_nothing_else() -> None:
-    out = copy_fields(Shape, Source(id="a", name="n", size=3))
+    out = copy_all_fields(Shape, Source(id="a", name="n", size=3))
     assert out.model_dump() == {"id": "a", "name": "n", "size": 3}
 
 
 def test_overrides_win_over_the_source() -> None:
-    out = copy_fields(Shape, Source(id="a", name="n", size=3), name="renamed")
+    out = copy_all_fields(Shape, Source(id="a", name="n", size=3), name="renamed")
     assert (out.id, out.name, out.size) == ("a", "renamed", 3)
 
 
 def test_a_dataclass_takes_only_its_init_fields() -> None:
     assert declared_fields(Record) == ("id", "size")
-    assert copy_fields(Record, Source(id="a", name="n", size=3)) == Record(id="a", size=3)
+    assert copy_all_fields(Record, Source(id="a", name="n", size=3)) == Record(id="a", size=3)
 
 
 def test_an_override_the_shape_does_not_declare_is_refused() -> None:
     with pytest.raises(TypeError, match="Shape declares no field colour"):
-        copy_fields(Shape, Source(id="a", name="n", size=3), colour="red")
+        copy_all_fields(Shape, Source(id="a", name="n", size=3), colour="red")
 
 
 def test_a_field_the_source_lacks_is_an_error_not_a_default() -> None:
@@ -63,12 +64,12 @@ def test_a_field_the_source_lacks_is_an_error_not_a_default() -> None:
         id: str
 
     with pytest.raises(AttributeError, match="name"):
-        copy_fields(Shape, Narrow(id="a"))
+        copy_all_fields(Shape, Narrow(id="a"))
 
 
-def test_only_models_and_dataclasses_are_shapes() -> None:
-    with pytest.raises(TypeError, match="neither a pydantic model nor a dataclass"):
-        copy_fields(dict, Source(id="a", name="n", size=3))
+def test_only_dataclasses_models_and_messages_are_shapes() -> None:
+    with pytest.raises(TypeError, match="neither a dataclass, a pydantic model nor a protobuf"):
+        copy_all_fields(dict, Source(id="a", name="n", size=3))
 
 
 def test_a_volume_reads_as_the_api_always_wrote_it() -> None:
@@ -86,7 +87,7 @@ def test_a_volume_reads_as_the_api_always_wrote_it() -> None:
         server_id="s-1",
         active_task_id="task-1",
     )
-    out = copy_fields(VolumeOut, volume, task_id=volume.active_task_id)
+    out = copy_all_fields(VolumeOut, volume, task_id=volume.active_task_id)
     assert out == VolumeOut(
         id="vol-1",
         name="data",
