@@ -37,6 +37,7 @@ from .openssh_tenants import (
     VPOD,
     Tenant,
     free_port,
+    free_port_below_ephemeral,
     ssh,
     ssh_with,
     tenant,
@@ -199,7 +200,10 @@ def test_vpod_cluster_ssh_is_openssh_keeping_streams_and_exit_status(alice: Tena
 def test_ssh_L_reaches_a_web_server_inside_and_a_forwarded_connection_lives_a_minute(
     alice: Tenant,
 ) -> None:
-    inside, local = free_port(), free_port()
+    inside, local = free_port(), free_port_below_ephemeral()
+    # Both local ends below the ephemeral range: a port next to a free one may be any
+    # outgoing connection's by the time ssh binds it (ssh then listens on ::1 only).
+    echoed = next(p for p in iter(free_port_below_ephemeral, None) if p != local)
     echo = (
         "import socket,sys\n"
         "s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
@@ -215,7 +219,7 @@ def test_ssh_L_reaches_a_web_server_inside_and_a_forwarded_connection_lives_a_mi
     tunnel = subprocess.Popen(
         [
             "ssh", "-F", cfg, "-o", "ExitOnForwardFailure=yes",
-            "-L", f"{local}:127.0.0.1:{inside}", "-L", f"{local + 1}:127.0.0.1:{inside + 1}",
+            "-L", f"{local}:127.0.0.1:{inside}", "-L", f"{echoed}:127.0.0.1:{inside + 1}",
             "sshc", command,
         ],
         env=alice.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -231,7 +235,7 @@ def test_ssh_L_reaches_a_web_server_inside_and_a_forwarded_connection_lives_a_mi
             except httpx.HTTPError:
                 time.sleep(0.2)
         assert "Directory listing" in page
-        with socket.create_connection(("127.0.0.1", local + 1), timeout=30) as conn:
+        with socket.create_connection(("127.0.0.1", echoed), timeout=30) as conn:
             conn.sendall(b"hello")
             assert conn.recv(100) == b"HELLO"
             time.sleep(61)  # idle for a minute: nothing on the way may drop it

@@ -150,6 +150,7 @@ class TaskRunner:
         self._inbox = ctx.inbox
         self._running: dict[str, asyncio.Task[None]] = {}
         self._loop_task: asyncio.Task[None] | None = None
+        self._stopping = False
         self._health: Callable[[], Awaitable[None]] | None = None
 
     def on_health_check(self, check: Callable[[], Awaitable[None]]) -> None:
@@ -158,11 +159,17 @@ class TaskRunner:
 
     async def start(self) -> None:
         if self._loop_task is None:
+            self._stopping = False
             self._loop_task = asyncio.create_task(self._loop(), name="cloud-tasks")
 
     async def stop(self) -> None:
         """Stop looking for tasks and interrupt the running ones (they resume on restart)."""
         loop_task, self._loop_task = self._loop_task, None
+        # A flag as well as the cancellation: Python 3.11's timeouts can swallow a
+        # cancellation that lands in the turn their deadline passes, and the loop must end
+        # all the same (a cloud's stop once waited for it for ever).
+        self._stopping = True
+        self._inbox.wake.set()
         tasks = [t for t in (loop_task, *self._running.values()) if t is not None]
         for task in tasks:
             task.cancel()
@@ -200,7 +207,7 @@ class TaskRunner:
     async def _loop(self) -> None:
         ttl = self._ctx.settings.lease_ttl_s
         next_health = 0.0
-        while True:
+        while not self._stopping:
             self._inbox.wake.clear()
             try:
                 now = self._ctx.clock.now()
@@ -219,7 +226,10 @@ class TaskRunner:
             except Exception:  # the loop must survive a database hiccup; it retries next round
                 log.exception("cloud task runner: looking for tasks failed; retrying")
             # asyncio.timeout, not wait_for: Python 3.11's wait_for returns normally when the
-            # event is set as the task is cancelled, and the loop would outlive stop()
+            # event is set as the task is cancelled, and the loop would outlive stop(); a
+            # cancellation a timeout still swallows is caught by the flag stop() sets first
+            if self._stopping:
+                return
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self._ctx.settings.task_poll_s):
                     await self._inbox.wake.wait()
