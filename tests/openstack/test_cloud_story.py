@@ -144,11 +144,17 @@ def test_a_gpu_vm_cluster_grows_and_shrinks_on_nova(
     live: LiveCloud, openstack_cloud: LocalOpenStack
 ) -> None:
     with live.client(live.project("gpus")) as http:
-        body = {"name": "vms", "flavor": H100_VM, "server_count": 1}
+        key = ok(http.post("/keypairs", json={"name": "laptop"}), 201)
+        body = {"name": "vms", "flavor": H100_VM, "server_count": 1, "keypairs": ["laptop"]}
         finished(live, http, "POST", "/clusters", json=body)
         cluster = ok(http.get("/clusters/vms"))
         [nova] = nova_servers(openstack_cloud, cluster)
         assert nova.flavor.original_name == "vpod.gpu"
+        # The cluster's keypair reaches Nova at boot: a Nova keypair of its public key.
+        assert nova.key_name == f"vpod-{cluster['servers'][0]['id']}"
+        nova_key = openstack_cloud.project().compute.find_keypair(nova.key_name)
+        assert nova_key is not None
+        assert nova_key.public_key.split()[:2] == key["public_key"].split()[:2]
         grown = run_task(live, http, "POST", "/clusters/vms/resize", json={"server_count": 2})
         assert grown["state"] == "FINISHED", grown
         assert sorted(s.status for s in nova_servers(openstack_cloud, cluster)) == ["ACTIVE"] * 2

@@ -27,6 +27,7 @@ from ..model.results import ClusterChange
 from ..runner import Job, Outcome
 from ..services.dataset_access import apply_dataset_change
 from ..services.gpu_hosts import host_views
+from ..services.keypairs import authorized_lines
 from ..services.ssh_ports import assign_ports
 from ..states import ClusterStatus, ServerStatus, VolumeStatus
 from ..validation import network_cidr
@@ -141,6 +142,9 @@ async def build_servers(job: Job, cluster: Cluster, servers: Sequence[Server]) -
     flavor = flavor_of(cluster)
     await assign_ports(job.ctx, [s.id for s in servers], f"cluster {cluster.name}")
     volumes = await volumes_of(job, cluster.id)
+    # The keypairs given to the cluster, for a back end that takes keys only at boot (Nova:
+    # a keypair and cloud-init); the local driver writes them again once servers are up.
+    public_keys = await authorized_lines(job.ctx, cluster.id)
     for server in servers:
         boot = boot_volume_of(server, volumes)
         if boot is not None and boot.status == VolumeStatus.CREATING:
@@ -159,6 +163,7 @@ async def build_servers(job: Job, cluster: Cluster, servers: Sequence[Server]) -
                 host_id=server.host_id,
                 boot_volume_id=boot.id if boot is not None else None,
                 local_disk_gib=0 if flavor.bare_metal else flavor.disk_gib,
+                public_keys=public_keys,
             )
         )
         if server.status != ServerStatus.ACTIVE:
