@@ -228,8 +228,7 @@ class TaskRunner:
             # asyncio.timeout, not wait_for: Python 3.11's wait_for returns normally when the
             # event is set as the task is cancelled, and the loop would outlive stop(); a
             # cancellation a timeout still swallows is caught by the flag stop() sets first
-            if self._stopping:
-                return
+            # (with the wake-up, so this wait returns at once and the loop ends)
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self._ctx.settings.task_poll_s):
                     await self._inbox.wake.wait()
