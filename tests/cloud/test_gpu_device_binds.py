@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from vpod.cloud.drivers.local_compute import gpu_devices
+from vpod.cloud.drivers.gpu_device_nodes import gpu_devices
 from vpod.cloud.drivers.sandbox import Sandbox
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from vpod.cloud.drivers.local_compute import LocalCompute, _real_gpus
+from vpod.cloud.drivers.gpu_device_nodes import real_gpus
+from vpod.cloud.drivers.local_compute import LocalCompute
 from vpod.cloud.drivers.nvidia_userland import Userland, find
 from vpod.cloud.drivers.sandbox import SYSTEM_DIRS, Sandbox, sandbox_problem
 from vpod.cloud.drivers.tenant_network import network_problem
@@ -83,13 +84,13 @@ def test_only_directories_outside_what_the_sandbox_shows_are_bound() -> None:
     assert userland.outside(SYSTEM_DIRS) == ("/opt/nv/bin", "/opt/nv/lib64")
 
 
-def test_only_character_devices_count_as_real_gpus(tmp_path: Path) -> None:
+def test_only_character_devices_count_asreal_gpus(tmp_path: Path) -> None:
     stand_in = tmp_path / "nvidia0"
     stand_in.write_text("stand-in\n")
-    assert _real_gpus((("/dev/nvidia0", Path("/dev/null")),))  # a character device
-    assert not _real_gpus((("/dev/nvidia0", stand_in),))  # an emulated host's file
-    assert not _real_gpus((("/dev/nvidia0", tmp_path / "gone"),))
-    assert not _real_gpus(())
+    assert real_gpus((("/dev/nvidia0", Path("/dev/null")),))  # a character device
+    assert not real_gpus((("/dev/nvidia0", stand_in),))  # an emulated host's file
+    assert not real_gpus((("/dev/nvidia0", tmp_path / "gone"),))
+    assert not real_gpus(())
 
 
 @pytest.mark.skipif(sandbox_problem() is not None, reason=f"no sandbox here: {sandbox_problem()}")

@@ -27,10 +27,8 @@ import asyncio
 import getpass
 import ipaddress
 import os
-import re
 import shutil
 import socket
-import stat
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -50,6 +48,7 @@ from .base import (
     ShellSession,
 )
 from .dataset_files import dataset_env, write_aws_files
+from .gpu_device_nodes import gpu_devices, real_gpus
 from .local_networks import LocalNetworks
 from .nvidia_userland import host_userland
 from .peer_ssh import PeerSsh, run_sshd
@@ -402,7 +401,7 @@ class LocalCompute:
             own_tree(real / "home" / ".aws", uid)  # the server's user reads its keys
         rclone_mount.sync(real, self._layout.mounts, server_id, host_datasets, uid)
         devices = [list(d) for d in setup.devices]
-        if _real_gpus(gpu_devices(devices, self._layout.gpu_stand_ins)):
+        if real_gpus(gpu_devices(devices, self._layout.gpu_stand_ins)):
             env = host_userland().environment(env)  # nvidia-smi and libcuda, where they are
         current = self._state(server_id)  # _uid may have written it since
         if current.get("devices", []) != devices:
@@ -612,7 +611,7 @@ class LocalCompute:
         devices = gpu_devices(state.get("devices"), self._layout.gpu_stand_ins)
         name = str(state.get("name", server_id))
         driver: tuple[str, ...] = ()
-        if _real_gpus(devices):  # the first look runs ldconfig: off the event loop
+        if real_gpus(devices):  # the first look runs ldconfig: off the event loop
             driver = await self._run(lambda: host_userland().outside(SYSTEM_DIRS))
         return Sandbox(
             real, name, uid, mounts, self._bwrap, netns=netns, devices=devices, host_dirs=driver
@@ -650,47 +649,6 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return host == "localhost"
-
-
-GPU_DEVICE = re.compile(r"/dev/nvidia([0-9]{1,3}|ctl|-uvm|-uvm-tools)")
-
-
-def gpu_devices(listed: object, stand_ins: Path) -> tuple[tuple[str, Path], ...]:
-    """The device nodes a server's state lists that may be bound into its sandbox: NVIDIA's
-    names only, each from a character device of the host's ``/dev/nvidia*`` or a stand-in
-    file of an emulated GPU host under ``stand_ins`` (never a link: anything else of the
-    host stays out, whatever an agent reported)."""
-    found: list[tuple[str, Path]] = []
-    root = stand_ins.resolve()
-    for entry in listed if isinstance(listed, list) else []:
-        if not (
-            isinstance(entry, list) and len(entry) == 2 and all(isinstance(e, str) for e in entry)
-        ):
-            continue
-        dest, source = entry
-        if GPU_DEVICE.fullmatch(dest) is None:
-            continue
-        try:
-            info = os.lstat(source)
-        except OSError:
-            continue
-        node = Path(source)
-        nvidia = stat.S_ISCHR(info.st_mode) and GPU_DEVICE.fullmatch(source) is not None
-        stand_in = stat.S_ISREG(info.st_mode) and node.resolve().is_relative_to(root)
-        if (nvidia or stand_in) and dest not in {d for d, _ in found}:
-            found.append((dest, node))
-    return tuple(found)
-
-
-def _real_gpus(devices: tuple[tuple[str, Path], ...]) -> bool:
-    """Whether any of a server's device nodes is a real GPU's (not an emulated stand-in)."""
-    for _, node in devices:
-        try:
-            if stat.S_ISCHR(os.stat(node).st_mode):
-                return True
-        except OSError:
-            continue  # gone since it was listed: not one to show
-    return False
 
 
 def _install_image(root: Path, image: str, host_name: str) -> None:
