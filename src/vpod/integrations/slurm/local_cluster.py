@@ -11,6 +11,7 @@ with the lines docs/slurm.md lists.
 from __future__ import annotations
 
 import os
+import random
 import secrets
 import shutil
 import signal
@@ -42,6 +43,8 @@ SLURM_PARTITION = "ipu"
 CPUS = 256
 """Cores the node claims (config_overrides): enough that CPUs never limit IPU jobs."""
 START_TIMEOUT_S = 60.0
+PORT_ATTEMPTS = 3
+"""Starts tried when a daemon finds a port it was given taken (ports chosen here only)."""
 REQUIRED_PROGRAMS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scontrol")
 
 
@@ -72,11 +75,37 @@ def _which(name: str) -> str:
     return found
 
 
+class PortTakenError(LocalSlurmError):
+    """A daemon found its port taken between the choice and its bind."""
+
+
+def _ephemeral_start() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port() -> int:
+    """A port nothing listens on, picked at random below the kernel's ephemeral range.
+
+    A port the kernel hands out (bind to 0) is in that range, where any outgoing
+    connection on the host may take it before the daemon binds it; below it only another
+    listener can, which :meth:`LocalSlurm.start` survives by choosing again.
+    """
+    top = _ephemeral_start()
+    candidates = range(20000, top) if top > 21000 else range(1024, top)
+    for port in random.sample(candidates, min(200, len(candidates))):
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+        chosen: int = sock.getsockname()[1]
+        return chosen
 
 
 @dataclass
@@ -263,12 +292,21 @@ class LocalSlurm:
         reason = missing_requirements()
         if reason:
             raise LocalSlurmError(f"cannot run a local Slurm: {reason}")
-        self.write_files()
-        try:
-            self._start_processes()
-        except BaseException:
-            self.stop()
-            raise
+        chosen = (self.ctld_port, self.slurmd_port, self.dbd_port) == (0, 0, 0)
+        for attempt in range(PORT_ATTEMPTS):
+            self.write_files()
+            try:
+                self._start_processes()
+                return
+            except PortTakenError:
+                self.stop()
+                if not chosen or attempt == PORT_ATTEMPTS - 1:
+                    raise
+                # Another listener took a port we chose: choose them all again.
+                self.ctld_port = self.slurmd_port = self.dbd_port = 0
+            except BaseException:
+                self.stop()
+                raise
 
     def _start_processes(self) -> None:
         m = self.root / "munge"
@@ -356,7 +394,8 @@ class LocalSlurm:
             for name, proc in self.procs.items():
                 if proc.poll() is not None:
                     tail = (self.logs / f"{name}.out").read_text(errors="replace")[-2000:]
-                    raise LocalSlurmError(
+                    taken = "Address already in use" in tail
+                    raise (PortTakenError if taken else LocalSlurmError)(
                         f"{name} exited with {proc.returncode} waiting for {what}:\n{tail}"
                     )
             time.sleep(0.1)
