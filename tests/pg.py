@@ -23,7 +23,6 @@ import itertools
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 import uuid
@@ -32,6 +31,8 @@ from pathlib import Path
 
 import psycopg
 from psycopg import sql
+
+from tests.ports import free_port
 
 EXTERNAL_URL_ENV = "VPOD_TEST_POSTGRES_URL"
 _START_TIMEOUT_S = 60
@@ -55,13 +56,6 @@ def _find_bindir() -> Path:
         )
     newest = max(candidates, key=lambda p: int(Path(p).parts[-3].split(".")[0]))
     return Path(newest).parent
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @dataclass
@@ -115,7 +109,7 @@ class PostgresServer:
                 cwd=root, what="initdb",
             )  # fmt: skip
             for _attempt in range(3):
-                port = _free_port()
+                port = free_port()
                 options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 {_PG_OPTIONS}"
                 started = subprocess.run(
                     [*run_as, str(bindir / "pg_ctl"), "-D", str(data), "-l", str(log),

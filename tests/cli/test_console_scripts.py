@@ -12,8 +12,8 @@ import pytest
 
 from tests.cli.conftest import endpoint_env, table_rows
 from tests.cli.fake_controller import FakeState, RunningFake, serve
-from tests.cli.test_errors import free_port
 from tests.cli.test_tls import issue_certificate
+from tests.ports import free_port
 
 BIN = Path(sys.executable).parent
 

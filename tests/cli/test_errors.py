@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import grpc
@@ -10,14 +9,7 @@ import pytest
 
 from tests.cli.conftest import Run
 from tests.cli.fake_controller import RunningFake
-
-
-def free_port() -> int:
-    """A loopback port nothing listens on (bound, then released)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
+from tests.ports import free_port
 
 
 def one_error_line(stderr: str, prog: str = "vipu") -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tests.cli.conftest import Run, table_rows
 from tests.cli.fake_controller import RunningFake
-from tests.cli.test_errors import free_port
+from tests.ports import free_port
 from vpod.cli.config import render_hcl
 from vpod.domain.ipuof import FILE_DEVICE_KEYS
 from vpod.wire import virmgrpc_pb2 as pb

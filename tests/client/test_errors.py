@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +11,7 @@ import pytest
 
 from tests.cli.test_tls import issue_certificate
 from tests.e2e.conftest import Pod
+from tests.ports import free_port
 from vpod.client import (
     AdminClient,
     AgentState,
@@ -42,12 +42,6 @@ pytestmark = [pytest.mark.e2e]
 
 AGENT_TIMEOUT_S = 5.0
 """The controller's default wait for an agent (a hung one answers never)."""
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture
@@ -98,7 +92,7 @@ def test_credentials_are_checked(pod: Pod, admin_config: Path) -> None:
 
 
 def test_connection_failures_name_the_endpoint(pod: Pod) -> None:
-    port = _free_port()
+    port = free_port()
     with pytest.raises(Unreachable) as down:
         user(pod, api_port=port, timeout=5).list_partitions()
     assert isinstance(down.value, RetryableError)
@@ -115,7 +109,7 @@ def test_async_client_maps_failures_the_same_way(pod: Pod) -> None:
                     await call
                 except Exception as exc:
                     seen.append(type(exc))
-        port = _free_port()
+        port = free_port()
         async with AsyncUserClient.from_config(str(pod.config), api_port=port) as down:
             try:
                 await down.version()

@@ -11,7 +11,6 @@ bubblewrap and openssh-server (``scripts/ensure-system-deps``).
 from __future__ import annotations
 
 import os
-import random
 import shutil
 import socket
 import subprocess
@@ -92,25 +91,6 @@ def ssh_with(
     bare.write_text("".join(f"{line}\n" for line in lines if "IdentityFile" not in line))
     options = ["-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes", "-i", str(key)]
     return tenant.run("ssh", "-F", str(bare), *options, *args)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def free_port_below_ephemeral() -> int:
-    """A port nothing listens on, below the kernel's ephemeral range (so no outgoing
-    connection takes it meanwhile), picked at random (other test runs share the host)."""
-    for port in random.sample(range(20000, 32000), 200):
-        with socket.socket() as probe:
-            try:
-                probe.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise AssertionError("no free port in 20000-32000")
 
 
 def accepts(port: int) -> bool:

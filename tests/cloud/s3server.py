@@ -9,7 +9,6 @@ themselves.
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -19,20 +18,16 @@ from pathlib import Path
 
 import httpx
 
+from tests.ports import free_port
+
 START_TIMEOUT_S = 60.0
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @contextmanager
 def moto_server() -> Iterator[str]:
     """The URL of a running ``moto_server``, stopped when the block ends."""
     program = shutil.which("moto_server") or str(Path(sys.executable).with_name("moto_server"))
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(
         [program, "-H", "127.0.0.1", "-p", str(port)],
         stdout=subprocess.DEVNULL,

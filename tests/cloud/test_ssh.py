@@ -29,6 +29,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.ports import free_port
+
 from .conftest import error, ok, run_task
 from .live import LiveCloud
 from .openssh_tenants import (
@@ -36,8 +38,6 @@ from .openssh_tenants import (
     NEEDS_OPENSSH,
     VPOD,
     Tenant,
-    free_port,
-    free_port_below_ephemeral,
     ssh,
     ssh_with,
     tenant,
@@ -200,10 +200,10 @@ def test_vpod_cluster_ssh_is_openssh_keeping_streams_and_exit_status(alice: Tena
 def test_ssh_L_reaches_a_web_server_inside_and_a_forwarded_connection_lives_a_minute(
     alice: Tenant,
 ) -> None:
-    inside, local = free_port(), free_port_below_ephemeral()
+    inside, local = free_port(), free_port()
     # Both local ends below the ephemeral range: a port next to a free one may be any
     # outgoing connection's by the time ssh binds it (ssh then listens on ::1 only).
-    echoed = next(p for p in iter(free_port_below_ephemeral, None) if p != local)
+    echoed = next(p for p in iter(free_port, None) if p != local)
     echo = (
         "import socket,sys\n"
         "s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"

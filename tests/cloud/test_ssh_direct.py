@@ -21,6 +21,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.ports import free_port
+
 from .conftest import error, ok, run_task
 from .live import LiveCloud, start_cloud, stop_cloud
 from .openssh_tenants import (
@@ -28,7 +30,6 @@ from .openssh_tenants import (
     NEEDS_OPENSSH,
     Tenant,
     accepts,
-    free_port_below_ephemeral,
     ssh,
     ssh_with,
     tenant,
@@ -42,7 +43,7 @@ CLOSE_DEADLINE_S = 60.0
 
 @pytest.fixture(scope="module")
 def port() -> int:
-    return free_port_below_ephemeral()
+    return free_port()
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import shlex
 import signal
-import socket
 import subprocess
 import threading
 from collections.abc import Iterator, Mapping
@@ -71,14 +70,6 @@ def sh(pod: Pod, line: str, *, check: bool = True) -> subprocess.CompletedProces
     """Run one command line as typed (``vipu list partitions --json``) against ``pod``."""
     tool, *args = shlex.split(line)
     return pod.run(tool, *args, check=check)
-
-
-def closed_port() -> int:
-    """A loopback port nothing listens on (bound once, then released)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
 
 
 def run_cli(

@@ -19,13 +19,13 @@ from pathlib import Path
 import pytest
 
 from tests.faults.live import agent_holdings
+from tests.ports import closed_port
 
 from .conftest import Pod
 from .fixtures_cli import (
     EXTRA_PREFIX,
     ExtraAgents,
     assert_one_line_error,
-    closed_port,
     parse_table,
     run_cli,
     sh,

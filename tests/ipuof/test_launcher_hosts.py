@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.ports import free_port
+
 from .conftest import BIN, Apps, eventually
 from .test_launcher import instance_lines, workloads
 
@@ -57,13 +59,6 @@ class Nodes:
         ]  # fmt: skip
 
 
-def _free_port(address: str) -> int:
-    with socket.socket() as probe:
-        probe.bind((address, 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 @pytest.fixture(scope="module")
 def nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Nodes]:
     work = tmp_path_factory.mktemp("nodes")
@@ -77,7 +72,7 @@ def nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Nodes]:
     try:
         for offset, name in enumerate(("node-a", "node-b")):
             address = f"127.{random.randrange(1, 250)}.{base}.{offset + 2}"
-            port = _free_port(address)
+            port = free_port(address)
             host_key = work / f"host-{name}"
             subprocess.run(
                 ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(host_key)], check=True
@@ -94,7 +89,7 @@ def nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Nodes]:
             known.append(f"[{address}]:{port} {public}\n")
             blocks.append(f"Host {name}\n    HostName {address}\n    Port {port}\n    User root\n")
             addresses[name] = address
-        down = _free_port("127.0.0.1")  # nothing listens there
+        down = free_port("127.0.0.1")  # nothing listens there
         blocks.append(f"Host down-node\n    HostName 127.0.0.1\n    Port {down}\n")
         (work / "known_hosts").write_text("".join(known))
         common = (

@@ -31,8 +31,9 @@ import grpc
 import pytest
 
 from tests.e2e.conftest import Pod, start_pod
+from tests.ports import free_port
 from vpod.integrations.slurm.local_accounting import missing_accounting
-from vpod.integrations.slurm.local_cluster import LocalSlurm, free_port, missing_requirements
+from vpod.integrations.slurm.local_cluster import LocalSlurm, missing_requirements
 from vpod.integrations.slurm.settings import SlurmSettings
 from vpod.wire import agent_pb2 as apb
 from vpod.wire import agent_pb2_grpc as apb_grpc

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.ports import free_port
 from vpod.integrations.slurm.local_cluster import missing_requirements
 
 from .harness import wait_until
@@ -85,12 +86,6 @@ def start(data_dir: Path, *ports: str) -> tuple[subprocess.Popen[str], list[str]
     )
     assert any("vpod slurm is up" in x for x in lines), "".join(lines)
     return proc, lines
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def slurm_ports(data_dir: Path) -> dict[str, int]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import sqlite3
 import time
 from pathlib import Path
@@ -12,16 +11,10 @@ import pytest
 from sqlalchemy import text
 
 from tests.pg import PostgresServer
+from tests.ports import closed_port
 from vpod.store import Store, Unavailable, sqlite_url
 from vpod.store import engine as engine_module
 from vpod.store.engine import create_store_engine, normalise_url
-
-
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
 
 
 def test_sqlite_url_is_an_absolute_file_in_the_data_directory(tmp_path: Path) -> None:
@@ -62,7 +55,7 @@ def test_unusable_urls_are_refused_with_a_sentence(url: str, words: str) -> None
 
 def test_passwords_never_appear_in_messages() -> None:
     """Messages name the database without its password."""
-    url = f"postgresql+psycopg://vpod:s3cret@127.0.0.1:{_closed_port()}/vpod"
+    url = f"postgresql+psycopg://vpod:s3cret@127.0.0.1:{closed_port()}/vpod"
     with Store.open(url) as store, pytest.raises(Unavailable) as caught:
         store.ping()
     assert "s3cret" not in str(caught.value)
@@ -71,7 +64,7 @@ def test_passwords_never_appear_in_messages() -> None:
 
 def test_unreachable_postgresql_is_unavailable_and_retryable() -> None:
     """Nobody listening on the port: Unavailable, retryable, with advice to check the server."""
-    url = f"postgresql+psycopg://vpod@127.0.0.1:{_closed_port()}/vpod"
+    url = f"postgresql+psycopg://vpod@127.0.0.1:{closed_port()}/vpod"
     with Store.open(url) as store, pytest.raises(Unavailable, match="check that the server") as e:
         store.ping()
     assert e.value.retryable is True

@@ -86,8 +86,8 @@ def _ephemeral_start() -> int:
         return 32768
 
 
-def free_port() -> int:
-    """A port nothing listens on, picked at random below the kernel's ephemeral range.
+def free_port(address: str = "127.0.0.1") -> int:
+    """A port nothing listens on at ``address``, picked at random below the kernel's ephemeral range.
 
     A port the kernel hands out (bind to 0) is in that range, where any outgoing
     connection on the host may take it before the daemon binds it; below it only another
@@ -98,12 +98,12 @@ def free_port() -> int:
     for port in random.sample(candidates, min(200, len(candidates))):
         with socket.socket() as sock:
             try:
-                sock.bind(("127.0.0.1", port))
+                sock.bind((address, port))
             except OSError:
                 continue
             return port
     with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
+        sock.bind((address, 0))
         chosen: int = sock.getsockname()[1]
         return chosen
 
