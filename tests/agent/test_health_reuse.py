@@ -187,3 +187,47 @@ def test_the_controller_memo_reuses_unchanged_links_and_sees_a_link_go_down() ->
     assert down.links is not first.links
     assert [lk.up for lk in down.links if lk.link_id == link] == [False]
     assert down == convert.health_from_wire(convert.health_to_wire(machine.health(0)))
+
+
+@pytest.mark.anyio
+async def test_links_carry_a_version_that_moves_only_when_they_change() -> None:
+    """The agent numbers its links, so the controller's memo reuses them without comparing
+    35 links per answer; a link fault moves the number, and so does a restarted agent on a
+    machine that kept its boot id (its first number is random, never 1 again)."""
+    machine, clock = _fresh([])
+    service = AgentService(EmulatedBackend(machine), fault_injection=True)
+    memo = HealthMemo()
+    first = await service.health_reply(0)
+    assert first.links_version
+    decoded = memo.decode(first)
+    machine.configure(_config("p", (0, 1), 1))
+    clock.now += 1
+    configured = await service.health_reply(0)
+    assert configured.links_version == first.links_version
+    assert memo.decode(configured).links is decoded.links
+    link = sorted(LINKS)[1]
+    machine.inject_fault(Fault(FaultKind.LINK_DOWN, link_id=link, reason="cable"))
+    down = await service.health_reply(0)
+    assert down.links_version != first.links_version
+    seen = memo.decode(down)
+    assert [lk.up for lk in seen.links if lk.link_id == link] == [False]
+    assert seen == convert.health_from_wire(down)
+    machine.clear_fault(None)
+    restarted = AgentService(EmulatedBackend(machine), fault_injection=True)
+    again = await restarted.health_reply(0)
+    assert again.boot_id == down.boot_id
+    assert again.links_version not in (first.links_version, down.links_version)
+    assert memo.decode(again).links == convert.links_from_wire(again.links)
+    assert all(lk.up for lk in memo.decode(again).links)
+
+
+def test_an_answer_without_a_links_version_is_still_compared() -> None:
+    """An agent of an older release sends no version: the memo compares the links."""
+    machine, _ = _fresh([])
+    memo = HealthMemo()
+    first = memo.decode(convert.health_to_wire(machine.health(0)))
+    link = sorted(LINKS)[2]
+    machine.inject_fault(Fault(FaultKind.LINK_DOWN, link_id=link, reason="cable"))
+    down = memo.decode(convert.health_to_wire(machine.health(0)))
+    assert down.links is not first.links
+    assert [lk.up for lk in down.links if lk.link_id == link] == [False]

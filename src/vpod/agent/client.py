@@ -165,7 +165,7 @@ class HealthMemo:
 
     def __init__(self) -> None:
         self._last: dict[str, tuple[bytes, MachineHealth]] = {}
-        self._links: dict[str, tuple[pb.HealthReply, tuple[LinkHealth, ...]]] = {}
+        self._links: dict[str, tuple[tuple[str, int], pb.HealthReply, tuple[LinkHealth, ...]]] = {}
 
     def decode(self, message: pb.HealthReply) -> MachineHealth:
         if message.events:  # events are news: never the same answer twice
@@ -180,11 +180,16 @@ class HealthMemo:
 
     def _decoded_links(self, message: pb.HealthReply) -> tuple[LinkHealth, ...]:
         known = self._links.get(message.agent_id)
-        if known is not None and known[0].links == message.links:
-            return known[1]
+        version = (message.boot_id, message.links_version)
+        if known is not None:
+            if message.links_version:  # the agent numbers its links: no need to compare
+                if known[0] == version:
+                    return known[2]
+            elif known[1].links == message.links:
+                return known[2]
         links = convert.links_from_wire(message.links)
-        kept = pb.HealthReply(links=message.links)
-        self._links[message.agent_id] = (kept, links)
+        kept = pb.HealthReply() if message.links_version else pb.HealthReply(links=message.links)
+        self._links[message.agent_id] = (version, kept, links)
         return links
 
 
@@ -262,11 +267,30 @@ class AgentClient(ClosedOnExit):
     ) -> ConfigureOutcome:
         """Configure this machine's part of a partition; ``hosts`` (addresses or CIDRs) may
         attach to it over IPUoF (none: no host may)."""
+        reply = await self._configure(config, hosts, timeout)
+        return self._decode(lambda: convert.outcome_from_wire(reply))
+
+    async def configure_partition_changed(
+        self,
+        config: PartitionConfig,
+        *,
+        hosts: Sequence[str] = (),
+        timeout: float | None = None,
+    ) -> bool:
+        """:meth:`configure_partition` for a caller that knows the configuration it sent
+        (the controller): only whether the machine changed, without decoding its echo."""
+        return bool((await self._configure(config, hosts, timeout)).changed)
+
+    async def _configure(
+        self, config: PartitionConfig, hosts: Sequence[str], timeout: float | None
+    ) -> pb.ConfigurePartitionReply:
         request = pb.ConfigurePartitionRequest(
             config=convert.config_to_wire(config), allowed_hosts=hosts
         )
-        reply = await self._call(self._stub.ConfigurePartition, request, timeout)
-        return self._decode(lambda: convert.outcome_from_wire(reply))
+        reply: pb.ConfigurePartitionReply = await self._call(
+            self._stub.ConfigurePartition, request, timeout
+        )
+        return reply
 
     async def release_partition(self, partition_id: str, *, timeout: float | None = None) -> bool:
         """True when released now, False when it was not configured (already released)."""

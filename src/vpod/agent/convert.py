@@ -9,7 +9,7 @@ Enum numbers are the wire numbers; the wire's 0 (``*_UNDEFINED`` /
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -278,8 +278,13 @@ def telemetry_from_wire(msg: pb.IpuTelemetry) -> IpuTelemetry:
     return copy_fields(IpuTelemetry, msg)
 
 
-def health_to_wire(health: MachineHealth) -> pb.HealthReply:
+def health_to_wire(
+    health: MachineHealth, links: tuple[Sequence[pb.LinkHealth], int] | None = None
+) -> pb.HealthReply:
+    """``links``: the health's links encoded already, and their version (a heartbeat's
+    sender keeps them while they do not change)."""
     batch = health.events
+    wire_links, links_version = links if links is not None else (links_to_wire(health.links), 0)
     return pb.HealthReply(
         agent_id=health.agent_id,
         boot_id=health.boot_id,
@@ -294,17 +299,8 @@ def health_to_wire(health: MachineHealth) -> pb.HealthReply:
             )
             for i in health.ipus
         ],
-        links=[
-            pb.LinkHealth(
-                link_id=link.link_id,
-                kind=pb.LinkKind.ValueType(link.kind.value),
-                has_device=link.device_id is not None,
-                device_id=link.device_id or 0,
-                up=link.up,
-                fault=link.fault,
-            )
-            for link in health.links
-        ],
+        links=wire_links,
+        links_version=links_version,
         faults=faults_to_wire(health.faults),
         events=[event_to_wire(e) for e in batch.events] if batch else [],
         last_event=batch.last_event if batch else 0,
@@ -340,6 +336,20 @@ def health_from_wire(
         ),
         fleet_id=msg.fleet_id,
     )
+
+
+def links_to_wire(links: Iterable[LinkHealth]) -> list[pb.LinkHealth]:
+    return [
+        pb.LinkHealth(
+            link_id=link.link_id,
+            kind=pb.LinkKind.ValueType(link.kind.value),
+            has_device=link.device_id is not None,
+            device_id=link.device_id or 0,
+            up=link.up,
+            fault=link.fault,
+        )
+        for link in links
+    ]
 
 
 def links_from_wire(links: Iterable[pb.LinkHealth]) -> tuple[LinkHealth, ...]:

@@ -104,6 +104,9 @@ class EmulatedMachine:
         self._link_faults: dict[str, Fault] = {}
         self._telemetry = TelemetryModel(self._spec.machine_type, clock)
         self._quiet_health: tuple[tuple[int, tuple[IpuTelemetry, ...]], MachineHealth] | None = None
+        self._links: tuple[tuple[tuple[str, str], ...], tuple[LinkHealth, ...]] | None = None
+        """The links last reported, by the link faults they show: the same tuple while no link
+        fault changes, so the agent sees at once that the links are unchanged."""
         """The last answer without events, and what it was built from (see :meth:`health`)."""
 
     # ------------------------------------------------------------- identity
@@ -550,6 +553,19 @@ class EmulatedMachine:
         self, batch: EventBatch, telemetry: tuple[IpuTelemetry, ...]
     ) -> MachineHealth:
         ipus = [self._ipu_status(d, t) for d, t in zip(DEVICE_IDS, telemetry, strict=True)]
+        return MachineHealth(
+            agent_id=self._agent_id,
+            boot_id=self._boot_id,
+            ipus=tuple(ipus),
+            links=self._link_health(),
+            faults=tuple(self.faults()),
+            events=batch,
+        )
+
+    def _link_health(self) -> tuple[LinkHealth, ...]:
+        faults = tuple((link, fault.describe()) for link, fault in self._link_faults.items())
+        if self._links is not None and self._links[0] == faults:
+            return self._links[1]
         links = tuple(
             LinkHealth(
                 link_id=link,
@@ -560,14 +576,8 @@ class EmulatedMachine:
             )
             for link, (kind, device_id) in LINKS.items()
         )
-        return MachineHealth(
-            agent_id=self._agent_id,
-            boot_id=self._boot_id,
-            ipus=tuple(ipus),
-            links=links,
-            faults=tuple(self.faults()),
-            events=batch,
-        )
+        self._links = (faults, links)
+        return links
 
     def events_since(self, sequence: int) -> EventBatch:
         return self._events.since(sequence)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import NoReturn, TypeVar
 
@@ -46,7 +47,14 @@ from .errors import (
     Reason,
 )
 from .ipuof_access import IpuofAccess
-from .model import AgentEvent, ConfiguredPartition, Fault, FaultKind, MachineHealth
+from .model import (
+    AgentEvent,
+    ConfiguredPartition,
+    Fault,
+    FaultKind,
+    LinkHealth,
+    MachineHealth,
+)
 from .roster import FleetRoster
 
 log = logging.getLogger(__name__)
@@ -80,6 +88,8 @@ class AgentService(pb_grpc.AgentServiceServicer):
         self._healed = asyncio.Event()
         self._healed.set()
         self._last_reply: tuple[MachineHealth, tuple[Fault, ...], pb.HealthReply] | None = None
+        self._links: tuple[tuple[LinkHealth, ...], list[pb.LinkHealth], int] | None = None
+        """The links last sent: as the backend gave them, encoded, and their version."""
 
     @property
     def backend(self) -> MachineBackend:
@@ -154,12 +164,25 @@ class AgentService(pb_grpc.AgentServiceServicer):
         last = self._last_reply
         if last is not None and last[0] is health and last[1] == agent_faults:
             return last[2]
-        reply = convert.health_to_wire(health)
+        reply = convert.health_to_wire(health, self._encoded_links(health))
         reply.faults.extend(convert.faults_to_wire(agent_faults))
         if self._roster is not None:
             reply.fleet_id = self._roster.fleet_id
         self._last_reply = (health, agent_faults, reply)
         return reply
+
+    def _encoded_links(self, health: MachineHealth) -> tuple[list[pb.LinkHealth], int]:
+        """The health's links encoded, and a version that moves when they change: under
+        load a machine's answer changes every second (events, holders) while its links
+        almost never do, and the controller then need not compare 35 links to know it."""
+        last = self._links
+        if last is not None and (health.links is last[0] or health.links == last[0]):
+            return last[1], last[2]
+        # A random first version: an agent restarted on a machine whose boot id stayed
+        # must not repeat a number the controller holds other links under.
+        version = last[2] + 1 if last is not None else secrets.randbits(62) + 1
+        self._links = (health.links, convert.links_to_wire(health.links), version)
+        return self._links[1], version
 
     # ------------------------------------------------------------ plumbing
 

@@ -58,7 +58,7 @@ class GrpcAgentGateway:
         timeout: float,
     ) -> None:
         await self._call(
-            agent, lambda c: c.configure_partition(config, hosts=hosts, timeout=timeout)
+            agent, lambda c: c.configure_partition_changed(config, hosts=hosts, timeout=timeout)
         )
 
     async def set_partition_hosts(

@@ -1082,6 +1082,7 @@ class HealthReply(_message.Message):
     LAST_EVENT_FIELD_NUMBER: _builtins.int
     EVENTS_TRUNCATED_FIELD_NUMBER: _builtins.int
     FLEET_ID_FIELD_NUMBER: _builtins.int
+    LINKS_VERSION_FIELD_NUMBER: _builtins.int
     agent_id: _builtins.str
     boot_id: _builtins.str
     healthy: _builtins.bool
@@ -1092,6 +1093,10 @@ class HealthReply(_message.Message):
     """events after since_event were dropped from the buffer"""
     fleet_id: _builtins.str
     """the agent process hosting this machine ("" = its own)"""
+    links_version: _builtins.int
+    """Changes (per boot_id) whenever the links change, so a caller holding the links of the
+    same version need not compare them (0: not given; compare).
+    """
     @_builtins.property
     def ipus(self) -> _containers.RepeatedCompositeFieldContainer[Global___IpuHealth]: ...
     @_builtins.property
@@ -1117,10 +1122,11 @@ class HealthReply(_message.Message):
         last_event: _builtins.int = ...,
         events_truncated: _builtins.bool = ...,
         fleet_id: _builtins.str = ...,
+        links_version: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "boot_id", b"boot_id", "events", b"events", "events_truncated", b"events_truncated", "faults", b"faults", "fleet_id", b"fleet_id", "healthy", b"healthy", "ipus", b"ipus", "last_event", b"last_event", "links", b"links"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "boot_id", b"boot_id", "events", b"events", "events_truncated", b"events_truncated", "faults", b"faults", "fleet_id", b"fleet_id", "healthy", b"healthy", "ipus", b"ipus", "last_event", b"last_event", "links", b"links", "links_version", b"links_version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
