@@ -25,7 +25,7 @@ import typing
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from decimal import Decimal
-from functools import cache
+from functools import cache, partial
 from typing import Any, Self, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
@@ -166,3 +166,14 @@ def list_of(cls: type[R], data: Any, key: str | None = None) -> list[R]:
     """Records of ``cls`` from a JSON list (or the list under ``key`` of an object)."""
     items = data[key] if key is not None else data
     return [from_json(cls, item) for item in items]
+
+
+def reads(cls: type[R]) -> Callable[[Any], R]:
+    """How to read a reply that is one ``cls`` (an :class:`~.http_transport.HttpCall`'s
+    ``parse``)."""
+    return partial(from_json, cls)
+
+
+def reads_list(cls: type[R]) -> Callable[[Any], list[R]]:
+    """How to read a reply that is a JSON list of ``cls``."""
+    return partial(list_of, cls)
