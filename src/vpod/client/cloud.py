@@ -17,13 +17,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Self
+from typing import Self, Unpack
 
 from . import cloud_calls as calls
 from .api_methods import Pause, Procedure, api_call
 from .cloud_config import API_PREFIX, CloudSettings, resolve_cloud
 from .cloud_records import Phase, Task
-from .cloud_shell import ShellConnection, open_relay
+from .cloud_shell import ShellConnection, ShellRequest, open_relay
 from .cloud_ssh import SshTunnel, open_tunnel
 from .errors import FailedPrecondition, TaskFailed, Timeout
 from .http_api import AsyncHttpApi, BlockingHttpApi, HttpApi
@@ -209,16 +209,7 @@ class CloudClient(_CloudApi, BlockingHttpApi):
     """The cloud API of one controller, over blocking HTTP (``httpx``)."""
 
     def open_shell(
-        self,
-        cluster: str,
-        server: int = 1,
-        *,
-        command: str | None = None,
-        tty: bool = False,
-        rows: int = 24,
-        cols: int = 80,
-        term: str = "xterm",
-        lang: str = "",
+        self, cluster: str, server: int = 1, **request: Unpack[ShellRequest]
     ) -> ShellConnection:
         """A shell (or ``command``, run by the server's shell) on the server, relayed by the
         controller; :class:`~.errors.FailedPrecondition` when its servers are reached by
@@ -229,16 +220,7 @@ class CloudClient(_CloudApi, BlockingHttpApi):
                 f"this server is reached by {access.kind}:"
                 f" ssh -p {access.port} {access.user}@{access.host}"
             )
-        return open_relay(
-            self._site,
-            access.connect,
-            command=command,
-            tty=tty,
-            rows=rows,
-            cols=cols,
-            term=term,
-            lang=lang,
-        )
+        return open_relay(self._site, access.connect, **request)
 
     def open_ssh_tunnel(self, cluster: str, server: str) -> SshTunnel:
         """An SSH connection to the server's sshd (``server``: its number or name)."""
