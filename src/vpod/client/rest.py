@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import ClassVar, Self
 
+from vpod.wire.field_copy import copy_all_fields
+
 from . import fabric
 from . import rest_calls as calls
 from .admin import AdminMethods
@@ -75,14 +77,9 @@ def rest_settings(
     endpoint = user_endpoint(load_settings(options, env=env, config_path=config))
     scheme = "https" if endpoint.secure else "http"
     host = f"[{endpoint.host}]" if ":" in endpoint.host else endpoint.host
-    return RestSettings(
-        url=url or f"{scheme}://{host}:{DEFAULT_HTTP_PORT}",
-        user_id=endpoint.user_id,
-        access_key=endpoint.access_key,
-        tls_ca=endpoint.tls_ca,
-        tls_cert=endpoint.tls_cert,
-        tls_key=endpoint.tls_key,
-        timeout_s=endpoint.timeout_s,
+    # who calls, TLS and the timeout as the gRPC endpoint has them: the fields of that name
+    return copy_all_fields(
+        RestSettings, endpoint, url=url or f"{scheme}://{host}:{DEFAULT_HTTP_PORT}"
     )
 
 
