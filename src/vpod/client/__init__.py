@@ -82,7 +82,7 @@ from .errors import (
 
 if TYPE_CHECKING:
     from .admin import AdminClient, AsyncAdminClient
-    from .admin_calls import EventFilter
+    from .admin_calls import AllocationOptions, ClusterLayout, EventFilter
     from .admin_records import (
         Agent,
         AgentFaults,
@@ -170,6 +170,8 @@ _LAZY: dict[str, str] = {
     "ClusterTestResult": ".admin_records",
     "CreatedUser": ".admin_records",
     "DiscoveredAgent": ".admin_records",
+    "AllocationOptions": ".admin_calls",
+    "ClusterLayout": ".admin_calls",
     "EventFilter": ".admin_calls",
     "Fault": ".admin_records",
     "FaultKind": ".admin_records",
@@ -253,6 +255,7 @@ __all__ = [
     "AgentState",
     "AgentToken",
     "Allocation",
+    "AllocationOptions",
     "AlreadyExists",
     "AsyncAdminClient",
     "AsyncCloudClient",
@@ -264,6 +267,7 @@ __all__ = [
     "CloudCluster",
     "CloudSettings",
     "Cluster",
+    "ClusterLayout",
     "ClusterMap",
     "ClusterOptions",
     "ClusterSsh",

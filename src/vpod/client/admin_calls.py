@@ -59,6 +59,24 @@ class EventFilter(TypedDict, total=False):
     """Page back: the smallest id of the previous page."""
 
 
+class ClusterLayout(TypedDict, total=False):
+    """How a cluster's agents are cabled (unset or None: the controller's default)."""
+
+    num_ilds: int | None
+    """IPU-Link domains to split the agents into."""
+    topology: IldTopology | None
+    cluster_topology: GwTopology | None
+
+
+class AllocationOptions(TypedDict, total=False):
+    """What an allocation holds: ``size`` IPUs (the controller picks) or ``agent_ids``; and
+    ``hosts`` (addresses or CIDRs) that may attach to its IPUs (none: the trusted hosts)."""
+
+    size: int | None
+    agent_ids: Sequence[str]
+    hosts: Sequence[str]
+
+
 def _none(_reply: object) -> None:
     return None
 
@@ -100,17 +118,14 @@ def discover_agents(
 
 
 def create_cluster(
-    cluster_id: str,
-    agent_ids: Sequence[str],
-    *,
-    num_ilds: int | None = None,
-    topology: IldTopology | None = None,
-    cluster_topology: GwTopology | None = None,
+    cluster_id: str, agent_ids: Sequence[str], **layout: Unpack[ClusterLayout]
 ) -> Rpc[Cluster]:
+    topology = layout.get("topology")
+    cluster_topology = layout.get("cluster_topology")
     request = apb.CreateClusterRequest(
         cluster_id=cluster_id,
         agent_ids=list(agent_ids),
-        num_ipulinkdomains=num_ilds or 0,
+        num_ipulinkdomains=layout.get("num_ilds") or 0,
         topology=WIRE_ILD_TOPOLOGY[topology] if topology else apb.ILD_TOPOLOGY_UNSPECIFIED,
         cluster_topology=(
             WIRE_GW_TOPOLOGY[cluster_topology]
@@ -148,23 +163,17 @@ def cluster_test(cluster_id: str, tests: Sequence[LinkTest] = ()) -> Rpc[Cluster
 
 
 def create_allocation(
-    allocation_id: str,
-    cluster_id: str,
-    *,
-    size: int | None = None,
-    agent_ids: Sequence[str] = (),
-    hosts: Sequence[str] = (),
+    allocation_id: str, cluster_id: str, **options: Unpack[AllocationOptions]
 ) -> Rpc[Allocation]:
-    """Grant machines of a cluster: ``size`` IPUs (the controller picks) or ``agent_ids``;
-    ``hosts`` (addresses or CIDRs) may attach to its IPUs (none: the trusted hosts)."""
+    """Grant machines of a cluster (see :class:`AllocationOptions`)."""
     return ADMIN_SERVICE.call(
         "CreateAllocation",
         apb.CreateAllocationRequest(
             allocation_id=allocation_id,
             cluster_id=cluster_id,
-            size=size or 0,
-            agent_ids=list(agent_ids),
-            hosts=list(hosts),
+            size=options.get("size") or 0,
+            agent_ids=list(options.get("agent_ids", ())),
+            hosts=list(options.get("hosts", ())),
         ),
         lambda reply: Allocation.from_wire(reply.allocation),
     )

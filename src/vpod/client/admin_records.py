@@ -14,6 +14,7 @@ from typing import Any
 from vpod.domain.topology import GwTopology, IldTopology
 from vpod.wire import admin_pb2 as apb
 from vpod.wire import agent_pb2 as agpb
+from vpod.wire import field_copy
 
 from .records import FromWire, Partition, PartitionStatus, copy_fields
 
@@ -69,12 +70,8 @@ class Fault:
     reason: str = ""
 
     def to_wire(self) -> agpb.Fault:
-        return agpb.Fault(
-            kind=agpb.FaultKind.ValueType(self.kind.value),
-            device_id=self.device_id,
-            link_id=self.link_id,
-            delay_ms=self.delay_ms,
-            reason=self.reason,
+        return field_copy.copy_fields(
+            agpb.Fault, self, kind=agpb.FaultKind.ValueType(self.kind.value)
         )
 
     @classmethod

@@ -17,16 +17,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Self
+from typing import Self, Unpack
 
 from . import cloud_calls as calls
-from .api_methods import Async, Blocking, Pause, Procedure, api_call
+from .api_methods import Pause, Procedure, api_call
 from .cloud_config import API_PREFIX, CloudSettings, resolve_cloud
 from .cloud_records import Phase, Task
-from .cloud_shell import ShellConnection, open_relay
+from .cloud_shell import ShellConnection, ShellRequest, open_relay
 from .cloud_ssh import SshTunnel, open_tunnel
 from .errors import FailedPrecondition, TaskFailed, Timeout
-from .http_transport import DEFAULT_TIMEOUT_S, AsyncHttpTransport, HttpSite, HttpTransport
+from .http_api import AsyncHttpApi, BlockingHttpApi, HttpApi
+from .http_transport import DEFAULT_TIMEOUT_S, HttpSite
 
 POLL_S = 0.2
 WAIT_TIMEOUT_S = 1800.0
@@ -109,16 +110,12 @@ def wait_task(
     return current
 
 
-class _CloudApi:
+class _CloudApi(HttpApi):
     """The cloud API's methods, the same for the blocking client and its asyncio twin."""
 
     def __init__(self, settings: CloudSettings, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
         self.settings = settings
-        self._site = cloud_site(settings, timeout_s)
-        self._connect(self._site)
-
-    def _connect(self, site: HttpSite) -> None:
-        raise NotImplementedError  # the blocking or the asyncio twin opens its transport
+        super().__init__(cloud_site(settings, timeout_s))
 
     @classmethod
     def from_config(
@@ -208,23 +205,11 @@ class _CloudApi:
     remove_host = api_call(calls.remove_host)
 
 
-class CloudClient(_CloudApi, Blocking):
+class CloudClient(_CloudApi, BlockingHttpApi):
     """The cloud API of one controller, over blocking HTTP (``httpx``)."""
 
-    def _connect(self, site: HttpSite) -> None:
-        self._transport = HttpTransport(site)
-
     def open_shell(
-        self,
-        cluster: str,
-        server: int = 1,
-        *,
-        command: str | None = None,
-        tty: bool = False,
-        rows: int = 24,
-        cols: int = 80,
-        term: str = "xterm",
-        lang: str = "",
+        self, cluster: str, server: int = 1, **request: Unpack[ShellRequest]
     ) -> ShellConnection:
         """A shell (or ``command``, run by the server's shell) on the server, relayed by the
         controller; :class:`~.errors.FailedPrecondition` when its servers are reached by
@@ -235,24 +220,12 @@ class CloudClient(_CloudApi, Blocking):
                 f"this server is reached by {access.kind}:"
                 f" ssh -p {access.port} {access.user}@{access.host}"
             )
-        return open_relay(
-            self._site,
-            access.connect,
-            command=command,
-            tty=tty,
-            rows=rows,
-            cols=cols,
-            term=term,
-            lang=lang,
-        )
+        return open_relay(self._site, access.connect, **request)
 
     def open_ssh_tunnel(self, cluster: str, server: str) -> SshTunnel:
         """An SSH connection to the server's sshd (``server``: its number or name)."""
         return open_tunnel(self._site, cluster, server)
 
 
-class AsyncCloudClient(_CloudApi, Async):
+class AsyncCloudClient(_CloudApi, AsyncHttpApi):
     """The cloud API over ``httpx.AsyncClient``; the same methods as :class:`CloudClient`."""
-
-    def _connect(self, site: HttpSite) -> None:
-        self._transport = AsyncHttpTransport(site)

@@ -32,7 +32,7 @@ from .cloud_records import (
     Volume,
 )
 from .http_transport import HttpCall, delete, get, nothing, post, put
-from .json_records import from_json, list_of
+from .json_records import reads, reads_list
 
 
 class ClusterOptions(TypedDict, total=False):
@@ -58,8 +58,7 @@ def _id(ref: str) -> str:
     return quote(ref, safe="")
 
 
-def _task(data: Any) -> Task:
-    return from_json(Task, data)
+_task = reads(Task)
 
 
 def _when(moment: datetime | None) -> str | None:
@@ -67,12 +66,12 @@ def _when(moment: datetime | None) -> str | None:
 
 
 def flavors() -> HttpCall[list[Flavor]]:
-    return get("/flavors", lambda data: list_of(Flavor, data))
+    return get("/flavors", reads_list(Flavor))
 
 
 def project() -> HttpCall[Project]:
     """The caller's project, its quotas and usage."""
-    return get("/project", lambda data: from_json(Project, data))
+    return get("/project", reads(Project))
 
 
 def check_limits(
@@ -88,11 +87,11 @@ def check_limits(
         body["volumes_gib"] = list(volumes_gib)
     if boot_volume_gib is not None:
         body["boot_volume_gib"] = boot_volume_gib
-    return post("/check_limits", lambda data: from_json(Limits, data), body)
+    return post("/check_limits", reads(Limits), body)
 
 
 def list_clusters() -> HttpCall[list[CloudCluster]]:
-    return get("/clusters", lambda data: list_of(CloudCluster, data))
+    return get("/clusters", reads_list(CloudCluster))
 
 
 def create_cluster(name: str, flavor: str, **options: Unpack[ClusterOptions]) -> HttpCall[Task]:
@@ -109,7 +108,7 @@ def create_cluster(name: str, flavor: str, **options: Unpack[ClusterOptions]) ->
 
 def get_cluster(cluster: str) -> HttpCall[CloudCluster]:
     """A cluster by id or name."""
-    return get(f"/clusters/{_id(cluster)}", lambda data: from_json(CloudCluster, data))
+    return get(f"/clusters/{_id(cluster)}", reads(CloudCluster))
 
 
 def delete_cluster(cluster: str, *, delete_volumes: bool = False) -> HttpCall[Task]:
@@ -142,20 +141,16 @@ def set_cluster_metadata(
     cluster: str, metadata: Mapping[str, str], *, replace: bool = False
 ) -> HttpCall[MetadataUpdate]:
     body = {"metadata": dict(metadata), "replace": replace}
-    return put(
-        f"/clusters/{_id(cluster)}/metadata", lambda data: from_json(MetadataUpdate, data), body
-    )
+    return put(f"/clusters/{_id(cluster)}/metadata", reads(MetadataUpdate), body)
 
 
 def shell(cluster: str, server: int = 1) -> HttpCall[Shell]:
     """How to open a shell on server ``server`` (1 = the first) of the cluster."""
-    return get(
-        f"/clusters/{_id(cluster)}/shell", lambda data: from_json(Shell, data), server=server
-    )
+    return get(f"/clusters/{_id(cluster)}/shell", reads(Shell), server=server)
 
 
 def list_volumes() -> HttpCall[list[Volume]]:
-    return get("/volumes", lambda data: list_of(Volume, data))
+    return get("/volumes", reads_list(Volume))
 
 
 def create_volume(name: str, size_gib: int, volume_type: str = "standard") -> HttpCall[Task]:
@@ -164,7 +159,7 @@ def create_volume(name: str, size_gib: int, volume_type: str = "standard") -> Ht
 
 
 def get_volume(volume: str) -> HttpCall[Volume]:
-    return get(f"/volumes/{_id(volume)}", lambda data: from_json(Volume, data))
+    return get(f"/volumes/{_id(volume)}", reads(Volume))
 
 
 def delete_volume(volume: str) -> HttpCall[Task]:
@@ -183,9 +178,7 @@ def list_tasks(
     *, resource: str | None = None, state: str | None = None, limit: int | None = None
 ) -> HttpCall[list[Task]]:
     """The project's tasks, newest first."""
-    return get(
-        "/tasks", lambda data: list_of(Task, data), resource=resource, state=state, limit=limit
-    )
+    return get("/tasks", reads_list(Task), resource=resource, state=state, limit=limit)
 
 
 def get_task(task_id: str, wait_s: float = 0) -> HttpCall[Task]:
@@ -195,13 +188,10 @@ def get_task(task_id: str, wait_s: float = 0) -> HttpCall[Task]:
 
 def invoice(start: datetime | None = None, end: datetime | None = None) -> HttpCall[Invoice]:
     """The project's invoice (default: this month so far)."""
-    return get(
-        "/invoice", lambda data: from_json(Invoice, data), start=_when(start), end=_when(end)
-    )
+    return get("/invoice", reads(Invoice), start=_when(start), end=_when(end))
 
 
-def _reservation(data: Any) -> Reservation:
-    return from_json(Reservation, data)
+_reservation = reads(Reservation)
 
 
 def list_reservations(
@@ -210,7 +200,7 @@ def list_reservations(
     """The project's reservations, utilisation over ``[start, end)`` (default: this month)."""
     return get(
         "/reservations",
-        lambda data: list_of(Reservation, data),
+        reads_list(Reservation),
         start=_when(start),
         end=_when(end),
     )
@@ -238,7 +228,7 @@ def cancel_reservation(reservation: str) -> HttpCall[Reservation]:
 
 
 def list_projects() -> HttpCall[list[Project]]:
-    return get("/admin/projects", lambda data: list_of(Project, data))
+    return get("/admin/projects", reads_list(Project))
 
 
 def create_project(
@@ -246,11 +236,11 @@ def create_project(
 ) -> HttpCall[ProjectCreated]:
     """A new project and its first token (shown only in this reply)."""
     body = {"id": project_id, "name": name, "quotas": dict(quotas or {})}
-    return post("/admin/projects", lambda data: from_json(ProjectCreated, data), body)
+    return post("/admin/projects", reads(ProjectCreated), body)
 
 
 def get_project(project_id: str) -> HttpCall[Project]:
-    return get(f"/admin/projects/{_id(project_id)}", lambda data: from_json(Project, data))
+    return get(f"/admin/projects/{_id(project_id)}", reads(Project))
 
 
 def remove_project(project_id: str) -> HttpCall[None]:
@@ -260,19 +250,19 @@ def remove_project(project_id: str) -> HttpCall[None]:
 def set_quotas(project_id: str, quotas: Mapping[str, int]) -> HttpCall[Project]:
     return put(
         f"/admin/projects/{_id(project_id)}/quotas",
-        lambda data: from_json(Project, data),
+        reads(Project),
         {"quotas": dict(quotas)},
     )
 
 
 def list_tokens(project_id: str) -> HttpCall[list[Token]]:
-    return get(f"/admin/projects/{_id(project_id)}/tokens", lambda data: list_of(Token, data))
+    return get(f"/admin/projects/{_id(project_id)}/tokens", reads_list(Token))
 
 
 def issue_token(project_id: str, label: str = "") -> HttpCall[Token]:
     return post(
         f"/admin/projects/{_id(project_id)}/tokens",
-        lambda data: from_json(Token, data),
+        reads(Token),
         {"label": label},
     )
 
@@ -286,14 +276,14 @@ def project_invoice(
 ) -> HttpCall[Invoice]:
     return get(
         f"/admin/projects/{_id(project_id)}/invoice",
-        lambda data: from_json(Invoice, data),
+        reads(Invoice),
         start=_when(start),
         end=_when(end),
     )
 
 
 def list_hosts() -> HttpCall[list[Host]]:
-    return get("/admin/hosts", lambda data: list_of(Host, data))
+    return get("/admin/hosts", reads_list(Host))
 
 
 def register_host(
@@ -313,7 +303,7 @@ def register_host(
         "address": address,
         "slots": slots,
     }
-    return post("/admin/hosts", lambda data: from_json(Host, data), body)
+    return post("/admin/hosts", reads(Host), body)
 
 
 def set_host_enabled(host_id: str, enabled: bool) -> HttpCall[None]:
@@ -324,17 +314,16 @@ def remove_host(host_id: str) -> HttpCall[None]:
     return delete(f"/admin/hosts/{_id(host_id)}", nothing)
 
 
-def _storage(data: Any) -> DatasetStorage:
-    return from_json(DatasetStorage, data)
+_storage = reads(DatasetStorage)
 
 
 def storage_endpoints() -> HttpCall[list[StorageEndpoint]]:
     """The S3-compatible endpoints the operator offers."""
-    return get("/storage-endpoints", lambda data: list_of(StorageEndpoint, data))
+    return get("/storage-endpoints", reads_list(StorageEndpoint))
 
 
 def list_dataset_storage() -> HttpCall[list[DatasetStorage]]:
-    return get("/dataset-storage", lambda data: list_of(DatasetStorage, data))
+    return get("/dataset-storage", reads_list(DatasetStorage))
 
 
 def register_dataset_storage(
@@ -374,12 +363,11 @@ def detach_dataset_storage(cluster: str) -> HttpCall[Task]:
 # -- ssh ------------------------------------------------------------------------------------
 
 
-def _keypair(data: Any) -> Keypair:
-    return from_json(Keypair, data)
+_keypair = reads(Keypair)
 
 
 def list_keypairs() -> HttpCall[list[Keypair]]:
-    return get("/keypairs", lambda data: list_of(Keypair, data))
+    return get("/keypairs", reads_list(Keypair))
 
 
 def create_keypair(name: str, public_key: str | None = None) -> HttpCall[Keypair]:
@@ -401,31 +389,27 @@ def delete_keypair(keypair: str) -> HttpCall[None]:
 
 
 def cluster_keypairs(cluster: str) -> HttpCall[list[Keypair]]:
-    return get(f"/clusters/{_id(cluster)}/keypairs", lambda data: list_of(Keypair, data))
+    return get(f"/clusters/{_id(cluster)}/keypairs", reads_list(Keypair))
 
 
 def add_cluster_keypair(cluster: str, keypair: str) -> HttpCall[list[Keypair]]:
     """Let the keypair log in to the cluster's servers; the cluster's keypairs after."""
     return put(
         f"/clusters/{_id(cluster)}/keypairs/{_id(keypair)}",
-        lambda data: list_of(Keypair, data),
+        reads_list(Keypair),
         None,
     )
 
 
 def remove_cluster_keypair(cluster: str, keypair: str) -> HttpCall[list[Keypair]]:
-    return delete(
-        f"/clusters/{_id(cluster)}/keypairs/{_id(keypair)}", lambda data: list_of(Keypair, data)
-    )
+    return delete(f"/clusters/{_id(cluster)}/keypairs/{_id(keypair)}", reads_list(Keypair))
 
 
 def cluster_ssh(cluster: str) -> HttpCall[ClusterSsh]:
     """Each server's name, user and host keys (to pin in known_hosts)."""
-    return get(f"/clusters/{_id(cluster)}/ssh", lambda data: from_json(ClusterSsh, data))
+    return get(f"/clusters/{_id(cluster)}/ssh", reads(ClusterSsh))
 
 
 def cluster_console(cluster: str, server: str = "1") -> HttpCall[Console]:
     """The address of a browser terminal on the server (its number or name)."""
-    return get(
-        f"/clusters/{_id(cluster)}/console", lambda data: from_json(Console, data), server=server
-    )
+    return get(f"/clusters/{_id(cluster)}/console", reads(Console), server=server)

@@ -46,31 +46,14 @@ class TaskState(enum.StrEnum):
 
 
 @shaped(cloud_flavors.FlavorOut)
-@dataclass(frozen=True)
-class Flavor:
-    """One entry of the catalog, with how many more fit now."""
+class Flavor(cloud_flavors.FlavorSpec, WireRecord):
+    """One entry of the catalog, with its prices and how many more fit now."""
 
-    name: str
-    kind: str
-    description: str
-    vcpus: int
-    ram_gib: int
-    disk_gib: int
-    network: str
-    accelerators: str
-    ipus: int
-    gpus_per_server: int
-    host_model: str | None
-    poplar_count: int
-    infiniband: bool
-    bare_metal: bool
-    takes_volumes: bool
     price_per_hour: Decimal
     price_per_month: Decimal
     currency: str
     capacity: int
     images: tuple[str, ...]
-    raw: Any = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -162,20 +145,9 @@ class ClusterStorage:
 
 
 @shaped(cloud_clusters.ClusterOut)
-@dataclass(frozen=True)
-class CloudCluster:
+class CloudCluster(cloud_clusters.ClusterSummary, WireRecord):
     """An AI cluster: a vPOD (IPUs) or a GPU cluster, with its servers and volumes."""
 
-    id: str
-    name: str
-    flavor: str
-    kind: str
-    status: str
-    image: str
-    server_count: int
-    ipus: int
-    gpus: int
-    gpu_family: str | None
     interfaces: tuple[Mapping[str, str], ...]
     network: Mapping[str, Any]
     metadata: Mapping[str, str]
@@ -191,7 +163,6 @@ class CloudCluster:
     dataset_storage: ClusterStorage | None = None
     keypairs: tuple[str, ...] = ()
     """Names of the keypairs that may log in to its servers over SSH."""
-    raw: Any = field(default=None, repr=False, compare=False)
 
 
 class Exceeded(cloud_flavors.ExceededOut, WireRecord):

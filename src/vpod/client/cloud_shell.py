@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import Any, Self, TypedDict, Unpack
 
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
@@ -123,23 +123,37 @@ def websocket_to(site: HttpSite, path: str, what: str) -> ClientConnection:
         ) from None
 
 
+class ShellRequest(TypedDict, total=False):
+    """What to start on the server (unset: the default named)."""
+
+    command: str | None
+    """Run by the server's shell; None (default): a login shell."""
+    tty: bool
+    """With a terminal (default: without)."""
+    rows: int
+    """The terminal's size: 24 rows by 80 columns by default."""
+    cols: int
+    term: str
+    """``TERM`` (default ``xterm``)."""
+    lang: str
+    """``LANG`` (default: the server's)."""
+
+
 def open_relay(
-    site: HttpSite,
-    connect_path: str,
-    *,
-    command: str | None = None,
-    tty: bool = False,
-    rows: int = 24,
-    cols: int = 80,
-    term: str = "xterm",
-    lang: str = "",
+    site: HttpSite, connect_path: str, **request: Unpack[ShellRequest]
 ) -> ShellConnection:
     """Connect to the relay at ``connect_path`` (from the shell info) and start the shell."""
     ws = websocket_to(site, connect_path, "shell relay")
-    request = {"command": command, "tty": tty, "rows": rows, "cols": cols, "term": term}
-    if lang:
-        request["lang"] = lang
-    ws.send(json.dumps(request))
+    first: dict[str, Any] = {
+        "command": request.get("command"),
+        "tty": request.get("tty", False),
+        "rows": request.get("rows", 24),
+        "cols": request.get("cols", 80),
+        "term": request.get("term", "xterm"),
+    }
+    if request.get("lang"):
+        first["lang"] = request["lang"]
+    ws.send(json.dumps(first))
     return ShellConnection(ws, site.base_url)
 
 
@@ -147,6 +161,7 @@ __all__ = [
     "ShellConnection",
     "ShellExit",
     "ShellOutput",
+    "ShellRequest",
     "VpodError",
     "open_relay",
     "websocket_to",

@@ -13,7 +13,10 @@ A record marked :func:`shaped` is read through the server's own definition of
 the reply (a shape of :mod:`vpod.wire.rest`) first: a reply that is not one is
 the server's fault, said as :class:`~.errors.ServerError`. Where the record
 needs nothing the shape lacks (money as ``Decimal``, immutable tuples), it is
-the shape itself: a :class:`WireRecord` subclass of it, read-only.
+the shape itself: a :class:`WireRecord` subclass of it, read-only. Where it
+needs a few fields typed its own way, it subclasses the part of the shape it
+takes as is (``FlavorSpec`` of ``FlavorOut``), declares only the others, and is
+marked :func:`shaped` with the whole shape.
 """
 
 from __future__ import annotations
@@ -25,10 +28,17 @@ import typing
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from decimal import Decimal
-from functools import cache
+from functools import cache, partial
 from typing import Any, Self, TypeVar, Union
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    ValidationError,
+    model_validator,
+)
 
 from .errors import ServerError
 
@@ -39,7 +49,7 @@ _SHAPES: dict[type, type[BaseModel]] = {}
 
 class WireRecord(BaseModel):
     """A record that is the API's shape of a reply (its subclass: ``class Host(HostOut,
-    WireRecord)``), read-only; ``raw`` is the JSON object it was read from."""
+    WireRecord)``), read-only; ``raw`` is the JSON object it was read from (nested ones too)."""
 
     model_config = ConfigDict(frozen=True)
     _raw: Any = PrivateAttr(default=None)
@@ -48,16 +58,30 @@ class WireRecord(BaseModel):
     def raw(self) -> Any:
         return self._raw
 
+    @model_validator(mode="wrap")
+    @classmethod
+    def _keep_raw(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        record = handler(data)
+        if isinstance(data, Mapping):
+            record._raw = data
+        return record
+
     @classmethod
     def read(cls, data: Any) -> Self:
-        """The record of the JSON object ``data``; one that is not the shape is the server's
-        fault."""
+        """The record of the JSON object ``data``; one that is not the shape (the one it is
+        marked :func:`shaped` with, else the one it subclasses) is the server's fault."""
+        shape = _SHAPES.get(cls)
+        if shape is not None:
+            _shape_of(shape, data)
         try:
-            record = cls.model_validate(data)
+            return cls.model_validate(data)
         except ValidationError as exc:
-            raise ServerError(f"the API answered no {cls.__mro__[1].__name__}: {exc}") from None
-        record._raw = data
-        return record
+            said = (
+                f"a {shape.__name__} this client cannot read"
+                if shape is not None
+                else f"no {cls.__mro__[1].__name__}"
+            )
+            raise ServerError(f"the API answered {said}: {exc}") from None
 
 
 def shaped(shape: type[BaseModel]) -> Callable[[type[R]], type[R]]:
@@ -166,3 +190,14 @@ def list_of(cls: type[R], data: Any, key: str | None = None) -> list[R]:
     """Records of ``cls`` from a JSON list (or the list under ``key`` of an object)."""
     items = data[key] if key is not None else data
     return [from_json(cls, item) for item in items]
+
+
+def reads(cls: type[R]) -> Callable[[Any], R]:
+    """How to read a reply that is one ``cls`` (an :class:`~.http_transport.HttpCall`'s
+    ``parse``)."""
+    return partial(from_json, cls)
+
+
+def reads_list(cls: type[R]) -> Callable[[Any], list[R]]:
+    """How to read a reply that is a JSON list of ``cls``."""
+    return partial(list_of, cls)

@@ -194,7 +194,7 @@ class Partition:
 
 
 @dataclass(frozen=True)
-class PartitionStatus:
+class PartitionStatus(FromWire):
     """What the controller says about a partition now."""
 
     partition_id: str
@@ -205,13 +205,6 @@ class PartitionStatus:
     auto_reset_retry_count: int
     last_auto_reset_time: datetime | None
     raw: Any = field(repr=False, compare=False)
-
-    @classmethod
-    def from_wire(cls, message: pb.PartitionStatus) -> PartitionStatus:
-        return copy_fields(
-            cls,
-            message,
-        )
 
 
 @dataclass(frozen=True)

@@ -18,12 +18,15 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import ClassVar, Self
 
+from vpod.wire.field_copy import copy_all_fields
+
 from . import fabric
 from . import rest_calls as calls
 from .admin import AdminMethods
-from .api_methods import Async, Blocking, api_call
+from .api_methods import api_call
 from .config import load_settings, user_endpoint
-from .http_transport import DEFAULT_TIMEOUT_S, AsyncHttpTransport, HttpSite, HttpTransport
+from .http_api import AsyncHttpApi, BlockingHttpApi, HttpApi
+from .http_transport import DEFAULT_TIMEOUT_S, HttpSite
 from .records import Version
 from .user import UserMethods
 
@@ -74,18 +77,13 @@ def rest_settings(
     endpoint = user_endpoint(load_settings(options, env=env, config_path=config))
     scheme = "https" if endpoint.secure else "http"
     host = f"[{endpoint.host}]" if ":" in endpoint.host else endpoint.host
-    return RestSettings(
-        url=url or f"{scheme}://{host}:{DEFAULT_HTTP_PORT}",
-        user_id=endpoint.user_id,
-        access_key=endpoint.access_key,
-        tls_ca=endpoint.tls_ca,
-        tls_cert=endpoint.tls_cert,
-        tls_key=endpoint.tls_key,
-        timeout_s=endpoint.timeout_s,
+    # who calls, TLS and the timeout as the gRPC endpoint has them: the fields of that name
+    return copy_all_fields(
+        RestSettings, endpoint, url=url or f"{scheme}://{host}:{DEFAULT_HTTP_PORT}"
     )
 
 
-class _RestApi(UserMethods, AdminMethods):
+class _RestApi(HttpApi, UserMethods, AdminMethods):
     """The REST API's methods, the same for the blocking client and its asyncio twin: the
     user and admin APIs' (over REST) and its own."""
 
@@ -94,10 +92,7 @@ class _RestApi(UserMethods, AdminMethods):
 
     def __init__(self, settings: RestSettings) -> None:
         self.settings = settings
-        self._connect(settings.site())
-
-    def _connect(self, site: HttpSite) -> None:
-        raise NotImplementedError  # the blocking or the asyncio twin opens its transport
+        super().__init__(settings.site())
 
     @classmethod
     def from_config(
@@ -123,29 +118,23 @@ class _RestApi(UserMethods, AdminMethods):
     fragmentation = api_call(fabric.fragmentation)
 
 
-class RestClient(_RestApi, Blocking):
+class RestClient(_RestApi, BlockingHttpApi):
     """The REST API of one controller, over blocking HTTP (``httpx``)."""
-
-    def _connect(self, site: HttpSite) -> None:
-        self._transport = HttpTransport(site)
 
     def version(self) -> Version:
         return Version(self._transport.invoke(calls.version()), self.settings.url)
 
     def changes(self) -> Iterator[fabric.Change]:
         """The admin change stream, as it happens (blocks; stop iterating to close it)."""
-        return fabric.follow_changes(self.settings.site())
+        return fabric.follow_changes(self._site)
 
 
-class AsyncRestClient(_RestApi, Async):
+class AsyncRestClient(_RestApi, AsyncHttpApi):
     """The REST API over ``httpx.AsyncClient``; the same methods as :class:`RestClient`."""
-
-    def _connect(self, site: HttpSite) -> None:
-        self._transport = AsyncHttpTransport(site)
 
     async def version(self) -> Version:
         return Version(await self._transport.invoke(calls.version()), self.settings.url)
 
     def changes(self) -> AsyncIterator[fabric.Change]:
         """The admin change stream, as it happens; stop iterating to close it."""
-        return fabric.follow_changes_async(self.settings.site())
+        return fabric.follow_changes_async(self._site)

@@ -11,11 +11,10 @@ from datetime import UTC, datetime
 from typing import Any, Unpack
 from urllib.parse import quote
 
-from vpod.domain.topology import GwTopology, IldTopology
 from vpod.wire.rest.version import Version
 
 from . import rest_records as read
-from .admin_calls import EventFilter
+from .admin_calls import AllocationOptions, ClusterLayout, EventFilter
 from .admin_records import (
     Agent,
     AgentFaults,
@@ -189,14 +188,12 @@ def clear_fault(agent_id: str, fault: Fault | None = None) -> HttpCall[AgentFaul
 
 
 def create_cluster(
-    cluster_id: str,
-    agent_ids: Sequence[str],
-    *,
-    num_ilds: int | None = None,
-    topology: IldTopology | None = None,
-    cluster_topology: GwTopology | None = None,
+    cluster_id: str, agent_ids: Sequence[str], **layout: Unpack[ClusterLayout]
 ) -> HttpCall[Cluster]:
     body: dict[str, Any] = {"id": cluster_id, "agent_ids": list(agent_ids)}
+    num_ilds = layout.get("num_ilds")
+    topology = layout.get("topology")
+    cluster_topology = layout.get("cluster_topology")
     if num_ilds:
         body["num_ipulinkdomains"] = num_ilds
     if topology is not None:
@@ -220,20 +217,16 @@ def cluster_test(cluster_id: str, tests: Sequence[LinkTest] = ()) -> HttpCall[Cl
 
 
 def create_allocation(
-    allocation_id: str,
-    cluster_id: str,
-    *,
-    size: int | None = None,
-    agent_ids: Sequence[str] = (),
-    hosts: Sequence[str] = (),
+    allocation_id: str, cluster_id: str, **options: Unpack[AllocationOptions]
 ) -> HttpCall[Allocation]:
     body: dict[str, Any] = {"id": allocation_id, "cluster_id": cluster_id}
+    size = options.get("size")
     if size is not None:
         body["size"] = size
-    if agent_ids:
-        body["agent_ids"] = list(agent_ids)
-    if hosts:
-        body["hosts"] = list(hosts)
+    if options.get("agent_ids"):
+        body["agent_ids"] = list(options["agent_ids"])
+    if options.get("hosts"):
+        body["hosts"] = list(options["hosts"])
     return post("/admin/allocations", read.allocation, body)
 
 

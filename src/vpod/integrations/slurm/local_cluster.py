@@ -87,7 +87,8 @@ def _ephemeral_start() -> int:
 
 
 def free_port(address: str = "127.0.0.1") -> int:
-    """A port nothing listens on at ``address``, picked at random below the kernel's ephemeral range.
+    """A port nothing listens on at ``address``, picked at random below the kernel's
+    ephemeral range.
 
     A port the kernel hands out (bind to 0) is in that range, where any outgoing
     connection on the host may take it before the daemon binds it; below it only another

@@ -4,7 +4,7 @@ into its emulated machine (``ipu``, ``link-down``, ``agent-hang``, ``agent-slow`
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, model_validator
 
@@ -15,6 +15,14 @@ from .fields import AgentId, StrictBody, lower_dashed
 
 MAX_DELAY_MS = 600_000
 """Longest slowness a fault may inject: ten minutes."""
+AGENT_KEY_MAX_LENGTH = 256
+
+
+def agent_key_field(description: str) -> Any:
+    """An agent's key in a request: optional (empty: the key the agent registered with),
+    never answered back."""
+    return Field(default="", max_length=AGENT_KEY_MAX_LENGTH, description=description)
+
 
 FaultKindName = Annotated[
     Literal["ipu", "link-down", "agent-hang", "agent-slow"], BeforeValidator(lower_dashed)
@@ -27,11 +35,9 @@ class CreateAgentBody(StrictBody):
     port: int = Field(ge=1, le=65535)
     machine_type: MachineType = Field(default=MachineType.BOW2000)
     serial: str = Field(default="", max_length=128)
-    agent_key: str = Field(
-        default="",
-        max_length=256,
-        description="The key the agent answers to (`vipu-agent --key-file`); empty: the key it"
-        " registered with, if any. Never shown again.",
+    agent_key: str = agent_key_field(
+        "The key the agent answers to (`vipu-agent --key-file`); empty: the key it registered"
+        " with, if any. Never shown again."
     )
 
 
@@ -83,11 +89,9 @@ class DiscoverBody(StrictBody):
         min_length=1, max_length=256, description="`HOST:PORT` addresses to probe."
     )
     add: bool = Field(default=False, description="Create the agents found.")
-    agent_key: str = Field(
-        default="",
-        max_length=256,
-        description="The agents' key (`vipu-agent --key-file`); empty: the key the agent at"
-        " each address registered with.",
+    agent_key: str = agent_key_field(
+        "The agents' key (`vipu-agent --key-file`); empty: the key the agent at each address"
+        " registered with."
     )
 
 

@@ -128,7 +128,9 @@ class ClusterStorageOut(BaseModel):
     mount_path: str | None = Field(description="Where the bucket is mounted (null: not).")
 
 
-class ClusterOut(BaseModel):
+class ClusterSummary(BaseModel):
+    """What a cluster is in brief: its name, flavor, status, image and size."""
+
     id: str
     name: str
     flavor: str
@@ -139,6 +141,9 @@ class ClusterOut(BaseModel):
     ipus: int
     gpus: int
     gpu_family: str | None
+
+
+class ClusterOut(ClusterSummary):
     interfaces: list[dict[str, str]]
     network: dict[str, Any]
     metadata: dict[str, str]

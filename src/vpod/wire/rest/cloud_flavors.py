@@ -8,7 +8,9 @@ from .cloud_clusters import BOOT_VOLUME_DEFAULT_GIB
 from .fields import StrictBody
 
 
-class FlavorOut(BaseModel):
+class FlavorSpec(BaseModel):
+    """What a flavor's servers are: the catalog's description of it, without its prices."""
+
     name: str
     kind: str
     description: str
@@ -24,6 +26,9 @@ class FlavorOut(BaseModel):
     infiniband: bool
     bare_metal: bool
     takes_volumes: bool
+
+
+class FlavorOut(FlavorSpec):
     price_per_hour: str
     price_per_month: str
     currency: str
