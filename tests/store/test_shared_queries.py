@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import insert, select
 
+from tests.store.factories import add_allocation, add_cluster
 from vpod.store import Store
 from vpod.store import cloud_clusters as clusters
 from vpod.store.cloud_records import ClusterRecord, ProjectRecord
@@ -17,10 +18,11 @@ from vpod.store.cloud_rows import find_in_project, name_taken
 from vpod.store.cloud_schema import cloud_clusters, cloud_volumes
 from vpod.store.cloud_store import CloudStore
 from vpod.store.dependants import Dependants
-from vpod.store.errors import AlreadyExists, Conflict, NotFound
+from vpod.store.errors import AlreadyExists, Conflict, NotFound, insert_raced
 from vpod.store.filters import where_given
+from vpod.store.refusals import first_held, id_taken
 from vpod.store.row_records import children_of, grouped, record_of, values_of
-from vpod.store.schema import agents, allocations, cluster_agents
+from vpod.store.schema import agents, allocation_machines, allocations, cluster_agents
 from vpod.store.schema import clusters as pod_clusters
 
 NOW = datetime(2026, 5, 1, tzinfo=UTC)
@@ -143,6 +145,35 @@ def test_a_row_with_dependants_is_not_removed_and_the_refusal_names_them(store: 
         raced = held.explain_refusal(conn, "k9")
     assert raced.retryable
     assert "concurrent change" in str(raced)
+
+
+def test_a_refused_insert_is_explained_by_the_id_taken_or_the_lowest_unit_held(
+    store: Store,
+) -> None:
+    """``id_taken`` names a taken id and nothing else; ``first_held`` finds the lowest of the
+    wanted units another row holds, in that cluster only, and not the asker's own."""
+    add_cluster(store, "c1", machines=4)
+    add_cluster(store, "c2", machines=4)
+    add_allocation(store, "al1", (3, 1), "c1")
+    add_allocation(store, "al2", (0,), "c2")
+    machines = allocation_machines.c
+    with store._db.read() as conn:
+        taken = id_taken(conn, allocations.c.id, "allocation", "al1")
+        assert isinstance(taken, AlreadyExists)
+        assert (
+            str(taken)
+            == "allocation al1 exists already: pick another id, or remove the allocation first"
+        )
+        assert id_taken(conn, allocations.c.id, "allocation", "al9") is None
+        held = first_held(conn, machines.machine, machines.allocation_id, "c1", [0, 3, 1])
+        assert held == (1, "al1")
+        assert first_held(conn, machines.machine, machines.allocation_id, "c1", [0, 2]) is None
+        mine = first_held(conn, machines.machine, machines.allocation_id, "c1", [1], besides="al1")
+        assert mine is None
+        assert first_held(conn, machines.machine, machines.allocation_id, "c2", [0]) == (0, "al2")
+    raced = insert_raced("allocation", "al3")
+    assert raced.retryable
+    assert str(raced) == "allocation al3 could not be added because of a concurrent change: retry"
 
 
 @dataclass(frozen=True)

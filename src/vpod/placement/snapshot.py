@@ -17,7 +17,7 @@ snapshot.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from vpod.domain.catalog import IPUS_PER_MACHINE
@@ -478,25 +478,23 @@ class Snapshot:
     def largest_free_block(self, allocation_id: str) -> FreeBlock | None:
         """The largest free aligned block of IPUs in the allocation (lowest first on ties)."""
         alloc = self._allocation(allocation_id)
-        for level in range(SLOT_TOP_LEVEL, -1, -1):
-            if alloc.levels[level]:
-                domain = min(alloc.levels[level])
-                found = largest(alloc.parts[domain].free, SLOT_TOP_LEVEL)
-                assert found is not None, "a level set names a domain with a free block"
-                first = self.pod.domains[domain].first_slot + found[0]
-                return FreeBlock(domain, range(first, first + (1 << level)))
-        return None
+        found = _largest_free(
+            alloc.levels,
+            SLOT_TOP_LEVEL,
+            lambda domain: alloc.parts[domain].free,
+            lambda domain: self.pod.domains[domain].first_slot,
+        )
+        return None if found is None else FreeBlock(*found)
 
     def largest_free_run(self) -> FreeRun | None:
         """The largest free aligned run of machines in the pod (lowest first on ties)."""
-        for level in range(MACHINE_TOP_LEVEL, -1, -1):
-            if self._machine_levels[level]:
-                domain = min(self._machine_levels[level])
-                found = largest(self._cells[domain].free_machines, MACHINE_TOP_LEVEL)
-                assert found is not None, "a level set names a domain with a free block"
-                first = self.pod.domains[domain].first_machine + found[0]
-                return FreeRun(domain, range(first, first + (1 << level)))
-        return None
+        found = _largest_free(
+            self._machine_levels,
+            MACHINE_TOP_LEVEL,
+            lambda domain: self._cells[domain].free_machines,
+            lambda domain: self.pod.domains[domain].first_machine,
+        )
+        return None if found is None else FreeRun(*found)
 
     def free_block_counts(self, allocation_id: str) -> dict[int, int]:
         """Number of maximal free aligned blocks per size (a buddy allocator's free lists).
@@ -576,6 +574,25 @@ class Snapshot:
             f"Snapshot(pod={self.pod.name!r}, allocations={len(self._allocations)},"
             f" partitions={len(self._partitions)})"
         )
+
+
+def _largest_free(
+    levels: LevelSets,
+    top_level: int,
+    free_bits: Callable[[int], int],
+    first_unit: Callable[[int], int],
+) -> tuple[int, range] | None:
+    """The largest free aligned block any domain holds, lowest domain first on ties, as its
+    domain and its units (IPU slots or machines): ``levels`` say which domains hold a block of
+    each level, ``free_bits`` a domain's free units, ``first_unit`` its first unit's number."""
+    for level in range(top_level, -1, -1):
+        if levels[level]:
+            domain = min(levels[level])
+            found = largest(free_bits(domain), top_level)
+            assert found is not None, "a level set names a domain with a free block"
+            first = first_unit(domain) + found[0]
+            return domain, range(first, first + (1 << level))
+    return None
 
 
 def _check_slots(pod: Pod, slots: Iterable[int]) -> list[int]:

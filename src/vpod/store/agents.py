@@ -16,8 +16,9 @@ from sqlalchemy import Connection, Row, bindparam, delete, insert, select, updat
 from vpod.domain.catalog import IPUS_PER_MACHINE, MachineType
 from vpod.domain.entities import Agent
 
-from .errors import AlreadyExists, Conflict, NotFound, StoreError, removal_raced
+from .errors import Conflict, NotFound, StoreError, insert_raced, removal_raced
 from .records import AgentHealth, AgentHealthState
+from .refusals import id_taken
 from .schema import agent_keys, agents, cluster_agents
 from .translate import decoding
 
@@ -135,11 +136,10 @@ def insert_agent(conn: Connection, agent: Agent) -> None:
 
 
 def explain_insert_refused(conn: Connection, agent: Agent) -> StoreError:
-    if conn.scalar(select(agents.c.id).where(agents.c.id == agent.id)) is not None:
-        return AlreadyExists(
-            f"agent {agent.id} exists already: pick another id, or remove the agent first"
-        )
-    return Conflict(f"agent {agent.id} could not be added because of a concurrent change: retry")
+    taken_id = id_taken(conn, agents.c.id, "agent", agent.id)
+    if taken_id is not None:
+        return taken_id
+    return insert_raced("agent", agent.id)
 
 
 def update_agent(conn: Connection, agent: Agent) -> None:

@@ -17,7 +17,8 @@ from vpod.domain.entities import Allocation
 from . import access_versions
 from . import clusters as cluster_rows
 from .dependants import Dependants
-from .errors import AlreadyExists, Conflict, NotFound, StoreError
+from .errors import Conflict, NotFound, StoreError, insert_raced
+from .refusals import first_held, id_taken
 from .schema import allocation_machines, allocations, cluster_agents, partitions
 from .translate import decoding
 
@@ -52,10 +53,9 @@ def insert_allocation(conn: Connection, allocation: Allocation) -> None:
 def explain_insert_refused(conn: Connection, allocation: Allocation) -> StoreError:
     """Why an allocation could not be added: its id, its cluster, or a machine."""
     aid, cid = allocation.id, allocation.cluster_id
-    if conn.scalar(select(allocations.c.id).where(allocations.c.id == aid)) is not None:
-        return AlreadyExists(
-            f"allocation {aid} exists already: pick another id, or remove the allocation first"
-        )
+    taken_id = id_taken(conn, allocations.c.id, "allocation", aid)
+    if taken_id is not None:
+        return taken_id
     machine_agents: dict[int, str] = {
         row.position: row.agent_id
         for row in conn.execute(
@@ -72,20 +72,17 @@ def explain_insert_refused(conn: Connection, allocation: Allocation) -> StoreErr
             f"cluster {cid} has machines 0..{len(machine_agents) - 1}, not machine {missing[0]}:"
             f" allocation {aid} must use machines of its cluster"
         )
-    taken = conn.execute(
-        select(allocation_machines.c.machine, allocation_machines.c.allocation_id)
-        .where(
-            allocation_machines.c.cluster_id == cid,
-            allocation_machines.c.machine.in_(allocation.machines),
-        )
-        .order_by(allocation_machines.c.machine)
-    ).first()
+    machine_rows = allocation_machines.c
+    taken = first_held(
+        conn, machine_rows.machine, machine_rows.allocation_id, cid, allocation.machines
+    )
     if taken is not None:
+        machine, holder = taken
         return Conflict(
-            f"machine {taken.machine} (agent {machine_agents[taken.machine]}) of cluster {cid}"
-            f" is already in allocation {taken.allocation_id}: retry with a fresh snapshot"
+            f"machine {machine} (agent {machine_agents[machine]}) of cluster {cid}"
+            f" is already in allocation {holder}: retry with a fresh snapshot"
         )
-    return Conflict(f"allocation {aid} could not be added because of a concurrent change: retry")
+    return insert_raced("allocation", aid)
 
 
 def set_hosts(conn: Connection, allocation_id: str, hosts: Sequence[str]) -> None:

@@ -21,7 +21,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from sqlalchemy import Connection, select
 
@@ -59,6 +59,7 @@ VolumeClaims = Mapping[str, tuple[Sequence[str], Mapping[str, Any]]]
 """Volume id -> (statuses it may be in, changes to apply when claimed)."""
 
 R = TypeVar("R", bound=Claimable)
+P = ParamSpec("P")
 
 
 class CloudStore:
@@ -213,6 +214,18 @@ class CloudStore:
             tasks.append_meter(conn, meter)
             return rows.get(conn, row_id)
 
+    def _write_metered(
+        self,
+        meter: Iterable[MeterEntry],
+        write: Callable[Concatenate[Connection, P], None],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> None:
+        """``write(conn, ...)`` and the metering entries that go with it, in one transaction."""
+        with self._db.write() as conn:
+            write(conn, *args, **kwargs)
+            tasks.append_meter(conn, meter)
+
     def _claim_volumes(self, conn: Connection, task_id: str, claims: VolumeClaims) -> None:
         for volume_id, (allowed, changes) in claims.items():
             volumes.ROWS.claim(conn, volume_id, task_id, allowed, changes)
@@ -282,9 +295,7 @@ class CloudStore:
 
     def delete_cluster(self, cluster_id: str, meter: Iterable[MeterEntry] = ()) -> None:
         """Forget a cluster, its servers and their host slots (metering keeps its history)."""
-        with self._db.write() as conn:
-            clusters.delete_cluster(conn, cluster_id)
-            tasks.append_meter(conn, meter)
+        self._write_metered(meter, clusters.delete_cluster, cluster_id)
 
     # -- servers and hosts ----------------------------------------------------------------------
 
@@ -368,9 +379,7 @@ class CloudStore:
 
     def add_volumes(self, new: Sequence[VolumeRecord], meter: Iterable[MeterEntry] = ()) -> None:
         """Record volumes a running task makes (boot volumes of servers a resize adds)."""
-        with self._db.write() as conn:
-            volumes.insert_volumes(conn, new)
-            tasks.append_meter(conn, meter)
+        self._write_metered(meter, volumes.insert_volumes, new)
 
     def start_volume_task(
         self,
@@ -391,9 +400,7 @@ class CloudStore:
         return task
 
     def delete_volume(self, volume_id: str, meter: Iterable[MeterEntry] = ()) -> None:
-        with self._db.write() as conn:
-            volumes.delete_volume(conn, volume_id)
-            tasks.append_meter(conn, meter)
+        self._write_metered(meter, volumes.delete_volume, volume_id)
 
     # -- tasks --------------------------------------------------------------------------------
 

@@ -16,7 +16,8 @@ from vpod.domain.entities import Cluster
 from vpod.domain.topology import GwTopology, IldTopology
 
 from .dependants import Dependants
-from .errors import AlreadyExists, Conflict, NotFound, StoreError
+from .errors import Conflict, NotFound, StoreError, insert_raced
+from .refusals import id_taken
 from .row_records import children_of, grouped
 from .schema import agents, allocations, cluster_agents, clusters
 from .translate import decoding
@@ -60,10 +61,9 @@ def insert_cluster(conn: Connection, cluster: Cluster) -> None:
 
 def explain_insert_refused(conn: Connection, cluster: Cluster) -> StoreError:
     """Why a cluster could not be added: its id, a missing agent or an agent in use."""
-    if conn.scalar(select(clusters.c.id).where(clusters.c.id == cluster.id)) is not None:
-        return AlreadyExists(
-            f"cluster {cluster.id} exists already: pick another id, or remove the cluster first"
-        )
+    taken_id = id_taken(conn, clusters.c.id, "cluster", cluster.id)
+    if taken_id is not None:
+        return taken_id
     known = set(conn.scalars(select(agents.c.id).where(agents.c.id.in_(cluster.agent_ids))))
     missing = [a for a in cluster.agent_ids if a not in known]
     if missing:
@@ -83,9 +83,7 @@ def explain_insert_refused(conn: Connection, cluster: Cluster) -> StoreError:
             " belongs to one cluster only; remove it from that cluster first",
             retryable=False,
         )
-    return Conflict(
-        f"cluster {cluster.id} could not be added because of a concurrent change: retry"
-    )
+    return insert_raced("cluster", cluster.id)
 
 
 def get_cluster(conn: Connection, cluster_id: str) -> Cluster:

@@ -114,3 +114,14 @@ def project_resource(name: str, *columns: SchemaItem) -> Table:
         *columns,
         UniqueConstraint("project_id", "name"),
     )
+
+
+def cluster_grant(name: str, *columns: SchemaItem) -> Table:
+    """A table of what a cluster is given (its keypairs, its dataset storage): rows keyed by
+    the cluster (``cluster_id`` first in the primary key), which go with it, then ``columns``."""
+    return Table(
+        name,
+        metadata,
+        reference("cluster_id", "cloud_clusters.id", cascade=True, primary_key=True),
+        *columns,
+    )

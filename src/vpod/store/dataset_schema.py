@@ -15,24 +15,30 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Column, Table, Text
+from sqlalchemy import Column, Text
 
-from .columns import LABEL, TEXT_SHORT, UtcDateTime, metadata, project_resource, reference
+from .columns import (
+    LABEL,
+    TEXT_SHORT,
+    UtcDateTime,
+    cluster_grant,
+    project_resource,
+    reference,
+    required,
+)
 
 cloud_dataset_storages = project_resource(
     "cloud_dataset_storages",
     Column("endpoint", LABEL, nullable=False, comment="an endpoint name of cloud.toml"),
-    Column("bucket", LABEL, nullable=False),
+    *required(bucket=LABEL),
     Column("access_key_masked", LABEL, nullable=False, comment="e.g. AKIA…WXYZ"),
     Column("access_key_sealed", Text, nullable=False, comment="Fernet token"),
     Column("secret_key_sealed", Text, nullable=False, comment="Fernet token"),
-    Column("created_at", UtcDateTime, nullable=False),
+    *required(created_at=UtcDateTime),
 )
 
-cloud_dataset_attachments = Table(
+cloud_dataset_attachments = cluster_grant(
     "cloud_dataset_attachments",
-    metadata,
-    reference("cluster_id", "cloud_clusters.id", cascade=True, primary_key=True),
     reference("storage_id", "cloud_dataset_storages.id", index=True),
     Column("mount_path", TEXT_SHORT, nullable=True, comment="absolute path on the servers"),
 )

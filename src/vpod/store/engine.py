@@ -35,7 +35,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -310,22 +310,19 @@ class Database:
         self, read: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
         """``read(conn, *args, **kwargs)`` in a read transaction of its own: a one-query read."""
-        with self.read() as conn:
-            return read(conn, *args, **kwargs)
+        return _run_in(self.read(), read, *args, **kwargs)
 
     def run_snapshot(
         self, read: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
         """``read(conn, ...)`` in a read transaction whose queries all see one state."""
-        with self.read(snapshot=True) as conn:
-            return read(conn, *args, **kwargs)
+        return _run_in(self.read(snapshot=True), read, *args, **kwargs)
 
     def run_write(
         self, write: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
         """``write(conn, ...)`` in a write transaction of its own, committed when it returns."""
-        with self.write() as conn:
-            return write(conn, *args, **kwargs)
+        return _run_in(self.write(), write, *args, **kwargs)
 
     def run_explained(
         self,
@@ -340,10 +337,21 @@ class Database:
         def why() -> StoreError:
             return self.run_read(explain, *args, **kwargs)
 
-        with self.write(why) as conn:
-            return write(conn, *args, **kwargs)
+        return _run_in(self.write(why), write, *args, **kwargs)
 
     def dispose(self) -> None:
         if self.checkpointer is not None:
             self.checkpointer.close()
         self.engine.dispose()
+
+
+def _run_in(
+    transaction: AbstractContextManager[Connection],
+    work: Callable[Concatenate[Connection, P], T],
+    *args: P.args,
+    **kwargs: P.kwargs,
+) -> T:
+    """``work(conn, *args, **kwargs)`` inside ``transaction`` (one of :class:`Database`'s), which
+    commits or rolls back as the work returns or raises: what every ``run_*`` does."""
+    with transaction as conn:
+        return work(conn, *args, **kwargs)

@@ -72,6 +72,12 @@ def still_holding(what: str, record_id: str, held: str, held_ids: Sequence[str])
     )
 
 
+def insert_raced(what: str, record_id: str) -> Conflict:
+    """An insert that found nothing in its way when asked why it failed: a concurrent change
+    got there first, so retrying may succeed."""
+    return Conflict(f"{what} {record_id} could not be added because of a concurrent change: retry")
+
+
 def removal_raced(what: str, record_id: str) -> Conflict:
     """A removal that found nothing in its way when asked why it failed: a concurrent change
     got there first, so retrying may succeed."""

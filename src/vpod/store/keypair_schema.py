@@ -11,21 +11,19 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Column, Table, Text
+from sqlalchemy import Column, Text
 
-from .columns import LABEL, UtcDateTime, metadata, project_resource, reference
+from .columns import LABEL, UtcDateTime, cluster_grant, project_resource, reference, required
 
 cloud_keypairs = project_resource(
     "cloud_keypairs",
     Column("key_type", LABEL, nullable=False, comment="ssh-ed25519, ssh-rsa, ecdsa-sha2-..."),
     Column("public_key", Text, nullable=False, comment="one authorized_keys line"),
     Column("fingerprint", LABEL, nullable=False, comment="SHA256:... as ssh-keygen -l shows"),
-    Column("created_at", UtcDateTime, nullable=False),
+    *required(created_at=UtcDateTime),
 )
 
-cloud_cluster_keypairs = Table(
+cloud_cluster_keypairs = cluster_grant(
     "cloud_cluster_keypairs",
-    metadata,
-    reference("cluster_id", "cloud_clusters.id", cascade=True, primary_key=True),
     reference("keypair_id", "cloud_keypairs.id", primary_key=True, index=True),
 )

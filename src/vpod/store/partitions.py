@@ -33,8 +33,9 @@ from vpod.placement.snapshot import PartitionFootprint
 
 from . import allocations as allocation_rows
 from . import prepared
-from .errors import AlreadyExists, Conflict, NotFound, StoreError
+from .errors import Conflict, NotFound, StoreError
 from .records import PartitionChanges, PartitionIpu, PartitionRecord
+from .refusals import first_held, id_taken
 from .row_records import record_of
 from .schema import allocation_machines, allocations, partition_ipus, partitions
 from .translate import decoding
@@ -185,10 +186,9 @@ def insert_partition(conn: Connection, record: PartitionRecord) -> None:
 def explain_reserve_refused(conn: Connection, record: PartitionRecord) -> StoreError:
     """Why a reservation was refused: the id, the allocation, or the first IPU in the way."""
     pid = record.id
-    if conn.scalar(select(partitions.c.id).where(partitions.c.id == pid)) is not None:
-        return AlreadyExists(
-            f"partition {pid} exists already: pick another id, or remove the partition first"
-        )
+    taken_id = id_taken(conn, partitions.c.id, "partition", pid)
+    if taken_id is not None:
+        return taken_id
     return explain_ipus_refused(conn, record, record.ipus)
 
 
@@ -201,19 +201,14 @@ def explain_ipus_refused(
         return allocation_rows.not_found(aid)
     if home != cid:
         return NotFound(f"allocation {aid} is in cluster {home}, not in cluster {cid}")
-    taken = conn.execute(
-        select(partition_ipus.c.slot, partition_ipus.c.partition_id)
-        .where(
-            partition_ipus.c.cluster_id == cid,
-            partition_ipus.c.slot.in_([ipu.slot for ipu in ipus]),
-            partition_ipus.c.partition_id != pid,
-        )
-        .order_by(partition_ipus.c.slot)
-    ).first()
+    ipu_rows = partition_ipus.c
+    slots = [ipu.slot for ipu in ipus]
+    taken = first_held(conn, ipu_rows.slot, ipu_rows.partition_id, cid, slots, besides=pid)
     if taken is not None:
+        slot, holder = taken
         return Conflict(
-            f"IPU slot {taken.slot} (machine {taken.slot // IPUS_PER_MACHINE}) of cluster {cid}"
-            f" is already in partition {taken.partition_id}: {_RETRY}"
+            f"IPU slot {slot} (machine {slot // IPUS_PER_MACHINE}) of cluster {cid}"
+            f" is already in partition {holder}: {_RETRY}"
         )
     held = set(
         conn.scalars(

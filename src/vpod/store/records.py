@@ -14,7 +14,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 from vpod.domain.catalog import IPUS_PER_MACHINE
 from vpod.domain.entities import Cluster
@@ -232,6 +232,19 @@ class AuditEvent:
     """A sentence with the particulars (a refusal's reason, an error)."""
     id: int = 0
     """Assigned by the store in append order; 0 before it is stored."""
+
+
+class AuditEntry(TypedDict):
+    """What a caller gives ``Store.append_event``: an :class:`AuditEvent` but its ``id``, with
+    ``source`` and ``detail`` optional as there."""
+
+    time: datetime
+    actor: str
+    action: str
+    target: str
+    outcome: str
+    source: NotRequired[str]
+    detail: NotRequired[str]
 
 
 @dataclass(frozen=True, slots=True)

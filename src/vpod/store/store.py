@@ -38,6 +38,7 @@ from .occupancy import read_occupancy
 from .records import (
     AgentHealth,
     AgentHealthState,
+    AuditEntry,
     AuditEvent,
     Lease,
     Occupancy,
@@ -457,28 +458,9 @@ class Store:
 
     # -- audit events -----------------------------------------------------------------------
 
-    def append_event(
-        self,
-        *,
-        time: datetime,
-        actor: str,
-        action: str,
-        target: str,
-        outcome: str,
-        source: str = "",
-        detail: str = "",
-    ) -> AuditEvent:
+    def append_event(self, **entry: Unpack[AuditEntry]) -> AuditEvent:
         """Add one entry to the audit log; returns it with its id."""
-        event = AuditEvent(
-            time=time,
-            actor=actor,
-            action=action,
-            target=target,
-            outcome=outcome,
-            source=source,
-            detail=detail,
-        )
-        return self._db.run_write(event_rows.append, event)
+        return self._db.run_write(event_rows.append, AuditEvent(**entry))
 
     def append_events(self, events: Iterable[AuditEvent]) -> list[AuditEvent]:
         """Add several entries to the audit log in one transaction; returns them with ids."""

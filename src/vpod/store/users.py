@@ -20,7 +20,8 @@ from vpod.domain.entities import User
 
 from . import access_versions
 from . import allocations as allocation_rows
-from .errors import AlreadyExists, Conflict, NotFound, StoreError
+from .errors import Conflict, NotFound, StoreError, insert_raced
+from .refusals import id_taken
 from .row_records import children_of, grouped
 from .schema import allocations, user_allocations, users
 from .translate import decoding
@@ -45,17 +46,16 @@ def insert_user(
 
 
 def explain_insert_refused(conn: Connection, user: User) -> StoreError:
-    if conn.scalar(select(users.c.id).where(users.c.id == user.id)) is not None:
-        return AlreadyExists(
-            f"user {user.id} exists already: pick another id, or remove the user first"
-        )
+    taken_id = id_taken(conn, users.c.id, "user", user.id)
+    if taken_id is not None:
+        return taken_id
     known = set(
         conn.scalars(select(allocations.c.id).where(allocations.c.id.in_(user.allocation_ids)))
     )
     for allocation_id in user.allocation_ids:
         if allocation_id not in known:
             return allocation_rows.not_found(allocation_id)
-    return Conflict(f"user {user.id} could not be added because of a concurrent change: retry")
+    return insert_raced("user", user.id)
 
 
 def get_user(conn: Connection, user_id: str) -> User:
