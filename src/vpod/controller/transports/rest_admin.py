@@ -117,7 +117,6 @@ Filter = Annotated[str, Query(max_length=200)]
 @router.post(
     "/agents",
     tags=["admin: agents"],
-    response_model=AgentOut,
     status_code=status.HTTP_201_CREATED,
     responses=error_responses(400, 401, 403, 409, 503),
 )
@@ -137,12 +136,7 @@ async def create_agent(
     return agent_out(await listings.new_agent(agent))
 
 
-@router.get(
-    "/agents",
-    tags=["admin: agents"],
-    response_model=AgentList,
-    responses=error_responses(400, 401, 403, 503),
-)
+@router.get("/agents", tags=["admin: agents"], responses=error_responses(400, 401, 403, 503))
 async def list_agents(
     listings: ListingsDep,
     cluster: Annotated[str | None, Query(description="Only this cluster's.")] = None,
@@ -170,7 +164,6 @@ async def remove_agent(
 @router.post(
     "/agents/discover",
     tags=["admin: agents"],
-    response_model=DiscoveredAgentList,
     responses=error_responses(400, 401, 403, 503),
 )
 async def discover_agents(
@@ -184,7 +177,6 @@ async def discover_agents(
 @router.post(
     "/agents/{agent_id}/faults",
     tags=["admin: faults"],
-    response_model=AgentFaults,
     responses=error_responses(400, 401, 403, 404, 409, 503),
 )
 async def inject_fault(
@@ -198,7 +190,6 @@ async def inject_fault(
 @router.delete(
     "/agents/{agent_id}/faults",
     tags=["admin: faults"],
-    response_model=AgentFaults,
     responses=error_responses(400, 401, 403, 404, 409, 503),
 )
 async def clear_fault(
@@ -225,7 +216,6 @@ async def clear_fault(
 @router.post(
     "/clusters",
     tags=["admin: clusters"],
-    response_model=ClusterOut,
     status_code=status.HTTP_201_CREATED,
     responses=error_responses(400, 401, 403, 404, 409, 503),
 )
@@ -244,12 +234,7 @@ async def create_cluster(
     return cluster_out(cluster)
 
 
-@router.get(
-    "/clusters",
-    tags=["admin: clusters"],
-    response_model=ClusterList,
-    responses=error_responses(401, 403, 503),
-)
+@router.get("/clusters", tags=["admin: clusters"], responses=error_responses(401, 403, 503))
 async def list_clusters(inventory: InventoryDep) -> ClusterList:
     """Every cluster (`vipu-admin list clusters`)."""
     return ClusterList(clusters=[cluster_out(cl) for cl in await inventory.list_clusters()])
@@ -273,7 +258,6 @@ async def remove_cluster(
 @router.post(
     "/clusters/{cluster_id}/test",
     tags=["admin: clusters"],
-    response_model=ClusterTestReport,
     responses=error_responses(400, 401, 403, 404, 409, 503),
 )
 async def test_cluster(  # a route, not a test: its name makes its OpenAPI operation id
@@ -299,7 +283,6 @@ async def test_cluster(  # a route, not a test: its name makes its OpenAPI opera
 @router.post(
     "/allocations",
     tags=["admin: allocations"],
-    response_model=AllocationOut,
     status_code=status.HTTP_201_CREATED,
     responses=error_responses(),
 )
@@ -323,7 +306,6 @@ async def create_allocation(
 @router.get(
     "/allocations",
     tags=["admin: allocations"],
-    response_model=AllocationList,
     responses=error_responses(400, 401, 403, 503),
 )
 async def list_allocations(
@@ -339,7 +321,6 @@ async def list_allocations(
 @router.put(
     "/allocations/{allocation_id}/hosts",
     tags=["admin: allocations"],
-    response_model=AllocationOut,
     responses=error_responses(400, 401, 403, 404, 503),
 )
 async def set_allocation_hosts(
@@ -376,7 +357,6 @@ async def remove_allocation_route(
 @router.post(
     "/users",
     tags=["admin: users"],
-    response_model=CreatedUser,
     status_code=status.HTTP_201_CREATED,
     responses=error_responses(400, 401, 403, 404, 409, 503),
 )
@@ -394,12 +374,7 @@ async def create_user(
     )
 
 
-@router.get(
-    "/users",
-    tags=["admin: users"],
-    response_model=UserList,
-    responses=error_responses(401, 403, 503),
-)
+@router.get("/users", tags=["admin: users"], responses=error_responses(401, 403, 503))
 async def list_users(inventory: InventoryDep) -> UserList:
     """Every user and the allocations granted to it (never their keys)."""
     return UserList(users=[copy_fields(UserOut, u) for u in await inventory.list_users()])
@@ -427,7 +402,6 @@ AllocationIdPath = Annotated[str, Path(description="The allocation's id.")]
 @router.put(
     "/users/{user_id}/allocations/{allocation_id}",
     tags=["admin: users"],
-    response_model=UserOut,
     responses=error_responses(400, 401, 403, 404, 503),
 )
 async def grant_allocation(
@@ -442,7 +416,6 @@ async def grant_allocation(
 @router.delete(
     "/users/{user_id}/allocations/{allocation_id}",
     tags=["admin: users"],
-    response_model=UserOut,
     responses=error_responses(400, 401, 403, 404, 503),
 )
 async def revoke_allocation(
@@ -460,7 +433,6 @@ async def revoke_allocation(
 @router.get(
     "/partitions",
     tags=["admin: partitions"],
-    response_model=AdminPartitionList,
     responses=error_responses(400, 401, 403, 404, 503),
 )
 async def list_partitions(
@@ -484,7 +456,6 @@ async def list_partitions(
 @router.get(
     "/ipu-attributes",
     tags=["admin: partitions"],
-    response_model=IpuAttributeList,
     responses=error_responses(400, 401, 403, 404, 503),
 )
 async def list_ipu_attributes(
@@ -500,12 +471,7 @@ async def list_ipu_attributes(
 # -- audit log
 
 
-@router.get(
-    "/events",
-    tags=["admin: audit log"],
-    response_model=EventList,
-    responses=error_responses(400, 401, 403, 503),
-)
+@router.get("/events", tags=["admin: audit log"], responses=error_responses(400, 401, 403, 503))
 async def list_events(
     caller: AsAdmin,
     audit_log: AuditLogDep,

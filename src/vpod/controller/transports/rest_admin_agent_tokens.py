@@ -42,12 +42,7 @@ def _out(record: AgentTokenRecord) -> AgentTokenOut:
     )
 
 
-@router.post(
-    "",
-    response_model=CreatedAgentToken,
-    status_code=status.HTTP_201_CREATED,
-    responses=error_responses(400, 401, 403, 503),
-)
+@router.post("", status_code=status.HTTP_201_CREATED, responses=error_responses(400, 401, 403, 503))
 async def create_agent_token(
     caller: AsAdmin, tokens: AgentTokensDep, body: CreateAgentTokenBody | None = None
 ) -> CreatedAgentToken:
@@ -57,7 +52,7 @@ async def create_agent_token(
     return CreatedAgentToken(agent_token=_out(issued.record), token=issued.token)
 
 
-@router.get("", response_model=AgentTokenList, responses=error_responses(401, 403, 503))
+@router.get("", responses=error_responses(401, 403, 503))
 async def list_agent_tokens(tokens: AgentTokensDep) -> AgentTokenList:
     """Every registration token and the agents bound to it, never the secrets
     (`vipu-admin list agent-tokens`)."""

@@ -36,7 +36,6 @@ def _out(record: PartitionKeyRecord) -> PartitionKeyOut:
 
 @router.post(
     "",
-    response_model=CreatedPartitionKey,
     status_code=status.HTTP_201_CREATED,
     responses=error_responses(400, 401, 403, 404, 409, 503),
 )
@@ -48,7 +47,7 @@ async def create_partition_key(
     return CreatedPartitionKey(partition_key=_out(minted.record), access_key=minted.access_key)
 
 
-@router.get("", response_model=PartitionKeyList, responses=error_responses(401, 403, 503))
+@router.get("", responses=error_responses(401, 403, 503))
 async def list_partition_keys(caller: AsUser, keys: PartitionKeysDep) -> PartitionKeyList:
     """The keys you minted (every key, for an administrator); never the keys themselves."""
     return PartitionKeyList(partition_keys=[_out(k) for k in await keys.list(caller)])

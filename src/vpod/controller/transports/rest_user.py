@@ -39,7 +39,7 @@ router = APIRouter(prefix=API_PREFIX)
 """The user API (``create_http_app`` includes it)."""
 
 
-@router.get("/version", tags=["version"], response_model=Version)
+@router.get("/version", tags=["version"])
 async def get_version(settings: SettingsDep) -> Version:
     """The V-IPU API version this controller serves (`vipu --server-version`)."""
     return Version(
@@ -51,12 +51,7 @@ async def get_version(settings: SettingsDep) -> Version:
 # -- partitions
 
 
-@router.get(
-    "/partitions",
-    tags=["partitions"],
-    response_model=PartitionList,
-    responses=error_responses(400, 401, 404, 503),
-)
+@router.get("/partitions", tags=["partitions"], responses=error_responses(400, 401, 404, 503))
 async def list_partitions(
     caller: AsUser,
     listings: ListingsDep,
@@ -73,7 +68,6 @@ async def list_partitions(
 @router.post(
     "/partitions",
     tags=["partitions"],
-    response_model=Partition,
     status_code=status.HTTP_201_CREATED,
     responses=error_responses(),
 )
@@ -103,7 +97,6 @@ async def create_partition(
 @router.get(
     "/partitions/{partition_id}",
     tags=["partitions"],
-    response_model=Partition,
     responses=error_responses(401, 404, 503),
 )
 async def get_partition(
@@ -161,7 +154,6 @@ async def reset_partition(
 @router.get(
     "/partitions/{partition_id}/status",
     tags=["partitions"],
-    response_model=PartitionStatus,
     responses=error_responses(401, 404, 503),
 )
 async def get_partition_status(
@@ -175,7 +167,6 @@ async def get_partition_status(
 @router.get(
     "/partitions/{partition_id}/ipuof-config",
     tags=["partitions"],
-    response_model=IpuofConfigFile | IpuofConfigSet,
     responses=error_responses(400, 401, 404, 409, 503),
 )
 async def get_ipuof_config(
@@ -206,12 +197,7 @@ async def get_ipuof_config(
 # -- allocations and IPUs
 
 
-@router.get(
-    "/allocations",
-    tags=["allocations"],
-    response_model=AllocationList,
-    responses=error_responses(400, 401, 503),
-)
+@router.get("/allocations", tags=["allocations"], responses=error_responses(400, 401, 503))
 async def list_allocations(
     caller: AsUser,
     listings: ListingsDep,
@@ -222,12 +208,7 @@ async def list_allocations(
     return AllocationList(allocations=allocations_out(rows))
 
 
-@router.get(
-    "/ipu-attributes",
-    tags=["allocations"],
-    response_model=IpuAttributeList,
-    responses=error_responses(400, 401, 404, 503),
-)
+@router.get("/ipu-attributes", tags=["allocations"], responses=error_responses(400, 401, 404, 503))
 async def list_ipu_attributes(
     caller: AsUser,
     views: ViewsDep,
