@@ -9,7 +9,7 @@ use-cases as dependencies (:mod:`.rest_deps`).
 from datetime import datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Query, Response, status
+from fastapi import APIRouter, Depends, Path, Query, status
 
 from vpod.domain.entities import Cluster
 from vpod.wire.field_copy import copy_fields
@@ -67,6 +67,7 @@ from .rest_deps import (
     ViewsDep,
 )
 from .rest_errors import error_responses
+from .rest_no_content import no_content
 from .rest_user import API_PREFIX
 from .wire_convert import cluster_test_reply
 
@@ -145,20 +146,15 @@ async def list_agents(
     return AgentList(agents=[agent_out(row) for row in await listings.agents(cluster or None)])
 
 
-@router.delete(
-    "/agents/{agent_id}",
-    tags=["admin: agents"],
-    status_code=204,
-    response_class=Response,
-    responses=error_responses(400, 401, 403, 404, 409, 503),
+@no_content(
+    router.delete, "/agents/{agent_id}", 400, 401, 403, 404, 409, 503, tags=["admin: agents"]
 )
 async def remove_agent(
     caller: AsAdmin, agent_id: IdPath, teardown: TeardownDep, force: ForceQuery = False
-) -> Response:
+) -> None:
     """Forget an agent (`vipu-admin remove agent`); with `force`, the cluster it is in
     first, with that cluster's allocations and their partitions."""
     await teardown.remove_agent(caller, agent_id, force=force)
-    return Response(status_code=204)
 
 
 @router.post(
@@ -240,19 +236,14 @@ async def list_clusters(inventory: InventoryDep) -> ClusterList:
     return ClusterList(clusters=[cluster_out(cl) for cl in await inventory.list_clusters()])
 
 
-@router.delete(
-    "/clusters/{cluster_id}",
-    tags=["admin: clusters"],
-    status_code=204,
-    response_class=Response,
-    responses=error_responses(400, 401, 403, 404, 409, 503),
+@no_content(
+    router.delete, "/clusters/{cluster_id}", 400, 401, 403, 404, 409, 503, tags=["admin: clusters"]
 )
 async def remove_cluster(
     caller: AsAdmin, cluster_id: IdPath, teardown: TeardownDep, force: ForceQuery = False
-) -> Response:
+) -> None:
     """Remove a cluster; with `force`, its allocations and their partitions first."""
     await teardown.remove_cluster(caller, cluster_id, force=force)
-    return Response(status_code=204)
 
 
 @router.post(
@@ -336,19 +327,22 @@ async def set_allocation_hosts(
     return allocations_out([await listings.allocation(caller, allocation.id)])[0]
 
 
-@router.delete(
+@no_content(
+    router.delete,
     "/allocations/{allocation_id}",
+    400,
+    401,
+    403,
+    404,
+    409,
+    503,
     tags=["admin: allocations"],
-    status_code=204,
-    response_class=Response,
-    responses=error_responses(400, 401, 403, 404, 409, 503),
 )
 async def remove_allocation_route(
     caller: AsAdmin, allocation_id: IdPath, teardown: TeardownDep, force: ForceQuery = False
-) -> Response:
+) -> None:
     """Remove an allocation; with `force`, its partitions first."""
     await teardown.remove_allocation(caller, allocation_id, force=force)
-    return Response(status_code=204)
 
 
 # -- users
@@ -380,20 +374,13 @@ async def list_users(inventory: InventoryDep) -> UserList:
     return UserList(users=[copy_fields(UserOut, u) for u in await inventory.list_users()])
 
 
-@router.delete(
-    "/users/{user_id}",
-    tags=["admin: users"],
-    status_code=204,
-    response_class=Response,
-    responses=error_responses(401, 403, 404, 503),
-)
+@no_content(router.delete, "/users/{user_id}", 401, 403, 404, 503, tags=["admin: users"])
 async def remove_user(
     caller: AsAdmin, user_id: IdPath, inventory: InventoryDep, auth: AuthenticatorDep
-) -> Response:
+) -> None:
     """Remove a user; its access key stops working at once."""
     await inventory.remove_user(caller, user_id)
     auth.forget(user_id)
-    return Response(status_code=204)
 
 
 AllocationIdPath = Annotated[str, Path(description="The allocation's id.")]

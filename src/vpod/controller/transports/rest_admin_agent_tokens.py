@@ -10,7 +10,7 @@ keeps a hash).
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Response, status
+from fastapi import APIRouter, Depends, Path, status
 
 from vpod.wire.rest.agent_tokens import (
     AgentTokenList,
@@ -23,6 +23,7 @@ from ..agent_tokens import AgentTokenRecord
 from .rest_auth import AsAdmin, admin_caller
 from .rest_deps import AgentTokensDep
 from .rest_errors import error_responses
+from .rest_no_content import no_content
 from .rest_user import API_PREFIX
 
 router = APIRouter(
@@ -59,18 +60,12 @@ async def list_agent_tokens(tokens: AgentTokensDep) -> AgentTokenList:
     return AgentTokenList(agent_tokens=[_out(t) for t in await tokens.list()])
 
 
-@router.delete(
-    "/{token_id}",
-    status_code=204,
-    response_class=Response,
-    responses=error_responses(400, 401, 403, 404, 503),
-)
+@no_content(router.delete, "/{token_id}", 400, 401, 403, 404, 503)
 async def remove_agent_token(
     caller: AsAdmin,
     tokens: AgentTokensDep,
     token_id: Annotated[str, Path(max_length=64, description="The token's id.")],
-) -> Response:
+) -> None:
     """Remove a token (`vipu-admin remove agent-token`): it admits no registration any more,
     and the agents bound to it may bind to another token."""
     await tokens.remove(caller, token_id)
-    return Response(status_code=204)

@@ -6,7 +6,7 @@ the creation's answer only (the controller keeps a hash).
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Response, status
+from fastapi import APIRouter, Path, status
 
 from vpod.store.records import PartitionKeyRecord
 from vpod.wire.rest.partition_keys import (
@@ -19,6 +19,7 @@ from vpod.wire.rest.partition_keys import (
 from .rest_auth import AsUser
 from .rest_deps import PartitionKeysDep
 from .rest_errors import error_responses
+from .rest_no_content import no_content
 from .rest_user import API_PREFIX
 
 router = APIRouter(prefix=f"{API_PREFIX}/partition-keys", tags=["partition keys"])
@@ -53,17 +54,11 @@ async def list_partition_keys(caller: AsUser, keys: PartitionKeysDep) -> Partiti
     return PartitionKeyList(partition_keys=[_out(k) for k in await keys.list(caller)])
 
 
-@router.delete(
-    "/{key_id}",
-    status_code=204,
-    response_class=Response,
-    responses=error_responses(401, 403, 404, 503),
-)
+@no_content(router.delete, "/{key_id}", 401, 403, 404, 503)
 async def remove_partition_key(
     caller: AsUser,
     keys: PartitionKeysDep,
     key_id: Annotated[str, Path(max_length=64, description="The key's id.")],
-) -> Response:
+) -> None:
     """Stop a key at once."""
     await keys.revoke(caller, key_id)
-    return Response(status_code=204)

@@ -30,6 +30,7 @@ from .rest_convert import (
 )
 from .rest_deps import InventoryDep, ListingsDep, PartitionsDep, SettingsDep, ViewsDep
 from .rest_errors import error_responses
+from .rest_no_content import no_content
 
 API_PREFIX = "/api/v1"
 
@@ -113,30 +114,21 @@ async def get_partition(
     return partition_out(record, cluster, settings.ipuof_server_version)
 
 
-@router.delete(
-    "/partitions/{partition_id}",
-    tags=["partitions"],
-    status_code=204,
-    response_class=Response,
-    responses=error_responses(400, 401, 404, 409, 503),
+@no_content(
+    router.delete, "/partitions/{partition_id}", 400, 401, 404, 409, 503, tags=["partitions"]
 )
 async def remove_partition(
     caller: AsUser,
     partition_id: PartitionIdPath,
     partitions: PartitionsDep,
     force: Annotated[bool, Query(description="Ignore agent errors while removing.")] = False,
-) -> Response:
+) -> None:
     """Remove a partition and free its IPUs (`vipu remove partition [--force]`)."""
     await partitions.remove(caller, partition_id, force=force)
-    return Response(status_code=204)
 
 
-@router.post(
-    "/partitions/{partition_id}/reset",
-    tags=["partitions"],
-    status_code=204,
-    response_class=Response,
-    responses=error_responses(400, 401, 404, 409, 503),
+@no_content(
+    router.post, "/partitions/{partition_id}/reset", 400, 401, 404, 409, 503, tags=["partitions"]
 )
 async def reset_partition(
     caller: AsUser,
@@ -145,10 +137,9 @@ async def reset_partition(
     relocatable: Annotated[
         bool, Query(description="Make the partition relocatable from now on.")
     ] = False,
-) -> Response:
+) -> None:
     """Put the partition's IPUs back into their initial state (`vipu reset partition`)."""
     await partitions.reset(caller, partition_id, relocatable=relocatable)
-    return Response(status_code=204)
 
 
 @router.get(
