@@ -12,6 +12,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, status
 
+from vpod.wire.field_copy import copy_fields
 from vpod.wire.rest.agent_tokens import (
     AgentTokenList,
     AgentTokenOut,
@@ -35,12 +36,7 @@ router = APIRouter(
 
 
 def _out(record: AgentTokenRecord) -> AgentTokenOut:
-    return AgentTokenOut(
-        id=record.id,
-        label=record.label,
-        created_at=record.created_at,
-        agent_ids=list(record.agent_ids),
-    )
+    return copy_fields(AgentTokenOut, record, agent_ids=list(record.agent_ids))
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, responses=error_responses(400, 401, 403, 503))

@@ -9,6 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, status
 
 from vpod.store.records import PartitionKeyRecord
+from vpod.wire.field_copy import copy_fields
 from vpod.wire.rest.partition_keys import (
     CreatedPartitionKey,
     CreatePartitionKeyBody,
@@ -27,12 +28,7 @@ router = APIRouter(prefix=f"{API_PREFIX}/partition-keys", tags=["partition keys"
 
 
 def _out(record: PartitionKeyRecord) -> PartitionKeyOut:
-    return PartitionKeyOut(
-        id=record.id,
-        owner_id=record.owner_id,
-        partition_id=record.partition_id,
-        created_at=record.created_at,
-    )
+    return copy_fields(PartitionKeyOut, record)
 
 
 @router.post(
