@@ -48,39 +48,32 @@ class TlsSetupError(Exception):
     """TLS material is missing, unreadable or inconsistent; the message says what to do."""
 
 
+class _TlsFile:
+    """One file of :class:`TlsFiles`, by its name in the directory."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, files: TlsFiles, owner: type[TlsFiles]) -> Path:
+        return files.directory / self.name
+
+
 @dataclass(frozen=True)
 class TlsFiles:
     """Where ``--tls-init`` writes (and ``--tls`` reads) the six files."""
 
     directory: Path
 
+    ca_cert = _TlsFile("ca.crt")
+    ca_key = _TlsFile("ca.key")
+    server_cert = _TlsFile("server.crt")
+    server_key = _TlsFile("server.key")
+    client_cert = _TlsFile("client.crt")
+    client_key = _TlsFile("client.key")
+
     @classmethod
     def in_data_dir(cls, data_dir: Path) -> TlsFiles:
         return cls(data_dir / TLS_DIR)
-
-    @property
-    def ca_cert(self) -> Path:
-        return self.directory / "ca.crt"
-
-    @property
-    def ca_key(self) -> Path:
-        return self.directory / "ca.key"
-
-    @property
-    def server_cert(self) -> Path:
-        return self.directory / "server.crt"
-
-    @property
-    def server_key(self) -> Path:
-        return self.directory / "server.key"
-
-    @property
-    def client_cert(self) -> Path:
-        return self.directory / "client.crt"
-
-    @property
-    def client_key(self) -> Path:
-        return self.directory / "client.key"
 
     def all(self) -> tuple[Path, ...]:
         return (
@@ -190,20 +183,7 @@ def write_tls_material(
     ca_cert = (
         _builder(ca_name, ca_name, ca_key, start, CA_DAYS)
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=False,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
+        .add_extension(_key_usage(key_cert_sign=True, crl_sign=True), critical=True)
         .add_extension(
             x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False
         )
@@ -251,6 +231,24 @@ def _builder(
     )
 
 
+_KEY_USAGES = (
+    "digital_signature",
+    "content_commitment",
+    "key_encipherment",
+    "data_encipherment",
+    "key_agreement",
+    "key_cert_sign",
+    "crl_sign",
+    "encipher_only",
+    "decipher_only",
+)
+
+
+def _key_usage(**granted: bool) -> x509.KeyUsage:
+    """What a key may do: only what is named (a CA signs certificates, a leaf agrees keys)."""
+    return x509.KeyUsage(**(dict.fromkeys(_KEY_USAGES, False) | granted))
+
+
 def _leaf(
     common: str,
     ca_cert: x509.Certificate,
@@ -263,20 +261,7 @@ def _leaf(
     builder = (
         _builder(_name(common), ca_cert.subject, key, start, LEAF_DAYS)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=True,
-                key_cert_sign=False,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
+        .add_extension(_key_usage(digital_signature=True, key_agreement=True), critical=True)
         .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
         .add_extension(
             x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),

@@ -27,6 +27,7 @@ from ..agent_tokens import METADATA_KEY, AgentTokenRecord, AgentTokens
 from ..allocation_hosts import AllocationHosts
 from ..audit_log import DEFAULT_LIMIT, AuditLog, EventFilter
 from ..auth import Authenticator
+from ..caller import Caller
 from ..fleet import Fleet
 from ..inventory import Inventory
 from ..listings import AgentRow, AllocationRow, Listings
@@ -37,6 +38,7 @@ from ..teardown import Teardown
 from ..telemetry import IpuTelemetryView
 from .auth import GrpcAuthenticator, grpc_source
 from .grpc_errors import grpc_errors
+from .grpc_handlers import as_admin, as_user
 from .telemetry_grpc import telemetry_reply
 from .wire_convert import (
     attributes_to_wire,
@@ -134,37 +136,33 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
 
     # -- agents
 
-    @grpc_errors
+    @as_admin
     async def CreateAgent(  # noqa: N802
-        self, request: apb.CreateAgentRequest, context: grpc.aio.ServicerContext
+        self, request: apb.CreateAgentRequest, caller: Caller
     ) -> apb.CreateAgentReply:
-        caller = await self.auth.admin(context)
         agent = await self.inventory.create_agent(
             caller, request.agent_id, request.host, request.port, key=request.agent_key
         )
         return apb.CreateAgentReply(agent=_agent_to_wire(await self.listings.new_agent(agent)))
 
-    @grpc_errors
+    @as_admin
     async def ListAgents(  # noqa: N802
-        self, request: apb.ListAgentsRequest, context: grpc.aio.ServicerContext
+        self, request: apb.ListAgentsRequest, _caller: Caller
     ) -> apb.ListAgentsReply:
-        await self.auth.admin(context)
         rows = await self.listings.agents(request.cluster_id or None)
         return apb.ListAgentsReply(agents=[_agent_to_wire(row) for row in rows])
 
-    @grpc_errors
+    @as_admin
     async def RemoveAgent(  # noqa: N802
-        self, request: apb.RemoveAgentRequest, context: grpc.aio.ServicerContext
+        self, request: apb.RemoveAgentRequest, caller: Caller
     ) -> apb.RemoveAgentReply:
-        caller = await self.auth.admin(context)
         await self.teardown.remove_agent(caller, request.agent_id, force=request.force)
         return apb.RemoveAgentReply()
 
-    @grpc_errors
+    @as_admin
     async def DiscoverAgents(  # noqa: N802
-        self, request: apb.DiscoverAgentsRequest, context: grpc.aio.ServicerContext
+        self, request: apb.DiscoverAgentsRequest, caller: Caller
     ) -> apb.DiscoverAgentsReply:
-        caller = await self.auth.admin(context)
         if request.agent_key:
             try:
                 check_agent_key(request.agent_key)
@@ -177,11 +175,10 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
 
     # -- clusters
 
-    @grpc_errors
+    @as_admin
     async def CreateCluster(  # noqa: N802
-        self, request: apb.CreateClusterRequest, context: grpc.aio.ServicerContext
+        self, request: apb.CreateClusterRequest, caller: Caller
     ) -> apb.CreateClusterReply:
-        caller = await self.auth.admin(context)
         cluster = await self.inventory.create_cluster(
             caller,
             request.cluster_id,
@@ -192,38 +189,34 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         )
         return apb.CreateClusterReply(cluster=_cluster_to_wire(cluster))
 
-    @grpc_errors
+    @as_admin
     async def ListClusters(  # noqa: N802
-        self, request: apb.ListClustersRequest, context: grpc.aio.ServicerContext
+        self, request: apb.ListClustersRequest, _caller: Caller
     ) -> apb.ListClustersReply:
-        await self.auth.admin(context)
         clusters = await self.inventory.list_clusters()
         return apb.ListClustersReply(clusters=[_cluster_to_wire(c) for c in clusters])
 
-    @grpc_errors
+    @as_admin
     async def RemoveCluster(  # noqa: N802
-        self, request: apb.RemoveClusterRequest, context: grpc.aio.ServicerContext
+        self, request: apb.RemoveClusterRequest, caller: Caller
     ) -> apb.RemoveClusterReply:
-        caller = await self.auth.admin(context)
         await self.teardown.remove_cluster(caller, request.cluster_id, force=request.force)
         return apb.RemoveClusterReply()
 
-    @grpc_errors
+    @as_admin
     async def TestCluster(  # noqa: N802
-        self, request: apb.TestClusterRequest, context: grpc.aio.ServicerContext
+        self, request: apb.TestClusterRequest, caller: Caller
     ) -> apb.TestClusterReply:
-        caller = await self.auth.admin(context)
         kinds = _decoded(agent_convert.link_tests_from_wire, request.tests)
         cluster, done, failed = await self.fleet.test_cluster(caller, request.cluster_id, kinds)
         return cluster_test_reply(cluster.id, cluster.agent_ids, done, failed, kinds)
 
     # -- allocations
 
-    @grpc_errors
+    @as_admin
     async def CreateAllocation(  # noqa: N802
-        self, request: apb.CreateAllocationRequest, context: grpc.aio.ServicerContext
+        self, request: apb.CreateAllocationRequest, caller: Caller
     ) -> apb.CreateAllocationReply:
-        caller = await self.auth.admin(context)
         allocation = await self.inventory.create_allocation(
             caller,
             request.allocation_id,
@@ -238,23 +231,21 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
             allocation=_allocation_to_wire(row, self.settings.trusted_hosts)
         )
 
-    @grpc_errors
+    # Users may call this too (``vipu list allocations``): they see their own.
+    @as_user
     async def ListAllocations(  # noqa: N802
-        self, request: apb.ListAllocationsRequest, context: grpc.aio.ServicerContext
+        self, request: apb.ListAllocationsRequest, caller: Caller
     ) -> apb.ListAllocationsReply:
-        # Users may call this too (``vipu list allocations``): they see their own.
-        caller = await self.auth.user(context)
         rows = await self.listings.allocations(caller, request.cluster_id or None)
         trusted = self.settings.trusted_hosts
         return apb.ListAllocationsReply(
             allocations=[_allocation_to_wire(row, trusted) for row in rows]
         )
 
-    @grpc_errors
+    @as_admin
     async def SetAllocationHosts(  # noqa: N802
-        self, request: apb.SetAllocationHostsRequest, context: grpc.aio.ServicerContext
+        self, request: apb.SetAllocationHostsRequest, caller: Caller
     ) -> apb.SetAllocationHostsReply:
-        caller = await self.auth.admin(context)
         allocation = await self.allocation_hosts.set(
             caller, request.allocation_id, list(request.hosts)
         )
@@ -263,21 +254,19 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
             allocation=_allocation_to_wire(row, self.settings.trusted_hosts)
         )
 
-    @grpc_errors
+    @as_admin
     async def RemoveAllocation(  # noqa: N802
-        self, request: apb.RemoveAllocationRequest, context: grpc.aio.ServicerContext
+        self, request: apb.RemoveAllocationRequest, caller: Caller
     ) -> apb.RemoveAllocationReply:
-        caller = await self.auth.admin(context)
         await self.teardown.remove_allocation(caller, request.allocation_id, force=request.force)
         return apb.RemoveAllocationReply()
 
     # -- users
 
-    @grpc_errors
+    @as_admin
     async def CreateUser(  # noqa: N802
-        self, request: apb.CreateUserRequest, context: grpc.aio.ServicerContext
+        self, request: apb.CreateUserRequest, caller: Caller
     ) -> apb.CreateUserReply:
-        caller = await self.auth.admin(context)
         created = await self.inventory.create_user(
             caller, request.user_id, list(request.allocation_ids), admin=request.admin
         )
@@ -286,38 +275,34 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
             access_key=created.access_key,
         )
 
-    @grpc_errors
+    @as_admin
     async def ListUsers(  # noqa: N802
-        self, request: apb.ListUsersRequest, context: grpc.aio.ServicerContext
+        self, request: apb.ListUsersRequest, _caller: Caller
     ) -> apb.ListUsersReply:
-        await self.auth.admin(context)
         users = await self.inventory.list_users()
         times = await self.inventory.user_times()
         return apb.ListUsersReply(users=[_user_to_wire(u, times.get(u.id)) for u in users])
 
-    @grpc_errors
+    @as_admin
     async def RemoveUser(  # noqa: N802
-        self, request: apb.RemoveUserRequest, context: grpc.aio.ServicerContext
+        self, request: apb.RemoveUserRequest, caller: Caller
     ) -> apb.RemoveUserReply:
-        caller = await self.auth.admin(context)
         await self.inventory.remove_user(caller, request.user_id)
         self.authenticator.forget(request.user_id)
         return apb.RemoveUserReply()
 
-    @grpc_errors
+    @as_admin
     async def GrantAllocation(  # noqa: N802
-        self, request: apb.GrantAllocationRequest, context: grpc.aio.ServicerContext
+        self, request: apb.GrantAllocationRequest, caller: Caller
     ) -> apb.GrantAllocationReply:
-        caller = await self.auth.admin(context)
         user = await self.inventory.grant_allocation(caller, request.user_id, request.allocation_id)
         times = await self.inventory.user_times()
         return apb.GrantAllocationReply(user=_user_to_wire(user, times.get(user.id)))
 
-    @grpc_errors
+    @as_admin
     async def RevokeAllocation(  # noqa: N802
-        self, request: apb.RevokeAllocationRequest, context: grpc.aio.ServicerContext
+        self, request: apb.RevokeAllocationRequest, caller: Caller
     ) -> apb.RevokeAllocationReply:
-        caller = await self.auth.admin(context)
         user = await self.inventory.revoke_allocation(
             caller, request.user_id, request.allocation_id
         )
@@ -326,11 +311,10 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
 
     # -- partitions, faults, attributes
 
-    @grpc_errors
+    @as_admin
     async def ListPartitions(  # noqa: N802
-        self, request: apb.ListPartitionsRequest, context: grpc.aio.ServicerContext
+        self, request: apb.ListPartitionsRequest, caller: Caller
     ) -> apb.ListPartitionsReply:
-        caller = await self.auth.admin(context)
         rows = await self.listings.partitions(
             caller,
             allocation_id=request.allocation_id or None,
@@ -352,22 +336,20 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
                 )
         return reply
 
-    @grpc_errors
+    @as_admin
     async def InjectFault(  # noqa: N802
-        self, request: apb.InjectFaultRequest, context: grpc.aio.ServicerContext
+        self, request: apb.InjectFaultRequest, caller: Caller
     ) -> apb.InjectFaultReply:
-        caller = await self.auth.admin(context)
         fault = _decoded(agent_convert.fault_from_wire, request.fault)
         faults = await self.fleet.inject_fault(caller, request.agent_id, fault)
         return apb.InjectFaultReply(
             agent_id=request.agent_id, active_faults=agent_convert.faults_to_wire(faults)
         )
 
-    @grpc_errors
+    @as_admin
     async def ClearFault(  # noqa: N802
-        self, request: apb.ClearFaultRequest, context: grpc.aio.ServicerContext
+        self, request: apb.ClearFaultRequest, caller: Caller
     ) -> apb.ClearFaultReply:
-        caller = await self.auth.admin(context)
         fault = None
         if request.HasField("fault") and not request.all:
             fault = _decoded(agent_convert.fault_from_wire, request.fault)
@@ -376,21 +358,19 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
             agent_id=request.agent_id, active_faults=agent_convert.faults_to_wire(faults)
         )
 
-    @grpc_errors
+    @as_admin
     async def ListIpuAttributes(  # noqa: N802
-        self, request: pb.ListIPUAttributesRequest, context: grpc.aio.ServicerContext
+        self, request: pb.ListIPUAttributesRequest, caller: Caller
     ) -> pb.ListIPUAttributesReply:
-        caller = await self.auth.admin(context)
         attributes = await self.views.ipu_attributes(caller, request.agents)
         return attributes_to_wire(attributes)
 
     # -- telemetry
 
-    @grpc_errors
+    @as_admin
     async def ListIpuTelemetry(  # noqa: N802
-        self, request: apb.ListIpuTelemetryRequest, context: grpc.aio.ServicerContext
+        self, request: apb.ListIpuTelemetryRequest, _caller: Caller
     ) -> apb.ListIpuTelemetryReply:
-        await self.auth.admin(context)
         samples = await self.telemetry.samples(
             cluster_id=request.cluster_id,
             partition_id=request.partition_id,
@@ -400,11 +380,10 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
 
     # -- audit log
 
-    @grpc_errors
+    @as_admin
     async def ListEvents(  # noqa: N802
-        self, request: apb.ListEventsRequest, context: grpc.aio.ServicerContext
+        self, request: apb.ListEventsRequest, caller: Caller
     ) -> apb.ListEventsReply:
-        caller = await self.auth.admin(context)
         try:
             since = from_timestamp(request.since, "since") if request.HasField("since") else None
             until = from_timestamp(request.until, "until") if request.HasField("until") else None
@@ -423,43 +402,40 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
 
     # -- agent registration tokens
 
-    @grpc_errors
+    @as_admin
     async def CreateAgentToken(  # noqa: N802
-        self, request: apb.CreateAgentTokenRequest, context: grpc.aio.ServicerContext
+        self, request: apb.CreateAgentTokenRequest, caller: Caller
     ) -> apb.CreateAgentTokenReply:
-        caller = await self.auth.admin(context)
         issued = await self.agent_tokens.issue(caller, request.label)
         return apb.CreateAgentTokenReply(
             agent_token=_agent_token_to_wire(issued.record), token=issued.token
         )
 
-    @grpc_errors
+    @as_admin
     async def ListAgentTokens(  # noqa: N802
-        self, request: apb.ListAgentTokensRequest, context: grpc.aio.ServicerContext
+        self, request: apb.ListAgentTokensRequest, _caller: Caller
     ) -> apb.ListAgentTokensReply:
-        await self.auth.admin(context)
         tokens = await self.agent_tokens.list()
         return apb.ListAgentTokensReply(agent_tokens=[_agent_token_to_wire(t) for t in tokens])
 
-    @grpc_errors
+    @as_admin
     async def RemoveAgentToken(  # noqa: N802
-        self, request: apb.RemoveAgentTokenRequest, context: grpc.aio.ServicerContext
+        self, request: apb.RemoveAgentTokenRequest, caller: Caller
     ) -> apb.RemoveAgentTokenReply:
-        caller = await self.auth.admin(context)
         await self.agent_tokens.remove(caller, request.token_id)
         return apb.RemoveAgentTokenReply()
 
 
 def _agent_token_to_wire(record: AgentTokenRecord) -> apb.AgentToken:
-    wire = apb.AgentToken(id=record.id, label=record.label, agent_ids=list(record.agent_ids))
-    wire.created_at.FromDatetime(record.created_at)
-    return wire
+    return copy_fields(apb.AgentToken, record)
 
 
+@dataclass(eq=False)
 class RegistrationServicer(apb_grpc.AgentRegistrationServiceServicer):
-    def __init__(self, fleet: Fleet, agent_tokens: AgentTokens) -> None:
-        self._fleet = fleet
-        self._agent_tokens = agent_tokens
+    """``vpod.admin.v1.AgentRegistrationService``: agents announce themselves (no caller)."""
+
+    fleet: Fleet
+    agent_tokens: AgentTokens
 
     @grpc_errors
     async def RegisterAgent(  # noqa: N802
@@ -480,11 +456,11 @@ class RegistrationServicer(apb_grpc.AgentRegistrationServiceServicer):
         metadata = dict(context.invocation_metadata() or ())
         source = grpc_source(context)
         token = str(metadata.get(METADATA_KEY, ""))
-        token_id = await self._agent_tokens.admit(agent.id, token, source=source)
-        known, message = await self._fleet.register(
+        token_id = await self.agent_tokens.admit(agent.id, token, source=source)
+        known, message = await self.fleet.register(
             agent, boot_id=request.boot_id, ipuof_address=request.ipuof_address
         )
-        await self._agent_tokens.registered(agent.id, token_id, message, source=source)
+        await self.agent_tokens.registered(agent.id, token_id, message, source=source)
         return apb.RegisterAgentReply(known=known, message=message)
 
 
@@ -497,7 +473,4 @@ def add_admin_api(
 
 def _user_to_wire(user: User, created_at: datetime | None) -> apb.User:
     """A user on the wire; ``created_at`` stays unset for users older than the store's record."""
-    wire = apb.User(id=user.id, allocation_ids=list(user.allocation_ids), admin=user.admin)
-    if created_at is not None:
-        wire.created_at.FromDatetime(created_at)
-    return wire
+    return copy_fields(apb.User, user, created_at=created_at)

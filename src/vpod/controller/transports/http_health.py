@@ -92,7 +92,7 @@ def readiness(request: Request) -> Readiness:
 router = APIRouter(tags=["health"])
 
 
-@router.get("/healthz", response_model=Health)
+@router.get("/healthz")
 async def healthz() -> Health:
     """Liveness: 200 while the process serves HTTP."""
     return Health(status="ok")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .http_middleware import HttpMiddleware
 from .rest_errors import error_response
 
 MAX_BODY_BYTES = 1 << 20
@@ -21,17 +22,14 @@ def _too_large(limit: int) -> str:
     return f"the request body is larger than {limit} bytes: this API takes small JSON bodies"
 
 
-class BodyLimitMiddleware:
+class BodyLimitMiddleware(HttpMiddleware):
     """Refuse bodies longer than ``limit`` bytes with 413 PAYLOAD_TOO_LARGE."""
 
     def __init__(self, app: ASGIApp, limit: int = MAX_BODY_BYTES) -> None:
-        self.app = app
+        super().__init__(app)
         self.limit = limit
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         declared = dict(scope.get("headers", [])).get(b"content-length")
         if declared is not None:
             try:

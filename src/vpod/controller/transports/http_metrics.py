@@ -24,6 +24,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import errors
 from ..metrics import CONTENT_TYPE, ControllerMetrics
+from .http_middleware import HttpMiddleware
 from .rest_auth import PresentedDep
 from .rest_deps import AuthenticatorDep, SettingsDep
 
@@ -39,17 +40,14 @@ def route_template(scope: Scope) -> str:
     return UNMATCHED
 
 
-class RequestMetricsMiddleware:
+class RequestMetricsMiddleware(HttpMiddleware):
     """Times every HTTP request and counts it by method, route template and status."""
 
     def __init__(self, app: ASGIApp, metrics: ControllerMetrics) -> None:
-        self._app = app
+        super().__init__(app)
         self._metrics = metrics
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self._app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         metrics = self._metrics
         start = metrics.timer()
         status = 500  # what the client gets if the app raises before answering
@@ -61,7 +59,7 @@ class RequestMetricsMiddleware:
             await send(message)
 
         try:
-            await self._app(scope, receive, send_and_note)
+            await self.app(scope, receive, send_and_note)
         finally:
             metrics.observe_http(
                 scope.get("method", ""), route_template(scope), status, metrics.timer() - start

@@ -9,7 +9,7 @@ use-cases as dependencies (:mod:`.rest_deps`).
 from datetime import datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Query, Response, status
+from fastapi import APIRouter, Depends, Path, Query, status
 
 from vpod.domain.entities import Cluster
 from vpod.wire.field_copy import copy_fields
@@ -67,6 +67,7 @@ from .rest_deps import (
     ViewsDep,
 )
 from .rest_errors import error_responses
+from .rest_no_content import no_content
 from .rest_user import API_PREFIX
 from .wire_convert import cluster_test_reply
 
@@ -117,7 +118,6 @@ Filter = Annotated[str, Query(max_length=200)]
 @router.post(
     "/agents",
     tags=["admin: agents"],
-    response_model=AgentOut,
     status_code=status.HTTP_201_CREATED,
     responses=error_responses(400, 401, 403, 409, 503),
 )
@@ -137,12 +137,7 @@ async def create_agent(
     return agent_out(await listings.new_agent(agent))
 
 
-@router.get(
-    "/agents",
-    tags=["admin: agents"],
-    response_model=AgentList,
-    responses=error_responses(400, 401, 403, 503),
-)
+@router.get("/agents", tags=["admin: agents"], responses=error_responses(400, 401, 403, 503))
 async def list_agents(
     listings: ListingsDep,
     cluster: Annotated[str | None, Query(description="Only this cluster's.")] = None,
@@ -151,26 +146,20 @@ async def list_agents(
     return AgentList(agents=[agent_out(row) for row in await listings.agents(cluster or None)])
 
 
-@router.delete(
-    "/agents/{agent_id}",
-    tags=["admin: agents"],
-    status_code=204,
-    response_class=Response,
-    responses=error_responses(400, 401, 403, 404, 409, 503),
+@no_content(
+    router.delete, "/agents/{agent_id}", 400, 401, 403, 404, 409, 503, tags=["admin: agents"]
 )
 async def remove_agent(
     caller: AsAdmin, agent_id: IdPath, teardown: TeardownDep, force: ForceQuery = False
-) -> Response:
+) -> None:
     """Forget an agent (`vipu-admin remove agent`); with `force`, the cluster it is in
     first, with that cluster's allocations and their partitions."""
     await teardown.remove_agent(caller, agent_id, force=force)
-    return Response(status_code=204)
 
 
 @router.post(
     "/agents/discover",
     tags=["admin: agents"],
-    response_model=DiscoveredAgentList,
     responses=error_responses(400, 401, 403, 503),
 )
 async def discover_agents(
@@ -184,7 +173,6 @@ async def discover_agents(
 @router.post(
     "/agents/{agent_id}/faults",
     tags=["admin: faults"],
-    response_model=AgentFaults,
     responses=error_responses(400, 401, 403, 404, 409, 503),
 )
 async def inject_fault(
@@ -198,7 +186,6 @@ async def inject_fault(
 @router.delete(
     "/agents/{agent_id}/faults",
     tags=["admin: faults"],
-    response_model=AgentFaults,
     responses=error_responses(400, 401, 403, 404, 409, 503),
 )
 async def clear_fault(
@@ -225,7 +212,6 @@ async def clear_fault(
 @router.post(
     "/clusters",
     tags=["admin: clusters"],
-    response_model=ClusterOut,
     status_code=status.HTTP_201_CREATED,
     responses=error_responses(400, 401, 403, 404, 409, 503),
 )
@@ -244,36 +230,25 @@ async def create_cluster(
     return cluster_out(cluster)
 
 
-@router.get(
-    "/clusters",
-    tags=["admin: clusters"],
-    response_model=ClusterList,
-    responses=error_responses(401, 403, 503),
-)
+@router.get("/clusters", tags=["admin: clusters"], responses=error_responses(401, 403, 503))
 async def list_clusters(inventory: InventoryDep) -> ClusterList:
     """Every cluster (`vipu-admin list clusters`)."""
     return ClusterList(clusters=[cluster_out(cl) for cl in await inventory.list_clusters()])
 
 
-@router.delete(
-    "/clusters/{cluster_id}",
-    tags=["admin: clusters"],
-    status_code=204,
-    response_class=Response,
-    responses=error_responses(400, 401, 403, 404, 409, 503),
+@no_content(
+    router.delete, "/clusters/{cluster_id}", 400, 401, 403, 404, 409, 503, tags=["admin: clusters"]
 )
 async def remove_cluster(
     caller: AsAdmin, cluster_id: IdPath, teardown: TeardownDep, force: ForceQuery = False
-) -> Response:
+) -> None:
     """Remove a cluster; with `force`, its allocations and their partitions first."""
     await teardown.remove_cluster(caller, cluster_id, force=force)
-    return Response(status_code=204)
 
 
 @router.post(
     "/clusters/{cluster_id}/test",
     tags=["admin: clusters"],
-    response_model=ClusterTestReport,
     responses=error_responses(400, 401, 403, 404, 409, 503),
 )
 async def test_cluster(  # a route, not a test: its name makes its OpenAPI operation id
@@ -299,7 +274,6 @@ async def test_cluster(  # a route, not a test: its name makes its OpenAPI opera
 @router.post(
     "/allocations",
     tags=["admin: allocations"],
-    response_model=AllocationOut,
     status_code=status.HTTP_201_CREATED,
     responses=error_responses(),
 )
@@ -323,7 +297,6 @@ async def create_allocation(
 @router.get(
     "/allocations",
     tags=["admin: allocations"],
-    response_model=AllocationList,
     responses=error_responses(400, 401, 403, 503),
 )
 async def list_allocations(
@@ -339,7 +312,6 @@ async def list_allocations(
 @router.put(
     "/allocations/{allocation_id}/hosts",
     tags=["admin: allocations"],
-    response_model=AllocationOut,
     responses=error_responses(400, 401, 403, 404, 503),
 )
 async def set_allocation_hosts(
@@ -355,19 +327,22 @@ async def set_allocation_hosts(
     return allocations_out([await listings.allocation(caller, allocation.id)])[0]
 
 
-@router.delete(
+@no_content(
+    router.delete,
     "/allocations/{allocation_id}",
+    400,
+    401,
+    403,
+    404,
+    409,
+    503,
     tags=["admin: allocations"],
-    status_code=204,
-    response_class=Response,
-    responses=error_responses(400, 401, 403, 404, 409, 503),
 )
 async def remove_allocation_route(
     caller: AsAdmin, allocation_id: IdPath, teardown: TeardownDep, force: ForceQuery = False
-) -> Response:
+) -> None:
     """Remove an allocation; with `force`, its partitions first."""
     await teardown.remove_allocation(caller, allocation_id, force=force)
-    return Response(status_code=204)
 
 
 # -- users
@@ -376,7 +351,6 @@ async def remove_allocation_route(
 @router.post(
     "/users",
     tags=["admin: users"],
-    response_model=CreatedUser,
     status_code=status.HTTP_201_CREATED,
     responses=error_responses(400, 401, 403, 404, 409, 503),
 )
@@ -394,31 +368,19 @@ async def create_user(
     )
 
 
-@router.get(
-    "/users",
-    tags=["admin: users"],
-    response_model=UserList,
-    responses=error_responses(401, 403, 503),
-)
+@router.get("/users", tags=["admin: users"], responses=error_responses(401, 403, 503))
 async def list_users(inventory: InventoryDep) -> UserList:
     """Every user and the allocations granted to it (never their keys)."""
     return UserList(users=[copy_fields(UserOut, u) for u in await inventory.list_users()])
 
 
-@router.delete(
-    "/users/{user_id}",
-    tags=["admin: users"],
-    status_code=204,
-    response_class=Response,
-    responses=error_responses(401, 403, 404, 503),
-)
+@no_content(router.delete, "/users/{user_id}", 401, 403, 404, 503, tags=["admin: users"])
 async def remove_user(
     caller: AsAdmin, user_id: IdPath, inventory: InventoryDep, auth: AuthenticatorDep
-) -> Response:
+) -> None:
     """Remove a user; its access key stops working at once."""
     await inventory.remove_user(caller, user_id)
     auth.forget(user_id)
-    return Response(status_code=204)
 
 
 AllocationIdPath = Annotated[str, Path(description="The allocation's id.")]
@@ -427,7 +389,6 @@ AllocationIdPath = Annotated[str, Path(description="The allocation's id.")]
 @router.put(
     "/users/{user_id}/allocations/{allocation_id}",
     tags=["admin: users"],
-    response_model=UserOut,
     responses=error_responses(400, 401, 403, 404, 503),
 )
 async def grant_allocation(
@@ -442,7 +403,6 @@ async def grant_allocation(
 @router.delete(
     "/users/{user_id}/allocations/{allocation_id}",
     tags=["admin: users"],
-    response_model=UserOut,
     responses=error_responses(400, 401, 403, 404, 503),
 )
 async def revoke_allocation(
@@ -460,7 +420,6 @@ async def revoke_allocation(
 @router.get(
     "/partitions",
     tags=["admin: partitions"],
-    response_model=AdminPartitionList,
     responses=error_responses(400, 401, 403, 404, 503),
 )
 async def list_partitions(
@@ -484,7 +443,6 @@ async def list_partitions(
 @router.get(
     "/ipu-attributes",
     tags=["admin: partitions"],
-    response_model=IpuAttributeList,
     responses=error_responses(400, 401, 403, 404, 503),
 )
 async def list_ipu_attributes(
@@ -500,12 +458,7 @@ async def list_ipu_attributes(
 # -- audit log
 
 
-@router.get(
-    "/events",
-    tags=["admin: audit log"],
-    response_model=EventList,
-    responses=error_responses(400, 401, 403, 503),
-)
+@router.get("/events", tags=["admin: audit log"], responses=error_responses(400, 401, 403, 503))
 async def list_events(
     caller: AsAdmin,
     audit_log: AuditLogDep,

@@ -10,8 +10,9 @@ keeps a hash).
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Response, status
+from fastapi import APIRouter, Depends, Path, status
 
+from vpod.wire.field_copy import copy_fields
 from vpod.wire.rest.agent_tokens import (
     AgentTokenList,
     AgentTokenOut,
@@ -23,6 +24,7 @@ from ..agent_tokens import AgentTokenRecord
 from .rest_auth import AsAdmin, admin_caller
 from .rest_deps import AgentTokensDep
 from .rest_errors import error_responses
+from .rest_no_content import no_content
 from .rest_user import API_PREFIX
 
 router = APIRouter(
@@ -34,20 +36,10 @@ router = APIRouter(
 
 
 def _out(record: AgentTokenRecord) -> AgentTokenOut:
-    return AgentTokenOut(
-        id=record.id,
-        label=record.label,
-        created_at=record.created_at,
-        agent_ids=list(record.agent_ids),
-    )
+    return copy_fields(AgentTokenOut, record, agent_ids=list(record.agent_ids))
 
 
-@router.post(
-    "",
-    response_model=CreatedAgentToken,
-    status_code=status.HTTP_201_CREATED,
-    responses=error_responses(400, 401, 403, 503),
-)
+@router.post("", status_code=status.HTTP_201_CREATED, responses=error_responses(400, 401, 403, 503))
 async def create_agent_token(
     caller: AsAdmin, tokens: AgentTokensDep, body: CreateAgentTokenBody | None = None
 ) -> CreatedAgentToken:
@@ -57,25 +49,19 @@ async def create_agent_token(
     return CreatedAgentToken(agent_token=_out(issued.record), token=issued.token)
 
 
-@router.get("", response_model=AgentTokenList, responses=error_responses(401, 403, 503))
+@router.get("", responses=error_responses(401, 403, 503))
 async def list_agent_tokens(tokens: AgentTokensDep) -> AgentTokenList:
     """Every registration token and the agents bound to it, never the secrets
     (`vipu-admin list agent-tokens`)."""
     return AgentTokenList(agent_tokens=[_out(t) for t in await tokens.list()])
 
 
-@router.delete(
-    "/{token_id}",
-    status_code=204,
-    response_class=Response,
-    responses=error_responses(400, 401, 403, 404, 503),
-)
+@no_content(router.delete, "/{token_id}", 400, 401, 403, 404, 503)
 async def remove_agent_token(
     caller: AsAdmin,
     tokens: AgentTokensDep,
     token_id: Annotated[str, Path(max_length=64, description="The token's id.")],
-) -> Response:
+) -> None:
     """Remove a token (`vipu-admin remove agent-token`): it admits no registration any more,
     and the agents bound to it may bind to another token."""
     await tokens.remove(caller, token_id)
-    return Response(status_code=204)

@@ -43,12 +43,7 @@ router = APIRouter(prefix=API_PREFIX)
 """Whoami, the pod map, fragmentation and the change stream (``create_http_app`` includes it)."""
 
 
-@router.get(
-    "/whoami",
-    tags=["version"],
-    response_model=Identity,
-    responses=error_responses(401, 503),
-)
+@router.get("/whoami", tags=["version"], responses=error_responses(401, 503))
 async def whoami(caller: AsUser, auth: AuthenticatorDep) -> Identity:
     """The caller as the controller sees it: user id, admin or not, allocations."""
     allocations = sorted(caller.allocation_ids) if caller.allocation_ids is not None else None
@@ -63,7 +58,6 @@ async def whoami(caller: AsUser, auth: AuthenticatorDep) -> Identity:
 @router.get(
     "/admin/pod-map",
     tags=["admin: pod map"],
-    response_model=PodMap,
     responses=error_responses(400, 401, 403, 404, 503),
 )
 async def pod_map(
@@ -80,7 +74,6 @@ async def pod_map(
 @router.get(
     "/admin/allocations/{allocation_id}/fragmentation",
     tags=["admin: pod map"],
-    response_model=Fragmentation,
     responses=error_responses(400, 401, 403, 404, 503),
 )
 async def fragmentation(

@@ -33,38 +33,22 @@ from ..telemetry import IpuTelemetryView
 class HttpUseCases(Protocol):
     """What the HTTP API calls (the controller's :class:`~vpod.controller.app.Controller`)."""
 
-    @property
-    def settings(self) -> Settings: ...
-    @property
-    def auth(self) -> Authenticator: ...
-    @property
-    def inventory(self) -> Inventory: ...
-    @property
-    def partitions(self) -> PartitionService: ...
-    @property
-    def views(self) -> PartitionViews: ...
-    @property
-    def listings(self) -> Listings: ...
-    @property
-    def fleet(self) -> Fleet: ...
-    @property
-    def teardown(self) -> Teardown: ...
-    @property
-    def audit_log(self) -> AuditLog: ...
-    @property
-    def status(self) -> ControllerStatus: ...
-    @property
-    def pod_map(self) -> PodMapService: ...
-    @property
-    def changes(self) -> ChangeFeed: ...
-    @property
-    def telemetry(self) -> IpuTelemetryView: ...
-    @property
-    def agent_tokens(self) -> AgentTokens: ...
-    @property
-    def partition_keys(self) -> PartitionKeys: ...
-    @property
-    def allocation_hosts(self) -> AllocationHosts: ...
+    settings: Settings
+    auth: Authenticator
+    inventory: Inventory
+    partitions: PartitionService
+    views: PartitionViews
+    listings: Listings
+    fleet: Fleet
+    teardown: Teardown
+    audit_log: AuditLog
+    status: ControllerStatus
+    pod_map: PodMapService
+    changes: ChangeFeed
+    telemetry: IpuTelemetryView
+    agent_tokens: AgentTokens
+    partition_keys: PartitionKeys
+    allocation_hosts: AllocationHosts
 
 
 def use_cases(request: Request) -> HttpUseCases:

@@ -6,9 +6,10 @@ the creation's answer only (the controller keeps a hash).
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Response, status
+from fastapi import APIRouter, Path, status
 
 from vpod.store.records import PartitionKeyRecord
+from vpod.wire.field_copy import copy_fields
 from vpod.wire.rest.partition_keys import (
     CreatedPartitionKey,
     CreatePartitionKeyBody,
@@ -19,6 +20,7 @@ from vpod.wire.rest.partition_keys import (
 from .rest_auth import AsUser
 from .rest_deps import PartitionKeysDep
 from .rest_errors import error_responses
+from .rest_no_content import no_content
 from .rest_user import API_PREFIX
 
 router = APIRouter(prefix=f"{API_PREFIX}/partition-keys", tags=["partition keys"])
@@ -26,17 +28,11 @@ router = APIRouter(prefix=f"{API_PREFIX}/partition-keys", tags=["partition keys"
 
 
 def _out(record: PartitionKeyRecord) -> PartitionKeyOut:
-    return PartitionKeyOut(
-        id=record.id,
-        owner_id=record.owner_id,
-        partition_id=record.partition_id,
-        created_at=record.created_at,
-    )
+    return copy_fields(PartitionKeyOut, record)
 
 
 @router.post(
     "",
-    response_model=CreatedPartitionKey,
     status_code=status.HTTP_201_CREATED,
     responses=error_responses(400, 401, 403, 404, 409, 503),
 )
@@ -48,23 +44,17 @@ async def create_partition_key(
     return CreatedPartitionKey(partition_key=_out(minted.record), access_key=minted.access_key)
 
 
-@router.get("", response_model=PartitionKeyList, responses=error_responses(401, 403, 503))
+@router.get("", responses=error_responses(401, 403, 503))
 async def list_partition_keys(caller: AsUser, keys: PartitionKeysDep) -> PartitionKeyList:
     """The keys you minted (every key, for an administrator); never the keys themselves."""
     return PartitionKeyList(partition_keys=[_out(k) for k in await keys.list(caller)])
 
 
-@router.delete(
-    "/{key_id}",
-    status_code=204,
-    response_class=Response,
-    responses=error_responses(401, 403, 404, 503),
-)
+@no_content(router.delete, "/{key_id}", 401, 403, 404, 503)
 async def remove_partition_key(
     caller: AsUser,
     keys: PartitionKeysDep,
     key_id: Annotated[str, Path(max_length=64, description="The key's id.")],
-) -> Response:
+) -> None:
     """Stop a key at once."""
     await keys.revoke(caller, key_id)
-    return Response(status_code=204)

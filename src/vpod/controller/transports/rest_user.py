@@ -30,6 +30,7 @@ from .rest_convert import (
 )
 from .rest_deps import InventoryDep, ListingsDep, PartitionsDep, SettingsDep, ViewsDep
 from .rest_errors import error_responses
+from .rest_no_content import no_content
 
 API_PREFIX = "/api/v1"
 
@@ -39,7 +40,7 @@ router = APIRouter(prefix=API_PREFIX)
 """The user API (``create_http_app`` includes it)."""
 
 
-@router.get("/version", tags=["version"], response_model=Version)
+@router.get("/version", tags=["version"])
 async def get_version(settings: SettingsDep) -> Version:
     """The V-IPU API version this controller serves (`vipu --server-version`)."""
     return Version(
@@ -51,12 +52,7 @@ async def get_version(settings: SettingsDep) -> Version:
 # -- partitions
 
 
-@router.get(
-    "/partitions",
-    tags=["partitions"],
-    response_model=PartitionList,
-    responses=error_responses(400, 401, 404, 503),
-)
+@router.get("/partitions", tags=["partitions"], responses=error_responses(400, 401, 404, 503))
 async def list_partitions(
     caller: AsUser,
     listings: ListingsDep,
@@ -73,7 +69,6 @@ async def list_partitions(
 @router.post(
     "/partitions",
     tags=["partitions"],
-    response_model=Partition,
     status_code=status.HTTP_201_CREATED,
     responses=error_responses(),
 )
@@ -103,7 +98,6 @@ async def create_partition(
 @router.get(
     "/partitions/{partition_id}",
     tags=["partitions"],
-    response_model=Partition,
     responses=error_responses(401, 404, 503),
 )
 async def get_partition(
@@ -120,30 +114,21 @@ async def get_partition(
     return partition_out(record, cluster, settings.ipuof_server_version)
 
 
-@router.delete(
-    "/partitions/{partition_id}",
-    tags=["partitions"],
-    status_code=204,
-    response_class=Response,
-    responses=error_responses(400, 401, 404, 409, 503),
+@no_content(
+    router.delete, "/partitions/{partition_id}", 400, 401, 404, 409, 503, tags=["partitions"]
 )
 async def remove_partition(
     caller: AsUser,
     partition_id: PartitionIdPath,
     partitions: PartitionsDep,
     force: Annotated[bool, Query(description="Ignore agent errors while removing.")] = False,
-) -> Response:
+) -> None:
     """Remove a partition and free its IPUs (`vipu remove partition [--force]`)."""
     await partitions.remove(caller, partition_id, force=force)
-    return Response(status_code=204)
 
 
-@router.post(
-    "/partitions/{partition_id}/reset",
-    tags=["partitions"],
-    status_code=204,
-    response_class=Response,
-    responses=error_responses(400, 401, 404, 409, 503),
+@no_content(
+    router.post, "/partitions/{partition_id}/reset", 400, 401, 404, 409, 503, tags=["partitions"]
 )
 async def reset_partition(
     caller: AsUser,
@@ -152,16 +137,14 @@ async def reset_partition(
     relocatable: Annotated[
         bool, Query(description="Make the partition relocatable from now on.")
     ] = False,
-) -> Response:
+) -> None:
     """Put the partition's IPUs back into their initial state (`vipu reset partition`)."""
     await partitions.reset(caller, partition_id, relocatable=relocatable)
-    return Response(status_code=204)
 
 
 @router.get(
     "/partitions/{partition_id}/status",
     tags=["partitions"],
-    response_model=PartitionStatus,
     responses=error_responses(401, 404, 503),
 )
 async def get_partition_status(
@@ -175,7 +158,6 @@ async def get_partition_status(
 @router.get(
     "/partitions/{partition_id}/ipuof-config",
     tags=["partitions"],
-    response_model=IpuofConfigFile | IpuofConfigSet,
     responses=error_responses(400, 401, 404, 409, 503),
 )
 async def get_ipuof_config(
@@ -206,12 +188,7 @@ async def get_ipuof_config(
 # -- allocations and IPUs
 
 
-@router.get(
-    "/allocations",
-    tags=["allocations"],
-    response_model=AllocationList,
-    responses=error_responses(400, 401, 503),
-)
+@router.get("/allocations", tags=["allocations"], responses=error_responses(400, 401, 503))
 async def list_allocations(
     caller: AsUser,
     listings: ListingsDep,
@@ -222,12 +199,7 @@ async def list_allocations(
     return AllocationList(allocations=allocations_out(rows))
 
 
-@router.get(
-    "/ipu-attributes",
-    tags=["allocations"],
-    response_model=IpuAttributeList,
-    responses=error_responses(400, 401, 404, 503),
-)
+@router.get("/ipu-attributes", tags=["allocations"], responses=error_responses(400, 401, 404, 503))
 async def list_ipu_attributes(
     caller: AsUser,
     views: ViewsDep,

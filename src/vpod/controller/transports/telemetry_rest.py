@@ -43,12 +43,7 @@ router = APIRouter(prefix=f"{API_PREFIX}/admin", dependencies=[Depends(admin_cal
 Filter = Annotated[str, Query(max_length=200)]
 
 
-@router.get(
-    "/telemetry",
-    tags=["admin: telemetry"],
-    response_model=IpuTelemetryList,
-    responses=error_responses(400, 401, 403),
-)
+@router.get("/telemetry", tags=["admin: telemetry"], responses=error_responses(400, 401, 403))
 async def list_ipu_telemetry(
     telemetry: TelemetryDep,
     cluster: Filter = "",

@@ -1,7 +1,8 @@
 """The V-IPU user API on the wire: ``virmgrpc.VersionService`` and ``virmgrpc.UserService``.
 
-Each handler parses the request, calls one use-case and renders the reply;
-errors become status codes in :mod:`.grpc_errors`.
+Each handler gets its caller authenticated (:mod:`.grpc_handlers`), parses
+the request, calls one use-case and renders the reply; errors become status
+codes in :mod:`.grpc_errors`.
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ import grpc
 from vpod.wire import virmgrpc_pb2 as pb
 from vpod.wire import virmgrpc_pb2_grpc as pb_grpc
 
+from ..caller import Caller
 from ..listings import Listings
 from ..partition_views import PartitionViews
 from ..partitions import PartitionService
 from ..settings import Settings
 from .auth import GrpcAuthenticator
 from .grpc_errors import grpc_errors
+from .grpc_handlers import as_user
 from .wire_convert import (
     attributes_to_wire,
     ipuof_config_to_wire,
@@ -28,15 +31,17 @@ from .wire_convert import (
 )
 
 
+@dataclass(eq=False)
 class VersionServicer(pb_grpc.VersionServiceServicer):
-    def __init__(self, settings: Settings) -> None:
-        self._settings = settings
+    """``virmgrpc.VersionService``: open to every caller, credentials or not."""
+
+    settings: Settings
 
     @grpc_errors
     async def GetVersion(  # noqa: N802 - the wire's name
         self, request: pb.VersionRequest, context: grpc.aio.ServicerContext
     ) -> pb.VersionReply:
-        return pb.VersionReply(version=self._settings.api_version)
+        return pb.VersionReply(version=self.settings.api_version)
 
 
 @dataclass(eq=False)
@@ -49,30 +54,27 @@ class UserServicer(pb_grpc.UserServiceServicer):
     listings: Listings
     auth: GrpcAuthenticator
 
-    @grpc_errors
+    @as_user
     async def ListPartitions(  # noqa: N802
-        self, request: pb.ListPartitionsRequest, context: grpc.aio.ServicerContext
+        self, request: pb.ListPartitionsRequest, caller: Caller
     ) -> pb.ListPartitionsReply:
-        caller = await self.auth.user(context)
         rows = await self.listings.partitions(caller, allocation_id=request.allocation_id or None)
         version = self.settings.ipuof_server_version
         return pb.ListPartitionsReply(
             partitions=[partition_to_wire(row.record, row.cluster, version) for row in rows]
         )
 
-    @grpc_errors
+    @as_user
     async def ListIPUAttributes(  # noqa: N802
-        self, request: pb.ListIPUAttributesRequest, context: grpc.aio.ServicerContext
+        self, request: pb.ListIPUAttributesRequest, caller: Caller
     ) -> pb.ListIPUAttributesReply:
-        caller = await self.auth.user(context)
         attributes = await self.views.ipu_attributes(caller, request.agents)
         return attributes_to_wire(attributes)
 
-    @grpc_errors
+    @as_user
     async def CreatePartition(  # noqa: N802
-        self, request: pb.CreatePartitionRequest, context: grpc.aio.ServicerContext
+        self, request: pb.CreatePartitionRequest, caller: Caller
     ) -> pb.CreatePartitionReply:
-        caller = await self.auth.user(context)
         record = await self.partitions.create(
             caller,
             requirements_from_wire(request.requirements),
@@ -81,37 +83,33 @@ class UserServicer(pb_grpc.UserServiceServicer):
         )
         return pb.CreatePartitionReply(partition_id=record.id)
 
-    @grpc_errors
+    @as_user
     async def RemovePartition(  # noqa: N802
-        self, request: pb.RemovePartitionRequest, context: grpc.aio.ServicerContext
+        self, request: pb.RemovePartitionRequest, caller: Caller
     ) -> pb.RemovePartitionReply:
-        caller = await self.auth.user(context)
         await self.partitions.remove(caller, request.partition_id, force=request.force)
         return pb.RemovePartitionReply()
 
-    @grpc_errors
+    @as_user
     async def ResetPartition(  # noqa: N802
-        self, request: pb.ResetPartitionRequest, context: grpc.aio.ServicerContext
+        self, request: pb.ResetPartitionRequest, caller: Caller
     ) -> pb.ResetPartitionReply:
-        caller = await self.auth.user(context)
         await self.partitions.reset(caller, request.partition_id, relocatable=request.relocatable)
         return pb.ResetPartitionReply()
 
-    @grpc_errors
+    @as_user
     async def GetPartitionIpuofConfig(  # noqa: N802
-        self, request: pb.GetPartitionIpuofConfigRequest, context: grpc.aio.ServicerContext
+        self, request: pb.GetPartitionIpuofConfigRequest, caller: Caller
     ) -> pb.GetPartitionIpuofConfigReply:
-        caller = await self.auth.user(context)
         record = await self.partitions.get(caller, request.partition_id)
         gcd = request.gcd_id.id if request.HasField("gcd_id") else None
         config = await self.views.ipuof_config(record, gcd)
         return pb.GetPartitionIpuofConfigReply(ipuof_config=ipuof_config_to_wire(config))
 
-    @grpc_errors
+    @as_user
     async def GetPartitionStatus(  # noqa: N802
-        self, request: pb.GetPartitionStatusRequest, context: grpc.aio.ServicerContext
+        self, request: pb.GetPartitionStatusRequest, caller: Caller
     ) -> pb.GetPartitionStatusReply:
-        caller = await self.auth.user(context)
         record = await self.partitions.get(caller, request.partition_id)
         return pb.GetPartitionStatusReply(status=status_to_wire(await self.views.status(record)))
 

@@ -6,7 +6,7 @@ by number; 0 (``*_UNDEFINED``) means "not given".
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from vpod.agent.errors import AgentError
@@ -14,13 +14,13 @@ from vpod.agent.model import LinkTestKind, LinkTestResult
 from vpod.domain.entities import Cluster
 from vpod.domain.partitions import PartitionRequirements
 from vpod.domain.routing import GwRouting, IpuLinkRouting, SyncType
-from vpod.domain.topology import IpuRef
-from vpod.store.records import PartitionIpu, PartitionRecord
+from vpod.store.records import PartitionRecord
 from vpod.wire import admin_pb2 as apb
 from vpod.wire import virmgrpc_pb2 as pb
 from vpod.wire.field_copy import copy_fields
 
 from .. import errors
+from ..partition_views import placed_ipus
 
 
 def _wire_enum(number: int) -> Any:
@@ -41,14 +41,9 @@ def _enum(kind: type[Any], number: int, what: str) -> Any:
 class ExplicitIpu(Protocol):
     """One IPU a user chose, as both the wire and the REST body carry it."""
 
-    @property
-    def ipulink_domain_topology_id(self) -> int: ...
-
-    @property
-    def topology_id(self) -> int: ...
-
-    @property
-    def routing_id(self) -> int: ...
+    ipulink_domain_topology_id: int
+    topology_id: int
+    routing_id: int
 
 
 def explicit_ipus(
@@ -79,13 +74,6 @@ def requirements_from_wire(req: pb.PartitionRequirements) -> PartitionRequiremen
         sync_type=_enum(SyncType, req.sync_type, "sync type"),
         ipus=explicit_ipus(req.ipus, req.cluster_id),
     )
-
-
-def placed_ipus(record: PartitionRecord, cluster: Cluster) -> Iterator[tuple[PartitionIpu, IpuRef]]:
-    """Each IPU of the partition with where it sits in its cluster's pod."""
-    pod = cluster.pod()
-    for ipu in record.ipus:
-        yield ipu, pod.ipu(ipu.slot)
 
 
 def partition_to_wire(
