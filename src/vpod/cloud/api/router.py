@@ -26,6 +26,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query, Request
 
 from vpod.controller.moments import LATEST, TimeOutOfRange, utc_moment
+from vpod.wire.field_copy import copy_all_fields
 from vpod.wire.rest.cloud_billing import InvoiceOut
 from vpod.wire.rest.cloud_clusters import (
     ClusterCreateIn,
@@ -53,6 +54,7 @@ from vpod.wire.rest.cloud_volumes import AttachIn, VolumeCreateIn, VolumeOut
 from ..app import Cloud
 from ..flavors import find_flavor
 from ..model import errors
+from ..model.hosts import HostRegistration
 from ..model.reservations import Reservation
 from ..services.clusters import ClusterRequest, Clusters, NewVolume
 from ..services.projects import Principal
@@ -488,14 +490,7 @@ async def admin_hosts(cloud: CloudDep, _who: Operator) -> list[HostOut]:
     summary="Register a host",
 )
 async def admin_register_host(cloud: CloudDep, body: HostIn, _who: Operator) -> HostOut:
-    await cloud.hosts.register(
-        body.id,
-        body.role,
-        body.model,
-        fabric=body.fabric,
-        address=body.address,
-        slots=body.slots,
-    )
+    await cloud.hosts.register(copy_all_fields(HostRegistration, body))
     usage = {u.host.id: u for u in await cloud.hosts.list_hosts()}
     return host_out(usage[body.id])
 
