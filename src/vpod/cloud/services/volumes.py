@@ -8,13 +8,15 @@ cluster deletes them).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ..flavors import find_flavor
 from ..metering import volume_entry
 from ..model import errors
 from ..model.records import Task, Volume
-from ..model.task_params import TaskParams, VolumeAttachParams, VolumeDetachParams
+from ..model.task_params import VolumeAttachParams, VolumeDetachParams
 from ..quotas import check_limits, refuse_if_exceeded, volume_demand
-from ..states import ALLOWED_FROM, ClusterStatus, Operation, VolumeStatus
+from ..states import ALLOWED_FROM, Operation, VolumeStatus
 from ..states import check_operation as check_state
 from ..validation import check_name, check_volume_size, check_volume_type
 from .cluster_views import ClusterViews
@@ -46,6 +48,18 @@ def new_volume(
         updated_at=now,
         cluster_id=cluster_id,
     )
+
+
+CLAIMS: Mapping[Operation, tuple[tuple[VolumeStatus, ...], VolumeStatus]] = {
+    Operation.VOLUME_DELETE: ((VolumeStatus.AVAILABLE, VolumeStatus.ERROR), VolumeStatus.DELETING),
+    Operation.VOLUME_ATTACH: ((VolumeStatus.AVAILABLE,), VolumeStatus.ATTACHING),
+    Operation.VOLUME_DETACH: ((VolumeStatus.IN_USE,), VolumeStatus.DETACHING),
+}
+"""A volume's task: the statuses its operation may start from, and the volume's status
+while it runs."""
+
+OnCluster = VolumeAttachParams | VolumeDetachParams
+"""An attachment's task parameters: they name the cluster its task claims too."""
 
 
 class Volumes:
@@ -100,12 +114,7 @@ class Volumes:
             raise errors.FailedPrecondition(
                 f"volume {volume.name} is attached: detach it first (`vpod volume detach`)"
             )
-        return await self._claim(
-            volume,
-            Operation.VOLUME_DELETE,
-            [VolumeStatus.AVAILABLE, VolumeStatus.ERROR],
-            VolumeStatus.DELETING,
-        )
+        return await self._claim(volume, Operation.VOLUME_DELETE)
 
     async def attach(
         self, principal: Principal, ref: str, cluster_ref: str, server: int = 1
@@ -128,14 +137,8 @@ class Volumes:
             raise errors.InvalidArgument(
                 f"cluster {cluster.name} has servers 1 to {cluster.server_count}, not {server}"
             )
-        return await self._claim(
-            volume,
-            Operation.VOLUME_ATTACH,
-            [VolumeStatus.AVAILABLE],
-            VolumeStatus.ATTACHING,
-            cluster=(cluster.id, ALLOWED_FROM[Operation.VOLUME_ATTACH]),
-            params=VolumeAttachParams(cluster_id=cluster.id, server=server),
-        )
+        params = VolumeAttachParams(cluster_id=cluster.id, server=server)
+        return await self._claim(volume, Operation.VOLUME_ATTACH, params)
 
     async def detach(self, principal: Principal, ref: str) -> Task:
         volume = await self.find(principal, ref)
@@ -145,26 +148,17 @@ class Volumes:
                 f"volume {volume.name} is {volume.status}: only an attached (in-use) volume can"
                 " be detached"
             )
-        return await self._claim(
-            volume,
-            Operation.VOLUME_DETACH,
-            [VolumeStatus.IN_USE],
-            VolumeStatus.DETACHING,
-            cluster=(volume.cluster_id, ALLOWED_FROM[Operation.VOLUME_DETACH]),
-            params=VolumeDetachParams(cluster_id=volume.cluster_id),
-        )
+        params = VolumeDetachParams(cluster_id=volume.cluster_id)
+        return await self._claim(volume, Operation.VOLUME_DETACH, params)
 
     async def _claim(
-        self,
-        volume: Volume,
-        operation: Operation,
-        allowed: list[VolumeStatus],
-        status: VolumeStatus,
-        *,
-        cluster: tuple[str, frozenset[ClusterStatus]] | None = None,
-        params: TaskParams | None = None,
+        self, volume: Volume, operation: Operation, params: OnCluster | None = None
     ) -> Task:
+        """Start ``operation``'s task on the volume (and on the cluster ``params`` names, in a
+        status the operation is allowed from), if the volume's status allows it."""
         ctx = self._ctx
+        cluster_id = params.cluster_id if params is not None else None
+        allowed, status = CLAIMS[operation]
         task = new_task(ctx, volume.project_id, operation, "volume", volume.id, volume.name, params)
         entry = volume_entry(volume, status, ctx.clock.now())
         await ctx.records.start_volume_task(
@@ -172,7 +166,7 @@ class Volumes:
             task,
             allowed=list(allowed),
             changes={"status": status, "updated_at": ctx.clock.now()},
-            cluster=(cluster[0], sorted(cluster[1])) if cluster else None,
+            cluster=(cluster_id, sorted(ALLOWED_FROM[operation])) if cluster_id else None,
             meter=[entry],
         )
         ctx.published([entry])
