@@ -241,11 +241,8 @@ class Clusters:
         data_ids = [v.id for v in volumes] + [v.id for v in attach]
         task = new_task(
             ctx,
-            project_id,
             Operation.CREATE,
-            "cluster",
-            cluster_id,
-            name,
+            cluster,
             CreateParams(
                 vpod=flavor.is_vpod,
                 data_volume_ids=tuple(data_ids),
@@ -286,7 +283,7 @@ class Clusters:
     async def _keypair_id(self, project_id: str, ref: str) -> str:
         found = await self._ctx.records.find_keypair(project_id, ref)
         hint = " (`vpod keypair create` makes one)"
-        return in_project(found, "keypair", str(ref)[:70], project_id, "vpod keypair list", hint).id
+        return in_project(found, "keypair", ref, project_id, "vpod keypair list", hint).id
 
     def _server(self, cluster: Cluster, flavor: Flavor, position: int, cidr: str) -> Server:
         address = ipaddress.ip_network(cidr).network_address + 10 + position
@@ -360,15 +357,7 @@ class Clusters:
     ) -> Task:
         ctx = self._ctx
         is_vpod = find_flavor(cluster.flavor).is_vpod
-        task = new_task(
-            ctx,
-            cluster.project_id,
-            operation,
-            "cluster",
-            cluster.id,
-            cluster.name,
-            replace(params, vpod=is_vpod),
-        )
+        task = new_task(ctx, operation, cluster, replace(params, vpod=is_vpod))
         now = ctx.clock.now()
         meter = []
         if change is not None and change.status != cluster.status:
@@ -543,11 +532,8 @@ class Clusters:
         )
         task = new_task(
             self._ctx,
-            cluster.project_id,
             Operation.SET_METADATA,
-            "cluster",
-            cluster.id,
-            cluster.name,
+            cluster,
             SetMetadataParams(metadata=checked),
             state=TaskState.FINISHED,
         )

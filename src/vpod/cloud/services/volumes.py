@@ -8,7 +8,7 @@ cluster deletes them).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 
 from ..flavors import find_flavor
 from ..metering import volume_entry
@@ -19,9 +19,9 @@ from ..quotas import check_limits, refuse_if_exceeded, volume_demand
 from ..states import ALLOWED_FROM, Operation, VolumeStatus
 from ..states import check_operation as check_state
 from ..validation import check_name, check_volume_size, check_volume_type
-from .cluster_views import ClusterViews
 from .context import CloudContext
-from .projects import Principal, in_project
+from .project_resources import ProjectResources
+from .projects import Principal
 from .tasks import new_task
 
 
@@ -62,15 +62,15 @@ OnCluster = VolumeAttachParams | VolumeDetachParams
 """An attachment's task parameters: they name the cluster its task claims too."""
 
 
-class Volumes:
-    def __init__(self, ctx: CloudContext, views: ClusterViews) -> None:
-        self._ctx = ctx
-        self._views = views
+class Volumes(ProjectResources[Volume]):
+    what = "volume"
+    lists_them = "vpod volume list"
+
+    def _lookup(self, project_id: str, ref: str) -> Awaitable[Volume | None]:
+        return self._ctx.records.find_volume(project_id, ref)
 
     async def find(self, principal: Principal, ref: str) -> Volume:
-        project_id = principal.project()
-        found = await self._ctx.records.find_volume(project_id, ref)
-        return in_project(found, "volume", ref, project_id, "vpod volume list")
+        return await self._find(principal, ref)
 
     async def list_volumes(self, principal: Principal) -> list[Volume]:
         return await self._ctx.records.list_volumes(project_id=principal.project())
@@ -85,7 +85,7 @@ class Volumes:
         check_volume_type(volume_type)
         volume = new_volume(ctx, project_id, name, size_gib, volume_type)
         now = volume.created_at
-        task = new_task(ctx, project_id, Operation.VOLUME_CREATE, "volume", volume.id, name)
+        task = new_task(ctx, Operation.VOLUME_CREATE, volume)
         entry = volume_entry(volume, VolumeStatus.CREATING, now)
         demand = volume_demand([size_gib])
         await ctx.records.create_volume(
@@ -159,7 +159,7 @@ class Volumes:
         ctx = self._ctx
         cluster_id = params.cluster_id if params is not None else None
         allowed, status = CLAIMS[operation]
-        task = new_task(ctx, volume.project_id, operation, "volume", volume.id, volume.name, params)
+        task = new_task(ctx, operation, volume, params)
         entry = volume_entry(volume, status, ctx.clock.now())
         await ctx.records.start_volume_task(
             volume.id,
