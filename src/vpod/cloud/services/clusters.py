@@ -27,7 +27,13 @@ from ..model.task_params import (
     ResizeParams,
     SetMetadataParams,
 )
-from ..quotas import Exceeded, check_limits, cluster_demand, refuse_if_exceeded, server_demand
+from ..quotas import (
+    Exceeded,
+    admit_within,
+    check_limits,
+    cluster_demand,
+    server_demand,
+)
 from ..states import (
     ALLOWED_FROM,
     STATUS_DURING,
@@ -269,9 +275,7 @@ class Clusters:
             new_volumes=volumes + boot,
             attach=claims,
             meter=[entry],
-            admit=lambda project, used: refuse_if_exceeded(
-                project.id, check_limits(project.quotas, used, demand)
-            ),
+            admit=admit_within(demand),
         )
         if keypair_ids:  # before the task runs: its setup writes them on the servers
             await ctx.records.give_keypairs(cluster_id, keypair_ids)
@@ -371,15 +375,7 @@ class Clusters:
             new_servers=new_servers,
             new_volumes=new_volumes,
             meter=meter,
-            admit=(
-                (
-                    lambda project, used: refuse_if_exceeded(
-                        project.id, check_limits(project.quotas, used, wanted)
-                    )
-                )
-                if wanted
-                else None
-            ),
+            admit=admit_within(wanted) if wanted else None,
         )
         ctx.published(meter)
         ctx.submit(task.id)

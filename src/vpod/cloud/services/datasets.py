@@ -36,7 +36,7 @@ from ..validation import check_name
 from .cluster_views import ClusterViews
 from .clusters import Clusters
 from .context import CloudContext
-from .project_resources import ProjectResources
+from .project_resources import ViewedResources
 from .projects import Principal
 
 log = logging.getLogger("vpod.cloud")
@@ -51,7 +51,7 @@ class NewStorage:
     secret_access_key: str
 
 
-class Datasets(ProjectResources[SealedStorage]):
+class Datasets(ViewedResources[SealedStorage, DatasetStorage]):
     what = "dataset storage"
     lists_them = "vpod storage list"
 
@@ -100,10 +100,7 @@ class Datasets(ProjectResources[SealedStorage]):
 
     async def list_storages(self, principal: Principal) -> list[DatasetStorage]:
         found = await self._ctx.records.list_storages(principal.project())
-        return [await self._view(r) for r in found]
-
-    async def get(self, principal: Principal, ref: str) -> DatasetStorage:
-        return await self._view(await self._find(principal, ref))
+        return await self._views_of(found)
 
     async def delete(self, principal: Principal, ref: str) -> None:
         """Refused while a cluster holds it: detaching rewrites servers, which deleting a

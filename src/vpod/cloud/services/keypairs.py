@@ -26,7 +26,7 @@ from ..ssh_keys import parse_public_key
 from ..states import ClusterStatus, ServerStatus
 from ..validation import check_name
 from .context import CloudContext
-from .project_resources import ProjectResources
+from .project_resources import ViewedResources
 from .projects import Principal
 
 log = logging.getLogger("vpod.cloud")
@@ -45,7 +45,7 @@ async def authorized_lines(ctx: CloudContext, cluster_id: str) -> tuple[str, ...
     return tuple(lines)
 
 
-class Keypairs(ProjectResources[Keypair]):
+class Keypairs(ViewedResources[Keypair, Keypair]):
     what = "keypair"
     lists_them = "vpod keypair list"
 
@@ -89,10 +89,7 @@ class Keypairs(ProjectResources[Keypair]):
 
     async def list_keypairs(self, principal: Principal) -> list[Keypair]:
         found = await self._ctx.records.list_keypairs(principal.project())
-        return [await self._view(r) for r in found]
-
-    async def get(self, principal: Principal, ref: str) -> Keypair:
-        return await self._view(await self._find(principal, ref))
+        return await self._views_of(found)
 
     async def delete(self, principal: Principal, ref: str) -> None:
         record = await self._find(principal, ref)
@@ -113,7 +110,7 @@ class Keypairs(ProjectResources[Keypair]):
     async def of_cluster(self, principal: Principal, cluster_ref: str) -> list[Keypair]:
         cluster = await self._views.find(principal, cluster_ref)
         held = await self._ctx.records.keypairs_of([cluster.id])
-        return [await self._view(r) for r in held.get(cluster.id, [])]
+        return await self._views_of(held.get(cluster.id, []))
 
     async def give(self, principal: Principal, cluster_ref: str, ref: str) -> list[Keypair]:
         """Let the keypair log in to the cluster's servers (idempotent); its keypairs after."""

@@ -1,10 +1,11 @@
 """What the use-cases over a project's own resources of one kind share (keypairs, volumes,
 dataset storage): the context, the clusters' views, and finding one by id or name in the
-caller's project only (another project's is "not found", whether or not it exists)."""
+caller's project only (another project's is "not found", whether or not it exists); and,
+for those the API shows as views of their records, reading them as views."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterable
 from typing import ClassVar, Generic, TypeVar
 
 from .cluster_views import ClusterViews
@@ -12,6 +13,7 @@ from .context import CloudContext
 from .projects import Principal, find_own
 
 R = TypeVar("R")
+V = TypeVar("V")
 
 
 class ProjectResources(Generic[R]):
@@ -30,3 +32,17 @@ class ProjectResources(Generic[R]):
 
     async def _find(self, principal: Principal, ref: str) -> R:
         return await find_own(principal, self._lookup, ref, self.what, self.lists_them)
+
+
+class ViewedResources(ProjectResources[R], Generic[R, V]):
+    """Resources the API shows as views of their records (a keypair with the clusters it may
+    log in to, a storage with its clusters and masked key)."""
+
+    async def _view(self, record: R) -> V:
+        raise NotImplementedError
+
+    async def _views_of(self, records: Iterable[R]) -> list[V]:
+        return [await self._view(r) for r in records]
+
+    async def get(self, principal: Principal, ref: str) -> V:
+        return await self._view(await self._find(principal, ref))

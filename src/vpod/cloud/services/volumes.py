@@ -15,7 +15,7 @@ from ..metering import volume_entry
 from ..model import errors
 from ..model.records import Task, Volume
 from ..model.task_params import VolumeAttachParams, VolumeDetachParams
-from ..quotas import check_limits, refuse_if_exceeded, volume_demand
+from ..quotas import admit_within, volume_demand
 from ..states import ALLOWED_FROM, Operation, VolumeStatus
 from ..states import check_operation as check_state
 from ..validation import check_name, check_volume_size, check_volume_type
@@ -92,9 +92,7 @@ class Volumes(ProjectResources[Volume]):
             volume,
             task,
             meter=[entry],
-            admit=lambda project, used: refuse_if_exceeded(
-                project.id, check_limits(project.quotas, used, demand)
-            ),
+            admit=admit_within(demand),
         )
         ctx.published([entry])
         ctx.submit(task.id)
