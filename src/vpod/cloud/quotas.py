@@ -10,11 +10,12 @@ records the cluster, so two concurrent requests cannot both squeeze in.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from .flavors import GPU_FAMILIES, Flavor
 from .model import errors
+from .model.tenants import Project
 
 UNLIMITED = -1
 MAX_LIMIT = 10**9
@@ -144,3 +145,14 @@ def refuse_if_exceeded(project_id: str, over: list[Exceeded]) -> None:
             + "; ".join(e.sentence() for e in over)
             + ": delete something, or ask the administrator for more"
         )
+
+
+def admit_within(demand: Mapping[str, int]) -> Callable[[Project, Mapping[str, int]], None]:
+    """The admission of a request for ``demand``, run inside the transaction that records it
+    (with the project and its usage as they are there): QuotaExceeded naming every quota it
+    would overrun."""
+
+    def admit(project: Project, used: Mapping[str, int]) -> None:
+        refuse_if_exceeded(project.id, check_limits(project.quotas, used, demand))
+
+    return admit

@@ -35,6 +35,7 @@ from fractions import Fraction
 from .billing import CENT, MINUTE, MeterRecord, minute_of
 from .flavors import HOURS_PER_MONTH, ClusterKind, Flavor, find_flavor
 from .model import errors
+from .model.reservations import Plan as Plan
 from .pools import IPU_MACHINE_POOL, IPUS_PER_MACHINE, draws, host_pool
 
 MAX_UNITS = 1000
@@ -223,36 +224,9 @@ def add_months(moment: datetime, months: int) -> datetime:
     return moment.replace(year=year, month=month, day=day)
 
 
-@dataclass(frozen=True)
-class Plan:
-    """What billing and capacity need to know of one reservation."""
-
-    id: str
-    project_id: str
-    flavor: str
-    units: int
-    term: str
-    price_per_unit_month: Decimal
-    starts_at: datetime
-    ends_at: datetime
-    """The term's end."""
-    cancelled_at: datetime | None = None
-    """Capacity stops being held then."""
-    billed_until: datetime | None = None
-    """Charges stop then (cancellation policy); ``None``: at ``ends_at``."""
-
-    def holds_at(self, moment: datetime) -> bool:
-        stop = self.ends_at if self.cancelled_at is None else min(self.ends_at, self.cancelled_at)
-        return self.starts_at <= moment < stop
-
-    @property
-    def held_minutes(self) -> tuple[int, int]:
-        stop = self.ends_at if self.cancelled_at is None else min(self.ends_at, self.cancelled_at)
-        return minute_of(self.starts_at), minute_of(stop)
-
-    @property
-    def billed_end(self) -> datetime:
-        return self.ends_at if self.billed_until is None else min(self.ends_at, self.billed_until)
+def held_minutes(plan: Plan) -> tuple[int, int]:
+    """The minutes the plan holds capacity: from its start's to its hold's end's."""
+    return minute_of(plan.starts_at), minute_of(plan.held_until)
 
 
 def cancellation_end(plan: Plan, now: datetime) -> datetime:
@@ -334,7 +308,7 @@ def _cover_flavor(
     for history in histories.values():
         bounds.update(minute_of(r.time) for r in history)
     for plan in plans:
-        bounds.update(plan.held_minutes)
+        bounds.update(held_minutes(plan))
     order = sorted(histories, key=lambda cid: (histories[cid][0].time, cid))
     out: list[MeterRecord] = []
     sorted_bounds = sorted(bounds)
@@ -376,5 +350,5 @@ def _cover_flavor(
 
 
 def _holds(plan: Plan, minute: int) -> bool:
-    begin, stop = plan.held_minutes
+    begin, stop = held_minutes(plan)
     return begin <= minute < stop

@@ -11,7 +11,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 from .billing import Invoice, InvoiceLine, MeterRecord, check_period, compute_invoice, minute_of
-from .reservations import Plan, cover, reserved_amount
+from .reservations import Plan, cover, held_minutes, reserved_amount
 
 
 def _window(start: datetime, end: datetime, until: datetime | None) -> tuple[int, int]:
@@ -108,7 +108,7 @@ def utilisation(
         mine = [r for r in all_records if r.project_id == project_id]
         used = cover(mine, group, first, last).used_unit_minutes
         for plan in group:
-            held_first, held_last = plan.held_minutes
+            held_first, held_last = held_minutes(plan)
             span = max(0, min(last, held_last) - max(first, held_first))
             result[plan.id] = Utilisation(used[plan.id], span * plan.units)
     return result

@@ -6,9 +6,9 @@ user scoped to a vPOD's allocation and its access keys, how many vPODs of a
 size fit now, which machines are unreachable, and the partitions suspension
 saves and resume re-creates. It calls the controller's tenancy use-cases
 (:class:`vpod.controller.tenancy.Tenancy`), which keep the controller's
-caches right, and turns the controller's errors into the cloud's own
-(:mod:`.model.errors`) here, once. Every method is idempotent: a task
-interrupted by a restart calls them again.
+caches right, and hands the controller's errors over here, once, as the
+plain kinds of the service layers' one tree (:mod:`.model.errors`). Every
+method is idempotent: a task interrupted by a restart calls them again.
 
 Partition specs are saved as plain dicts (:func:`saved_spec`): size, shape
 and flags, but not the IPUs they sat on, because resume may land the
@@ -31,23 +31,13 @@ from vpod.domain.routing import GwRouting, IpuLinkRouting, SyncType
 
 from .model import errors
 
-_TRANSLATED: tuple[tuple[type[controller_errors.ServiceError], type[errors.ServiceError]], ...] = (
-    (controller_errors.InvalidArgument, errors.InvalidArgument),
-    (controller_errors.NotFound, errors.NotFound),
-    (controller_errors.AlreadyExists, errors.AlreadyExists),
-    (controller_errors.NoCapacity, errors.NoCapacity),
-    (controller_errors.FailedPrecondition, errors.FailedPrecondition),
-    (controller_errors.Unauthenticated, errors.Unauthenticated),
-    (controller_errors.PermissionDenied, errors.PermissionDenied),
-    (controller_errors.Unavailable, errors.Unavailable),
-)
-
 
 def cloud_error(exc: controller_errors.ServiceError) -> errors.ServiceError:
-    """The cloud's error for a controller's (same kind, same sentence)."""
-    for theirs, ours in _TRANSLATED:
-        if isinstance(exc, theirs):
-            return ours(str(exc))
+    """The controller's error as the plain kind it is, with the same sentence (the service
+    errors are one tree: the controller's subclass, with its details, stays the cause)."""
+    for kind in controller_errors.KINDS:
+        if isinstance(exc, kind):
+            return kind(str(exc))
     return errors.Unavailable(str(exc))
 
 

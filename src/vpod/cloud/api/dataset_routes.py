@@ -17,7 +17,7 @@ from vpod.wire.rest.cloud_tasks import TaskOut
 from ..model.datasets import DatasetStorage
 from ..services.datasets import NewStorage
 from .convert import task_out
-from .deps import PREFIX, CloudDep, Tenant, starts_task
+from .deps import PREFIX, CloudDep, Tenant, creates, starts_task
 from .errors import CloudRoute, error_responses
 
 dataset_router = APIRouter(
@@ -45,11 +45,11 @@ async def list_storage(cloud: CloudDep, who: Tenant) -> list[DatasetStorageOut]:
     return [storage_out(s) for s in await cloud.datasets.list_storages(who)]
 
 
-@dataset_router.post(
+@creates(
+    dataset_router.post,
     "/dataset-storage",
-    status_code=201,
-    response_model=DatasetStorageOut,
-    summary="Register a bucket and its keys (sealed at rest, never shown again)",
+    DatasetStorageOut,
+    "Register a bucket and its keys (sealed at rest, never shown again)",
 )
 async def register_storage(
     cloud: CloudDep, body: DatasetStorageIn, who: Tenant

@@ -6,7 +6,7 @@ Kept apart from the routes so that route modules (``router``,
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Request, WebSocket
@@ -15,12 +15,15 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from vpod.wire.rest.cloud_tasks import TaskOut
 
 from ..app import Cloud
+from ..model import errors
 from ..services.projects import Principal
+from .errors import cloud_error_response
 
 PREFIX = "/api/cloud/v1"
 ACCEPTED: dict[int | str, dict[str, Any]] = {202: {"description": "The task it started."}}
 
 Route = TypeVar("Route", bound=Callable[..., Any])
+T = TypeVar("T")
 
 _bearer = HTTPBearer(
     scheme_name="CloudToken",
@@ -36,6 +39,20 @@ def starts_task(
     ``202 Accepted`` with the task (mutating calls all do)."""
     return declare(
         path, status_code=202, response_model=TaskOut, responses=ACCEPTED, summary=summary
+    )
+
+
+def creates(
+    declare: Callable[..., Callable[[Route], Route]],
+    path: str,
+    response_model: Any,
+    summary: str | None = None,
+    **declared: Any,
+) -> Callable[[Route], Route]:
+    """Declare (``router.post``) a route that makes something: it answers ``201 Created`` with
+    what it made (``declared``: the route's other settings, its tags)."""
+    return declare(
+        path, status_code=201, response_model=response_model, summary=summary, **declared
     )
 
 
@@ -61,6 +78,20 @@ async def websocket_principal(cloud: Cloud, websocket: WebSocket) -> Principal:
     every other cloud call."""
     scheme, _, token = websocket.headers.get("authorization", "").partition(" ")
     return await _authenticated(cloud, token if scheme.lower() == "bearer" else None)
+
+
+async def websocket_admitted(
+    cloud: Cloud, websocket: WebSocket, check: Callable[[Principal], Awaitable[T]]
+) -> tuple[Principal, T] | None:
+    """The WebSocket's caller and what ``check`` gives for it (the server it asks for, a
+    session), both before the upgrade; None once a refusal has been answered as plain HTTP
+    with the usual JSON error body."""
+    try:
+        who = await websocket_principal(cloud, websocket)
+        return who, await check(who)
+    except errors.CloudError as exc:
+        await websocket.send_denial_response(cloud_error_response(exc))
+        return None
 
 
 async def _authenticated(cloud: Cloud, token: str | None) -> Principal:

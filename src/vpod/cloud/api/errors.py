@@ -34,13 +34,14 @@ from fastapi import Request, Response
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 
+from vpod.domain.errors import Fault
 from vpod.wire import errors as wire_errors
 from vpod.wire.rest.errors import ErrorResponse
 
 from ..model import errors
 
 
-def cloud_error_response(exc: errors.CloudError) -> JSONResponse:
+def cloud_error_response(exc: Fault) -> JSONResponse:
     status, body, headers = wire_errors.http_answer(exc)
     return JSONResponse(body, status_code=status, headers=headers)
 

@@ -11,7 +11,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Request
 
-from ..services.gpu_hosts import HostGpus
+from vpod.wire.field_copy import copy_all_fields
+
+from ..services.gpu_hosts import GpuHostRegistration, HostGpus
 from .convert import gpu_out, host_out
 from .deps import PREFIX, CloudDep, fleet_operator
 from .errors import CloudRoute, error_responses
@@ -42,17 +44,8 @@ def _source(request: Request) -> str:
 async def register_gpu_host(
     cloud: CloudDep, body: GpuHostRegisterIn, request: Request, token: AgentToken = ""
 ) -> GpuHostRegisterOut:
-    gpu_hosts = cloud.gpu_hosts
-    host, new = await gpu_hosts.register(
-        host_id=body.host_id,
-        role=body.role,
-        fabric=body.fabric,
-        model=body.model,
-        boot_id=body.boot_id,
-        inventory=body.inventory,
-        token=token,
-        source=_source(request),
-    )
+    registration = copy_all_fields(GpuHostRegistration, body)
+    host, new = await cloud.gpu_hosts.register(registration, token=token, source=_source(request))
     usage = {u.host.id: u for u in await cloud.hosts.list_hosts()}
     gpus = body.inventory.gpus
     return GpuHostRegisterOut(

@@ -26,6 +26,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query, Request
 
 from vpod.controller.moments import LATEST, TimeOutOfRange, utc_moment
+from vpod.wire.field_copy import copy_all_fields
 from vpod.wire.rest.cloud_billing import InvoiceOut
 from vpod.wire.rest.cloud_clusters import (
     ClusterCreateIn,
@@ -53,6 +54,7 @@ from vpod.wire.rest.cloud_volumes import AttachIn, VolumeCreateIn, VolumeOut
 from ..app import Cloud
 from ..flavors import find_flavor
 from ..model import errors
+from ..model.hosts import HostRegistration
 from ..model.reservations import Reservation
 from ..services.clusters import ClusterRequest, Clusters, NewVolume
 from ..services.projects import Principal
@@ -71,7 +73,7 @@ from .convert import (
     volume_out,
 )
 from .dataset_routes import dataset_router
-from .deps import ACCEPTED, PREFIX, CloudDep, Operator, Tenant, starts_task
+from .deps import ACCEPTED, PREFIX, CloudDep, Operator, Tenant, creates, starts_task
 from .errors import CloudRoute, error_responses
 from .gpu_routes import gpu_router
 from .shell_relay import CONNECT_PATH, connect_path, shell_relay
@@ -207,12 +209,7 @@ async def list_reservations(
     return await _reservations_out(cloud, who, records, start, end)
 
 
-@router.post(
-    "/reservations",
-    status_code=201,
-    response_model=ReservationOut,
-    summary="Reserve units of a flavor for a term",
-)
+@creates(router.post, "/reservations", ReservationOut, "Reserve units of a flavor for a term")
 async def create_reservation(cloud: CloudDep, body: ReservationIn, who: Tenant) -> ReservationOut:
     record = await cloud.reservations.create(who, body.flavor, body.units, body.term)
     return (await _reservations_out(cloud, who, [record], None, None))[0]
@@ -412,7 +409,7 @@ async def admin_projects(cloud: CloudDep, _who: Operator) -> list[ProjectOut]:
     return [project_out(p, await cloud.projects.usage(p.id)) for p in projects]
 
 
-@router.post("/admin/projects", tags=ADMIN_TAGS, status_code=201, response_model=ProjectCreatedOut)
+@creates(router.post, "/admin/projects", ProjectCreatedOut, tags=ADMIN_TAGS)
 async def admin_create_project(
     cloud: CloudDep, body: ProjectCreateIn, _who: Operator
 ) -> ProjectCreatedOut:
@@ -445,9 +442,7 @@ async def admin_tokens(cloud: CloudDep, project: str, _who: Operator) -> list[To
     return [token_out(t) for t in await cloud.projects.list_tokens(project)]
 
 
-@router.post(
-    "/admin/projects/{project}/tokens", tags=ADMIN_TAGS, status_code=201, response_model=TokenOut
-)
+@creates(router.post, "/admin/projects/{project}/tokens", TokenOut, tags=ADMIN_TAGS)
 async def admin_new_token(cloud: CloudDep, project: str, body: TokenIn, _who: Operator) -> TokenOut:
     new = await cloud.projects.issue_token(project, body.label)
     return token_out(new.record, new.token)
@@ -480,22 +475,9 @@ async def admin_hosts(cloud: CloudDep, _who: Operator) -> list[HostOut]:
     return [host_out(u) for u in await cloud.hosts.list_hosts()]
 
 
-@router.post(
-    "/admin/hosts",
-    tags=ADMIN_TAGS,
-    status_code=201,
-    response_model=HostOut,
-    summary="Register a host",
-)
+@creates(router.post, "/admin/hosts", HostOut, "Register a host", tags=ADMIN_TAGS)
 async def admin_register_host(cloud: CloudDep, body: HostIn, _who: Operator) -> HostOut:
-    await cloud.hosts.register(
-        body.id,
-        body.role,
-        body.model,
-        fabric=body.fabric,
-        address=body.address,
-        slots=body.slots,
-    )
+    await cloud.hosts.register(copy_all_fields(HostRegistration, body))
     usage = {u.host.id: u for u in await cloud.hosts.list_hosts()}
     return host_out(usage[body.id])
 

@@ -35,8 +35,7 @@ from ...wire.errors import http_answer
 from ..app import Cloud
 from ..drivers import ShellRequest, ShellSession
 from ..model import errors
-from .deps import websocket_principal
-from .errors import cloud_error_response
+from .deps import websocket_admitted
 from .websocket_relay import received, relay_both_ways
 
 STDIN = 0
@@ -82,12 +81,12 @@ def shell_relay(cloud: Cloud) -> Callable[[WebSocket, str, int], Awaitable[None]
     """The WebSocket endpoint relaying shells of ``cloud``'s servers."""
 
     async def relay(websocket: WebSocket, cluster: str, server: int = 1) -> None:
-        try:
-            who = await websocket_principal(cloud, websocket)
-            await cloud.shells.shell(who, cluster, server)  # refused before the upgrade
-        except errors.CloudError as exc:
-            await websocket.send_denial_response(cloud_error_response(exc))
+        admitted = await websocket_admitted(
+            cloud, websocket, lambda who: cloud.shells.shell(who, cluster, server)
+        )
+        if admitted is None:
             return
+        who, _ = admitted
         await websocket.accept()
         try:
             first = await websocket.receive_text()

@@ -23,7 +23,7 @@ from vpod.wire.rest.cloud_ssh import (
 from ..model.records import Keypair
 from ..services.keypairs import Keypairs
 from ..services.projects import Principal
-from .deps import PREFIX, CloudDep, Tenant
+from .deps import PREFIX, CloudDep, Tenant, creates
 from .errors import CloudRoute, error_responses
 
 TUNNEL_PATH = "/clusters/{cluster}/servers/{server}/ssh/connect"
@@ -49,11 +49,11 @@ async def list_keypairs(cloud: CloudDep, who: Tenant) -> list[KeypairOut]:
     return [keypair_out(k) for k in await cloud.keypairs.list_keypairs(who)]
 
 
-@ssh_router.post(
+@creates(
+    ssh_router.post,
     "/keypairs",
-    status_code=201,
-    response_model=KeypairCreatedOut,
-    summary="Make a keypair (the private key is answered once) or import a public key",
+    KeypairCreatedOut,
+    "Make a keypair (the private key is answered once) or import a public key",
 )
 async def create_keypair(cloud: CloudDep, body: KeypairIn, who: Tenant) -> KeypairCreatedOut:
     private: str | None = None

@@ -25,9 +25,8 @@ from fastapi import WebSocket
 from ..app import Cloud
 from ..drivers import ShellSession
 from ..drivers.sessions import STDERR
-from ..model import errors
-from .deps import websocket_principal
-from .errors import cloud_error_response
+from ..services.projects import Principal
+from .deps import websocket_admitted
 from .websocket_relay import received, relay_both_ways
 
 log = logging.getLogger("vpod.cloud.ssh")
@@ -37,13 +36,14 @@ def ssh_tunnel(cloud: Cloud) -> Callable[[WebSocket, str, str], Awaitable[None]]
     """The WebSocket endpoint tunnelling SSH connections to ``cloud``'s servers."""
 
     async def tunnel(websocket: WebSocket, cluster: str, server: str) -> None:
-        try:
-            who = await websocket_principal(cloud, websocket)
-            await cloud.ssh.server(who, cluster, server)  # refused before the upgrade
-            session = await cloud.ssh.connect(who, cluster, server)
-        except errors.CloudError as exc:
-            await websocket.send_denial_response(cloud_error_response(exc))
+        async def connect(who: Principal) -> ShellSession:
+            await cloud.ssh.server(who, cluster, server)
+            return await cloud.ssh.connect(who, cluster, server)
+
+        admitted = await websocket_admitted(cloud, websocket, connect)
+        if admitted is None:
             return
+        _, session = admitted
         try:
             await websocket.accept()
             await pipe(websocket, session)

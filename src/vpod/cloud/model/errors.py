@@ -5,7 +5,8 @@
     CloudError                     a Fault (vpod.domain.errors): a kind, a sentence a person
     │                              can act on, and ``temporary``: whether the same call may
     │                              succeed later
-    ├── ServiceError               a use-case refused or could not finish
+    ├── ServiceError               a use-case refused or could not finish (the service
+    │                              layers' one tree, vpod.domain.errors)
     │   ├── InvalidArgument        bad name, flavor, size, request        HTTP 400
     │   ├── NotFound               unknown, or another project's          HTTP 404
     │   ├── AlreadyExists          the name or id is taken                HTTP 409
@@ -17,6 +18,11 @@
     └── DriverError                a back end (compute, volumes) failed   permanent
         └── TemporaryDriverError   temporary: the back end may answer later
 
+``CloudError`` is the pair (``ServiceError``, ``DriverError``) that ``except`` takes: the
+service errors are the controller's too, so a controller error that reached the cloud is
+one of the same kinds (:mod:`vpod.cloud.vipu` still hands them over as the plain kind,
+the controller's own exception kept as the cause).
+
 Temporary errors are what the task runner retries, with backoff, before it
 rolls a task back (see :mod:`vpod.cloud.runner`); every other error fails
 the task at once. The API maps the tree to HTTP once
@@ -26,54 +32,23 @@ the cloud's rules: :mod:`vpod.cloud.vipu` translates them at the door.
 
 from __future__ import annotations
 
+from vpod.domain import errors as service
 from vpod.domain.errors import Fault, Kind
 from vpod.domain.errors import is_temporary as is_temporary
 
-
-class CloudError(Fault):
-    """Something the cloud could not do; the message says what and why."""
-
-
-class ServiceError(CloudError):
-    """A use-case refused a request or could not carry it out."""
-
-
-class InvalidArgument(ServiceError):
-    kind = Kind.INVALID_ARGUMENT
-
-
-class NotFound(ServiceError):
-    kind = Kind.NOT_FOUND
+# The service layers' one tree, under the names the cloud's code raises and catches.
+ServiceError = service.ServiceError
+InvalidArgument = service.InvalidArgument
+NotFound = service.NotFound
+AlreadyExists = service.AlreadyExists
+NoCapacity = service.NoCapacity
+FailedPrecondition = service.FailedPrecondition
+Unauthenticated = service.Unauthenticated
+PermissionDenied = service.PermissionDenied
+Unavailable = service.Unavailable
 
 
-class AlreadyExists(ServiceError):
-    kind = Kind.ALREADY_EXISTS
-
-
-class NoCapacity(ServiceError):
-    kind = Kind.RESOURCE_EXHAUSTED
-
-
-class FailedPrecondition(ServiceError):
-    kind = Kind.FAILED_PRECONDITION
-
-
-class Unauthenticated(ServiceError):
-    kind = Kind.UNAUTHENTICATED
-
-
-class PermissionDenied(ServiceError):
-    kind = Kind.PERMISSION_DENIED
-
-
-class Unavailable(ServiceError):
-    """The database, the controller or an agent could not be reached, or a race was lost."""
-
-    kind = Kind.UNAVAILABLE
-    temporary = True
-
-
-class DriverError(CloudError):
+class DriverError(Fault):
     """A back end could not do what was asked, and asking again will not help."""
 
     kind = Kind.UNAVAILABLE  # to a caller: a back end failed, the message says which
@@ -83,3 +58,8 @@ class TemporaryDriverError(DriverError):
     """A back end could not do it now (busy, unreachable, timed out); it may later."""
 
     temporary = True
+
+
+CloudError = (ServiceError, DriverError)
+"""Everything the cloud raises on purpose, for ``except CloudError``: a service error or a
+back end's failure (a bug, any other exception, is not one)."""

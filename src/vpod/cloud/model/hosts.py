@@ -25,6 +25,19 @@ class Host:
 
 
 @dataclass(frozen=True)
+class HostRegistration:
+    """A host as an operator registers it: left out, ``slots`` is its model's default and
+    ``fabric`` none (a GPU host's agent registers it with its inventory instead)."""
+
+    id: str
+    role: str
+    model: str
+    fabric: str | None = None
+    address: str = ""
+    slots: int | None = None
+
+
+@dataclass(frozen=True)
 class HostUsage:
     """A host and the slots servers hold on it."""
 

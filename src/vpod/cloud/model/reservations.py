@@ -1,4 +1,5 @@
-"""A reservation plan as the cloud speaks of it (see ``vpod/cloud/reservations.py``)."""
+"""A reservation plan as the cloud speaks of it: what billing and capacity read of it (a
+:class:`Plan`), and the reservation as kept (see ``vpod/cloud/reservations.py``)."""
 
 from __future__ import annotations
 
@@ -17,32 +18,51 @@ class ReservationStatus(enum.StrEnum):
 
 
 @dataclass(frozen=True)
-class Reservation:
+class Plan:
+    """What billing and capacity need to know of one reservation (its rules:
+    :mod:`vpod.cloud.reservations`)."""
+
     id: str
     project_id: str
     flavor: str
-    pool: str
-    """The hardware it holds: ``ipu-machines`` or ``baremetal:MODEL``."""
     units: int
     """Clusters (vPODs) or GPU servers reserved."""
-    per_unit: int
-    """Pool units each takes (a vPOD-16: 4 IPU-Machines)."""
     term: str
     price_per_unit_month: Decimal
     starts_at: datetime
     ends_at: datetime
+    """The term's end."""
     cancelled_at: datetime | None = None
+    """Capacity stops being held then."""
     billed_until: datetime | None = None
-    """Charges stop then (cancellation); ``None``: at ``ends_at``."""
+    """Charges stop then (cancellation policy); ``None``: at ``ends_at``."""
+
+    @property
+    def held_until(self) -> datetime:
+        """When capacity stops being held: the term's end, or the cancellation."""
+        return self.ends_at if self.cancelled_at is None else min(self.ends_at, self.cancelled_at)
+
+    def holds_at(self, moment: datetime) -> bool:
+        return self.starts_at <= moment < self.held_until
+
+    @property
+    def billed_end(self) -> datetime:
+        return self.ends_at if self.billed_until is None else min(self.ends_at, self.billed_until)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reservation(Plan):
+    """A plan as the cloud keeps it: with the pool of hardware it holds."""
+
+    pool: str
+    """The hardware it holds: ``ipu-machines`` or ``baremetal:MODEL``."""
+    per_unit: int
+    """Pool units each takes (a vPOD-16: 4 IPU-Machines)."""
 
     def status_at(self, now: datetime) -> ReservationStatus:
         if self.cancelled_at is not None:
             return ReservationStatus.CANCELLED
         return ReservationStatus.ACTIVE if self.ends_at > now else ReservationStatus.EXPIRED
-
-    @property
-    def billed_end(self) -> datetime:
-        return self.ends_at if self.billed_until is None else min(self.ends_at, self.billed_until)
 
 
 @dataclass(frozen=True)

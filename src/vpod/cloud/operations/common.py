@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import TypeVar
 
 from vpod.placement import Rejected
+from vpod.wire.field_copy import copy_all_fields
 
 from .. import server_setup
 from ..drivers import ServerSpec
@@ -151,16 +152,13 @@ async def build_servers(job: Job, cluster: Cluster, servers: Sequence[Server]) -
             await job.ctx.volumes.create(boot.id, boot.size_gib, boot.volume_type, boot.image)
             await _volume_status(job, boot, VolumeStatus.IN_USE)
         await job.ctx.compute.create_server(
-            ServerSpec(
+            copy_all_fields(
+                ServerSpec,
+                server,  # its name, cluster, image, address and host
                 server_id=server.id,
-                name=server.name,
-                cluster_id=cluster.id,
                 cluster_name=cluster.name,
-                image=server.image,
                 flavor=flavor.name,
                 bare_metal=flavor.bare_metal,
-                address=server.address,
-                host_id=server.host_id,
                 boot_volume_id=boot.id if boot is not None else None,
                 local_disk_gib=0 if flavor.bare_metal else flavor.disk_gib,
                 public_keys=public_keys,

@@ -36,7 +36,7 @@ class AttachDatasets(_SetUpServers):
         ctx = job.ctx
         cluster = await job.cluster()
         await ctx.records.detach_storage(cluster.id)
-        with contextlib.suppress(errors.CloudError):
+        with contextlib.suppress(*errors.CloudError):
             servers = await servers_of(job, cluster.id)
             await server_setup.configure_servers(ctx, cluster, servers, job.secrets, job.warn)
         return Outcome()

@@ -19,7 +19,7 @@ from ..model.records import Cluster, Server, Volume
 from ..ssh_keys import HostKey, host_key_of
 from .context import CloudContext
 from .gpu_hosts import GpuHosts, ServerGpu
-from .projects import Principal, in_project
+from .projects import Principal, find_own
 from .ssh_ports import SshPorts
 
 
@@ -56,9 +56,8 @@ class ClusterViews:
         self._ssh_ports = ssh_ports or SshPorts(ctx)
 
     async def find(self, principal: Principal, ref: str) -> Cluster:
-        project_id = principal.project()
-        found = await self._ctx.records.find_cluster(project_id, ref)
-        return in_project(found, "cluster", ref, project_id, "vpod cluster list")
+        records = self._ctx.records
+        return await find_own(principal, records.find_cluster, ref, "cluster", "vpod cluster list")
 
     async def view(self, cluster: Cluster) -> ClusterView:
         servers = await self._ctx.records.list_servers([cluster.id])

@@ -27,7 +27,13 @@ from ..model.task_params import (
     ResizeParams,
     SetMetadataParams,
 )
-from ..quotas import Exceeded, check_limits, cluster_demand, refuse_if_exceeded, server_demand
+from ..quotas import (
+    Exceeded,
+    admit_within,
+    check_limits,
+    cluster_demand,
+    server_demand,
+)
 from ..states import (
     ALLOWED_FROM,
     STATUS_DURING,
@@ -241,11 +247,8 @@ class Clusters:
         data_ids = [v.id for v in volumes] + [v.id for v in attach]
         task = new_task(
             ctx,
-            project_id,
             Operation.CREATE,
-            "cluster",
-            cluster_id,
-            name,
+            cluster,
             CreateParams(
                 vpod=flavor.is_vpod,
                 data_volume_ids=tuple(data_ids),
@@ -272,9 +275,7 @@ class Clusters:
             new_volumes=volumes + boot,
             attach=claims,
             meter=[entry],
-            admit=lambda project, used: refuse_if_exceeded(
-                project.id, check_limits(project.quotas, used, demand)
-            ),
+            admit=admit_within(demand),
         )
         if keypair_ids:  # before the task runs: its setup writes them on the servers
             await ctx.records.give_keypairs(cluster_id, keypair_ids)
@@ -286,7 +287,7 @@ class Clusters:
     async def _keypair_id(self, project_id: str, ref: str) -> str:
         found = await self._ctx.records.find_keypair(project_id, ref)
         hint = " (`vpod keypair create` makes one)"
-        return in_project(found, "keypair", str(ref)[:70], project_id, "vpod keypair list", hint).id
+        return in_project(found, "keypair", ref, project_id, "vpod keypair list", hint).id
 
     def _server(self, cluster: Cluster, flavor: Flavor, position: int, cidr: str) -> Server:
         address = ipaddress.ip_network(cidr).network_address + 10 + position
@@ -360,15 +361,7 @@ class Clusters:
     ) -> Task:
         ctx = self._ctx
         is_vpod = find_flavor(cluster.flavor).is_vpod
-        task = new_task(
-            ctx,
-            cluster.project_id,
-            operation,
-            "cluster",
-            cluster.id,
-            cluster.name,
-            replace(params, vpod=is_vpod),
-        )
+        task = new_task(ctx, operation, cluster, replace(params, vpod=is_vpod))
         now = ctx.clock.now()
         meter = []
         if change is not None and change.status != cluster.status:
@@ -382,15 +375,7 @@ class Clusters:
             new_servers=new_servers,
             new_volumes=new_volumes,
             meter=meter,
-            admit=(
-                (
-                    lambda project, used: refuse_if_exceeded(
-                        project.id, check_limits(project.quotas, used, wanted)
-                    )
-                )
-                if wanted
-                else None
-            ),
+            admit=admit_within(wanted) if wanted else None,
         )
         ctx.published(meter)
         ctx.submit(task.id)
@@ -543,11 +528,8 @@ class Clusters:
         )
         task = new_task(
             self._ctx,
-            cluster.project_id,
             Operation.SET_METADATA,
-            "cluster",
-            cluster.id,
-            cluster.name,
+            cluster,
             SetMetadataParams(metadata=checked),
             state=TaskState.FINISHED,
         )

@@ -12,6 +12,7 @@ deleting a storage some cluster holds is refused (detach it first).
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable
 from dataclasses import dataclass
 
 from vpod.wire.field_copy import copy_all_fields
@@ -35,7 +36,8 @@ from ..validation import check_name
 from .cluster_views import ClusterViews
 from .clusters import Clusters
 from .context import CloudContext
-from .projects import Principal, in_project
+from .project_resources import ViewedResources
+from .projects import Principal
 
 log = logging.getLogger("vpod.cloud")
 
@@ -49,11 +51,16 @@ class NewStorage:
     secret_access_key: str
 
 
-class Datasets:
+class Datasets(ViewedResources[SealedStorage, DatasetStorage]):
+    what = "dataset storage"
+    lists_them = "vpod storage list"
+
     def __init__(self, ctx: CloudContext, views: ClusterViews, clusters: Clusters) -> None:
-        self._ctx = ctx
-        self._views = views
+        super().__init__(ctx, views)
         self._clusters = clusters
+
+    def _lookup(self, project_id: str, ref: str) -> Awaitable[SealedStorage | None]:
+        return self._ctx.records.find_storage(project_id, ref)
 
     @property
     def endpoints(self) -> tuple[StorageEndpoint, ...]:
@@ -68,11 +75,6 @@ class Datasets:
             if cluster is not None:
                 names.append(cluster.name)
         return copy_all_fields(DatasetStorage, record, clusters=tuple(sorted(names)))
-
-    async def _find(self, principal: Principal, ref: str) -> SealedStorage:
-        project_id = principal.project()
-        found = await self._ctx.records.find_storage(project_id, ref)
-        return in_project(found, "dataset storage", str(ref)[:70], project_id, "vpod storage list")
 
     async def register(self, principal: Principal, new: NewStorage) -> DatasetStorage:
         ctx = self._ctx
@@ -98,10 +100,7 @@ class Datasets:
 
     async def list_storages(self, principal: Principal) -> list[DatasetStorage]:
         found = await self._ctx.records.list_storages(principal.project())
-        return [await self._view(r) for r in found]
-
-    async def get(self, principal: Principal, ref: str) -> DatasetStorage:
-        return await self._view(await self._find(principal, ref))
+        return await self._views_of(found)
 
     async def delete(self, principal: Principal, ref: str) -> None:
         """Refused while a cluster holds it: detaching rewrites servers, which deleting a

@@ -32,6 +32,7 @@ from ..host_placement import HostView
 from ..model import errors
 from ..model.hosts import NO_SAMPLE, GpuAgent, HealthChange, Host, HostGpu
 from .context import CloudContext
+from .hosts import check_host
 
 MAX_SAMPLES_AGE_S = 300.0
 """Samples of a host older than this are not shown (its agent went away)."""
@@ -45,6 +46,20 @@ class GpuTelemetry:
     hostname: str
     gpu: GpuInfo
     sample: GpuSample | None
+
+
+@dataclass(frozen=True)
+class GpuHostRegistration:
+    """What a GPU host's agent registers: its host, and the inventory NVML gave it."""
+
+    host_id: str
+    role: str
+    fabric: str | None
+    model: str | None
+    """The cloud's host model; None: derived from the GPUs."""
+    boot_id: str
+    """New at every agent start: samples from an older run are refused."""
+    inventory: HostInventory
 
 
 @dataclass(frozen=True)
@@ -81,32 +96,20 @@ class GpuHosts:
         return token_id
 
     async def register(
-        self,
-        *,
-        host_id: str,
-        role: str,
-        fabric: str | None,
-        model: str | None,
-        boot_id: str,
-        inventory: HostInventory,
-        token: str,
-        source: str,
+        self, registration: GpuHostRegistration, *, token: str, source: str
     ) -> tuple[Host, bool]:
         """Register (or register again) a host with its agent's inventory; (host, new?)."""
-        if not is_valid_id(host_id):
-            raise errors.InvalidArgument(f"host id {host_id[:70]!r} is not valid: {ID_RULE}")
-        if role not in {r.value for r in HostRole}:
-            raise errors.InvalidArgument(
-                f"host role {role!r} is not known: use {', '.join(r.value for r in HostRole)}"
-            )
+        r = registration
+        host_id, role, fabric, inventory = r.host_id, r.role, r.fabric, r.inventory
+        check_host(host_id, role)
         if fabric is not None and not is_valid_id(fabric):
             raise errors.InvalidArgument(f"fabric {fabric[:70]!r} is not valid: {ID_RULE}")
-        if not boot_id or len(boot_id) > 64:
+        if not r.boot_id or len(r.boot_id) > 64:
             raise errors.InvalidArgument("boot_id is 1 to 64 characters")
         check_inventory(inventory)
         first = inventory.gpus[0]
         derived = host_model_of(first.name, first.memory_mib)
-        chosen = model or derived
+        chosen = r.model or derived
         if chosen is None or chosen not in HOST_MODELS or chosen == "poplar":
             gpu_models = ", ".join(m for m in HOST_MODELS if m != "poplar")
             raise errors.InvalidArgument(
@@ -130,7 +133,7 @@ class GpuHosts:
             inventory,  # its host name, driver, CUDA version and backend
             host_id=host_id,
             token_id=token_id,
-            boot_id=boot_id,
+            boot_id=r.boot_id,
             registered_at=now,
             reported_at=now,
         )

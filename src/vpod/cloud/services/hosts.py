@@ -5,52 +5,47 @@ registers a few of each model in two InfiniBand fabrics)."""
 from __future__ import annotations
 
 from vpod.domain.naming import ID_RULE, is_valid_id
+from vpod.wire.field_copy import copy_all_fields
 
 from ..flavors import HOST_MODELS, HostRole
 from ..model import errors
-from ..model.hosts import Host, HostUsage
+from ..model.hosts import Host, HostRegistration, HostUsage
 from .context import CloudContext
 
 GPUS_PER_HOST = 8
+
+
+def check_host(host_id: str, role: str) -> None:
+    """A host's id and role, as every registration (an operator's, a GPU agent's) checks them."""
+    if not is_valid_id(host_id):
+        raise errors.InvalidArgument(f"host id {host_id[:70]!r} is not valid: {ID_RULE}")
+    if role not in {r.value for r in HostRole}:
+        raise errors.InvalidArgument(
+            f"host role {role!r} is not known: use {', '.join(r.value for r in HostRole)}"
+        )
 
 
 class Hosts:
     def __init__(self, ctx: CloudContext) -> None:
         self._ctx = ctx
 
-    async def register(
-        self,
-        host_id: str,
-        role: str,
-        model: str,
-        *,
-        fabric: str | None = None,
-        address: str = "",
-        slots: int | None = None,
-    ) -> Host:
-        if not is_valid_id(host_id):
-            raise errors.InvalidArgument(f"host id {host_id[:70]!r} is not valid: {ID_RULE}")
-        if role not in {r.value for r in HostRole}:
+    async def register(self, new: HostRegistration) -> Host:
+        check_host(new.id, new.role)
+        if new.model not in HOST_MODELS:
             raise errors.InvalidArgument(
-                f"host role {role!r} is not known: use {', '.join(r.value for r in HostRole)}"
+                f"host model {new.model!r} is not known: use {', '.join(HOST_MODELS)}"
             )
-        if model not in HOST_MODELS:
-            raise errors.InvalidArgument(
-                f"host model {model!r} is not known: use {', '.join(HOST_MODELS)}"
-            )
-        if model == "poplar" and role != HostRole.BAREMETAL:
+        if new.model == "poplar" and new.role != HostRole.BAREMETAL:
             raise errors.InvalidArgument("Poplar hosts are bare metal: use role baremetal")
-        default = 1 if model == "poplar" else GPUS_PER_HOST
-        count = default if slots is None else slots
+        default = 1 if new.model == "poplar" else GPUS_PER_HOST
+        count = default if new.slots is None else new.slots
         if not 1 <= count <= 64:
             raise errors.InvalidArgument(f"a host has 1 to 64 slots (GPUs), not {count}")
-        host = Host(
-            id=host_id,
-            role=role,
-            model=model,
+        host = copy_all_fields(
+            Host,
+            new,
             slots=count,
-            fabric=fabric or None,
-            address=address,
+            fabric=new.fabric or None,
             enabled=True,
             registered_at=self._ctx.clock.now(),
         )

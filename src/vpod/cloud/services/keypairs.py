@@ -13,7 +13,7 @@ exists. A keypair a cluster holds cannot be deleted (take it away first).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import replace
 
 from cryptography.hazmat.primitives import serialization
@@ -25,9 +25,9 @@ from ..model.records import Cluster, Keypair
 from ..ssh_keys import parse_public_key
 from ..states import ClusterStatus, ServerStatus
 from ..validation import check_name
-from .cluster_views import ClusterViews
 from .context import CloudContext
-from .projects import Principal, in_project
+from .project_resources import ViewedResources
+from .projects import Principal
 
 log = logging.getLogger("vpod.cloud")
 
@@ -45,15 +45,12 @@ async def authorized_lines(ctx: CloudContext, cluster_id: str) -> tuple[str, ...
     return tuple(lines)
 
 
-class Keypairs:
-    def __init__(self, ctx: CloudContext, views: ClusterViews) -> None:
-        self._ctx = ctx
-        self._views = views
+class Keypairs(ViewedResources[Keypair, Keypair]):
+    what = "keypair"
+    lists_them = "vpod keypair list"
 
-    async def _find(self, principal: Principal, ref: str) -> Keypair:
-        project_id = principal.project()
-        found = await self._ctx.records.find_keypair(project_id, ref)
-        return in_project(found, "keypair", str(ref)[:70], project_id, "vpod keypair list")
+    def _lookup(self, project_id: str, ref: str) -> Awaitable[Keypair | None]:
+        return self._ctx.records.find_keypair(project_id, ref)
 
     async def _view(self, record: Keypair) -> Keypair:
         """The keypair with the names of the clusters it may log in to."""
@@ -92,10 +89,7 @@ class Keypairs:
 
     async def list_keypairs(self, principal: Principal) -> list[Keypair]:
         found = await self._ctx.records.list_keypairs(principal.project())
-        return [await self._view(r) for r in found]
-
-    async def get(self, principal: Principal, ref: str) -> Keypair:
-        return await self._view(await self._find(principal, ref))
+        return await self._views_of(found)
 
     async def delete(self, principal: Principal, ref: str) -> None:
         record = await self._find(principal, ref)
@@ -116,7 +110,7 @@ class Keypairs:
     async def of_cluster(self, principal: Principal, cluster_ref: str) -> list[Keypair]:
         cluster = await self._views.find(principal, cluster_ref)
         held = await self._ctx.records.keypairs_of([cluster.id])
-        return [await self._view(r) for r in held.get(cluster.id, [])]
+        return await self._views_of(held.get(cluster.id, []))
 
     async def give(self, principal: Principal, cluster_ref: str, ref: str) -> list[Keypair]:
         """Let the keypair log in to the cluster's servers (idempotent); its keypairs after."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -63,13 +63,28 @@ def in_project(
     found: T | None, what: str, ref: str, project_id: str, lists_them: str, hint: str = ""
 ) -> T:
     """``found``, the project's resource named by ``ref`` (id or name), else NotFound saying
-    so, with the command that lists the project's own (``lists_them``) and ``hint``.
-    Another project's resource is not found either: a project never learns it exists."""
+    so (with at most 70 characters of ``ref``), the command that lists the project's own
+    (``lists_them``) and ``hint``. Another project's resource is not found either: a project
+    never learns it exists."""
     if found is None:
         raise errors.NotFound(
-            f"{what} {ref} does not exist in project {project_id}: `{lists_them}` shows yours{hint}"
+            f"{what} {ref[:70]} does not exist in project {project_id}: `{lists_them}` shows"
+            f" yours{hint}"
         )
     return found
+
+
+async def find_own(
+    principal: Principal,
+    find: Callable[[str, str], Awaitable[T | None]],
+    ref: str,
+    what: str,
+    lists_them: str,
+) -> T:
+    """The caller's project's resource named by ``ref``, looked up by ``find(project_id,
+    ref)``; NotFound otherwise (:func:`in_project`)."""
+    project_id = principal.project()
+    return in_project(await find(project_id, ref), what, ref, project_id, lists_them)
 
 
 @dataclass(frozen=True)

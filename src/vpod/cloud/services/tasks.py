@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from ..model import errors
-from ..model.records import Task
+from ..model.records import Cluster, Task, Volume
 from ..model.task_params import TaskParams
 from ..states import Operation, Phase, TaskState
 from .context import CloudContext
@@ -17,23 +17,21 @@ MAX_WAIT_S = 600.0
 
 def new_task(
     ctx: CloudContext,
-    project_id: str,
     operation: Operation,
-    resource_type: str,
-    resource_id: str,
-    resource_name: str,
+    resource: Cluster | Volume,
     params: TaskParams | None = None,
     *,
     state: TaskState = TaskState.NEW,
 ) -> Task:
+    """The record of a new task of ``operation`` on ``resource`` (in its project), made now."""
     now = ctx.clock.now()
     return Task(
         id=ctx.ids.new("task"),
-        project_id=project_id,
+        project_id=resource.project_id,
         operation=operation,
-        resource_type=resource_type,
-        resource_id=resource_id,
-        resource_name=resource_name,
+        resource_type="cluster" if isinstance(resource, Cluster) else "volume",
+        resource_id=resource.id,
+        resource_name=resource.name,
         state=state,
         created_at=now,
         updated_at=now,

@@ -8,18 +8,20 @@ cluster deletes them).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Mapping
+
 from ..flavors import find_flavor
 from ..metering import volume_entry
 from ..model import errors
 from ..model.records import Task, Volume
-from ..model.task_params import TaskParams, VolumeAttachParams, VolumeDetachParams
-from ..quotas import check_limits, refuse_if_exceeded, volume_demand
-from ..states import ALLOWED_FROM, ClusterStatus, Operation, VolumeStatus
+from ..model.task_params import VolumeAttachParams, VolumeDetachParams
+from ..quotas import admit_within, volume_demand
+from ..states import ALLOWED_FROM, Operation, VolumeStatus
 from ..states import check_operation as check_state
 from ..validation import check_name, check_volume_size, check_volume_type
-from .cluster_views import ClusterViews
 from .context import CloudContext
-from .projects import Principal, in_project
+from .project_resources import ProjectResources
+from .projects import Principal
 from .tasks import new_task
 
 
@@ -48,15 +50,27 @@ def new_volume(
     )
 
 
-class Volumes:
-    def __init__(self, ctx: CloudContext, views: ClusterViews) -> None:
-        self._ctx = ctx
-        self._views = views
+CLAIMS: Mapping[Operation, tuple[tuple[VolumeStatus, ...], VolumeStatus]] = {
+    Operation.VOLUME_DELETE: ((VolumeStatus.AVAILABLE, VolumeStatus.ERROR), VolumeStatus.DELETING),
+    Operation.VOLUME_ATTACH: ((VolumeStatus.AVAILABLE,), VolumeStatus.ATTACHING),
+    Operation.VOLUME_DETACH: ((VolumeStatus.IN_USE,), VolumeStatus.DETACHING),
+}
+"""A volume's task: the statuses its operation may start from, and the volume's status
+while it runs."""
+
+OnCluster = VolumeAttachParams | VolumeDetachParams
+"""An attachment's task parameters: they name the cluster its task claims too."""
+
+
+class Volumes(ProjectResources[Volume]):
+    what = "volume"
+    lists_them = "vpod volume list"
+
+    def _lookup(self, project_id: str, ref: str) -> Awaitable[Volume | None]:
+        return self._ctx.records.find_volume(project_id, ref)
 
     async def find(self, principal: Principal, ref: str) -> Volume:
-        project_id = principal.project()
-        found = await self._ctx.records.find_volume(project_id, ref)
-        return in_project(found, "volume", ref, project_id, "vpod volume list")
+        return await self._find(principal, ref)
 
     async def list_volumes(self, principal: Principal) -> list[Volume]:
         return await self._ctx.records.list_volumes(project_id=principal.project())
@@ -71,16 +85,14 @@ class Volumes:
         check_volume_type(volume_type)
         volume = new_volume(ctx, project_id, name, size_gib, volume_type)
         now = volume.created_at
-        task = new_task(ctx, project_id, Operation.VOLUME_CREATE, "volume", volume.id, name)
+        task = new_task(ctx, Operation.VOLUME_CREATE, volume)
         entry = volume_entry(volume, VolumeStatus.CREATING, now)
         demand = volume_demand([size_gib])
         await ctx.records.create_volume(
             volume,
             task,
             meter=[entry],
-            admit=lambda project, used: refuse_if_exceeded(
-                project.id, check_limits(project.quotas, used, demand)
-            ),
+            admit=admit_within(demand),
         )
         ctx.published([entry])
         ctx.submit(task.id)
@@ -100,12 +112,7 @@ class Volumes:
             raise errors.FailedPrecondition(
                 f"volume {volume.name} is attached: detach it first (`vpod volume detach`)"
             )
-        return await self._claim(
-            volume,
-            Operation.VOLUME_DELETE,
-            [VolumeStatus.AVAILABLE, VolumeStatus.ERROR],
-            VolumeStatus.DELETING,
-        )
+        return await self._claim(volume, Operation.VOLUME_DELETE)
 
     async def attach(
         self, principal: Principal, ref: str, cluster_ref: str, server: int = 1
@@ -128,14 +135,8 @@ class Volumes:
             raise errors.InvalidArgument(
                 f"cluster {cluster.name} has servers 1 to {cluster.server_count}, not {server}"
             )
-        return await self._claim(
-            volume,
-            Operation.VOLUME_ATTACH,
-            [VolumeStatus.AVAILABLE],
-            VolumeStatus.ATTACHING,
-            cluster=(cluster.id, ALLOWED_FROM[Operation.VOLUME_ATTACH]),
-            params=VolumeAttachParams(cluster_id=cluster.id, server=server),
-        )
+        params = VolumeAttachParams(cluster_id=cluster.id, server=server)
+        return await self._claim(volume, Operation.VOLUME_ATTACH, params)
 
     async def detach(self, principal: Principal, ref: str) -> Task:
         volume = await self.find(principal, ref)
@@ -145,34 +146,25 @@ class Volumes:
                 f"volume {volume.name} is {volume.status}: only an attached (in-use) volume can"
                 " be detached"
             )
-        return await self._claim(
-            volume,
-            Operation.VOLUME_DETACH,
-            [VolumeStatus.IN_USE],
-            VolumeStatus.DETACHING,
-            cluster=(volume.cluster_id, ALLOWED_FROM[Operation.VOLUME_DETACH]),
-            params=VolumeDetachParams(cluster_id=volume.cluster_id),
-        )
+        params = VolumeDetachParams(cluster_id=volume.cluster_id)
+        return await self._claim(volume, Operation.VOLUME_DETACH, params)
 
     async def _claim(
-        self,
-        volume: Volume,
-        operation: Operation,
-        allowed: list[VolumeStatus],
-        status: VolumeStatus,
-        *,
-        cluster: tuple[str, frozenset[ClusterStatus]] | None = None,
-        params: TaskParams | None = None,
+        self, volume: Volume, operation: Operation, params: OnCluster | None = None
     ) -> Task:
+        """Start ``operation``'s task on the volume (and on the cluster ``params`` names, in a
+        status the operation is allowed from), if the volume's status allows it."""
         ctx = self._ctx
-        task = new_task(ctx, volume.project_id, operation, "volume", volume.id, volume.name, params)
+        cluster_id = params.cluster_id if params is not None else None
+        allowed, status = CLAIMS[operation]
+        task = new_task(ctx, operation, volume, params)
         entry = volume_entry(volume, status, ctx.clock.now())
         await ctx.records.start_volume_task(
             volume.id,
             task,
             allowed=list(allowed),
             changes={"status": status, "updated_at": ctx.clock.now()},
-            cluster=(cluster[0], sorted(cluster[1])) if cluster else None,
+            cluster=(cluster_id, sorted(ALLOWED_FROM[operation])) if cluster_id else None,
             meter=[entry],
         )
         ctx.published([entry])
