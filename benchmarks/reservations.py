@@ -31,6 +31,7 @@ import httpx
 from vpod.agent.addressing import AddressMode, AddressPlan
 from vpod.agent.fleet import AgentFleet, FleetSettings
 from vpod.cloud.extension import CloudServer
+from vpod.cloud.model.hosts import HostRegistration
 from vpod.cloud.settings import CloudSettings
 from vpod.controller.caller import SYSTEM
 from vpod.controller.server import RunningServer, serve
@@ -98,7 +99,9 @@ async def _bench(repeat: int, projects: int, per_project: int) -> tuple[list[Tim
     service = cloud.cloud
     for model, count, _ in HOSTS:
         for n in range(count):
-            await service.hosts.register(f"{model}-{n}", "baremetal", model, slots=1)
+            await service.hosts.register(
+                HostRegistration(f"{model}-{n}", "baremetal", model, slots=1)
+            )
     tokens = []
     for n in range(projects + 1):
         _, token = await service.projects.create(f"p{n:03d}", quotas={"reserved_units": -1})

@@ -98,7 +98,8 @@ def _wait_line(proc: subprocess.Popen[str], marker: str, timeout: float) -> str:
         line = proc.stdout.readline()
         if not line:
             said = "".join(seen[-5:])
-            raise RuntimeError(f"{proc.args[0]} exited ({proc.wait()}) before {marker!r}: {said}")
+            program = str(proc.args[0]) if isinstance(proc.args, list) else str(proc.args)
+            raise RuntimeError(f"{program} exited ({proc.wait()}) before {marker!r}: {said}")
         if marker in line:
             return line
         seen.append(line)
