@@ -95,20 +95,21 @@ async def _bench(repeat: int, projects: int, per_project: int) -> tuple[list[Tim
 
     serving = asyncio.ensure_future(serve(settings, ready=on_ready, stop=stop, extensions=[cloud]))
     running = await ready
-    assert cloud.cloud is not None
-    service = cloud.cloud
-    for model, count, _ in HOSTS:
-        for n in range(count):
-            await service.hosts.register(
-                HostRegistration(f"{model}-{n}", "baremetal", model, slots=1)
-            )
-    tokens = []
-    for n in range(projects + 1):
-        _, token = await service.projects.create(f"p{n:03d}", quotas={"reserved_units": -1})
-        tokens.append(token.token)
-    base = f"http://127.0.0.1:{running.http_port}/api/cloud/v1"
-    timings = []
+    timings: list[Timing] = []
+    free_vpods = 0
     try:
+        assert cloud.cloud is not None
+        service = cloud.cloud
+        for model, count, _ in HOSTS:
+            for n in range(count):
+                await service.hosts.register(
+                    HostRegistration(f"{model}-{n}", "baremetal", model, slots=1)
+                )
+        tokens = []
+        for n in range(projects + 1):
+            _, token = await service.projects.create(f"p{n:03d}", quotas={"reserved_units": -1})
+            tokens.append(token.token)
+        base = f"http://127.0.0.1:{running.http_port}/api/cloud/v1"
         async with httpx.AsyncClient(base_url=base, timeout=120) as http:
             owner = {"Authorization": f"Bearer {tokens[0]}"}
             stranger = {"Authorization": f"Bearer {tokens[projects]}"}

@@ -101,6 +101,14 @@ class Background:
                 self.proc.wait()
 
 
+def _ends(text: str, keep: int = 2000) -> str:
+    """The first and the last ``keep`` characters: a failing command's first error is often
+    followed by pages of shutdown noise."""
+    if len(text) <= 2 * keep:
+        return text
+    return f"{text[:keep]}\n[... {len(text) - 2 * keep} characters ...]\n{text[-keep:]}"
+
+
 class Shell:
     """Runs README lines in the mirror with a fresh user's environment."""
 
@@ -131,7 +139,7 @@ class Shell:
         )
         assert done.returncode == 0, (
             f"README lines failed ({done.returncode}):\n" + "\n".join(lines)
-            + f"\n--- stdout\n{done.stdout[-3000:]}\n--- stderr\n{done.stderr[-3000:]}"
+            + f"\n--- stdout\n{_ends(done.stdout)}\n--- stderr\n{_ends(done.stderr)}"
         )  # fmt: skip
         return done
 
