@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
-from typing import NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import grpc
 
@@ -62,6 +63,29 @@ log = logging.getLogger(__name__)
 MAX_SLOW_DELAY_S = 600.0
 
 T = TypeVar("T")
+Handler = Callable[["AgentService", Any, grpc.aio.ServicerContext], Awaitable[T]]
+"""An rpc of :class:`AgentService`, as the generated servicer base names it."""
+
+
+def _management_call(handler: Handler[T]) -> Handler[T]:
+    """An rpc that first waits out the agent's own faults (hang, slow); what it raises
+    reaches the caller as :meth:`AgentService._run` says."""
+    return _served(handler, gate=True)
+
+
+def _ungated_call(handler: Handler[T]) -> Handler[T]:
+    """An rpc the agent's own faults do not hold up; errors as :func:`_management_call`."""
+    return _served(handler, gate=False)
+
+
+def _served(handler: Handler[T], *, gate: bool) -> Handler[T]:
+    @functools.wraps(handler)
+    async def serve(self: AgentService, request: Any, context: grpc.aio.ServicerContext) -> T:
+        return await self._run(
+            context, handler.__name__, lambda: handler(self, request, context), gate
+        )
+
+    return serve
 
 
 class AgentService(pb_grpc.AgentServiceServicer):
@@ -208,6 +232,9 @@ class AgentService(pb_grpc.AgentServiceServicer):
         call: Callable[[], Awaitable[T]],
         gate: bool = True,
     ) -> T:
+        """Run one rpc's work (every rpc but WatchEvents comes through here, by
+        :func:`_management_call` or :func:`_ungated_call`): a refusal becomes its status
+        code with the reason in trailing metadata, anything else ``INTERNAL`` and a log."""
         if gate and (self._slow is not None or self._hang is not None):
             await self._gate()
         try:
@@ -224,81 +251,67 @@ class AgentService(pb_grpc.AgentServiceServicer):
 
     # ---------------------------------------------------------------- rpcs
 
+    @_management_call
     async def GetIdentity(
         self, request: pb.GetIdentityRequest, context: grpc.aio.ServicerContext
     ) -> pb.Identity:
-        async def identity() -> pb.Identity:
-            return convert.identity_to_wire(await self._backend.identity())
+        return convert.identity_to_wire(await self._backend.identity())
 
-        return await self._run(context, "GetIdentity", identity)
-
+    @_management_call
     async def ListIpuAttributes(
         self, request: pb.ListIpuAttributesRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListIpuAttributesReply:
         backend = self._backend
+        return convert.attributes_to_wire(backend.agent_id, await backend.ipu_attributes())
 
-        async def attributes() -> pb.ListIpuAttributesReply:
-            return convert.attributes_to_wire(backend.agent_id, await backend.ipu_attributes())
-
-        return await self._run(context, "ListIpuAttributes", attributes)
-
+    @_management_call
     async def ConfigurePartition(
         self, request: pb.ConfigurePartitionRequest, context: grpc.aio.ServicerContext
     ) -> pb.ConfigurePartitionReply:
-        async def configure() -> pb.ConfigurePartitionReply:
-            if not request.HasField("config"):
-                raise InvalidRequest("ConfigurePartition needs a config: none was sent")
-            config = convert.config_from_wire(request.config)
-            networks = self._access.parse(request.allowed_hosts)
-            outcome = await self._backend.configure(config)
-            self._access.set(config.partition_id, networks)
-            await self._evict_strangers(config.partition_id)
-            outcome = dataclasses.replace(outcome, partition=self._with_hosts(outcome.partition))
-            return convert.outcome_to_wire(outcome)
+        if not request.HasField("config"):
+            raise InvalidRequest("ConfigurePartition needs a config: none was sent")
+        config = convert.config_from_wire(request.config)
+        networks = self._access.parse(request.allowed_hosts)
+        outcome = await self._backend.configure(config)
+        self._access.set(config.partition_id, networks)
+        await self._evict_strangers(config.partition_id)
+        outcome = dataclasses.replace(outcome, partition=self._with_hosts(outcome.partition))
+        return convert.outcome_to_wire(outcome)
 
-        return await self._run(context, "ConfigurePartition", configure)
-
+    @_management_call
     async def ReleasePartition(
         self, request: pb.ReleasePartitionRequest, context: grpc.aio.ServicerContext
     ) -> pb.ReleasePartitionReply:
-        async def release() -> pb.ReleasePartitionReply:
-            released = await self._backend.release(request.partition_id)
-            self._access.forget(request.partition_id)
-            return pb.ReleasePartitionReply(released=released)
+        released = await self._backend.release(request.partition_id)
+        self._access.forget(request.partition_id)
+        return pb.ReleasePartitionReply(released=released)
 
-        return await self._run(context, "ReleasePartition", release)
-
+    @_management_call
     async def SetPartitionHosts(
         self, request: pb.SetPartitionHostsRequest, context: grpc.aio.ServicerContext
     ) -> pb.SetPartitionHostsReply:
-        async def set_hosts() -> pb.SetPartitionHostsReply:
-            networks = self._access.parse(request.allowed_hosts)
-            configured = any(
-                c.config.partition_id == request.partition_id
-                for c in await self._backend.configurations()
-            )
-            if configured:
-                self._access.set(request.partition_id, networks)
-                await self._evict_strangers(request.partition_id)
-            return pb.SetPartitionHostsReply(configured=configured)
+        networks = self._access.parse(request.allowed_hosts)
+        configured = any(
+            c.config.partition_id == request.partition_id
+            for c in await self._backend.configurations()
+        )
+        if configured:
+            self._access.set(request.partition_id, networks)
+            await self._evict_strangers(request.partition_id)
+        return pb.SetPartitionHostsReply(configured=configured)
 
-        return await self._run(context, "SetPartitionHosts", set_hosts)
-
+    @_management_call
     async def ResetPartition(
         self, request: pb.ResetPartitionRequest, context: grpc.aio.ServicerContext
     ) -> pb.ResetPartitionReply:
-        async def reset() -> pb.ResetPartitionReply:
-            held = await self._backend.reset(request.partition_id)
-            return pb.ResetPartitionReply(
-                partition=convert.configured_to_wire(self._with_hosts(held))
-            )
+        held = await self._backend.reset(request.partition_id)
+        return pb.ResetPartitionReply(partition=convert.configured_to_wire(self._with_hosts(held)))
 
-        return await self._run(context, "ResetPartition", reset)
-
+    @_management_call
     async def ListConfigurations(
         self, request: pb.ListConfigurationsRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListConfigurationsReply:
-        return await self._run(context, "ListConfigurations", self.configurations_reply)
+        return await self.configurations_reply()
 
     async def configurations_reply(self) -> pb.ListConfigurationsReply:
         """What this machine has configured, with the hosts that may attach to each."""
@@ -313,57 +326,46 @@ class AgentService(pb_grpc.AgentServiceServicer):
             ],
         )
 
+    # Not gated, as FleetHealth: a machine that cannot answer now is left out.
+    @_ungated_call
     async def FleetConfigurations(
         self, request: pb.FleetConfigurationsRequest, context: grpc.aio.ServicerContext
     ) -> pb.FleetConfigurationsReply:
-        async def fleet_configurations() -> pb.FleetConfigurationsReply:
-            members = self._prompt_members(request.agent_ids)
-            reply = pb.FleetConfigurationsReply()
-            reply.machines.extend(
-                await asyncio.gather(*(m.configurations_reply() for _, m in members))
-            )
-            return reply
+        members = self._prompt_members(request.agent_ids)
+        reply = pb.FleetConfigurationsReply()
+        reply.machines.extend(await asyncio.gather(*(m.configurations_reply() for _, m in members)))
+        return reply
 
-        # Not gated, as FleetHealth: a machine that cannot answer now is left out.
-        return await self._run(context, "FleetConfigurations", fleet_configurations, gate=False)
-
+    @_management_call
     async def RunLinkTests(
         self, request: pb.RunLinkTestsRequest, context: grpc.aio.ServicerContext
     ) -> pb.RunLinkTestsReply:
-        backend = self._backend
+        kinds = convert.link_tests_from_wire(request.tests)
+        results = await self._backend.run_link_tests(kinds)
+        return pb.RunLinkTestsReply(
+            agent_id=self._backend.agent_id,
+            results=[convert.link_test_result_to_wire(r) for r in results],
+        )
 
-        async def tests() -> pb.RunLinkTestsReply:
-            kinds = convert.link_tests_from_wire(request.tests)
-            results = await backend.run_link_tests(kinds)
-            return pb.RunLinkTestsReply(
-                agent_id=backend.agent_id,
-                results=[convert.link_test_result_to_wire(r) for r in results],
-            )
-
-        return await self._run(context, "RunLinkTests", tests)
-
+    @_management_call
     async def Health(
         self, request: pb.HealthRequest, context: grpc.aio.ServicerContext
     ) -> pb.HealthReply:
-        return await self._run(context, "Health", lambda: self.health_reply(request.since_event))
+        return await self.health_reply(request.since_event)
 
+    # Not gated: this machine's own hang or slowness is the process's to report (it
+    # leaves the machine out), not a reason to keep the others' answers waiting.
+    @_ungated_call
     async def FleetHealth(
         self, request: pb.FleetHealthRequest, context: grpc.aio.ServicerContext
     ) -> pb.FleetHealthReply:
-        async def fleet_health() -> pb.FleetHealthReply:
-            since = {m.agent_id: m.since_event for m in request.machines}
-            members = self._prompt_members([m.agent_id for m in request.machines])
-            reply = pb.FleetHealthReply()
-            # Concurrently: a backend reading its hardware in a thread must not make the
-            # whole fleet's answer as slow as the sum of its machines.
-            reply.machines.extend(
-                await asyncio.gather(*(m.health_reply(since[a]) for a, m in members))
-            )
-            return reply
-
-        # Not gated: this machine's own hang or slowness is the process's to report (it
-        # leaves the machine out), not a reason to keep the others' answers waiting.
-        return await self._run(context, "FleetHealth", fleet_health, gate=False)
+        since = {m.agent_id: m.since_event for m in request.machines}
+        members = self._prompt_members([m.agent_id for m in request.machines])
+        reply = pb.FleetHealthReply()
+        # Concurrently: a backend reading its hardware in a thread must not make the
+        # whole fleet's answer as slow as the sum of its machines.
+        reply.machines.extend(await asyncio.gather(*(m.health_reply(since[a]) for a, m in members)))
+        return reply
 
     async def WatchEvents(
         self, request: pb.WatchEventsRequest, context: grpc.aio.ServicerContext
@@ -391,50 +393,47 @@ class AgentService(pb_grpc.AgentServiceServicer):
         finally:
             unsubscribe()
 
+    # Not gated: a hung agent can always be healed.
+    @_ungated_call
     async def InjectFault(
         self, request: pb.InjectFaultRequest, context: grpc.aio.ServicerContext
     ) -> pb.InjectFaultReply:
-        async def inject() -> pb.InjectFaultReply:
-            self._require_fault_injection()
-            fault = convert.fault_from_wire(request.fault)
-            if fault.kind is FaultKind.AGENT_HANG:
-                self._hang = fault
-                self._healed.clear()
-            elif fault.kind is FaultKind.AGENT_SLOW:
-                if not 0 < fault.delay_s <= MAX_SLOW_DELAY_S:
-                    raise InvalidRequest(
-                        f"a slow agent needs a delay of 1 to {int(MAX_SLOW_DELAY_S * 1000)} ms,"
-                        f" not {round(fault.delay_s * 1000)} ms"
-                    )
-                self._slow = fault
-            else:
-                await self._require_controls().inject_fault(fault)
-            log.warning("agent %s: fault injected: %s", self._backend.agent_id, fault.describe())
-            return pb.InjectFaultReply(active_faults=await self._active_faults())
+        self._require_fault_injection()
+        fault = convert.fault_from_wire(request.fault)
+        if fault.kind is FaultKind.AGENT_HANG:
+            self._hang = fault
+            self._healed.clear()
+        elif fault.kind is FaultKind.AGENT_SLOW:
+            if not 0 < fault.delay_s <= MAX_SLOW_DELAY_S:
+                raise InvalidRequest(
+                    f"a slow agent needs a delay of 1 to {int(MAX_SLOW_DELAY_S * 1000)} ms,"
+                    f" not {round(fault.delay_s * 1000)} ms"
+                )
+            self._slow = fault
+        else:
+            await self._require_controls().inject_fault(fault)
+        log.warning("agent %s: fault injected: %s", self._backend.agent_id, fault.describe())
+        return pb.InjectFaultReply(active_faults=await self._active_faults())
 
-        return await self._run(context, "InjectFault", inject, gate=False)
-
+    @_ungated_call
     async def ClearFault(
         self, request: pb.ClearFaultRequest, context: grpc.aio.ServicerContext
     ) -> pb.ClearFaultReply:
-        async def clear() -> pb.ClearFaultReply:
-            self._require_fault_injection()
-            if request.all:
-                self._clear_agent_faults(hang=True, slow=True)
-                if self._controls is not None:
-                    await self._controls.clear_fault(None)
+        self._require_fault_injection()
+        if request.all:
+            self._clear_agent_faults(hang=True, slow=True)
+            if self._controls is not None:
+                await self._controls.clear_fault(None)
+        else:
+            fault = convert.fault_from_wire(request.fault)
+            if fault.kind in (FaultKind.AGENT_HANG, FaultKind.AGENT_SLOW):
+                self._clear_agent_faults(
+                    hang=fault.kind is FaultKind.AGENT_HANG,
+                    slow=fault.kind is FaultKind.AGENT_SLOW,
+                )
             else:
-                fault = convert.fault_from_wire(request.fault)
-                if fault.kind in (FaultKind.AGENT_HANG, FaultKind.AGENT_SLOW):
-                    self._clear_agent_faults(
-                        hang=fault.kind is FaultKind.AGENT_HANG,
-                        slow=fault.kind is FaultKind.AGENT_SLOW,
-                    )
-                else:
-                    await self._require_controls().clear_fault(fault)
-            return pb.ClearFaultReply(active_faults=await self._active_faults())
-
-        return await self._run(context, "ClearFault", clear, gate=False)
+                await self._require_controls().clear_fault(fault)
+        return pb.ClearFaultReply(active_faults=await self._active_faults())
 
     def _clear_agent_faults(self, *, hang: bool, slow: bool) -> None:
         if hang:
