@@ -29,7 +29,7 @@ from vpod.domain.naming import check_id
 from .errors import InvalidRequest, MachineConflict, Reason, UnknownPartition
 from .events import EventListener, EventLog
 from .identity import derive_identity
-from .links import DEVICE_IDS, GW_LINKS, LINKS, ipu_links_of, run_link_tests
+from .links import DEVICE_IDS, GW_LINKS, LINKS, MachineFaults, ipu_links_of, run_link_tests
 from .model import (
     ConfiguredPartition,
     ConfigureOutcome,
@@ -588,4 +588,6 @@ class EmulatedMachine:
     # ----------------------------------------------------------- link tests
 
     def run_link_tests(self, tests: Iterable[LinkTestKind] = ()) -> list[LinkTestResult]:
-        return run_link_tests(self._agent_id, tests, self._ipu_faults, self._link_faults)
+        return run_link_tests(
+            self._agent_id, tests, MachineFaults(self._ipu_faults, self._link_faults)
+        )

@@ -10,6 +10,7 @@ is down, and an IPU-Link also when its IPU is faulted.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from vpod.domain.catalog import IPUS_PER_MACHINE
 
@@ -39,69 +40,54 @@ _TESTED_LINKS: dict[LinkTestKind, tuple[LinkKind, str]] = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class MachineFaults:
+    """The faults a machine suffers now, as its link tests see them."""
+
+    ipus: Mapping[int, Fault]
+    """By device id."""
+    links: Mapping[str, Fault]
+    """By link name (:data:`LINKS`)."""
+
+    def link_failure(self, link: str) -> str:
+        """Why ``link`` fails its test, or "" when it passes."""
+        fault = self.links.get(link)
+        if fault is not None:
+            return fault.describe()
+        kind, device_id = LINKS[link]
+        if kind is LinkKind.IPU_LINK and device_id is not None and device_id in self.ipus:
+            return f"its IPU is faulted ({self.ipus[device_id].describe()})"
+        return ""
+
+    def ipu_failure(self, device_id: int) -> str:
+        """Why IPU ``device_id`` fails the traffic test, or "" when it passes."""
+        fault = self.ipus.get(device_id)
+        if fault is not None:
+            return fault.describe()
+        down = [link for link in ipu_links_of(device_id) if link in self.links]
+        return f"{', '.join(down)} down" if down else ""
+
+
 def run_link_tests(
-    agent_id: str,
-    tests: Iterable[LinkTestKind],
-    ipu_faults: Mapping[int, Fault],
-    link_faults: Mapping[str, Fault],
+    agent_id: str, tests: Iterable[LinkTestKind], faults: MachineFaults
 ) -> list[LinkTestResult]:
     """Results of the named tests (all when none are named) in :class:`LinkTestKind` order."""
     wanted = set(tests) or set(LinkTestKind)
-    return [
-        _link_test(agent_id, kind, ipu_faults, link_faults)
-        for kind in LinkTestKind
-        if kind in wanted
-    ]
+    return [_link_test(agent_id, kind, faults) for kind in LinkTestKind if kind in wanted]
 
 
-def _link_failure(
-    link: str, ipu_faults: Mapping[int, Fault], link_faults: Mapping[str, Fault]
-) -> str:
-    """Why ``link`` fails its test, or "" when it passes."""
-    fault = link_faults.get(link)
-    if fault is not None:
-        return fault.describe()
-    kind, device_id = LINKS[link]
-    if kind is LinkKind.IPU_LINK and device_id is not None and device_id in ipu_faults:
-        return f"its IPU is faulted ({ipu_faults[device_id].describe()})"
-    return ""
-
-
-def _ipu_failure(
-    device_id: int, ipu_faults: Mapping[int, Fault], link_faults: Mapping[str, Fault]
-) -> str:
-    fault = ipu_faults.get(device_id)
-    if fault is not None:
-        return fault.describe()
-    down = [link for link in ipu_links_of(device_id) if link in link_faults]
-    return f"{', '.join(down)} down" if down else ""
-
-
-def _link_test(
-    agent_id: str,
-    test: LinkTestKind,
-    ipu_faults: Mapping[int, Fault],
-    link_faults: Mapping[str, Fault],
-) -> LinkTestResult:
+def _link_test(agent_id: str, test: LinkTestKind, faults: MachineFaults) -> LinkTestResult:
     failures: list[str]
     if test is LinkTestKind.CABLING:
-        failures = [f"{link}: no signal on the cable" for link in LINKS if link in link_faults]
+        failures = [f"{link}: no signal on the cable" for link in LINKS if link in faults.links]
         total, noun = len(LINKS), "cables detected"
     elif test is LinkTestKind.TRAFFIC:
-        failures = [
-            f"IPU {d}: {why}"
-            for d in DEVICE_IDS
-            if (why := _ipu_failure(d, ipu_faults, link_faults))
-        ]
+        failures = [f"IPU {d}: {why}" for d in DEVICE_IDS if (why := faults.ipu_failure(d))]
         total, noun = IPUS_PER_MACHINE, "IPUs passed traffic"
     else:
         kind, noun = _TESTED_LINKS[test]
         links = [link for link, (k, _) in LINKS.items() if k is kind]
-        failures = [
-            f"{link}: {why}"
-            for link in links
-            if (why := _link_failure(link, ipu_faults, link_faults))
-        ]
+        failures = [f"{link}: {why}" for link in links if (why := faults.link_failure(link))]
         total = len(links)
     verdict = "; failed" if failures else ""
     return LinkTestResult(
