@@ -462,9 +462,7 @@ class ChannelPool(ClosedOnExit):
 
     async def discard(self, address: str) -> None:
         """Close the channel of ``address`` (e.g. when the agent was removed)."""
-        for key in [k for k in self._clients if k[0] == address]:
-            del self._clients[key]
-        channel = self._channels.pop(address, None)
+        channel = self.detach(address)
         if channel is not None:
             await channel.close()
 
