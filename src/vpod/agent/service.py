@@ -115,15 +115,6 @@ class AgentService(pb_grpc.AgentServiceServicer):
         self._links: tuple[tuple[LinkHealth, ...], list[pb.LinkHealth], int] | None = None
         """The links last sent: as the backend gave them, encoded, and their version."""
 
-    @property
-    def backend(self) -> MachineBackend:
-        return self._backend
-
-    @property
-    def access(self) -> IpuofAccess:
-        """Who may attach to each configured partition over IPUoF."""
-        return self._access
-
     def _with_hosts(self, held: ConfiguredPartition) -> ConfiguredPartition:
         hosts = self._access.hosts(held.config.partition_id)
         return dataclasses.replace(held, allowed_hosts=hosts)
