@@ -17,7 +17,7 @@ import logging
 import random
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 import httpx
@@ -114,45 +114,36 @@ class ControllerLink:
         await self._client.aclose()
 
 
+@dataclass(eq=False)
 class GpuHostAgent:
-    """One GPU host: its backend, who it is, and where it reports."""
+    """One GPU host: its backend, who it is, and where it reports (every ``interval_s``)."""
 
-    def __init__(
-        self,
-        backend: GpuBackend,
-        identity: HostIdentity,
-        link: ControllerLink,
-        *,
-        interval_s: float = 2.0,
-        limits: HealthLimits = HealthLimits(),
-        backoff: Backoff | None = None,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-        rand: Callable[[], float] = random.random,
-    ) -> None:
-        self.backend = backend
-        self.identity = identity
-        self._link = link
-        self._interval = interval_s
-        self._limits = limits
-        self._backoff = backoff or Backoff()
-        self._sleep = sleep
-        self._rand = rand
-        self.boot_id = uuid.uuid4().hex
-        self.registered = asyncio.Event()
+    backend: GpuBackend
+    identity: HostIdentity
+    link: ControllerLink
+    _: KW_ONLY
+    interval_s: float = 2.0
+    limits: HealthLimits = field(default_factory=HealthLimits)
+    backoff: Backoff = field(default_factory=Backoff)
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    """Injected, as ``rand``, for tests."""
+    rand: Callable[[], float] = random.random
+    boot_id: str = field(init=False, default_factory=lambda: uuid.uuid4().hex)
+    registered: asyncio.Event = field(init=False, default_factory=asyncio.Event)
 
     async def samples(self) -> list[GpuSample]:
-        return [assess(r, self._limits) for r in await self.backend.sample()]
+        return [assess(r, self.limits) for r in await self.backend.sample()]
 
     async def register(self) -> None:
         """Register the host, retrying with backoff until the controller accepts it."""
-        delays = self._backoff.delays(self._rand)
+        delays = self.backoff.delays(self.rand)
         attempt = 0
         host = self.identity.host_id
         while True:
             attempt += 1
             try:
                 inventory = await self.backend.inventory()
-                answer = await self._link.register(self.identity, self.boot_id, inventory)
+                answer = await self.link.register(self.identity, self.boot_id, inventory)
             except (Refused, httpx.HTTPError, ValueError) as exc:
                 delay = next(delays)
                 refused = isinstance(exc, Refused)
@@ -164,7 +155,7 @@ class GpuHostAgent:
                     exc or type(exc).__name__,
                     delay,
                 )
-                await self._sleep(delay)
+                await self.sleep(delay)
                 continue
             log.info("GPU host %s registered: %s", host, answer.get("message", ""))
             self.registered.set()
@@ -175,7 +166,7 @@ class GpuHostAgent:
         await self.register()
         while True:
             try:
-                await self._link.report(self.identity.host_id, self.boot_id, await self.samples())
+                await self.link.report(self.identity.host_id, self.boot_id, await self.samples())
             except Refused as exc:
                 log.warning(
                     "GPU host %s: samples refused (%s); registering again",
@@ -187,4 +178,4 @@ class GpuHostAgent:
                 continue
             except (httpx.HTTPError, ValueError) as exc:
                 log.warning("GPU host %s: cannot report (%s)", self.identity.host_id, exc)
-            await self._sleep(self._interval)
+            await self.sleep(self.interval_s)
