@@ -45,18 +45,16 @@ per connection, so a 1,024-machine fleet registers in batches instead of being r
 
 
 class EmulatedAgentHost(AgentHost):
-    """An agent host over an emulated machine. ``machine`` is the emulator itself, for
-    tests and tools in the same process; the agent reaches it only through the seam."""
+    """An agent host over an emulated machine of a fleet, listening and answering as the
+    fleet's ``settings`` say. ``machine`` is the emulator itself, for tests and tools in the
+    same process; the agent reaches it only through the seam."""
 
     def __init__(
         self,
         machine: EmulatedMachine,
         address: MachineAddress,
-        *,
-        listen_rdma: bool = True,
+        settings: FleetSettings,
         roster: FleetRoster | None = None,
-        key: str | None = None,
-        fault_injection: bool = False,
     ) -> None:
         backend = EmulatedBackend(machine)
         super().__init__(
@@ -64,10 +62,10 @@ class EmulatedAgentHost(AgentHost):
             address,
             ipuof=backend,
             controls=backend,
-            listen_rdma=listen_rdma,
+            listen_rdma=settings.listen_rdma,
             roster=roster,
-            key=key,
-            fault_injection=fault_injection,
+            key=settings.agent_key,
+            fault_injection=settings.fault_injection,
         )
         self.machine = machine
 
@@ -133,10 +131,8 @@ class AgentFleet:
                     clock=clock,
                 ),
                 address,
-                listen_rdma=settings.listen_rdma,
-                roster=self.roster,
-                key=settings.agent_key,
-                fault_injection=settings.fault_injection,
+                settings,
+                self.roster,
             )
             for agent_id, address in zip(ids, addresses, strict=True)
         ]
