@@ -19,7 +19,7 @@ import atexit
 import threading
 import weakref
 from dataclasses import dataclass
-from types import TracebackType
+from typing import TypedDict, Unpack
 
 from .config import IpuofDevice, PartitionTarget
 from .devices import Device, find_device
@@ -117,24 +117,22 @@ class Attachment:
     def __enter__(self) -> Attachment:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *_exc: object) -> None:
         self.detach()
 
 
-def attach(
-    target: PartitionTarget,
-    device_id: int,
-    *,
-    holder: Holder | None = None,
-    timeout: float = CONNECT_TIMEOUT_S,
-) -> Attachment:
+class AttachOptions(TypedDict, total=False):
+    """What :func:`attach` passes on to :func:`attach_device`, whose defaults apply."""
+
+    holder: Holder | None
+    """Who holds the IPUs, as the machine tells whoever asks (None: this process)."""
+    timeout: float
+    """Seconds to connect to each IPU."""
+
+
+def attach(target: PartitionTarget, device_id: int, **options: Unpack[AttachOptions]) -> Attachment:
     """Attach device ``device_id`` of ``target`` (an id of :func:`~.devices.list_devices`)."""
-    return attach_device(target, find_device(target, device_id), holder=holder, timeout=timeout)
+    return attach_device(target, find_device(target, device_id), **options)
 
 
 def attach_device(
