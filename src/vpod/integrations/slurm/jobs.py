@@ -32,6 +32,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 from vpod.domain.sizes import is_partition_size
 
@@ -76,6 +77,14 @@ class _Retry:
 class ReconcileReport:
     removed: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
+
+
+class JobOptions(TypedDict, total=False):
+    """The keyword options of :class:`JobPartitions`, for a subclass to pass on."""
+
+    clock: Callable[[], float]
+    schedule_retries: bool
+    remove_in_background: bool
 
 
 class JobPartitions:

@@ -28,11 +28,12 @@ import contextlib
 import logging
 import time
 from pathlib import Path
+from typing import Unpack
 
 from . import assignments, slurm_commands
 from .assignments import Assignment, Assignments, NoneFree
 from .job_credentials import CredentialsFailure, write_owned
-from .jobs import JobPartitions, ReconcileReport, StartRefused
+from .jobs import JobOptions, JobPartitions, ReconcileReport, StartRefused
 from .settings import SlurmSettings
 from .slurm_commands import ALIVE_STATES, SlurmCommandError
 from .vipu_api import PartitionFailure, SharedPartitionApi
@@ -44,19 +45,9 @@ class LastingPartitions(JobPartitions):
     """:class:`~.jobs.JobPartitions` for the modes whose partitions outlive jobs."""
 
     def __init__(
-        self,
-        settings: SlurmSettings,
-        api: SharedPartitionApi,
-        *,
-        schedule_retries: bool = True,
-        remove_in_background: bool = False,
+        self, settings: SlurmSettings, api: SharedPartitionApi, **options: Unpack[JobOptions]
     ) -> None:
-        super().__init__(
-            settings,
-            api,
-            schedule_retries=schedule_retries,
-            remove_in_background=remove_in_background,
-        )
+        super().__init__(settings, api, **options)
         self.shared_api = api
         if settings.mode == "static":
             self.book = Assignments(static=settings.static_partition_ids())
