@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from typing import Any, Self, TypeVar
+from typing import Any, Self, TypedDict, TypeVar, Unpack
 
 import grpc
 
@@ -193,6 +193,15 @@ class HealthMemo:
         return links
 
 
+class ConfigureOptions(TypedDict, total=False):
+    """How :meth:`AgentClient.configure_partition` configures (both default to none)."""
+
+    hosts: Sequence[str]
+    """Who may attach to the partition over IPUoF: addresses or CIDRs."""
+    timeout: float | None
+    """Seconds for this call (None: the client's default)."""
+
+
 class AgentClient(ClosedOnExit):
     """Typed async calls to one agent. Create it inside the event loop that will use it."""
 
@@ -259,30 +268,22 @@ class AgentClient(ClosedOnExit):
         return convert.attributes_from_wire(reply)
 
     async def configure_partition(
-        self,
-        config: PartitionConfig,
-        *,
-        hosts: Sequence[str] = (),
-        timeout: float | None = None,
+        self, config: PartitionConfig, **options: Unpack[ConfigureOptions]
     ) -> ConfigureOutcome:
         """Configure this machine's part of a partition; ``hosts`` (addresses or CIDRs) may
         attach to it over IPUoF (none: no host may)."""
-        reply = await self._configure(config, hosts, timeout)
+        reply = await self._configure(config, **options)
         return self._decode(lambda: convert.outcome_from_wire(reply))
 
     async def configure_partition_changed(
-        self,
-        config: PartitionConfig,
-        *,
-        hosts: Sequence[str] = (),
-        timeout: float | None = None,
+        self, config: PartitionConfig, **options: Unpack[ConfigureOptions]
     ) -> bool:
         """:meth:`configure_partition` for a caller that knows the configuration it sent
         (the controller): only whether the machine changed, without decoding its echo."""
-        return bool((await self._configure(config, hosts, timeout)).changed)
+        return bool((await self._configure(config, **options)).changed)
 
     async def _configure(
-        self, config: PartitionConfig, hosts: Sequence[str], timeout: float | None
+        self, config: PartitionConfig, *, hosts: Sequence[str] = (), timeout: float | None = None
     ) -> pb.ConfigurePartitionReply:
         request = pb.ConfigurePartitionRequest(
             config=convert.config_to_wire(config), allowed_hosts=hosts
