@@ -31,7 +31,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import TypedDict
 
 from vpod.domain.sizes import is_partition_size
@@ -87,29 +87,26 @@ class JobOptions(TypedDict, total=False):
     remove_in_background: bool
 
 
+@dataclass(eq=False, repr=False)
 class JobPartitions:
     """The integration's use-cases over V-IPU (``api``) and Slurm's commands."""
 
-    def __init__(
-        self,
-        settings: SlurmSettings,
-        api: PartitionApi,
-        *,
-        clock: Callable[[], float] = time.time,
-        schedule_retries: bool = True,
-        remove_in_background: bool = False,
-    ) -> None:
-        self.settings = settings
-        self.schedule_retries = schedule_retries
-        self.remove_in_background = remove_in_background
-        self.api = api
-        self.clock = clock
-        self._locks: dict[str, asyncio.Lock] = {}
-        self._retries: dict[str, _Retry] = {}
-        self._background: set[asyncio.Task[None]] = set()
-        self._removals: dict[str, asyncio.Task[bool]] = {}
-        self._ipu_requests = slurm_commands.IpuRequests(settings)
-        self.credentials = JobCredentials(settings, api)
+    settings: SlurmSettings
+    api: PartitionApi
+    _: KW_ONLY
+    clock: Callable[[], float] = time.time
+    schedule_retries: bool = True
+    remove_in_background: bool = False
+    credentials: JobCredentials = field(init=False)
+    _locks: dict[str, asyncio.Lock] = field(init=False, default_factory=dict)
+    _retries: dict[str, _Retry] = field(init=False, default_factory=dict)
+    _background: set[asyncio.Task[None]] = field(init=False, default_factory=set)
+    _removals: dict[str, asyncio.Task[bool]] = field(init=False, default_factory=dict)
+    _ipu_requests: slurm_commands.IpuRequests = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._ipu_requests = slurm_commands.IpuRequests(self.settings)
+        self.credentials = JobCredentials(self.settings, self.api)
 
     def _lock(self, job_id: str) -> asyncio.Lock:
         lock = self._locks.get(job_id)

@@ -245,17 +245,8 @@ def describe(held: Assignment) -> str:
 
 
 def job_partitions(
-    settings: SlurmSettings,
-    api: SharedPartitionApi,
-    *,
-    schedule_retries: bool = True,
-    remove_in_background: bool = False,
+    settings: SlurmSettings, api: SharedPartitionApi, **options: Unpack[JobOptions]
 ) -> JobPartitions:
     """The use-cases of the configured mode."""
     kind = JobPartitions if settings.mode == "dynamic" else LastingPartitions
-    return kind(
-        settings,
-        api,
-        schedule_retries=schedule_retries,
-        remove_in_background=remove_in_background,
-    )
+    return kind(settings, api, **options)
