@@ -193,14 +193,7 @@ class Allocation:
 
     @classmethod
     def from_wire(cls, message: apb.AllocationInfo) -> Allocation:
-        allocation = message.allocation
-        return copy_fields(
-            cls,
-            message,
-            id=allocation.id,
-            cluster_id=allocation.spec.cluster_id,
-            agent_ids=tuple(allocation.spec.agent_ids),
-        )
+        return copy_fields(cls, message, message.allocation, message.allocation.spec)
 
 
 @dataclass(frozen=True)

@@ -70,22 +70,27 @@ def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
-def copy_fields(cls: type[R], source: object, **given: Any) -> R:
+def copy_fields(cls: type[R], source: object, *parts: object, **given: Any) -> R:
     """A record ``cls`` of the wire shape ``source`` (a protobuf message, a REST shape): each
-    field is ``given``, else ``source``'s field of the same name (one it lacks takes the
-    record's default), repeated fields as tuples, maps as dicts, timestamps as aware datetimes
-    (``None`` when unset), an optional enum from its wire number (:func:`enum_or_none`) or its
-    JSON name (:func:`enum_by_name`); ``raw`` is ``source`` unless given."""
+    field is ``given``, else the field of the same name of ``source`` or, failing that, of the
+    first of ``parts`` (messages it nests, such as a partition's ``spec``) that has one (a field
+    none has takes the record's default), repeated fields as tuples, maps as dicts, timestamps
+    as aware datetimes (``None`` when unset), an optional enum from its wire number
+    (:func:`enum_or_none`) or its JSON name (:func:`enum_by_name`); ``raw`` is ``source``
+    unless given."""
     values = dict(given)
     hints = _hints(typing.cast(type, cls))
+    sources = (source, *parts)
     for spec in dataclasses.fields(cls):  # type: ignore[arg-type]
         name = spec.name
         if name in values:
             continue
         if name == "raw":
             values[name] = source
-        elif hasattr(source, name):
-            values[name] = _as_annotated(hints[name], getattr(source, name), source, name)
+            continue
+        holder = next((s for s in sources if hasattr(s, name)), None)
+        if holder is not None:
+            values[name] = _as_annotated(hints[name], getattr(holder, name), holder, name)
     return cls(**values)
 
 
@@ -181,15 +186,12 @@ class Partition:
         spec = message.spec
         return copy_fields(
             cls,
+            message,
             spec,
-            id=message.id,
-            ready_state=enum_or_none(ReadyState, message.ready_state),
             ipus=tuple(copy_fields(PartitionIpu, ipu) for ipu in spec.ipus),
             ipulink_routing=enum_or_none(IpuLinkRouting, spec.ipulink_routing_type),
             gw_routing=enum_or_none(GwRouting, spec.gw_routing_type),
             sync_type=enum_or_none(SyncType, spec.sync_type),
-            ipuof_server_version=message.ipuof_server_version,
-            raw=message,
         )
 
 
