@@ -35,7 +35,7 @@ from .admin_records import (
     PartitionInfo,
     User,
 )
-from .grpc_transport import Rpc
+from .grpc_transport import Rpc, nothing
 from .records import IpuAttributes
 from .user_calls import ADMIN_SERVICE, list_allocations
 
@@ -77,10 +77,6 @@ class AllocationOptions(TypedDict, total=False):
     hosts: Sequence[str]
 
 
-def _none(_reply: object) -> None:
-    return None
-
-
 def create_agent(agent_id: str, host: str, port: int, *, key: str = "") -> Rpc[Agent]:
     """Add an agent by address; ``key`` is the one it answers to (``vipu-agent
     --key-file``; empty: the key it registered with)."""
@@ -101,7 +97,7 @@ def list_agents(cluster: str | None = None) -> Rpc[list[Agent]]:
 
 def remove_agent(agent_id: str, *, force: bool = False) -> Rpc[None]:
     return ADMIN_SERVICE.call(
-        "RemoveAgent", apb.RemoveAgentRequest(agent_id=agent_id, force=force), _none
+        "RemoveAgent", apb.RemoveAgentRequest(agent_id=agent_id, force=force), nothing
     )
 
 
@@ -148,7 +144,7 @@ def list_clusters() -> Rpc[list[Cluster]]:
 
 def remove_cluster(cluster_id: str, *, force: bool = False) -> Rpc[None]:
     return ADMIN_SERVICE.call(
-        "RemoveCluster", apb.RemoveClusterRequest(cluster_id=cluster_id, force=force), _none
+        "RemoveCluster", apb.RemoveClusterRequest(cluster_id=cluster_id, force=force), nothing
     )
 
 
@@ -193,7 +189,7 @@ def remove_allocation(allocation_id: str, *, force: bool = False) -> Rpc[None]:
     return ADMIN_SERVICE.call(
         "RemoveAllocation",
         apb.RemoveAllocationRequest(allocation_id=allocation_id, force=force),
-        _none,
+        nothing,
     )
 
 
@@ -216,7 +212,7 @@ def list_users() -> Rpc[list[User]]:
 
 
 def remove_user(user_id: str) -> Rpc[None]:
-    return ADMIN_SERVICE.call("RemoveUser", apb.RemoveUserRequest(user_id=user_id), _none)
+    return ADMIN_SERVICE.call("RemoveUser", apb.RemoveUserRequest(user_id=user_id), nothing)
 
 
 def grant_allocation(allocation_id: str, user_id: str) -> Rpc[User]:
@@ -333,5 +329,5 @@ def list_agent_tokens() -> Rpc[list[AgentToken]]:
 
 def remove_agent_token(token_id: str) -> Rpc[None]:
     return ADMIN_SERVICE.call(
-        "RemoveAgentToken", apb.RemoveAgentTokenRequest(token_id=token_id), _none
+        "RemoveAgentToken", apb.RemoveAgentTokenRequest(token_id=token_id), nothing
     )

@@ -9,13 +9,13 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from vpod.domain.topology import GwTopology, IldTopology
 from vpod.wire import admin_pb2 as apb
 from vpod.wire import agent_pb2 as agpb
 from vpod.wire import field_copy
 
+from .raw_record import RawRecord
 from .records import FromWire, Partition, PartitionStatus, copy_fields
 
 
@@ -80,7 +80,7 @@ class Fault:
 
 
 @dataclass(frozen=True)
-class Agent:
+class Agent(RawRecord):
     """The V-IPU agent of one IPU-Machine as the controller knows it."""
 
     id: str
@@ -96,7 +96,6 @@ class Agent:
     last_seen: datetime | None
     boot_id: str
     faults: tuple[Fault, ...]
-    raw: Any = field(repr=False, compare=False)
 
     @classmethod
     def from_wire(cls, message: apb.Agent) -> Agent:
@@ -120,11 +119,10 @@ class DiscoveredAgent(FromWire):
     known: bool
     added: bool
     error: str
-    raw: Any = field(repr=False, compare=False)
 
 
 @dataclass(frozen=True)
-class Cluster:
+class Cluster(RawRecord):
     """Agents cabled into IPU-Link domains."""
 
     id: str
@@ -134,7 +132,6 @@ class Cluster:
     cluster_topology: GwTopology | None
     num_ipus: int
     machine_type: str
-    raw: Any = field(repr=False, compare=False)
 
     @classmethod
     def from_wire(cls, message: apb.Cluster) -> Cluster:
@@ -160,13 +157,12 @@ class ClusterTestResult:
 
 
 @dataclass(frozen=True)
-class ClusterTestReport:
+class ClusterTestReport(RawRecord):
     """The results of a cluster test run, in the order cabling .. traffic."""
 
     cluster_id: str
     passed: bool
     results: tuple[ClusterTestResult, ...]
-    raw: Any = field(repr=False, compare=False)
 
     @classmethod
     def from_wire(cls, message: apb.TestClusterReply) -> ClusterTestReport:
@@ -178,7 +174,7 @@ class ClusterTestReport:
 
 
 @dataclass(frozen=True)
-class Allocation:
+class Allocation(RawRecord):
     """Machines of a cluster granted to users."""
 
     id: str
@@ -187,20 +183,12 @@ class Allocation:
     size: int
     user_ids: tuple[str, ...]
     num_partitions: int
-    raw: Any = field(repr=False, compare=False)
     hosts: tuple[str, ...] = ()
     """CIDRs that may attach to its IPUs over IPUoF; empty: the controller's trusted hosts."""
 
     @classmethod
     def from_wire(cls, message: apb.AllocationInfo) -> Allocation:
-        allocation = message.allocation
-        return copy_fields(
-            cls,
-            message,
-            id=allocation.id,
-            cluster_id=allocation.spec.cluster_id,
-            agent_ids=tuple(allocation.spec.agent_ids),
-        )
+        return copy_fields(cls, message, message.allocation, message.allocation.spec)
 
 
 @dataclass(frozen=True)
@@ -211,16 +199,14 @@ class User(FromWire):
     allocation_ids: tuple[str, ...]
     admin: bool
     created_at: datetime | None
-    raw: Any = field(repr=False, compare=False)
 
 
 @dataclass(frozen=True)
-class CreatedUser:
+class CreatedUser(RawRecord):
     """A new user and its access key (shown once: the controller keeps only a hash)."""
 
     user: User
     access_key: str = field(repr=False)
-    raw: Any = field(repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -231,16 +217,14 @@ class AgentToken(FromWire):
     label: str
     created_at: datetime | None
     agent_ids: tuple[str, ...]
-    raw: Any = field(repr=False, compare=False)
 
 
 @dataclass(frozen=True)
-class IssuedAgentToken:
+class IssuedAgentToken(RawRecord):
     """A new agent token and its text ``vat_ID.SECRET`` (shown once)."""
 
     agent_token: AgentToken
     token: str = field(repr=False)
-    raw: Any = field(repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -253,13 +237,12 @@ class IpuLocation:
 
 
 @dataclass(frozen=True)
-class PartitionInfo:
+class PartitionInfo(RawRecord):
     """A partition of any allocation, with its status and its IPUs' machines."""
 
     partition: Partition
     status: PartitionStatus
     locations: tuple[IpuLocation, ...]
-    raw: Any = field(repr=False, compare=False)
 
     @classmethod
     def from_wire(cls, message: apb.PartitionInfo) -> PartitionInfo:
@@ -284,13 +267,11 @@ class AuditEvent(FromWire):
     outcome: str
     source: str
     detail: str
-    raw: Any = field(repr=False, compare=False)
 
 
 @dataclass(frozen=True)
-class AgentFaults:
+class AgentFaults(RawRecord):
     """An agent's active faults after an inject or clear."""
 
     agent_id: str
     active_faults: tuple[Fault, ...]
-    raw: Any = field(repr=False, compare=False)

@@ -32,6 +32,7 @@ from vpod.wire.rest import (
 )
 
 from .json_records import WireRecord, shaped
+from .raw_record import RawRecord
 
 
 class TaskState(enum.StrEnum):
@@ -64,7 +65,7 @@ class Phase:
 
 @shaped(cloud_tasks.TaskOut)
 @dataclass(frozen=True)
-class Task:
+class Task(RawRecord):
     """An asynchronous operation on a cluster or volume; every mutating call returns one."""
 
     id: str
@@ -83,7 +84,6 @@ class Task:
     warnings: tuple[str, ...] = ()
     params: Mapping[str, Any] | None = None
     finished_at: datetime | None = None
-    raw: Any = field(default=None, repr=False, compare=False)
 
     @property
     def ended(self) -> bool:
@@ -171,7 +171,7 @@ class Exceeded(cloud_flavors.ExceededOut, WireRecord):
 
 @shaped(cloud_flavors.LimitsOut)
 @dataclass(frozen=True)
-class Limits:
+class Limits(RawRecord):
     """Whether a cluster would fit the project's quotas."""
 
     fits: bool
@@ -179,7 +179,6 @@ class Limits:
     usage: Mapping[str, int]
     reserved_free: int = 0
     """Units of the flavor the project's reservations hold and no cluster uses now."""
-    raw: Any = field(default=None, repr=False, compare=False)
 
 
 class Project(cloud_projects.ProjectOut, WireRecord):
@@ -190,12 +189,11 @@ class Token(cloud_projects.TokenOut, WireRecord):
     """An API token of a project; ``token`` is set only in the reply that made it."""
 
 
-@shaped(cloud_projects.ProjectCreatedOut)
-@dataclass(frozen=True)
-class ProjectCreated:
+class ProjectCreated(cloud_projects.ProjectCreatedOut, WireRecord):
+    """A new project and its first token (``token.token`` shown this once)."""
+
     project: Project
     token: Token
-    raw: Any = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -219,7 +217,7 @@ class Utilisation(cloud_reservations.UtilisationOut, WireRecord):
 
 @shaped(cloud_reservations.ReservationOut)
 @dataclass(frozen=True)
-class Reservation:
+class Reservation(RawRecord):
     """A reservation plan: ``units`` of ``flavor`` for ``term``, billed every month."""
 
     id: str
@@ -237,12 +235,11 @@ class Reservation:
     cancelled_at: datetime | None
     billed_until: datetime
     utilisation: Utilisation
-    raw: Any = field(default=None, repr=False, compare=False)
 
 
 @shaped(cloud_billing.InvoiceOut)
 @dataclass(frozen=True)
-class Invoice:
+class Invoice(RawRecord):
     project_id: str
     start: datetime
     end: datetime
@@ -251,7 +248,6 @@ class Invoice:
     minutes: int
     lines: tuple[InvoiceLine, ...]
     by_item: Mapping[str, Decimal]
-    raw: Any = field(default=None, repr=False, compare=False)
 
 
 class Shell(cloud_clusters.ShellOut, WireRecord):
@@ -265,10 +261,9 @@ class Host(cloud_hosts.HostOut, WireRecord):
 
 @shaped(cloud_clusters.MetadataOut)
 @dataclass(frozen=True)
-class MetadataUpdate:
+class MetadataUpdate(RawRecord):
     task: Task
     metadata: Mapping[str, str]
-    raw: Any = field(default=None, repr=False, compare=False)
 
 
 class StorageEndpoint(cloud_datasets.StorageEndpointOut, WireRecord):
@@ -277,7 +272,7 @@ class StorageEndpoint(cloud_datasets.StorageEndpointOut, WireRecord):
 
 @shaped(cloud_datasets.DatasetStorageOut)
 @dataclass(frozen=True)
-class DatasetStorage:
+class DatasetStorage(RawRecord):
     """A bucket the project registered; ``access_key`` is masked (``AKIA…WXYZ``), and no
     answer carries the secret."""
 
@@ -288,12 +283,11 @@ class DatasetStorage:
     access_key: str
     clusters: tuple[str, ...]
     created_at: datetime
-    raw: Any = field(default=None, repr=False, compare=False)
 
 
 @shaped(cloud_ssh.KeypairOut)
 @dataclass(frozen=True)
-class Keypair:
+class Keypair(RawRecord):
     """A project's SSH public key; ``private_key`` only in the answer that made it."""
 
     id: str
@@ -304,7 +298,6 @@ class Keypair:
     clusters: tuple[str, ...]
     created_at: datetime
     private_key: str | None = field(default=None, repr=False)
-    raw: Any = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -323,13 +316,12 @@ class ServerSsh:
 
 @shaped(cloud_ssh.ClusterSshOut)
 @dataclass(frozen=True)
-class ClusterSsh:
+class ClusterSsh(RawRecord):
     """How to reach a cluster's servers over SSH."""
 
     cluster: str
     keypairs: tuple[str, ...]
     servers: tuple[ServerSsh, ...]
-    raw: Any = field(default=None, repr=False, compare=False)
 
 
 class Console(cloud_ssh.ConsoleOut, WireRecord):

@@ -93,6 +93,11 @@ class Rpc(Generic[T]):
     """May be sent twice: a refusal of the server is retried (see :mod:`.retry`)."""
 
 
+def nothing(_reply: Message) -> None:
+    """The reader of a call whose reply carries nothing the caller needs (a removal, a reset)."""
+    return
+
+
 class Service:
     """A gRPC service of the wire protos, describing its unary calls by method name: the
     path and the reply type come from the service's own declaration."""

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from vpod.wire import keys_pb2 as kpb
 
-from .grpc_transport import Rpc, Service
+from .grpc_transport import Rpc, Service, nothing
 from .records import FromWire
 
 KEYS_SERVICE = Service(kpb.DESCRIPTOR.services_by_name["PartitionKeyService"])
@@ -27,7 +26,6 @@ class PartitionKey(FromWire):
     owner_id: str
     partition_id: str
     created_at: datetime | None
-    raw: Any = field(repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -65,5 +63,5 @@ def list_partition_keys() -> Rpc[list[PartitionKey]]:
 def remove_partition_key(key_id: str) -> Rpc[None]:
     """Stop a partition key now."""
     return KEYS_SERVICE.call(
-        "RemovePartitionKey", kpb.RemovePartitionKeyRequest(key_id=key_id), lambda _reply: None
+        "RemovePartitionKey", kpb.RemovePartitionKeyRequest(key_id=key_id), nothing
     )

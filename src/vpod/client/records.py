@@ -16,7 +16,7 @@ import enum
 import types
 import typing
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
 from typing import Any, Self, TypeVar
@@ -27,6 +27,8 @@ from vpod.domain.ipuof import FILE_DEVICE_KEYS
 from vpod.domain.partition_states import OperationState, ReadyState
 from vpod.domain.routing import GwRouting, IpuLinkRouting, SyncType
 from vpod.wire import virmgrpc_pb2 as pb
+
+from .raw_record import RawRecord
 
 E = TypeVar("E", bound=enum.Enum)
 R = TypeVar("R")
@@ -70,26 +72,32 @@ def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
-def copy_fields(cls: type[R], source: object, **given: Any) -> R:
+def copy_fields(cls: type[R], source: object, *parts: object, **given: Any) -> R:
     """A record ``cls`` of the wire shape ``source`` (a protobuf message, a REST shape): each
-    field is ``given``, else ``source``'s field of the same name (one it lacks takes the
-    record's default), repeated fields as tuples, maps as dicts, timestamps as aware datetimes
-    (``None`` when unset), an optional enum from its wire number (:func:`enum_or_none`) or its
-    JSON name (:func:`enum_by_name`); ``raw`` is ``source`` unless given."""
+    field is ``given``, else the field of the same name of ``source`` or, failing that, of the
+    first of ``parts`` (messages it nests, such as a partition's ``spec``) that has one (a field
+    none has takes the record's default), repeated fields as tuples, maps as dicts, timestamps
+    as aware datetimes (``None`` when unset), an optional enum from its wire number
+    (:func:`enum_or_none`) or its JSON name (:func:`enum_by_name`); ``raw`` is ``source``
+    unless given."""
     values = dict(given)
     hints = _hints(typing.cast(type, cls))
+    sources = (source, *parts)
     for spec in dataclasses.fields(cls):  # type: ignore[arg-type]
         name = spec.name
         if name in values:
             continue
         if name == "raw":
             values[name] = source
-        elif hasattr(source, name):
-            values[name] = _as_annotated(hints[name], getattr(source, name), source, name)
+            continue
+        holder = next((s for s in sources if hasattr(s, name)), None)
+        if holder is not None:
+            values[name] = _as_annotated(hints[name], getattr(holder, name), holder, name)
     return cls(**values)
 
 
-class FromWire:
+@dataclass(frozen=True)
+class FromWire(RawRecord):
     """A record whose fields are its wire message's, by name (:func:`copy_fields`)."""
 
     @classmethod
@@ -123,6 +131,16 @@ def _optional_enum(hint: Any) -> type[enum.Enum] | None:
     return None
 
 
+def routing_of(message: pb.PartitionSpec | pb.PartitionConfig) -> dict[str, Any]:
+    """The ``ipulink_routing``, ``gw_routing`` and ``sync_type`` fields of a record of a
+    partition (its spec, its IPUoF config) from the wire numbers named ``*_type``."""
+    return {
+        "ipulink_routing": enum_or_none(IpuLinkRouting, message.ipulink_routing_type),
+        "gw_routing": enum_or_none(GwRouting, message.gw_routing_type),
+        "sync_type": enum_or_none(SyncType, message.sync_type),
+    }
+
+
 @dataclass(frozen=True)
 class Version:
     """The controller's version and where it was asked."""
@@ -148,7 +166,7 @@ class PartitionIpu:
 
 
 @dataclass(frozen=True)
-class Partition:
+class Partition(RawRecord):
     """A partition as the user API lists it."""
 
     id: str
@@ -164,7 +182,6 @@ class Partition:
     gw_routing: GwRouting | None
     sync_type: SyncType | None
     ipuof_server_version: str
-    raw: Any = field(repr=False, compare=False)
     operation_state: OperationState | None = None
     """REST only (over gRPC: :meth:`~.user.UserClient.partition_status`)."""
     disable_auto_reset: bool | None = None
@@ -181,15 +198,10 @@ class Partition:
         spec = message.spec
         return copy_fields(
             cls,
+            message,
             spec,
-            id=message.id,
-            ready_state=enum_or_none(ReadyState, message.ready_state),
             ipus=tuple(copy_fields(PartitionIpu, ipu) for ipu in spec.ipus),
-            ipulink_routing=enum_or_none(IpuLinkRouting, spec.ipulink_routing_type),
-            gw_routing=enum_or_none(GwRouting, spec.gw_routing_type),
-            sync_type=enum_or_none(SyncType, spec.sync_type),
-            ipuof_server_version=message.ipuof_server_version,
-            raw=message,
+            **routing_of(spec),
         )
 
 
@@ -204,7 +216,6 @@ class PartitionStatus(FromWire):
     max_auto_reset_retries: int
     auto_reset_retry_count: int
     last_auto_reset_time: datetime | None
-    raw: Any = field(repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -239,12 +250,11 @@ def ordered_attributes(attributes: Mapping[str, str]) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
-class GcdConfig:
+class GcdConfig(RawRecord):
     """The IPUoF config of one graph compile domain."""
 
     devices: tuple[IpuofDevice, ...]
     attributes: Mapping[str, str]
-    raw: Any = field(repr=False, compare=False)
 
     def file(self) -> dict[str, Any]:
         """The static IPUoF file shape an application reads (``~/.ipuof.conf.d/*.conf``)."""
@@ -256,7 +266,7 @@ class GcdConfig:
 
 
 @dataclass(frozen=True)
-class IpuofConfig:
+class IpuofConfig(RawRecord):
     """A partition's IPUoF configuration: one :class:`GcdConfig` per GCD."""
 
     gcds: tuple[GcdConfig, ...]
@@ -266,7 +276,6 @@ class IpuofConfig:
     reconfigurable: bool
     num_ipulink_segments: int
     ipuof_server_version: str
-    raw: Any = field(repr=False, compare=False)
 
     def files(self) -> list[dict[str, Any]]:
         """Every GCD's IPUoF file, in GCD order."""
@@ -282,19 +291,16 @@ class IpuofConfig:
             cls,
             message,
             gcds=gcds,
-            ipulink_routing=enum_or_none(IpuLinkRouting, message.ipulink_routing_type),
-            gw_routing=enum_or_none(GwRouting, message.gw_routing_type),
-            sync_type=enum_or_none(SyncType, message.sync_type),
+            **routing_of(message),
         )
 
 
 @dataclass(frozen=True)
-class IpuAttributes:
+class IpuAttributes(RawRecord):
     """The attributes of every IPU of one agent, by the IPU's id on its machine."""
 
     agent: str
     ipus: Mapping[int, Mapping[str, str]]
-    raw: Any = field(repr=False, compare=False)
 
     @classmethod
     def from_wire(cls, entry: pb.ListIPUAttributesReply.Entry) -> IpuAttributes:

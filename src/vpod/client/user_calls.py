@@ -17,7 +17,7 @@ from vpod.wire import virmgrpc_pb2 as pb
 from .admin_records import Allocation
 from .api_methods import Procedure
 from .errors import FailedPrecondition, NotFound
-from .grpc_transport import Rpc, Service
+from .grpc_transport import Rpc, Service, nothing
 from .records import IpuAttributes, IpuofConfig, Partition, PartitionStatus
 
 USER_SERVICE = Service(pb.DESCRIPTOR.services_by_name["UserService"])
@@ -104,7 +104,7 @@ def remove_partition(partition_id: str, *, force: bool = False) -> Rpc[None]:
     return USER_SERVICE.call(
         "RemovePartition",
         pb.RemovePartitionRequest(partition_id=partition_id, force=force),
-        lambda _reply: None,
+        nothing,
     )
 
 
@@ -112,7 +112,7 @@ def reset_partition(partition_id: str, *, relocatable: bool = False) -> Rpc[None
     return USER_SERVICE.call(
         "ResetPartition",
         pb.ResetPartitionRequest(partition_id=partition_id, relocatable=relocatable),
-        lambda _reply: None,
+        nothing,
     )
 
 
