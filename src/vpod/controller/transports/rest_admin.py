@@ -47,6 +47,7 @@ from ..audit_log import DEFAULT_LIMIT, MAX_EVENT_ID, MAX_LIMIT, EventFilter
 from ..listings import AgentRow, AllocationRow
 from .rest_auth import AsAdmin, admin_caller
 from .rest_convert import (
+    allocation_out,
     allocations_out,
     attributes_out,
     fault_of,
@@ -67,7 +68,7 @@ from .rest_deps import (
     ViewsDep,
 )
 from .rest_routes import Routes
-from .rest_user import API_PREFIX
+from .rest_user import API_PREFIX, ClusterQuery
 from .wire_convert import cluster_test_reply
 
 ADMIN_PREFIX = f"{API_PREFIX}/admin"
@@ -142,7 +143,7 @@ async def create_agent(
 @agent_routes.get("/agents", 400, 401, 403, 503)
 async def list_agents(
     listings: ListingsDep,
-    cluster: Annotated[str | None, Query(description="Only this cluster's.")] = None,
+    cluster: ClusterQuery = None,
 ) -> AgentList:
     """Every agent with its cluster, allocation and reachability (`vipu-admin list agents`)."""
     return AgentList(agents=[agent_out(row) for row in await listings.agents(cluster or None)])
@@ -263,18 +264,17 @@ async def create_allocation(
     )
     cluster = await inventory.cluster(allocation.cluster_id)
     row = AllocationRow(allocation=allocation, cluster=cluster, user_ids=(), num_partitions=0)
-    return allocations_out([row])[0]
+    return allocation_out(row)
 
 
 @allocation_routes.get("/allocations", 400, 401, 403, 503)
 async def list_allocations(
     caller: AsAdmin,
     listings: ListingsDep,
-    cluster: Annotated[str | None, Query(description="Only this cluster's.")] = None,
+    cluster: ClusterQuery = None,
 ) -> AllocationList:
     """Every allocation, with its users and partition count (`vipu-admin list allocations`)."""
-    rows = await listings.allocations(caller, cluster or None)
-    return AllocationList(allocations=allocations_out(rows))
+    return allocations_out(await listings.allocations(caller, cluster or None))
 
 
 @allocation_routes.put("/allocations/{allocation_id}/hosts", 400, 401, 403, 404, 503)
@@ -288,7 +288,7 @@ async def set_allocation_hosts(
     """Replace who may attach to the allocation's IPUs over IPUoF, at once on every agent of
     its partitions (`vipu-admin update allocation --hosts`)."""
     allocation = await allocation_hosts.set(caller, allocation_id, body.hosts)
-    return allocations_out([await listings.allocation(caller, allocation.id)])[0]
+    return allocation_out(await listings.allocation(caller, allocation.id))
 
 
 @allocation_routes.no_content(
@@ -366,7 +366,7 @@ async def list_partitions(
     listings: ListingsDep,
     settings: SettingsDep,
     allocation: Annotated[str | None, Query(description="Only this allocation's.")] = None,
-    cluster: Annotated[str | None, Query(description="Only this cluster's.")] = None,
+    cluster: ClusterQuery = None,
 ) -> AdminPartitionList:
     """Partitions of every allocation, each with its status."""
     rows = await listings.partitions(
@@ -386,8 +386,7 @@ async def list_ipu_attributes(
     agent: Annotated[list[str] | None, Query(description="Only these agents.")] = None,
 ) -> IpuAttributeList:
     """Attributes of every IPU of every agent (or of the agents named)."""
-    attributes = await views.ipu_attributes(caller, agent or [])
-    return IpuAttributeList(agents=attributes_out(attributes))
+    return attributes_out(await views.ipu_attributes(caller, agent or []))
 
 
 # -- audit log

@@ -34,6 +34,8 @@ from .rest_routes import Routes
 API_PREFIX = "/api/v1"
 
 PartitionIdPath = Annotated[str, Path(description="The partition's id.")]
+ClusterQuery = Annotated[str | None, Query(description="Only this cluster's.")]
+"""A listing's filter by cluster (the user API's and the admin API's)."""
 
 router = APIRouter(prefix=API_PREFIX)
 """The user API (``create_http_app`` includes it)."""
@@ -171,13 +173,10 @@ async def get_ipuof_config(
 
 @allocation_routes.get("/allocations", 400, 401, 503)
 async def list_allocations(
-    caller: AsUser,
-    listings: ListingsDep,
-    cluster: Annotated[str | None, Query(description="Only this cluster's.")] = None,
+    caller: AsUser, listings: ListingsDep, cluster: ClusterQuery = None
 ) -> AllocationList:
     """The allocations the caller may use (`vipu list allocations`)."""
-    rows = await listings.allocations(caller, cluster or None)
-    return AllocationList(allocations=allocations_out(rows))
+    return allocations_out(await listings.allocations(caller, cluster or None))
 
 
 @allocation_routes.get("/ipu-attributes", 400, 401, 404, 503)
@@ -189,5 +188,4 @@ async def list_ipu_attributes(
     ] = None,
 ) -> IpuAttributeList:
     """Attributes of every IPU the caller may see (`vipu list ipu-attrs`)."""
-    attributes = await views.ipu_attributes(caller, agent or [])
-    return IpuAttributeList(agents=attributes_out(attributes))
+    return attributes_out(await views.ipu_attributes(caller, agent or []))
