@@ -44,7 +44,7 @@ from vpod.wire.rest.partitions import AdminPartitionList, PartitionWithStatus
 from vpod.wire.rest.users import CreatedUser, CreateUserBody, UserList, UserOut
 
 from ..audit_log import DEFAULT_LIMIT, MAX_EVENT_ID, MAX_LIMIT, EventFilter
-from ..listings import AgentRow, AllocationRow
+from ..listings import AgentRow
 from .rest_auth import AsAdmin, admin_caller
 from .rest_convert import (
     allocation_out,
@@ -251,7 +251,7 @@ async def test_cluster(  # a route, not a test: its name makes its OpenAPI opera
 
 @allocation_routes.creates("/allocations")
 async def create_allocation(
-    caller: AsAdmin, body: CreateAllocationBody, inventory: InventoryDep
+    caller: AsAdmin, body: CreateAllocationBody, inventory: InventoryDep, listings: ListingsDep
 ) -> AllocationOut:
     """Grant machines of a cluster to users (`vipu-admin create allocation`)."""
     allocation = await inventory.create_allocation(
@@ -262,9 +262,7 @@ async def create_allocation(
         agent_ids=body.agent_ids or None,
         hosts=body.hosts,
     )
-    cluster = await inventory.cluster(allocation.cluster_id)
-    row = AllocationRow(allocation=allocation, cluster=cluster, user_ids=(), num_partitions=0)
-    return allocation_out(row)
+    return allocation_out(await listings.new_allocation(allocation))
 
 
 @allocation_routes.get("/allocations", 400, 401, 403, 503)
