@@ -18,6 +18,7 @@ from vpod.controller.agent_grpc import GrpcAgentGateway
 from vpod.controller.app import Controller, build_controller
 from vpod.controller.caller import SYSTEM, Caller
 from vpod.controller.clock import FakeClock
+from vpod.controller.listings import AllocationRow
 from vpod.controller.settings import Settings
 
 
@@ -104,3 +105,18 @@ def test_a_user_listing_partitions_of_an_allocation_not_theirs_is_told_not_found
     with pytest.raises(errors.NotFound, match="alloc-b does not exist or is not granted"):
         asyncio.run(secure.listings.partitions(ANN, allocation_id="alloc-b"))
     assert asyncio.run(secure.listings.partitions(ANN)) == []
+
+
+def test_a_new_allocation_row_shows_it_in_its_cluster_with_no_users_or_partitions(
+    secure: Controller,
+) -> None:
+    """The row both admin APIs answer a creation with: the same as the listing shows then."""
+
+    async def create_and_list() -> tuple[AllocationRow, list[AllocationRow]]:
+        made = await secure.inventory.create_allocation(SYSTEM, "alloc-c", "pod", agent_ids=["ag4"])
+        new = await secure.listings.new_allocation(made)
+        listed = [r for r in await secure.listings.allocations(ADMIN) if r.allocation.id == made.id]
+        return new, listed
+
+    new, listed = asyncio.run(create_and_list())
+    assert listed == [new]

@@ -3,7 +3,6 @@ delete, metadata; ssh, ssh-proxy, ssh-config and keypair (``cloud_cluster_ssh``)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import click
@@ -11,7 +10,7 @@ import click
 from vpod.client import CloudClient, ClusterOptions, Task
 
 from .cloud_cluster_ssh import cluster_keypair, console, ssh, ssh_config, ssh_proxy
-from .cloud_options import ApiRecord, connection_options, shows, task_command
+from .cloud_options import connection_options, list_command, show_command, task_command
 from .cloud_output import cluster_text, clusters_table, emit
 from .short_help import CONTEXT, FittingGroup
 
@@ -121,19 +120,16 @@ def create(
     return client.create_cluster(name, flavor, **options)
 
 
-@cluster.command("list")
-@shows(clusters_table)
-def list_clusters(client: CloudClient) -> Sequence[ApiRecord]:
-    """Your project's clusters."""
-    return client.list_clusters()
-
-
-@cluster.command("show")
-@click.argument("cluster_ref", metavar="CLUSTER")
-@shows(cluster_text)
-def show(client: CloudClient, cluster_ref: str) -> ApiRecord:
-    """One cluster (by name or id) with its servers and volumes."""
-    return client.get_cluster(cluster_ref)
+list_command(
+    cluster, lambda client: client.list_clusters(), clusters_table, "Your project's clusters."
+)
+show_command(
+    cluster,
+    "CLUSTER",
+    lambda client, ref: client.get_cluster(ref),
+    cluster_text,
+    "One cluster (by name or id) with its servers and volumes.",
+)
 
 
 def _action(name: str, doc: str) -> None:

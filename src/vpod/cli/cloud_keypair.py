@@ -18,7 +18,7 @@ import click
 
 from vpod.client import CloudClient
 
-from .cloud_options import FILE, ApiRecord, connection_options, shows
+from .cloud_options import FILE, ApiRecord, connection_options, list_command, show_command, shows
 from .cloud_output import emit
 from .errors import fail
 from .render import details, table
@@ -102,19 +102,19 @@ def import_key(client: CloudClient, name: str, public_key: Any) -> ApiRecord:
     return client.create_keypair(name, public_key.read())
 
 
-@keypair.command("list")
-@shows(keypairs_table)
-def list_keypairs(client: CloudClient) -> Sequence[ApiRecord]:
-    """Your project's keypairs, with their OpenSSH fingerprints."""
-    return client.list_keypairs()
-
-
-@keypair.command("show")
-@click.argument("name")
-@shows(keypair_text)
-def show(client: CloudClient, name: str) -> ApiRecord:
-    """One keypair (by name or id), with its public key."""
-    return client.get_keypair(name)
+list_command(
+    keypair,
+    lambda client: client.list_keypairs(),
+    keypairs_table,
+    "Your project's keypairs, with their OpenSSH fingerprints.",
+)
+show_command(
+    keypair,
+    "NAME",
+    lambda client, ref: client.get_keypair(ref),
+    keypair_text,
+    "One keypair (by name or id), with its public key.",
+)
 
 
 @keypair.command("delete")

@@ -74,6 +74,38 @@ def shows(
     return decorate
 
 
+def list_command(
+    group: click.Group,
+    listing: Callable[[CloudClient], Sequence[ApiRecord]],
+    text: Callable[[Any], str],
+    help_text: str,
+) -> None:
+    """Add ``list`` to a resource's ``group``: the project's records that ``listing`` reads,
+    printed as ``text`` (a table) or, with ``--json``, as the API's JSON."""
+
+    @group.command("list", help=help_text)
+    @shows(text)
+    def list_records(client: CloudClient) -> Sequence[ApiRecord]:
+        return listing(client)
+
+
+def show_command(
+    group: click.Group,
+    metavar: str,
+    fetch: Callable[[CloudClient, str], ApiRecord],
+    text: Callable[[Any], str],
+    help_text: str,
+) -> None:
+    """Add ``show METAVAR`` to a resource's ``group``: the one record ``fetch`` finds by the
+    name or id given, printed as ``text`` or, with ``--json``, as the API's JSON."""
+
+    @group.command("show", help=help_text)
+    @click.argument("ref", metavar=metavar)
+    @shows(text)
+    def show_record(client: CloudClient, ref: str) -> ApiRecord:
+        return fetch(client, ref)
+
+
 def wait_option(command: F) -> F:
     return click.option(
         "--wait", is_flag=True, help="Block until the task ends, showing its phases."

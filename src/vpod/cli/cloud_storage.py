@@ -11,7 +11,14 @@ import click
 
 from vpod.client import CloudClient, Task
 
-from .cloud_options import ApiRecord, connection_options, shows, task_command
+from .cloud_options import (
+    ApiRecord,
+    connection_options,
+    list_command,
+    show_command,
+    shows,
+    task_command,
+)
 from .cloud_output import emit
 from .render import details, table
 from .short_help import CONTEXT, FittingGroup
@@ -116,19 +123,19 @@ def storage_register(
     )
 
 
-@storage.command("list")
-@shows(storage_table)
-def storage_list(client: CloudClient) -> Sequence[ApiRecord]:
-    """Your project's dataset storage and the clusters holding each."""
-    return client.list_dataset_storage()
-
-
-@storage.command("show")
-@click.argument("storage_ref", metavar="STORAGE")
-@shows(storage_text)
-def storage_show(client: CloudClient, storage_ref: str) -> ApiRecord:
-    """One dataset storage (by name or id)."""
-    return client.get_dataset_storage(storage_ref)
+list_command(
+    storage,
+    lambda client: client.list_dataset_storage(),
+    storage_table,
+    "Your project's dataset storage and the clusters holding each.",
+)
+show_command(
+    storage,
+    "STORAGE",
+    lambda client, ref: client.get_dataset_storage(ref),
+    storage_text,
+    "One dataset storage (by name or id).",
+)
 
 
 @storage.command("delete")

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import click
 
 from vpod.client import CloudClient, Task
 
-from .cloud_options import ApiRecord, shows, task_command
+from .cloud_options import list_command, show_command, task_command
 from .cloud_output import (
     volumes_table,
 )
@@ -32,19 +30,14 @@ def volume_create(client: CloudClient, name: str, size_gib: int, volume_type: st
     return client.create_volume(name, size_gib, volume_type)
 
 
-@volume.command("list")
-@shows(volumes_table)
-def volume_list(client: CloudClient) -> Sequence[ApiRecord]:
-    """Your project's volumes."""
-    return client.list_volumes()
-
-
-@volume.command("show")
-@click.argument("volume_ref", metavar="VOLUME")
-@shows(lambda v: volumes_table([v]))
-def volume_show(client: CloudClient, volume_ref: str) -> ApiRecord:
-    """One volume, by name or id."""
-    return client.get_volume(volume_ref)
+list_command(volume, lambda client: client.list_volumes(), volumes_table, "Your project's volumes.")
+show_command(
+    volume,
+    "VOLUME",
+    lambda client, ref: client.get_volume(ref),
+    lambda v: volumes_table([v]),
+    "One volume, by name or id.",
+)
 
 
 @volume.command("attach")

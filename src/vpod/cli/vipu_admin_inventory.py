@@ -196,18 +196,13 @@ def list_agents(ctx: click.Context, cluster: str | None, as_json: bool) -> None:
     echo_listing(as_json, reply, AGENT_HEADERS, rows)
 
 
-@click.command("agent", context_settings=CONTEXT)
-@click.argument("agent_id", metavar="ID")
-@click.option(
-    "--force",
-    is_flag=True,
-    help="If it is in a cluster, remove that cluster first, with its allocations and partitions.",
+@removal(
+    "agent",
+    "If it is in a cluster, remove that cluster first, with its allocations and partitions.",
+    lambda ctx: admin_client(ctx).remove_agent,
 )
-@click.pass_context
-def remove_agent(ctx: click.Context, agent_id: str, force: bool) -> None:
+def remove_agent() -> None:
     """Forget agent ID."""
-    admin_client(ctx).remove_agent(agent_id, force=force)
-    success("remove", "agent", agent_id)
 
 
 def _addresses(ctx: click.Context, param: click.Parameter, value: str | None) -> list[str]:

@@ -102,6 +102,11 @@ class Listings:
                 return row
         raise errors.NotFound(f"allocation {allocation_id} does not exist any more")
 
+    async def new_allocation(self, allocation: Allocation) -> AllocationRow:
+        """A just-created allocation's row (no users granted it yet, no partitions)."""
+        cluster = await self._inventory.cluster(allocation.cluster_id)
+        return AllocationRow(allocation=allocation, cluster=cluster, user_ids=(), num_partitions=0)
+
     async def partitions(
         self, caller: Caller, *, allocation_id: str | None = None, cluster_id: str | None = None
     ) -> list[PartitionRow]:

@@ -108,6 +108,33 @@ class _StateCollector(Collector):
 # -- the request metrics and the whole ------------------------------------------------------
 
 
+class _ServedRequests:
+    """The requests one protocol served: ``PREFIX_requests_total`` by ``labels`` and outcome,
+    and ``PREFIX_request_duration_seconds`` by ``labels``."""
+
+    def __init__(
+        self,
+        registry: CollectorRegistry,
+        prefix: str,
+        labels: tuple[str, str],
+        outcome: str,
+        helps: tuple[str, str],
+    ) -> None:
+        counted, timed = helps
+        self._count = Counter(f"{prefix}_requests", counted, [*labels, outcome], registry=registry)
+        self._latency = Histogram(
+            f"{prefix}_request_duration_seconds",
+            timed,
+            list(labels),
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )
+
+    def observe(self, labels: tuple[str, str], outcome: str, seconds: float) -> None:
+        self._count.labels(*labels, outcome).inc()
+        self._latency.labels(*labels).observe(seconds)
+
+
 def split_rpc_method(full_method: str) -> tuple[str, str]:
     """``/virmgrpc.UserService/GetVersion`` -> (``virmgrpc.UserService``, ``GetVersion``)."""
     service, _, method = full_method.lstrip("/").partition("/")
@@ -132,31 +159,22 @@ class ControllerMetrics:
         """Series of server extensions (the cloud's per-GPU ``DCGM_FI_DEV_*``)."""
         self.registry = registry or CollectorRegistry(auto_describe=True)
         self.timer = timer
-        self._http_requests = Counter(
-            "vpod_http_requests",
-            "HTTP requests served, by route template and status.",
-            ["method", "route", "status"],
-            registry=self.registry,
+        self._http = _ServedRequests(
+            self.registry,
+            "vpod_http",
+            ("method", "route"),
+            "status",
+            (
+                "HTTP requests served, by route template and status.",
+                "Time to serve an HTTP request.",
+            ),
         )
-        self._http_latency = Histogram(
-            "vpod_http_request_duration_seconds",
-            "Time to serve an HTTP request.",
-            ["method", "route"],
-            buckets=LATENCY_BUCKETS,
-            registry=self.registry,
-        )
-        self._rpc_requests = Counter(
-            "vpod_grpc_requests",
-            "gRPC calls served, by method and status code.",
-            ["service", "method", "code"],
-            registry=self.registry,
-        )
-        self._rpc_latency = Histogram(
-            "vpod_grpc_request_duration_seconds",
-            "Time to serve a gRPC call.",
-            ["service", "method"],
-            buckets=LATENCY_BUCKETS,
-            registry=self.registry,
+        self._rpc = _ServedRequests(
+            self.registry,
+            "vpod_grpc",
+            ("service", "method"),
+            "code",
+            ("gRPC calls served, by method and status code.", "Time to serve a gRPC call."),
         )
         self._state = _StateCollector()
         self.registry.register(self._state)
@@ -165,15 +183,13 @@ class ControllerMetrics:
 
     def observe_http(self, method: str, route: str, status: int, seconds: float) -> None:
         """Count one HTTP request; ``route`` is the template (``/api/v1/partitions/{id}``)."""
-        self._http_requests.labels(method, route, str(status)).inc()
-        self._http_latency.labels(method, route).observe(seconds)
+        self._http.observe((method, route), str(status), seconds)
 
     def observe_rpc(self, full_method: str, code: grpc.StatusCode | str, seconds: float) -> None:
         """Count one gRPC call: ``full_method`` as gRPC names it, ``code`` its status."""
         service, method = split_rpc_method(full_method)
         code_name = code.name if isinstance(code, grpc.StatusCode) else str(code)
-        self._rpc_requests.labels(service, method, code_name).inc()
-        self._rpc_latency.labels(service, method).observe(seconds)
+        self._rpc.observe((service, method), code_name, seconds)
 
     def grpc_interceptor(self) -> grpc.aio.ServerInterceptor:
         """An interceptor for ``grpc.aio.server(interceptors=[...])`` counting unary calls."""

@@ -225,8 +225,7 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
             agent_ids=list(request.agent_ids) or None,
             hosts=list(request.hosts),
         )
-        cluster = await self.inventory.cluster(allocation.cluster_id)
-        row = AllocationRow(allocation=allocation, cluster=cluster, user_ids=(), num_partitions=0)
+        row = await self.listings.new_allocation(allocation)
         return apb.CreateAllocationReply(
             allocation=_allocation_to_wire(row, self.settings.trusted_hosts)
         )

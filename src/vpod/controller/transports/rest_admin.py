@@ -9,7 +9,7 @@ use-cases as dependencies (:mod:`.rest_deps`).
 from datetime import datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Query, status
+from fastapi import APIRouter, Depends, Path, Query
 
 from vpod.domain.entities import Cluster
 from vpod.wire.field_copy import copy_fields
@@ -44,9 +44,10 @@ from vpod.wire.rest.partitions import AdminPartitionList, PartitionWithStatus
 from vpod.wire.rest.users import CreatedUser, CreateUserBody, UserList, UserOut
 
 from ..audit_log import DEFAULT_LIMIT, MAX_EVENT_ID, MAX_LIMIT, EventFilter
-from ..listings import AgentRow, AllocationRow
+from ..listings import AgentRow
 from .rest_auth import AsAdmin, admin_caller
 from .rest_convert import (
+    allocation_out,
     allocations_out,
     attributes_out,
     fault_of,
@@ -66,9 +67,8 @@ from .rest_deps import (
     TeardownDep,
     ViewsDep,
 )
-from .rest_errors import error_responses
-from .rest_no_content import no_content
-from .rest_user import API_PREFIX
+from .rest_routes import Routes
+from .rest_user import API_PREFIX, ClusterQuery
 from .wire_convert import cluster_test_reply
 
 ADMIN_PREFIX = f"{API_PREFIX}/admin"
@@ -110,17 +110,20 @@ def agent_out(row: AgentRow) -> AgentOut:
 router = APIRouter(prefix=ADMIN_PREFIX, dependencies=[Depends(admin_caller)])
 """The admin API (``create_http_app`` includes it)."""
 
+agent_routes = Routes(router, "admin: agents")
+fault_routes = Routes(router, "admin: faults")
+cluster_routes = Routes(router, "admin: clusters")
+allocation_routes = Routes(router, "admin: allocations")
+user_routes = Routes(router, "admin: users")
+partition_routes = Routes(router, "admin: partitions")
+audit_routes = Routes(router, "admin: audit log")
+
 Filter = Annotated[str, Query(max_length=200)]
 
 # -- agents
 
 
-@router.post(
-    "/agents",
-    tags=["admin: agents"],
-    status_code=status.HTTP_201_CREATED,
-    responses=error_responses(400, 401, 403, 409, 503),
-)
+@agent_routes.creates("/agents", 400, 401, 403, 409, 503)
 async def create_agent(
     caller: AsAdmin, body: CreateAgentBody, inventory: InventoryDep, listings: ListingsDep
 ) -> AgentOut:
@@ -137,18 +140,16 @@ async def create_agent(
     return agent_out(await listings.new_agent(agent))
 
 
-@router.get("/agents", tags=["admin: agents"], responses=error_responses(400, 401, 403, 503))
+@agent_routes.get("/agents", 400, 401, 403, 503)
 async def list_agents(
     listings: ListingsDep,
-    cluster: Annotated[str | None, Query(description="Only this cluster's.")] = None,
+    cluster: ClusterQuery = None,
 ) -> AgentList:
     """Every agent with its cluster, allocation and reachability (`vipu-admin list agents`)."""
     return AgentList(agents=[agent_out(row) for row in await listings.agents(cluster or None)])
 
 
-@no_content(
-    router.delete, "/agents/{agent_id}", 400, 401, 403, 404, 409, 503, tags=["admin: agents"]
-)
+@agent_routes.no_content("delete", "/agents/{agent_id}", 400, 401, 403, 404, 409, 503)
 async def remove_agent(
     caller: AsAdmin, agent_id: IdPath, teardown: TeardownDep, force: ForceQuery = False
 ) -> None:
@@ -157,11 +158,7 @@ async def remove_agent(
     await teardown.remove_agent(caller, agent_id, force=force)
 
 
-@router.post(
-    "/agents/discover",
-    tags=["admin: agents"],
-    responses=error_responses(400, 401, 403, 503),
-)
+@agent_routes.post("/agents/discover", 400, 401, 403, 503)
 async def discover_agents(
     caller: AsAdmin, body: DiscoverBody, fleet: FleetDep
 ) -> DiscoveredAgentList:
@@ -170,11 +167,7 @@ async def discover_agents(
     return DiscoveredAgentList(agents=[DiscoveredAgent.model_validate(d) for d in found])
 
 
-@router.post(
-    "/agents/{agent_id}/faults",
-    tags=["admin: faults"],
-    responses=error_responses(400, 401, 403, 404, 409, 503),
-)
+@fault_routes.post("/agents/{agent_id}/faults", 400, 401, 403, 404, 409, 503)
 async def inject_fault(
     caller: AsAdmin, agent_id: IdPath, body: FaultBody, fleet: FleetDep
 ) -> AgentFaults:
@@ -183,11 +176,7 @@ async def inject_fault(
     return AgentFaults(agent_id=agent_id, active_faults=[fault_out(f) for f in faults])
 
 
-@router.delete(
-    "/agents/{agent_id}/faults",
-    tags=["admin: faults"],
-    responses=error_responses(400, 401, 403, 404, 409, 503),
-)
+@fault_routes.delete("/agents/{agent_id}/faults", 400, 401, 403, 404, 409, 503)
 async def clear_fault(
     caller: AsAdmin,
     agent_id: IdPath,
@@ -209,12 +198,7 @@ async def clear_fault(
 # -- clusters
 
 
-@router.post(
-    "/clusters",
-    tags=["admin: clusters"],
-    status_code=status.HTTP_201_CREATED,
-    responses=error_responses(400, 401, 403, 404, 409, 503),
-)
+@cluster_routes.creates("/clusters", 400, 401, 403, 404, 409, 503)
 async def create_cluster(
     caller: AsAdmin, body: CreateClusterBody, inventory: InventoryDep
 ) -> ClusterOut:
@@ -230,15 +214,13 @@ async def create_cluster(
     return cluster_out(cluster)
 
 
-@router.get("/clusters", tags=["admin: clusters"], responses=error_responses(401, 403, 503))
+@cluster_routes.get("/clusters", 401, 403, 503)
 async def list_clusters(inventory: InventoryDep) -> ClusterList:
     """Every cluster (`vipu-admin list clusters`)."""
     return ClusterList(clusters=[cluster_out(cl) for cl in await inventory.list_clusters()])
 
 
-@no_content(
-    router.delete, "/clusters/{cluster_id}", 400, 401, 403, 404, 409, 503, tags=["admin: clusters"]
-)
+@cluster_routes.no_content("delete", "/clusters/{cluster_id}", 400, 401, 403, 404, 409, 503)
 async def remove_cluster(
     caller: AsAdmin, cluster_id: IdPath, teardown: TeardownDep, force: ForceQuery = False
 ) -> None:
@@ -246,11 +228,7 @@ async def remove_cluster(
     await teardown.remove_cluster(caller, cluster_id, force=force)
 
 
-@router.post(
-    "/clusters/{cluster_id}/test",
-    tags=["admin: clusters"],
-    responses=error_responses(400, 401, 403, 404, 409, 503),
-)
+@cluster_routes.post("/clusters/{cluster_id}/test", 400, 401, 403, 404, 409, 503)
 async def test_cluster(  # a route, not a test: its name makes its OpenAPI operation id
     caller: AsAdmin,
     cluster_id: IdPath,
@@ -271,14 +249,9 @@ async def test_cluster(  # a route, not a test: its name makes its OpenAPI opera
 # -- allocations
 
 
-@router.post(
-    "/allocations",
-    tags=["admin: allocations"],
-    status_code=status.HTTP_201_CREATED,
-    responses=error_responses(),
-)
+@allocation_routes.creates("/allocations")
 async def create_allocation(
-    caller: AsAdmin, body: CreateAllocationBody, inventory: InventoryDep
+    caller: AsAdmin, body: CreateAllocationBody, inventory: InventoryDep, listings: ListingsDep
 ) -> AllocationOut:
     """Grant machines of a cluster to users (`vipu-admin create allocation`)."""
     allocation = await inventory.create_allocation(
@@ -289,31 +262,20 @@ async def create_allocation(
         agent_ids=body.agent_ids or None,
         hosts=body.hosts,
     )
-    cluster = await inventory.cluster(allocation.cluster_id)
-    row = AllocationRow(allocation=allocation, cluster=cluster, user_ids=(), num_partitions=0)
-    return allocations_out([row])[0]
+    return allocation_out(await listings.new_allocation(allocation))
 
 
-@router.get(
-    "/allocations",
-    tags=["admin: allocations"],
-    responses=error_responses(400, 401, 403, 503),
-)
+@allocation_routes.get("/allocations", 400, 401, 403, 503)
 async def list_allocations(
     caller: AsAdmin,
     listings: ListingsDep,
-    cluster: Annotated[str | None, Query(description="Only this cluster's.")] = None,
+    cluster: ClusterQuery = None,
 ) -> AllocationList:
     """Every allocation, with its users and partition count (`vipu-admin list allocations`)."""
-    rows = await listings.allocations(caller, cluster or None)
-    return AllocationList(allocations=allocations_out(rows))
+    return allocations_out(await listings.allocations(caller, cluster or None))
 
 
-@router.put(
-    "/allocations/{allocation_id}/hosts",
-    tags=["admin: allocations"],
-    responses=error_responses(400, 401, 403, 404, 503),
-)
+@allocation_routes.put("/allocations/{allocation_id}/hosts", 400, 401, 403, 404, 503)
 async def set_allocation_hosts(
     caller: AsAdmin,
     allocation_id: IdPath,
@@ -324,19 +286,11 @@ async def set_allocation_hosts(
     """Replace who may attach to the allocation's IPUs over IPUoF, at once on every agent of
     its partitions (`vipu-admin update allocation --hosts`)."""
     allocation = await allocation_hosts.set(caller, allocation_id, body.hosts)
-    return allocations_out([await listings.allocation(caller, allocation.id)])[0]
+    return allocation_out(await listings.allocation(caller, allocation.id))
 
 
-@no_content(
-    router.delete,
-    "/allocations/{allocation_id}",
-    400,
-    401,
-    403,
-    404,
-    409,
-    503,
-    tags=["admin: allocations"],
+@allocation_routes.no_content(
+    "delete", "/allocations/{allocation_id}", 400, 401, 403, 404, 409, 503
 )
 async def remove_allocation_route(
     caller: AsAdmin, allocation_id: IdPath, teardown: TeardownDep, force: ForceQuery = False
@@ -348,12 +302,7 @@ async def remove_allocation_route(
 # -- users
 
 
-@router.post(
-    "/users",
-    tags=["admin: users"],
-    status_code=status.HTTP_201_CREATED,
-    responses=error_responses(400, 401, 403, 404, 409, 503),
-)
+@user_routes.creates("/users", 400, 401, 403, 404, 409, 503)
 async def create_user(
     caller: AsAdmin, body: CreateUserBody, inventory: InventoryDep
 ) -> CreatedUser:
@@ -368,13 +317,13 @@ async def create_user(
     )
 
 
-@router.get("/users", tags=["admin: users"], responses=error_responses(401, 403, 503))
+@user_routes.get("/users", 401, 403, 503)
 async def list_users(inventory: InventoryDep) -> UserList:
     """Every user and the allocations granted to it (never their keys)."""
     return UserList(users=[copy_fields(UserOut, u) for u in await inventory.list_users()])
 
 
-@no_content(router.delete, "/users/{user_id}", 401, 403, 404, 503, tags=["admin: users"])
+@user_routes.no_content("delete", "/users/{user_id}", 401, 403, 404, 503)
 async def remove_user(
     caller: AsAdmin, user_id: IdPath, inventory: InventoryDep, auth: AuthenticatorDep
 ) -> None:
@@ -386,11 +335,7 @@ async def remove_user(
 AllocationIdPath = Annotated[str, Path(description="The allocation's id.")]
 
 
-@router.put(
-    "/users/{user_id}/allocations/{allocation_id}",
-    tags=["admin: users"],
-    responses=error_responses(400, 401, 403, 404, 503),
-)
+@user_routes.put("/users/{user_id}/allocations/{allocation_id}", 400, 401, 403, 404, 503)
 async def grant_allocation(
     caller: AsAdmin, user_id: IdPath, allocation_id: AllocationIdPath, inventory: InventoryDep
 ) -> UserOut:
@@ -400,11 +345,7 @@ async def grant_allocation(
     return copy_fields(UserOut, user)
 
 
-@router.delete(
-    "/users/{user_id}/allocations/{allocation_id}",
-    tags=["admin: users"],
-    responses=error_responses(400, 401, 403, 404, 503),
-)
+@user_routes.delete("/users/{user_id}/allocations/{allocation_id}", 400, 401, 403, 404, 503)
 async def revoke_allocation(
     caller: AsAdmin, user_id: IdPath, allocation_id: AllocationIdPath, inventory: InventoryDep
 ) -> UserOut:
@@ -417,17 +358,13 @@ async def revoke_allocation(
 # -- partitions and IPUs across allocations
 
 
-@router.get(
-    "/partitions",
-    tags=["admin: partitions"],
-    responses=error_responses(400, 401, 403, 404, 503),
-)
+@partition_routes.get("/partitions", 400, 401, 403, 404, 503)
 async def list_partitions(
     caller: AsAdmin,
     listings: ListingsDep,
     settings: SettingsDep,
     allocation: Annotated[str | None, Query(description="Only this allocation's.")] = None,
-    cluster: Annotated[str | None, Query(description="Only this cluster's.")] = None,
+    cluster: ClusterQuery = None,
 ) -> AdminPartitionList:
     """Partitions of every allocation, each with its status."""
     rows = await listings.partitions(
@@ -440,25 +377,20 @@ async def list_partitions(
     )
 
 
-@router.get(
-    "/ipu-attributes",
-    tags=["admin: partitions"],
-    responses=error_responses(400, 401, 403, 404, 503),
-)
+@partition_routes.get("/ipu-attributes", 400, 401, 403, 404, 503)
 async def list_ipu_attributes(
     caller: AsAdmin,
     views: ViewsDep,
     agent: Annotated[list[str] | None, Query(description="Only these agents.")] = None,
 ) -> IpuAttributeList:
     """Attributes of every IPU of every agent (or of the agents named)."""
-    attributes = await views.ipu_attributes(caller, agent or [])
-    return IpuAttributeList(agents=attributes_out(attributes))
+    return attributes_out(await views.ipu_attributes(caller, agent or []))
 
 
 # -- audit log
 
 
-@router.get("/events", tags=["admin: audit log"], responses=error_responses(400, 401, 403, 503))
+@audit_routes.get("/events", 400, 401, 403, 503)
 async def list_events(
     caller: AsAdmin,
     audit_log: AuditLogDep,

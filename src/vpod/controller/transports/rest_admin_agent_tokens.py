@@ -10,7 +10,7 @@ keeps a hash).
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, status
+from fastapi import APIRouter, Depends, Path
 
 from vpod.wire.field_copy import copy_fields
 from vpod.wire.rest.agent_tokens import (
@@ -23,8 +23,7 @@ from vpod.wire.rest.agent_tokens import (
 from ..agent_tokens import AgentTokenRecord
 from .rest_auth import AsAdmin, admin_caller
 from .rest_deps import AgentTokensDep
-from .rest_errors import error_responses
-from .rest_no_content import no_content
+from .rest_routes import Routes
 from .rest_user import API_PREFIX
 
 router = APIRouter(
@@ -34,12 +33,14 @@ router = APIRouter(
 )
 """The agent-token endpoints (``create_http_app`` includes them)."""
 
+routes = Routes(router)
+
 
 def _out(record: AgentTokenRecord) -> AgentTokenOut:
     return copy_fields(AgentTokenOut, record, agent_ids=list(record.agent_ids))
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, responses=error_responses(400, 401, 403, 503))
+@routes.creates("", 400, 401, 403, 503)
 async def create_agent_token(
     caller: AsAdmin, tokens: AgentTokensDep, body: CreateAgentTokenBody | None = None
 ) -> CreatedAgentToken:
@@ -49,14 +50,14 @@ async def create_agent_token(
     return CreatedAgentToken(agent_token=_out(issued.record), token=issued.token)
 
 
-@router.get("", responses=error_responses(401, 403, 503))
+@routes.get("", 401, 403, 503)
 async def list_agent_tokens(tokens: AgentTokensDep) -> AgentTokenList:
     """Every registration token and the agents bound to it, never the secrets
     (`vipu-admin list agent-tokens`)."""
     return AgentTokenList(agent_tokens=[_out(t) for t in await tokens.list()])
 
 
-@no_content(router.delete, "/{token_id}", 400, 401, 403, 404, 503)
+@routes.no_content("delete", "/{token_id}", 400, 401, 403, 404, 503)
 async def remove_agent_token(
     caller: AsAdmin,
     tokens: AgentTokensDep,

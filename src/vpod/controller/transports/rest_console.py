@@ -25,6 +25,7 @@ from ..change_feed import Change, ChangeFeed
 from .rest_auth import AsAdmin, AsUser
 from .rest_deps import AuthenticatorDep, ChangesDep, PodMapDep
 from .rest_errors import error_responses
+from .rest_routes import Routes
 from .rest_user import API_PREFIX
 
 KEEPALIVE_S = 15.0
@@ -42,8 +43,10 @@ def sse_frame(change: Change) -> bytes:
 router = APIRouter(prefix=API_PREFIX)
 """Whoami, the pod map, fragmentation and the change stream (``create_http_app`` includes it)."""
 
+pod_map_routes = Routes(router, "admin: pod map")
 
-@router.get("/whoami", tags=["version"], responses=error_responses(401, 503))
+
+@Routes(router, "version").get("/whoami", 401, 503)
 async def whoami(caller: AsUser, auth: AuthenticatorDep) -> Identity:
     """The caller as the controller sees it: user id, admin or not, allocations."""
     allocations = sorted(caller.allocation_ids) if caller.allocation_ids is not None else None
@@ -55,11 +58,7 @@ async def whoami(caller: AsUser, auth: AuthenticatorDep) -> Identity:
     )
 
 
-@router.get(
-    "/admin/pod-map",
-    tags=["admin: pod map"],
-    responses=error_responses(400, 401, 403, 404, 503),
-)
+@pod_map_routes.get("/admin/pod-map", 400, 401, 403, 404, 503)
 async def pod_map(
     caller: AsAdmin,
     maps: PodMapDep,
@@ -71,11 +70,7 @@ async def pod_map(
     return PodMap(clusters=tuple(await maps.pod_map(caller, cluster or None)))
 
 
-@router.get(
-    "/admin/allocations/{allocation_id}/fragmentation",
-    tags=["admin: pod map"],
-    responses=error_responses(400, 401, 403, 404, 503),
-)
+@pod_map_routes.get("/admin/allocations/{allocation_id}/fragmentation", 400, 401, 403, 404, 503)
 async def fragmentation(
     caller: AsAdmin, allocation_id: Annotated[str, Path(max_length=64)], maps: PodMapDep
 ) -> Fragmentation:

@@ -16,9 +16,9 @@ from vpod.domain.partitions import PartitionRequirements
 from vpod.store.records import PartitionRecord
 from vpod.wire.field_copy import copy_fields
 from vpod.wire.rest.agents import FaultBody, FaultOut
-from vpod.wire.rest.allocations import AllocationOut
+from vpod.wire.rest.allocations import AllocationList, AllocationOut
 from vpod.wire.rest.fields import kebab
-from vpod.wire.rest.ipu_attributes import AgentIpuAttributes, IpuAttributesOut
+from vpod.wire.rest.ipu_attributes import AgentIpuAttributes, IpuAttributeList, IpuAttributesOut
 from vpod.wire.rest.ipuof import IpuofConfigFile, IpuofConfigSet
 from vpod.wire.rest.partitions import (
     CreatePartitionBody,
@@ -109,34 +109,38 @@ def ipuof_set(partition_id: str, config: Mapping[str, Any]) -> IpuofConfigSet:
     )
 
 
-def allocations_out(rows: Iterable[AllocationRow]) -> list[AllocationOut]:
-    return [
-        AllocationOut(
-            id=row.allocation.id,
-            cluster_id=row.allocation.cluster_id,
-            agent_ids=list(row.allocation.agent_ids(row.cluster)) if row.cluster else [],
-            size=row.allocation.size,
-            user_ids=list(row.user_ids),
-            num_partitions=row.num_partitions,
-            hosts=list(row.allocation.hosts),
-        )
-        for row in rows
-    ]
+def allocation_out(row: AllocationRow) -> AllocationOut:
+    return AllocationOut(
+        id=row.allocation.id,
+        cluster_id=row.allocation.cluster_id,
+        agent_ids=list(row.allocation.agent_ids(row.cluster)) if row.cluster else [],
+        size=row.allocation.size,
+        user_ids=list(row.user_ids),
+        num_partitions=row.num_partitions,
+        hosts=list(row.allocation.hosts),
+    )
 
 
-def attributes_out(
-    attributes: Mapping[str, Mapping[int, Mapping[str, str]]],
-) -> list[AgentIpuAttributes]:
-    return [
-        AgentIpuAttributes(
-            agent_id=agent_id,
-            ipus=[
-                IpuAttributesOut(device_id=device_id, attributes=dict(values))
-                for device_id, values in sorted(ipus.items())
-            ],
-        )
-        for agent_id, ipus in sorted(attributes.items(), key=lambda item: natural_key(item[0]))
-    ]
+def allocations_out(rows: Iterable[AllocationRow]) -> AllocationList:
+    """A listing's reply (the user's and the admin's ``GET .../allocations``)."""
+    return AllocationList(allocations=[allocation_out(row) for row in rows])
+
+
+def attributes_out(attributes: Mapping[str, Mapping[int, Mapping[str, str]]]) -> IpuAttributeList:
+    """The reply of ``GET .../ipu-attributes`` (as ``wire_convert.attributes_to_wire`` is
+    the gRPC one): agents in natural order, each agent's IPUs by device id."""
+    return IpuAttributeList(
+        agents=[
+            AgentIpuAttributes(
+                agent_id=agent_id,
+                ipus=[
+                    IpuAttributesOut(device_id=device_id, attributes=dict(values))
+                    for device_id, values in sorted(ipus.items())
+                ],
+            )
+            for agent_id, ipus in sorted(attributes.items(), key=lambda item: natural_key(item[0]))
+        ]
+    )
 
 
 def link_test_kind(name: str) -> LinkTestKind:

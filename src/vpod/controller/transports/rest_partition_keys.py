@@ -6,7 +6,7 @@ the creation's answer only (the controller keeps a hash).
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, status
+from fastapi import APIRouter, Path
 
 from vpod.store.records import PartitionKeyRecord
 from vpod.wire.field_copy import copy_fields
@@ -19,23 +19,20 @@ from vpod.wire.rest.partition_keys import (
 
 from .rest_auth import AsUser
 from .rest_deps import PartitionKeysDep
-from .rest_errors import error_responses
-from .rest_no_content import no_content
+from .rest_routes import Routes
 from .rest_user import API_PREFIX
 
 router = APIRouter(prefix=f"{API_PREFIX}/partition-keys", tags=["partition keys"])
 """The partition-key endpoints (``create_http_app`` includes them)."""
+
+routes = Routes(router)
 
 
 def _out(record: PartitionKeyRecord) -> PartitionKeyOut:
     return copy_fields(PartitionKeyOut, record)
 
 
-@router.post(
-    "",
-    status_code=status.HTTP_201_CREATED,
-    responses=error_responses(400, 401, 403, 404, 409, 503),
-)
+@routes.creates("", 400, 401, 403, 404, 409, 503)
 async def create_partition_key(
     caller: AsUser, keys: PartitionKeysDep, body: CreatePartitionKeyBody
 ) -> CreatedPartitionKey:
@@ -44,13 +41,13 @@ async def create_partition_key(
     return CreatedPartitionKey(partition_key=_out(minted.record), access_key=minted.access_key)
 
 
-@router.get("", responses=error_responses(401, 403, 503))
+@routes.get("", 401, 403, 503)
 async def list_partition_keys(caller: AsUser, keys: PartitionKeysDep) -> PartitionKeyList:
     """The keys you minted (every key, for an administrator); never the keys themselves."""
     return PartitionKeyList(partition_keys=[_out(k) for k in await keys.list(caller)])
 
 
-@no_content(router.delete, "/{key_id}", 401, 403, 404, 503)
+@routes.no_content("delete", "/{key_id}", 401, 403, 404, 503)
 async def remove_partition_key(
     caller: AsUser,
     keys: PartitionKeysDep,

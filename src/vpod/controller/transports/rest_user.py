@@ -8,7 +8,7 @@ FastAPI dependencies (:mod:`.rest_deps`) and its caller from :mod:`.rest_auth`.
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Response, status
+from fastapi import APIRouter, Path, Query, Response
 
 from vpod.wire.rest.allocations import AllocationList
 from vpod.wire.rest.fields import MAX_IPUS
@@ -29,15 +29,19 @@ from .rest_convert import (
     status_out,
 )
 from .rest_deps import InventoryDep, ListingsDep, PartitionsDep, SettingsDep, ViewsDep
-from .rest_errors import error_responses
-from .rest_no_content import no_content
+from .rest_routes import Routes
 
 API_PREFIX = "/api/v1"
 
 PartitionIdPath = Annotated[str, Path(description="The partition's id.")]
+ClusterQuery = Annotated[str | None, Query(description="Only this cluster's.")]
+"""A listing's filter by cluster (the user API's and the admin API's)."""
 
 router = APIRouter(prefix=API_PREFIX)
 """The user API (``create_http_app`` includes it)."""
+
+partition_routes = Routes(router, "partitions")
+allocation_routes = Routes(router, "allocations")
 
 
 @router.get("/version", tags=["version"])
@@ -52,7 +56,7 @@ async def get_version(settings: SettingsDep) -> Version:
 # -- partitions
 
 
-@router.get("/partitions", tags=["partitions"], responses=error_responses(400, 401, 404, 503))
+@partition_routes.get("/partitions", 400, 401, 404, 503)
 async def list_partitions(
     caller: AsUser,
     listings: ListingsDep,
@@ -66,12 +70,7 @@ async def list_partitions(
     return PartitionList(partitions=partitions_out(rows, settings.ipuof_server_version))
 
 
-@router.post(
-    "/partitions",
-    tags=["partitions"],
-    status_code=status.HTTP_201_CREATED,
-    responses=error_responses(),
-)
+@partition_routes.creates("/partitions")
 async def create_partition(
     caller: AsUser,
     body: CreatePartitionBody,
@@ -95,11 +94,7 @@ async def create_partition(
     return partition_out(record, cluster, settings.ipuof_server_version)
 
 
-@router.get(
-    "/partitions/{partition_id}",
-    tags=["partitions"],
-    responses=error_responses(401, 404, 503),
-)
+@partition_routes.get("/partitions/{partition_id}", 401, 404, 503)
 async def get_partition(
     caller: AsUser,
     partition_id: PartitionIdPath,
@@ -114,9 +109,7 @@ async def get_partition(
     return partition_out(record, cluster, settings.ipuof_server_version)
 
 
-@no_content(
-    router.delete, "/partitions/{partition_id}", 400, 401, 404, 409, 503, tags=["partitions"]
-)
+@partition_routes.no_content("delete", "/partitions/{partition_id}", 400, 401, 404, 409, 503)
 async def remove_partition(
     caller: AsUser,
     partition_id: PartitionIdPath,
@@ -127,9 +120,7 @@ async def remove_partition(
     await partitions.remove(caller, partition_id, force=force)
 
 
-@no_content(
-    router.post, "/partitions/{partition_id}/reset", 400, 401, 404, 409, 503, tags=["partitions"]
-)
+@partition_routes.no_content("post", "/partitions/{partition_id}/reset", 400, 401, 404, 409, 503)
 async def reset_partition(
     caller: AsUser,
     partition_id: PartitionIdPath,
@@ -142,11 +133,7 @@ async def reset_partition(
     await partitions.reset(caller, partition_id, relocatable=relocatable)
 
 
-@router.get(
-    "/partitions/{partition_id}/status",
-    tags=["partitions"],
-    responses=error_responses(401, 404, 503),
-)
+@partition_routes.get("/partitions/{partition_id}/status", 401, 404, 503)
 async def get_partition_status(
     caller: AsUser, partition_id: PartitionIdPath, partitions: PartitionsDep, views: ViewsDep
 ) -> PartitionStatus:
@@ -155,11 +142,7 @@ async def get_partition_status(
     return status_out(await views.status(await partitions.get(caller, partition_id)))
 
 
-@router.get(
-    "/partitions/{partition_id}/ipuof-config",
-    tags=["partitions"],
-    responses=error_responses(400, 401, 404, 409, 503),
-)
+@partition_routes.get("/partitions/{partition_id}/ipuof-config", 400, 401, 404, 409, 503)
 async def get_ipuof_config(
     caller: AsUser,
     partition_id: PartitionIdPath,
@@ -188,18 +171,15 @@ async def get_ipuof_config(
 # -- allocations and IPUs
 
 
-@router.get("/allocations", tags=["allocations"], responses=error_responses(400, 401, 503))
+@allocation_routes.get("/allocations", 400, 401, 503)
 async def list_allocations(
-    caller: AsUser,
-    listings: ListingsDep,
-    cluster: Annotated[str | None, Query(description="Only this cluster's.")] = None,
+    caller: AsUser, listings: ListingsDep, cluster: ClusterQuery = None
 ) -> AllocationList:
     """The allocations the caller may use (`vipu list allocations`)."""
-    rows = await listings.allocations(caller, cluster or None)
-    return AllocationList(allocations=allocations_out(rows))
+    return allocations_out(await listings.allocations(caller, cluster or None))
 
 
-@router.get("/ipu-attributes", tags=["allocations"], responses=error_responses(400, 401, 404, 503))
+@allocation_routes.get("/ipu-attributes", 400, 401, 404, 503)
 async def list_ipu_attributes(
     caller: AsUser,
     views: ViewsDep,
@@ -208,5 +188,4 @@ async def list_ipu_attributes(
     ] = None,
 ) -> IpuAttributeList:
     """Attributes of every IPU the caller may see (`vipu list ipu-attrs`)."""
-    attributes = await views.ipu_attributes(caller, agent or [])
-    return IpuAttributeList(agents=attributes_out(attributes))
+    return attributes_out(await views.ipu_attributes(caller, agent or []))

@@ -16,7 +16,7 @@ from vpod.wire.rest.telemetry import HolderOut, IpuTelemetryList, IpuTelemetryOu
 from ..telemetry import IpuSample
 from .rest_auth import admin_caller
 from .rest_deps import TelemetryDep
-from .rest_errors import error_responses
+from .rest_routes import Routes
 from .rest_user import API_PREFIX
 
 
@@ -43,7 +43,7 @@ router = APIRouter(prefix=f"{API_PREFIX}/admin", dependencies=[Depends(admin_cal
 Filter = Annotated[str, Query(max_length=200)]
 
 
-@router.get("/telemetry", tags=["admin: telemetry"], responses=error_responses(400, 401, 403))
+@Routes(router, "admin: telemetry").get("/telemetry", 400, 401, 403)
 async def list_ipu_telemetry(
     telemetry: TelemetryDep,
     cluster: Filter = "",
