@@ -117,6 +117,7 @@ def test_metering_and_keypairs_round_trip_as_the_same_values(cloud: CloudStore) 
     (back,) = cloud.list_meter(project_id="p1")
     assert back.id > 0
     assert back == MeterEntry(**{**entry.__dict__, "id": back.id})
+    assert [type(v) for v in (back.id, back.quantity, back.billable)] == [int, int, bool]
     key = Keypair("kp-1", "p1", "laptop", "ssh-ed25519", "ssh-ed25519 AAAA", "SHA256:x", NOW)
     cloud.keypairs.add(key)
     assert cloud.keypairs.find("p1", "laptop") == key

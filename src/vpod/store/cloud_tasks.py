@@ -134,13 +134,6 @@ def list_meter(
         (before, lambda: cloud_metering.c.time < before),
     )
     return [
-        record_of(
-            MeterEntry,
-            row,
-            id=int(row.id),
-            quantity=int(row.quantity),
-            unit_price_per_hour=Decimal(row.unit_price_per_hour),
-            billable=bool(row.billable),
-        )
+        record_of(MeterEntry, row, unit_price_per_hour=Decimal(row.unit_price_per_hour))
         for row in conn.execute(query)
     ]
