@@ -3,8 +3,9 @@ keypairs.
 
 Statuses are enums (:mod:`.statuses`), never bare strings; because they are
 ``StrEnum``s a status is also the string the API and the store carry. The
-store reads its rows into these values (a status string back into its enum)
-and writes them as they are; only a task's parameters differ there: the row
+store reads its rows into these values (a status string back into its enum
+member; one no member names, written by a later version, as stored) and
+writes them as they are; only a task's parameters differ there: the row
 keeps them as the JSON object :meth:`~.task_params.TaskParams.to_json`
 writes, so the store's task (``vpod.store.cloud_records.TaskRecord``) and
 :class:`Task` share :class:`TaskFacts`, differ by ``params``, and write the same JSON
