@@ -14,12 +14,15 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, insert, select, update
 
+from vpod.domain.cloud.hosts import Host, HostUsage
+from vpod.domain.cloud.resources import Cluster, Server
+from vpod.domain.cloud.statuses import ClusterStatus, ServerStatus
+
 from . import cloud_rows
-from .cloud_records import ClusterRecord, HostRecord, HostUsage, ServerRecord
 from .cloud_schema import cloud_clusters, cloud_host_slots, cloud_hosts, cloud_servers
 from .errors import Conflict, NotFound
 from .filters import where_given
-from .row_records import record_of, values_of
+from .row_records import member_of, record_of, values_of
 
 
 def cluster_not_found(cluster_id: str) -> NotFound:
@@ -30,10 +33,11 @@ def host_not_found(host_id: str) -> NotFound:
     return NotFound(f"host {host_id} is not registered: list hosts to see the registered ones")
 
 
-def _cluster(row: Any) -> ClusterRecord:
+def _cluster(row: Any) -> Cluster:
     return record_of(
-        ClusterRecord,
+        Cluster,
         row,
+        status=member_of(ClusterStatus, row.status),
         interfaces=list(row.interfaces or []),
         network=dict(row.network or {}),
         metadata=dict(row.metadata or {}),
@@ -44,11 +48,11 @@ ROWS = cloud_rows.ClaimableRows(cloud_clusters, _cluster, cluster_not_found, "cl
 """Get, find, update, claim and release clusters: one task at a time works on a cluster."""
 
 
-def insert_cluster(conn: Connection, cluster: ClusterRecord) -> None:
+def insert_cluster(conn: Connection, cluster: Cluster) -> None:
     conn.execute(insert(cloud_clusters).values(**values_of(cluster)))
 
 
-def list_clusters(conn: Connection, project_id: str | None = None) -> list[ClusterRecord]:
+def list_clusters(conn: Connection, project_id: str | None = None) -> list[Cluster]:
     query = where_given(
         select(cloud_clusters).order_by(cloud_clusters.c.created_at, cloud_clusters.c.id),
         (project_id, lambda: cloud_clusters.c.project_id == project_id),
@@ -78,17 +82,17 @@ def delete_cluster(conn: Connection, cluster_id: str) -> None:
 # -- servers ----------------------------------------------------------------------------------
 
 
-def _server(row: Any) -> ServerRecord:
-    return record_of(ServerRecord, row)
+def _server(row: Any) -> Server:
+    return record_of(Server, row, status=member_of(ServerStatus, row.status))
 
 
-def insert_servers(conn: Connection, servers: Iterable[ServerRecord]) -> None:
+def insert_servers(conn: Connection, servers: Iterable[Server]) -> None:
     rows = [values_of(s) for s in servers]
     if rows:
         conn.execute(insert(cloud_servers), rows)
 
 
-def list_servers(conn: Connection, cluster_ids: Collection[str]) -> list[ServerRecord]:
+def list_servers(conn: Connection, cluster_ids: Collection[str]) -> list[Server]:
     query = (
         select(cloud_servers)
         .where(cloud_servers.c.cluster_id.in_(list(cluster_ids)))
@@ -112,15 +116,15 @@ def delete_server(conn: Connection, server_id: str) -> None:
 # -- hosts and slots ------------------------------------------------------------------------
 
 
-def _host(row: Any) -> HostRecord:
-    return record_of(HostRecord, row)
+def _host(row: Any) -> Host:
+    return record_of(Host, row)
 
 
-def insert_host(conn: Connection, host: HostRecord) -> None:
+def insert_host(conn: Connection, host: Host) -> None:
     conn.execute(insert(cloud_hosts).values(**values_of(host)))
 
 
-def get_host(conn: Connection, host_id: str) -> HostRecord:
+def get_host(conn: Connection, host_id: str) -> Host:
     return _host(cloud_rows.one_by_id(conn, cloud_hosts, host_id, host_not_found))
 
 

@@ -14,7 +14,9 @@ from typing import Any
 
 from sqlalchemy import Connection, Table, and_, delete, func, insert, or_, select, update
 
-from .cloud_records import ProjectRecord, TokenRecord
+from vpod.domain.cloud.statuses import ClusterStatus
+from vpod.domain.cloud.tenants import Project, Token
+
 from .cloud_schema import (
     cloud_clusters,
     cloud_projects,
@@ -35,12 +37,12 @@ def not_found(project_id: str) -> NotFound:
     )
 
 
-def _project(row: Any) -> ProjectRecord:
+def _project(row: Any) -> Project:
     quotas = {str(k): int(v) for k, v in dict(row.quotas).items()}
-    return record_of(ProjectRecord, row, quotas=quotas)
+    return record_of(Project, row, quotas=quotas)
 
 
-def insert_project(conn: Connection, project: ProjectRecord) -> None:
+def insert_project(conn: Connection, project: Project) -> None:
     values = values_of(project, quotas=dict(project.quotas))
     conn.execute(insert(cloud_projects).values(**values))
 
@@ -49,7 +51,7 @@ _LIVE = cloud_projects.c.deleted_at.is_(None)
 """Deleted projects keep their row (their id is never reused) but exist no more."""
 
 
-def get_project(conn: Connection, project_id: str, *, lock: bool = False) -> ProjectRecord:
+def get_project(conn: Connection, project_id: str, *, lock: bool = False) -> Project:
     query = select(cloud_projects).where(cloud_projects.c.id == project_id, _LIVE)
     if lock:
         query = query.with_for_update()
@@ -75,7 +77,7 @@ def add_to_project(
         conn.execute(insert(table).values(**values))
 
 
-def list_projects(conn: Connection) -> list[ProjectRecord]:
+def list_projects(conn: Connection) -> list[Project]:
     rows = conn.execute(select(cloud_projects).where(_LIVE).order_by(cloud_projects.c.id))
     return [_project(row) for row in rows]
 
@@ -109,10 +111,6 @@ def delete_project(conn: Connection, project_id: str, *, at: datetime) -> None:
     )
 
 
-ERROR_STATUS = "ERROR"
-"""The cloud's ClusterStatus.ERROR (the store does not import the cloud layer)."""
-
-
 def usage(conn: Connection, project_id: str) -> dict[str, int]:
     """What the project holds, by quota name.
 
@@ -131,7 +129,7 @@ def usage(conn: Connection, project_id: str) -> dict[str, int]:
     )
     holding = and_(
         cloud_clusters.c.project_id == project_id,
-        or_(cloud_clusters.c.status != ERROR_STATUS, holds_servers),
+        or_(cloud_clusters.c.status != ClusterStatus.ERROR, holds_servers),
     )
     ipus = conn.execute(
         select(func.coalesce(func.sum(cloud_clusters.c.ipus), 0)).where(holding)
@@ -156,22 +154,22 @@ def usage(conn: Connection, project_id: str) -> dict[str, int]:
 # -- tokens -----------------------------------------------------------------------------------
 
 
-def _token(row: Any) -> TokenRecord:
-    return record_of(TokenRecord, row)
+def _token(row: Any) -> Token:
+    return record_of(Token, row)
 
 
-def insert_token(conn: Connection, token: TokenRecord) -> None:
+def insert_token(conn: Connection, token: Token) -> None:
     if token.project_id is not None:
         get_project(conn, token.project_id)
     conn.execute(insert(cloud_tokens).values(**values_of(token)))
 
 
-def find_token(conn: Connection, token_id: str) -> TokenRecord | None:
+def find_token(conn: Connection, token_id: str) -> Token | None:
     row = conn.execute(select(cloud_tokens).where(cloud_tokens.c.id == token_id)).one_or_none()
     return None if row is None else _token(row)
 
 
-def list_tokens(conn: Connection, *, admin: bool, project_id: str | None) -> list[TokenRecord]:
+def list_tokens(conn: Connection, *, admin: bool, project_id: str | None) -> list[Token]:
     query = select(cloud_tokens).order_by(cloud_tokens.c.created_at, cloud_tokens.c.id)
     if admin:
         query = query.where(cloud_tokens.c.project_id.is_(None))

@@ -25,22 +25,18 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from sqlalchemy import Connection, select
 
+from vpod.domain.cloud.hosts import Host, HostUsage
+from vpod.domain.cloud.metering import MeterEntry
+from vpod.domain.cloud.resources import Cluster, Server, TaskFacts, Volume
+from vpod.domain.cloud.statuses import Phase, TaskState
+from vpod.domain.cloud.tenants import Project, Token
+
 from . import cloud_clusters as clusters
 from . import cloud_projects as projects
 from . import cloud_rows, leases
 from . import cloud_tasks as tasks
 from . import cloud_volumes as volumes
-from .cloud_records import (
-    ClusterRecord,
-    HostRecord,
-    HostUsage,
-    MeterEntry,
-    ProjectRecord,
-    ServerRecord,
-    TaskRecord,
-    TokenRecord,
-    VolumeRecord,
-)
+from .cloud_records import TaskRecord
 from .cloud_rows import Claimable, ClaimableRows
 from .cloud_schema import cloud_clusters, cloud_projects, cloud_volumes
 from .dataset_store import DatasetStore
@@ -52,7 +48,7 @@ from .reservation_store import ReservationStore
 from .ssh_port_store import SshPortStore
 from .store import Store
 
-Admit = Callable[[ProjectRecord, dict[str, int]], None]
+Admit = Callable[[Project, dict[str, int]], None]
 """Raises to refuse a request that would overrun the project's quotas."""
 
 VolumeClaims = Mapping[str, tuple[Sequence[str], Mapping[str, Any]]]
@@ -102,9 +98,7 @@ class CloudStore:
 
     # -- projects and tokens ------------------------------------------------------------------
 
-    def add_project(
-        self, project: ProjectRecord, token: TokenRecord | None = None
-    ) -> ProjectRecord:
+    def add_project(self, project: Project, token: Token | None = None) -> Project:
         def explain(conn: Connection) -> StoreError:
             deleted = conn.execute(
                 select(cloud_projects.c.deleted_at).where(cloud_projects.c.id == project.id)
@@ -124,13 +118,13 @@ class CloudStore:
                 projects.insert_token(conn, token)
         return project
 
-    def get_project(self, project_id: str) -> ProjectRecord:
+    def get_project(self, project_id: str) -> Project:
         return self._db.run_read(projects.get_project, project_id)
 
-    def list_projects(self) -> list[ProjectRecord]:
+    def list_projects(self) -> list[Project]:
         return self._db.run_read(projects.list_projects)
 
-    def set_quotas(self, project_id: str, quotas: Mapping[str, int]) -> ProjectRecord:
+    def set_quotas(self, project_id: str, quotas: Mapping[str, int]) -> Project:
         with self._db.write() as conn:
             projects.set_quotas(conn, project_id, dict(quotas))
             return projects.get_project(conn, project_id)
@@ -145,16 +139,14 @@ class CloudStore:
             projects.get_project(conn, project_id)
             return projects.usage(conn, project_id)
 
-    def add_token(self, token: TokenRecord) -> TokenRecord:
+    def add_token(self, token: Token) -> Token:
         self._db.run_write(projects.insert_token, token)
         return token
 
-    def find_token(self, token_id: str) -> TokenRecord | None:
+    def find_token(self, token_id: str) -> Token | None:
         return self._db.run_read(projects.find_token, token_id)
 
-    def list_tokens(
-        self, *, project_id: str | None = None, admin: bool = False
-    ) -> list[TokenRecord]:
+    def list_tokens(self, *, project_id: str | None = None, admin: bool = False) -> list[Token]:
         """Admin tokens (``admin``), a project's tokens, or every token."""
         return self._db.run_read(projects.list_tokens, admin=admin, project_id=project_id)
 
@@ -165,15 +157,15 @@ class CloudStore:
 
     def create_cluster(
         self,
-        cluster: ClusterRecord,
-        servers: Sequence[ServerRecord],
-        task: TaskRecord,
+        cluster: Cluster,
+        servers: Sequence[Server],
+        task: TaskFacts,
         *,
-        new_volumes: Sequence[VolumeRecord] = (),
+        new_volumes: Sequence[Volume] = (),
         attach: VolumeClaims | None = None,
         meter: Iterable[MeterEntry] = (),
         admit: Admit | None = None,
-    ) -> ClusterRecord:
+    ) -> Cluster:
         """Record a new cluster with its servers, volumes and task, if the quotas admit it.
 
         AlreadyExists if the project has a cluster (or a volume) of that name;
@@ -230,19 +222,19 @@ class CloudStore:
         for volume_id, (allowed, changes) in claims.items():
             volumes.ROWS.claim(conn, volume_id, task_id, allowed, changes)
 
-    def get_cluster(self, cluster_id: str) -> ClusterRecord:
+    def get_cluster(self, cluster_id: str) -> Cluster:
         return self._db.run_read(clusters.ROWS.get, cluster_id)
 
-    def find_cluster(self, project_id: str, id_or_name: str) -> ClusterRecord | None:
+    def find_cluster(self, project_id: str, id_or_name: str) -> Cluster | None:
         """The project's cluster with that id, else with that name, else None."""
         return self._db.run_read(clusters.ROWS.find, project_id, id_or_name)
 
-    def list_clusters(self, project_id: str | None = None) -> list[ClusterRecord]:
+    def list_clusters(self, project_id: str | None = None) -> list[Cluster]:
         return self._db.run_read(clusters.list_clusters, project_id)
 
     def update_cluster(
-        self, cluster_id: str, *, meter: Iterable[MeterEntry] = (), **changes: Any
-    ) -> ClusterRecord:
+        self, cluster_id: str, /, *, meter: Iterable[MeterEntry] = (), **changes: Any
+    ) -> Cluster:
         """Change a cluster's columns, and record the metering entries that go with it."""
         return self._update_metered(clusters.ROWS, cluster_id, changes, meter)
 
@@ -250,6 +242,7 @@ class CloudStore:
         self,
         cluster_id: str,
         from_statuses: Sequence[str],
+        /,
         *,
         meter: Iterable[MeterEntry] = (),
         **changes: Any,
@@ -268,16 +261,16 @@ class CloudStore:
     def start_cluster_task(
         self,
         cluster_id: str,
-        task: TaskRecord,
+        task: TaskFacts,
         *,
         allowed: Sequence[str],
         changes: Mapping[str, Any] | None = None,
-        new_servers: Sequence[ServerRecord] = (),
-        new_volumes: Sequence[VolumeRecord] = (),
+        new_servers: Sequence[Server] = (),
+        new_volumes: Sequence[Volume] = (),
         attach: VolumeClaims | None = None,
         meter: Iterable[MeterEntry] = (),
         admit: Admit | None = None,
-    ) -> TaskRecord:
+    ) -> TaskFacts:
         """Claim the cluster (and volumes) for ``task`` and record it, all or nothing.
 
         Conflict (not retryable) when the cluster is busy or in a status not
@@ -299,20 +292,20 @@ class CloudStore:
 
     # -- servers and hosts ----------------------------------------------------------------------
 
-    def list_servers(self, cluster_ids: Iterable[str]) -> list[ServerRecord]:
+    def list_servers(self, cluster_ids: Iterable[str]) -> list[Server]:
         return self._db.run_read(clusters.list_servers, list(cluster_ids))
 
-    def add_servers(self, servers: Sequence[ServerRecord]) -> None:
+    def add_servers(self, servers: Sequence[Server]) -> None:
         self._db.run_write(clusters.insert_servers, servers)
 
-    def update_server(self, server_id: str, **changes: Any) -> None:
+    def update_server(self, server_id: str, /, **changes: Any) -> None:
         self._db.run_write(clusters.update_server, server_id, changes)
 
     def delete_server(self, server_id: str) -> None:
         """Forget a server and free its host slots."""
         self._db.run_write(clusters.delete_server, server_id)
 
-    def add_host(self, host: HostRecord) -> HostRecord:
+    def add_host(self, host: Host) -> Host:
         def explain(_conn: Connection) -> StoreError:
             return AlreadyExists(f"host {host.id} is registered already: pick another id")
 
@@ -342,12 +335,12 @@ class CloudStore:
 
     def create_volume(
         self,
-        volume: VolumeRecord,
-        task: TaskRecord,
+        volume: Volume,
+        task: TaskFacts,
         *,
         meter: Iterable[MeterEntry] = (),
         admit: Admit | None = None,
-    ) -> VolumeRecord:
+    ) -> Volume:
         def explain(conn: Connection) -> StoreError:
             named = [(cloud_volumes, "volume", volume.project_id, volume.name)]
             return cloud_rows.name_taken(conn, named) or Conflict(
@@ -360,37 +353,37 @@ class CloudStore:
             tasks.record_started(conn, task, meter)
         return volume
 
-    def get_volume(self, volume_id: str) -> VolumeRecord:
+    def get_volume(self, volume_id: str) -> Volume:
         return self._db.run_read(volumes.ROWS.get, volume_id)
 
-    def find_volume(self, project_id: str, id_or_name: str) -> VolumeRecord | None:
+    def find_volume(self, project_id: str, id_or_name: str) -> Volume | None:
         return self._db.run_read(volumes.ROWS.find, project_id, id_or_name)
 
     def list_volumes(
         self, *, project_id: str | None = None, cluster_id: str | None = None
-    ) -> list[VolumeRecord]:
+    ) -> list[Volume]:
         return self._db.run_read(volumes.list_volumes, project_id=project_id, cluster_id=cluster_id)
 
     def update_volume(
-        self, volume_id: str, *, meter: Iterable[MeterEntry] = (), **changes: Any
-    ) -> VolumeRecord:
+        self, volume_id: str, /, *, meter: Iterable[MeterEntry] = (), **changes: Any
+    ) -> Volume:
         """Change a volume's columns, and record the metering entries that go with it."""
         return self._update_metered(volumes.ROWS, volume_id, changes, meter)
 
-    def add_volumes(self, new: Sequence[VolumeRecord], meter: Iterable[MeterEntry] = ()) -> None:
+    def add_volumes(self, new: Sequence[Volume], meter: Iterable[MeterEntry] = ()) -> None:
         """Record volumes a running task makes (boot volumes of servers a resize adds)."""
         self._write_metered(meter, volumes.insert_volumes, new)
 
     def start_volume_task(
         self,
         volume_id: str,
-        task: TaskRecord,
+        task: TaskFacts,
         *,
         allowed: Sequence[str],
         changes: Mapping[str, Any] | None = None,
         cluster: tuple[str, Sequence[str]] | None = None,
         meter: Iterable[MeterEntry] = (),
-    ) -> TaskRecord:
+    ) -> TaskFacts:
         """Claim the volume (and ``cluster``: id, allowed statuses) for ``task``; record it."""
         with self._db.write() as conn:
             volumes.ROWS.claim(conn, volume_id, task.id, allowed, dict(changes or {}))
@@ -404,7 +397,7 @@ class CloudStore:
 
     # -- tasks --------------------------------------------------------------------------------
 
-    def add_task(self, task: TaskRecord) -> TaskRecord:
+    def add_task(self, task: TaskFacts) -> TaskFacts:
         self._db.run_write(tasks.insert_task, task)
         return task
 
@@ -425,12 +418,14 @@ class CloudStore:
                 conn, project_id=project_id, resource_id=resource_id, states=states, limit=limit
             )
 
-    def update_task(self, task_id: str, **changes: Any) -> TaskRecord:
+    def update_task(self, task_id: str, /, **changes: Any) -> TaskRecord:
         with self._db.write() as conn:
             tasks.update_task(conn, task_id, changes)
             return tasks.get_task(conn, task_id)
 
-    def enter_phase(self, task_id: str, phase: str, at: datetime, *, state: str) -> TaskRecord:
+    def enter_phase(
+        self, task_id: str, phase: Phase, at: datetime, *, state: TaskState
+    ) -> TaskRecord:
         """Record that the task reached ``phase`` (appended to its phase history)."""
         with self._db.write() as conn:
             current = tasks.get_task(conn, task_id)
@@ -450,9 +445,9 @@ class CloudStore:
         self,
         task_id: str,
         *,
-        state: str,
+        state: TaskState,
         at: datetime,
-        detailed_state: str | None,
+        detailed_state: Phase | None,
         error: str = "",
         warnings: Sequence[str] = (),
         cluster_changes: Mapping[str, Any] | None = None,
@@ -503,7 +498,7 @@ class CloudStore:
     def unfinished_tasks(self) -> list[TaskRecord]:
         """Tasks NEW or RUNNING, oldest first: what a (re)starting runner must carry on."""
         with self._db.read() as conn:
-            found = tasks.list_tasks(conn, states=("NEW", "RUNNING"), limit=10_000)
+            found = tasks.list_tasks(conn, states=(TaskState.NEW, TaskState.RUNNING), limit=10_000)
         return sorted(found, key=lambda t: (t.created_at, t.id))
 
     # -- metering -----------------------------------------------------------------------------

@@ -9,12 +9,16 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, select
 
-from .cloud_records import MeterEntry, TaskRecord
+from vpod.domain.cloud.metering import MeterEntry
+from vpod.domain.cloud.resources import TaskFacts
+from vpod.domain.cloud.statuses import Operation, Phase, TaskState
+
+from .cloud_records import TaskRecord
 from .cloud_rows import one_by_id, update_by_id
 from .cloud_schema import cloud_metering, cloud_tasks
 from .errors import NotFound
 from .filters import where_given
-from .row_records import record_of, values_of
+from .row_records import member_of, record_of, values_of
 
 
 def task_not_found(task_id: str) -> NotFound:
@@ -25,34 +29,37 @@ def _phases_out(phases: Iterable[tuple[str, datetime]]) -> list[list[str]]:
     return [[phase, at.isoformat()] for phase, at in phases]
 
 
-def _phases_in(raw: Any) -> list[tuple[str, datetime]]:
-    return [(str(phase), datetime.fromisoformat(at)) for phase, at in raw or []]
+def _phases_in(raw: Any) -> list[tuple[Phase, datetime]]:
+    return [(member_of(Phase, phase), datetime.fromisoformat(at)) for phase, at in raw or []]
 
 
 def _task(row: Any) -> TaskRecord:
     return record_of(
         TaskRecord,
         row,
+        operation=member_of(Operation, row.operation),
+        state=member_of(TaskState, row.state),
+        detailed_state=member_of(Phase, row.detailed_state) if row.detailed_state else None,
         phases=_phases_in(row.phases),
         params=dict(row.params or {}),
         warnings=list(row.warnings or []),
     )
 
 
-def _task_values(task: TaskRecord) -> dict[str, Any]:
+def _task_values(task: TaskFacts) -> dict[str, Any]:
     return values_of(
         task,
         phases=_phases_out(task.phases),
         warnings=list(task.warnings),
-        params=dict(task.params),
+        params=task.params_json(),
     )
 
 
-def insert_task(conn: Connection, task: TaskRecord) -> None:
+def insert_task(conn: Connection, task: TaskFacts) -> None:
     conn.execute(insert(cloud_tasks).values(**_task_values(task)))
 
 
-def record_started(conn: Connection, task: TaskRecord, meter: Iterable[MeterEntry]) -> None:
+def record_started(conn: Connection, task: TaskFacts, meter: Iterable[MeterEntry]) -> None:
     """Record a task that starts, with the metering entries its start writes."""
     insert_task(conn, task)
     append_meter(conn, meter)
@@ -127,13 +134,6 @@ def list_meter(
         (before, lambda: cloud_metering.c.time < before),
     )
     return [
-        record_of(
-            MeterEntry,
-            row,
-            id=int(row.id),
-            quantity=int(row.quantity),
-            unit_price_per_hour=Decimal(row.unit_price_per_hour),
-            billable=bool(row.billable),
-        )
+        record_of(MeterEntry, row, unit_price_per_hour=Decimal(row.unit_price_per_hour))
         for row in conn.execute(query)
     ]

@@ -13,27 +13,29 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, insert, select, update
 
+from vpod.domain.cloud.resources import Volume
+from vpod.domain.cloud.statuses import VolumeStatus
+
 from . import cloud_rows
-from .cloud_records import VolumeRecord
 from .cloud_schema import cloud_volumes
 from .errors import NotFound
 from .filters import where_given
-from .row_records import record_of, values_of
+from .row_records import member_of, record_of, values_of
 
 
 def volume_not_found(volume_id: str) -> NotFound:
     return NotFound(f"volume {volume_id} does not exist: `vpod volume list` shows yours")
 
 
-def _volume(row: Any) -> VolumeRecord:
-    return record_of(VolumeRecord, row)
+def _volume(row: Any) -> Volume:
+    return record_of(Volume, row, status=member_of(VolumeStatus, row.status))
 
 
 ROWS = cloud_rows.ClaimableRows(cloud_volumes, _volume, volume_not_found, "volume")
 """Get, find, update, claim and release volumes: one task at a time works on a volume."""
 
 
-def insert_volumes(conn: Connection, volumes: Iterable[VolumeRecord]) -> None:
+def insert_volumes(conn: Connection, volumes: Iterable[Volume]) -> None:
     rows = [values_of(v) for v in volumes]
     if rows:
         conn.execute(insert(cloud_volumes), rows)
@@ -41,7 +43,7 @@ def insert_volumes(conn: Connection, volumes: Iterable[VolumeRecord]) -> None:
 
 def list_volumes(
     conn: Connection, *, project_id: str | None = None, cluster_id: str | None = None
-) -> list[VolumeRecord]:
+) -> list[Volume]:
     query = where_given(
         select(cloud_volumes).order_by(cloud_volumes.c.created_at, cloud_volumes.c.id),
         (project_id, lambda: cloud_volumes.c.project_id == project_id),

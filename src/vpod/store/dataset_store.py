@@ -12,6 +12,8 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, insert, select, update
 
+from vpod.domain.cloud.datasets import SealedStorage, StorageAttachment
+
 from .cloud_projects import add_to_project
 from .cloud_records import AttachmentRecord, StorageRecord
 from .cloud_rows import delete_unless_held, find_in_project, one_by_id
@@ -22,8 +24,8 @@ from .row_records import record_of, values_of
 from .table_group import TableGroup
 
 
-def _storage(row: Any) -> StorageRecord:
-    return record_of(StorageRecord, row)
+def _storage(row: Any) -> SealedStorage:
+    return record_of(SealedStorage, row)
 
 
 def not_found(ref: str) -> NotFound:
@@ -33,19 +35,19 @@ def not_found(ref: str) -> NotFound:
 
 
 class DatasetStore(TableGroup):
-    def add(self, storage: StorageRecord) -> None:
+    def add(self, storage: SealedStorage) -> None:
         add_to_project(self._db, cloud_dataset_storages, values_of(storage), kind="dataset storage")
 
-    def get(self, storage_id: str) -> StorageRecord:
+    def get(self, storage_id: str) -> SealedStorage:
         row = self._db.run_read(one_by_id, cloud_dataset_storages, storage_id, not_found)
         return _storage(row)
 
-    def find(self, project_id: str, ref: str) -> StorageRecord | None:
+    def find(self, project_id: str, ref: str) -> SealedStorage | None:
         """The project's storage with id or name ``ref``."""
         row = self._db.run_read(find_in_project, cloud_dataset_storages, project_id, ref)
         return None if row is None else _storage(row)
 
-    def list_storages(self, project_id: str | None = None) -> list[StorageRecord]:
+    def list_storages(self, project_id: str | None = None) -> list[SealedStorage]:
         table = cloud_dataset_storages
         query = where_given(
             select(table).order_by(table.c.created_at, table.c.id),
@@ -111,17 +113,17 @@ class DatasetStore(TableGroup):
                 )
             )
 
-    def attachment(self, cluster_id: str) -> AttachmentRecord | None:
+    def attachment(self, cluster_id: str) -> StorageAttachment | None:
         with self._db.read() as conn:
             return self._attachment(conn, cluster_id)
 
-    def _attachment(self, conn: Connection, cluster_id: str) -> AttachmentRecord | None:
+    def _attachment(self, conn: Connection, cluster_id: str) -> StorageAttachment | None:
         row = conn.execute(
             select(cloud_dataset_attachments).where(
                 cloud_dataset_attachments.c.cluster_id == cluster_id
             )
         ).one_or_none()
-        return None if row is None else record_of(AttachmentRecord, row)
+        return None if row is None else record_of(StorageAttachment, row)
 
     def held_by(self, cluster_ids: list[str]) -> dict[str, tuple[str, str | None]]:
         """Cluster id -> (name of the storage it holds, mount path), for those that hold one."""
@@ -136,14 +138,14 @@ class DatasetStore(TableGroup):
             )
             return {str(r[0]): (str(r[1]), r[2]) for r in rows}
 
-    def attachments(self, storage_id: str) -> list[AttachmentRecord]:
+    def attachments(self, storage_id: str) -> list[StorageAttachment]:
         with self._db.read() as conn:
             rows = conn.execute(
                 select(cloud_dataset_attachments)
                 .where(cloud_dataset_attachments.c.storage_id == storage_id)
                 .order_by(cloud_dataset_attachments.c.cluster_id)
             )
-            return [record_of(AttachmentRecord, r) for r in rows]
+            return [record_of(StorageAttachment, r) for r in rows]
 
 
 __all__ = ["AttachmentRecord", "DatasetStore", "StorageRecord", "not_found"]

@@ -17,7 +17,8 @@ from typing import Any
 
 from sqlalchemy import delete, insert, select, update
 
-from .cloud_records import GpuAgentRecord, HealthChange, HostGpuRecord, HostRecord
+from vpod.domain.cloud.hosts import NO_SAMPLE, GpuAgent, HealthChange, Host, HostGpu
+
 from .cloud_schema import cloud_host_slots, cloud_hosts
 from .errors import AlreadyExists, Conflict, StoreError
 from .filters import where_given
@@ -25,19 +26,17 @@ from .gpu_schema import cloud_gpu_agents, cloud_host_gpus
 from .row_records import record_of, values_of
 from .table_group import TableGroup
 
-NO_SAMPLE = "no health sample yet"
+
+def _agent(row: Any) -> GpuAgent:
+    return record_of(GpuAgent, row)
 
 
-def _agent(row: Any) -> GpuAgentRecord:
-    return record_of(GpuAgentRecord, row)
-
-
-def _gpu(row: Any) -> HostGpuRecord:
-    return record_of(HostGpuRecord, row, details=dict(row.details or {}))
+def _gpu(row: Any) -> HostGpu:
+    return record_of(HostGpu, row, details=dict(row.details or {}))
 
 
 class GpuHostStore(TableGroup):
-    def _explain_uuid(self, gpus: Sequence[HostGpuRecord], host_id: str) -> StoreError:
+    def _explain_uuid(self, gpus: Sequence[HostGpu], host_id: str) -> StoreError:
         with self._db.read() as conn:
             for gpu in gpus:
                 other = conn.scalar(
@@ -52,9 +51,7 @@ class GpuHostStore(TableGroup):
                     )
         return Conflict(f"host {host_id} was registered by another request meanwhile")
 
-    def register(
-        self, host: HostRecord, agent: GpuAgentRecord, gpus: Sequence[HostGpuRecord]
-    ) -> bool:
+    def register(self, host: Host, agent: GpuAgent, gpus: Sequence[HostGpu]) -> bool:
         """Write the host, its agent and its GPUs; True when the host is new. A host of the
         same id keeps its role and enabled flag but takes the agent's GPU count, fabric and
         model; GPUs with the same UUID keep their health."""
@@ -94,7 +91,7 @@ class GpuHostStore(TableGroup):
             conn.execute(insert(cloud_gpu_agents).values(**values_of(agent)))
             return exists is None
 
-    def agent(self, host_id: str) -> GpuAgentRecord | None:
+    def agent(self, host_id: str) -> GpuAgent | None:
         with self._db.read() as conn:
             row = conn.execute(
                 select(cloud_gpu_agents).where(cloud_gpu_agents.c.host_id == host_id)
@@ -124,12 +121,12 @@ class GpuHostStore(TableGroup):
                 .values(reported_at=at)
             )
 
-    def list_agents(self) -> list[GpuAgentRecord]:
+    def list_agents(self) -> list[GpuAgent]:
         with self._db.read() as conn:
             rows = conn.execute(select(cloud_gpu_agents).order_by(cloud_gpu_agents.c.host_id))
             return [_agent(r) for r in rows]
 
-    def list_gpus(self, host_ids: Iterable[str] | None = None) -> list[HostGpuRecord]:
+    def list_gpus(self, host_ids: Iterable[str] | None = None) -> list[HostGpu]:
         query = where_given(
             select(cloud_host_gpus).order_by(cloud_host_gpus.c.host_id, cloud_host_gpus.c.idx),
             (host_ids, lambda: cloud_host_gpus.c.host_id.in_(list(host_ids or ()))),
@@ -153,4 +150,4 @@ class GpuHostStore(TableGroup):
         }
 
 
-__all__ = ["NO_SAMPLE", "GpuAgentRecord", "GpuHostStore", "HealthChange", "HostGpuRecord"]
+__all__ = ["NO_SAMPLE", "GpuHostStore"]

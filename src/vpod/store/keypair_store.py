@@ -13,6 +13,8 @@ from typing import Any
 
 from sqlalchemy import delete, insert, select
 
+from vpod.domain.cloud.resources import Keypair
+
 from .cloud_projects import add_to_project
 from .cloud_records import KeypairRecord
 from .cloud_rows import clusters_holding, delete_unless_held, find_in_project
@@ -21,21 +23,29 @@ from .row_records import record_of, values_of
 from .table_group import TableGroup
 
 
-def _keypair(row: Any) -> KeypairRecord:
-    return record_of(KeypairRecord, row)
+def _keypair(row: Any) -> Keypair:
+    """The keypair as stored; who holds it (``clusters``) is the caller's to add."""
+    return record_of(Keypair, row, clusters=())
+
+
+def _columns(keypair: Keypair) -> dict[str, Any]:
+    """The keypair's row: the clusters holding it are rows of the association instead."""
+    values = values_of(keypair)
+    del values["clusters"]
+    return values
 
 
 class KeypairStore(TableGroup):
-    def add(self, keypair: KeypairRecord) -> None:
+    def add(self, keypair: Keypair) -> None:
         hint = " (`vpod keypair delete`)"
-        add_to_project(self._db, cloud_keypairs, values_of(keypair), kind="keypair", hint=hint)
+        add_to_project(self._db, cloud_keypairs, _columns(keypair), kind="keypair", hint=hint)
 
-    def find(self, project_id: str, ref: str) -> KeypairRecord | None:
+    def find(self, project_id: str, ref: str) -> Keypair | None:
         """The project's keypair with id or name ``ref``."""
         row = self._db.run_read(find_in_project, cloud_keypairs, project_id, ref)
         return None if row is None else _keypair(row)
 
-    def list_keypairs(self, project_id: str) -> list[KeypairRecord]:
+    def list_keypairs(self, project_id: str) -> list[Keypair]:
         table = cloud_keypairs
         query = select(table).where(table.c.project_id == project_id).order_by(table.c.name)
         with self._db.read() as conn:
@@ -85,12 +95,12 @@ class KeypairStore(TableGroup):
                 delete(a).where(a.c.cluster_id == cluster_id, a.c.keypair_id == keypair_id)
             )
 
-    def of_clusters(self, cluster_ids: Sequence[str]) -> dict[str, list[KeypairRecord]]:
+    def of_clusters(self, cluster_ids: Sequence[str]) -> dict[str, list[Keypair]]:
         """Cluster id -> the keypairs it holds (by name), for those that hold any."""
         if not cluster_ids:
             return {}
         a, k = cloud_cluster_keypairs, cloud_keypairs
-        found: dict[str, list[KeypairRecord]] = {}
+        found: dict[str, list[Keypair]] = {}
         with self._db.read() as conn:
             rows = conn.execute(
                 select(a.c.cluster_id, k)

@@ -17,8 +17,10 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, and_, delete, func, insert, or_, select, update
 
+from vpod.domain.cloud.reservations import PoolState, Reservation
+
 from .cloud_projects import get_project
-from .cloud_records import PoolState, ReservationRecord
+from .cloud_records import ReservationRecord
 from .cloud_rows import one_by_id
 from .errors import Conflict, NotFound
 from .filters import where_given
@@ -30,8 +32,8 @@ Admit = Callable[[PoolState], None]
 """Raises to refuse a purchase, given the pool as it is inside the transaction."""
 
 
-def _record(row: Any) -> ReservationRecord:
-    return record_of(ReservationRecord, row, price_per_unit_month=Decimal(row.price_per_unit_month))
+def _record(row: Any) -> Reservation:
+    return record_of(Reservation, row, price_per_unit_month=Decimal(row.price_per_unit_month))
 
 
 def not_found(reservation_id: str) -> NotFound:
@@ -46,7 +48,7 @@ def _count_units(conn: Connection, pool: str) -> int:
 
 
 class ReservationStore(TableGroup):
-    def buy(self, reservation: ReservationRecord, pool_units: int, admit: Admit) -> None:
+    def buy(self, reservation: Reservation, pool_units: int, admit: Admit) -> None:
         """Record ``reservation`` holding ``units × per_unit`` units of its pool.
 
         ``pool_units`` is the pool's size now; ``admit`` sees the pool after
@@ -143,12 +145,12 @@ class ReservationStore(TableGroup):
         with self._db.read(snapshot=True) as conn:
             return self._state(conn, pool)
 
-    def get(self, reservation_id: str) -> ReservationRecord:
+    def get(self, reservation_id: str) -> Reservation:
         return _record(self._db.run_read(one_by_id, cloud_reservations, reservation_id, not_found))
 
     def list_reservations(
         self, *, project_id: str | None = None, holding_at: datetime | None = None
-    ) -> list[ReservationRecord]:
+    ) -> list[Reservation]:
         """Reservations (of a project), oldest first; ``holding_at``: only those holding
         capacity at that moment."""
         table = cloud_reservations

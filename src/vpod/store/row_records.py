@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import fields
+from enum import StrEnum
 from functools import cache
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from sqlalchemy import Column, Connection, Row, select
 
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
 R = TypeVar("R", bound="DataclassInstance")
+E = TypeVar("E", bound=StrEnum)
 
 
 @cache
@@ -27,6 +29,16 @@ def record_of(kind: type[R], row: Row[Any], **converted: Any) -> R:
     columns = row._mapping
     values = {name: columns[name] for name in _field_names(kind) if name not in converted}
     return kind(**values, **converted)
+
+
+def member_of(kind: type[E], stored: str) -> E:
+    """The member of ``kind`` that ``stored`` names (a status read back). The store checks no
+    status on its way in, so one no member names (written by a later version, or by hand)
+    is read as the string stored rather than refused: it is still that string."""
+    try:
+        return kind(stored)
+    except ValueError:
+        return cast(E, stored)
 
 
 def grouped(

@@ -1,127 +1,13 @@
-"""The cloud's resources as typed, frozen values: clusters, servers, volumes and tasks.
+"""The cloud's resources: clusters, servers, volumes, tasks and keypairs.
 
-Statuses are enums (:mod:`.statuses`), never bare strings; because they are
-``StrEnum``s a status is also the string the API and the store carry. The
-store keeps its own rows; :mod:`vpod.cloud.services.records` converts at that
-door, so nothing above it sees a string status or a store row.
-``dataclasses.replace`` makes changed copies.
-
-New kinds of resource (reservations, datasets) get a record here with their
-own status enum, and a converter beside the others.
-"""
+One value type each, defined in :mod:`vpod.domain.cloud.resources` (the store reads its rows
+into them too); the cloud's model names them here."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any
-
-from .statuses import ClusterStatus, Operation, Phase, ServerStatus, TaskState, VolumeStatus
-from .task_params import TaskParams
-
-
-@dataclass(frozen=True)
-class Cluster:
-    """An AI cluster: a vPOD (Poplar servers and a V-IPU allocation) or a GPU cluster."""
-
-    id: str
-    project_id: str
-    name: str
-    flavor: str
-    kind: str
-    """The flavor's kind (``virtual_vpod``, ``dedicated_vpod``, ``gpu_baremetal``, ``gpu_vm``)."""
-    status: ClusterStatus
-    image: str
-    server_count: int
-    ipus: int
-    gpu_family: str | None
-    gpus: int
-    created_at: datetime
-    updated_at: datetime
-    interfaces: list[dict[str, str]] = field(default_factory=list)
-    network: dict[str, Any] = field(default_factory=dict)
-    metadata: dict[str, str] = field(default_factory=dict)
-    vipu_cluster_id: str | None = None
-    allocation_id: str | None = None
-    vipu_user_id: str | None = None
-    saved_partitions: list[dict[str, Any]] | None = None
-    """Partition specs kept while suspended; ``None`` when nothing is saved."""
-    fabric: str | None = None
-    active_task_id: str | None = None
-    error: str = ""
-
-
-@dataclass(frozen=True)
-class Server:
-    """A Poplar server of a vPOD or a GPU server, VM or bare metal."""
-
-    id: str
-    cluster_id: str
-    position: int
-    name: str
-    status: ServerStatus
-    image: str
-    created_at: datetime
-    updated_at: datetime
-    host_id: str | None = None
-    address: str = ""
-
-
-@dataclass(frozen=True)
-class Volume:
-    """A boot or data volume, attached to one server at most."""
-
-    id: str
-    project_id: str
-    name: str
-    size_gib: int
-    volume_type: str
-    boot: bool
-    status: VolumeStatus
-    created_at: datetime
-    updated_at: datetime
-    image: str | None = None
-    cluster_id: str | None = None
-    server_id: str | None = None
-    delete_with_cluster: bool = False
-    """Boot volumes made for a cluster go when it goes (Nova's delete_on_termination)."""
-    active_task_id: str | None = None
-
-
-@dataclass(frozen=True)
-class Task:
-    """A mutating call's work: its operation, state, phases, and how it ended."""
-
-    id: str
-    project_id: str
-    operation: Operation
-    resource_type: str
-    """``cluster`` or ``volume``."""
-    resource_id: str
-    resource_name: str
-    state: TaskState
-    created_at: datetime
-    updated_at: datetime
-    detailed_state: Phase | None = None
-    phases: list[tuple[Phase, datetime]] = field(default_factory=list)
-    """Every ``detailed_state`` the task went through, with when."""
-    params: TaskParams = field(default_factory=TaskParams)
-    """What the operation is asked to do, typed by operation (:mod:`.task_params`)."""
-    error: str = ""
-    warnings: list[str] = field(default_factory=list)
-    finished_at: datetime | None = None
-
-
-@dataclass(frozen=True)
-class Keypair:
-    """A project's SSH public key (Nova's keypair); the private half is never kept."""
-
-    id: str
-    project_id: str
-    name: str
-    key_type: str
-    public_key: str
-    fingerprint: str
-    created_at: datetime
-    clusters: tuple[str, ...] = ()
-    """Names of the project's clusters it may log in to."""
+from vpod.domain.cloud.resources import Cluster as Cluster
+from vpod.domain.cloud.resources import Keypair as Keypair
+from vpod.domain.cloud.resources import Server as Server
+from vpod.domain.cloud.resources import Task as Task
+from vpod.domain.cloud.resources import TaskFacts as TaskFacts
+from vpod.domain.cloud.resources import Volume as Volume

@@ -1,26 +1,9 @@
-"""Projects (tenants) and their API tokens as the cloud speaks of them."""
+"""Projects (tenants) and their API tokens.
+
+One value type each, defined in :mod:`vpod.domain.cloud.tenants` (the store reads its rows
+into them too); the cloud's model names them here."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime
-
-
-@dataclass(frozen=True)
-class Project:
-    id: str
-    name: str
-    quotas: dict[str, int]
-    created_at: datetime
-
-
-@dataclass(frozen=True)
-class Token:
-    """An API token: ``id`` is its public half, ``key_hash`` the slow hash of its secret half."""
-
-    id: str
-    project_id: str | None
-    """``None`` for an administrator's token."""
-    key_hash: str
-    label: str
-    created_at: datetime
+from vpod.domain.cloud.tenants import Project as Project
+from vpod.domain.cloud.tenants import Token as Token

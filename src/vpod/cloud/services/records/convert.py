@@ -1,92 +1,31 @@
-"""Store rows to cloud model values and back: the only place both are named.
+"""A task's row to the cloud's task: the one value the store reads back otherwise than the
+cloud speaks of it.
 
-The store keeps rows with string statuses; the cloud speaks its model,
-statuses as enums. A status written is an enum member, which is already the
-string the store keeps. Task parameters are typed one kind per operation
-(:mod:`vpod.cloud.model.task_params`), JSON in the row, validated when read.
+Every other record is one value type of :mod:`vpod.domain.cloud` that the store reads
+and writes as it is. A task's parameters are typed one kind per operation
+(:mod:`vpod.cloud.model.task_params`); the store writes them as the JSON object
+:meth:`~vpod.cloud.model.task_params.TaskParams.to_json` makes, and reads back that
+object: it is validated here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import fields
-from typing import Any, TypeVar
+from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from vpod.store.cloud_records import (
-    ClusterRecord,
-    HostRecord,
-    ProjectRecord,
-    ServerRecord,
-    TaskRecord,
-    TokenRecord,
-    VolumeRecord,
-)
-from vpod.store.cloud_records import (
-    HostUsage as HostUsageRow,
-)
-from vpod.store.cloud_records import (
-    MeterEntry as MeterRow,
-)
-from vpod.store.dataset_store import AttachmentRecord, StorageRecord
-from vpod.store.gpu_hosts import GpuAgentRecord, HostGpuRecord
-from vpod.store.gpu_hosts import HealthChange as HealthRow
-from vpod.store.keypair_store import KeypairRecord
-from vpod.store.reservation_store import PoolState as PoolRow
-from vpod.store.reservation_store import ReservationRecord
+from vpod.store.cloud_records import TaskRecord
 
 from ...model import errors
-from ...model.datasets import SealedStorage, StorageAttachment
-from ...model.hosts import GpuAgent, HealthChange, Host, HostGpu, HostUsage
-from ...model.metering import MeterEntry
-from ...model.records import Cluster, Keypair, Server, Task, Volume
-from ...model.reservations import PoolState, Reservation
-from ...model.statuses import ClusterStatus, Operation, Phase, ServerStatus, TaskState, VolumeStatus
+from ...model.records import Task, TaskFacts
+from ...model.statuses import Operation
 from ...model.task_params import TaskParams, params_kind
-from ...model.tenants import Project, Token
-
-R = TypeVar("R")
-
-
-def _copy(kind: type[R], value: object, **typed: Any) -> R:
-    """``value`` as a ``kind``: the fields of the same names, some given typed."""
-    values = {f.name: getattr(value, f.name) for f in fields(kind)}  # type: ignore[arg-type]
-    values.update(typed)
-    return kind(**values)
-
-
-# -- clusters, servers, volumes ---------------------------------------------------------------
-
-
-def cluster_of(record: ClusterRecord) -> Cluster:
-    return _copy(Cluster, record, status=ClusterStatus(record.status))
-
-
-def server_of(record: ServerRecord) -> Server:
-    return _copy(Server, record, status=ServerStatus(record.status))
-
-
-def volume_of(record: VolumeRecord) -> Volume:
-    return _copy(Volume, record, status=VolumeStatus(record.status))
-
-
-def row_of_cluster(cluster: Cluster) -> ClusterRecord:
-    return _copy(ClusterRecord, cluster)
-
-
-def row_of_server(server: Server) -> ServerRecord:
-    return _copy(ServerRecord, server)
-
-
-def row_of_volume(volume: Volume) -> VolumeRecord:
-    return _copy(VolumeRecord, volume)
-
-
-# -- tasks ----------------------------------------------------------------------------------
-
 
 _ADAPTERS: dict[type[TaskParams], TypeAdapter[TaskParams]] = {}
+
+_FACTS = tuple(f.name for f in fields(TaskFacts))
+"""What a task row and a task hold alike."""
 
 
 def _adapter(kind: type[TaskParams]) -> TypeAdapter[TaskParams]:
@@ -111,113 +50,13 @@ def params_of(task_id: str, operation: Operation, raw: dict[str, Any]) -> TaskPa
         ) from None
 
 
+def _facts(task: TaskFacts) -> dict[str, Any]:
+    return {name: getattr(task, name) for name in _FACTS}
+
+
 def task_of(record: TaskRecord) -> Task:
-    operation = Operation(record.operation)
-    return _copy(
-        Task,
-        record,
-        operation=operation,
-        state=TaskState(record.state),
-        detailed_state=Phase(record.detailed_state) if record.detailed_state else None,
-        phases=[(Phase(phase), at) for phase, at in record.phases],
-        params=params_of(record.id, operation, record.params),
-    )
+    return Task(**_facts(record), params=params_of(record.id, record.operation, record.params))
 
 
-def row_of_task(task: Task) -> TaskRecord:
-    return _copy(TaskRecord, task, phases=list(task.phases), params=task.params.to_json())
-
-
-# -- projects, tokens, hosts ------------------------------------------------------------------
-
-
-def project_of(record: ProjectRecord) -> Project:
-    return _copy(Project, record)
-
-
-def row_of_project(project: Project) -> ProjectRecord:
-    return _copy(ProjectRecord, project)
-
-
-def token_of(record: TokenRecord) -> Token:
-    return _copy(Token, record)
-
-
-def row_of_token(token: Token) -> TokenRecord:
-    return _copy(TokenRecord, token)
-
-
-def host_of(record: HostRecord) -> Host:
-    return _copy(Host, record)
-
-
-def row_of_host(host: Host) -> HostRecord:
-    return _copy(HostRecord, host)
-
-
-def host_usage_of(usage: HostUsageRow) -> HostUsage:
-    return HostUsage(host=host_of(usage.host), used_slots=usage.used_slots)
-
-
-def gpu_agent_of(record: GpuAgentRecord) -> GpuAgent:
-    return _copy(GpuAgent, record)
-
-
-def row_of_gpu_agent(agent: GpuAgent) -> GpuAgentRecord:
-    return _copy(GpuAgentRecord, agent)
-
-
-def host_gpu_of(record: HostGpuRecord) -> HostGpu:
-    return _copy(HostGpu, record)
-
-
-def row_of_host_gpu(gpu: HostGpu) -> HostGpuRecord:
-    return _copy(HostGpuRecord, gpu)
-
-
-def row_of_health(change: HealthChange) -> HealthRow:
-    return _copy(HealthRow, change)
-
-
-# -- keypairs, dataset storage, reservations, metering ---------------------------------------
-
-
-def keypair_of(record: KeypairRecord) -> Keypair:
-    """The keypair as stored; who holds it (``clusters``) is the caller's to add."""
-    return Keypair(**{f.name: getattr(record, f.name) for f in fields(record)})
-
-
-def row_of_keypair(keypair: Keypair) -> KeypairRecord:
-    return _copy(KeypairRecord, keypair)
-
-
-def storage_of(record: StorageRecord) -> SealedStorage:
-    return _copy(SealedStorage, record)
-
-
-def row_of_storage(storage: SealedStorage) -> StorageRecord:
-    return _copy(StorageRecord, storage)
-
-
-def attachment_of(record: AttachmentRecord) -> StorageAttachment:
-    return _copy(StorageAttachment, record)
-
-
-def reservation_of(record: ReservationRecord) -> Reservation:
-    return _copy(Reservation, record)
-
-
-def row_of_reservation(reservation: Reservation) -> ReservationRecord:
-    return _copy(ReservationRecord, reservation)
-
-
-def pool_state_of(row: PoolRow) -> PoolState:
-    return _copy(PoolState, row)
-
-
-def meter_of(row: MeterRow) -> MeterEntry:
-    return _copy(MeterEntry, row)
-
-
-def meter_rows(entries: Iterable[MeterEntry]) -> list[MeterRow]:
-    return [_copy(MeterRow, e) for e in entries]
+def tasks_of(records: list[TaskRecord]) -> list[Task]:
+    return [task_of(r) for r in records]
