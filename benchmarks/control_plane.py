@@ -17,7 +17,9 @@ With ``--same-sizes`` every pod draws its sizes as the smallest pod of the
 run does: by default pod1024 at concurrency 64 creates partitions of 1 to 16
 IPUs (1.8 machines, so 1.8 agent calls per create and per remove, on
 average) where pod64 creates 1-IPU partitions, so the default compares more
-work per pair on the larger pod, not only a larger pod.
+work per pair on the larger pod, not only a larger pod. ``--sizes 16`` (or
+``1,4``) draws from the sizes given, to measure what a partition's size costs
+on one pod.
 
 Each run first applies the same load for ``--warmup`` seconds without
 counting it: the controller's first calls open agent channels, fill its
@@ -159,14 +161,16 @@ async def _run_load(
     *,
     baseline: bool = False,
     sizes_of: int | None = None,
+    sizes: tuple[int, ...] = (),
 ) -> Result:
     """Closed-loop load; ``pids`` (controller, agents) adds their CPU time per pair.
 
     ``baseline``: each pair is two ``GetVersion`` calls instead of a create and a remove.
-    ``sizes_of``: draw sizes as for a pod of this many IPUs (default: this pod's).
+    ``sizes_of``: draw sizes as for a pod of this many IPUs (default: this pod's);
+    ``sizes``: draw from these instead.
     """
     cap = max(1, (sizes_of or pod_ipus) // concurrency)
-    sizes = [s for s in SIZES if s <= cap]
+    sizes = sizes or tuple(s for s in SIZES if s <= cap)
     rnd = random.Random(seed)
     latencies: list[float] = []
     drawn: list[int] = []
@@ -275,9 +279,10 @@ def bench_pod(
     net: int,
     warmup: float = 1.0,
     sizes_of: int | None = None,
+    sizes: tuple[int, ...] = (),
 ) -> list[Result]:
     """Start a controller and the pod's agents, then measure each concurrency in turn
-    (``sizes_of``: see :func:`_run_load`)."""
+    (``sizes_of``, ``sizes``: see :func:`_run_load`)."""
     pod = shape(pod_name)
     results: list[Result] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -332,6 +337,7 @@ def bench_pod(
                         warmup,
                         pids=(server.pid, agents.pid),
                         sizes_of=sizes_of,
+                        sizes=sizes,
                     )
                 )
                 result.pod = pod_name
@@ -354,6 +360,18 @@ def bench_pod(
                 _stop(agents)
             _stop(server)
     return results
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    try:
+        sizes = tuple(int(s) for s in text.split(","))
+    except ValueError:
+        sizes = ()
+    if not sizes or any(s not in SIZES for s in sizes):
+        raise argparse.ArgumentTypeError(
+            f"use comma-separated partition sizes among {', '.join(map(str, SIZES))}, not {text!r}"
+        )
+    return sizes
 
 
 def _positive(text: str) -> int:
@@ -419,7 +437,16 @@ def main() -> None:
         " pods compare on the same work (by default a larger pod also gets larger partitions"
         " at the same concurrency)",
     )
+    parser.add_argument(
+        "--sizes",
+        type=_sizes,
+        default=(),
+        help="draw partition sizes from these (e.g. 16, or 1,4): what a partition's size costs,"
+        " on one pod; a size must fit the pod at every worker at once",
+    )
     args = parser.parse_args()
+    if args.sizes and args.same_sizes:
+        parser.error("--sizes and --same-sizes both choose the sizes: give one")
     concurrencies = [int(c) for c in args.concurrency.split(",")]
     pods = args.pods.split(",")
     results: list[Result] = []
@@ -432,6 +459,7 @@ def main() -> None:
                 net=231 + index,
                 warmup=args.warmup,
                 sizes_of=min(shape(p).num_ipus for p in pods) if args.same_sizes else None,
+                sizes=args.sizes,
             )
             for result in measured:
                 result.turn = turn
