@@ -39,3 +39,19 @@ def test_vipu_server_imports_the_cloud_only_to_serve_it() -> None:
     loaded = imported_by("vpod.launch.server_main")
     assert "vpod.controller.server" in loaded
     assert not {"vpod.cloud.extension", "vpod.cloud.api"} & loaded
+
+
+def _under(loaded: set[str], *packages: str) -> set[str]:
+    return {m for m in loaded if any(m == p or m.startswith(p + ".") for p in packages)}
+
+
+def test_vipu_server_loads_no_cloud_alembic_or_http_client_before_it_needs_them() -> None:
+    """A ``--no-cloud`` controller starts without the cloud layer (its settings and their
+    checks are imported when the cloud is served or ``--ssh-direct-*`` is given), without
+    Alembic and SQLAlchemy's PostgreSQL dialect (imported by ``Store.migrate`` only when the
+    store is behind head: tests/store/test_schema_version.py) and without httpx (the web
+    console's login imports it)."""
+    loaded = imported_by("vpod.launch.server_main")
+    assert "vpod.web" in loaded  # every controller serves the console
+    unwanted = ("vpod.cloud", "alembic", "sqlalchemy.dialects.postgresql", "httpx")
+    assert _under(loaded, *unwanted) == set()

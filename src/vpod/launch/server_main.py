@@ -14,10 +14,6 @@ import click
 
 from vpod.cli import server_options
 from vpod.cli.errors import run_cli
-from vpod.cloud.direct_ports import parse_port_range
-from vpod.cloud.model.errors import CloudError
-from vpod.cloud.model.errors import InvalidArgument as CloudInvalidArgument
-from vpod.cloud.settings import check_bind_address, load_settings
 from vpod.controller.server import ExtensionFactory, RunningServer, serve
 from vpod.controller.settings import Settings
 from vpod.controller.tls import ServerTls
@@ -191,17 +187,30 @@ def main(
         metrics_token_file=metrics_token_file,
     )
     overrides: dict[str, Any] = {"unsafe_shared_host": True} if unsafe_shared_host else {}
+    if ssh_direct_ports is not None or ssh_direct_bind is not None:
+        overrides |= _direct_ssh_overrides(ssh_direct_ports, ssh_direct_bind)
+    run_cli(lambda: _start(settings, security, cloud, overrides))
+
+
+def _direct_ssh_overrides(ports: str | None, bind: str | None) -> dict[str, str]:
+    """The cloud settings ``--ssh-direct-ports``/``--ssh-direct-bind`` set, checked (exit 2)."""
+    # The cloud layer is imported only where it is used: see _run.
+    from vpod.cloud.direct_ports import parse_port_range
+    from vpod.cloud.model.errors import CloudError
+    from vpod.cloud.settings import check_bind_address
+
+    overrides: dict[str, str] = {}
     try:
-        if ssh_direct_ports is not None:
-            parse_port_range(ssh_direct_ports, source="--ssh-direct-ports")
-            overrides["ssh_direct_ports"] = ssh_direct_ports
-        if ssh_direct_bind is not None:
-            check_bind_address(ssh_direct_bind, source="--ssh-direct-bind")
-            overrides["ssh_direct_bind"] = ssh_direct_bind
+        if ports is not None:
+            parse_port_range(ports, source="--ssh-direct-ports")
+            overrides["ssh_direct_ports"] = ports
+        if bind is not None:
+            check_bind_address(bind, source="--ssh-direct-bind")
+            overrides["ssh_direct_bind"] = bind
     except CloudError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
-    run_cli(lambda: _start(settings, security, cloud, overrides))
+    return overrides
 
 
 def _start(
@@ -234,8 +243,11 @@ async def _run(
     cloud_server = None
     if cloud:
         # Imported only when served: building the cloud API's routes is a quarter of a
-        # controller's start-up CPU, which a --no-cloud controller (open mode) never needs.
+        # controller's start-up CPU, which a --no-cloud controller (open mode) never needs;
+        # its settings and their checks (drivers, pydantic) another tenth.
         from vpod.cloud.extension import CloudServer
+        from vpod.cloud.model.errors import InvalidArgument as CloudInvalidArgument
+        from vpod.cloud.settings import load_settings
 
         cloud_settings = load_settings(settings.data_dir)
         if cloud_overrides:  # the command line's, over cloud.toml's
