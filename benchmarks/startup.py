@@ -12,6 +12,8 @@ child, and each case's excess over the floor measured in the same run:
 * ``vipu --help``, ``vipu-agent --help``, ``vpod --help``: a command line
   parsed and its help printed (the imports of a CLI call);
 * ``vipu-admin list agents``: one real admin call against a running server;
+* ``vpod up: its imports``: what ``vpod up`` imports before it starts anything
+  (``import vpod.launch.up``);
 * ``vipu-server --no-cloud`` and ``vipu-server`` (with the cloud layer, the
   default): from exec to its ``vipu-server ready`` line, on a SQLite store
   already initialised (``--init``) and so at the schema head; the CPU is read
@@ -193,6 +195,10 @@ def vpod_cases(work: Path, admin_env: Env) -> list[tuple[str, Run]]:
         ("vipu-admin list agents", command("vipu-admin", "list", "agents", extra=admin_env)),
         ("vipu-agent --help", command("vipu-agent", "--help")),
         ("vpod --help", command("vpod", "--help")),
+        (
+            "vpod up: its imports",
+            lambda env: run_command([PYTHON, "-c", "import vpod.launch.up"], env),
+        ),
         ("vipu-server --no-cloud", server_run(stores["server"], "--no-cloud")),
         ("vipu-server (cloud)", server_run(stores["server-cloud"])),
     ]

@@ -55,3 +55,11 @@ def test_vipu_server_loads_no_cloud_alembic_or_http_client_before_it_needs_them(
     assert "vpod.web" in loaded  # every controller serves the console
     unwanted = ("vpod.cloud", "alembic", "sqlalchemy.dialects.postgresql", "httpx")
     assert _under(loaded, *unwanted) == set()
+
+
+def test_vpod_up_loads_the_cloud_client_only_to_set_up_the_cloud() -> None:
+    """``vpod up`` imports the cloud's settings and HTTP client when it sets the cloud up
+    (after its children started), never for ``vpod up --open``."""
+    loaded = imported_by("vpod.launch.up")
+    assert "vpod.launch.cloud_up" in loaded
+    assert _under(loaded, "vpod.cloud", "vpod.client.cloud_calls", "httpx", "pydantic") == set()
