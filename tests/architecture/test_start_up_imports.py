@@ -49,11 +49,12 @@ def test_vipu_server_loads_no_cloud_alembic_or_http_client_before_it_needs_them(
     """A ``--no-cloud`` controller starts without the cloud layer (its settings and their
     checks are imported when the cloud is served or ``--ssh-direct-*`` is given), without
     Alembic and SQLAlchemy's PostgreSQL dialect (imported by ``Store.migrate`` only when the
-    store is behind head: tests/store/test_schema_version.py) and without httpx (the web
-    console's login imports it)."""
+    store is behind head: tests/store/test_schema_version.py), without httpx (the web
+    console's login imports it) and without cryptography (``--tls-init`` imports it to make
+    certificates: tests/security/test_tls_material.py)."""
     loaded = imported_by("vpod.launch.server_main")
     assert "vpod.web" in loaded  # every controller serves the console
-    unwanted = ("vpod.cloud", "alembic", "sqlalchemy.dialects.postgresql", "httpx")
+    unwanted = ("vpod.cloud", "alembic", "sqlalchemy.dialects.postgresql", "httpx", "cryptography")
     assert _under(loaded, *unwanted) == set()
 
 
