@@ -14,6 +14,7 @@ child, and each case's excess over the floor measured in the same run:
 * ``vipu-admin list agents``: one real admin call against a running server;
 * ``vpod up: its imports``: what ``vpod up`` imports before it starts anything
   (``import vpod.launch.up``);
+* ``vipu-server --init``: on a store already initialised, as ``vpod up`` runs it each time;
 * ``vipu-server --no-cloud`` and ``vipu-server`` (with the cloud layer, the
   default): from exec to its ``vipu-server ready`` line, on a SQLite store
   already initialised (``--init``) and so at the schema head; the CPU is read
@@ -198,6 +199,10 @@ def vpod_cases(work: Path, admin_env: Env) -> list[tuple[str, Run]]:
         (
             "vpod up: its imports",
             lambda env: run_command([PYTHON, "-c", "import vpod.launch.up"], env),
+        ),
+        (
+            "vipu-server --init",
+            command("vipu-server", "--data-dir", str(stores["server"]), "--init"),
         ),
         ("vipu-server --no-cloud", server_run(stores["server"], "--no-cloud")),
         ("vipu-server (cloud)", server_run(stores["server-cloud"])),

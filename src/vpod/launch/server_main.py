@@ -1,4 +1,11 @@
-"""``vipu-server``: run the V-IPU controller (user gRPC API, admin gRPC API, HTTP API)."""
+"""``vipu-server``: run the V-IPU controller (user gRPC API, admin gRPC API, HTTP API).
+
+What only serving needs (the controller's server and transports, FastAPI,
+uvicorn, the web console; the cloud when it is served) is imported by
+:func:`_run`: ``--init``, ``--tls-init``, ``--help`` and a refused option
+exit without paying for it (two thirds of a serving start's imports), and
+``vpod up`` and the tests run ``vipu-server --init`` often.
+"""
 
 from __future__ import annotations
 
@@ -8,18 +15,15 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from vpod.cli import server_options
 from vpod.cli.errors import run_cli
-from vpod.controller.server import ExtensionFactory, RunningServer, serve
 from vpod.controller.settings import Settings
-from vpod.controller.tls import ServerTls
 from vpod.domain.errors import InvalidSpec
 from vpod.domain.host_networks import DEFAULT_TRUSTED_HOSTS, normalise_hosts, split_hosts
-from vpod.web import WebConsole
 
 from .interfaces import resolve_interfaces
 from .parent_death import die_with_parent
@@ -31,6 +35,10 @@ from .server_security import (
     run_setup,
     security_options,
 )
+
+if TYPE_CHECKING:
+    from vpod.controller.server import ExtensionFactory, RunningServer
+    from vpod.controller.tls import ServerTls
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -233,6 +241,9 @@ async def _run(
     cloud: bool = True,
     cloud_overrides: Mapping[str, Any] | None = None,
 ) -> None:
+    from vpod.controller.server import serve  # see the module's docstring
+    from vpod.web import WebConsole
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
