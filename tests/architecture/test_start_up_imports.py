@@ -110,3 +110,26 @@ def test_vpod_up_loads_the_cloud_client_only_to_set_up_the_cloud() -> None:
     loaded = imported_by("vpod.launch.up")
     assert "vpod.launch.cloud_up" in loaded
     assert _under(loaded, "vpod.cloud", "vpod.client.cloud_calls", "httpx", "pydantic") == set()
+
+
+def test_vpod_help_lists_the_cloud_commands_without_loading_the_cloud_client() -> None:
+    """``vpod --help`` imports every command to list its short help; the cloud commands import
+    the cloud client (httpx, pydantic, the cloud's shapes) and rich when they run, not then."""
+    code = (
+        "import json, sys\n"
+        "from vpod.cli.vpod_main import cli\n"
+        "try:\n"
+        "    cli(['--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(json.dumps(sorted(sys.modules)), file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert "cluster" in done.stdout
+    assert "flavors" in done.stdout
+    loaded = set(json.loads(done.stderr))
+    assert "vpod.cli.cloud_cluster" in loaded  # listed: its short help comes from the command
+    unwanted = ("vpod.client.cloud_calls", "vpod.wire.rest", "httpx", "pydantic")
+    assert _under(loaded, *unwanted) == set()

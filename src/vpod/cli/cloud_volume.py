@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import click
-
-from vpod.client import CloudClient, Task
 
 from .cloud_options import ApiRecord, shows, task_command
 from .cloud_output import (
     volumes_table,
 )
 from .short_help import CONTEXT, FittingGroup
+
+if TYPE_CHECKING:
+    from vpod.client import CloudClient, Task
 
 
 @click.group("volume", context_settings=CONTEXT, cls=FittingGroup)
