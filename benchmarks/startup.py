@@ -14,15 +14,18 @@ child, and each case's excess over the floor measured in the same run:
 * ``vipu-admin list agents``: one real admin call against a running server;
 * ``vpod up: its imports``: what ``vpod up`` imports before it starts anything
   (``import vpod.launch.up``);
-* ``vipu-server --init``: on a store already initialised, as ``vpod up`` runs it each time;
+* ``vipu-server --init``: on a store already initialised (``vpod up`` runs it on
+  a new data directory and to switch modes, the tests before their servers);
 * ``vipu-server --no-cloud`` and ``vipu-server`` (with the cloud layer, the
   default): from exec to its ``vipu-server ready`` line, on a SQLite store
   already initialised (``--init``) and so at the schema head; the CPU is read
   from ``/proc`` at that line, then the server is stopped with SIGINT.
 
-With ``--baseline REV`` every vpod case also runs on vpod's source as it was
-at ``REV`` (exported from git, first on ``PYTHONPATH``, same interpreter and
-packages), taking turns with the current source, and the table compares them.
+Both sources are compiled to bytecode first (``compileall``, as
+``scripts/bootstrap`` does). With ``--baseline REV`` every vpod case also runs
+on vpod's source as it was at ``REV`` (exported from git, first on
+``PYTHONPATH``, same interpreter and packages), taking turns with the current
+source, and the table compares them.
 
     .venv/bin/python benchmarks/startup.py [--runs 10] [--baseline REV]
         [--only CASE[,CASE...]] [--json PATH]
@@ -179,7 +182,15 @@ def export_source(rev: str, into: Path) -> Path:
     tar_path.write_bytes(archive)
     with tarfile.open(tar_path) as tar:
         tar.extractall(into, filter="data")
+    compile_bytecode(into / "src")
     return into / "src"
+
+
+def compile_bytecode(src: Path) -> None:
+    """Write the ``.pyc`` files of ``src`` as ``scripts/bootstrap`` does: with
+    ``PYTHONDONTWRITEBYTECODE`` set (as on the shared machines) nothing else writes them, and
+    a tree without them compiles every module at every start."""
+    subprocess.run([PYTHON, "-m", "compileall", "-q", str(src)], check=True)
 
 
 def vpod_cases(work: Path, admin_env: Env) -> list[tuple[str, Run]]:
@@ -285,6 +296,7 @@ def main() -> None:
     wanted = {name.strip() for name in args.only.split(",") if name.strip()}
     with tempfile.TemporaryDirectory(prefix="vpod-startup-") as tmp:
         work = Path(tmp)
+        compile_bytecode(REPO / "src")
         baseline_src = None
         if args.baseline is not None:
             (work / "baseline").mkdir()
