@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -33,9 +34,102 @@ def test_the_command_lines_load_no_server_framework(module: str) -> None:
     assert loaded.isdisjoint(SERVER_FRAMEWORKS), sorted(loaded & set(SERVER_FRAMEWORKS))
 
 
-def test_vipu_server_imports_the_cloud_only_to_serve_it() -> None:
-    """The cloud extension (and its API's routes) is imported by ``_run`` when the cloud is
-    served; ``vipu-server --no-cloud`` (``vpod up --open``) starts without it."""
-    loaded = imported_by("vpod.launch.server_main")
-    assert "vpod.controller.server" in loaded
-    assert not {"vpod.cloud.extension", "vpod.cloud.api"} & loaded
+def _under(loaded: set[str], *packages: str) -> set[str]:
+    return {m for m in loaded if any(m == p or m.startswith(p + ".") for p in packages)}
+
+
+_AT_READY = """
+import json, os, signal, sys
+from pathlib import Path
+from vpod.launch.server_main import main
+
+out, stdout = Path(sys.argv[1]), sys.stdout
+
+
+class Watch:
+    \"\"\"stdout, noting the modules held when the ready line is printed, then stopping.\"\"\"
+
+    def write(self, text):
+        if "vipu-server ready" in text:
+            out.write_text(json.dumps(sorted(sys.modules)))
+            os.kill(os.getpid(), signal.SIGINT)
+        return stdout.write(text)
+
+    def __getattr__(self, name):
+        return getattr(stdout, name)
+
+
+sys.stdout = Watch()
+try:
+    main(sys.argv[2:])
+except SystemExit as exc:
+    if exc.code:
+        raise
+if not out.exists():
+    out.write_text(json.dumps(sorted(sys.modules)))  # it exits without serving
+"""
+
+
+def held_by_vipu_server(tmp_path: Path, *args: str) -> set[str]:
+    """The modules a real ``vipu-server ARGS`` holds when ready (or when it exits, for
+    ``--init``), in a fresh interpreter on a fresh data directory."""
+    out = tmp_path / f"modules-{len(list(tmp_path.glob('modules-*')))}.json"
+    subprocess.run(
+        [sys.executable, "-c", _AT_READY, str(out), "--data-dir", str(tmp_path / "data"), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return set(json.loads(out.read_text()))
+
+
+def test_vipu_server_loads_what_it_serves_and_no_more(tmp_path: Path) -> None:
+    """``--init`` loads no serving stack (FastAPI, uvicorn, the transports, the web console:
+    imported by ``_run``). A ``--no-cloud`` controller, ready, holds the web console and
+    none of the cloud layer (its settings and their checks are imported when the cloud is
+    served or ``--ssh-direct-*`` is given), of Alembic and SQLAlchemy's PostgreSQL dialect
+    (``Store.migrate`` imports them only for a store behind head:
+    tests/store/test_schema_version.py), of httpx (the console's login imports it) or of
+    cryptography (``--tls-init`` imports it to make certificates)."""
+    initialised = held_by_vipu_server(tmp_path, "--init")
+    assert "vpod.store.migrate" in initialised  # an empty store: Alembic created it
+    serving_stack = ("fastapi", "uvicorn", "vpod.controller.server", "vpod.web", "vpod.cloud")
+    assert _under(initialised, *serving_stack) == set()
+
+    ports = ("--port", "0", "--admin-port", "0", "--http-port", "0", "--log-level", "warning")
+    ready = held_by_vipu_server(tmp_path, *ports, "--no-cloud")
+    assert {"vpod.controller.server", "vpod.web", "uvicorn"} <= ready
+    unwanted = ("vpod.cloud", "alembic", "sqlalchemy.dialects.postgresql", "httpx", "cryptography")
+    assert _under(ready, *unwanted) == set()
+
+
+def test_vpod_up_loads_the_cloud_client_only_to_set_up_the_cloud() -> None:
+    """``vpod up`` imports the cloud's settings and HTTP client when it sets the cloud up
+    (after its children started), never for ``vpod up --open``."""
+    loaded = imported_by("vpod.launch.up")
+    assert "vpod.launch.cloud_up" in loaded
+    assert _under(loaded, "vpod.cloud", "vpod.client.cloud_calls", "httpx", "pydantic") == set()
+
+
+def test_vpod_help_lists_the_cloud_commands_without_loading_the_cloud_client() -> None:
+    """``vpod --help`` imports every command to list its short help; the cloud commands import
+    the cloud client (httpx, pydantic, the cloud's shapes) and rich when they run, not then."""
+    code = (
+        "import json, sys\n"
+        "from vpod.cli.vpod_main import cli\n"
+        "try:\n"
+        "    cli(['--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(json.dumps(sorted(sys.modules)), file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert "cluster" in done.stdout
+    assert "flavors" in done.stdout
+    loaded = set(json.loads(done.stderr))
+    assert "vpod.cli.cloud_cluster" in loaded  # listed: its short help comes from the command
+    unwanted = ("vpod.client.cloud_calls", "vpod.wire.rest", "httpx", "pydantic")
+    assert _under(loaded, *unwanted) == set()

@@ -12,7 +12,8 @@ from vpod.agent.registration import RegistrationTls
 from vpod.cli.config import parse_hcl
 from vpod.cli.vipu_admin_events import Moment, events_request
 from vpod.controller.settings import Settings
-from vpod.controller.tls import TlsFiles, write_tls_material
+from vpod.controller.tls import TlsFiles
+from vpod.controller.tls_material import write_tls_material
 from vpod.launch.server_security import SecurityOptions, admin_config_text, server_tls
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

@@ -10,13 +10,8 @@ import pytest
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from vpod.controller.tls import (
-    ServerTls,
-    TlsFiles,
-    TlsSetupError,
-    subject_alt_names,
-    write_tls_material,
-)
+from vpod.controller.tls import ServerTls, TlsFiles, TlsSetupError
+from vpod.controller.tls_material import subject_alt_names, write_tls_material
 
 
 @pytest.fixture(scope="module")

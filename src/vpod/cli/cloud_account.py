@@ -4,11 +4,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-
-from vpod.client import CloudClient
 
 from .cloud_options import ApiRecord, connection_options, moment, shows
 from .cloud_output import (
@@ -18,6 +16,9 @@ from .cloud_output import (
 )
 from .render import details, table
 from .short_help import CONTEXT
+
+if TYPE_CHECKING:
+    from vpod.client import CloudClient
 
 
 @click.command("flavors", context_settings=CONTEXT)

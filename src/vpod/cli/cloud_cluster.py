@@ -3,16 +3,17 @@ delete, metadata; ssh, ssh-proxy, ssh-config and keypair (``cloud_cluster_ssh``)
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-
-from vpod.client import CloudClient, ClusterOptions, Task
 
 from .cloud_cluster_ssh import cluster_keypair, console, ssh, ssh_config, ssh_proxy
 from .cloud_options import connection_options, list_command, show_command, task_command
 from .cloud_output import cluster_text, clusters_table, emit
 from .short_help import CONTEXT, FittingGroup
+
+if TYPE_CHECKING:
+    from vpod.client import CloudClient, ClusterOptions, Task
 
 
 @click.group("cluster", context_settings=CONTEXT, cls=FittingGroup)

@@ -14,11 +14,9 @@ import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
-
-from vpod.client import CloudClient, ClusterSsh
 
 from .cloud_keypair import keypairs_table
 from .cloud_options import FILE, ApiRecord, connection_options, shows
@@ -28,6 +26,9 @@ from .errors import fail
 from .openssh import known_host_entries, render_config
 from .short_help import CONTEXT, FittingGroup
 from .ssh_files import known_hosts_path, replace_file, update_known_hosts, vpod_dir
+
+if TYPE_CHECKING:
+    from vpod.client import CloudClient, ClusterSsh
 
 identity_option = click.option(
     "--identity",

@@ -12,11 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-
-from vpod.client import CloudClient
 
 from .cloud_options import FILE, ApiRecord, connection_options, list_command, show_command, shows
 from .cloud_output import emit
@@ -24,6 +22,9 @@ from .errors import fail
 from .render import details, table
 from .short_help import CONTEXT, FittingGroup
 from .ssh_files import key_path, write_private
+
+if TYPE_CHECKING:
+    from vpod.client import CloudClient
 
 
 def keypairs_table(found: Sequence[dict[str, Any]]) -> str:

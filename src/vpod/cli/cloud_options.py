@@ -6,15 +6,17 @@ import functools
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import click
 
-from vpod.client import CloudClient, Task
 from vpod.client.cloud_config import resolve_cloud
 
 from .cloud_output import emit, started, task_text, wait_for
 from .errors import run_cli
+
+if TYPE_CHECKING:
+    from vpod.client import CloudClient, Task
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -38,6 +40,10 @@ def connection_options(command: F) -> F:
     @functools.wraps(command)
     def wrapper(url: str | None, token: str | None, config: Path | None, **kwargs: Any) -> None:
         def body() -> None:
+            # The cloud client (httpx, pydantic, every cloud shape) is imported when a
+            # command runs, not when `vpod --help` lists the commands.
+            from vpod.client import CloudClient
+
             with CloudClient(resolve_cloud(url, token, config)) as client:
                 command(client=client, **kwargs)
 

@@ -13,14 +13,14 @@ total runs from the task's creation to its end.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
-
-from vpod.client import CloudClient, Task, TaskFailed
 
 from .render import details, json_text, table
+
+if TYPE_CHECKING:
+    from vpod.client import CloudClient, Task
 
 DONE = ("FINISHED", "ERROR")
 
@@ -292,6 +292,11 @@ def total_seconds(task: Task) -> float:
 
 def wait_for(client: CloudClient, task: Task, *, quiet: bool = False) -> Task:
     """Follow the task until it ends, showing its phases on stderr; fail if it ends in ERROR."""
+    # Imported when a command waits, not when `vpod --help` lists the commands.
+    from rich.console import Console
+
+    from vpod.client import Task, TaskFailed
+
     console = Console(stderr=True, quiet=quiet, highlight=False)
     label = f"{task.operation} {task.resource_name}"
     shown = 0

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-
-from vpod.client import CloudClient
 
 from .cloud_options import ApiRecord, connection_options, moment, shows
 from .cloud_output import emit
 from .render import details, table
 from .short_help import CONTEXT, FittingGroup
+
+if TYPE_CHECKING:
+    from vpod.client import CloudClient
 
 
 def _day(stamp: str | None) -> str:

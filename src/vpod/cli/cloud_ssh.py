@@ -19,10 +19,11 @@ import termios
 import threading
 import tty
 from collections.abc import Iterator
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
-from vpod.client import CloudClient
-from vpod.client.cloud_shell import ShellConnection, ShellExit
+if TYPE_CHECKING:
+    from vpod.client import CloudClient
+    from vpod.client.cloud_shell import ShellConnection
 
 
 def run_ssh(client: CloudClient, cluster: str, server: int, command: tuple[str, ...]) -> NoReturn:
@@ -56,6 +57,8 @@ def _follow_size(connection: ShellConnection) -> None:
 
 
 def _print_output(connection: ShellConnection) -> int:
+    from vpod.client.cloud_shell import ShellExit  # loaded with the connection already
+
     while True:
         received = connection.receive()
         if isinstance(received, ShellExit):

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import click
-
-from vpod.client import CloudClient, Task
 
 from .cloud_options import (
     ApiRecord,
@@ -22,6 +20,9 @@ from .cloud_options import (
 from .cloud_output import emit
 from .render import details, table
 from .short_help import CONTEXT, FittingGroup
+
+if TYPE_CHECKING:
+    from vpod.client import CloudClient, Task
 
 
 def endpoints_table(found: Sequence[dict[str, Any]]) -> str:

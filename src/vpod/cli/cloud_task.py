@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import click
-
-from vpod.client import CloudClient
 
 from .cloud_options import ApiRecord, connection_options, shows, wait_option
 from .cloud_output import (
@@ -16,6 +15,9 @@ from .cloud_output import (
     wait_for,
 )
 from .short_help import CONTEXT, FittingGroup
+
+if TYPE_CHECKING:
+    from vpod.client import CloudClient
 
 
 @click.group("task", context_settings=CONTEXT, cls=FittingGroup)

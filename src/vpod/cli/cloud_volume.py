@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-import click
+from typing import TYPE_CHECKING
 
-from vpod.client import CloudClient, Task
+import click
 
 from .cloud_options import list_command, show_command, task_command
 from .cloud_output import (
     volumes_table,
 )
 from .short_help import CONTEXT, FittingGroup
+
+if TYPE_CHECKING:
+    from vpod.client import CloudClient, Task
 
 
 @click.group("volume", context_settings=CONTEXT, cls=FittingGroup)

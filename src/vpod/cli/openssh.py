@@ -18,10 +18,12 @@ import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-
-from vpod.client import ClusterSsh
+from typing import TYPE_CHECKING
 
 from .ssh_files import key_path
+
+if TYPE_CHECKING:
+    from vpod.client import ClusterSsh
 
 
 def vpod_command() -> str:

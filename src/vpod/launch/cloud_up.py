@@ -20,6 +20,11 @@ which takes every IPU) as it was and adds, for the cloud layer:
   for the ``vpod`` commands.
 
 Everything is created once and found again on the next run.
+
+The cloud's settings and its HTTP client (httpx, pydantic and every cloud
+shape: most of what ``vpod up`` would import) are imported by the functions
+that use them, so ``vpod up --open`` never loads them and a cloud ``vpod up``
+loads them while its children start.
 """
 
 from __future__ import annotations
@@ -29,14 +34,16 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vpod.agent.fabric import fabric_problem
 from vpod.cli.errors import CliFailure
-from vpod.client import AdminClient, CloudClient, CloudSettings, NotFound, VpodError
+from vpod.client import VpodError
 from vpod.client.cloud_config import API_PREFIX, CONFIG_NAME, read_config, write_config
-from vpod.cloud.direct_ports import parse_port_range
-from vpod.cloud.settings import ADMIN_TOKEN_FILE, CONFIG_FILE, check_bind_address, render_settings
 from vpod.domain.topology import Pod
+
+if TYPE_CHECKING:
+    from vpod.client import AdminClient, CloudSettings
 
 CLOUD_CLUSTER = "cloud"
 CLOUD_AGENT_PREFIX = "cag"
@@ -88,6 +95,9 @@ def gpu_agent_argv(data_dir: Path, url: str) -> list[str]:
 
 def wait_for_gpu_hosts(data_dir: Path, url: str, timeout_s: float) -> str | None:
     """Wait until the emulated GPU hosts registered (None), or say which did not."""
+    from vpod.client import CloudClient, CloudSettings
+    from vpod.cloud.settings import ADMIN_TOKEN_FILE
+
     token_file = data_dir / ADMIN_TOKEN_FILE
     if not token_file.exists():
         return "no administrator token to check the GPU hosts with"
@@ -105,6 +115,8 @@ def wait_for_gpu_hosts(data_dir: Path, url: str, timeout_s: float) -> str | None
 
 def write_cloud_settings(data_dir: Path) -> None:
     """``DATA_DIR/cloud.toml`` naming the cloud's V-IPU cluster (kept if it exists)."""
+    from vpod.cloud.settings import CONFIG_FILE, render_settings
+
     path = data_dir / CONFIG_FILE
     if not path.exists():
         path.write_text(render_settings((CLOUD_CLUSTER,)))
@@ -113,6 +125,11 @@ def write_cloud_settings(data_dir: Path) -> None:
 def direct_ssh_argv(ports: str | None, bind: str | None) -> list[str]:
     """vipu-server's options for direct SSH ports (checked here: a bad range is exit 2
     before anything starts)."""
+    if ports is None and bind is None:
+        return []
+    from vpod.cloud.direct_ports import parse_port_range
+    from vpod.cloud.settings import check_bind_address
+
     argv: list[str] = []
     if ports is not None:
         parse_port_range(ports, source="--ssh-direct-ports")
@@ -156,6 +173,9 @@ def ensure_cloud_cluster(admin: AdminClient, pod: Pod, ids: list[str]) -> None:
 
 def bootstrap_cloud(data_dir: Path, url: str) -> str:
     """Hosts, project ``default`` and ``vpod-cli.toml``; returns the line to print."""
+    from vpod.client import CloudSettings
+    from vpod.cloud.settings import ADMIN_TOKEN_FILE
+
     token_file = data_dir / ADMIN_TOKEN_FILE
     if not token_file.exists():
         return (
@@ -177,6 +197,8 @@ def bootstrap_cloud(data_dir: Path, url: str) -> str:
 
 def _default_project_token(admin: CloudSettings, config: Path) -> str:
     """Register the emulated hosts and project ``default``; its token (made when needed)."""
+    from vpod.client import CloudClient, NotFound
+
     with CloudClient(admin, timeout_s=30) as cloud:
         known = {h.id for h in cloud.list_hosts()}
         for host_id, role, model, fabric in EMULATED_HOSTS:

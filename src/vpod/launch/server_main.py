@@ -1,4 +1,11 @@
-"""``vipu-server``: run the V-IPU controller (user gRPC API, admin gRPC API, HTTP API)."""
+"""``vipu-server``: run the V-IPU controller (user gRPC API, admin gRPC API, HTTP API).
+
+What only serving needs (the controller's server and transports, FastAPI,
+uvicorn, the web console; the cloud when it is served) is imported by
+:func:`_run`: ``--init``, ``--tls-init``, ``--help`` and a refused option
+exit without paying for it (two thirds of a serving start's imports), and
+``vpod up`` and the tests run ``vipu-server --init`` often.
+"""
 
 from __future__ import annotations
 
@@ -8,22 +15,15 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from vpod.cli import server_options
 from vpod.cli.errors import run_cli
-from vpod.cloud.direct_ports import parse_port_range
-from vpod.cloud.model.errors import CloudError
-from vpod.cloud.model.errors import InvalidArgument as CloudInvalidArgument
-from vpod.cloud.settings import check_bind_address, load_settings
-from vpod.controller.server import ExtensionFactory, RunningServer, serve
 from vpod.controller.settings import Settings
-from vpod.controller.tls import ServerTls
 from vpod.domain.errors import InvalidSpec
 from vpod.domain.host_networks import DEFAULT_TRUSTED_HOSTS, normalise_hosts, split_hosts
-from vpod.web import WebConsole
 
 from .interfaces import resolve_interfaces
 from .parent_death import die_with_parent
@@ -35,6 +35,10 @@ from .server_security import (
     run_setup,
     security_options,
 )
+
+if TYPE_CHECKING:
+    from vpod.controller.server import ExtensionFactory, RunningServer
+    from vpod.controller.tls import ServerTls
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -191,17 +195,30 @@ def main(
         metrics_token_file=metrics_token_file,
     )
     overrides: dict[str, Any] = {"unsafe_shared_host": True} if unsafe_shared_host else {}
+    if ssh_direct_ports is not None or ssh_direct_bind is not None:
+        overrides |= _direct_ssh_overrides(ssh_direct_ports, ssh_direct_bind)
+    run_cli(lambda: _start(settings, security, cloud, overrides))
+
+
+def _direct_ssh_overrides(ports: str | None, bind: str | None) -> dict[str, str]:
+    """The cloud settings ``--ssh-direct-ports``/``--ssh-direct-bind`` set, checked (exit 2)."""
+    # The cloud layer is imported only where it is used: see _run.
+    from vpod.cloud.direct_ports import parse_port_range
+    from vpod.cloud.model.errors import CloudError
+    from vpod.cloud.settings import check_bind_address
+
+    overrides: dict[str, str] = {}
     try:
-        if ssh_direct_ports is not None:
-            parse_port_range(ssh_direct_ports, source="--ssh-direct-ports")
-            overrides["ssh_direct_ports"] = ssh_direct_ports
-        if ssh_direct_bind is not None:
-            check_bind_address(ssh_direct_bind, source="--ssh-direct-bind")
-            overrides["ssh_direct_bind"] = ssh_direct_bind
+        if ports is not None:
+            parse_port_range(ports, source="--ssh-direct-ports")
+            overrides["ssh_direct_ports"] = ports
+        if bind is not None:
+            check_bind_address(bind, source="--ssh-direct-bind")
+            overrides["ssh_direct_bind"] = bind
     except CloudError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
-    run_cli(lambda: _start(settings, security, cloud, overrides))
+    return overrides
 
 
 def _start(
@@ -224,6 +241,9 @@ async def _run(
     cloud: bool = True,
     cloud_overrides: Mapping[str, Any] | None = None,
 ) -> None:
+    from vpod.controller.server import serve  # see the module's docstring
+    from vpod.web import WebConsole
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -234,8 +254,11 @@ async def _run(
     cloud_server = None
     if cloud:
         # Imported only when served: building the cloud API's routes is a quarter of a
-        # controller's start-up CPU, which a --no-cloud controller (open mode) never needs.
+        # controller's start-up CPU, which a --no-cloud controller (open mode) never needs;
+        # its settings and their checks (drivers, pydantic) another tenth.
         from vpod.cloud.extension import CloudServer
+        from vpod.cloud.model.errors import InvalidArgument as CloudInvalidArgument
+        from vpod.cloud.settings import load_settings
 
         cloud_settings = load_settings(settings.data_dir)
         if cloud_overrides:  # the command line's, over cloud.toml's

@@ -1,7 +1,7 @@
 """The security options of ``vipu-server``: ``--init``, ``--tls-init``, ``--tls*``, ``--insecure``.
 
 - ``--tls-init`` writes a CA, a server and a client certificate into
-  ``DATA_DIR/tls`` (:mod:`vpod.controller.tls`), then exits.
+  ``DATA_DIR/tls`` (:mod:`vpod.controller.tls_material`), then exits.
 - ``--init [--secure]`` migrates the store; with ``--secure`` it creates the
   default administrator, prints its access key once and writes
   ``DATA_DIR/admin.vipu-cli.hcl`` (mode 0600) for ``vipu-admin --config``;
@@ -28,7 +28,6 @@ import click
 
 from vpod.cli.config import render_hcl
 from vpod.cli.errors import fail
-from vpod.cli.vipu_admin_users import write_private
 from vpod.controller.initialise import (
     DEFAULT_ADMIN_ID,
     ModeRefused,
@@ -36,7 +35,7 @@ from vpod.controller.initialise import (
     initialise,
 )
 from vpod.controller.settings import Settings
-from vpod.controller.tls import ServerTls, TlsFiles, TlsSetupError, write_tls_material
+from vpod.controller.tls import ServerTls, TlsFiles, TlsSetupError
 from vpod.store.errors import StoreError
 
 log = logging.getLogger("vpod.server")
@@ -171,6 +170,9 @@ def run_setup(settings: Settings, options: SecurityOptions) -> None:
 
 
 def _tls_init(settings: Settings, options: SecurityOptions) -> None:
+    # cryptography is imported to make certificates only, not by every start (see tls.py).
+    from vpod.controller.tls_material import write_tls_material
+
     files = TlsFiles.in_data_dir(settings.data_dir)
     hosts = [settings.host, settings.admin_host, settings.http_host, *options.tls_san]
     try:
@@ -210,6 +212,9 @@ def _init(settings: Settings, options: SecurityOptions) -> None:
             " was created (--new-admin-key makes a new one)"
         )
         return
+    # The admin CLI's module (and with it the admin client) only for --init --secure.
+    from vpod.cli.vipu_admin_users import write_private
+
     path = settings.data_dir / ADMIN_CONFIG_NAME
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     write_private(path, admin_config_text(settings, options, result.admin_id, result.access_key))

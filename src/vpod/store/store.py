@@ -29,8 +29,8 @@ from . import clusters as cluster_rows
 from . import events as event_rows
 from . import inventory_version as inventory_versions
 from . import leases as lease_rows
-from . import migrate as migrations
 from . import partitions as partition_rows
+from . import schema_version
 from . import users as user_rows
 from .engine import Database, EngineOptions, create_store_engine
 from .errors import NotFound, StoreError
@@ -73,11 +73,21 @@ class Store:
         return cls(Database(create_store_engine(url, options), options))
 
     def migrate(self) -> None:
-        """Create the schema, or upgrade it to this version's; safe to run from many replicas."""
+        """Create the schema, or upgrade it to this version's; safe to run from many replicas.
+
+        A database already at head is left alone after one query; Alembic (a third of a
+        second to import and set up) is loaded only when there is something to do.
+        """
+        if schema_version.at_head(self._db):
+            return
+        from . import migrate as migrations  # see schema_version: Alembic only when needed
+
         migrations.upgrade(self._db)
 
     def schema_revision(self) -> str | None:
         """The schema revision of the database (``None`` before :meth:`migrate`)."""
+        from . import migrate as migrations  # not on any start-up path: Alembic says
+
         return migrations.current_revision(self._db)
 
     def ping(self) -> None:

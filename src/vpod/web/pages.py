@@ -16,10 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
 
-import httpx
 from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
@@ -29,6 +28,9 @@ from .login_throttle import LoginThrottle
 from .middleware import header, same_origin
 from .redirects import same_site_path
 from .sessions import Credentials, Session, SessionStore, cookie_of, cookie_value
+
+if TYPE_CHECKING:
+    import httpx
 
 STATIC = Path(__file__).with_name("static")
 PAGE_HEADERS = {
@@ -94,6 +96,9 @@ def _home(session: Session | None) -> str:
 
 async def _ask_api(request: Request, path: str, credentials: Credentials) -> httpx.Response:
     """Call the controller's own API in-process, as a script holding ``credentials`` would."""
+    # Imported at the first login, not at start-up: every controller serves the console.
+    import httpx
+
     headers = {k.decode(): v.decode() for k, v in credentials.headers()}
     transport = httpx.ASGITransport(app=request.app, client=("127.0.0.1", 0))
     async with httpx.AsyncClient(
