@@ -11,7 +11,10 @@ sandbox, then relays raw bytes both ways, exactly as the WebSocket tunnel
 does (``api/ssh_tunnel.py``): the SSH session is end to end between the
 client and the server's sshd, whose keys decide who logs in. A connection
 that cannot be served (a suspended cluster, a server not built yet, too
-many connections) is closed before any byte, and the reason logged.
+many connections) is closed before any byte, and the reason logged; so is
+one whose sshd ended before it answered (its last words on stderr are
+logged as a warning: they say why, and the client sees only a closed
+connection).
 
 Every controller replica serving the cloud listens on its own host (the
 local compute driver's servers are on it); a port it cannot bind (taken by
@@ -23,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import deque
 from functools import partial
 
 from .drivers import ShellSession
@@ -34,6 +38,8 @@ log = logging.getLogger("vpod.cloud.ssh")
 _CHUNK = 65536
 CLOSE_WAIT_S = 10.0
 """How long a closed connection may take to flush what it holds before it is dropped."""
+STDERR_KEPT = 5
+"""Lines of sshd's stderr kept to say why it ended before answering."""
 
 
 class DirectSsh:
@@ -137,7 +143,7 @@ class DirectSsh:
                 return
             log.info("direct SSH port %d: connection from %s", port, peer)
             try:
-                await relay(reader, writer, session)
+                await relay(reader, writer, session, what=f"direct SSH port {port} ({peer})")
             finally:
                 await session.end()
         finally:
@@ -151,9 +157,17 @@ class DirectSsh:
 
 
 async def relay(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, session: ShellSession
-) -> None:
-    """Bytes both ways until sshd exits; the client's end of input ends sshd's."""
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    session: ShellSession,
+    *,
+    what: str = "SSH connection",
+) -> int:
+    """Bytes both ways until sshd exits; the client's end of input ends sshd's. Returns the
+    bytes sshd sent; where it sent none, its last stderr lines are logged as a warning
+    (naming ``what``): a client that sees only "Connection closed" cannot say why."""
+    sent = 0
+    stderr: deque[str] = deque(maxlen=STDERR_KEPT)
 
     async def inbound() -> None:
         while data := await reader.read(_CHUNK):
@@ -161,11 +175,15 @@ async def relay(
         await session.close_input()
 
     async def outbound() -> None:
+        nonlocal sent
         while (chunk := await session.read()) is not None:
             stream, data = chunk
             if stream == STDERR:
-                log.debug("sshd: %s", data.decode(errors="replace").rstrip())
+                text = data.decode(errors="replace").rstrip()
+                log.debug("sshd: %s", text)
+                stderr.extend(line[:300] for line in text.splitlines() if line.strip())
                 continue
+            sent += len(data)
             writer.write(data)
             await writer.drain()
 
@@ -176,11 +194,18 @@ async def relay(
         if receiving not in done and sending.exception() is None:
             await receiving  # the client ended its input: sshd ends the connection
     except Exception:  # the client went away mid-stream: sshd ends in the caller
-        return
+        return sent
     finally:
         for task in (sending, receiving):
             task.cancel()
         await asyncio.gather(sending, receiving, return_exceptions=True)
+    if not sent:
+        log.warning(
+            "%s: the server's sshd ended before answering: %s",
+            what,
+            " | ".join(stderr) or "it wrote nothing on stderr",
+        )
+    return sent
 
 
 __all__ = ["DirectSsh", "relay"]
