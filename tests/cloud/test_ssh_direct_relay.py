@@ -78,6 +78,5 @@ def test_a_silent_sshd_that_ends_is_logged_as_saying_nothing(
     caplog.set_level(logging.WARNING, logger="vpod.cloud.ssh")
     assert asyncio.run(_relay_to("exit 255", b"")) == (0, b"")
     assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
-        "direct SSH port 1: the server's sshd ended before answering:"
-        " it wrote nothing on stderr"
+        "direct SSH port 1: the server's sshd ended before answering: it wrote nothing on stderr"
     ]
