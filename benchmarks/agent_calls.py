@@ -29,8 +29,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+from bench_processes import cpu_seconds, spawn, stop
 
 from vpod.agent.client import AgentClient
 from vpod.agent.model import IpuAssignment, PartitionConfig
@@ -60,15 +59,6 @@ class Row:
     """This process's CPU per call (ms)."""
     server_vs_floor: float = float("nan")
     client_vs_floor: float = float("nan")
-
-
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far (NaN where /proc is missing)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return float("nan")
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _floor_handler() -> grpc.GenericRpcHandler:
@@ -106,31 +96,6 @@ async def _serve_floor() -> None:
     await server.wait_for_termination()
 
 
-def _spawn(argv: list[str], ready: str) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True
-    )
-    assert proc.stdout is not None
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if ready in line:
-            return proc, line
-        if not line and proc.poll() is not None:
-            break
-    proc.kill()
-    raise SystemExit(f"{argv[0]} did not start")
-
-
-def _stop(proc: subprocess.Popen[str]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
 def _config(partition_id: str, ipus: int) -> PartitionConfig:
     return PartitionConfig(
         partition_id,
@@ -151,17 +116,17 @@ async def _measure(
             await pair(offset + i)
 
     await run(max(10, calls // 20), 10**9)
-    server0, client0 = _cpu_seconds(pid), time.process_time()
+    server0, client0 = cpu_seconds(pid), time.process_time()
     await run(calls // 2, 0)
     per_call = 1000 / ((calls // 2) * 2)
     return (
-        (_cpu_seconds(pid) - server0) * per_call,
+        (cpu_seconds(pid) - server0) * per_call,
         (time.process_time() - client0) * per_call,
     )
 
 
 async def _floor_row(calls: int) -> Row:
-    proc, line = _spawn([sys.executable, __file__, "--serve-floor"], "floor ready")
+    proc, line = spawn([sys.executable, __file__, "--serve-floor"], "floor ready")
     try:
         address = line.rsplit(" ", 1)[1].strip()
         async with grpc.aio.insecure_channel(address) as channel:
@@ -177,12 +142,12 @@ async def _floor_row(calls: int) -> Row:
 
             server_ms, client_ms = await _measure(proc.pid, calls, pair)
     finally:
-        _stop(proc)
+        stop(proc)
     return Row("floor (bare gRPC)", calls, server_ms, client_ms)
 
 
 async def _agent_row(calls: int, ipus: int, key_file: Path) -> Row:
-    proc, line = _spawn(
+    proc, line = spawn(
         [
             str(BIN / "vipu-agent"),
             "--machines",
@@ -212,7 +177,7 @@ async def _agent_row(calls: int, ipus: int, key_file: Path) -> Row:
 
             server_ms, client_ms = await _measure(proc.pid, calls, pair)
     finally:
-        _stop(proc)
+        stop(proc)
     return Row(f"agent, {ipus}-IPU partition", calls, server_ms, client_ms)
 
 

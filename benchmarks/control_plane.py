@@ -51,12 +51,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import random
 import re
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -65,6 +62,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import grpc
+from bench_processes import cpu_seconds, spawn, stop
 
 from vpod.domain.topology import shape
 from vpod.wire import admin_pb2 as apb
@@ -101,42 +99,8 @@ class Result:
     """Which turn of ``--repeat`` measured it (0: the first)."""
 
 
-def _spawn(argv: list[str], ready: str, timeout: float = 60) -> tuple[subprocess.Popen[str], str]:
-    """Start a process and wait for its ready line; returns both."""
-    proc = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True
-    )
-    deadline = time.monotonic() + timeout
-    assert proc.stdout is not None
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if ready in line:
-            return proc, line
-        if not line and proc.poll() is not None:
-            break
-    proc.kill()
-    raise SystemExit(f"{argv[0]} did not start")
-
-
 def _port(line: str, label: str) -> int:
     return int(line.split(label, 1)[1].split(",", 1)[0].strip().rsplit(":", 1)[1])
-
-
-def _stop(proc: subprocess.Popen[str]) -> None:
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-
-
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far (NaN where /proc is missing)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return float("nan")
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _cause(call: str, exc: grpc.aio.AioRpcError) -> str:
@@ -226,7 +190,7 @@ async def _run_load(
 
         def cpu_now() -> tuple[float, float, float]:
             server, agents = pids if pids else (-1, -1)
-            return (_cpu_seconds(server), _cpu_seconds(agents), time.process_time())
+            return (cpu_seconds(server), cpu_seconds(agents), time.process_time())
 
         async def sample_at_start() -> tuple[float, float, float]:
             await asyncio.sleep(max(0.0, measured_from - time.perf_counter()))
@@ -286,7 +250,7 @@ def bench_pod(
     pod = shape(pod_name)
     results: list[Result] = []
     with tempfile.TemporaryDirectory() as tmp:
-        server, line = _spawn(
+        server, line = spawn(
             [
                 str(BIN / "vipu-server"),
                 "--data-dir",
@@ -305,7 +269,7 @@ def bench_pod(
         agents = None
         try:
             user_port, admin_port = _port(line, "user API"), _port(line, "admin API")
-            agents, _ = _spawn(
+            agents, _ = spawn(
                 [
                     str(BIN / "vipu-agent"),
                     "--machines",
@@ -357,8 +321,8 @@ def bench_pod(
                     print(f"    {count} x {cause}", flush=True)
         finally:
             if agents is not None:
-                _stop(agents)
-            _stop(server)
+                stop(agents)
+            stop(server)
     return results
 
 

@@ -1,0 +1,44 @@
+"""What the benchmarks that start vpod's processes share: start one and wait for its ready
+line, stop it, and read the CPU time it has used."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+
+def spawn(argv: list[str], ready: str, timeout: float = 60) -> tuple[subprocess.Popen[str], str]:
+    """Start a process and wait for its ready line; returns both."""
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True
+    )
+    deadline = time.monotonic() + timeout
+    assert proc.stdout is not None
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if ready in line:
+            return proc, line
+        if not line and proc.poll() is not None:
+            break
+    proc.kill()
+    raise SystemExit(f"{argv[0]} did not start")
+
+
+def stop(proc: subprocess.Popen[str]) -> None:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (NaN where /proc is missing)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
