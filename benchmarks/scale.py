@@ -35,13 +35,14 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from bench_processes import cpu_seconds
+
 from vpod.client import AdminClient, UserClient
 from vpod.client.admin_records import AgentState
 from vpod.domain.topology import shape
 
 BIN = Path(sys.executable).parent
 SHAPES = "pod64,pod256,pod1024,pod4096"
-TICKS = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass
@@ -83,11 +84,6 @@ def _rss_mb(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return 0.0
-
-
-def _cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
 
 
 def _wait_line(proc: subprocess.Popen[str], marker: str, timeout: float) -> str:
@@ -170,9 +166,9 @@ def measure(pod_name: str, idle_s: float) -> Row:
             server = next(p for c, p in kids.items() if "vipu-server" in c)
             agents = next(p for c, p in kids.items() if "vipu-agent" in c)
             time.sleep(3)  # the first recovery round and reconciliation pass
-            cpu0 = (_cpu_s(server), _cpu_s(agents), time.monotonic())
+            cpu0 = (cpu_seconds(server), cpu_seconds(agents), time.monotonic())
             time.sleep(idle_s)
-            cpu1 = (_cpu_s(server), _cpu_s(agents), time.monotonic())
+            cpu1 = (cpu_seconds(server), cpu_seconds(agents), time.monotonic())
             wall = cpu1[2] - cpu0[2]
             rss = (_rss_mb(server), _rss_mb(agents))
             admin_config = data / "admin.vipu-cli.hcl"

@@ -50,11 +50,12 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from bench_processes import cpu_seconds
+
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 PYTHON = sys.executable
 FLOOR = ("python -c pass", "python -c 'import grpc'")
-_TICK_S = 1 / os.sysconf("SC_CLK_TCK")
 _SERVER_ARGS = ("--port", "0", "--admin-port", "0", "--http-port", "0", "--log-level", "warning")
 
 Env = dict[str, str]
@@ -106,13 +107,6 @@ def run_command(argv: list[str], env: Env) -> Sample:
     return Sample(wall, rusage.ru_utime + rusage.ru_stime)
 
 
-def _cpu_so_far(pid: int) -> float:
-    """User + system CPU of a running process, from ``/proc/PID/stat`` (clock ticks)."""
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) * _TICK_S
-
-
 def start_server(
     data_dir: Path, env: Env, *extra: str
 ) -> tuple[subprocess.Popen[str], str, Sample]:
@@ -129,7 +123,7 @@ def start_server(
         proc.kill()
         proc.wait()
         raise SystemExit(f"vipu-server did not start: {(data_dir / 'server.log').read_text()}")
-    return proc, line, Sample(wall, _cpu_so_far(proc.pid))
+    return proc, line, Sample(wall, cpu_seconds(proc.pid))
 
 
 def stop_server(proc: subprocess.Popen[str]) -> None:
