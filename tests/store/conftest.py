@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pytest
-from sqlalchemy import Engine, create_engine
+from sqlalchemy import Engine, create_engine, text
 
 from tests.pg import PostgresServer
 from vpod.store import Store
@@ -74,3 +74,18 @@ def fresh_store(migrated: MigratedDatabase, store: Store) -> Callable[[], Store]
         return store
 
     return fresh
+
+
+@pytest.fixture
+def at_unknown_revision(database_url: str) -> str:
+    """``database_url`` migrated, then stamped ``f00dfeed``: a revision this vpod does not
+    ship, as a newer vpod would leave the database. Returns the URL."""
+    with Store.open(database_url) as opened:
+        opened.migrate()
+    engine = create_engine(normalise_url(database_url))
+    try:
+        with engine.begin() as conn:
+            conn.execute(text("UPDATE alembic_version SET version_num = 'f00dfeed'"))
+    finally:
+        engine.dispose()
+    return database_url
