@@ -7,6 +7,7 @@ Python again. Idempotent: what exists is left as it is.
     catalog.py catalog SERVICE_PASSWORD VPOD_PASSWORD REGION NAME:TYPE:URL...
     catalog.py content IMAGE_FILE
     catalog.py warm
+    catalog.py volumes LOG_DIR
 """
 
 import sys
@@ -119,9 +120,26 @@ def warm():
     sys.exit("Neutron keeps failing to list ports: see its log")
 
 
+def volumes(log_dir, wait_s=150):
+    """Until cinder-scheduler knows a volume backend (its pools): it learns them from
+    cinder-volume, at the scheduler's start or at cinder-volume's next report (every minute),
+    and fails every volume asked for before ("No valid backend was found")."""
+    conn = admin()
+    deadline = time.monotonic() + wait_s
+    while not list(conn.block_storage.backend_pools()):
+        if time.monotonic() > deadline:
+            sys.exit(
+                f"cinder-scheduler knows no volume backend after {wait_s} s: see"
+                f" {log_dir}/cinder-volume.log and cinder-scheduler.log"
+            )
+        time.sleep(1)
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "warm":
         warm()
+    elif sys.argv[1] == "volumes":
+        volumes(sys.argv[2])
     elif sys.argv[1] == "catalog":
         catalog(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:])
     else:

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from vpod.agent.client import AgentClient
+from vpod.agent.errors import AgentRefused, Reason
 from vpod.agent.fleet import EmulatedAgentHost
 from vpod.agent.model import AgentEvent, EventKind, Fault, FaultKind, IpuAssignment, PartitionConfig
 
@@ -145,6 +146,26 @@ async def test_release_evicts_the_application(
     detached = await events.wait_for(EventKind.DETACHED)
     assert detached.evicted
     await app.close()
+
+
+async def test_a_reset_unless_attached_spares_a_partition_in_use(
+    host: EmulatedAgentHost, agent: AgentClient
+) -> None:
+    """The controller's auto-reset asks the machine to reset only if no application holds
+    an IPU of the partition: refused while one does (it keeps its attachment), done once it
+    left. A plain reset still evicts."""
+    await configure(agent)
+    app = await App.connect(host, 2)
+    assert (await app.say("ATTACH p1")).startswith("OK")
+    with pytest.raises(AgentRefused) as in_use:
+        await agent.reset_partition("p1", unless_attached=True)
+    assert (in_use.value.code, in_use.value.reason) == ("FAILED_PRECONDITION", Reason.IPU_ATTACHED)
+    assert "an application holds IPU 2 of agent ag1" in in_use.value.message
+    assert await app.say("PING") == "PONG"
+    assert (await agent.reset_partition("p1")).reset_count == 1
+    assert await app.hear() == "BYE partition reset"
+    await app.close()
+    assert (await agent.reset_partition("p1", unless_attached=True)).reset_count == 2
 
 
 async def test_ipu_fault_evicts_the_application(

@@ -314,9 +314,13 @@ class ScriptedGateway:
 
         await self._run(Call("release", agent.id, partition_id), timeout, act)
 
-    async def reset(self, agent: Agent, partition_id: str, *, timeout: float) -> None:
+    async def reset(
+        self, agent: Agent, partition_id: str, *, unless_attached: bool = False, timeout: float
+    ) -> None:
         await self._run(
-            Call("reset", agent.id, partition_id), timeout, lambda m: m.reset(partition_id)
+            Call("reset", agent.id, partition_id),
+            timeout,
+            lambda m: m.reset(partition_id, unless_attached=unless_attached),
         )
 
     async def identity(self, agent: Agent, *, timeout: float) -> MachineIdentity:

@@ -10,6 +10,7 @@ the admin API reaches them, stays in ``tests/faults/test_ipu_faults.py``.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 import pytest
@@ -235,6 +236,44 @@ async def test_the_last_application_to_detach_triggers_one_auto_reset(pod: Pod) 
     assert reset.detail == f"an application detached from {agent_id}"
     await pod.heartbeat_round()
     assert len(pod.gateway.calls_of("reset", "app")) == 1  # one detach, one reset
+
+
+async def test_an_application_that_attaches_after_the_heartbeat_is_not_evicted_by_the_reset(
+    pod: Pod,
+) -> None:
+    """The instances of one run on two machines: the first detaches, and the second attaches
+    after the leader read the heartbeats but before its reset reaches that machine (seen in
+    a loaded run: the second instance died with "partition reset"). Each machine checks for
+    applications in the same step as the reset, so the second keeps its IPU; the attempt is
+    not counted, and the second's own detach triggers the one real reset."""
+    await pod.steady()
+    await pod.create("run", 8)
+    first_agent, second_agent = pod.gateway.holders_of("run")
+    first, second = pod.gateway.machines[first_agent], pod.gateway.machines[second_agent]
+    first_ipu = next(d for a, d in pod.ipus_of("run") if a == first_agent)
+    second_ipu = next(d for a, d in pod.ipus_of("run") if a == second_agent)
+    leaving = first.attach("run", first_ipu, "127.0.0.1:4000")
+    await pod.heartbeat_round()
+    first.detach(leaving.attachment_id)
+    held = pod.gateway.on("reset", second_agent, partition_id="run", hold=True)
+    round_ = asyncio.create_task(pod.heartbeat_round())
+    await held.entered()  # the leader decided on the heartbeats: nobody holds an IPU
+    late = second.attach("run", second_ipu, "127.0.0.1:4001")
+    held.release()
+    await round_
+    assert [a.attachment_id for a in second.attachments()] == [late.attachment_id]
+    record = await _record(pod, "run")
+    assert _state(record) == ACTIVE
+    assert record.auto_reset_retry_count == 0
+    (deferred,) = await pod.audit("auto_reset_partition", "run")
+    assert deferred.outcome == "deferred"
+    assert f"IPU {second_ipu} of agent {second_agent}" in deferred.detail
+    second.detach(late.attachment_id)
+    await pod.heartbeat_round()
+    assert [c.reset_count for c in second.configurations()] == [1]
+    assert (await _record(pod, "run")).auto_reset_retry_count == 1
+    outcomes = sorted(e.outcome for e in await pod.audit("auto_reset_partition", "run"))
+    assert outcomes == ["deferred", "ok"]
 
 
 async def test_a_detach_from_a_partition_without_auto_reset_resets_nothing(pod: Pod) -> None:

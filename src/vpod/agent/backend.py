@@ -84,8 +84,14 @@ class MachineBackend(Protocol):
         """Remove a partition's configuration; False when it was not configured."""
         ...
 
-    async def reset(self, partition_id: str) -> ConfiguredPartition:
-        """Put the partition's IPUs back into their initial state, detaching applications."""
+    async def reset(
+        self, partition_id: str, *, unless_attached: bool = False
+    ) -> ConfiguredPartition:
+        """Put the partition's IPUs back into their initial state, detaching applications.
+
+        ``unless_attached``: refuse instead (:class:`MachineConflict`, ``IPU_ATTACHED``) while
+        an application holds one of them, checked in the same step as the reset.
+        """
         ...
 
     async def configurations(self) -> list[ConfiguredPartition]:

@@ -300,9 +300,11 @@ class AgentClient(ClosedOnExit):
         return bool(reply.released)
 
     async def reset_partition(
-        self, partition_id: str, *, timeout: float | None = None
+        self, partition_id: str, *, unless_attached: bool = False, timeout: float | None = None
     ) -> ConfiguredPartition:
-        request = pb.ResetPartitionRequest(partition_id=partition_id)
+        request = pb.ResetPartitionRequest(
+            partition_id=partition_id, unless_attached=unless_attached
+        )
         reply = await self._call(self._stub.ResetPartition, request, timeout)
         return self._decode(lambda: convert.configured_from_wire(reply.partition))
 

@@ -235,8 +235,16 @@ class EmulatedMachine:
         )
         return True
 
-    def reset(self, partition_id: str) -> ConfiguredPartition:
+    def reset(self, partition_id: str, *, unless_attached: bool = False) -> ConfiguredPartition:
         entry = self._require(partition_id)
+        held = [d for d in entry.config.device_ids if d in self._attached_device]
+        if unless_attached and held:
+            raise MachineConflict(
+                f"not resetting partition {partition_id}: an application holds IPU"
+                f"{'s' if len(held) > 1 else ''} {', '.join(map(str, held))} of agent"
+                f" {self._agent_id}",
+                Reason.IPU_ATTACHED,
+            )
         for device_id in entry.config.device_ids:
             fault = self._ipu_faults.get(device_id)
             if fault is not None:

@@ -58,8 +58,10 @@ class EmulatedBackend:
     async def release(self, partition_id: str) -> bool:
         return self.machine.release(partition_id)
 
-    async def reset(self, partition_id: str) -> ConfiguredPartition:
-        return self.machine.reset(partition_id)
+    async def reset(
+        self, partition_id: str, *, unless_attached: bool = False
+    ) -> ConfiguredPartition:
+        return self.machine.reset(partition_id, unless_attached=unless_attached)
 
     async def configurations(self) -> list[ConfiguredPartition]:
         return self.machine.configurations()

@@ -51,7 +51,8 @@ class Reason(enum.StrEnum):
     WRONG_PARTITION = "wrong-partition"
     """IPUoF: the IPU belongs to another partition."""
     IPU_ATTACHED = "ipu-attached"
-    """IPUoF: another application holds the IPU."""
+    """IPUoF: another application holds the IPU; or a reset asked to spare partitions in use
+    found one in use."""
     FAULT_INJECTION_DISABLED = "fault-injection-disabled"
     """The agent was not started with ``--enable-fault-injection``."""
     UNKNOWN = "unknown"

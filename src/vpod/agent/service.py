@@ -295,7 +295,9 @@ class AgentService(pb_grpc.AgentServiceServicer):
     async def ResetPartition(
         self, request: pb.ResetPartitionRequest, context: grpc.aio.ServicerContext
     ) -> pb.ResetPartitionReply:
-        held = await self._backend.reset(request.partition_id)
+        held = await self._backend.reset(
+            request.partition_id, unless_attached=request.unless_attached
+        )
         return pb.ResetPartitionReply(partition=convert.configured_to_wire(self._with_hosts(held)))
 
     @_management_call

@@ -41,7 +41,11 @@ class AgentGateway(Protocol):
 
     async def release(self, agent: Agent, partition_id: str, *, timeout: float) -> None: ...
 
-    async def reset(self, agent: Agent, partition_id: str, *, timeout: float) -> None: ...
+    async def reset(
+        self, agent: Agent, partition_id: str, *, unless_attached: bool = False, timeout: float
+    ) -> None:
+        """``unless_attached``: refused (``Reason.IPU_ATTACHED``) while an application holds
+        an IPU of the partition there, checked by the agent in the same step as the reset."""
 
     async def identity(self, agent: Agent, *, timeout: float) -> MachineIdentity: ...
 

@@ -71,8 +71,15 @@ class GrpcAgentGateway:
     async def release(self, agent: Agent, partition_id: str, *, timeout: float) -> None:
         await self._call(agent, lambda c: c.release_partition(partition_id, timeout=timeout))
 
-    async def reset(self, agent: Agent, partition_id: str, *, timeout: float) -> None:
-        await self._call(agent, lambda c: c.reset_partition(partition_id, timeout=timeout))
+    async def reset(
+        self, agent: Agent, partition_id: str, *, unless_attached: bool = False, timeout: float
+    ) -> None:
+        await self._call(
+            agent,
+            lambda c: c.reset_partition(
+                partition_id, unless_attached=unless_attached, timeout=timeout
+            ),
+        )
 
     async def identity(self, agent: Agent, *, timeout: float) -> MachineIdentity:
         return await self._call(agent, lambda c: c.get_identity(timeout=timeout))

@@ -14,7 +14,8 @@ Every round the leader asks each agent for its health with a short deadline.
   unless a later event of the partition (reset, release, configuration, a
   new attach) superseded the detach, or another application still holds
   one of its IPUs (the instances of one run each hold their own IPUs: the
-  last to leave triggers the reset). That rule also reads the agent's whole
+  last to leave triggers the reset; since the heartbeats are a round old, the
+  machines check again in the same step as the reset, ``unless_attached``). That rule also reads the agent's whole
   log at first contact, so a detach that happened before this leader's first
   round (or while no controller listened) still gets its reset, and one a
   previous leader already answered with a reset gets no second one.
@@ -210,7 +211,9 @@ class HeartbeatMonitor:
                 del self._detached[partition_id]
                 continue
             try:
-                done = await self._repair.auto_reset(record, why, fresh=tries == 0)
+                done = await self._repair.auto_reset(
+                    record, why, fresh=tries == 0, spare_attached=True
+                )
             except Exception:
                 log.exception("auto-reset of %s after a detach failed", partition_id)
                 done = False

@@ -17,7 +17,9 @@ user's remove cannot both win.
   when a user resets the partition, so the maximum bounds the retries of one
   problem, not the automatic resets of a partition's whole life.
   An application detaching from a non-reconfigurable ACTIVE partition also
-  triggers an auto-reset (vipu-system.md §4).
+  triggers an auto-reset (vipu-system.md §4), sent with ``unless_attached``:
+  a machine where another application holds an IPU of the partition refuses
+  in the same step, and the attempt is ``deferred`` (audited, not counted).
 - Abandoned operations (the controller that ran them died): creates are
   rolled back, removes finished, resets run again — once the operation is
   older than ``operation_deadline_s``, which is longer than any live
@@ -30,6 +32,7 @@ import dataclasses
 import logging
 from collections.abc import Callable, Iterable
 
+from vpod.agent.errors import AgentError, AgentRefused, Reason
 from vpod.domain.entities import Cluster
 from vpod.domain.errors import IllegalTransition
 from vpod.domain.partition_states import (
@@ -95,11 +98,23 @@ class PartitionRepair:
             and record.auto_reset_retry_count < record.max_auto_reset_retries
         )
 
-    async def auto_reset(self, record: PartitionRecord, why: str, *, fresh: bool = False) -> bool:
+    async def auto_reset(
+        self,
+        record: PartitionRecord,
+        why: str,
+        *,
+        fresh: bool = False,
+        spare_attached: bool = False,
+    ) -> bool:
         """Reset without a user asking; True when the partition is ACTIVE/IDLE afterwards.
 
         ``fresh``: the reason is new (an application detached from a healthy partition),
         so this is attempt 1 of a new episode rather than one more retry.
+        ``spare_attached``: each agent resets only if no application holds an IPU of the
+        partition there, in the same step (the controller's view of who is attached is a
+        heartbeat old: another instance of a run may have attached since). Where one does,
+        the partition stays as it is and the attempt is not counted: the last application
+        to detach triggers the reset.
         """
         ctx = self._ctx
         if fresh and record.state.ready is ReadyState.ACTIVE:
@@ -117,7 +132,23 @@ class PartitionRepair:
         except Conflict:
             return False  # someone else acted on it; the next round looks again
         agents = await self._p.agents_of(cluster, record)
-        _, failed = await self._p.reset_on_agents(cluster, record, agents)
+        _, failed = await self._p.reset_on_agents(
+            cluster, record, agents, unless_attached=spare_attached
+        )
+        in_use = {a: e for a, e in failed.items() if _held_by_an_application(e)}
+        if failed and len(in_use) == len(failed):
+            await self._p.move_state(
+                record,
+                Event.RESET_DONE,
+                errors_=(),
+                also={"auto_reset_retry_count": record.auto_reset_retry_count - 1},
+            )
+            cause = describe_failures(in_use)
+            log.info("not resetting %s: %s", record.id, cause)
+            await ctx.audit(
+                SYSTEM, "auto_reset_partition", record.id, "deferred", f"{why}; {cause}"
+            )
+            return True
         if failed:
             cause = describe_failures(failed)
             await self._p.move_state(record, Event.RESET_FAILED, errors_=(cause,))
@@ -299,6 +330,10 @@ class PartitionRepair:
                 ipu.machine for ipu in record.ipus
             ):
                 await self.fault(record, reason)
+
+
+def _held_by_an_application(error: AgentError) -> bool:
+    return isinstance(error, AgentRefused) and error.reason is Reason.IPU_ATTACHED
 
 
 def _next(record: PartitionRecord, event: Event) -> PartitionState:

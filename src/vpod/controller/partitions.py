@@ -416,10 +416,17 @@ class PartitionService:
     # ---------------------------------------------------------------- helpers
 
     async def reset_on_agents(
-        self, cluster: Cluster, record: PartitionRecord, agents: list[Agent]
+        self,
+        cluster: Cluster,
+        record: PartitionRecord,
+        agents: list[Agent],
+        *,
+        unless_attached: bool = False,
     ) -> tuple[dict[str, None], dict[str, AgentError]]:
         """Reset the partition on every agent; one that lost it (it restarted) is given
-        its configuration again first, since a reset means "as freshly configured"."""
+        its configuration again first, since a reset means "as freshly configured".
+        ``unless_attached``: an agent where an application holds one of its IPUs refuses
+        (``Reason.IPU_ATTACHED``) instead of evicting it."""
         ctx = self._ctx
         timeout = ctx.settings.agent_timeout_s
         configs = _machine_configs(cluster, record)
@@ -427,7 +434,9 @@ class PartitionService:
 
         async def reset(agent: Agent) -> None:
             try:
-                await ctx.gateway.reset(agent, record.id, timeout=timeout)
+                await ctx.gateway.reset(
+                    agent, record.id, unless_attached=unless_attached, timeout=timeout
+                )
             except AgentRefused as exc:
                 if exc.reason is not Reason.UNKNOWN_PARTITION:
                     raise

@@ -594,15 +594,22 @@ class ResetPartitionRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     PARTITION_ID_FIELD_NUMBER: _builtins.int
+    UNLESS_ATTACHED_FIELD_NUMBER: _builtins.int
     partition_id: _builtins.str
+    unless_attached: _builtins.bool
+    """Refuse (FAILED_PRECONDITION, reason ipu-attached) while an application holds an IPU of
+    the partition on this machine, checked and reset in one step: the controller's
+    auto-reset after one application detached must not evict another that just attached.
+    """
     def __init__(
         self,
         *,
         partition_id: _builtins.str = ...,
+        unless_attached: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["partition_id", b"partition_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["partition_id", b"partition_id", "unless_attached", b"unless_attached"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
