@@ -199,3 +199,26 @@ def test_an_openstack_that_does_not_answer_is_a_temporary_error(
             run(OpenStackCompute(openstack_cloud.options).shelve("sv-any"))
     finally:
         os.environ["OS_CLIENT_CONFIG_FILE"] = before
+
+
+def test_a_volume_cinder_cannot_place_fails_with_cinder_s_reason(
+    openstack_cloud: LocalOpenStack,
+) -> None:
+    """A vpod volume type mapped to a Cinder type no backend serves: Cinder puts the volume
+    in ``error``, and the driver's permanent error carries Cinder's own sentence (its user
+    message), not only the status."""
+    admin = openstack_cloud.admin()
+    cinder_type = admin.block_storage.find_type("vpod-no-backend") or (
+        admin.block_storage.create_type(
+            name="vpod-no-backend", extra_specs={"volume_backend_name": "no-such-backend"}
+        )
+    )
+    options = replace(openstack_cloud.options, volume_types={"nowhere": cinder_type.name})
+    volumes = CinderVolumes(options)
+    volume_id = f"vn-{uuid.uuid4().hex[:8]}"
+    try:
+        with pytest.raises(DriverError, match=r"is error: .*backend") as failed:
+            run(volumes.create(volume_id, 1, "nowhere", None))
+        assert not failed.value.temporary
+    finally:
+        run(volumes.delete(volume_id))

@@ -15,10 +15,11 @@ Every round the leader asks each agent for its health with a short deadline.
   new attach) superseded the detach, or another application still holds
   one of its IPUs (the instances of one run each hold their own IPUs: the
   last to leave triggers the reset; since the heartbeats are a round old, the
-  machines check again in the same step as the reset, ``unless_attached``). That rule also reads the agent's whole
-  log at first contact, so a detach that happened before this leader's first
-  round (or while no controller listened) still gets its reset, and one a
-  previous leader already answered with a reset gets no second one.
+  machines check again in the same step as the reset, ``unless_attached``).
+  That rule also reads the agent's whole log at first contact, so a detach
+  that happened before this leader's first round (or while no controller
+  listened) still gets its reset, and one a previous leader already answered
+  with a reset gets no second one.
 
 Writes happen on a change, and for the time of the last heartbeat (what the
 agent listings and the pod map show as last seen): each agent's is written

@@ -24,6 +24,22 @@ if TYPE_CHECKING:
 BUSY = ("creating", "downloading", "attaching", "detaching", "reserved", "deleting")
 
 
+def cinder_says(conn: Connection, volume_id: str) -> str:
+    """Cinder's latest user message about a volume (why it went to ``error``: "schedule
+    allocate volume:Could not find any available weighted backend."), or ""."""
+    from openstack import exceptions as sdk
+
+    try:  # filtering messages needs microversion 3.5
+        reply = conn.block_storage.get(
+            f"/messages?resource_uuid={volume_id}&sort=created_at:desc&limit=1",
+            microversion="3.5",
+        )
+        messages = reply.json().get("messages", []) if reply.ok else []
+    except (sdk.SDKException, ValueError):
+        return ""  # the reason is a courtesy: the status alone still fails the call
+    return str(messages[0].get("user_message", "")) if messages else ""
+
+
 class CinderVolumes:
     name = "cinder"
 
@@ -40,6 +56,7 @@ class CinderVolumes:
             ("error", "error_deleting", "error_restoring", "error_extending"),
             self.options.wait_s,
             f"Cinder volume {volume.name}",
+            why=lambda v: cinder_says(conn, v.id),
         )
 
     async def create(

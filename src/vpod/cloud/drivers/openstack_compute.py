@@ -71,21 +71,15 @@ class OpenStackCompute:
 
     def _wait(self, conn: Connection, server: Server, *status: str) -> Server:
         """Until Nova reports one of ``status`` (ERROR: the server's fault, permanent)."""
-        try:
-            return wait_for(
-                lambda: conn.compute.get_server(server.id),
-                lambda s: str(s.status),
-                status,
-                ("ERROR",),
-                self.options.wait_s,
-                f"Nova server {server.name}",
-            )
-        except DriverError as exc:
-            if exc.temporary:
-                raise
-            current = conn.compute.get_server(server.id)
-            fault = (current.fault or {}).get("message", "no reason given")
-            raise DriverError(f"Nova server {current.name} is in ERROR: {fault}") from None
+        return wait_for(
+            lambda: conn.compute.get_server(server.id),
+            lambda s: str(s.status),
+            status,
+            ("ERROR",),
+            self.options.wait_s,
+            f"Nova server {server.name}",
+            why=lambda s: str((s.fault or {}).get("message", "no reason given")),
+        )
 
     # -- life cycle ---------------------------------------------------------------------------
 

@@ -72,10 +72,12 @@ def wait_for(
     failed: tuple[str, ...],
     wait_s: float,
     what: str,
+    why: Callable[[T], str] | None = None,
 ) -> T:
     """Ask ``fetch()`` every second until its status is one of ``wanted`` (any of them: a
     shelved server may go straight to SHELVED_OFFLOADED). A status in ``failed`` raises
-    :class:`DriverError`; still not there after ``wait_s``: :class:`TemporaryDriverError`."""
+    :class:`DriverError` (with ``why(it)``, the service's own reason, where given); still
+    not there after ``wait_s``: :class:`TemporaryDriverError`."""
     deadline = time.monotonic() + wait_s
     while True:
         current = fetch()
@@ -83,7 +85,8 @@ def wait_for(
         if status in wanted:
             return current
         if status in failed:
-            raise DriverError(f"{what} is {status}")
+            reason = why(current) if why is not None else ""
+            raise DriverError(f"{what} is {status}" + (f": {reason}" if reason else ""))
         if time.monotonic() >= deadline:
             raise TemporaryDriverError(
                 f"{what} is still {status} after {wait_s:.0f} s, not {' or '.join(wanted)}"
