@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -46,6 +46,7 @@ from vpod.agent.model import (
     MachineIdentity,
     PartitionConfig,
 )
+from vpod.controller.agent_gateway import Outcomes, configure_one_by_one, release_one_by_one
 from vpod.controller.clock import FakeClock
 from vpod.domain.entities import Agent
 from vpod.wire.errors import grpc_status
@@ -313,6 +314,23 @@ class ScriptedGateway:
             access.forget(partition_id)
 
         await self._run(Call("release", agent.id, partition_id), timeout, act)
+
+    async def configure_all(
+        self,
+        agents: Sequence[Agent],
+        configs: Mapping[str, PartitionConfig],
+        *,
+        hosts: Sequence[str],
+        timeout: float,
+    ) -> Outcomes:
+        # One call per machine, each matched by the rules: what a test scripts per machine
+        # holds whichever way a real gateway groups them.
+        return await configure_one_by_one(self, agents, configs, hosts=hosts, timeout=timeout)
+
+    async def release_all(
+        self, agents: Sequence[Agent], partition_id: str, *, timeout: float
+    ) -> Outcomes:
+        return await release_one_by_one(self, agents, partition_id, timeout=timeout)
 
     async def reset(
         self, agent: Agent, partition_id: str, *, unless_attached: bool = False, timeout: float

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Self, TypedDict, TypeVar, Unpack
 
 import grpc
@@ -114,11 +114,25 @@ R = TypeVar("R")
 def _reason(metadata: Iterable[tuple[str, Any]] | None) -> Reason:
     for key, value in metadata or ():
         if key == REASON_KEY:
-            try:
-                return Reason(value)
-            except ValueError:
-                return Reason.UNKNOWN
+            return _known_reason(value)
     return Reason.UNKNOWN
+
+
+def _known_reason(value: str) -> Reason:
+    try:
+        return Reason(value)
+    except ValueError:
+        return Reason.UNKNOWN
+
+
+_REFUSED_NAMES = frozenset(code.name for code in _REFUSED)
+
+
+def machine_refusal(agent: str, address: str, refusal: pb.MachineRefusal) -> AgentError:
+    """One machine's failed part of a fleet call, as the single call would have raised it."""
+    if refusal.code in _REFUSED_NAMES:
+        return AgentRefused(agent, refusal.message, _known_reason(refusal.reason), refusal.code)
+    return AgentFailed(agent, f"agent {agent} at {address} failed: {refusal.message}", refusal.code)
 
 
 def translate(agent: str, address: str, err: grpc.aio.AioRpcError) -> AgentError:
@@ -324,6 +338,50 @@ class AgentClient(ClosedOnExit):
             self._stub.ListConfigurations, pb.ListConfigurationsRequest(), timeout
         )
         return self._decode(lambda: [convert.configured_from_wire(p) for p in reply.partitions])
+
+    async def fleet_configure(
+        self,
+        configs: Mapping[str, PartitionConfig],
+        *,
+        hosts: Sequence[str] = (),
+        timeout: float | None = None,
+    ) -> dict[str, AgentError | None]:
+        """Configure each machine's part (by agent id) in one call: None where it is done,
+        the error the single call would have raised where not; a machine the process does
+        not serve promptly now is left out (ask it alone)."""
+        request = pb.FleetConfigurePartitionRequest(
+            machines=[
+                pb.MachineConfigure(
+                    agent_id=agent_id,
+                    request=pb.ConfigurePartitionRequest(
+                        config=convert.config_to_wire(config), allowed_hosts=hosts
+                    ),
+                )
+                for agent_id, config in configs.items()
+            ]
+        )
+        reply = await self._call(self._stub.FleetConfigurePartition, request, timeout)
+        return {
+            m.agent_id: machine_refusal(m.agent_id, self.address, m.refused)
+            if m.HasField("refused")
+            else None
+            for m in reply.machines
+        }
+
+    async def fleet_release(
+        self, agent_ids: Sequence[str], partition_id: str, *, timeout: float | None = None
+    ) -> dict[str, AgentError | bool]:
+        """Release the partition on each machine in one call: whether it was released now
+        (False: it was not configured), or the error; machines left out as
+        :meth:`fleet_configure`."""
+        request = pb.FleetReleasePartitionRequest(agent_ids=agent_ids, partition_id=partition_id)
+        reply = await self._call(self._stub.FleetReleasePartition, request, timeout)
+        return {
+            m.agent_id: machine_refusal(m.agent_id, self.address, m.refused)
+            if m.HasField("refused")
+            else bool(m.released.released)
+            for m in reply.machines
+        }
 
     async def fleet_configurations(
         self, agent_ids: Sequence[str], *, timeout: float | None = None

@@ -259,6 +259,11 @@ class AgentService(pb_grpc.AgentServiceServicer):
     async def ConfigurePartition(
         self, request: pb.ConfigurePartitionRequest, context: grpc.aio.ServicerContext
     ) -> pb.ConfigurePartitionReply:
+        return await self.configure_reply(request)
+
+    async def configure_reply(
+        self, request: pb.ConfigurePartitionRequest
+    ) -> pb.ConfigurePartitionReply:
         if not request.HasField("config"):
             raise InvalidRequest("ConfigurePartition needs a config: none was sent")
         config = convert.config_from_wire(request.config)
@@ -273,9 +278,56 @@ class AgentService(pb_grpc.AgentServiceServicer):
     async def ReleasePartition(
         self, request: pb.ReleasePartitionRequest, context: grpc.aio.ServicerContext
     ) -> pb.ReleasePartitionReply:
-        released = await self._backend.release(request.partition_id)
-        self._access.forget(request.partition_id)
+        return await self.release_reply(request.partition_id)
+
+    async def release_reply(self, partition_id: str) -> pb.ReleasePartitionReply:
+        released = await self._backend.release(partition_id)
+        self._access.forget(partition_id)
         return pb.ReleasePartitionReply(released=released)
+
+    # Not gated, as FleetHealth: a member that is hung or slowed is left out (the caller
+    # asks it alone, under its own deadline), not a reason to hold up the others.
+    @_ungated_call
+    async def FleetConfigurePartition(
+        self, request: pb.FleetConfigurePartitionRequest, context: grpc.aio.ServicerContext
+    ) -> pb.FleetPartitionReply:
+        wanted = {m.agent_id: m.request for m in request.machines}
+        members = self._prompt_members(wanted)
+        outcomes = await asyncio.gather(
+            *(m.machine_outcome(a, "configured", m.configure_reply(wanted[a])) for a, m in members)
+        )
+        return pb.FleetPartitionReply(machines=outcomes)
+
+    @_ungated_call
+    async def FleetReleasePartition(
+        self, request: pb.FleetReleasePartitionRequest, context: grpc.aio.ServicerContext
+    ) -> pb.FleetPartitionReply:
+        pid = request.partition_id
+        members = self._prompt_members(request.agent_ids)
+        outcomes = await asyncio.gather(
+            *(m.machine_outcome(a, "released", m.release_reply(pid)) for a, m in members)
+        )
+        return pb.FleetPartitionReply(machines=outcomes)
+
+    async def machine_outcome(
+        self, agent_id: str, field: str, reply: Awaitable[Any]
+    ) -> pb.MachineOutcome:
+        """One machine's part of a fleet call: its reply under ``field``, or what the single
+        call's status would have said (a refusal's code, reason and sentence; INTERNAL)."""
+        try:
+            return pb.MachineOutcome(agent_id=agent_id, **{field: await reply})
+        except MachineRefusal as exc:
+            refusal = pb.MachineRefusal(
+                code=grpc_status(exc).name, reason=exc.reason.value, message=bounded(exc.message)
+            )
+        except Exception:
+            log.exception("agent %s failed its part of a fleet call", agent_id)
+            refusal = pb.MachineRefusal(
+                code="INTERNAL",
+                reason=Reason.UNKNOWN.value,
+                message=f"agent {agent_id} failed its part of a fleet call: see the agent's log",
+            )
+        return pb.MachineOutcome(agent_id=agent_id, refused=refusal)
 
     @_management_call
     async def SetPartitionHosts(

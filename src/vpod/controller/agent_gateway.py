@@ -41,6 +41,23 @@ class AgentGateway(Protocol):
 
     async def release(self, agent: Agent, partition_id: str, *, timeout: float) -> None: ...
 
+    async def configure_all(
+        self,
+        agents: Sequence[Agent],
+        configs: Mapping[str, PartitionConfig],
+        *,
+        hosts: Sequence[str],
+        timeout: float,
+    ) -> Outcomes:
+        """:meth:`configure` every agent's part (``configs`` by agent id), as
+        :func:`fan_out` sorts them; a gateway may ask machines sharing an agent process in
+        one call (:func:`configure_one_by_one` asks each alone)."""
+
+    async def release_all(
+        self, agents: Sequence[Agent], partition_id: str, *, timeout: float
+    ) -> Outcomes:
+        """:meth:`release` the partition on every agent, as :meth:`configure_all`."""
+
     async def reset(
         self, agent: Agent, partition_id: str, *, unless_attached: bool = False, timeout: float
     ) -> None:
@@ -90,6 +107,31 @@ class AgentGateway(Protocol):
         """Drop the connection to an agent (it restarted): the next call dials afresh."""
 
     async def close(self) -> None: ...
+
+
+Outcomes = tuple[dict[str, None], dict[str, AgentError]]
+"""What a call to many agents did: the agents it succeeded on, and each failed one's error."""
+
+
+async def configure_one_by_one(
+    gateway: AgentGateway,
+    agents: Sequence[Agent],
+    configs: Mapping[str, PartitionConfig],
+    *,
+    hosts: Sequence[str],
+    timeout: float,
+) -> Outcomes:
+    """:meth:`AgentGateway.configure_all` with one call per agent."""
+    return await fan_out(
+        agents, lambda a: gateway.configure(a, configs[a.id], hosts=hosts, timeout=timeout)
+    )
+
+
+async def release_one_by_one(
+    gateway: AgentGateway, agents: Sequence[Agent], partition_id: str, *, timeout: float
+) -> Outcomes:
+    """:meth:`AgentGateway.release_all` with one call per agent."""
+    return await fan_out(agents, lambda a: gateway.release(a, partition_id, timeout=timeout))
 
 
 FAN_OUT_IN_FLIGHT = 64

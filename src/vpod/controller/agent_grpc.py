@@ -2,16 +2,23 @@
 
 Every call presents the agent's key (``Agent.key``, from the store): agents obey
 only the controller that knows it (docs/adr/0002-agent-credentials.md).
+
+Machines that share an agent process (an emulated pod: the ``fleet_id`` of
+their heartbeats, learnt here as the answers pass) are configured and
+released in one call per process and partition: a 16-IPU partition across
+four machines costs one call each way instead of four. A machine the process
+leaves out of its answer, or every machine of a call that failed, is asked
+alone; a call that ran out of time is each machine's timeout.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 from vpod.agent.client import AgentClient, ChannelPool, HealthMemo
-from vpod.agent.errors import AgentUnavailable
+from vpod.agent.errors import AgentError, AgentTimeout, AgentUnavailable
 from vpod.agent.model import (
     ConfiguredPartition,
     Fault,
@@ -23,7 +30,11 @@ from vpod.agent.model import (
 )
 from vpod.domain.entities import Agent
 
+from .agent_gateway import Outcomes, fan_out
+
 T = TypeVar("T")
+
+_LEFT_OUT = object()
 
 
 class GrpcAgentGateway:
@@ -33,6 +44,8 @@ class GrpcAgentGateway:
         self._pool = ChannelPool()
         self._health_memo = HealthMemo()
         self._closing: set[asyncio.Task[None]] = set()
+        self._fleet_of: dict[str, str] = {}
+        """Per agent: the process hosting it, from its last heartbeat ("": alone)."""
 
     def _client(self, agent: Agent) -> AgentClient:
         return self._pool.client(agent.address, agent_id=agent.id, key=agent.key)
@@ -100,14 +113,108 @@ class GrpcAgentGateway:
         return await self._call(agent, lambda c: c.list_ipu_attributes(timeout=timeout))
 
     async def health(self, agent: Agent, *, since_event: int = 0, timeout: float) -> MachineHealth:
-        return await self._call(agent, lambda c: c.health(since_event, timeout=timeout))
+        health = await self._call(agent, lambda c: c.health(since_event, timeout=timeout))
+        self._fleet_of[health.agent_id] = health.fleet_id
+        return health
 
     async def fleet_health(
         self, agent: Agent, machines: Sequence[tuple[str, int]], *, timeout: float
     ) -> list[MachineHealth]:
-        return await self._call(
+        answers = await self._call(
             agent, lambda c: c.fleet_health(machines, timeout=timeout, memo=self._health_memo)
         )
+        for health in answers:
+            self._fleet_of[health.agent_id] = health.fleet_id
+        return answers
+
+    # -- one call per agent process
+
+    async def configure_all(
+        self,
+        agents: Sequence[Agent],
+        configs: Mapping[str, PartitionConfig],
+        *,
+        hosts: Sequence[str],
+        timeout: float,
+    ) -> Outcomes:
+        return await self._per_process(
+            agents,
+            lambda a: self.configure(a, configs[a.id], hosts=hosts, timeout=timeout),
+            lambda via, ids: self._call(
+                via,
+                lambda c: c.fleet_configure(
+                    {i: configs[i] for i in ids}, hosts=hosts, timeout=timeout
+                ),
+            ),
+        )
+
+    async def release_all(
+        self, agents: Sequence[Agent], partition_id: str, *, timeout: float
+    ) -> Outcomes:
+        return await self._per_process(
+            agents,
+            lambda a: self.release(a, partition_id, timeout=timeout),
+            lambda via, ids: self._call(
+                via, lambda c: c.fleet_release(ids, partition_id, timeout=timeout)
+            ),
+        )
+
+    async def _per_process(
+        self,
+        agents: Sequence[Agent],
+        alone: Callable[[Agent], Awaitable[None]],
+        together: Callable[[Agent, list[str]], Awaitable[Mapping[str, AgentError | object]]],
+    ) -> Outcomes:
+        """``together`` once per agent process hosting several of ``agents`` (asked through
+        its first member), ``alone`` for the others and for the machines a process left out."""
+        processes: dict[str, list[Agent]] = {}
+        for agent in agents:
+            processes.setdefault(self._fleet_of.get(agent.id, ""), []).append(agent)
+        singles = [
+            a for f, members in processes.items() if not f or len(members) < 2 for a in members
+        ]
+        done: dict[str, None] = {}
+        failed: dict[str, AgentError] = {}
+
+        async def one_call(members: list[Agent]) -> None:
+            via = members[0]
+            try:
+                answers = await together(via, [a.id for a in members])
+            except AgentTimeout as exc:  # the process is stuck: each machine's timeout
+                for agent in members:
+                    failed[agent.id] = AgentTimeout(
+                        agent.id,
+                        f"agent {agent.id} (asked with the machines of its process through"
+                        f" {via.id}) did not answer in time; it may be hung or overloaded,"
+                        " and may still carry the call out",
+                        cause=exc.cause,
+                    )
+                return
+            except AgentError:
+                # That machine's port is gone, say: each is asked alone, and it leads no
+                # call of its process until its heartbeat is answered again.
+                self._fleet_of.pop(via.id, None)
+                answers = {}
+            for agent in members:
+                answer = answers.get(agent.id, _LEFT_OUT)
+                if isinstance(answer, AgentError):
+                    failed[agent.id] = answer
+                elif answer is not _LEFT_OUT:
+                    done[agent.id] = None
+            left_out = [a for a in members if a.id not in answers]
+            if left_out:
+                alone_done, alone_failed = await fan_out(left_out, alone)
+                done.update(alone_done)
+                failed.update(alone_failed)
+
+        async def each_alone() -> None:
+            alone_done, alone_failed = await fan_out(singles, alone)
+            done.update(alone_done)
+            failed.update(alone_failed)
+
+        groups = [m for f, m in processes.items() if f and len(m) >= 2]
+        await asyncio.gather(each_alone(), *(one_call(g) for g in groups))
+        return done, failed
 
     async def link_tests(
         self, agent: Agent, kinds: Iterable[LinkTestKind], *, timeout: float

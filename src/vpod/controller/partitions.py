@@ -305,16 +305,24 @@ class PartitionService:
         configs = _machine_configs(cluster, record)
         hosts = await self.hosts_of(record)
         timeout = self._ctx.settings.agent_timeout_s
-        _, failed = await fan_out(
-            agents, lambda a: self._configure_on(a, configs[a.id], hosts, timeout)
-        )
+        gateway = self._ctx.gateway
+        _, failed = await gateway.configure_all(agents, configs, hosts=hosts, timeout=timeout)
+        busy = [a for a in agents if _ipus_busy(failed.get(a.id))]
+        if busy:  # maybe strays a lost race left behind: freed, then configured once more
+            again, still = await fan_out(
+                busy,
+                lambda a: self._configure_after_busy(
+                    a, configs[a.id], hosts, timeout, failed[a.id]
+                ),
+            )
+            failed = {k: v for k, v in failed.items() if k not in again} | still
         if not failed:
             # What the agents reported for IPUoF is recorded now: a dead agent must not hide
             # the configuration of a partition that is ACTIVE on it.
             await self._facts.remember(agents)
             return await self.move_state(record, Event.CONFIGURED, errors_=())
         # Undo: release everywhere (release is idempotent), then give the IPUs back.
-        await fan_out(agents, lambda a: self._ctx.gateway.release(a, record.id, timeout=timeout))
+        await gateway.release_all(agents, record.id, timeout=timeout)
         await self.forget_partition(cluster, record)
         cause = describe_failures(failed)
         await self._ctx.audit(caller, "create_partition", record.id, "failed", cause)
@@ -326,21 +334,21 @@ class PartitionService:
             raise _PlacedOnFaultyIpu(message)
         raise errors.Unavailable(message)
 
-    async def _configure_on(
-        self, agent: Agent, config: PartitionConfig, hosts: Sequence[str], timeout: float
+    async def _configure_after_busy(
+        self,
+        agent: Agent,
+        config: PartitionConfig,
+        hosts: Sequence[str],
+        timeout: float,
+        refusal: AgentError,
     ) -> None:
-        """Configure a new partition's part on ``agent``. IPUs the store gave this partition
-        but the agent still holds for a partition the store does not know (a stray a lost
-        race or an interrupted undo left behind) are freed first, once."""
-        gateway = self._ctx.gateway
-        try:
-            await gateway.configure(agent, config, hosts=hosts, timeout=timeout)
-        except AgentRefused as exc:
-            if exc.reason is not Reason.IPU_BUSY or not await self._free_strays(
-                agent, config, timeout
-            ):
-                raise
-            await gateway.configure(agent, config, hosts=hosts, timeout=timeout)
+        """Configure a new partition's part on ``agent``, which refused it as busy: IPUs
+        the store gave this partition but the agent still holds for a partition the store
+        does not know (a stray a lost race or an interrupted undo left behind) are freed,
+        and the part configured once more. Nothing to free: the refusal stands."""
+        if not await self._free_strays(agent, config, timeout):
+            raise refusal
+        await self._ctx.gateway.configure(agent, config, hosts=hosts, timeout=timeout)
 
     async def _free_strays(self, agent: Agent, config: PartitionConfig, timeout: float) -> int:
         """Release, on ``agent``, the partitions that hold IPUs of ``config`` and that the
@@ -371,9 +379,7 @@ class PartitionService:
         record = await self.move_state(record, request)
         agents = await self.agents_of(cluster, record)
         timeout = self._ctx.settings.agent_timeout_s
-        _, failed = await fan_out(
-            agents, lambda a: self._ctx.gateway.release(a, record.id, timeout=timeout)
-        )
+        _, failed = await self._ctx.gateway.release_all(agents, record.id, timeout=timeout)
         if failed and not force:
             cause = describe_failures(failed)
             await self.move_state(record, Event.REMOVE_FAILED, errors_=(cause,))
@@ -534,6 +540,10 @@ class PartitionService:
     async def agents_of(self, cluster: Cluster, record: PartitionRecord) -> list[Agent]:
         machines = sorted({ipu.machine for ipu in record.ipus})
         return await self._inventory.agents(cluster.agent_of(m) for m in machines)
+
+
+def _ipus_busy(error: AgentError | None) -> bool:
+    return isinstance(error, AgentRefused) and error.reason is Reason.IPU_BUSY
 
 
 def _machine_configs(cluster: Cluster, record: PartitionRecord) -> dict[str, PartitionConfig]:

@@ -590,6 +590,159 @@ class ReleasePartitionReply(_message.Message):
 Global___ReleasePartitionReply: _TypeAlias = ReleasePartitionReply  # noqa: Y015
 
 @_typing.final
+class FleetConfigurePartitionRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MACHINES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def machines(self) -> _containers.RepeatedCompositeFieldContainer[Global___MachineConfigure]: ...
+    def __init__(
+        self,
+        *,
+        machines: _abc.Iterable[Global___MachineConfigure] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["machines", b"machines"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___FleetConfigurePartitionRequest: _TypeAlias = FleetConfigurePartitionRequest  # noqa: Y015
+
+@_typing.final
+class MachineConfigure(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    AGENT_ID_FIELD_NUMBER: _builtins.int
+    REQUEST_FIELD_NUMBER: _builtins.int
+    agent_id: _builtins.str
+    @_builtins.property
+    def request(self) -> Global___ConfigurePartitionRequest: ...
+    def __init__(
+        self,
+        *,
+        agent_id: _builtins.str = ...,
+        request: Global___ConfigurePartitionRequest | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["request", b"request"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "request", b"request"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___MachineConfigure: _TypeAlias = MachineConfigure  # noqa: Y015
+
+@_typing.final
+class FleetReleasePartitionRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    AGENT_IDS_FIELD_NUMBER: _builtins.int
+    PARTITION_ID_FIELD_NUMBER: _builtins.int
+    partition_id: _builtins.str
+    @_builtins.property
+    def agent_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        agent_ids: _abc.Iterable[_builtins.str] | None = ...,
+        partition_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_ids", b"agent_ids", "partition_id", b"partition_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___FleetReleasePartitionRequest: _TypeAlias = FleetReleasePartitionRequest  # noqa: Y015
+
+@_typing.final
+class FleetPartitionReply(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MACHINES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def machines(self) -> _containers.RepeatedCompositeFieldContainer[Global___MachineOutcome]:
+        """only the machines served now, in request order"""
+
+    def __init__(
+        self,
+        *,
+        machines: _abc.Iterable[Global___MachineOutcome] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["machines", b"machines"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___FleetPartitionReply: _TypeAlias = FleetPartitionReply  # noqa: Y015
+
+@_typing.final
+class MachineOutcome(_message.Message):
+    """One machine's answer within a fleet call."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    AGENT_ID_FIELD_NUMBER: _builtins.int
+    CONFIGURED_FIELD_NUMBER: _builtins.int
+    RELEASED_FIELD_NUMBER: _builtins.int
+    REFUSED_FIELD_NUMBER: _builtins.int
+    agent_id: _builtins.str
+    @_builtins.property
+    def configured(self) -> Global___ConfigurePartitionReply: ...
+    @_builtins.property
+    def released(self) -> Global___ReleasePartitionReply: ...
+    @_builtins.property
+    def refused(self) -> Global___MachineRefusal: ...
+    def __init__(
+        self,
+        *,
+        agent_id: _builtins.str = ...,
+        configured: Global___ConfigurePartitionReply | None = ...,
+        released: Global___ReleasePartitionReply | None = ...,
+        refused: Global___MachineRefusal | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["configured", b"configured", "outcome", b"outcome", "refused", b"refused", "released", b"released"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "configured", b"configured", "outcome", b"outcome", "refused", b"refused", "released", b"released"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_outcome: _TypeAlias = _typing.Literal["configured", "released", "refused"]  # noqa: Y015
+    _WhichOneofArgType_outcome: _TypeAlias = _typing.Literal["outcome", b"outcome"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_outcome) -> _WhichOneofReturnType_outcome | None: ...
+
+Global___MachineOutcome: _TypeAlias = MachineOutcome  # noqa: Y015
+
+@_typing.final
+class MachineRefusal(_message.Message):
+    """What the single call's status would have said: the gRPC status code's name
+    (FAILED_PRECONDITION, NOT_FOUND, INVALID_ARGUMENT, INTERNAL ...), the
+    refusal's reason (as the vpod-reason trailer) and its sentence.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CODE_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    code: _builtins.str
+    reason: _builtins.str
+    message: _builtins.str
+    def __init__(
+        self,
+        *,
+        code: _builtins.str = ...,
+        reason: _builtins.str = ...,
+        message: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "message", b"message", "reason", b"reason"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___MachineRefusal: _TypeAlias = MachineRefusal  # noqa: Y015
+
+@_typing.final
 class ResetPartitionRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 

@@ -54,6 +54,16 @@ class AgentServiceStub:
                 request_serializer=vpod_dot_wire_dot_agent__pb2.ReleasePartitionRequest.SerializeToString,
                 response_deserializer=vpod_dot_wire_dot_agent__pb2.ReleasePartitionReply.FromString,
                 _registered_method=True)
+        self.FleetConfigurePartition = channel.unary_unary(
+                '/vpod.agent.v1.AgentService/FleetConfigurePartition',
+                request_serializer=vpod_dot_wire_dot_agent__pb2.FleetConfigurePartitionRequest.SerializeToString,
+                response_deserializer=vpod_dot_wire_dot_agent__pb2.FleetPartitionReply.FromString,
+                _registered_method=True)
+        self.FleetReleasePartition = channel.unary_unary(
+                '/vpod.agent.v1.AgentService/FleetReleasePartition',
+                request_serializer=vpod_dot_wire_dot_agent__pb2.FleetReleasePartitionRequest.SerializeToString,
+                response_deserializer=vpod_dot_wire_dot_agent__pb2.FleetPartitionReply.FromString,
+                _registered_method=True)
         self.ResetPartition = channel.unary_unary(
                 '/vpod.agent.v1.AgentService/ResetPartition',
                 request_serializer=vpod_dot_wire_dot_agent__pb2.ResetPartitionRequest.SerializeToString,
@@ -134,6 +144,23 @@ class AgentServiceServicer:
     def ReleasePartition(self, request, context):
         """Undo a configuration; releasing an unknown partition succeeds.
         """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def FleetConfigurePartition(self, request, context):
+        """ConfigurePartition and ReleasePartition on several machines of this agent process in
+        one call (a partition across four machines of an emulated pod: 1 call instead of 4).
+        Each machine answers for itself: its reply, or its refusal as the single call would
+        have failed. A machine the process does not serve right now (not its own, stopped,
+        hung, slowed) is left out of the reply; ask it alone.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def FleetReleasePartition(self, request, context):
+        """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -234,6 +261,16 @@ def add_AgentServiceServicer_to_server(servicer, server):
                     servicer.ReleasePartition,
                     request_deserializer=vpod_dot_wire_dot_agent__pb2.ReleasePartitionRequest.FromString,
                     response_serializer=vpod_dot_wire_dot_agent__pb2.ReleasePartitionReply.SerializeToString,
+            ),
+            'FleetConfigurePartition': grpc.unary_unary_rpc_method_handler(
+                    servicer.FleetConfigurePartition,
+                    request_deserializer=vpod_dot_wire_dot_agent__pb2.FleetConfigurePartitionRequest.FromString,
+                    response_serializer=vpod_dot_wire_dot_agent__pb2.FleetPartitionReply.SerializeToString,
+            ),
+            'FleetReleasePartition': grpc.unary_unary_rpc_method_handler(
+                    servicer.FleetReleasePartition,
+                    request_deserializer=vpod_dot_wire_dot_agent__pb2.FleetReleasePartitionRequest.FromString,
+                    response_serializer=vpod_dot_wire_dot_agent__pb2.FleetPartitionReply.SerializeToString,
             ),
             'ResetPartition': grpc.unary_unary_rpc_method_handler(
                     servicer.ResetPartition,
@@ -394,6 +431,60 @@ class AgentService:
             '/vpod.agent.v1.AgentService/ReleasePartition',
             vpod_dot_wire_dot_agent__pb2.ReleasePartitionRequest.SerializeToString,
             vpod_dot_wire_dot_agent__pb2.ReleasePartitionReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def FleetConfigurePartition(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vpod.agent.v1.AgentService/FleetConfigurePartition',
+            vpod_dot_wire_dot_agent__pb2.FleetConfigurePartitionRequest.SerializeToString,
+            vpod_dot_wire_dot_agent__pb2.FleetPartitionReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def FleetReleasePartition(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vpod.agent.v1.AgentService/FleetReleasePartition',
+            vpod_dot_wire_dot_agent__pb2.FleetReleasePartitionRequest.SerializeToString,
+            vpod_dot_wire_dot_agent__pb2.FleetPartitionReply.FromString,
             options,
             channel_credentials,
             insecure,

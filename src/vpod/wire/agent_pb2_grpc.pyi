@@ -54,6 +54,14 @@ class AgentServiceStub:
     """
     ReleasePartition: _grpc.UnaryUnaryMultiCallable[_agent_pb2.ReleasePartitionRequest, _agent_pb2.ReleasePartitionReply]
     """Undo a configuration; releasing an unknown partition succeeds."""
+    FleetConfigurePartition: _grpc.UnaryUnaryMultiCallable[_agent_pb2.FleetConfigurePartitionRequest, _agent_pb2.FleetPartitionReply]
+    """ConfigurePartition and ReleasePartition on several machines of this agent process in
+    one call (a partition across four machines of an emulated pod: 1 call instead of 4).
+    Each machine answers for itself: its reply, or its refusal as the single call would
+    have failed. A machine the process does not serve right now (not its own, stopped,
+    hung, slowed) is left out of the reply; ask it alone.
+    """
+    FleetReleasePartition: _grpc.UnaryUnaryMultiCallable[_agent_pb2.FleetReleasePartitionRequest, _agent_pb2.FleetPartitionReply]
     ResetPartition: _grpc.UnaryUnaryMultiCallable[_agent_pb2.ResetPartitionRequest, _agent_pb2.ResetPartitionReply]
     """Put a configured partition's IPUs back into their initial state."""
     SetPartitionHosts: _grpc.UnaryUnaryMultiCallable[_agent_pb2.SetPartitionHostsRequest, _agent_pb2.SetPartitionHostsReply]
@@ -94,6 +102,14 @@ class AgentServiceAsyncStub(AgentServiceStub):
     """
     ReleasePartition: _aio.UnaryUnaryMultiCallable[_agent_pb2.ReleasePartitionRequest, _agent_pb2.ReleasePartitionReply]  # type: ignore[assignment]
     """Undo a configuration; releasing an unknown partition succeeds."""
+    FleetConfigurePartition: _aio.UnaryUnaryMultiCallable[_agent_pb2.FleetConfigurePartitionRequest, _agent_pb2.FleetPartitionReply]  # type: ignore[assignment]
+    """ConfigurePartition and ReleasePartition on several machines of this agent process in
+    one call (a partition across four machines of an emulated pod: 1 call instead of 4).
+    Each machine answers for itself: its reply, or its refusal as the single call would
+    have failed. A machine the process does not serve right now (not its own, stopped,
+    hung, slowed) is left out of the reply; ask it alone.
+    """
+    FleetReleasePartition: _aio.UnaryUnaryMultiCallable[_agent_pb2.FleetReleasePartitionRequest, _agent_pb2.FleetPartitionReply]  # type: ignore[assignment]
     ResetPartition: _aio.UnaryUnaryMultiCallable[_agent_pb2.ResetPartitionRequest, _agent_pb2.ResetPartitionReply]  # type: ignore[assignment]
     """Put a configured partition's IPUs back into their initial state."""
     SetPartitionHosts: _aio.UnaryUnaryMultiCallable[_agent_pb2.SetPartitionHostsRequest, _agent_pb2.SetPartitionHostsReply]  # type: ignore[assignment]
@@ -155,6 +171,26 @@ class AgentServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_agent_pb2.ReleasePartitionReply, _abc.Awaitable[_agent_pb2.ReleasePartitionReply]]:
         """Undo a configuration; releasing an unknown partition succeeds."""
+
+    @_abc_1.abstractmethod
+    def FleetConfigurePartition(
+        self,
+        request: _agent_pb2.FleetConfigurePartitionRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_agent_pb2.FleetPartitionReply, _abc.Awaitable[_agent_pb2.FleetPartitionReply]]:
+        """ConfigurePartition and ReleasePartition on several machines of this agent process in
+        one call (a partition across four machines of an emulated pod: 1 call instead of 4).
+        Each machine answers for itself: its reply, or its refusal as the single call would
+        have failed. A machine the process does not serve right now (not its own, stopped,
+        hung, slowed) is left out of the reply; ask it alone.
+        """
+
+    @_abc_1.abstractmethod
+    def FleetReleasePartition(
+        self,
+        request: _agent_pb2.FleetReleasePartitionRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_agent_pb2.FleetPartitionReply, _abc.Awaitable[_agent_pb2.FleetPartitionReply]]: ...
 
     @_abc_1.abstractmethod
     def ResetPartition(

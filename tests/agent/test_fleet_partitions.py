@@ -1,0 +1,158 @@
+"""FleetConfigurePartition and FleetReleasePartition: one agent process configures and
+releases a partition on every machine it serves promptly, each machine answering for itself;
+and the controller's gRPC gateway asks that way once it heard the machines' heartbeats."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+
+from vpod.agent.client import AgentClient, ChannelPool
+from vpod.agent.errors import AgentRefused, AgentUnavailable, Reason
+from vpod.agent.fleet import AgentFleet, FleetSettings
+from vpod.agent.model import Fault, FaultKind, IpuAssignment, PartitionConfig
+from vpod.controller.agent_grpc import GrpcAgentGateway
+from vpod.domain.entities import Agent
+
+from .conftest import ephemeral_plan
+
+pytestmark = pytest.mark.anyio
+
+
+@asynccontextmanager
+async def _fleet(machines: int, first_address: str) -> AsyncIterator[AgentFleet]:
+    fleet = AgentFleet(
+        FleetSettings(
+            machines=machines,
+            plan=ephemeral_plan(first_address),
+            stop_grace=0,
+            fault_injection=True,
+        )
+    )
+    await fleet.start()
+    try:
+        yield fleet
+    finally:
+        await fleet.stop()
+
+
+def _config(partition_id: str, devices: tuple[int, ...] = (0, 1)) -> PartitionConfig:
+    ipus = tuple(IpuAssignment(device_id=d, routing_id=r) for r, d in enumerate(devices))
+    return PartitionConfig(partition_id, 1, ipus)
+
+
+def _agents(fleet: AgentFleet) -> list[Agent]:
+    return [Agent(id=h.agent_id, host=h.host, port=h.port, key=h.key) for h in fleet.hosts]
+
+
+async def test_one_call_configures_and_releases_every_machine_each_answering_for_itself() -> None:
+    """Three machines in one call: two configured; the third refuses as its single call
+    would have (its IPU is another partition's: FAILED_PRECONDITION, ipu-busy, the
+    sentence); released in one call, a second release says it was not configured."""
+    async with _fleet(3, "127.92.0.1") as fleet, ChannelPool() as pool:
+        ag1, ag2, ag3 = (pool.client(h.address, key=h.key) for h in fleet.hosts)
+        await ag3.configure_partition(_config("other", (1,)))
+        answers = await ag1.fleet_configure(
+            {"ag1": _config("p"), "ag2": _config("p"), "ag3": _config("p")},
+            hosts=("127.0.0.0/8",),
+        )
+        assert list(answers) == ["ag1", "ag2", "ag3"]
+        assert answers["ag1"] is None
+        assert answers["ag2"] is None
+        refusal = answers["ag3"]
+        assert isinstance(refusal, AgentRefused)
+        assert (refusal.agent, refusal.code, refusal.reason) == (
+            "ag3",
+            "FAILED_PRECONDITION",
+            Reason.IPU_BUSY,
+        )
+        assert "other" in refusal.message
+        for client in (ag1, ag2):
+            (held,) = await client.list_configurations()
+            assert (held.config.partition_id, held.allowed_hosts) == ("p", ("127.0.0.0/8",))
+        assert [c.config.partition_id for c in await ag3.list_configurations()] == ["other"]
+        assert await ag2.fleet_release(["ag1", "ag2"], "p") == {"ag1": True, "ag2": True}
+        assert await ag2.fleet_release(["ag1", "ag2"], "p") == {"ag1": False, "ag2": False}
+        assert await ag1.list_configurations() == []
+
+
+async def test_hung_slow_stopped_and_unknown_machines_are_left_out() -> None:
+    """The process speaks only for machines that would answer themselves at once, even when
+    asked through a hung one; it configures nothing on the others."""
+    async with _fleet(4, "127.93.0.1") as fleet, ChannelPool() as pool:
+        clients = [pool.client(h.address, key=h.key) for h in fleet.hosts]
+        await clients[0].inject_fault(Fault(FaultKind.AGENT_HANG, reason="test"))
+        await clients[1].inject_fault(Fault(FaultKind.AGENT_SLOW, delay_s=0.5))
+        await fleet.hosts[3].stop(0)
+        wanted = {a: _config("p") for a in ("ag1", "ag2", "ag3", "ag4", "elsewhere")}
+        answers = await clients[0].fleet_configure(wanted, timeout=2)
+        assert answers == {"ag3": None}
+        released = await clients[0].fleet_release(list(wanted), "p", timeout=2)
+        assert released == {"ag3": True}
+
+
+def _count_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The agent client's partition calls, by name, as the gateway makes them."""
+    made: list[str] = []
+    for name in (
+        "configure_partition_changed",
+        "release_partition",
+        "fleet_configure",
+        "fleet_release",
+    ):
+        real = getattr(AgentClient, name)
+
+        async def counted(
+            self: AgentClient, *args: Any, _real: Any = real, _n: str = name, **kwargs: Any
+        ) -> Any:
+            made.append(_n)
+            return await _real(self, *args, **kwargs)
+
+        monkeypatch.setattr(AgentClient, name, counted)
+    return made
+
+
+async def test_the_gateway_asks_each_process_once_after_the_heartbeats(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before a heartbeat the gateway knows no processes and asks each machine alone; after
+    one, a partition on two machines of one process is one call each way; a machine whose
+    own port is gone is asked alone and fails alone."""
+    async with _fleet(3, "127.94.0.1") as fleet:
+        gateway = GrpcAgentGateway()
+        agents = _agents(fleet)
+        two = agents[:2]
+        configs = {a.id: _config("p") for a in two}
+        made = _count_calls(monkeypatch)
+        try:
+            assert await gateway.configure_all(two, configs, hosts=(), timeout=5) == (
+                {"ag1": None, "ag2": None},
+                {},
+            )
+            assert sorted(made) == ["configure_partition_changed"] * 2
+            await gateway.fleet_health(agents[0], [(a.id, 0) for a in agents], timeout=5)
+            made.clear()
+            assert await gateway.release_all(two, "p", timeout=5) == (
+                {"ag1": None, "ag2": None},
+                {},
+            )
+            assert await gateway.configure_all(two, configs, hosts=(), timeout=5) == (
+                {"ag1": None, "ag2": None},
+                {},
+            )
+            assert made == ["fleet_release", "fleet_configure"]
+            for host in fleet.hosts:
+                held = [c.config.partition_id for c in await host.backend.configurations()]
+                assert held == (["p"] if host.agent_id in configs else [])
+            await fleet.hosts[0].stop(0)
+            made.clear()
+            done, failed = await gateway.release_all(two, "p", timeout=5)
+            assert list(done) == ["ag2"]
+            assert isinstance(failed["ag1"], AgentUnavailable)
+            assert made[0] == "fleet_release"  # through ag1's port: gone, so each alone
+            assert sorted(made[1:]) == ["release_partition"] * 2
+        finally:
+            await gateway.close()
