@@ -38,8 +38,11 @@ that moment. ``vs baseline`` is the share of it the partition path reaches.
 With ``--repeat N`` the pods take turns N times (each turn a fresh controller
 and agents), so that a comparison between pods is made between runs minutes
 apart rather than between the start and the end of the benchmark on a
-machine whose speed moves; the summary gives each turn's throughput of every
-pod relative to the first pod's in the same turn, and their median.
+machine whose speed moves; every other turn runs the pods in the opposite
+order (a machine whose speed drifts over the run would otherwise always
+favour the pod measured first, or always the other). The summary
+gives each turn's throughput of every pod relative to the first pod's in the
+same turn, and their median.
 
     .venv/bin/python benchmarks/control_plane.py [--json PATH] [--seconds 10] [--warmup 1]
     .venv/bin/python benchmarks/control_plane.py --pods pod64,pod1024 --concurrency 64,256 \
@@ -415,7 +418,10 @@ def main() -> None:
     pods = args.pods.split(",")
     results: list[Result] = []
     for turn in range(args.repeat):
-        for index, pod_name in enumerate(pods):
+        # Every other turn in the opposite order: a machine that slows (or speeds up) over
+        # the run favours neither pod in the medians.
+        order = list(enumerate(pods))
+        for index, pod_name in order if turn % 2 == 0 else order[::-1]:
             measured = bench_pod(
                 pod_name,
                 concurrencies,

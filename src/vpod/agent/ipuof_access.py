@@ -9,6 +9,7 @@ recorded, admits nobody.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 
 from vpod.domain.errors import InvalidSpec
@@ -27,7 +28,7 @@ class IpuofAccess:
     def parse(hosts: Iterable[str]) -> tuple[Network, ...]:
         """The networks, or InvalidRequest naming the entry that is not an address or CIDR."""
         try:
-            return parse_hosts(hosts)
+            return _parsed(tuple(hosts))
         except InvalidSpec as exc:
             raise InvalidRequest(str(exc)) from None
 
@@ -49,3 +50,10 @@ class IpuofAccess:
     def allows(self, partition_id: str, peer: str) -> bool:
         """Whether an application at ``peer`` (an IP address) may use ``partition_id``."""
         return bool(partition_id) and host_allowed(peer, self._hosts.get(partition_id, ()))
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(hosts: tuple[str, ...]) -> tuple[Network, ...]:
+    """Each configure names its partition's hosts, and the machines of one partition (and
+    the partitions of one allocation) name the same few: parsed once each."""
+    return parse_hosts(hosts)

@@ -262,8 +262,9 @@ class AgentService(pb_grpc.AgentServiceServicer):
         return await self.configure_reply(request)
 
     async def configure_reply(
-        self, request: pb.ConfigurePartitionRequest
+        self, request: pb.ConfigurePartitionRequest, *, echo: bool = True
     ) -> pb.ConfigurePartitionReply:
+        """``echo``: the configured partition in the reply, not only whether it changed."""
         if not request.HasField("config"):
             raise InvalidRequest("ConfigurePartition needs a config: none was sent")
         config = convert.config_from_wire(request.config)
@@ -271,6 +272,8 @@ class AgentService(pb_grpc.AgentServiceServicer):
         outcome = await self._backend.configure(config)
         self._access.set(config.partition_id, networks)
         await self._evict_strangers(config.partition_id)
+        if not echo:
+            return pb.ConfigurePartitionReply(changed=outcome.changed)
         outcome = dataclasses.replace(outcome, partition=self._with_hosts(outcome.partition))
         return convert.outcome_to_wire(outcome)
 
@@ -294,7 +297,10 @@ class AgentService(pb_grpc.AgentServiceServicer):
         wanted = {m.agent_id: m.request for m in request.machines}
         members = self._prompt_members(wanted)
         outcomes = await asyncio.gather(
-            *(m.machine_outcome(a, "configured", m.configure_reply(wanted[a])) for a, m in members)
+            *(
+                m.machine_outcome(a, "configured", m.configure_reply(wanted[a], echo=False))
+                for a, m in members
+            )
         )
         return pb.FleetPartitionReply(machines=outcomes)
 

@@ -689,7 +689,9 @@ class MachineOutcome(_message.Message):
     REFUSED_FIELD_NUMBER: _builtins.int
     agent_id: _builtins.str
     @_builtins.property
-    def configured(self) -> Global___ConfigurePartitionReply: ...
+    def configured(self) -> Global___ConfigurePartitionReply:
+        """`changed` only: the caller sent the config"""
+
     @_builtins.property
     def released(self) -> Global___ReleasePartitionReply: ...
     @_builtins.property
