@@ -39,10 +39,10 @@ With ``--repeat N`` the pods take turns N times (each turn a fresh controller
 and agents), so that a comparison between pods is made between runs minutes
 apart rather than between the start and the end of the benchmark on a
 machine whose speed moves; every other turn runs the pods in the opposite
-order (a machine whose speed drifts over the run would otherwise always
-favour the pod measured first, or always the other). The summary
-gives each turn's throughput of every pod relative to the first pod's in the
-same turn, and their median.
+order, so that on a machine whose speed drifts over the run neither pod is
+always the one measured on the faster machine. The summary gives each turn's
+throughput of every pod relative to the first pod's in the same turn, and
+their median.
 
     .venv/bin/python benchmarks/control_plane.py [--json PATH] [--seconds 10] [--warmup 1]
     .venv/bin/python benchmarks/control_plane.py --pods pod64,pod1024 --concurrency 64,256 \
