@@ -7,6 +7,7 @@ with anything else on the host.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import pytest
 
@@ -20,6 +21,25 @@ def ephemeral_plan(
 ) -> AddressPlan:
     """Addresses from ``base``, every port chosen by the kernel."""
     return AddressPlan(mode=mode, base_host=base, agent_port=0, server_port=0, rdma_port=0)
+
+
+@asynccontextmanager
+async def emulated_fleet(machines: int, first_address: str) -> AsyncIterator[AgentFleet]:
+    """One agent process emulating ``machines`` machines from ``first_address``, fault
+    injection on, stopped on the way out."""
+    fleet = AgentFleet(
+        FleetSettings(
+            machines=machines,
+            plan=ephemeral_plan(first_address),
+            stop_grace=0,
+            fault_injection=True,
+        )
+    )
+    await fleet.start()
+    try:
+        yield fleet
+    finally:
+        await fleet.stop()
 
 
 @pytest.fixture

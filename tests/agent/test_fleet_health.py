@@ -3,41 +3,19 @@ promptly (heartbeats; what each has configured, for the controller's reconciliat
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-
 import pytest
 
 from vpod.agent.client import ChannelPool, HealthMemo
-from vpod.agent.fleet import AgentFleet, FleetSettings
 from vpod.agent.model import Fault, FaultKind, IpuAssignment, PartitionConfig
 
-from .conftest import ephemeral_plan
+from .conftest import emulated_fleet
 
 pytestmark = pytest.mark.anyio
 
 
-@asynccontextmanager
-async def _fleet(machines: int, first_address: str) -> AsyncIterator[AgentFleet]:
-    """One agent process emulating ``machines`` machines, fault injection on."""
-    fleet = AgentFleet(
-        FleetSettings(
-            machines=machines,
-            plan=ephemeral_plan(first_address),
-            stop_grace=0,
-            fault_injection=True,
-        )
-    )
-    await fleet.start()
-    try:
-        yield fleet
-    finally:
-        await fleet.stop()
-
-
 async def test_one_call_answers_for_every_machine_of_the_process() -> None:
     """Four machines, one call through the third: four answers, one fleet id, own boot ids."""
-    async with _fleet(4, "127.84.0.1") as fleet:
+    async with emulated_fleet(4, "127.84.0.1") as fleet:
         async with ChannelPool() as pool:
             via = pool.client(fleet.hosts[2].address, key=fleet.hosts[2].key)
             alone = await pool.client(fleet.hosts[0].address, key=fleet.hosts[0].key).health()
@@ -50,7 +28,7 @@ async def test_one_call_answers_for_every_machine_of_the_process() -> None:
 
 async def test_stopped_hung_slow_and_unknown_machines_are_left_out() -> None:
     """The process speaks only for machines that would answer themselves at once."""
-    async with _fleet(4, "127.85.0.1") as fleet:
+    async with emulated_fleet(4, "127.85.0.1") as fleet:
         async with ChannelPool() as pool:
             await pool.client(fleet.hosts[1].address, key=fleet.hosts[1].key).inject_fault(
                 Fault(FaultKind.AGENT_HANG, reason="test")
@@ -68,7 +46,7 @@ async def test_stopped_hung_slow_and_unknown_machines_are_left_out() -> None:
 
 async def test_a_hung_machine_still_relays_its_neighbours() -> None:
     """Asked through a hung machine, the process answers for the others (not for it)."""
-    async with _fleet(2, "127.86.0.1") as fleet:
+    async with emulated_fleet(2, "127.86.0.1") as fleet:
         async with ChannelPool() as pool:
             via = pool.client(fleet.hosts[0].address, key=fleet.hosts[0].key)
             await via.inject_fault(Fault(FaultKind.AGENT_HANG, reason="test"))
@@ -79,7 +57,7 @@ async def test_a_hung_machine_still_relays_its_neighbours() -> None:
 async def test_events_and_changes_come_through_the_memo() -> None:
     """An unchanged answer is decoded once; a new event or fault is seen at once."""
     memo = HealthMemo()
-    async with _fleet(2, "127.87.0.1") as fleet:
+    async with emulated_fleet(2, "127.87.0.1") as fleet:
         async with ChannelPool() as pool:
             via = pool.client(fleet.hosts[0].address, key=fleet.hosts[0].key)
             wanted = [("ag1", 0), ("ag2", 0)]
@@ -100,7 +78,7 @@ async def test_events_and_changes_come_through_the_memo() -> None:
 
 async def test_one_call_lists_what_every_machine_of_the_process_holds() -> None:
     """Each machine's own configurations, a hung or stopped one left out, in request order."""
-    async with _fleet(4, "127.88.0.1") as fleet:
+    async with emulated_fleet(4, "127.88.0.1") as fleet:
         async with ChannelPool() as pool:
             clients = [pool.client(h.address, key=h.key) for h in fleet.hosts]
             await clients[1].configure_partition(_config("p2"), hosts=["127.0.0.0/8"])

@@ -4,39 +4,20 @@ and the controller's gRPC gateway asks that way once it heard the machines' hear
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
 
 from vpod.agent.client import AgentClient, ChannelPool
 from vpod.agent.errors import AgentRefused, AgentUnavailable, Reason
-from vpod.agent.fleet import AgentFleet, FleetSettings
+from vpod.agent.fleet import AgentFleet
 from vpod.agent.model import Fault, FaultKind, IpuAssignment, PartitionConfig
 from vpod.controller.agent_grpc import GrpcAgentGateway
 from vpod.domain.entities import Agent
 
-from .conftest import ephemeral_plan
+from .conftest import emulated_fleet
 
 pytestmark = pytest.mark.anyio
-
-
-@asynccontextmanager
-async def _fleet(machines: int, first_address: str) -> AsyncIterator[AgentFleet]:
-    fleet = AgentFleet(
-        FleetSettings(
-            machines=machines,
-            plan=ephemeral_plan(first_address),
-            stop_grace=0,
-            fault_injection=True,
-        )
-    )
-    await fleet.start()
-    try:
-        yield fleet
-    finally:
-        await fleet.stop()
 
 
 def _config(partition_id: str, devices: tuple[int, ...] = (0, 1)) -> PartitionConfig:
@@ -52,7 +33,7 @@ async def test_one_call_configures_and_releases_every_machine_each_answering_for
     """Three machines in one call: two configured; the third refuses as its single call
     would have (its IPU is another partition's: FAILED_PRECONDITION, ipu-busy, the
     sentence); released in one call, a second release says it was not configured."""
-    async with _fleet(3, "127.92.0.1") as fleet, ChannelPool() as pool:
+    async with emulated_fleet(3, "127.92.0.1") as fleet, ChannelPool() as pool:
         ag1, ag2, ag3 = (pool.client(h.address, key=h.key) for h in fleet.hosts)
         await ag3.configure_partition(_config("other", (1,)))
         answers = await ag1.fleet_configure(
@@ -82,7 +63,7 @@ async def test_one_call_configures_and_releases_every_machine_each_answering_for
 async def test_hung_slow_stopped_and_unknown_machines_are_left_out() -> None:
     """The process speaks only for machines that would answer themselves at once, even when
     asked through a hung one; it configures nothing on the others."""
-    async with _fleet(4, "127.93.0.1") as fleet, ChannelPool() as pool:
+    async with emulated_fleet(4, "127.93.0.1") as fleet, ChannelPool() as pool:
         clients = [pool.client(h.address, key=h.key) for h in fleet.hosts]
         await clients[0].inject_fault(Fault(FaultKind.AGENT_HANG, reason="test"))
         await clients[1].inject_fault(Fault(FaultKind.AGENT_SLOW, delay_s=0.5))
@@ -121,7 +102,7 @@ async def test_the_gateway_asks_each_process_once_after_the_heartbeats(
     """Before a heartbeat the gateway knows no processes and asks each machine alone; after
     one, a partition on two machines of one process is one call each way; a machine whose
     own port is gone is asked alone and fails alone."""
-    async with _fleet(3, "127.94.0.1") as fleet:
+    async with emulated_fleet(3, "127.94.0.1") as fleet:
         gateway = GrpcAgentGateway()
         agents = _agents(fleet)
         two = agents[:2]
