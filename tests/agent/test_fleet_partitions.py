@@ -12,6 +12,7 @@ from vpod.agent.client import AgentClient, ChannelPool
 from vpod.agent.errors import AgentRefused, AgentUnavailable, Reason
 from vpod.agent.fleet import AgentFleet
 from vpod.agent.model import Fault, FaultKind, IpuAssignment, PartitionConfig
+from vpod.controller import agent_grpc
 from vpod.controller.agent_grpc import GrpcAgentGateway
 from vpod.domain.entities import Agent
 
@@ -135,5 +136,25 @@ async def test_the_gateway_asks_each_process_once_after_the_heartbeats(
             assert isinstance(failed["ag1"], AgentUnavailable)
             assert made[0] == "fleet_release"  # through ag1's port: gone, so each alone
             assert sorted(made[1:]) == ["release_partition"] * 2
+        finally:
+            await gateway.close()
+
+
+async def test_a_process_s_machines_are_asked_a_bounded_number_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """At most ``MACHINES_PER_CALL`` machines a fleet call (each call has its own deadline):
+    three machines two at a time are two calls, and all three are configured."""
+    monkeypatch.setattr(agent_grpc, "MACHINES_PER_CALL", 2)
+    async with emulated_fleet(3, "127.95.0.1") as fleet:
+        gateway = GrpcAgentGateway()
+        agents = _agents(fleet)
+        made = _count_calls(monkeypatch)
+        try:
+            await gateway.fleet_health(agents[0], [(a.id, 0) for a in agents], timeout=5)
+            configs = {a.id: _config("p") for a in agents}
+            done, failed = await gateway.configure_all(agents, configs, hosts=(), timeout=5)
+            assert (sorted(done), failed) == (["ag1", "ag2", "ag3"], {})
+            assert made == ["fleet_configure", "fleet_configure"]
         finally:
             await gateway.close()

@@ -5,8 +5,9 @@ only the controller that knows it (docs/adr/0002-agent-credentials.md).
 
 Machines that share an agent process (an emulated pod: the ``fleet_id`` of
 their heartbeats, learnt here as the answers pass) are configured and
-released in one call per process and partition: a 16-IPU partition across
-four machines costs one call each way instead of four. A machine the process
+released in one call per process and partition (at most
+:data:`MACHINES_PER_CALL` machines a call): a 16-IPU partition across four
+machines costs one call each way instead of four. A machine the process
 leaves out of its answer, or every machine of a call that failed, is asked
 alone; a call that ran out of time is each machine's timeout.
 """
@@ -35,6 +36,11 @@ from .agent_gateway import Outcomes, fan_out
 T = TypeVar("T")
 
 _LEFT_OUT = object()
+
+MACHINES_PER_CALL = 64
+"""Machines one fleet call configures or releases at most: a pod4096's 4,096-IPU partition
+spans 1,024 machines of one process, and one call for all of them would have to finish
+their work within one call's deadline; 16 calls of 64 each have their own."""
 
 
 class GrpcAgentGateway:
@@ -212,7 +218,12 @@ class GrpcAgentGateway:
             done.update(alone_done)
             failed.update(alone_failed)
 
-        groups = [m for f, m in processes.items() if f and len(m) >= 2]
+        groups = [
+            members[i : i + MACHINES_PER_CALL]
+            for f, members in processes.items()
+            if f and len(members) >= 2
+            for i in range(0, len(members), MACHINES_PER_CALL)
+        ]
         await asyncio.gather(each_alone(), *(one_call(g) for g in groups))
         return done, failed
 
