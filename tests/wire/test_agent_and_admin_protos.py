@@ -13,14 +13,16 @@ def _methods(file: object, service: str) -> dict[str, tuple[str, str, bool]]:
 
 
 def test_agent_service_rpcs() -> None:
-    """The agent offers identity, attributes, configuration, health (per machine and for every
-    machine its process serves), events, tests and faults."""
+    """The agent offers identity, attributes, configuration (per machine and for every
+    machine its process serves), health (the same), events, tests and faults."""
     methods = _methods(agent_pb2, "AgentService")
     assert set(methods) == {
         "GetIdentity",
         "ListIpuAttributes",
         "ConfigurePartition",
         "ReleasePartition",
+        "FleetConfigurePartition",
+        "FleetReleasePartition",
         "ResetPartition",
         "SetPartitionHosts",
         "ListConfigurations",
