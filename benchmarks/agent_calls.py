@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-from bench_processes import cpu_seconds, spawn, stop
+from bench_processes import LOOPBACK_AGENT, cpu_seconds, spawn, stop
 
 from vpod.agent.client import AgentClient
 from vpod.agent.model import IpuAssignment, PartitionConfig
@@ -152,15 +152,7 @@ async def _agent_row(calls: int, ipus: int, key_file: Path) -> Row:
             str(BIN / "vipu-agent"),
             "--machines",
             "1",
-            "--single-address",
-            "127.0.0.1",
-            "--agent-port",
-            "0",
-            "--ipuof-server-port",
-            "0",
-            "--ipuof-rdma-port",
-            "0",
-            "--no-rdma-listen",
+            *LOOPBACK_AGENT,
             "--key-file",
             str(key_file),
         ],

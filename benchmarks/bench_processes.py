@@ -9,6 +9,19 @@ import subprocess
 import time
 from pathlib import Path
 
+LOOPBACK_AGENT = (
+    "--single-address",
+    "127.0.0.1",
+    "--agent-port",
+    "0",
+    "--ipuof-server-port",
+    "0",
+    "--ipuof-rdma-port",
+    "0",
+    "--no-rdma-listen",
+)
+"""``vipu-agent`` options for machines on 127.0.0.1, every port chosen by the kernel."""
+
 
 def spawn(argv: list[str], ready: str, timeout: float = 60) -> tuple[subprocess.Popen[str], str]:
     """Start a process and wait for its ready line; returns both."""
@@ -27,12 +40,19 @@ def spawn(argv: list[str], ready: str, timeout: float = 60) -> tuple[subprocess.
     raise SystemExit(f"{argv[0]} did not start")
 
 
-def stop(proc: subprocess.Popen[str]) -> None:
-    proc.send_signal(signal.SIGTERM)
+def stop(
+    proc: subprocess.Popen[str], *, sig: signal.Signals = signal.SIGTERM, timeout: float = 15
+) -> None:
+    """Ask the process to end with ``sig``; killed after ``timeout`` seconds. Reaped, and its
+    piped output closed."""
+    proc.send_signal(sig)
     try:
-        proc.wait(timeout=15)
+        proc.wait(timeout)
     except subprocess.TimeoutExpired:
         proc.kill()
+        proc.wait()
+    if proc.stdout is not None:
+        proc.stdout.close()
 
 
 def cpu_seconds(pid: int) -> float:

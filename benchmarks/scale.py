@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -35,7 +34,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from bench_processes import cpu_seconds
+from bench_processes import LOOPBACK_AGENT, cpu_seconds, stop
 
 from vpod.client import AdminClient, UserClient
 from vpod.client.admin_records import AgentState
@@ -109,15 +108,7 @@ def _detection(admin: AdminClient, admin_port: int, probe_id: str, env: dict[str
             str(BIN / "vipu-agent"),
             "--agent-id",
             probe_id,
-            "--single-address",
-            "127.0.0.1",
-            "--agent-port",
-            "0",
-            "--ipuof-server-port",
-            "0",
-            "--ipuof-rdma-port",
-            "0",
-            "--no-rdma-listen",
+            *LOOPBACK_AGENT,
             "--register",
             f"127.0.0.1:{admin_port}",
         ],
@@ -199,12 +190,7 @@ def measure(pod_name: str, idle_s: float) -> Row:
                 create_s=round(create_s, 2),
             )
         finally:
-            up.send_signal(signal.SIGTERM)
-            try:
-                up.wait(60)
-            except subprocess.TimeoutExpired:
-                up.kill()
-                up.wait()
+            stop(up, timeout=60)
 
 
 def _table(rows: list[Row]) -> str:

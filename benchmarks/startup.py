@@ -50,7 +50,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from bench_processes import cpu_seconds
+from bench_processes import cpu_seconds, stop
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -127,14 +127,7 @@ def start_server(
 
 
 def stop_server(proc: subprocess.Popen[str]) -> None:
-    proc.send_signal(signal.SIGINT)
-    try:
-        proc.wait(30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-    assert proc.stdout is not None
-    proc.stdout.close()
+    stop(proc, sig=signal.SIGINT, timeout=30)
 
 
 def server_run(data_dir: Path, *extra: str) -> Run:
