@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Protocol, TypeVar
 
-from vpod.agent.errors import AgentError
+from vpod.agent.errors import AgentError, AgentRefused, Reason
 from vpod.agent.model import (
     ConfiguredPartition,
     Fault,
@@ -168,6 +168,11 @@ async def fan_out(
         else:
             done[agent.id] = result
     return done, failed
+
+
+def refused_for(error: AgentError | None, reason: Reason) -> bool:
+    """Whether the agent answered with a refusal for ``reason`` (not silence, not a bug)."""
+    return isinstance(error, AgentRefused) and error.reason is reason
 
 
 def describe_failures(failed: Mapping[str, AgentError]) -> str:

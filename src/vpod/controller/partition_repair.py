@@ -32,7 +32,7 @@ import dataclasses
 import logging
 from collections.abc import Callable, Iterable
 
-from vpod.agent.errors import AgentError, AgentRefused, Reason
+from vpod.agent.errors import Reason
 from vpod.domain.entities import Cluster
 from vpod.domain.errors import IllegalTransition
 from vpod.domain.partition_states import (
@@ -49,7 +49,7 @@ from vpod.store.errors import Conflict
 from vpod.store.records import PartitionChanges, PartitionRecord, ipus_of_placement
 
 from . import errors
-from .agent_gateway import describe_failures, fan_out
+from .agent_gateway import describe_failures, fan_out, refused_for
 from .caller import SYSTEM
 from .context import Context
 from .inventory import Inventory
@@ -135,7 +135,7 @@ class PartitionRepair:
         _, failed = await self._p.reset_on_agents(
             cluster, record, agents, unless_attached=spare_attached
         )
-        in_use = {a: e for a, e in failed.items() if _held_by_an_application(e)}
+        in_use = {a: e for a, e in failed.items() if refused_for(e, Reason.IPU_ATTACHED)}
         if failed and len(in_use) == len(failed):
             await self._p.move_state(
                 record,
@@ -330,10 +330,6 @@ class PartitionRepair:
                 ipu.machine for ipu in record.ipus
             ):
                 await self.fault(record, reason)
-
-
-def _held_by_an_application(error: AgentError) -> bool:
-    return isinstance(error, AgentRefused) and error.reason is Reason.IPU_ATTACHED
 
 
 def _next(record: PartitionRecord, event: Event) -> PartitionState:

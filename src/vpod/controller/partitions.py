@@ -40,7 +40,7 @@ from vpod.store.records import AuditEvent, PartitionChanges, PartitionRecord, ip
 from vpod.wire.field_copy import copy_fields
 
 from . import errors
-from .agent_gateway import describe_failures, fan_out
+from .agent_gateway import describe_failures, fan_out, refused_for
 from .caller import Caller, refuse_scoped
 from .context import Context
 from .inventory import Inventory
@@ -307,7 +307,7 @@ class PartitionService:
         timeout = self._ctx.settings.agent_timeout_s
         gateway = self._ctx.gateway
         _, failed = await gateway.configure_all(agents, configs, hosts=hosts, timeout=timeout)
-        busy = [a for a in agents if _ipus_busy(failed.get(a.id))]
+        busy = [a for a in agents if refused_for(failed.get(a.id), Reason.IPU_BUSY)]
         if busy:  # maybe strays a lost race left behind: freed, then configured once more
             again, still = await fan_out(
                 busy,
@@ -327,9 +327,7 @@ class PartitionService:
         cause = describe_failures(failed)
         await self._ctx.audit(caller, "create_partition", record.id, "failed", cause)
         message = f"partition {record.id} could not be created and its IPUs were released: {cause}"
-        if any(
-            isinstance(e, AgentRefused) and e.reason is Reason.IPU_FAULTED for e in failed.values()
-        ):
+        if any(refused_for(e, Reason.IPU_FAULTED) for e in failed.values()):
             self._ctx.occupancy.forget(cluster.id)
             raise _PlacedOnFaultyIpu(message)
         raise errors.Unavailable(message)
@@ -540,10 +538,6 @@ class PartitionService:
     async def agents_of(self, cluster: Cluster, record: PartitionRecord) -> list[Agent]:
         machines = sorted({ipu.machine for ipu in record.ipus})
         return await self._inventory.agents(cluster.agent_of(m) for m in machines)
-
-
-def _ipus_busy(error: AgentError | None) -> bool:
-    return isinstance(error, AgentRefused) and error.reason is Reason.IPU_BUSY
 
 
 def _machine_configs(cluster: Cluster, record: PartitionRecord) -> dict[str, PartitionConfig]:
