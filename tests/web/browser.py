@@ -83,9 +83,24 @@ def screenshot(browser: Any, name: str) -> Path:
 def wait_in_page(browser: Any, condition_js: str, timeout_s: float) -> Any:
     """Wait inside the page until ``condition_js`` (a function body) returns something truthy;
     returns it, or fails after ``timeout_s``."""
+    # The driver's own script timeout must outlast the wait, or it fails first and says only
+    # "script timeout".
+    browser.set_script_timeout(timeout_s + 30)
     found = browser.execute_async_script(WAIT_JS, condition_js, timeout_s * 1000)
-    assert found is not None, f"the page never satisfied: {condition_js}"
+    assert found is not None, (
+        f"the page never satisfied, in {timeout_s} s: {condition_js}\n{page_state(browser)}"
+    )
     return found["value"]
+
+
+def page_state(browser: Any) -> str:
+    """Where the page is and what it shows, for a failure message."""
+    shown = browser.execute_script(
+        "const m = document.querySelector('main') || document.body;"
+        " return m ? m.innerText.slice(0, 1500) : ''"
+    )
+    logged = [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    return f"at {browser.current_url}, showing:\n{shown}\nerrors logged: {logged or 'none'}"
 
 
 def eventually(check: Callable[[], Any], timeout_s: float, what: str) -> Any:

@@ -18,12 +18,22 @@ export async function api(method, path, body) {
   const headers = { Accept: "application/json" };
   if (body !== undefined) headers["Content-Type"] = "application/json";
   if (method !== "GET" && method !== "HEAD") headers["X-CSRF-Token"] = csrf;
-  const answer = await fetch(path, {
+  const request = () => fetch(path, {
     method,
     headers,
     credentials: "same-origin",
     body: body === undefined ? undefined : JSON.stringify(body),
   });
+  let answer;
+  try {
+    answer = await request();
+  } catch (error) {
+    // A read that met a dropped connection (a kept-alive one the server closed as it was
+    // reused, a restarting controller) is asked once more; a change is never repeated unseen.
+    if (method !== "GET") throw error;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    answer = await request();
+  }
   if (answer.status === 204) return null;
   const text = await answer.text();
   let data = null;
