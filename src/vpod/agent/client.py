@@ -169,27 +169,59 @@ class ClosedOnExit:
 
 
 class HealthMemo:
-    """Decodes heartbeats, reusing the last decoded answer of a machine whose answer did not
-    change: a pod4096 answers 1,024 heartbeats a second, nearly all of them the same as the
-    second before, and decoding them anew would cost the controller a third of a core.
+    """Decodes heartbeats, reusing what the controller holds of each machine: a pod4096
+    answers 1,024 heartbeats a second, nearly all of them the same as the second before.
 
-    An answer that did change (under load: events and new holders on every machine whose
-    partitions come and go) still reuses the decoded links when they are the same, as they
-    nearly always are: 11 of a machine's answer's 15 parts."""
+    An agent that numbers its answers (:mod:`vpod.agent.heartbeat_answers`) is told which
+    answer and links of each machine are held (:meth:`known`), and answers a stub for an
+    answer still the same, or leaves out links still the same; the held ones are used. An
+    agent that does not number them sends whole answers, and an answer equal to the last
+    one (byte for byte) is not decoded again, nor links equal to the last ones.
+
+    Only answers without events are held: events are news, never to be read twice."""
+
+    HELD_PER_MACHINE = 2
+    """Answers held per machine: a heartbeat and a repair's health call may cross."""
 
     def __init__(self) -> None:
+        self._held: dict[str, dict[int, MachineHealth]] = {}
         self._last: dict[str, tuple[bytes, MachineHealth]] = {}
         self._links: dict[str, tuple[tuple[str, int], pb.HealthReply, tuple[LinkHealth, ...]]] = {}
 
+    def known(self, agent_id: str) -> tuple[int, int]:
+        """(answer version, links version) held of ``agent_id``'s machine (0: none)."""
+        held = self._held.get(agent_id)
+        links = self._links.get(agent_id)
+        return (max(held) if held else 0, links[0][1] if links is not None else 0)
+
     def decode(self, message: pb.HealthReply) -> MachineHealth:
-        if message.events:  # events are news: never the same answer twice
-            return convert.health_from_wire(message, self._decoded_links(message))
+        agent = message.agent_id
+        if message.unchanged:
+            health = self._held.get(agent, {}).get(message.version)
+            if health is None or health.boot_id != message.boot_id:
+                self._held.pop(agent, None)  # the next heartbeat asks for the whole answer
+                raise AgentUnavailable(
+                    agent,
+                    f"agent {agent} answered 'unchanged' for an answer ({message.version})"
+                    " the controller no longer holds; the next heartbeat asks for all of it",
+                )
+            return health
+        links = self._decoded_links(message)
+        if message.events:
+            return convert.health_from_wire(message, links)
+        if message.version:
+            health = convert.health_from_wire(message, links)
+            held = self._held.setdefault(agent, {})
+            held[message.version] = health
+            while len(held) > self.HELD_PER_MACHINE:
+                del held[min(held)]
+            return health
         wire = message.SerializeToString(deterministic=True)
-        last = self._last.get(message.agent_id)
+        last = self._last.get(agent)
         if last is not None and last[0] == wire:
             return last[1]
-        health = convert.health_from_wire(message, self._decoded_links(message))
-        self._last[message.agent_id] = (wire, health)
+        health = convert.health_from_wire(message, links)
+        self._last[agent] = (wire, health)
         return health
 
     def _decoded_links(self, message: pb.HealthReply) -> tuple[LinkHealth, ...]:
@@ -201,6 +233,13 @@ class HealthMemo:
                     return known[2]
             elif known[1].links == message.links:
                 return known[2]
+        if message.links_omitted:
+            self._links.pop(message.agent_id, None)  # the next heartbeat asks for them
+            raise AgentUnavailable(
+                message.agent_id,
+                f"agent {message.agent_id} left out links ({message.links_version}) the"
+                " controller no longer holds; the next heartbeat asks for them",
+            )
         links = convert.links_from_wire(message.links)
         kept = pb.HealthReply() if message.links_version else pb.HealthReply(links=message.links)
         self._links[message.agent_id] = (version, kept, links)
@@ -404,12 +443,22 @@ class AgentClient(ClosedOnExit):
         reply = await self._call(self._stub.RunLinkTests, request, timeout)
         return self._decode(lambda: [convert.link_test_result_from_wire(r) for r in reply.results])
 
-    async def health(self, since_event: int = 0, *, timeout: float | None = None) -> MachineHealth:
-        """A heartbeat: IPU and link state, faults, and events after ``since_event``."""
-        reply = await self._call(
-            self._stub.Health, pb.HealthRequest(since_event=since_event), timeout
+    async def health(
+        self,
+        since_event: int = 0,
+        *,
+        timeout: float | None = None,
+        memo: HealthMemo | None = None,
+    ) -> MachineHealth:
+        """A heartbeat: IPU and link state, faults, and events after ``since_event``.
+        ``memo`` spares sending and decoding what is the same as before."""
+        known, known_links = memo.known(self.agent) if memo is not None else (0, 0)
+        request = pb.HealthRequest(
+            since_event=since_event, known_version=known, known_links_version=known_links
         )
-        return self._decode(lambda: convert.health_from_wire(reply))
+        reply = await self._call(self._stub.Health, request, timeout)
+        decode = memo.decode if memo is not None else convert.health_from_wire
+        return self._decode(lambda: decode(reply))
 
     async def fleet_health(
         self,
@@ -421,9 +470,15 @@ class AgentClient(ClosedOnExit):
         """Heartbeats of machines hosted by this agent's process, as (agent id, since event)
         pairs; a machine the process does not serve promptly now is left out. ``memo``
         spares decoding answers equal to the previous ones."""
-        request = pb.FleetHealthRequest(
-            machines=[pb.MachineHealthRequest(agent_id=a, since_event=s) for a, s in machines]
-        )
+        request = pb.FleetHealthRequest()
+        for agent_id, since_event in machines:
+            known, known_links = memo.known(agent_id) if memo is not None else (0, 0)
+            request.machines.add(
+                agent_id=agent_id,
+                since_event=since_event,
+                known_version=known,
+                known_links_version=known_links,
+            )
         reply = await self._call(self._stub.FleetHealth, request, timeout)
         decode = memo.decode if memo is not None else convert.health_from_wire
         return self._decode(lambda: [decode(m) for m in reply.machines])

@@ -27,7 +27,6 @@ import asyncio
 import dataclasses
 import functools
 import logging
-import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any, NoReturn, TypeVar
 
@@ -47,14 +46,13 @@ from .errors import (
     MachineRefusal,
     Reason,
 )
+from .heartbeat_answers import HeartbeatAnswers
 from .ipuof_access import IpuofAccess
 from .model import (
     AgentEvent,
     ConfiguredPartition,
     Fault,
     FaultKind,
-    LinkHealth,
-    MachineHealth,
 )
 from .roster import FleetRoster
 
@@ -111,8 +109,7 @@ class AgentService(pb_grpc.AgentServiceServicer):
         self._slow: Fault | None = None
         self._healed = asyncio.Event()
         self._healed.set()
-        self._last_reply: tuple[MachineHealth, tuple[Fault, ...], pb.HealthReply] | None = None
-        self._links: tuple[tuple[LinkHealth, ...], list[pb.LinkHealth], int] | None = None
+        self._answers = HeartbeatAnswers()
         """The links last sent: as the backend gave them, encoded, and their version."""
 
     def _with_hosts(self, held: ConfiguredPartition) -> ConfiguredPartition:
@@ -169,35 +166,19 @@ class AgentService(pb_grpc.AgentServiceServicer):
         members = ((a, roster.prompt(a)) for a in agent_ids)
         return [(a, m) for a, m in members if isinstance(m, AgentService)]
 
-    async def health_reply(self, since_event: int) -> pb.HealthReply:
-        """A heartbeat's answer. The previous one is sent again when the backend returned
-        the very same health (it reuses an unchanged answer) and the agent's own faults are
-        the same: encoding hundreds of unchanged answers a second is wasted work. Callers
-        copy the message (into a fleet's answer, or onto the wire) and never change it."""
+    async def health_reply(
+        self, since_event: int, known_version: int = 0, known_links_version: int = 0
+    ) -> pb.HealthReply:
+        """A heartbeat's answer, shortened to what the caller lacks
+        (:mod:`~vpod.agent.heartbeat_answers`)."""
         health = await self._backend.health(since_event)
-        agent_faults = tuple(self.agent_faults())
-        last = self._last_reply
-        if last is not None and last[0] is health and last[1] == agent_faults:
-            return last[2]
-        reply = convert.health_to_wire(health, self._encoded_links(health))
-        reply.faults.extend(convert.faults_to_wire(agent_faults))
-        if self._roster is not None:
-            reply.fleet_id = self._roster.fleet_id
-        self._last_reply = (health, agent_faults, reply)
-        return reply
-
-    def _encoded_links(self, health: MachineHealth) -> tuple[list[pb.LinkHealth], int]:
-        """The health's links encoded, and a version that moves when they change: under
-        load a machine's answer changes every second (events, holders) while its links
-        almost never do, and the controller then need not compare 35 links to know it."""
-        last = self._links
-        if last is not None and (health.links is last[0] or health.links == last[0]):
-            return last[1], last[2]
-        # A random first version: an agent restarted on a machine whose boot id stayed
-        # must not repeat a number the controller holds other links under.
-        version = last[2] + 1 if last is not None else secrets.randbits(62) + 1
-        self._links = (health.links, convert.links_to_wire(health.links), version)
-        return self._links[1], version
+        return self._answers.answer(
+            health,
+            tuple(self.agent_faults()),
+            fleet_id=self._roster.fleet_id if self._roster is not None else None,
+            known_version=known_version,
+            known_links_version=known_links_version,
+        )
 
     # ------------------------------------------------------------ plumbing
 
@@ -402,7 +383,9 @@ class AgentService(pb_grpc.AgentServiceServicer):
     async def Health(
         self, request: pb.HealthRequest, context: grpc.aio.ServicerContext
     ) -> pb.HealthReply:
-        return await self.health_reply(request.since_event)
+        return await self.health_reply(
+            request.since_event, request.known_version, request.known_links_version
+        )
 
     # Not gated: this machine's own hang or slowness is the process's to report (it
     # leaves the machine out), not a reason to keep the others' answers waiting.
@@ -410,12 +393,18 @@ class AgentService(pb_grpc.AgentServiceServicer):
     async def FleetHealth(
         self, request: pb.FleetHealthRequest, context: grpc.aio.ServicerContext
     ) -> pb.FleetHealthReply:
-        since = {m.agent_id: m.since_event for m in request.machines}
+        asked = {m.agent_id: m for m in request.machines}
         members = self._prompt_members([m.agent_id for m in request.machines])
         reply = pb.FleetHealthReply()
         # Concurrently: a backend reading its hardware in a thread must not make the
         # whole fleet's answer as slow as the sum of its machines.
-        reply.machines.extend(await asyncio.gather(*(m.health_reply(since[a]) for a, m in members)))
+        answers = (
+            m.health_reply(
+                asked[a].since_event, asked[a].known_version, asked[a].known_links_version
+            )
+            for a, m in members
+        )
+        reply.machines.extend(await asyncio.gather(*answers))
         return reply
 
     async def WatchEvents(

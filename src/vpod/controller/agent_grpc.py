@@ -119,7 +119,9 @@ class GrpcAgentGateway:
         return await self._call(agent, lambda c: c.list_ipu_attributes(timeout=timeout))
 
     async def health(self, agent: Agent, *, since_event: int = 0, timeout: float) -> MachineHealth:
-        health = await self._call(agent, lambda c: c.health(since_event, timeout=timeout))
+        health = await self._call(
+            agent, lambda c: c.health(since_event, timeout=timeout, memo=self._health_memo)
+        )
         self._fleet_of[health.agent_id] = health.fleet_id
         return health
 

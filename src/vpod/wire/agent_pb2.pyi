@@ -1215,16 +1215,26 @@ class HealthRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     SINCE_EVENT_FIELD_NUMBER: _builtins.int
+    KNOWN_VERSION_FIELD_NUMBER: _builtins.int
+    KNOWN_LINKS_VERSION_FIELD_NUMBER: _builtins.int
     since_event: _builtins.int
     """return events with a larger sequence number (0 = all kept)"""
+    known_version: _builtins.int
+    """The answer (HealthReply.version) and links (links_version) the caller holds, both of
+    the agent's boot_id it last heard (0: none). The agent answers `unchanged` when its
+    answer is still that one, and leaves the links out when they are still those.
+    """
+    known_links_version: _builtins.int
     def __init__(
         self,
         *,
         since_event: _builtins.int = ...,
+        known_version: _builtins.int = ...,
+        known_links_version: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["since_event", b"since_event"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["known_links_version", b"known_links_version", "known_version", b"known_version", "since_event", b"since_event"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1245,6 +1255,9 @@ class HealthReply(_message.Message):
     EVENTS_TRUNCATED_FIELD_NUMBER: _builtins.int
     FLEET_ID_FIELD_NUMBER: _builtins.int
     LINKS_VERSION_FIELD_NUMBER: _builtins.int
+    VERSION_FIELD_NUMBER: _builtins.int
+    UNCHANGED_FIELD_NUMBER: _builtins.int
+    LINKS_OMITTED_FIELD_NUMBER: _builtins.int
     agent_id: _builtins.str
     boot_id: _builtins.str
     healthy: _builtins.bool
@@ -1259,6 +1272,14 @@ class HealthReply(_message.Message):
     """Changes (per boot_id) whenever the links change, so a caller holding the links of the
     same version need not compare them (0: not given; compare).
     """
+    version: _builtins.int
+    """Changes (per boot_id) whenever anything above changes (0: not given)."""
+    unchanged: _builtins.bool
+    """The answer is still `version`, which the caller said it holds: only agent_id, boot_id,
+    version, links_version and fleet_id are set; read the rest from the held answer.
+    """
+    links_omitted: _builtins.bool
+    """The links are still `links_version`, which the caller said it holds: `links` is empty."""
     @_builtins.property
     def ipus(self) -> _containers.RepeatedCompositeFieldContainer[Global___IpuHealth]: ...
     @_builtins.property
@@ -1285,10 +1306,13 @@ class HealthReply(_message.Message):
         events_truncated: _builtins.bool = ...,
         fleet_id: _builtins.str = ...,
         links_version: _builtins.int = ...,
+        version: _builtins.int = ...,
+        unchanged: _builtins.bool = ...,
+        links_omitted: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "boot_id", b"boot_id", "events", b"events", "events_truncated", b"events_truncated", "faults", b"faults", "fleet_id", b"fleet_id", "healthy", b"healthy", "ipus", b"ipus", "last_event", b"last_event", "links", b"links", "links_version", b"links_version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "boot_id", b"boot_id", "events", b"events", "events_truncated", b"events_truncated", "faults", b"faults", "fleet_id", b"fleet_id", "healthy", b"healthy", "ipus", b"ipus", "last_event", b"last_event", "links", b"links", "links_omitted", b"links_omitted", "links_version", b"links_version", "unchanged", b"unchanged", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1320,17 +1344,25 @@ class MachineHealthRequest(_message.Message):
 
     AGENT_ID_FIELD_NUMBER: _builtins.int
     SINCE_EVENT_FIELD_NUMBER: _builtins.int
+    KNOWN_VERSION_FIELD_NUMBER: _builtins.int
+    KNOWN_LINKS_VERSION_FIELD_NUMBER: _builtins.int
     agent_id: _builtins.str
     since_event: _builtins.int
+    known_version: _builtins.int
+    """as in HealthRequest"""
+    known_links_version: _builtins.int
+    """as in HealthRequest"""
     def __init__(
         self,
         *,
         agent_id: _builtins.str = ...,
         since_event: _builtins.int = ...,
+        known_version: _builtins.int = ...,
+        known_links_version: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "since_event", b"since_event"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "known_links_version", b"known_links_version", "known_version", b"known_version", "since_event", b"since_event"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
