@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 
@@ -69,6 +70,15 @@ def test_a_vpod_through_the_client_with_its_phases(live: LiveCloud) -> None:
         assert cloud.list_clusters() == []
         assert cloud.project().id == "c-acme"
         assert cloud.invoice().project_id == "c-acme"
+        start = datetime(2025, 12, 31, 12, tzinfo=UTC)
+        end = datetime(2026, 1, 2, tzinfo=UTC)
+        daily = cloud.invoice_days(start, end)
+        assert [(d.start, d.end) for d in daily.days] == [
+            (start, start + timedelta(days=1)),
+            (start + timedelta(days=1), end),
+        ]
+        assert isinstance(daily.total, Decimal)
+        assert daily.total == sum(d.total for d in daily.days) == cloud.invoice(start, end).total
 
 
 def test_async_client_follows_a_volume(live: LiveCloud) -> None:

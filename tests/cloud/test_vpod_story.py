@@ -187,5 +187,23 @@ def test_the_vpod_story_through_the_rest_api(live: LiveCloud) -> None:
         if line["resource_type"] == "volume"
     }
     assert by_volume == {"data": 45, "train-poplar-1-boot": 45, "scratch": 45}
+
+    # 11. Day by day, cut 20 minutes into the story: the days add up to the period's invoice.
+    period = {"start": "2025-12-31T00:20:00Z", "end": "2026-01-02T00:00:00Z"}
+    whole = ok(acme.get("/invoice", params=period))
+    daily = ok(acme.get("/invoice/days", params=period))
+    assert [(d["start"][:16], d["end"][:16]) for d in daily["days"]] == [
+        ("2025-12-31T00:20", "2026-01-01T00:20"),
+        ("2026-01-01T00:20", "2026-01-02T00:00"),
+    ]
+    first, second = (Decimal(d["total"]) for d in daily["days"])
+    assert first > 0
+    assert second > 0  # the story is cut in two
+    assert first + second == Decimal(daily["total"]) == Decimal(whole["total"])
+    assert sum(d["minutes"] for d in daily["days"]) == whole["minutes"]
+    assert daily["currency"] == whole["currency"]
+    long = {"start": "2024-01-01T00:00:00Z", "end": "2026-01-02T00:00:00Z"}
+    refused = error(acme.get("/invoice/days", params=long), 400, "INVALID_ARGUMENT")
+    assert "366 days" in refused
     for client in (acme, globex, initech):
         client.close()

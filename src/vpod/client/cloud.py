@@ -134,6 +134,7 @@ class _CloudApi(HttpApi):
     project = api_call(calls.project)
     check_limits = api_call(calls.check_limits)
     invoice = api_call(calls.invoice)
+    invoice_days = api_call(calls.invoice_days)
 
     # reservations
     list_reservations = api_call(calls.list_reservations)

@@ -19,6 +19,7 @@ from .cloud_records import (
     Flavor,
     Host,
     Invoice,
+    InvoiceDays,
     Keypair,
     Limits,
     MetadataUpdate,
@@ -189,6 +190,13 @@ def get_task(task_id: str, wait_s: float = 0) -> HttpCall[Task]:
 def invoice(start: datetime | None = None, end: datetime | None = None) -> HttpCall[Invoice]:
     """The project's invoice (default: this month so far)."""
     return get("/invoice", reads(Invoice), start=_when(start), end=_when(end))
+
+
+def invoice_days(
+    start: datetime | None = None, end: datetime | None = None
+) -> HttpCall[InvoiceDays]:
+    """The invoice's total of each day of the period (default: this month so far)."""
+    return get("/invoice/days", reads(InvoiceDays), start=_when(start), end=_when(end))
 
 
 _reservation = reads(Reservation)

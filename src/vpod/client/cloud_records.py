@@ -250,6 +250,28 @@ class Invoice(RawRecord):
     by_item: Mapping[str, Decimal]
 
 
+@dataclass(frozen=True)
+class InvoiceDay:
+    start: datetime
+    end: datetime
+    total: Decimal
+    minutes: int
+
+
+@shaped(cloud_billing.InvoiceDaysOut)
+@dataclass(frozen=True)
+class InvoiceDays(RawRecord):
+    """An invoice's total day by day (consecutive 24-hour periods from ``start``); the days
+    add up to the period's invoice."""
+
+    project_id: str
+    start: datetime
+    end: datetime
+    currency: str
+    total: Decimal
+    days: tuple[InvoiceDay, ...]
+
+
 class Shell(cloud_clusters.ShellOut, WireRecord):
     """How to reach a server's shell: ``relay`` (a WebSocket to ``connect`` through the
     cloud API, :meth:`~.cloud.CloudClient.open_shell`) or ``ssh`` to ``user@host -p port``."""

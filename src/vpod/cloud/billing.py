@@ -111,6 +111,28 @@ def check_period(start: datetime, end: datetime) -> None:
         )
 
 
+MAX_DAYS = 366
+"""The most days one daily breakdown holds (a year, leap or not)."""
+
+
+def day_windows(start: datetime, end: datetime) -> list[tuple[datetime, datetime]]:
+    """``[start, end)`` cut into consecutive 24-hour windows from ``start``, the last one
+    ending at ``end``: the periods of a daily breakdown, which add up to the whole."""
+    check_period(start, end)
+    if end - start > MAX_DAYS * timedelta(days=1):
+        raise errors.InvalidArgument(
+            f"a daily breakdown covers at most {MAX_DAYS} days: give a shorter period"
+            f" (this one is {(end - start).days + 1} days)"
+        )
+    windows = []
+    moment = start
+    while moment < end:
+        following = min(end, moment + timedelta(days=1))
+        windows.append((moment, following))
+        moment = following
+    return windows
+
+
 _Key = tuple[str, str, str, str, int, Decimal]
 
 

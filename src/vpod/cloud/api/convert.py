@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
+from decimal import Decimal
 
 from vpod.agent.gpu.model import GpuSample
 from vpod.wire.field_copy import copy_all_fields
-from vpod.wire.rest.cloud_billing import InvoiceLineOut, InvoiceOut
+from vpod.wire.rest.cloud_billing import InvoiceDayOut, InvoiceDaysOut, InvoiceLineOut, InvoiceOut
 from vpod.wire.rest.cloud_clusters import (
     ClusterOut,
     ClusterStorageOut,
@@ -134,6 +135,22 @@ def invoice_out(invoice: Invoice) -> InvoiceOut:
         total=str(invoice.total),
         lines=[_invoice_line_out(line) for line in invoice.lines],
         by_item={item: str(amount) for item, amount in invoice.by_item.items()},
+    )
+
+
+def invoice_days_out(project_id: str, days: list[Invoice]) -> InvoiceDaysOut:
+    """Each day's total; consecutive periods' totals add up to the whole one's exactly
+    (docs/cloud.md, the rounding rule), so the sum is the period's total."""
+    return InvoiceDaysOut(
+        project_id=project_id,
+        start=days[0].start,
+        end=days[-1].end,
+        currency=days[0].currency,
+        total=str(sum((d.total for d in days), Decimal(0))),
+        days=[
+            InvoiceDayOut(start=d.start, end=d.end, total=str(d.total), minutes=d.minutes)
+            for d in days
+        ],
     )
 
 

@@ -27,7 +27,7 @@ from fastapi import APIRouter, Depends, Query, Request
 
 from vpod.controller.moments import LATEST, TimeOutOfRange, utc_moment
 from vpod.wire.field_copy import copy_all_fields
-from vpod.wire.rest.cloud_billing import InvoiceOut
+from vpod.wire.rest.cloud_billing import InvoiceDaysOut, InvoiceOut
 from vpod.wire.rest.cloud_clusters import (
     ClusterCreateIn,
     ClusterOut,
@@ -64,6 +64,7 @@ from .convert import (
     exceeded_out,
     flavor_out,
     host_out,
+    invoice_days_out,
     invoice_out,
     project_out,
     reservation_out,
@@ -398,6 +399,24 @@ async def invoice(
 ) -> InvoiceOut:
     first, last = _period(start, end, cloud.ctx.clock.now())
     return invoice_out(await cloud.billing.invoice(who.project(), first, last))
+
+
+@router.get(
+    "/invoice/days",
+    response_model=InvoiceDaysOut,
+    summary="Your invoice's total day by day",
+    description="Consecutive 24-hour periods from `start`, the last one ending at `end`"
+    " (at most 366 days); they add up to `GET /invoice` of the same period.",
+)
+async def invoice_days(
+    cloud: CloudDep,
+    who: Tenant,
+    start: datetime | None = Query(None, description="Default: the first of this month."),
+    end: datetime | None = Query(None, description="Default: now (excluded)."),
+) -> InvoiceDaysOut:
+    first, last = _period(start, end, cloud.ctx.clock.now())
+    project = who.project()
+    return invoice_days_out(project, await cloud.billing.daily(project, first, last))
 
 
 # -- administration -----------------------------------------------------------------------

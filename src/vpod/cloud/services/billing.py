@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ..billing import Invoice, MeterRecord, check_period
+from ..billing import Invoice, MeterRecord, check_period, day_windows
 from ..reservations import Plan
 from ..reserved_billing import Utilisation, invoice_with_reservations, utilisation
 from .context import CloudContext
@@ -28,16 +28,26 @@ class Billing:
     async def invoice(self, project_id: str, start: datetime, end: datetime) -> Invoice:
         """The project's invoice for ``[start, end)``; minutes after now are not charged."""
         check_period(start, end)
+        (invoice,) = await self._invoices(project_id, [(start, end)], end)
+        return invoice
+
+    async def daily(self, project_id: str, start: datetime, end: datetime) -> list[Invoice]:
+        """The project's invoice of each day of ``[start, end)`` (:func:`day_windows`), from
+        one read of its records: they add up to the period's invoice."""
+        return await self._invoices(project_id, day_windows(start, end), end)
+
+    async def _invoices(
+        self, project_id: str, periods: list[tuple[datetime, datetime]], end: datetime
+    ) -> list[Invoice]:
         await self._ctx.records.get_project(project_id)
         records = await self._records(project_id, end)
         plans = [
             plan_of(r) for r in await self._ctx.records.list_reservations(project_id=project_id)
         ]
-        return invoice_with_reservations(
-            records,
-            plans,
-            project_id=project_id,
-            start=start,
-            end=end,
-            until=self._ctx.clock.now(),
-        )
+        now = self._ctx.clock.now()
+        return [
+            invoice_with_reservations(
+                records, plans, project_id=project_id, start=first, end=last, until=now
+            )
+            for first, last in periods
+        ]

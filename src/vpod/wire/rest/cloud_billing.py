@@ -31,3 +31,22 @@ class InvoiceOut(BaseModel):
     minutes: int
     lines: list[InvoiceLineOut]
     by_item: dict[str, str]
+
+
+class InvoiceDayOut(BaseModel):
+    start: datetime
+    end: datetime
+    total: str
+    minutes: int
+
+
+class InvoiceDaysOut(BaseModel):
+    """The invoice's total day by day: consecutive 24-hour periods from ``start``, the last
+    one ending at ``end``; they add up to the invoice of the whole period."""
+
+    project_id: str
+    start: datetime
+    end: datetime
+    currency: str
+    total: str
+    days: list[InvoiceDayOut]
