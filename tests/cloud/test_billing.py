@@ -7,10 +7,10 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from vpod.cloud.billing import MeterRecord, compute_invoice
+from vpod.cloud.billing import MAX_DAYS, MeterRecord, compute_invoice, day_windows
 from vpod.cloud.model import errors
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
@@ -218,3 +218,40 @@ def test_a_small_price_is_charged_in_cents_as_it_accrues_not_rounded_away() -> N
     minutes = [invoice(records, m, m + 1).total for m in range(60)]
     assert sum(minutes, Decimal(0)) == invoice(records, 0, 60).total == Decimal("0.01")
     assert minutes.count(Decimal("0.01")) == 1
+
+
+_MOMENTS = st.datetimes(
+    min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31, 23, 59, 59, 999999)
+).map(lambda moment: moment.replace(tzinfo=UTC))
+
+
+@given(_MOMENTS, st.integers(min_value=1, max_value=2 * MAX_DAYS * 86400 * 10**6))
+@example(datetime(9999, 12, 1, tzinfo=UTC), 31 * 86400 * 10**6)  # the last day has no next
+@example(datetime(9999, 12, 31, 12, tzinfo=UTC), 86400 * 10**6)
+@example(datetime(1, 1, 1, tzinfo=UTC), 1)
+@settings(max_examples=300)
+def test_day_windows_cover_the_period_in_consecutive_days_or_refuse_it_clearly(
+    start: datetime, length_us: int
+) -> None:
+    """Any period of years 1 to 9999, up to its last microsecond: consecutive windows of a
+    day, the last one ending at the end; a period over MAX_DAYS days is InvalidArgument."""
+    latest = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+    end = start + min(timedelta(microseconds=length_us), latest - start)
+    if end <= start or end - start > timedelta(days=MAX_DAYS):
+        with pytest.raises(errors.InvalidArgument):
+            day_windows(start, end)
+        return
+    windows = day_windows(start, end)
+    assert windows[0][0] == start
+    assert windows[-1][1] == end
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(windows))
+    assert all(last - first == timedelta(days=1) for first, last in windows[:-1])
+    assert timedelta(0) < windows[-1][1] - windows[-1][0] <= timedelta(days=1)
+    assert len(windows) <= MAX_DAYS
+
+
+def test_a_breakdown_longer_than_max_days_is_refused_with_the_limit() -> None:
+    start = datetime(2024, 1, 1, tzinfo=UTC)
+    with pytest.raises(errors.InvalidArgument, match=f"at most {MAX_DAYS} days"):
+        day_windows(start, start + timedelta(days=MAX_DAYS, seconds=1))
+    assert len(day_windows(start, start + timedelta(days=MAX_DAYS))) == MAX_DAYS

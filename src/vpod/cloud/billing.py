@@ -124,10 +124,12 @@ def day_windows(start: datetime, end: datetime) -> list[tuple[datetime, datetime
             f"a daily breakdown covers at most {MAX_DAYS} days: give a shorter period"
             f" (this one is {(end - start).days + 1} days)"
         )
+    day = timedelta(days=1)
     windows = []
     moment = start
     while moment < end:
-        following = min(end, moment + timedelta(days=1))
+        # Compared before adding: a day past year 9999's last would not exist.
+        following = moment + day if end - moment > day else end
         windows.append((moment, following))
         moment = following
     return windows
