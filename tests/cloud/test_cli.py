@@ -14,6 +14,7 @@ import re
 import subprocess
 import sys
 from datetime import datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +132,14 @@ def test_the_story_through_the_cli(cli: Cli) -> None:
     assert_wait_times(created.stderr, cli.json("task", "show", create["id"]))
     invoice = cli.json("invoice", "--from", "2026-01-01", "--to", "2026-02-01")
     assert invoice["project_id"] == "clients"
+    daily = cli.json("invoice", "--from", "2026-01-01", "--to", "2026-02-01", "--per-day")
+    assert len(daily["days"]) == 31
+    assert daily["days"][1]["start"].startswith("2026-01-02T00:00")
+    assert Decimal(daily["total"]) == Decimal(invoice["total"])
+    assert Decimal(daily["total"]) == sum(Decimal(d["total"]) for d in daily["days"])
+    shown = cli("invoice", "--from", "2026-01-30", "--to", "2026-02-01", "--per-day").stdout
+    assert "2026-01-31 00:00:00" in shown
+    assert "Total:" in shown
     table = cli("cluster", "list").stdout
     assert [c.strip() for c in table.splitlines()[0].split("|")][:4] == [
         "Cluster",
@@ -155,6 +164,9 @@ def test_failures_are_one_line_with_an_exit_status(cli: Cli) -> None:
     assert "cluster nowhere does not exist in project clients" in missing.stderr
     usage = cli("volume", "create", "vol-x", code=2)
     assert "Missing option '--size'" in usage.stderr
+    long = cli("invoice", "--from", "2024-01-01", "--to", "2026-01-01", "--per-day", code=2)
+    assert "at most 366 days" in long.stderr
+    assert len(long.stderr.strip().splitlines()) == 1
 
 
 def test_settings_come_from_options_then_environment_then_config(cli: Cli, tmp_path: Path) -> None:

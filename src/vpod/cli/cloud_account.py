@@ -40,10 +40,16 @@ def flavors(client: CloudClient) -> Sequence[ApiRecord]:
     help="Start (UTC unless zoned; default: the 1st of the month).",
 )
 @click.option("--to", "end", default=None, metavar="DATE", help="End, excluded (default: now).")
+@click.option(
+    "--per-day",
+    is_flag=True,
+    help="The total of each day (24 hours from --from; at most 366 days) instead of the lines.",
+)
 @shows(invoice_text)
-def invoice(client: CloudClient, start: str | None, end: str | None) -> ApiRecord:
-    """Your project's invoice for a period, per minute and per resource."""
-    return client.invoice(moment(start, "--from"), moment(end, "--to"))
+def invoice(client: CloudClient, start: str | None, end: str | None, per_day: bool) -> ApiRecord:
+    """Your project's invoice for a period, per minute and per resource (or per day)."""
+    first, last = moment(start, "--from"), moment(end, "--to")
+    return client.invoice_days(first, last) if per_day else client.invoice(first, last)
 
 
 def _project_text(project: dict[str, Any]) -> str:

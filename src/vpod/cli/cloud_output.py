@@ -237,6 +237,17 @@ def task_text(t: dict[str, Any]) -> str:
 
 
 def invoice_text(inv: dict[str, Any]) -> str:
+    """An invoice's lines, or its days (``vpod invoice --per-day``)."""
+    head = (
+        f"Invoice of project {inv['project_id']} from {_when(inv['start'])} to"
+        f" {_when(inv['end'])} (UTC)"
+    )
+    if "days" in inv:
+        days = table(
+            ["From", "To", "Minutes", "Amount"],
+            [[_when(d["start"]), _when(d["end"]), d["minutes"], d["total"]] for d in inv["days"]],
+        )
+        return f"{head}\n\n{days}\n\nTotal: {inv['total']} {inv['currency']}"
     lines = table(
         ["Resource", "Type", "Billing", "Item", "Quantity", "Price", "Minutes", "Amount"],
         [
@@ -254,10 +265,6 @@ def invoice_text(inv: dict[str, Any]) -> str:
             ]
             for line in inv["lines"]
         ],
-    )
-    head = (
-        f"Invoice of project {inv['project_id']} from {_when(inv['start'])} to"
-        f" {_when(inv['end'])} (UTC)"
     )
     items = "\n".join(f"  {item}: {amount}" for item, amount in inv["by_item"].items())
     total = f"Total: {inv['total']} {inv['currency']} ({inv['minutes']} billed minutes)"
