@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
 from enum import Enum
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 
@@ -128,6 +128,18 @@ def _period(
     if defaulted and end <= start:  # nothing after now is charged anyway
         end = start + timedelta(minutes=1) if start < LATEST - timedelta(minutes=1) else LATEST
     return start, end
+
+
+async def _invoice_period(
+    cloud: CloudDep,
+    start: datetime | None = Query(None, description="Default: the first of this month."),
+    end: datetime | None = Query(None, description="Default: now (excluded)."),
+) -> tuple[datetime, datetime]:
+    return _period(start, end, cloud.ctx.clock.now())
+
+
+InvoicePeriod = Annotated[tuple[datetime, datetime], Depends(_invoice_period)]
+"""An invoice route's ``?start=&end=``, checked, in UTC, defaulted to this month so far."""
 
 
 router = APIRouter(
@@ -391,14 +403,8 @@ async def get_task(
 
 
 @router.get("/invoice", response_model=InvoiceOut, summary="Your invoice for a period")
-async def invoice(
-    cloud: CloudDep,
-    who: Tenant,
-    start: datetime | None = Query(None, description="Default: the first of this month."),
-    end: datetime | None = Query(None, description="Default: now (excluded)."),
-) -> InvoiceOut:
-    first, last = _period(start, end, cloud.ctx.clock.now())
-    return invoice_out(await cloud.billing.invoice(who.project(), first, last))
+async def invoice(cloud: CloudDep, who: Tenant, period: InvoicePeriod) -> InvoiceOut:
+    return invoice_out(await cloud.billing.invoice(who.project(), *period))
 
 
 @router.get(
@@ -408,15 +414,9 @@ async def invoice(
     description="Consecutive 24-hour periods from `start`, the last one ending at `end`"
     " (at most 366 days); they add up to `GET /invoice` of the same period.",
 )
-async def invoice_days(
-    cloud: CloudDep,
-    who: Tenant,
-    start: datetime | None = Query(None, description="Default: the first of this month."),
-    end: datetime | None = Query(None, description="Default: now (excluded)."),
-) -> InvoiceDaysOut:
-    first, last = _period(start, end, cloud.ctx.clock.now())
+async def invoice_days(cloud: CloudDep, who: Tenant, period: InvoicePeriod) -> InvoiceDaysOut:
     project = who.project()
-    return invoice_days_out(project, await cloud.billing.daily(project, first, last))
+    return invoice_days_out(project, await cloud.billing.daily(project, *period))
 
 
 # -- administration -----------------------------------------------------------------------
@@ -474,14 +474,9 @@ async def admin_revoke_token(cloud: CloudDep, token_id: str, _who: Operator) -> 
 
 @router.get("/admin/projects/{project}/invoice", tags=ADMIN_TAGS, response_model=InvoiceOut)
 async def admin_invoice(
-    cloud: CloudDep,
-    project: str,
-    _who: Operator,
-    start: datetime | None = Query(None),
-    end: datetime | None = Query(None),
+    cloud: CloudDep, project: str, _who: Operator, period: InvoicePeriod
 ) -> InvoiceOut:
-    first, last = _period(start, end, cloud.ctx.clock.now())
-    return invoice_out(await cloud.billing.invoice(project, first, last))
+    return invoice_out(await cloud.billing.invoice(project, *period))
 
 
 @router.get(
