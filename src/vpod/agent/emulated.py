@@ -548,7 +548,7 @@ class EmulatedMachine:
         second, nearly all unchanged, and building them anew was most of its idle CPU)."""
         batch = self._events.since(since_event)
         telemetry = tuple(self._read_telemetry(device_id) for device_id in DEVICE_IDS)
-        quiet = not batch.events and not batch.truncated
+        quiet = not batch.news
         key = (batch.last_event, telemetry)
         if quiet and self._quiet_health is not None and self._quiet_health[0] == key:
             return self._quiet_health[1]

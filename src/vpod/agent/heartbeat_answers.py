@@ -54,7 +54,7 @@ class HeartbeatAnswers:
         ``fleet_id``: the process's, when it hosts several machines (None: the health's)."""
         if fleet_id is None:
             fleet_id = health.fleet_id
-        news = health.events is not None and bool(health.events.events or health.events.truncated)
+        news = health.events is not None and health.events.news
         if not self._same_as_last(health, agent_faults, news):
             self._made_from = (health, agent_faults)
             self._version = self._version + 1 if self._version else _first_version()

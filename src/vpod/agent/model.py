@@ -301,6 +301,11 @@ class EventBatch:
     truncated: bool = False
     """Some events after the requested sequence were dropped from the agent's buffer."""
 
+    @property
+    def news(self) -> bool:
+        """Something happened after the requested sequence: events, or word of lost ones."""
+        return bool(self.events) or self.truncated
+
 
 @dataclass(frozen=True, slots=True)
 class IpuHealth:

@@ -110,7 +110,6 @@ class AgentService(pb_grpc.AgentServiceServicer):
         self._healed = asyncio.Event()
         self._healed.set()
         self._answers = HeartbeatAnswers()
-        """The links last sent: as the backend gave them, encoded, and their version."""
 
     def _with_hosts(self, held: ConfiguredPartition) -> ConfiguredPartition:
         hosts = self._access.hosts(held.config.partition_id)
@@ -428,7 +427,7 @@ class AgentService(pb_grpc.AgentServiceServicer):
                 await self._gate()
                 batch = await self._backend.events_since(cursor)
                 cursor = batch.last_event
-                if batch.events or batch.truncated:
+                if batch.news:
                     yield convert.batch_to_wire(batch)
         finally:
             unsubscribe()
