@@ -138,11 +138,11 @@ def invoice_out(invoice: Invoice) -> InvoiceOut:
     )
 
 
-def invoice_days_out(project_id: str, days: list[Invoice]) -> InvoiceDaysOut:
+def invoice_days_out(days: list[Invoice]) -> InvoiceDaysOut:
     """Each day's total; consecutive periods' totals add up to the whole one's exactly
     (docs/cloud.md, the rounding rule), so the sum is the period's total."""
     return InvoiceDaysOut(
-        project_id=project_id,
+        project_id=days[0].project_id,
         start=days[0].start,
         end=days[-1].end,
         currency=days[0].currency,

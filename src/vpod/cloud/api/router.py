@@ -415,8 +415,7 @@ async def invoice(cloud: CloudDep, who: Tenant, period: InvoicePeriod) -> Invoic
     " (at most 366 days); they add up to `GET /invoice` of the same period.",
 )
 async def invoice_days(cloud: CloudDep, who: Tenant, period: InvoicePeriod) -> InvoiceDaysOut:
-    project = who.project()
-    return invoice_days_out(project, await cloud.billing.daily(project, *period))
+    return invoice_days_out(await cloud.billing.daily(who.project(), *period))
 
 
 # -- administration -----------------------------------------------------------------------

@@ -28,19 +28,21 @@ class Billing:
     async def invoice(self, project_id: str, start: datetime, end: datetime) -> Invoice:
         """The project's invoice for ``[start, end)``; minutes after now are not charged."""
         check_period(start, end)
-        (invoice,) = await self._invoices(project_id, [(start, end)], end)
+        (invoice,) = await self._invoices(project_id, [(start, end)])
         return invoice
 
     async def daily(self, project_id: str, start: datetime, end: datetime) -> list[Invoice]:
         """The project's invoice of each day of ``[start, end)`` (:func:`day_windows`), from
         one read of its records: they add up to the period's invoice."""
-        return await self._invoices(project_id, day_windows(start, end), end)
+        return await self._invoices(project_id, day_windows(start, end))
 
     async def _invoices(
-        self, project_id: str, periods: list[tuple[datetime, datetime]], end: datetime
+        self, project_id: str, periods: list[tuple[datetime, datetime]]
     ) -> list[Invoice]:
+        """The invoice of each of ``periods`` (consecutive), from one read of the records up
+        to the last one's end."""
         await self._ctx.records.get_project(project_id)
-        records = await self._records(project_id, end)
+        records = await self._records(project_id, periods[-1][1])
         plans = [
             plan_of(r) for r in await self._ctx.records.list_reservations(project_id=project_id)
         ]
