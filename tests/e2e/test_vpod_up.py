@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import subprocess
+from pathlib import Path
 
 import grpc
 
+from vpod.launch.address_claims import AddressClaims, block_of
+from vpod.launch.up_state import choose_address_base
 from vpod.wire import virmgrpc_pb2 as pb
 from vpod.wire import virmgrpc_pb2_grpc as pb_grpc
 
-from .conftest import Pod, start_pod
+from .conftest import BIN, Pod, start_pod
 
 
 def test_ready_line_says_what_to_type_next(pod64: Pod) -> None:
@@ -88,3 +92,35 @@ def test_two_instances_run_side_by_side(pod64: Pod, tmp_path) -> None:  # type: 
         pod64.run("vipu", "remove", "partition", "o1")
     finally:
         other.stop()
+
+
+def test_a_loopback_block_another_vpod_up_claims_is_never_taken(tmp_path: Path) -> None:
+    """Two `vpod up` started at once must not both choose one block of loopback addresses.
+
+    A starting `vpod up` claims its block host-wide before probing it; this test holds
+    the claim a concurrent start would hold. A new data directory then passes over the
+    block it would otherwise choose, and a data directory whose saved block is claimed
+    is refused with the holder named, before anything starts.
+    """
+    data_dir = tmp_path / "pod"
+    with AddressClaims(tmp_path / "probe-claims") as probe:
+        wanted = choose_address_base(data_dir, 4, probe)  # what it picks with nothing claimed
+    with AddressClaims() as held:
+        assert held.take(block_of(wanted), "this test")
+        pod = start_pod(data_dir, "--pod", "pod16", "--cloud-pod", "none")
+        try:
+            chosen = json.loads((data_dir / "up.json").read_text())["address_base"]
+            assert block_of(chosen) != block_of(wanted)
+            assert "o1" in pod.run("vipu", "create", "partition", "o1", "--size", "4").stdout
+        finally:
+            pod.stop()
+        assert held.take(block_of(chosen), "this test")
+        refused = subprocess.run(
+            [str(BIN / "vpod"), "up", "--data-dir", str(data_dir), "--port", "0"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert refused.returncode != 0
+    assert f"{block_of(chosen)}.0.0/16 is held by another vpod up" in refused.stderr
+    assert "this test" in refused.stderr

@@ -60,6 +60,7 @@ from vpod.domain.errors import InvalidSpec
 from vpod.domain.topology import Pod, shape
 
 from . import cloud_up
+from .address_claims import AddressClaims
 from .up_agent_token import ensure_agent_token
 from .up_children import Child, Supervised
 from .up_secret_files import ensure_agent_key, ensure_metrics_token
@@ -176,10 +177,10 @@ def _agent_argv(pod: Pod, state: UpState, host: str, admin_port: int) -> list[st
     ]
 
 
-def _prepare(options: UpOptions) -> tuple[UpState, str | None]:
+def _prepare(options: UpOptions, claims: AddressClaims) -> tuple[UpState, str | None]:
     """Load the state, settle the mode, and check nothing holds what the pod needs."""
     data_dir = options.data_dir
-    state = load_state(data_dir, options.pod, options.address_base, options.cloud_pod)
+    state = load_state(data_dir, options.pod, options.address_base, options.cloud_pod, claims)
     switch_from = resolve_mode(data_dir, state, options.mode, options.switch_mode)
     check_ports_free(
         options.host,
@@ -202,8 +203,8 @@ def run_up(options: UpOptions, *, echo: bool = True) -> None:
     direct_ssh = cloud_up.direct_ssh_argv(options.ssh_direct_ports, options.ssh_direct_bind)
     data_dir = options.data_dir
     data_dir.mkdir(parents=True, exist_ok=True)
-    with _exclusive(data_dir):
-        state, switch_from = _prepare(options)
+    with _exclusive(data_dir), AddressClaims() as claims:
+        state, switch_from = _prepare(options, claims)
         pod = shape(state.pod)
         logs = data_dir / "logs"
         logs.mkdir(exist_ok=True)

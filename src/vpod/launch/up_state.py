@@ -21,6 +21,7 @@ from pathlib import Path
 from vpod.cli.errors import CliFailure, fail
 from vpod.domain.errors import InvalidSpec
 from vpod.domain.topology import shape
+from vpod.launch.address_claims import AddressClaims, block_of
 
 SECURE = "secure"
 OPEN = "open"
@@ -47,9 +48,17 @@ class UpState:
 
 
 def load_state(
-    data_dir: Path, pod: str | None, address_base: str | None, cloud_pod: str | None
+    data_dir: Path,
+    pod: str | None,
+    address_base: str | None,
+    cloud_pod: str | None,
+    claims: AddressClaims,
 ) -> UpState:
-    """The directory's state, or a new one from the options (not saved yet)."""
+    """The directory's state, or a new one from the options (not saved yet).
+
+    The state's loopback block is claimed in ``claims`` (``address_claims``): a block
+    another ``vpod up`` holds fails with its holder named.
+    """
     path = data_dir / "up.json"
     if path.exists():
         raw = json.loads(path.read_text())
@@ -66,6 +75,7 @@ def load_state(
         if cloud_pod and (cloud_pod if cloud_pod != NO_CLOUD_POD else None) != state.cloud_pod:
             held = state.cloud_pod or "no"
             fail(f"{data_dir} has {held} cloud pod: leave --cloud-pod out", 2)
+        claim_block(claims, state.address_base, data_dir, "stop it, then start this one again")
         return state
     pod_name = pod or DEFAULT_POD
     try:
@@ -74,7 +84,11 @@ def load_state(
             shape(cloud_pod)
     except InvalidSpec as exc:
         fail(str(exc), 2)
-    base = address_base or choose_address_base(data_dir, machines)
+    if address_base:
+        claim_block(claims, address_base, data_dir, "stop it, or pass another --address-base")
+        base = address_base
+    else:
+        base = choose_address_base(data_dir, machines, claims)
     chosen_cloud = DEFAULT_CLOUD_POD if cloud_pod is None else cloud_pod
     return UpState(
         pod=pod_name,
@@ -128,20 +142,35 @@ def _free(host: str, port: int) -> bool:
     return True
 
 
-def choose_address_base(data_dir: Path, machines: int) -> str:
+def claim_block(claims: AddressClaims, base: str, data_dir: Path, advice: str) -> None:
+    """Claim ``base``'s block for ``data_dir``, or fail naming the ``vpod up`` that holds it."""
+    block = block_of(base)
+    if not claims.take(block, str(data_dir)):
+        holder = claims.holder(block) or "its pid is not recorded"
+        fail(
+            f"the emulated machines' block {block}.0.0/16 is held by another vpod up"
+            f" ({holder}): {advice}"
+        )
+
+
+def choose_address_base(data_dir: Path, machines: int, claims: AddressClaims) -> str:
     """A 127.X.0.0/16 block whose first addresses are free, X derived from the data dir.
 
     Deriving X from the directory makes a restart land on the same addresses;
-    probing makes two instances side by side land on different ones.
+    probing makes two instances side by side land on different ones, and the
+    claim (taken before the probe) keeps two started at once from choosing the same.
     """
     digest = hashlib.sha256(str(data_dir.resolve()).encode()).digest()
     start = 16 + digest[0] % 200
     for offset in range(200):
         second = 16 + (start - 16 + offset) % 200
         base = ipaddress.IPv4Address(f"127.{second}.0.1")
+        if not claims.take(f"127.{second}", str(data_dir)):
+            continue
         hosts = [str(base + i) for i in (0, machines - 1)]
         if all(_free(h, AGENT_PORT) for h in hosts):
             return str(base)
+        claims.release(f"127.{second}")
     raise CliFailure(
         "no free loopback block for the emulated agents: pass --address-base 127.N.0.1"
     )
