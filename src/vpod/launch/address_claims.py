@@ -30,7 +30,7 @@ class AddressClaims:
     """The blocks this process holds; released on ``close`` (or when the process ends)."""
 
     def __init__(self, directory: Path = CLAIMS_DIR) -> None:
-        self._directory = directory
+        self.directory = directory
         self._held: dict[str, IO[str]] = {}
 
     def __enter__(self) -> AddressClaims:
@@ -65,7 +65,7 @@ class AddressClaims:
     def holder(self, block: str) -> str:
         """What the claim's file says about the process holding ``block`` ('' when nothing)."""
         try:
-            return (self._directory / block).read_text().strip()
+            return (self.directory / block).read_text().strip()
         except OSError:
             return ""
 
@@ -80,12 +80,12 @@ class AddressClaims:
         self._held.clear()
 
     def _open(self, block: str) -> IO[str]:
-        if not self._directory.is_dir():
-            self._directory.mkdir(parents=True, exist_ok=True)
+        if not self.directory.is_dir():
+            self.directory.mkdir(parents=True, exist_ok=True)
             # shared by every user of the host, like /tmp itself (unless another user made it)
             with contextlib.suppress(PermissionError):
-                os.chmod(self._directory, 0o1777)
-        path = self._directory / block
+                os.chmod(self.directory, 0o1777)
+        path = self.directory / block
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
         except PermissionError:  # another user's file: a read-only descriptor can still lock

@@ -142,10 +142,21 @@ def _free(host: str, port: int) -> bool:
     return True
 
 
+def _take(claims: AddressClaims, block: str, data_dir: Path) -> bool:
+    try:
+        return claims.take(block, str(data_dir))
+    except OSError as exc:
+        fail(
+            f"cannot claim the emulated machines' block {block}.0.0/16 under"
+            f" {claims.directory}: {exc.strerror or exc} (it must be a directory every user"
+            " may write, like /tmp)"
+        )
+
+
 def claim_block(claims: AddressClaims, base: str, data_dir: Path, advice: str) -> None:
     """Claim ``base``'s block for ``data_dir``, or fail naming the ``vpod up`` that holds it."""
     block = block_of(base)
-    if not claims.take(block, str(data_dir)):
+    if not _take(claims, block, data_dir):
         holder = claims.holder(block) or "its pid is not recorded"
         fail(
             f"the emulated machines' block {block}.0.0/16 is held by another vpod up"
@@ -165,7 +176,7 @@ def choose_address_base(data_dir: Path, machines: int, claims: AddressClaims) ->
     for offset in range(200):
         second = 16 + (start - 16 + offset) % 200
         base = ipaddress.IPv4Address(f"127.{second}.0.1")
-        if not claims.take(f"127.{second}", str(data_dir)):
+        if not _take(claims, f"127.{second}", data_dir):
             continue
         hosts = [str(base + i) for i in (0, machines - 1)]
         if all(_free(h, AGENT_PORT) for h in hosts):
