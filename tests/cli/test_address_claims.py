@@ -6,6 +6,8 @@ process, so two ``AddressClaims`` here stand for two ``vpod up`` processes.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,8 @@ import pytest
 from vpod.cli.errors import CliFailure
 from vpod.launch.address_claims import AddressClaims, block_of
 from vpod.launch.up_state import choose_address_base, claim_block
+
+BIN = Path(sys.executable).parent
 
 
 def test_a_held_block_is_refused_to_another_and_free_again_once_released(tmp_path: Path) -> None:
@@ -49,3 +53,22 @@ def test_a_claims_directory_that_cannot_be_used_is_one_clear_line(tmp_path: Path
         choose_address_base(tmp_path / "pod", 4, claims)
     assert "cannot claim the emulated machines' block" in str(refused.value)
     assert str(not_a_directory) in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "base", ["../../etc", "", "127.1", "2130706433000", "::1", "10.0.0.1", "127.255.255.250"]
+)
+def test_vpod_up_refuses_an_address_base_it_cannot_use_in_one_line(
+    tmp_path: Path, base: str
+) -> None:
+    """Not an IPv4 address, or machines beyond loopback: exit 2 before anything starts."""
+    done = subprocess.run(
+        [str(BIN / "vpod"), "up", "--data-dir", str(tmp_path / "pod"), "--address-base", base],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert "--address-base" in done.stderr
+    assert not (tmp_path / "pod" / "up.json").exists()

@@ -84,7 +84,21 @@ def load_state(
             shape(cloud_pod)
     except InvalidSpec as exc:
         fail(str(exc), 2)
-    if address_base:
+    if address_base is not None:
+        try:
+            first = ipaddress.IPv4Address(address_base)
+        except ValueError:
+            fail(
+                f"--address-base {address_base[:40]!r} is not an IPv4 address:"
+                " give one such as 127.7.0.1",
+                2,
+            )
+        if not first.is_loopback or not (first + machines - 1).is_loopback:
+            fail(
+                f"--address-base {first}: the {machines} emulated machines need loopback"
+                " addresses (127.N.0.1)",
+                2,
+            )
         claim_block(claims, address_base, data_dir, "stop it, or pass another --address-base")
         base = address_base
     else:
