@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ BIN = Path(sys.executable).parent
 
 
 def test_a_held_block_is_refused_to_another_and_free_again_once_released(tmp_path: Path) -> None:
-    with AddressClaims(tmp_path) as first, AddressClaims(tmp_path) as second:
+    with closing(AddressClaims(tmp_path)) as first, closing(AddressClaims(tmp_path)) as second:
         assert first.take("127.40", "/data/one")
         assert first.take("127.40", "/data/one")  # holding it twice is holding it
         assert not second.take("127.40", "/data/two")
@@ -34,9 +35,9 @@ def test_choosing_passes_over_a_claimed_block_and_a_restart_names_the_holder(
 ) -> None:
     claims_dir = tmp_path / "claims"
     data_dir = tmp_path / "pod"
-    with AddressClaims(claims_dir) as probe:
+    with closing(AddressClaims(claims_dir)) as probe:
         wanted = choose_address_base(data_dir, 4, probe)
-    with AddressClaims(claims_dir) as other, AddressClaims(claims_dir) as mine:
+    with closing(AddressClaims(claims_dir)) as other, closing(AddressClaims(claims_dir)) as mine:
         assert other.take(block_of(wanted), "/data/other")
         chosen = choose_address_base(data_dir, 4, mine)
         assert block_of(chosen) != block_of(wanted)
@@ -49,7 +50,7 @@ def test_choosing_passes_over_a_claimed_block_and_a_restart_names_the_holder(
 def test_a_claims_directory_that_cannot_be_used_is_one_clear_line(tmp_path: Path) -> None:
     not_a_directory = tmp_path / "claims"
     not_a_directory.write_text("")
-    with AddressClaims(not_a_directory) as claims, pytest.raises(CliFailure) as refused:
+    with closing(AddressClaims(not_a_directory)) as claims, pytest.raises(CliFailure) as refused:
         choose_address_base(tmp_path / "pod", 4, claims)
     assert "cannot claim the emulated machines' block" in str(refused.value)
     assert str(not_a_directory) in str(refused.value)

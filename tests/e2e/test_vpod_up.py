@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from contextlib import closing
 from pathlib import Path
 
 import grpc
@@ -103,9 +104,9 @@ def test_a_loopback_block_another_vpod_up_claims_is_never_taken(tmp_path: Path) 
     is refused with the holder named, before anything starts.
     """
     data_dir = tmp_path / "pod"
-    with AddressClaims(tmp_path / "probe-claims") as probe:
+    with closing(AddressClaims(tmp_path / "probe-claims")) as probe:
         wanted = choose_address_base(data_dir, 4, probe)  # what it picks with nothing claimed
-    with AddressClaims() as held:
+    with closing(AddressClaims()) as held:
         assert held.take(block_of(wanted), "this test")
         pod = start_pod(data_dir, "--pod", "pod16", "--cloud-pod", "none")
         try:

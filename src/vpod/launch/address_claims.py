@@ -15,7 +15,6 @@ import contextlib
 import fcntl
 import os
 from pathlib import Path
-from types import TracebackType
 from typing import IO
 
 CLAIMS_DIR = Path("/tmp/vpod-address-claims")
@@ -27,22 +26,14 @@ def block_of(base: str) -> str:
 
 
 class AddressClaims:
-    """The blocks this process holds; released on ``close`` (or when the process ends)."""
+    """The blocks this process holds; released on ``close`` (or when the process ends).
+
+    Use it under ``contextlib.closing`` to release them when a block of code ends.
+    """
 
     def __init__(self, directory: Path = CLAIMS_DIR) -> None:
         self.directory = directory
         self._held: dict[str, IO[str]] = {}
-
-    def __enter__(self) -> AddressClaims:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def take(self, block: str, holder: str) -> bool:
         """Claim ``block`` for ``holder`` (a data directory); False when another process has it."""

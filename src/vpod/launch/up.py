@@ -203,7 +203,7 @@ def run_up(options: UpOptions, *, echo: bool = True) -> None:
     direct_ssh = cloud_up.direct_ssh_argv(options.ssh_direct_ports, options.ssh_direct_bind)
     data_dir = options.data_dir
     data_dir.mkdir(parents=True, exist_ok=True)
-    with _exclusive(data_dir), AddressClaims() as claims:
+    with _exclusive(data_dir), contextlib.closing(AddressClaims()) as claims:
         state, switch_from = _prepare(options, claims)
         pod = shape(state.pod)
         logs = data_dir / "logs"

@@ -85,22 +85,8 @@ def load_state(
     except InvalidSpec as exc:
         fail(str(exc), 2)
     if address_base is not None:
-        try:
-            first = ipaddress.IPv4Address(address_base)
-        except ValueError:
-            fail(
-                f"--address-base {address_base[:40]!r} is not an IPv4 address:"
-                " give one such as 127.7.0.1",
-                2,
-            )
-        if not first.is_loopback or not (first + machines - 1).is_loopback:
-            fail(
-                f"--address-base {first}: the {machines} emulated machines need loopback"
-                " addresses (127.N.0.1)",
-                2,
-            )
-        claim_block(claims, address_base, data_dir, "stop it, or pass another --address-base")
-        base = address_base
+        base = _given_base(address_base, machines)
+        claim_block(claims, base, data_dir, "stop it, or pass another --address-base")
     else:
         base = choose_address_base(data_dir, machines, claims)
     chosen_cloud = DEFAULT_CLOUD_POD if cloud_pod is None else cloud_pod
@@ -156,6 +142,25 @@ def _free(host: str, port: int) -> bool:
     return True
 
 
+def _given_base(address_base: str, machines: int) -> str:
+    """``--address-base`` checked: an IPv4 address from which all ``machines`` are loopback."""
+    try:
+        first = ipaddress.IPv4Address(address_base)
+    except ValueError:
+        fail(
+            f"--address-base {address_base[:40]!r} is not an IPv4 address:"
+            " give one such as 127.7.0.1",
+            2,
+        )
+    if not first.is_loopback or not (first + machines - 1).is_loopback:
+        fail(
+            f"--address-base {first}: the {machines} emulated machines need loopback"
+            " addresses (127.N.0.1)",
+            2,
+        )
+    return address_base
+
+
 def _take(claims: AddressClaims, block: str, data_dir: Path) -> bool:
     try:
         return claims.take(block, str(data_dir))
@@ -189,13 +194,14 @@ def choose_address_base(data_dir: Path, machines: int, claims: AddressClaims) ->
     start = 16 + digest[0] % 200
     for offset in range(200):
         second = 16 + (start - 16 + offset) % 200
-        base = ipaddress.IPv4Address(f"127.{second}.0.1")
-        if not _take(claims, f"127.{second}", data_dir):
+        block = f"127.{second}"
+        base = ipaddress.IPv4Address(f"{block}.0.1")
+        if not _take(claims, block, data_dir):
             continue
         hosts = [str(base + i) for i in (0, machines - 1)]
         if all(_free(h, AGENT_PORT) for h in hosts):
             return str(base)
-        claims.release(f"127.{second}")
+        claims.release(block)
     raise CliFailure(
         "no free loopback block for the emulated agents: pass --address-base 127.N.0.1"
     )
