@@ -36,7 +36,7 @@ from fastapi.routing import APIRoute
 
 from vpod.domain.errors import Fault
 from vpod.wire import errors as wire_errors
-from vpod.wire.rest.errors import ErrorResponse
+from vpod.wire.rest.errors import documented_error
 
 from ..model import errors
 
@@ -58,9 +58,7 @@ def error_responses() -> dict[int | str, dict[str, Any]]:
         413: "The request body is larger than the API takes (`REQUEST_TOO_LARGE`).",
         503: "A back end cannot be reached; retry (`UNAVAILABLE`).",
     }
-    return {
-        status: {"model": ErrorResponse, "description": text} for status, text in described.items()
-    }
+    return {status: documented_error(text) for status, text in described.items()}
 
 
 class CloudRoute(APIRoute):

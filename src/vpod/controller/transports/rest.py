@@ -25,6 +25,8 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from starlette.middleware.gzip import GZipMiddleware
 
+from vpod.wire.rest.errors import error_components
+
 from ..metrics import ControllerMetrics
 from ..telemetry import TelemetryExporter
 from . import (
@@ -120,14 +122,18 @@ def create_http_app(
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            app.openapi_schema = _without_422(
-                get_openapi(
-                    title=app.title,
-                    version=app.version,
-                    description=app.description,
-                    routes=app.routes,
-                )
+            document = get_openapi(
+                title=app.title,
+                version=app.version,
+                description=app.description,
+                routes=app.routes,
             )
+            # The error answers name their body by reference (rest_errors.error_responses).
+            schemas = document.setdefault("components", {}).setdefault("schemas", {})
+            for name, schema in error_components().items():
+                schemas.setdefault(name, schema)
+            document["components"]["schemas"] = dict(sorted(schemas.items()))
+            app.openapi_schema = _without_422(document)
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]

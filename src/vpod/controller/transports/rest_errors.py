@@ -46,7 +46,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from vpod.domain.errors import Fault
 from vpod.domain.excerpts import bounded
 from vpod.wire import errors as wire_errors
-from vpod.wire.rest.errors import ErrorResponse, FieldProblem
+from vpod.wire.rest.errors import FieldProblem, documented_error
 
 from .. import errors
 
@@ -190,6 +190,6 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
         503: "Agents or the database cannot be reached (`UNAVAILABLE`).",
     }
     return {
-        status: {"model": ErrorResponse, "description": described[status]}
+        status: documented_error(described[status])
         for status in sorted({400, *(statuses or ERROR_STATUSES)})
     }
