@@ -12,6 +12,8 @@ child, and each case's excess over the floor measured in the same run:
 * ``vipu --help``, ``vipu-agent --help``, ``vpod --help``: a command line
   parsed and its help printed (the imports of a CLI call);
 * ``vipu-admin list agents``: one real admin call against a running server;
+* ``vpod flavors``: one real cloud call (``GET /flavors``) against a running
+  ``vpod up``, which it starts only when this case runs;
 * ``vpod up: its imports``: what ``vpod up`` imports before it starts anything
   (``import vpod.launch.up``);
 * ``vipu-server --init``: on a store already initialised (``vpod up`` runs it on
@@ -50,7 +52,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from bench_processes import cpu_seconds, stop
+from bench_processes import cpu_seconds, spawn, stop
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -152,6 +154,20 @@ def admin_target(data_dir: Path) -> Iterator[Env]:
         stop_server(proc)
 
 
+@contextmanager
+def cloud_target(data_dir: Path, wanted: bool) -> Iterator[Env]:
+    """A running ``vpod up`` for ``vpod`` cloud calls (when ``wanted``); the environment that
+    points them there."""
+    if not wanted:
+        yield {}
+        return
+    proc, _ = spawn([str(BIN / "vpod"), "up", "--data-dir", str(data_dir)], "vpod is up", 180)
+    try:
+        yield {"VPOD_CONFIG": str(data_dir / "vpod-cli.toml")}
+    finally:
+        stop(proc, sig=signal.SIGINT, timeout=60)
+
+
 def init_store(data_dir: Path) -> None:
     data_dir.mkdir(parents=True, exist_ok=True)
     argv = [str(BIN / "vipu-server"), "--data-dir", str(data_dir), "--init"]
@@ -180,7 +196,7 @@ def compile_bytecode(src: Path) -> None:
     subprocess.run([PYTHON, "-m", "compileall", "-q", str(src)], check=True)
 
 
-def vpod_cases(work: Path, admin_env: Env) -> list[tuple[str, Run]]:
+def vpod_cases(work: Path, admin_env: Env, cloud_env: Env) -> list[tuple[str, Run]]:
     """Each vpod case: its name and how to run it once in a given environment."""
     stores = {name: work / name for name in ("server", "server-cloud")}
     for path in stores.values():
@@ -194,6 +210,7 @@ def vpod_cases(work: Path, admin_env: Env) -> list[tuple[str, Run]]:
         ("vipu-admin list agents", command("vipu-admin", "list", "agents", extra=admin_env)),
         ("vipu-agent --help", command("vipu-agent", "--help")),
         ("vpod --help", command("vpod", "--help")),
+        ("vpod flavors", command("vpod", "flavors", extra=cloud_env)),
         (
             "vpod up: its imports",
             lambda env: run_command([PYTHON, "-c", "import vpod.launch.up"], env),
@@ -208,7 +225,7 @@ def vpod_cases(work: Path, admin_env: Env) -> list[tuple[str, Run]]:
 
 
 def build_cases(
-    work: Path, admin_env: Env, baseline_src: Path | None, wanted: set[str]
+    work: Path, admin_env: Env, cloud_env: Env, baseline_src: Path | None, wanted: set[str]
 ) -> list[Case]:
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
@@ -220,7 +237,7 @@ def build_cases(
     variants = [("current", env)]
     if baseline_src is not None:
         variants.insert(0, ("baseline", env | {"PYTHONPATH": str(baseline_src)}))
-    for name, run in vpod_cases(work, admin_env):
+    for name, run in vpod_cases(work, admin_env, cloud_env):
         if wanted and name not in wanted:
             continue
         for variant, variant_env in variants:
@@ -288,8 +305,11 @@ def main() -> None:
         if args.baseline is not None:
             (work / "baseline").mkdir()
             baseline_src = export_source(args.baseline, work / "baseline")
-        with admin_target(work / "admin") as admin_env:
-            cases = build_cases(work, admin_env, baseline_src, wanted)
+        with (
+            admin_target(work / "admin") as admin_env,
+            cloud_target(work / "up", not wanted or "vpod flavors" in wanted) as cloud_env,
+        ):
+            cases = build_cases(work, admin_env, cloud_env, baseline_src, wanted)
             unknown = wanted - {c.name for c in cases}
             if unknown:
                 parser.error(f"--only: no case named {', '.join(sorted(unknown))}")

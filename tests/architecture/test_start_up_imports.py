@@ -133,3 +133,20 @@ def test_vpod_help_lists_the_cloud_commands_without_loading_the_cloud_client() -
     assert "vpod.cli.cloud_cluster" in loaded  # listed: its short help comes from the command
     unwanted = ("vpod.client.cloud_calls", "vpod.wire.rest", "httpx", "pydantic")
     assert _under(loaded, *unwanted) == set()
+
+
+def test_httpx_comes_without_its_command_line_client() -> None:
+    """``import httpx`` imports httpx's own command line client (click, rich, pygments) when
+    they are installed; vpod's processes import httpx without it (``vpod/__init__.py``), and
+    ``httpx.main`` still loads and runs the real one when called."""
+    loaded = imported_by("vpod.client.cloud_calls")
+    assert "httpx" in loaded
+    assert _under(loaded, "rich", "pygments") == set(), sorted(_under(loaded, "rich", "pygments"))
+    code = (
+        "import sys, vpod, httpx\n"
+        "sys.argv = ['httpx', '--help']\n"
+        "httpx.main()\n"
+    )  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "Usage: httpx" in done.stdout

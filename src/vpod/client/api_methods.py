@@ -17,7 +17,6 @@ procedure too is written once (sans I/O).
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 import time
@@ -183,6 +182,8 @@ def _run(procedure: Procedure[Any], transport: BlockingTransport) -> Any:
 
 
 async def _run_async(procedure: Procedure[Any], transport: AsyncTransport) -> Any:
+    import asyncio  # here: the blocking clients (each CLI call) need not load it
+
     reply: Any = None
     try:
         while True:

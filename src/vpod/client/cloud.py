@@ -17,17 +17,19 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Self, Unpack
+from typing import TYPE_CHECKING, Self, Unpack
 
 from . import cloud_calls as calls
 from .api_methods import Pause, Procedure, api_call
 from .cloud_config import API_PREFIX, CloudSettings, resolve_cloud
 from .cloud_records import Phase, Task
-from .cloud_shell import ShellConnection, ShellRequest, open_relay
-from .cloud_ssh import SshTunnel, open_tunnel
 from .errors import FailedPrecondition, TaskFailed, Timeout
 from .http_api import AsyncHttpApi, BlockingHttpApi, HttpApi
 from .http_transport import DEFAULT_TIMEOUT_S, HttpSite
+
+if TYPE_CHECKING:  # websockets, and their modules, load when a shell or tunnel opens
+    from .cloud_shell import ShellConnection, ShellRequest
+    from .cloud_ssh import SshTunnel
 
 POLL_S = 0.2
 WAIT_TIMEOUT_S = 1800.0
@@ -221,10 +223,14 @@ class CloudClient(_CloudApi, BlockingHttpApi):
                 f"this server is reached by {access.kind}:"
                 f" ssh -p {access.port} {access.user}@{access.host}"
             )
+        from .cloud_shell import open_relay
+
         return open_relay(self._site, access.connect, **request)
 
     def open_ssh_tunnel(self, cluster: str, server: str) -> SshTunnel:
         """An SSH connection to the server's sshd (``server``: its number or name)."""
+        from .cloud_ssh import open_tunnel
+
         return open_tunnel(self._site, cluster, server)
 
 
