@@ -9,12 +9,17 @@ server's fault, said as such.
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+from typing import Any
+
 import httpx
 import pytest
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
 from starlette.routing import BaseRoute
 
+import vpod.wire.rest
 from vpod.client import rest_records
 from vpod.client.cloud_records import Task, TaskState
 from vpod.client.errors import NotFound, ServerError
@@ -31,6 +36,29 @@ from .test_request_bodies import _flat, _models, _nested
 SHAPES = "vpod.wire.rest."
 
 
+def _shapes_by_name() -> dict[str, type[BaseModel]]:
+    """Every model of ``vpod.wire.rest``, by its name (what a document's components say)."""
+    found: dict[str, type[BaseModel]] = {}
+    for info in pkgutil.iter_modules(vpod.wire.rest.__path__, SHAPES):
+        for value in vars(importlib.import_module(info.name)).values():
+            if isinstance(value, type) and issubclass(value, BaseModel):
+                found.setdefault(value.__name__, value)
+    return found
+
+
+def _referenced(spec: dict[str, Any]) -> type[BaseModel] | None:
+    """The shape a response documented by reference names (``#/components/schemas/NAME``, as
+    the error answers are: vpod.wire.rest.errors.documented_error); it must be one of
+    ``vpod.wire.rest``."""
+    ref = spec.get("content", {}).get("application/json", {}).get("schema", {}).get("$ref")
+    if ref is None:
+        return None
+    name = ref.rsplit("/", 1)[-1]
+    shape = _shapes_by_name().get(name)
+    assert shape is not None, f"a response names {ref}, which is no shape of vpod.wire.rest"
+    return shape
+
+
 def _api_models(routes: list[BaseRoute], prefix: str = "") -> dict[type[BaseModel], str]:
     """Every model a route under ``prefix`` takes or answers with (nested ones too), with a
     route that does."""
@@ -42,6 +70,7 @@ def _api_models(routes: list[BaseRoute], prefix: str = "") -> dict[type[BaseMode
         annotations.append(route.response_model)
         for spec in route.responses.values():
             annotations.append(spec.get("model"))
+            annotations.append(_referenced(spec))
         seen: set[type[BaseModel]] = set()
         for annotation in annotations:
             for model in _models(annotation):

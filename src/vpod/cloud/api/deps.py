@@ -56,8 +56,9 @@ def creates(
     )
 
 
-def cloud_of(request: Request) -> Cloud:
-    """The cloud these routes serve: bound per request by :func:`cloud_router`."""
+async def cloud_of(request: Request) -> Cloud:
+    """The cloud these routes serve: bound per request by :func:`cloud_router` (``async``: a
+    plain ``def`` dependency runs on FastAPI's thread pool, a hand-off per request)."""
     found: Cloud = request.state.cloud
     return found
 

@@ -83,7 +83,7 @@ async def store_check(status: ControllerStatus, timeout: float = STORE_TIMEOUT_S
     return Check(name="store", ok=True)
 
 
-def readiness(request: Request) -> Readiness:
+async def readiness(request: Request) -> Readiness:
     """The app's :class:`Readiness` (FastAPI dependency)."""
     found: Readiness = request.app.state.readiness
     return found

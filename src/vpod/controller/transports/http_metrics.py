@@ -66,7 +66,7 @@ class RequestMetricsMiddleware(HttpMiddleware):
             )
 
 
-def controller_metrics(request: Request) -> ControllerMetrics:
+async def controller_metrics(request: Request) -> ControllerMetrics:
     """The app's :class:`ControllerMetrics` (FastAPI dependency)."""
     found: ControllerMetrics = request.app.state.metrics
     return found

@@ -4,6 +4,10 @@
 ``app.state.use_cases``; the dependencies below hand each route the one
 use-case it asks for. A test can serve a single router with only the
 use-cases its routes need, or replace one with ``app.dependency_overrides``.
+
+They are ``async`` although they only read attributes: FastAPI runs a plain ``def``
+dependency on its thread pool, a hand-off (and a GIL hand-back) per dependency per request
+that cost more than the request's own work on the small routes.
 """
 
 from __future__ import annotations
@@ -51,73 +55,73 @@ class HttpUseCases(Protocol):
     allocation_hosts: AllocationHosts
 
 
-def use_cases(request: Request) -> HttpUseCases:
+def _use_cases(request: Request) -> HttpUseCases:
     found: HttpUseCases = request.app.state.use_cases
     return found
 
 
-def settings(request: Request) -> Settings:
-    return use_cases(request).settings
+async def settings(request: Request) -> Settings:
+    return _use_cases(request).settings
 
 
-def authenticator(request: Request) -> Authenticator:
-    return use_cases(request).auth
+async def authenticator(request: Request) -> Authenticator:
+    return _use_cases(request).auth
 
 
-def inventory(request: Request) -> Inventory:
-    return use_cases(request).inventory
+async def inventory(request: Request) -> Inventory:
+    return _use_cases(request).inventory
 
 
-def partition_service(request: Request) -> PartitionService:
-    return use_cases(request).partitions
+async def partition_service(request: Request) -> PartitionService:
+    return _use_cases(request).partitions
 
 
-def partition_views(request: Request) -> PartitionViews:
-    return use_cases(request).views
+async def partition_views(request: Request) -> PartitionViews:
+    return _use_cases(request).views
 
 
-def listings(request: Request) -> Listings:
-    return use_cases(request).listings
+async def listings(request: Request) -> Listings:
+    return _use_cases(request).listings
 
 
-def fleet(request: Request) -> Fleet:
-    return use_cases(request).fleet
+async def fleet(request: Request) -> Fleet:
+    return _use_cases(request).fleet
 
 
-def teardown(request: Request) -> Teardown:
-    return use_cases(request).teardown
+async def teardown(request: Request) -> Teardown:
+    return _use_cases(request).teardown
 
 
-def audit_log(request: Request) -> AuditLog:
-    return use_cases(request).audit_log
+async def audit_log(request: Request) -> AuditLog:
+    return _use_cases(request).audit_log
 
 
-def controller_status(request: Request) -> ControllerStatus:
-    return use_cases(request).status
+async def controller_status(request: Request) -> ControllerStatus:
+    return _use_cases(request).status
 
 
-def pod_map_service(request: Request) -> PodMapService:
-    return use_cases(request).pod_map
+async def pod_map_service(request: Request) -> PodMapService:
+    return _use_cases(request).pod_map
 
 
-def change_feed(request: Request) -> ChangeFeed:
-    return use_cases(request).changes
+async def change_feed(request: Request) -> ChangeFeed:
+    return _use_cases(request).changes
 
 
-def telemetry(request: Request) -> IpuTelemetryView:
-    return use_cases(request).telemetry
+async def telemetry(request: Request) -> IpuTelemetryView:
+    return _use_cases(request).telemetry
 
 
-def agent_tokens(request: Request) -> AgentTokens:
-    return use_cases(request).agent_tokens
+async def agent_tokens(request: Request) -> AgentTokens:
+    return _use_cases(request).agent_tokens
 
 
-def partition_keys(request: Request) -> PartitionKeys:
-    return use_cases(request).partition_keys
+async def partition_keys(request: Request) -> PartitionKeys:
+    return _use_cases(request).partition_keys
 
 
-def allocation_hosts(request: Request) -> AllocationHosts:
-    return use_cases(request).allocation_hosts
+async def allocation_hosts(request: Request) -> AllocationHosts:
+    return _use_cases(request).allocation_hosts
 
 
 SettingsDep = Annotated[Settings, Depends(settings)]
