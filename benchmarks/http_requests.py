@@ -35,7 +35,7 @@ from pathlib import Path
 
 import httpx
 from bench_processes import cpu_seconds
-from startup import REPO, compile_bytecode, export_source, init_store, start_server, stop_server
+from startup import init_store, source_variants, start_server, stop_server
 
 CASES = ("/healthz", "/api/v1/version", "/api/cloud/v1/flavors")
 
@@ -84,16 +84,8 @@ def main() -> None:
     samples: dict[tuple[str, str], list[tuple[int, float, float]]] = {}
     with tempfile.TemporaryDirectory(prefix="vpod-http-") as tmp, ExitStack() as stack:
         work = Path(tmp)
-        compile_bytecode(REPO / "src")
-        env = dict(os.environ)
-        env.pop("PYTHONPATH", None)
-        variants = {"current": env}
-        if args.baseline is not None:
-            (work / "baseline").mkdir()
-            src = export_source(args.baseline, work / "baseline")
-            variants = {"baseline": env | {"PYTHONPATH": str(src)}, **variants}
         servers = {}
-        for variant, variant_env in variants.items():
+        for variant, variant_env in source_variants(work, args.baseline).items():
             proc, url = start_controller(work / variant, variant_env)
             stack.callback(stop_server, proc)
             servers[variant] = (proc.pid, stack.enter_context(httpx.Client(base_url=url)))

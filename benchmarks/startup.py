@@ -224,24 +224,35 @@ def vpod_cases(work: Path, admin_env: Env, cloud_env: Env) -> list[tuple[str, Ru
     ]
 
 
-def build_cases(
-    work: Path, admin_env: Env, cloud_env: Env, baseline_src: Path | None, wanted: set[str]
-) -> list[Case]:
+def source_variants(work: Path, baseline: str | None) -> dict[str, Env]:
+    """The environment of each variant of vpod's source, the baseline first: ``current`` (this
+    checkout, compiled to bytecode) and, given ``baseline``, that commit's source exported
+    under ``work`` and first on ``PYTHONPATH``."""
+    compile_bytecode(REPO / "src")
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
-    env["HOME"] = str(work)  # no vipu-cli.hcl or vpod-cli.toml of the user's
+    variants = {}
+    if baseline is not None:
+        (work / "baseline").mkdir()
+        variants["baseline"] = env | {"PYTHONPATH": str(export_source(baseline, work / "baseline"))}
+    variants["current"] = env
+    return variants
+
+
+def build_cases(
+    work: Path, admin_env: Env, cloud_env: Env, variants: dict[str, Env], wanted: set[str]
+) -> list[Case]:
+    own = {"HOME": str(work)}  # no vipu-cli.hcl or vpod-cli.toml of the user's
+    env = variants["current"] | own
     cases = [
         Case(FLOOR[0], "floor", lambda: run_command([PYTHON, "-c", "pass"], env)),
         Case(FLOOR[1], "floor", lambda: run_command([PYTHON, "-c", "import grpc"], env)),
     ]
-    variants = [("current", env)]
-    if baseline_src is not None:
-        variants.insert(0, ("baseline", env | {"PYTHONPATH": str(baseline_src)}))
     for name, run in vpod_cases(work, admin_env, cloud_env):
         if wanted and name not in wanted:
             continue
-        for variant, variant_env in variants:
-            cases.append(Case(name, variant, functools.partial(run, variant_env)))
+        for variant, variant_env in variants.items():
+            cases.append(Case(name, variant, functools.partial(run, variant_env | own)))
     return cases
 
 
@@ -300,16 +311,12 @@ def main() -> None:
     wanted = {name.strip() for name in args.only.split(",") if name.strip()}
     with tempfile.TemporaryDirectory(prefix="vpod-startup-") as tmp:
         work = Path(tmp)
-        compile_bytecode(REPO / "src")
-        baseline_src = None
-        if args.baseline is not None:
-            (work / "baseline").mkdir()
-            baseline_src = export_source(args.baseline, work / "baseline")
+        variants = source_variants(work, args.baseline)
         with (
             admin_target(work / "admin") as admin_env,
             cloud_target(work / "up", not wanted or "vpod flavors" in wanted) as cloud_env,
         ):
-            cases = build_cases(work, admin_env, cloud_env, baseline_src, wanted)
+            cases = build_cases(work, admin_env, cloud_env, variants, wanted)
             unknown = wanted - {c.name for c in cases}
             if unknown:
                 parser.error(f"--only: no case named {', '.join(sorted(unknown))}")
