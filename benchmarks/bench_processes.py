@@ -23,10 +23,17 @@ LOOPBACK_AGENT = (
 """``vipu-agent`` options for machines on 127.0.0.1, every port chosen by the kernel."""
 
 
-def spawn(argv: list[str], ready: str, timeout: float = 60) -> tuple[subprocess.Popen[str], str]:
-    """Start a process and wait for its ready line; returns both."""
+def spawn(
+    argv: list[str], ready: str, timeout: float = 60, *, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[str], str]:
+    """Start a process (in ``env``, else this one's) and wait for its ready line; returns both."""
     proc = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+        env=env,
     )
     deadline = time.monotonic() + timeout
     assert proc.stdout is not None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -404,3 +405,149 @@ def test_operators_see_the_gpu_hosts_with_either_credentials_tenants_do_not(
         error(http.get("/admin/gpus"), 401, "UNAUTHENTICATED")
     with live.client(live.project("nosy")) as http:
         error(http.get("/admin/gpus"), 403, "PERMISSION_DENIED")
+
+
+def _requests_to(live: LiveCloud, route: str) -> int:
+    """How many POSTs ``route`` (a route template) has served, by ``/metrics``."""
+    pattern = rf'vpod_http_requests_total\{{[^}}]*route="{re.escape(route)}"[^}}]*\}} (\S+)'
+    text = live.metrics()
+    return sum(int(float(n)) for n in re.findall(pattern, text))
+
+
+BATCH = "/api/cloud/v1/gpu-agents/samples"
+ALONE = "/api/cloud/v1/gpu-agents/{host}/samples"
+
+
+def test_an_agent_serving_several_hosts_sends_their_samples_in_one_request(
+    gpu_cloud: GpuCloud,
+) -> None:
+    """The agent process emulating three hosts reports them together, one request per
+    interval for all three, never a request per host."""
+    live = gpu_cloud.live
+    before, alone = _requests_to(live, BATCH), _requests_to(live, ALONE)
+    wait_for("five more batches", lambda: _requests_to(live, BATCH) >= before + 5)
+    assert _requests_to(live, ALONE) == alone
+    # ... and the samples of all three arrived through it
+    for host in HOSTS:
+        assert all(g["temperature_c"] is not None for g in gpus_of(live)[host["host_id"]]["gpus"]), host
+
+
+def _register(http: httpx.Client, host_id: str, boot_id: str, token: str) -> None:
+    inventory = {
+        "hostname": host_id,
+        "driver_version": "1",
+        "cuda_version": "12.0",
+        "backend": "emulated",
+        "gpus": [
+            {
+                "index": 0,
+                "uuid": emulated_uuid(host_id, 0),
+                "name": "NVIDIA H100 80GB HBM3",
+                "memory_mib": 81559,
+                "pci_bus_id": "00000000:18:00.0",
+                "minor": 0,
+                "mig_mode": None,
+                "devices": [{"path": "/dev/nvidia0", "source": "/dev/nvidia0"}],
+            }
+        ],
+    }
+    body = {"host_id": host_id, "role": "hypervisor", "boot_id": boot_id, "inventory": inventory}
+    ok(http.post("/gpu-agents/register", json=body, headers={"vipu-agent-token": token}))
+
+
+def _sample(host_id: str, *, healthy: bool = True) -> dict[str, Any]:
+    reading = {"index": 0, "uuid": emulated_uuid(host_id, 0), "temperature_c": 40}
+    problems = [] if healthy else ["GPU 0 reported XID 79 (fell off the bus)"]
+    return {"reading": reading, "healthy": healthy, "problems": problems}
+
+
+def test_a_batch_of_samples_judges_each_host_on_its_own(gpu_cloud: GpuCloud) -> None:
+    """A host refused in a batch (not registered, registered by another run, bound to another
+    token, a GPU it did not register) is refused as the single-host route refuses it, in its
+    own entry, and the other hosts' samples are taken."""
+    live = gpu_cloud.live
+    own = {"vipu-agent-token": gpu_cloud.token}
+    with httpx.Client(base_url=live.url + "/api/cloud/v1", timeout=60) as http:
+        _register(http, "gbatch-1", "run-1", gpu_cloud.token)
+        _register(http, "gbatch-2", "run-2", gpu_cloud.token)
+        strange = _sample("gbatch-2")
+        strange["reading"] = {**strange["reading"], "index": 7}
+        reports = [
+            {"host_id": "gbatch-1", "boot_id": "run-1", "samples": [_sample("gbatch-1")]},
+            {"host_id": "gnone-1", "boot_id": "run-9", "samples": []},
+            {"host_id": "ghv-1", "boot_id": "an-older-run", "samples": []},
+            {"host_id": "gbatch-2", "boot_id": "run-2", "samples": [strange]},
+        ]
+        results = ok(http.post("/gpu-agents/samples", json={"reports": reports}, headers=own))
+        outcome = {r["host_id"]: r for r in results["results"]}
+        assert [r["host_id"] for r in results["results"]] == [r["host_id"] for r in reports]
+        assert outcome["gbatch-1"] == {"host_id": "gbatch-1", "accepted": True, "error": None}
+        for host, words in (
+            ("gnone-1", "is not registered"),
+            ("ghv-1", "another agent run"),
+            ("gbatch-2", "GPU 7 of host gbatch-2 is not the one registered"),
+        ):
+            assert not outcome[host]["accepted"], outcome[host]
+            assert outcome[host]["error"]["code"] == "NOT_FOUND", outcome[host]
+            assert words in outcome[host]["error"]["message"], outcome[host]
+        # the sample taken is the one shown, and a failing GPU is taken out as by the route
+        gpu = gpus_of(live)["gbatch-1"]["gpus"][0]
+        assert gpu["healthy"]
+        assert gpu["temperature_c"] == 40
+        sick = [
+            {
+                "host_id": "gbatch-1",
+                "boot_id": "run-1",
+                "samples": [_sample("gbatch-1", healthy=False)],
+            }
+        ]
+        ok(http.post("/gpu-agents/samples", json={"reports": sick}, headers=own))
+        assert not gpus_of(live)["gbatch-1"]["gpus"][0]["healthy"]
+        # another token, or none, reaches no host bound to this one
+        other = live.run(live.running.controller.agent_tokens.issue(SYSTEM, "batch-other"))  # type: ignore[union-attr]
+        for headers in ({"vipu-agent-token": other.token}, {}):
+            reply = ok(
+                http.post("/gpu-agents/samples", json={"reports": reports[:1]}, headers=headers)
+            )
+            [only] = reply["results"]
+            assert (only["accepted"], only["error"]["code"]) == (False, "PERMISSION_DENIED"), only
+    with live.admin() as admin:
+        for host in ("gbatch-1", "gbatch-2"):
+            ok(admin.delete(f"/admin/hosts/{host}"), 204)
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ({"reports": []}, "reports"),
+        ({"reports": [{"host_id": "g-1", "boot_id": "b", "samples": []}] * 2}, "more than once"),
+        (
+            {
+                "reports": [
+                    {"host_id": f"g-{n}", "boot_id": "b", "samples": []} for n in range(1025)
+                ]
+            },
+            "reports",
+        ),
+        ({"reports": [{"host_id": "g-1", "boot_id": "b", "samples": [], "extra": 1}]}, "extra"),
+        ({"reports": [], "surplus": True}, "surplus"),
+        ({"reports": [{"host_id": "g" * 64, "boot_id": "b", "samples": []}]}, "host_id"),
+    ],
+    ids=[
+        "empty",
+        "repeated-host",
+        "too-many-hosts",
+        "unknown-field",
+        "unknown-top-field",
+        "long-id",
+    ],
+)
+def test_a_malformed_batch_is_refused_whole_with_what_to_fix(
+    gpu_cloud: GpuCloud, body: dict[str, Any], words: str
+) -> None:
+    headers = {"vipu-agent-token": gpu_cloud.token}
+    with httpx.Client(base_url=gpu_cloud.live.url + "/api/cloud/v1", timeout=60) as http:
+        message = error(
+            http.post("/gpu-agents/samples", json=body, headers=headers), 400, "INVALID_ARGUMENT"
+        )
+    assert words in message or words in json.dumps(message), message

@@ -36,7 +36,13 @@ import click
 from vpod.agent.gpu.backend import GpuBackend, GpuBackendError
 from vpod.agent.gpu.emulated import MODELS, EmulatedNvml
 from vpod.agent.gpu.health import HealthLimits, assess
-from vpod.agent.gpu.reporter import ControllerLink, GpuHostAgent, HostIdentity
+from vpod.agent.gpu.reporter import (
+    BatchingLink,
+    ControllerLink,
+    GpuHostAgent,
+    HostIdentity,
+    Link,
+)
 
 from .agent_main import _registration_token
 from .daemon_entry import run_daemon
@@ -325,6 +331,11 @@ async def _run(
 ) -> None:
     agents: list[GpuHostAgent] = []
     links: list[ControllerLink] = []
+    # The hosts of one process share a connection, and their samples go in one request.
+    shared = ControllerLink(controller, token, verify=verify) if len(hosts) > 1 else None
+    batching = BatchingLink(shared, len(hosts)) if shared is not None else None
+    if shared is not None:
+        links.append(shared)
     for host in hosts:
         host_dir = device_dir / host["host_id"] if many and device_dir is not None else device_dir
         opened = await _open_backend(
@@ -340,8 +351,12 @@ async def _run(
             fabric=host.get("fabric") or None,
             model=(host.get("model") if many else model),
         )
-        link = ControllerLink(controller, token, verify=verify)
-        links.append(link)
+        link: Link
+        if batching is not None:
+            link = batching
+        else:
+            link = ControllerLink(controller, token, verify=verify)
+            links.append(link)
         agents.append(GpuHostAgent(opened, identity, link, interval_s=interval, limits=limits))
     await _serve(agents, links)
 

@@ -11,7 +11,7 @@ sample, so a GPU nobody has looked at is never handed out.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -104,27 +104,37 @@ class GpuHostStore(TableGroup):
                 conn.scalar(select(cloud_hosts.c.id).where(cloud_hosts.c.id == host_id)) is not None
             )
 
-    def record_health(self, host_id: str, changes: Iterable[HealthChange], at: datetime) -> None:
-        """The GPUs' new health, and the agent's report time."""
+    def record_health(
+        self, changes_by_host: Mapping[str, Iterable[HealthChange]], at: datetime
+    ) -> None:
+        """The GPUs' new health, and each agent's report time: several hosts (one agent
+        process's) in one transaction."""
         with self._db.write() as conn:
-            for change in changes:
-                conn.execute(
-                    update(cloud_host_gpus)
-                    .where(
-                        cloud_host_gpus.c.host_id == host_id, cloud_host_gpus.c.idx == change.idx
+            for host_id, changes in changes_by_host.items():
+                for change in changes:
+                    conn.execute(
+                        update(cloud_host_gpus)
+                        .where(
+                            cloud_host_gpus.c.host_id == host_id,
+                            cloud_host_gpus.c.idx == change.idx,
+                        )
+                        .values(healthy=change.healthy, problems=change.problems, changed_at=at)
                     )
-                    .values(healthy=change.healthy, problems=change.problems, changed_at=at)
+            if changes_by_host:
+                conn.execute(
+                    update(cloud_gpu_agents)
+                    .where(cloud_gpu_agents.c.host_id.in_(list(changes_by_host)))
+                    .values(reported_at=at)
                 )
-            conn.execute(
-                update(cloud_gpu_agents)
-                .where(cloud_gpu_agents.c.host_id == host_id)
-                .values(reported_at=at)
-            )
 
-    def list_agents(self) -> list[GpuAgent]:
+    def list_agents(self, host_ids: Iterable[str] | None = None) -> list[GpuAgent]:
+        """Every host's agent, or those of ``host_ids``."""
+        query = where_given(
+            select(cloud_gpu_agents).order_by(cloud_gpu_agents.c.host_id),
+            (host_ids, lambda: cloud_gpu_agents.c.host_id.in_(list(host_ids or ()))),
+        )
         with self._db.read() as conn:
-            rows = conn.execute(select(cloud_gpu_agents).order_by(cloud_gpu_agents.c.host_id))
-            return [_agent(r) for r in rows]
+            return [_agent(r) for r in conn.execute(query)]
 
     def list_gpus(self, host_ids: Iterable[str] | None = None) -> list[HostGpu]:
         query = where_given(

@@ -9,6 +9,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from vpod.agent.gpu.model import GpuSample, HostInventory
 from vpod.wire.rest.cloud_clusters import GpuOut
 from vpod.wire.rest.cloud_hosts import HostOut
+from vpod.wire.rest.errors import ErrorDetail
+
+MAX_HOSTS_PER_BATCH = 1024
+"""Hosts one batch of samples may carry (an emulating agent serves a few dozen)."""
 
 
 class GpuHostRegisterIn(BaseModel):
@@ -35,6 +39,35 @@ class GpuSamplesIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     boot_id: str = Field(min_length=1, max_length=64)
     samples: list[GpuSample] = Field(max_length=64)
+
+
+class GpuHostSamplesIn(GpuSamplesIn):
+    host_id: str = Field(max_length=63, description="The host the samples are of.")
+
+
+class GpuSampleBatchIn(BaseModel):
+    """The samples of every host one agent process serves, in one request."""
+
+    model_config = ConfigDict(extra="forbid")
+    reports: list[GpuHostSamplesIn] = Field(
+        min_length=1, max_length=MAX_HOSTS_PER_BATCH, description="One entry per host, each once."
+    )
+
+
+class GpuHostReportOut(BaseModel):
+    host_id: str
+    accepted: bool
+    error: ErrorDetail | None = Field(
+        None,
+        description="Why this host's samples were refused, as the single-host route would say"
+        " it (`NOT_FOUND`: register the host again; `PERMISSION_DENIED`: not its agent token).",
+    )
+
+
+class GpuSampleBatchOut(BaseModel):
+    """Each host's outcome, in the order of the request."""
+
+    results: list[GpuHostReportOut]
 
 
 class GpuHostOut(BaseModel):

@@ -11,13 +11,24 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Request
 
+from vpod.domain.excerpts import bounded
+from vpod.wire.errors import http_status
 from vpod.wire.field_copy import copy_all_fields
+from vpod.wire.rest.errors import ErrorDetail
 
-from ..services.gpu_hosts import GpuHostRegistration, HostGpus
+from ..services.gpu_hosts import GpuHostRegistration, HostGpus, SampleReport
 from .convert import gpu_out, host_out
 from .deps import PREFIX, CloudDep, fleet_operator
 from .errors import CloudRoute, error_responses
-from .gpu_models import GpuHostOut, GpuHostRegisterIn, GpuHostRegisterOut, GpuSamplesIn
+from .gpu_models import (
+    GpuHostOut,
+    GpuHostRegisterIn,
+    GpuHostRegisterOut,
+    GpuHostReportOut,
+    GpuSampleBatchIn,
+    GpuSampleBatchOut,
+    GpuSamplesIn,
+)
 
 gpu_router = APIRouter(
     prefix=PREFIX, tags=["GPU hosts"], route_class=CloudRoute, responses=error_responses()
@@ -53,6 +64,30 @@ async def register_gpu_host(
         new=new,
         message=f"{'registered' if new else 'registered again'} as {host.model} ({len(gpus)} GPUs)",
     )
+
+
+@gpu_router.post(
+    "/gpu-agents/samples",
+    response_model=GpuSampleBatchOut,
+    summary="An agent serving several GPU hosts reports a sample of each host's GPUs",
+)
+async def report_gpu_sample_batch(
+    cloud: CloudDep, body: GpuSampleBatchIn, token: AgentToken = ""
+) -> GpuSampleBatchOut:
+    """Each host is judged as ``/gpu-agents/{host}/samples`` judges it: one host refused
+    (removed, registered by another run) does not refuse the others."""
+    reports = [SampleReport(r.host_id, r.boot_id, r.samples) for r in body.reports]
+    refusals = await cloud.gpu_hosts.report_many(reports, token=token)
+    results = []
+    for report, refusal in zip(reports, refusals, strict=True):
+        error = None
+        if refusal is not None:
+            _, code = http_status(refusal)
+            error = ErrorDetail(code=code, message=bounded(str(refusal)))
+        results.append(
+            GpuHostReportOut(host_id=report.host_id, accepted=refusal is None, error=error)
+        )
+    return GpuSampleBatchOut(results=results)
 
 
 @gpu_router.post(

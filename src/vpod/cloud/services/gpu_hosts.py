@@ -63,6 +63,16 @@ class GpuHostRegistration:
 
 
 @dataclass(frozen=True)
+class SampleReport:
+    """One host's samples, as its agent sent them."""
+
+    host_id: str
+    boot_id: str
+    """The agent run's (new at every start): a report from an older run is refused."""
+    samples: Sequence[GpuSample]
+
+
+@dataclass(frozen=True)
 class HostGpus:
     """A host's agent and its GPUs as the store holds them."""
 
@@ -167,25 +177,76 @@ class GpuHosts:
         token: str,
     ) -> None:
         """Take an agent's samples; store the GPUs whose health changed."""
-        agent = await self._ctx.records.gpu_agent(host_id)
+        [refusal] = await self.report_many([SampleReport(host_id, boot_id, samples)], token=token)
+        if refusal is not None:
+            raise refusal
+
+    async def report_many(
+        self, reports: Sequence[SampleReport], *, token: str
+    ) -> list[errors.ServiceError | None]:
+        """Take the samples of the hosts one agent process serves, each judged on its own: the
+        refusal of each host refused, None for each taken. The records are read once for all,
+        and the changed health and report times written in one transaction."""
+        host_ids = [r.host_id for r in reports]
+        if len(set(host_ids)) != len(host_ids):
+            repeated = sorted({h for h in host_ids if host_ids.count(h) > 1})
+            raise errors.InvalidArgument(
+                f"host {repeated[0]} is reported more than once: send each host's samples once"
+            )
+        agents = {a.host_id: a for a in await self._ctx.records.list_gpu_agents(host_ids)}
+        token_id = await self._ctx.vipu.agent_token_id(token)
+        known: dict[str, dict[int, HostGpu]] = {}
+        for gpu in await self._ctx.records.list_host_gpus(host_ids):
+            known.setdefault(gpu.host_id, {})[gpu.idx] = gpu
+        now = self._ctx.clock.now()
+        due: dict[str, list[HealthChange]] = {}
+        refusals: list[errors.ServiceError | None] = []
+        for report in reports:
+            try:
+                changes = self._judged(report, agents.get(report.host_id), token_id, known)
+            except errors.ServiceError as exc:
+                refusals.append(exc)
+                continue
+            refusals.append(None)
+            host_id = report.host_id
+            self._samples[host_id] = (time.monotonic(), tuple(report.samples))
+            written = self._stored_at.get(host_id, agents[host_id].reported_at)
+            stale = (now - written).total_seconds() >= self._ctx.settings.gpu_agent_silent_s / 3
+            if changes or stale:
+                due[host_id] = changes
+        if due:
+            await self._ctx.records.record_gpu_health(due, now)
+            for host_id in due:
+                self._stored_at[host_id] = now
+        return refusals
+
+    def _judged(
+        self,
+        report: SampleReport,
+        agent: GpuAgent | None,
+        token_id: str | None,
+        known: dict[str, dict[int, HostGpu]],
+    ) -> list[HealthChange]:
+        """The health changes ``report`` brings; refused if it is not from the host's agent
+        (its token, its current run) or names GPUs the host did not register."""
+        host_id = report.host_id
         if agent is None:
             raise errors.NotFound(f"GPU host {host_id} is not registered: register it first")
-        token_id = await self._ctx.vipu.agent_token_id(token)
         if (agent.token_id is not None or self._ctx.vipu.agent_tokens_required) and (
             token_id is None or token_id != agent.token_id
         ):
             raise errors.PermissionDenied(
                 f"GPU host {host_id} answers only to the agent token it registered with"
             )
-        if agent.boot_id != boot_id:
+        if agent.boot_id != report.boot_id:
             raise errors.NotFound(
                 f"GPU host {host_id} was registered by another agent run: register again"
             )
-        known = {g.idx: g for g in await self._ctx.records.list_host_gpus([host_id])}
+        gpus = known.get(host_id, {})
         changes = []
-        for sample in samples:
+        for sample in report.samples:
             index = sample.reading.index
-            gpu = known.get(index)
+            gpu = gpus.get(index)
             if gpu is None or (sample.reading.uuid and sample.reading.uuid != gpu.uuid):
                 raise errors.NotFound(
                     f"GPU {index} of host {host_id} is not the one registered: register again"
@@ -193,12 +254,7 @@ class GpuHosts:
             problems = "; ".join(sample.problems)[:2000]
             if gpu.healthy != sample.healthy or gpu.problems != problems:
                 changes.append(HealthChange(index, sample.healthy, problems))
-        self._samples[host_id] = (time.monotonic(), tuple(samples))
-        now = self._ctx.clock.now()
-        written = self._stored_at.get(host_id, agent.reported_at)
-        if changes or (now - written).total_seconds() >= self._ctx.settings.gpu_agent_silent_s / 3:
-            await self._ctx.records.record_gpu_health(host_id, changes, now)
-            self._stored_at[host_id] = now
+        return changes
 
     # -- what others read ---------------------------------------------------------------------
 
