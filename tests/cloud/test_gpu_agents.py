@@ -429,7 +429,9 @@ def test_an_agent_serving_several_hosts_sends_their_samples_in_one_request(
     assert _requests_to(live, ALONE) == alone
     # ... and the samples of all three arrived through it
     for host in HOSTS:
-        assert all(g["temperature_c"] is not None for g in gpus_of(live)[host["host_id"]]["gpus"]), host
+        assert all(
+            g["temperature_c"] is not None for g in gpus_of(live)[host["host_id"]]["gpus"]
+        ), host
 
 
 def _register(http: httpx.Client, host_id: str, boot_id: str, token: str) -> None:
