@@ -133,29 +133,7 @@ def test_the_agent_registers_each_host_with_its_inventory(gpu_cloud: GpuCloud) -
 
 def test_registration_needs_the_agent_token_the_host_is_bound_to(gpu_cloud: GpuCloud) -> None:
     live = gpu_cloud.live
-    body = {
-        "host_id": "ghv-1",
-        "role": "hypervisor",
-        "boot_id": "b1",
-        "inventory": {
-            "hostname": "x",
-            "driver_version": "1",
-            "cuda_version": "12.0",
-            "backend": "emulated",
-            "gpus": [
-                {
-                    "index": 0,
-                    "uuid": "GPU-00000000-1111-2222-3333-444444444444",
-                    "name": "NVIDIA H100 80GB HBM3",
-                    "memory_mib": 81559,
-                    "pci_bus_id": "00000000:18:00.0",
-                    "minor": 0,
-                    "mig_mode": None,
-                    "devices": [{"path": "/dev/nvidia0", "source": "/dev/nvidia0"}],
-                }
-            ],
-        },
-    }
+    body = _registration("ghv-1", "b1", "x", "GPU-00000000-1111-2222-3333-444444444444")
     with httpx.Client(base_url=live.url + "/api/cloud/v1") as http:
         message = error(http.post("/gpu-agents/register", json=body), 401, "UNAUTHENTICATED")
         assert "agent token" in message
@@ -434,26 +412,30 @@ def test_an_agent_serving_several_hosts_sends_their_samples_in_one_request(
         ), host
 
 
-def _register(http: httpx.Client, host_id: str, boot_id: str, token: str) -> None:
+def _registration(host_id: str, boot_id: str, hostname: str, uuid: str) -> dict[str, Any]:
+    """A registration of a hypervisor host with one H100, as an agent sends it."""
+    gpu = {
+        "index": 0,
+        "uuid": uuid,
+        "name": "NVIDIA H100 80GB HBM3",
+        "memory_mib": 81559,
+        "pci_bus_id": "00000000:18:00.0",
+        "minor": 0,
+        "mig_mode": None,
+        "devices": [{"path": "/dev/nvidia0", "source": "/dev/nvidia0"}],
+    }
     inventory = {
-        "hostname": host_id,
+        "hostname": hostname,
         "driver_version": "1",
         "cuda_version": "12.0",
         "backend": "emulated",
-        "gpus": [
-            {
-                "index": 0,
-                "uuid": emulated_uuid(host_id, 0),
-                "name": "NVIDIA H100 80GB HBM3",
-                "memory_mib": 81559,
-                "pci_bus_id": "00000000:18:00.0",
-                "minor": 0,
-                "mig_mode": None,
-                "devices": [{"path": "/dev/nvidia0", "source": "/dev/nvidia0"}],
-            }
-        ],
+        "gpus": [gpu],
     }
-    body = {"host_id": host_id, "role": "hypervisor", "boot_id": boot_id, "inventory": inventory}
+    return {"host_id": host_id, "role": "hypervisor", "boot_id": boot_id, "inventory": inventory}
+
+
+def _register(http: httpx.Client, host_id: str, boot_id: str, token: str) -> None:
+    body = _registration(host_id, boot_id, host_id, emulated_uuid(host_id, 0))
     ok(http.post("/gpu-agents/register", json=body, headers={"vipu-agent-token": token}))
 
 
