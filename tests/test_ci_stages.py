@@ -78,12 +78,24 @@ def run(repo: Path, *args: str, **env: str) -> tuple[int, str, list[str]]:
 
 
 def pytest_calls(calls: list[str]) -> list[str]:
-    return [c for c in calls if c.startswith(("pytest", "openstack-up"))]
+    """The pytest and OpenStack calls in order; the first two (faults and stress, and the light
+    tests beside them, started together) sorted, as either may be recorded first."""
+    found = [c for c in calls if c.startswith(("pytest", "openstack-up"))]
+    together = [FAULTS, LIGHT_RUN]
+    if sorted(found[:2]) == sorted(together):
+        found[:2] = together
+    return found
 
 
+LIGHT = "tests/domain tests/placement tests/harness tests/wire tests/sim tests/store tests/agent"
+LIGHT += " tests/cli"
+FAULTS = "pytest -p no:cacheprovider -m not openstack tests/faults tests/stress"
+LIGHT_RUN = f"pytest -p no:cacheprovider -m not openstack {LIGHT}"
 MAIN = [
-    "pytest -p no:cacheprovider -m not openstack tests/faults tests/stress",
-    "pytest -p no:cacheprovider -n 3 -m not openstack --ignore=tests/faults --ignore=tests/stress",
+    FAULTS,
+    LIGHT_RUN,
+    "pytest -p no:cacheprovider -n 3 -m not openstack --ignore=tests/faults --ignore=tests/stress "
+    + " ".join(f"--ignore={d}" for d in LIGHT.split()),
 ]
 STAGE = ["openstack-up ", "pytest -p no:cacheprovider -m openstack tests/openstack"]
 
@@ -120,6 +132,24 @@ def test_zero_is_no_opt_out(repo: Path) -> None:
 
 def test_a_failing_main_suite_still_runs_the_stage_and_fails_the_run(repo: Path) -> None:
     code, out, calls = run(repo, STAGES_FAIL="tests/faults")
+    assert code == 1, out
+    assert pytest_calls(calls) == MAIN + STAGE
+
+
+def test_the_light_tests_run_beside_faults_and_stress_and_nowhere_else(repo: Path) -> None:
+    """Started together; the light tests' output follows the faults' stage, and the parallel
+    stage leaves them out (no test runs twice)."""
+    code, out, calls = run(repo)
+    assert code == 0, out
+    assert pytest_calls(calls)[:3] == MAIN
+    assert out.index("== pytest: faults and stress, beside the light tests") < out.index(
+        "== pytest: the light tests (run beside faults and stress)"
+    )
+    assert out.index("== pytest: the light tests") < out.index("== pytest: the rest")
+
+
+def test_failing_light_tests_fail_the_run_after_everything_ran(repo: Path) -> None:
+    code, out, calls = run(repo, STAGES_FAIL="tests/domain tests/placement")
     assert code == 1, out
     assert pytest_calls(calls) == MAIN + STAGE
 
