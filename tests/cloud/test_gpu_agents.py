@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from vpod.agent.gpu.emulated import EmulatorControls, emulated_uuid
 from vpod.cloud.drivers.sandbox import sandbox_problem
@@ -386,10 +386,13 @@ def test_operators_see_the_gpu_hosts_with_either_credentials_tenants_do_not(
 
 
 def _requests_to(live: LiveCloud, route: str) -> int:
-    """How many POSTs ``route`` (a route template) has served, by ``/metrics``."""
-    pattern = rf'vpod_http_requests_total\{{[^}}]*route="{re.escape(route)}"[^}}]*\}} (\S+)'
-    text = live.metrics()
-    return sum(int(float(n)) for n in re.findall(pattern, text))
+    """How many requests ``route`` (a route template) has served, any status, by ``/metrics``."""
+    return sum(
+        int(sample.value)
+        for family in text_string_to_metric_families(live.metrics())
+        for sample in family.samples
+        if sample.name == "vpod_http_requests_total" and sample.labels.get("route") == route
+    )
 
 
 BATCH = "/api/cloud/v1/gpu-agents/samples"

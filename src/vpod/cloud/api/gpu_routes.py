@@ -11,8 +11,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Request
 
-from vpod.domain.excerpts import bounded
-from vpod.wire.errors import http_status
+from vpod.wire.errors import error_body, http_status
 from vpod.wire.field_copy import copy_all_fields
 from vpod.wire.rest.errors import ErrorDetail
 
@@ -83,7 +82,7 @@ async def report_gpu_sample_batch(
         error = None
         if refusal is not None:
             _, code = http_status(refusal)
-            error = ErrorDetail(code=code, message=bounded(str(refusal)))
+            error = ErrorDetail.model_validate(error_body(code, str(refusal))["error"])
         results.append(
             GpuHostReportOut(host_id=report.host_id, accepted=refusal is None, error=error)
         )
