@@ -137,7 +137,7 @@ def test_vpod_help_lists_the_cloud_commands_without_loading_the_cloud_client() -
 
 def test_httpx_comes_without_its_command_line_client() -> None:
     """``import httpx`` imports httpx's own command line client (click, rich, pygments) when
-    they are installed; vpod's processes import httpx without it (``vpod/__init__.py``), and
+    they are installed; vpod's processes import httpx without it (``vpod/import_hooks.py``), and
     ``httpx.main`` still loads and runs the real one when called."""
     loaded = imported_by("vpod.client.cloud_calls")
     assert "httpx" in loaded
@@ -150,3 +150,38 @@ def test_httpx_comes_without_its_command_line_client() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "Usage: httpx" in done.stdout
+
+
+_VPOD_CALL = """
+import atexit, json, sys
+atexit.register(lambda: print(json.dumps(sorted(sys.modules)), file=sys.stderr))
+from vpod.cli.vpod_main import main
+sys.argv = ["vpod", "flavors", "--url", "http://127.0.0.1:9/api/cloud/v1", "--token", "t"]
+main()
+"""
+
+
+def test_a_vpod_command_leaves_trio_out_and_trio_stays_importable() -> None:
+    """httpcore imports trio whenever it is installed (selenium installs it beside vpod); a
+    ``vpod`` command never runs httpx under trio, so its entry point imports httpcore without
+    it, and trio can still be imported in that process afterwards."""
+    pytest.importorskip("trio", reason="trio is not installed: nothing to leave out")
+    done = subprocess.run(
+        [sys.executable, "-c", _VPOD_CALL], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode != 0  # nothing listens on port 9: the call itself fails
+    loaded = set(json.loads(done.stderr.strip().splitlines()[-1]))
+    assert {"httpx", "httpcore", "vpod.client.cloud_calls"} <= loaded  # the call was tried
+    assert _under(loaded, "trio") == set(), sorted(_under(loaded, "trio"))
+    code = (
+        "import sys\n"
+        "from vpod.import_hooks import httpcore_without_trio\n"
+        "httpcore_without_trio()\n"
+        "import httpx, httpcore\n"
+        "assert 'trio' not in sys.modules\n"
+        "import trio\n"
+        "print(trio.__name__, httpx.Client().get.__name__)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["trio", "get"]

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from vpod import __version__
+from vpod.import_hooks import httpcore_without_trio
 
 from . import server_options
 from .cloud_commands import CLOUD_COMMAND_MODULES, load_command
@@ -145,4 +146,5 @@ def up(
 
 
 def main() -> None:
+    httpcore_without_trio()  # no vpod command runs httpx under trio
     cli()
