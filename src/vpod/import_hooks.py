@@ -10,9 +10,10 @@ pull in large packages that vpod's processes never use:
 * ``import httpcore`` (under httpx) imports trio whenever trio is installed, as it is
   wherever selenium is (vpod's test dependencies, which ``scripts/bootstrap`` installs):
   0.13 s of CPU, a sixth of a ``vpod`` cloud command. Trio only matters to code that
-  runs httpx under trio's event loop, and no ``vpod`` command does, so its entry point
-  calls :func:`httpcore_without_trio`. A library user of ``vpod.client`` is left as they
-  are (and the GPU agent, which imports httpx before its entry point runs, pays it).
+  runs httpx under trio's event loop, and neither a ``vpod`` command nor
+  ``vpod-gpu-agent`` does, so their entry points call :func:`httpcore_without_trio`
+  (httpx imports httpcore when its first client is made). A library user of
+  ``vpod.client`` is left as they are.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -185,3 +186,37 @@ def test_a_vpod_command_leaves_trio_out_and_trio_stays_importable() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["trio", "get"]
+
+
+_GPU_AGENT = """
+import atexit, json, sys
+atexit.register(lambda: print(json.dumps(sorted(sys.modules)), file=sys.stderr))
+from vpod.launch.gpu_agent_main import main
+sys.argv = ["vpod-gpu-agent", "--controller", "http://127.0.0.1:9", "--backend", "emulated",
+            "--token-file", sys.argv[1], "--device-dir", sys.argv[2], "--interval", "0.2"]
+sys.exit(main())
+"""
+
+
+def test_the_gpu_agent_leaves_trio_out(tmp_path: Path) -> None:
+    """``vpod-gpu-agent`` runs httpx under asyncio only: its entry point leaves trio out too
+    (httpx imports httpcore when the agent makes its first client, after the entry point)."""
+    pytest.importorskip("trio", reason="trio is not installed: nothing to leave out")
+    token = tmp_path / "token"
+    token.write_text("t\n")
+    agent = subprocess.Popen(
+        [sys.executable, "-c", _GPU_AGENT, str(token), str(tmp_path / "devices")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert agent.stdout is not None
+        assert "ready" in agent.stdout.readline()
+        time.sleep(1.0)  # its first registration tried (nothing listens on port 9)
+    finally:
+        agent.terminate()
+        _, err = agent.communicate(timeout=60)
+    loaded = set(json.loads(err.strip().splitlines()[-1]))
+    assert {"httpx", "httpcore"} <= loaded
+    assert _under(loaded, "trio") == set(), sorted(_under(loaded, "trio"))

@@ -43,6 +43,7 @@ from vpod.agent.gpu.reporter import (
     HostIdentity,
     Link,
 )
+from vpod.import_hooks import httpcore_without_trio
 
 from .agent_main import _registration_token
 from .daemon_entry import run_daemon
@@ -363,6 +364,7 @@ async def _run(
 
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point; returns the exit status."""
+    httpcore_without_trio()  # it runs httpx under asyncio only
     return run_daemon(cli, argv, "vpod-gpu-agent")
 
 
