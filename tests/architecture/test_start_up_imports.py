@@ -87,14 +87,16 @@ def held_by_vipu_server(tmp_path: Path, *args: str) -> set[str]:
 
 def test_vipu_server_loads_what_it_serves_and_no_more(tmp_path: Path) -> None:
     """``--init`` loads no serving stack (FastAPI, uvicorn, the transports, the web console:
-    imported by ``_run``). A ``--no-cloud`` controller, ready, holds the web console and
-    none of the cloud layer (its settings and their checks are imported when the cloud is
-    served or ``--ssh-direct-*`` is given), of Alembic and SQLAlchemy's PostgreSQL dialect
-    (``Store.migrate`` imports them only for a store behind head:
-    tests/store/test_schema_version.py), of httpx (the console's login imports it) or of
-    cryptography (``--tls-init`` imports it to make certificates)."""
+    imported by ``_run``), nor Alembic for a new SQLite store. A ``--no-cloud`` controller,
+    ready, holds the web console and none of the cloud layer (its settings and their checks
+    are imported when the cloud is served or ``--ssh-direct-*`` is given), of Alembic and
+    SQLAlchemy's PostgreSQL dialect (``Store.migrate`` imports them only for a store behind
+    head: tests/store/test_schema_version.py), of httpx (the console's login imports it) or
+    of cryptography (``--tls-init`` imports it to make certificates)."""
     initialised = held_by_vipu_server(tmp_path, "--init")
-    assert "vpod.store.migrate" in initialised  # an empty store: Alembic created it
+    # An empty SQLite store: made from the schema at head (fresh_sqlite.sql), not by Alembic.
+    assert "vpod.store.fresh_sqlite" in initialised
+    assert _under(initialised, "alembic", "vpod.store.migrate") == set()
     serving_stack = ("fastapi", "uvicorn", "vpod.controller.server", "vpod.web", "vpod.cloud")
     assert _under(initialised, *serving_stack) == set()
 

@@ -355,3 +355,18 @@ def _run_in(
     commits or rolls back as the work returns or raises: what every ``run_*`` does."""
     with transaction as conn:
         return work(conn, *args, **kwargs)
+
+
+@contextmanager
+def sqlite_foreign_keys_off(conn: Connection) -> Iterator[None]:
+    """Foreign keys off on ``conn``'s SQLite connection for the block, as SQLite's
+    documentation prescribes for schema changes (see :mod:`.migrate`)."""
+    # The pragma is a no-op inside a transaction, so it goes straight to the driver
+    # (in autocommit mode, see above) before the transaction begins.
+    driver = conn.connection.driver_connection
+    assert driver is not None
+    driver.execute("PRAGMA foreign_keys = OFF")
+    try:
+        yield
+    finally:
+        driver.execute("PRAGMA foreign_keys = ON")

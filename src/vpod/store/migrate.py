@@ -17,8 +17,6 @@ commit so an upgrade cannot leave a dangling reference behind.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from alembic import command
@@ -29,7 +27,7 @@ from alembic.script import ScriptDirectory
 from alembic.util import CommandError
 from sqlalchemy import Connection, text
 
-from .engine import Database
+from .engine import Database, sqlite_foreign_keys_off
 from .errors import StoreError
 from .schema import metadata
 from .translate import translate_errors
@@ -62,19 +60,6 @@ def current_revision(db: Database) -> str | None:
         return MigrationContext.configure(conn).get_current_revision()
 
 
-@contextmanager
-def _sqlite_foreign_keys_off(conn: Connection) -> Iterator[None]:
-    # The pragma is a no-op inside a transaction, so it goes straight to the driver
-    # (in autocommit mode, see engine.py) before the transaction begins.
-    driver = conn.connection.driver_connection
-    assert driver is not None
-    driver.execute("PRAGMA foreign_keys = OFF")
-    try:
-        yield
-    finally:
-        driver.execute("PRAGMA foreign_keys = ON")
-
-
 def upgrade(db: Database, revision: str = "head") -> None:
     """Bring the schema to ``revision`` (default: the newest) in one transaction."""
     try:
@@ -90,7 +75,7 @@ def upgrade(db: Database, revision: str = "head") -> None:
 def _upgrade(db: Database, revision: str) -> None:
     with translate_errors(db.description), db.engine.connect() as conn:
         if db.dialect == "sqlite":
-            with _sqlite_foreign_keys_off(conn), db.transaction(conn, write=True):
+            with sqlite_foreign_keys_off(conn), db.transaction(conn, write=True):
                 command.upgrade(_config(conn), revision)
                 dangling = conn.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
                 if dangling:

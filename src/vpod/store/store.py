@@ -75,10 +75,15 @@ class Store:
     def migrate(self) -> None:
         """Create the schema, or upgrade it to this version's; safe to run from many replicas.
 
-        A database already at head is left alone after one query; Alembic (a third of a
-        second to import and set up) is loaded only when there is something to do.
+        A database already at head is left alone after one query, and an empty SQLite
+        database gets the schema at head in one transaction (:mod:`.fresh_sqlite`); Alembic
+        (a third of a second to import and set up) is loaded only to upgrade.
         """
         if schema_version.at_head(self._db):
+            return
+        from . import fresh_sqlite  # only when the schema is not at head
+
+        if fresh_sqlite.create_if_empty(self._db):  # a new SQLite store: no replay
             return
         from . import migrate as migrations  # see schema_version: Alembic only when needed
 
