@@ -16,8 +16,10 @@ child, and each case's excess over the floor measured in the same run:
   ``vpod up``, which it starts only when this case runs;
 * ``vpod up: its imports``: what ``vpod up`` imports before it starts anything
   (``import vpod.launch.up``);
-* ``vipu-server --init``: on a store already initialised (``vpod up`` runs it on
-  a new data directory and to switch modes, the tests before their servers);
+* ``vipu-server --init``: on a store already initialised (``vpod up`` runs it to
+  switch modes, the tests before their servers);
+* ``vipu-server --init (new)``: on a new, empty data directory each time
+  (what ``vpod up`` runs on a new data directory, and every test's first start);
 * ``vipu-server --no-cloud`` and ``vipu-server`` (with the cloud layer, the
   default): from exec to its ``vipu-server ready`` line, on a SQLite store
   already initialised (``--init``) and so at the schema head; the CPU is read
@@ -37,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import itertools
 import json
 import os
 import re
@@ -205,6 +208,13 @@ def vpod_cases(work: Path, admin_env: Env, cloud_env: Env) -> list[tuple[str, Ru
     def command(*argv: str, extra: Env | None = None) -> Run:
         return lambda env: run_command([str(BIN / argv[0]), *argv[1:]], env | (extra or {}))
 
+    new_stores = itertools.count()
+
+    def init_new_store(env: Env) -> Sample:
+        data_dir = work / f"new-store-{next(new_stores)}"
+        data_dir.mkdir()
+        return run_command([str(BIN / "vipu-server"), "--data-dir", str(data_dir), "--init"], env)
+
     return [
         ("vipu --help", command("vipu", "--help")),
         ("vipu-admin list agents", command("vipu-admin", "list", "agents", extra=admin_env)),
@@ -219,6 +229,7 @@ def vpod_cases(work: Path, admin_env: Env, cloud_env: Env) -> list[tuple[str, Ru
             "vipu-server --init",
             command("vipu-server", "--data-dir", str(stores["server"]), "--init"),
         ),
+        ("vipu-server --init (new)", init_new_store),
         ("vipu-server --no-cloud", server_run(stores["server"], "--no-cloud")),
         ("vipu-server (cloud)", server_run(stores["server-cloud"])),
     ]
