@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from vpod.store import Store, fresh_sqlite, sqlite_url
+from vpod.store import Store, StoreError, fresh_sqlite, sqlite_url
 from vpod.store.engine import Database, create_store_engine
 from vpod.store.migrate import head_revision, schema_differences, upgrade
 
@@ -124,3 +124,26 @@ def test_the_check_says_whether_the_script_is_current() -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "fresh_sqlite.sql is current" in done.stdout
+
+
+def test_a_script_leaving_a_dangling_row_is_rolled_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Foreign keys are off while the script runs (as for a migration), and checked before
+    the commit: a row pointing at nothing refuses the whole script, and nothing is left."""
+    revision, statements = fresh_sqlite.shipped_script()
+    dangling = (
+        "INSERT INTO cluster_agents (cluster_id, position, agent_id)"
+        " VALUES ('no-such-cluster', 0, 'no-such-agent');"
+    )
+    monkeypatch.setattr(fresh_sqlite, "shipped_script", lambda: (revision, (*statements, dangling)))
+    db = Database(create_store_engine(sqlite_url(tmp_path)))
+    try:
+        with pytest.raises(StoreError, match="would leave rows pointing at missing rows"):
+            fresh_sqlite.create_if_empty(db)
+        tables = db.run_read(
+            lambda c: c.exec_driver_sql("SELECT count(*) FROM sqlite_master").scalar()
+        )
+        assert tables == 0
+    finally:
+        db.dispose()

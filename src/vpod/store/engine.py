@@ -358,15 +358,25 @@ def _run_in(
 
 
 @contextmanager
-def sqlite_foreign_keys_off(conn: Connection) -> Iterator[None]:
-    """Foreign keys off on ``conn``'s SQLite connection for the block, as SQLite's
-    documentation prescribes for schema changes (see :mod:`.migrate`)."""
+def sqlite_schema_change(db: Database, conn: Connection, what: str) -> Iterator[Connection]:
+    """A write transaction on ``conn`` (SQLite) for changing the schema, as SQLite's
+    documentation prescribes: foreign keys off (a table rebuilt by a migration, or seed rows
+    inserted before their parents, would otherwise cascade or be refused), and
+    ``PRAGMA foreign_key_check`` before the commit, so that ``what`` (a migration, a new
+    store's schema) cannot leave a dangling reference behind: it is rolled back instead."""
     # The pragma is a no-op inside a transaction, so it goes straight to the driver
     # (in autocommit mode, see above) before the transaction begins.
     driver = conn.connection.driver_connection
     assert driver is not None
     driver.execute("PRAGMA foreign_keys = OFF")
     try:
-        yield
+        with db.transaction(conn, write=True):
+            yield conn
+            dangling = conn.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
+            if dangling:
+                raise StoreError(
+                    f"{what} would leave rows pointing at missing rows ({dangling[:5]}): it was"
+                    " rolled back; report this as a bug"
+                )
     finally:
         driver.execute("PRAGMA foreign_keys = ON")

@@ -27,7 +27,7 @@ from alembic.script import ScriptDirectory
 from alembic.util import CommandError
 from sqlalchemy import Connection, text
 
-from .engine import Database, sqlite_foreign_keys_off
+from .engine import Database, sqlite_schema_change
 from .errors import StoreError
 from .schema import metadata
 from .translate import translate_errors
@@ -75,14 +75,8 @@ def upgrade(db: Database, revision: str = "head") -> None:
 def _upgrade(db: Database, revision: str) -> None:
     with translate_errors(db.description), db.engine.connect() as conn:
         if db.dialect == "sqlite":
-            with sqlite_foreign_keys_off(conn), db.transaction(conn, write=True):
+            with sqlite_schema_change(db, conn, f"the migration to {revision}"):
                 command.upgrade(_config(conn), revision)
-                dangling = conn.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
-                if dangling:
-                    raise StoreError(
-                        f"the migration to {revision} would leave rows pointing at missing"
-                        f" rows ({dangling[:5]}): it was rolled back; report this as a bug"
-                    )
         else:
             with db.transaction(conn, write=True):
                 conn.execute(
