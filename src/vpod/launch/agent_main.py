@@ -20,32 +20,35 @@ Prints one line when every agent is serving (``vipu-agent ready: ag1=HOST:PORT
 
 from __future__ import annotations
 
-import asyncio
-import logging
-import os
-import signal
-import sys
-from pathlib import Path
+from vpod.gc_pause import CollectorPause, collector_paused
 
-import click
+with collector_paused():  # vpod.gc_pause: start-up builds, it makes next to no garbage
+    import asyncio
+    import logging
+    import os
+    import signal
+    import sys
+    from pathlib import Path
 
-from vpod.agent.addressing import (
-    DEFAULT_ADDRESS_BASE,
-    DEFAULT_AGENT_PORT,
-    DEFAULT_RDMA_PORT,
-    DEFAULT_SERVER_PORT,
-    AddressMode,
-    AddressPlan,
-    split_host_port,
-)
-from vpod.agent.fabric import FabricError, claim_addresses, release_addresses
-from vpod.agent.fleet import AgentFleet, AgentStartError, FleetSettings
-from vpod.agent.registration import RegistrationTls
-from vpod.agent.trust import read_agent_key
-from vpod.domain.catalog import machine_spec
+    import click
 
-from .daemon_entry import run_daemon
-from .process_logging import configure_logging, log_level_option
+    from vpod.agent.addressing import (
+        DEFAULT_ADDRESS_BASE,
+        DEFAULT_AGENT_PORT,
+        DEFAULT_RDMA_PORT,
+        DEFAULT_SERVER_PORT,
+        AddressMode,
+        AddressPlan,
+        split_host_port,
+    )
+    from vpod.agent.fabric import FabricError, claim_addresses, release_addresses
+    from vpod.agent.fleet import AgentFleet, AgentStartError, FleetSettings
+    from vpod.agent.registration import RegistrationTls
+    from vpod.agent.trust import read_agent_key
+    from vpod.domain.catalog import machine_spec
+
+    from .daemon_entry import run_daemon
+    from .process_logging import configure_logging, log_level_option
 
 log = logging.getLogger("vpod.agent")
 
@@ -57,12 +60,15 @@ async def serve(settings: FleetSettings) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    start_up = CollectorPause()  # until the ready line: every machine's model is built
     try:
         await fleet.start()
+        start_up.end()
         click.echo(fleet.ready_line())
         sys.stdout.flush()
         await stop.wait()
     finally:
+        start_up.end()
         await fleet.stop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)

@@ -21,33 +21,36 @@ SIGTERM. See docs/gpu.md.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import json
-import logging
-import signal
-import socket
-import sys
-from pathlib import Path
-from typing import Any
+from vpod.gc_pause import collector_paused
 
-import click
+with collector_paused():  # vpod.gc_pause: start-up builds, it makes next to no garbage
+    import asyncio
+    import contextlib
+    import json
+    import logging
+    import signal
+    import socket
+    import sys
+    from pathlib import Path
+    from typing import Any
 
-from vpod.agent.gpu.backend import GpuBackend, GpuBackendError
-from vpod.agent.gpu.emulated import MODELS, EmulatedNvml
-from vpod.agent.gpu.health import HealthLimits, assess
-from vpod.agent.gpu.reporter import (
-    BatchingLink,
-    ControllerLink,
-    GpuHostAgent,
-    HostIdentity,
-    Link,
-)
-from vpod.import_hooks import httpcore_without_trio
+    import click
 
-from .agent_main import _registration_token
-from .daemon_entry import run_daemon
-from .process_logging import configure_logging, log_level_option
+    from vpod.agent.gpu.backend import GpuBackend, GpuBackendError
+    from vpod.agent.gpu.emulated import MODELS, EmulatedNvml
+    from vpod.agent.gpu.health import HealthLimits, assess
+    from vpod.agent.gpu.reporter import (
+        BatchingLink,
+        ControllerLink,
+        GpuHostAgent,
+        HostIdentity,
+        Link,
+    )
+    from vpod.import_hooks import httpcore_without_trio
+
+    from .agent_main import _registration_token
+    from .daemon_entry import run_daemon
+    from .process_logging import configure_logging, log_level_option
 
 log = logging.getLogger("vpod.agent.gpu")
 ROLES = ("baremetal", "hypervisor")

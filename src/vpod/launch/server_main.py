@@ -9,32 +9,35 @@ exit without paying for it (two thirds of a serving start's imports), and
 
 from __future__ import annotations
 
-import asyncio
-import signal
-import sys
-from collections.abc import Callable, Mapping
-from dataclasses import replace
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from vpod.gc_pause import CollectorPause, collector_paused
 
-import click
+with collector_paused():  # vpod.gc_pause: start-up builds, it makes next to no garbage
+    import asyncio
+    import signal
+    import sys
+    from collections.abc import Callable, Mapping
+    from dataclasses import replace
+    from pathlib import Path
+    from typing import TYPE_CHECKING, Any, TypeVar
 
-from vpod.cli import server_options
-from vpod.cli.errors import run_cli
-from vpod.controller.settings import Settings
-from vpod.domain.errors import InvalidSpec
-from vpod.domain.host_networks import DEFAULT_TRUSTED_HOSTS, normalise_hosts, split_hosts
+    import click
 
-from .interfaces import resolve_interfaces
-from .parent_death import die_with_parent
-from .process_logging import configure_logging, log_file_options, log_level_option
-from .server_security import (
-    SecurityOptions,
-    check_options,
-    prepare_serving,
-    run_setup,
-    security_options,
-)
+    from vpod.cli import server_options
+    from vpod.cli.errors import run_cli
+    from vpod.controller.settings import Settings
+    from vpod.domain.errors import InvalidSpec
+    from vpod.domain.host_networks import DEFAULT_TRUSTED_HOSTS, normalise_hosts, split_hosts
+
+    from .interfaces import resolve_interfaces
+    from .parent_death import die_with_parent
+    from .process_logging import configure_logging, log_file_options, log_level_option
+    from .server_security import (
+        SecurityOptions,
+        check_options,
+        prepare_serving,
+        run_setup,
+        security_options,
+    )
 
 if TYPE_CHECKING:
     from vpod.controller.server import ExtensionFactory, RunningServer
@@ -229,7 +232,8 @@ def _start(
 ) -> None:
     check_options(settings, security)
     if security.setup_only:
-        run_setup(settings, security)
+        with collector_paused():  # it imports and migrates the store: vpod.gc_pause
+            run_setup(settings, security)
         return
     tls = prepare_serving(settings, security)
     asyncio.run(_run(settings, tls, cloud, overrides or {}))
@@ -240,6 +244,18 @@ async def _run(
     tls: ServerTls | None,
     cloud: bool = True,
     cloud_overrides: Mapping[str, Any] | None = None,
+) -> None:
+    # Paused until the ready line (vpod.gc_pause): the imports, the routes, the controller.
+    with collector_paused() as start_up:
+        await _serve(settings, tls, cloud, cloud_overrides, start_up)
+
+
+async def _serve(
+    settings: Settings,
+    tls: ServerTls | None,
+    cloud: bool,
+    cloud_overrides: Mapping[str, Any] | None,
+    start_up: CollectorPause,
 ) -> None:
     from vpod.controller.server import serve  # see the module's docstring
     from vpod.web import WebConsole
@@ -271,6 +287,7 @@ async def _run(
         cloud_server = CloudServer(cloud_settings)
 
     def ready(running: RunningServer) -> None:
+        start_up.end()
         if cloud_server is not None:
             cloud_server.listening(running)
         print(
