@@ -57,7 +57,7 @@ def creates(
 
 
 async def cloud_of(request: Request) -> Cloud:
-    """The cloud these routes serve: bound per request by :func:`cloud_router` (``async``: a
+    """The cloud these routes serve: put in each request's state by ``BindCloud`` (``async``: a
     plain ``def`` dependency runs on FastAPI's thread pool, a hand-off per request)."""
     found: Cloud = request.state.cloud
     return found
