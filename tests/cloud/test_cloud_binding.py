@@ -1,38 +1,31 @@
-"""``BindCloud`` gives each request for the cloud API the cloud its routes serve (read by
-``cloud_of``), without a dependency FastAPI would build every route again for."""
+"""The cloud's routes find the cloud they serve in the HTTP application's state, so a call
+made in-process on the application (the console's login) finds it as a served one does."""
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
-from vpod.cloud.api import PREFIX, BindCloud
+from fastapi import FastAPI
+from starlette.requests import Request
 
-
-def _seen_by_the_app(scope: dict[str, Any], cloud: object) -> dict[str, Any]:
-    seen: list[dict[str, Any]] = []
-
-    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        seen.append(scope)
-
-    asyncio.run(BindCloud(app, cloud)(scope, None, None))  # type: ignore[arg-type]
-    return seen[0]
+from vpod.cloud.api.deps import cloud_of
+from vpod.cloud.extension import CloudExtension
+from vpod.controller.server import KeepsHttpState
 
 
-def test_a_cloud_request_carries_the_cloud_and_the_servers_state_is_never_written() -> None:
+def test_a_request_on_the_application_finds_the_cloud_kept_in_its_state() -> None:
+    app = FastAPI()
     cloud = object()
-    shared_state = {"other": 1}
-    scope = {"type": "http", "path": PREFIX + "/flavors", "state": shared_state}
-    seen = _seen_by_the_app(scope, cloud)
-    assert seen["state"] == {"other": 1, "cloud": cloud}
-    assert shared_state == {"other": 1}, "the binding wrote into a state other requests share"
-    assert seen["path"] == scope["path"]
+    app.state.cloud = cloud
+    request = Request({"type": "http", "app": app, "method": "GET", "path": "/", "headers": []})
+    assert asyncio.run(cloud_of(request)) is cloud
 
 
-def test_a_request_outside_the_cloud_api_is_passed_on_as_it_came() -> None:
-    for scope in (
-        {"type": "http", "path": "/api/v1/version"},
-        {"type": "lifespan"},
-        {"type": "websocket", "path": PREFIX + "/connect"},
-    ):
-        assert _seen_by_the_app(scope, object()) is scope
+def test_the_cloud_extension_is_given_the_applications_state() -> None:
+    """``serve`` hands the application's state to the extensions that keep something there."""
+    assert issubclass(CloudExtension, KeepsHttpState)
+    state = FastAPI().state
+    extension = CloudExtension.__new__(CloudExtension)
+    extension.cloud = object()  # type: ignore[assignment]
+    extension.keep_http_state(state)
+    assert state.cloud is extension.cloud

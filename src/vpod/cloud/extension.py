@@ -20,12 +20,12 @@ from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter
-from starlette.types import ASGIApp
+from starlette.datastructures import State
 
 from vpod.controller.app import Controller
 from vpod.controller.server import RunningServer
 
-from .api import BindCloud, cloud_router
+from .api import cloud_router
 from .app import Cloud, build_cloud
 from .gpu_metrics import dcgm_renderer
 from .settings import CloudSettings
@@ -51,8 +51,8 @@ class CloudExtension:
     def http_router(self) -> APIRouter | None:
         return cloud_router(self.cloud)
 
-    def wrap_http(self, app: ASGIApp) -> ASGIApp:
-        return BindCloud(app, self.cloud)
+    def keep_http_state(self, state: State) -> None:
+        state.cloud = self.cloud  # where the routes find it (``cloud_of``)
 
     async def start(self) -> None:
         refused = self.cloud.ctx.compute.refusal()

@@ -22,6 +22,7 @@ from fastapi import APIRouter
 from google.protobuf.descriptor import ServiceDescriptor
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
+from starlette.datastructures import State
 from starlette.types import ASGIApp
 
 from vpod.wire import admin_pb2, keys_pb2, virmgrpc_pb2
@@ -74,6 +75,16 @@ class WrapsHttp(Protocol):
 
     def wrap_http(self, app: ASGIApp) -> ASGIApp:
         """The application to serve instead of ``app`` (which it calls)."""
+
+
+@runtime_checkable
+class KeepsHttpState(Protocol):
+    """An extension whose routes find what they serve in the HTTP application's state (the
+    cloud): bound once, where a router-wide dependency would make FastAPI build each route
+    again and resolve it on every request."""
+
+    def keep_http_state(self, state: State) -> None:
+        """Put what the routes need into ``state``."""
 
 
 @runtime_checkable
@@ -193,6 +204,8 @@ async def serve(
         router = extra.http_router()
         if router is not None:
             http_app.include_router(router)
+        if isinstance(extra, KeepsHttpState):
+            extra.keep_http_state(http_app.state)
     served_app: ASGIApp = http_app
     for extra in extras:
         if isinstance(extra, WrapsHttp):

@@ -57,9 +57,11 @@ def creates(
 
 
 async def cloud_of(request: Request) -> Cloud:
-    """The cloud these routes serve: put in each request's state by ``BindCloud`` (``async``: a
-    plain ``def`` dependency runs on FastAPI's thread pool, a hand-off per request)."""
-    found: Cloud = request.state.cloud
+    """The cloud these routes serve, which the cloud extension keeps in the application's
+    state: found by a call through the whole served stack and by one made in-process on the
+    application (the console's login) alike (``async``: a plain ``def`` dependency runs on
+    FastAPI's thread pool, a hand-off per request)."""
+    found: Cloud = request.app.state.cloud
     return found
 
 

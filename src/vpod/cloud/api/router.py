@@ -11,8 +11,8 @@ The OpenAPI document of these routes alone is ``/api/cloud/v1/openapi.json``
 (the controller's ``/openapi.json`` holds them as well).
 
 The routes are module-level (``router``); each takes the :class:`Cloud` it
-serves as a dependency (``cloud_of``), which reads it from the request's state, where
-:class:`BindCloud` puts it, so a route can be served and tested alone.
+serves as a dependency (``cloud_of``), which reads it from the application's state, where
+the cloud extension keeps it, so a route can be served and tested alone.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from enum import Enum
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from vpod.controller.moments import LATEST, TimeOutOfRange, utc_moment
 from vpod.wire.field_copy import copy_all_fields
@@ -523,11 +522,11 @@ async def openapi(request: Request) -> dict[str, Any]:
 
 
 def cloud_router(cloud: Cloud) -> APIRouter:
-    """The cloud API's routes, for ``cloud``: serve them under :class:`BindCloud`, which gives
-    each request the cloud its routes take (``cloud_of``)."""
+    """The cloud API's routes, for ``cloud``: the HTTP routes find it in the application's
+    state (``cloud_of``; the cloud extension keeps it there), the WebSocket relays hold it."""
     bound = APIRouter()
-    # Included as they are: a router-wide dependency here (the binding, once) made FastAPI
-    # build every route again, 0.12 s of each start, and resolve it on every request.
+    # Included as they are: a router-wide dependency here (binding the cloud, as once) makes
+    # FastAPI build every route again, 0.12 s of each start, and resolve it on every request.
     for routes in (router, dataset_router, gpu_router, ssh_router):
         bound.include_router(routes)
     # A WebSocket route gets no Request to bind through: the relay holds its cloud itself.
@@ -536,19 +535,4 @@ def cloud_router(cloud: Cloud) -> APIRouter:
     return bound
 
 
-class BindCloud:
-    """ASGI: the HTTP application with ``cloud`` in the state of every request for the cloud
-    API, where ``cloud_of`` finds it (a scope of its own per request: the server's state is
-    never written)."""
-
-    def __init__(self, app: ASGIApp, cloud: Cloud) -> None:
-        self._app = app
-        self._cloud = cloud
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"].startswith(PREFIX):
-            scope = {**scope, "state": {**scope.get("state", {}), "cloud": self._cloud}}
-        await self._app(scope, receive, send)
-
-
-__all__ = ["PREFIX", "BindCloud", "cloud_router", "router"]
+__all__ = ["PREFIX", "cloud_router", "router"]
