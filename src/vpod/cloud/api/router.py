@@ -525,11 +525,11 @@ def cloud_router(cloud: Cloud) -> APIRouter:
     """The cloud API's routes, for ``cloud``: the HTTP routes find it in the application's
     state (``cloud_of``; the cloud extension keeps it there), the WebSocket relays hold it."""
     bound = APIRouter()
-    # Included as they are: a router-wide dependency here (binding the cloud, as once) makes
-    # FastAPI build every route again, 0.12 s of each start, and resolve it on every request.
+    # Included as they are: a router-wide dependency here (how the cloud used to be bound)
+    # makes FastAPI build every route again, 0.12 s of each start, and resolve it per request.
     for routes in (router, dataset_router, gpu_router, ssh_router):
         bound.include_router(routes)
-    # A WebSocket route gets no Request to bind through: the relay holds its cloud itself.
+    # The WebSocket relays are made for this cloud and hold it themselves.
     bound.add_api_websocket_route(PREFIX + CONNECT_PATH, shell_relay(cloud))
     bound.add_api_websocket_route(PREFIX + TUNNEL_PATH, ssh_tunnel(cloud))
     return bound
