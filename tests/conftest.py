@@ -16,13 +16,20 @@ each test took in earlier runs (``.test-durations.json`` at the repository's
 root, written at the end of every run; ``tests/durations-seed.json`` before
 there is one), so that a long unit does not start last and keep one worker
 busy while the others idle.
+
+With ``VPOD_TEST_CPU=FILE`` each test process appends, for every test, the CPU it
+and the processes it reaped spent (setup, call and teardown; a module's shared pod counts
+at the teardown that stops it) to FILE as JSON lines: ``tools/test_cpu.py FILE`` sums them
+by module (docs/testing.md, "Where the suite's CPU goes").
 """
 
 from __future__ import annotations
 
 import json
 import os
+import resource
 import statistics
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -113,6 +120,30 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         temporary.replace(DURATIONS_FILE)
     except OSError:
         temporary.unlink(missing_ok=True)
+
+
+CPU_LOG = os.environ.get("VPOD_TEST_CPU", "")
+"""Where each test's CPU goes when set (JSON lines, appended by every test process)."""
+
+
+def _cpu_now() -> tuple[float, float]:
+    """(this process's CPU, its reaped children's CPU), user and system, in seconds."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time(), children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    """Record the test's CPU (``VPOD_TEST_CPU``): the process's own and its reaped children's."""
+    if not CPU_LOG:
+        yield
+        return
+    own, children = _cpu_now()
+    yield
+    own_after, children_after = _cpu_now()
+    line = {"test": item.nodeid, "own": own_after - own, "children": children_after - children}
+    with open(CPU_LOG, "a", encoding="utf-8") as log:  # one short write: lines never interleave
+        log.write(json.dumps(line) + "\n")
 
 
 @pytest.fixture(scope="module", autouse=True)

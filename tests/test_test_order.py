@@ -65,3 +65,51 @@ def test_a_parallel_run_records_every_test_and_keeps_older_entries(tmp_path: Pat
     passed = int(done.stdout.rsplit(" passed", 1)[0].rsplit(None, 1)[-1])
     assert len(ran) == passed
     assert all(recorded[nodeid] >= 0 for nodeid in ran)
+
+
+def test_each_tests_cpu_is_recorded_with_what_its_children_spent(tmp_path: Path) -> None:
+    """``VPOD_TEST_CPU``: a line per test with the CPU of the test process and of the
+    processes it reaped; ``tools/test_cpu.py`` sums them by module."""
+    module = tmp_path / "test_burn.py"
+    module.write_text(
+        "import subprocess, sys\n"
+        "def test_in_a_child():\n"
+        "    subprocess.run([sys.executable, '-c', 'sum(range(5_000_000))'], check=True)\n"
+        "def test_in_itself():\n"
+        "    sum(range(5_000_000))\n"
+    )
+    log = tmp_path / "cpu.jsonl"
+    env = {**os.environ, "VPOD_TEST_CPU": str(log)}
+    ran = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.conftest",
+         "--rootdir", str(tmp_path), str(module)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    lines = {json.loads(text)["test"]: json.loads(text) for text in log.read_text().splitlines()}
+    assert set(lines) == {"test_burn.py::test_in_a_child", "test_burn.py::test_in_itself"}
+    child, itself = lines["test_burn.py::test_in_a_child"], lines["test_burn.py::test_in_itself"]
+    assert child["children"] > itself["children"]
+    assert itself["own"] > 0
+    summed = subprocess.run(
+        [sys.executable, str(REPO / "tools" / "test_cpu.py"), str(log),
+         "--json", str(tmp_path / "m.json")],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    assert "test_burn.py" in summed.stdout
+    assert "all (1 modules)" in summed.stdout
+    totals = json.loads((tmp_path / "m.json").read_text())["test_burn.py"]
+    assert totals["tests"] == 2
+    assert totals["own"] + totals["children"] == sum(
+        line["own"] + line["children"] for line in lines.values()
+    )
+
+
+def test_the_cpu_summary_says_what_to_fix_for_an_unreadable_log(tmp_path: Path) -> None:
+    ran = subprocess.run(
+        [sys.executable, str(REPO / "tools" / "test_cpu.py"), str(tmp_path / "missing.jsonl")],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert ran.returncode == 2
+    assert "cannot read" in ran.stderr
+    assert "missing.jsonl" in ran.stderr
