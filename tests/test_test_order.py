@@ -1,5 +1,6 @@
-"""The suite's own scheduling (tests/conftest.py): every run keeps what each test took, and
-the next run hands the xdist workers the longest work units first."""
+"""The suite's own machinery (tests/conftest.py): every run keeps what each test took, and
+the next run hands the xdist workers the longest work units first; ``VPOD_TEST_CPU`` records
+each test's CPU; the test process keeps the modules pytest rewrote."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import load_durations, longest_first
 
@@ -67,25 +70,39 @@ def test_a_parallel_run_records_every_test_and_keeps_older_entries(tmp_path: Pat
     assert all(recorded[nodeid] >= 0 for nodeid in ran)
 
 
-def test_each_tests_cpu_is_recorded_with_what_its_children_spent(tmp_path: Path) -> None:
-    """``VPOD_TEST_CPU``: a line per test with the CPU of the test process and of the
-    processes it reaped; ``tools/test_cpu.py`` sums them by module."""
-    module = tmp_path / "test_burn.py"
-    module.write_text(
+@pytest.fixture(scope="module")
+def burnt(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory where one pytest run (this suite's conftest as its plugin, bytecode off as
+    on the shared machines, ``VPOD_TEST_CPU`` set) ran a module of two tests that burn CPU:
+    one in a child process, one in itself."""
+    root = tmp_path_factory.mktemp("burnt")
+    (root / "test_burn.py").write_text(
         "import subprocess, sys\n"
         "def test_in_a_child():\n"
         "    subprocess.run([sys.executable, '-c', 'sum(range(5_000_000))'], check=True)\n"
         "def test_in_itself():\n"
         "    sum(range(5_000_000))\n"
     )
-    log = tmp_path / "cpu.jsonl"
-    env = {**os.environ, "VPOD_TEST_CPU": str(log)}
+    env = {**os.environ, "VPOD_TEST_CPU": str(root / "cpu.jsonl"), "PYTHONDONTWRITEBYTECODE": "1"}
     ran = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.conftest",
-         "--rootdir", str(tmp_path), str(module)],
+         "--rootdir", str(root), str(root / "test_burn.py")],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert ran.returncode == 0, ran.stdout + ran.stderr
+    return root
+
+
+def test_the_test_process_keeps_the_modules_it_rewrote(burnt: Path) -> None:
+    """With PYTHONDONTWRITEBYTECODE set, the rewritten test module is still cached, so the
+    next process (every xdist worker) need not parse and rewrite it again."""
+    assert list((burnt / "__pycache__").glob("test_burn.*-pytest-*.pyc"))
+
+
+def test_each_tests_cpu_is_recorded_with_what_its_children_spent(burnt: Path) -> None:
+    """``VPOD_TEST_CPU``: a line per test with the CPU of the test process and of the
+    processes it reaped; ``tools/test_cpu.py`` sums them by module."""
+    log = burnt / "cpu.jsonl"
     lines = {json.loads(text)["test"]: json.loads(text) for text in log.read_text().splitlines()}
     assert set(lines) == {"test_burn.py::test_in_a_child", "test_burn.py::test_in_itself"}
     child, itself = lines["test_burn.py::test_in_a_child"], lines["test_burn.py::test_in_itself"]
@@ -93,15 +110,15 @@ def test_each_tests_cpu_is_recorded_with_what_its_children_spent(tmp_path: Path)
     assert itself["own"] > 0
     summed = subprocess.run(
         [sys.executable, str(REPO / "tools" / "test_cpu.py"), str(log),
-         "--json", str(tmp_path / "m.json")],
+         "--json", str(burnt / "m.json")],
         capture_output=True, text=True, timeout=60, check=True,
     )  # fmt: skip
     assert "test_burn.py" in summed.stdout
     assert "all (1 modules)" in summed.stdout
-    totals = json.loads((tmp_path / "m.json").read_text())["test_burn.py"]
+    totals = json.loads((burnt / "m.json").read_text())["test_burn.py"]
     assert totals["tests"] == 2
-    assert totals["own"] + totals["children"] == sum(
-        line["own"] + line["children"] for line in lines.values()
+    assert totals["own"] + totals["children"] == pytest.approx(
+        sum(line["own"] + line["children"] for line in lines.values())
     )
 
 
