@@ -88,7 +88,7 @@ def pytest_calls(calls: list[str]) -> list[str]:
 
 
 LIGHT = "tests/domain tests/placement tests/harness tests/wire tests/sim tests/store tests/agent"
-LIGHT += " tests/cli tests/rest/test_openapi_fuzz.py"
+LIGHT += " tests/cli"
 FAULTS = "pytest -p no:cacheprovider -m not openstack tests/faults tests/stress"
 LIGHT_RUN = f"pytest -p no:cacheprovider -m not openstack {LIGHT}"
 MAIN = [
