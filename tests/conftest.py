@@ -20,7 +20,7 @@ busy while the others idle.
 With ``VPOD_TEST_CPU=FILE`` each test process appends, for every test, the CPU it
 and the processes it reaped spent (setup, call and teardown; a module's shared pod counts
 at the teardown that stops it) to FILE as JSON lines: ``tools/test_cpu.py FILE`` sums them
-by module (docs/testing.md, "Where the suite's CPU goes").
+by module (docs/testing.md, "Where the suite's CPU goes, module by module").
 """
 
 from __future__ import annotations

@@ -122,11 +122,28 @@ def test_each_tests_cpu_is_recorded_with_what_its_children_spent(burnt: Path) ->
     )
 
 
-def test_the_cpu_summary_says_what_to_fix_for_an_unreadable_log(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (None, "cannot read"),
+        ("{not json\n", "cannot read"),
+        ('{"test": "a.py::t"}\n', "cannot read"),
+        ('["a", "b"]\n', "cannot read"),
+        ("", "records no test"),
+    ],
+)
+def test_the_cpu_summary_says_what_to_fix_for_a_log_it_cannot_use(
+    tmp_path: Path, content: str | None, says: str
+) -> None:
+    log = tmp_path / "cpu.jsonl"
+    if content is not None:
+        log.write_text(content)
     ran = subprocess.run(
-        [sys.executable, str(REPO / "tools" / "test_cpu.py"), str(tmp_path / "missing.jsonl")],
+        [sys.executable, str(REPO / "tools" / "test_cpu.py"), str(log)],
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert ran.returncode == 2
-    assert "cannot read" in ran.stderr
-    assert "missing.jsonl" in ran.stderr
+    assert "Traceback" not in ran.stderr
+    assert len(ran.stderr.strip().splitlines()) == 1
+    assert says in ran.stderr
+    assert "cpu.jsonl" in ran.stderr

@@ -41,12 +41,21 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         lines = [json.loads(text) for text in args.log.read_text().splitlines() if text.strip()]
-    except (OSError, ValueError) as error:
-        print(f"test_cpu: cannot read {args.log}: {error}", file=sys.stderr)
+        modules = by_module(lines)
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        print(
+            f"test_cpu: cannot read {args.log}: {error!s}; give the file VPOD_TEST_CPU named",
+            file=sys.stderr,
+        )
         return 2
-    modules = by_module(lines)
+    if not modules:
+        print(
+            f"test_cpu: {args.log} records no test: set VPOD_TEST_CPU for the run",
+            file=sys.stderr,
+        )
+        return 2
     ranked = sorted(modules.items(), key=lambda kv: -(kv[1]["own"] + kv[1]["children"]))
-    whole = sum(t["own"] + t["children"] for t in modules.values())
+    whole = sum(t["own"] + t["children"] for t in modules.values()) or 1e-9  # all zero
     print(f"{'CPU s':>8} {'share':>6} {'pytest':>8} {'children':>9} {'tests':>6}  module")
     for module, totals in ranked[: args.top]:
         cpu = totals["own"] + totals["children"]
