@@ -20,7 +20,7 @@ Prints one line when every agent is serving (``vipu-agent ready: ag1=HOST:PORT
 
 from __future__ import annotations
 
-from vpod.gc_pause import CollectorPause, collector_paused
+from vpod.gc_pause import collector_paused
 
 with collector_paused():  # vpod.gc_pause: start-up builds, it makes next to no garbage
     import asyncio
@@ -60,15 +60,13 @@ async def serve(settings: FleetSettings) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    start_up = CollectorPause()  # until the ready line: every machine's model is built
     try:
-        await fleet.start()
-        start_up.end()
+        with collector_paused():  # until the ready line: every machine's model is built
+            await fleet.start()
         click.echo(fleet.ready_line())
         sys.stdout.flush()
         await stop.wait()
     finally:
-        start_up.end()
         await fleet.stop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
