@@ -35,6 +35,14 @@ def test_the_command_lines_load_no_server_framework(module: str) -> None:
     assert loaded.isdisjoint(SERVER_FRAMEWORKS), sorted(loaded & set(SERVER_FRAMEWORKS))
 
 
+def test_the_user_command_line_loads_no_admin_api() -> None:
+    # The admin API's messages and records were a quarter of a `vipu` command's start;
+    # only `vipu list allocations` needs them, and loads them itself.
+    loaded = imported_by("vpod.cli.vipu_main")
+    admin = {"vpod.wire.admin_pb2", "vpod.client.admin_records", "vpod.client.admin"}
+    assert loaded.isdisjoint(admin), sorted(loaded & admin)
+
+
 def _under(loaded: set[str], *packages: str) -> set[str]:
     return {m for m in loaded if any(m == p or m.startswith(p + ".") for p in packages)}
 

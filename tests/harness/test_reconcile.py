@@ -67,3 +67,16 @@ async def test_a_process_that_fails_the_call_fails_its_machines_this_round(pod: 
     assert pod.gateway.holders_of("stays") == ["ag2"]  # nothing was changed on a guess
     assert await pod.controller.fleet.reconcile_all(agents, [group]) == {}
     assert pod.gateway.holders_of("stays") == []
+
+
+async def test_only_agents_out_of_step_get_a_call_beyond_the_reading(pod: Pod) -> None:
+    # Every round reads the whole fleet; only the agents out of step are called again.
+    by_id = await _stray_on_ag2(pod)
+    agents = list(by_id.values())
+    assert await pod.controller.fleet.reconcile_all(agents) == {}
+    changing = [(c.op, c.agent_id) for c in pod.gateway.calls if c.op != "configurations"]
+    assert changing == [("release", "ag2")]
+    pod.gateway.calls.clear()
+    assert await pod.controller.fleet.reconcile_all(agents, [agents]) == {}
+    assert [c.op for c in pod.gateway.calls] == ["fleet_configurations"]
+    assert pod.disagreements() == []

@@ -72,3 +72,30 @@ def test_pydantic_models_are_shapes_too() -> None:
 
     out = copy_fields(UserOut, User("alice", ("a1",), False, "secret"))
     assert out.model_dump() == {"id": "alice", "allocation_ids": ["a1"], "admin": False}
+
+
+def test_each_call_reads_its_own_source_and_overrides() -> None:
+    # The second and later calls with the same shape, source type and overridden names
+    # take a remembered plan: it must read each source afresh and leave no value behind.
+    shapes = [copy_fields(_Shape, _Record(f"p{n}", n), owner=f"u{n}") for n in range(3)]
+    assert shapes == [_Shape(id=f"p{n}", size=n, owner=f"u{n}") for n in range(3)]
+    assert copy_fields(_Shape, _Record("p9", 9)) == _Shape(id="p9", size=9)
+    assert copy_fields(_Shape, _Record("p8", 8), id="x", size=1) == _Shape(id="x", size=1)
+
+
+def test_a_source_whose_attributes_vary_by_instance_is_read_name_by_name() -> None:
+    # A plain object may hold a field on one instance and not on the next: what the first
+    # held must not decide what the second is read for.
+    class Loose:
+        def __init__(self, **fields: object) -> None:
+            self.__dict__.update(fields)
+
+    assert copy_fields(_Shape, Loose(id="p1", size=1)) == _Shape(id="p1", size=1)
+    assert copy_fields(_Shape, Loose(id="p2", size=2, owner="bob")) == _Shape(
+        id="p2", size=2, owner="bob"
+    )
+
+
+def test_a_protobuf_source_is_read_the_same_every_time() -> None:
+    messages = [pb.PartitionIpu(ipulink_domain_topology_id=n, topology_id=n + 1) for n in (1, 5)]
+    assert [copy_fields(_Position, m) for m in messages] == [_Position(1, 2), _Position(5, 6)]

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
-from vpod.client import AdminClient, UserClient, VpodError
+from vpod.client import UserClient, VpodError
 from vpod.client.config import Settings, admin_endpoint, load_settings, user_endpoint
 
 from .exit_status import EXIT_FAILURE, EXIT_USAGE, CliError, exit_code_of, one_line
@@ -32,6 +32,8 @@ from .vipu_views import IPU_ATTRIBUTE_HEADERS, attributes_reply, ipu_attribute_r
 
 if TYPE_CHECKING:
     from google.protobuf.message import Message
+
+    from vpod.client import AdminClient  # loaded on first use: `vipu` rarely needs it
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -92,6 +94,8 @@ class Session:
     def admin(self) -> AdminClient:
         """The admin endpoint (``vipu-admin``)."""
         if self._admin is None:
+            from vpod.client.admin import AdminClient
+
             self._admin = AdminClient(
                 admin_endpoint(self.settings()),
                 hint=self._admin_hint(self._config_name()),

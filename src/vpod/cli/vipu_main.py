@@ -19,7 +19,6 @@ from vpod.client import PartitionOptions, UserClient
 from vpod.domain.errors import InvalidSpec
 from vpod.domain.naming import natural_key
 from vpod.domain.routing import parse_gw_routing, parse_ipulink_routing, parse_sync_type
-from vpod.wire import admin_pb2 as apb
 from vpod.wire import virmgrpc_pb2 as pb
 
 from .exit_status import EXIT_USAGE, CliError
@@ -181,6 +180,8 @@ def list_allocations(ctx: click.Context, as_json: bool) -> None:
 
     Table columns: Allocation ID | Agents.
     """
+    from vpod.wire import admin_pb2 as apb  # loaded by this command only
+
     allocations = _user(ctx).list_allocations()
     reply = apb.ListAllocationsReply(allocations=[a.raw for a in allocations])
     infos = sorted(allocations, key=lambda a: natural_key(a.id))

@@ -35,11 +35,10 @@ from .admin_records import (
     PartitionInfo,
     User,
 )
-from .grpc_transport import Rpc, nothing
+from .grpc_transport import Rpc, Service, nothing
 from .records import IpuAttributes
-from .user_calls import ADMIN_SERVICE, list_allocations
 
-__all__ = ["list_allocations"]  # re-exported: users and admins ask the same rpc
+ADMIN_SERVICE = Service(apb.DESCRIPTOR.services_by_name["AdminService"])
 
 
 class EventFilter(TypedDict, total=False):
@@ -75,6 +74,16 @@ class AllocationOptions(TypedDict, total=False):
     size: int | None
     agent_ids: Sequence[str]
     hosts: Sequence[str]
+
+
+def list_allocations(cluster: str | None = None) -> Rpc[list[Allocation]]:
+    """The allocations granted to the caller (every one, for an administrator); users ask
+    the same rpc on the user endpoint (:func:`.user_calls.list_allocations`)."""
+    return ADMIN_SERVICE.call(
+        "ListAllocations",
+        apb.ListAllocationsRequest(cluster_id=cluster or ""),
+        lambda reply: [Allocation.from_wire(a) for a in reply.allocations],
+    )
 
 
 def create_agent(agent_id: str, host: str, port: int, *, key: str = "") -> Rpc[Agent]:

@@ -226,7 +226,13 @@ class GrpcAgentGateway:
             if f and len(members) >= 2
             for i in range(0, len(members), MACHINES_PER_CALL)
         ]
-        await asyncio.gather(each_alone(), *(one_call(g) for g in groups))
+        calls = [one_call(g) for g in groups]
+        if singles:
+            calls.append(each_alone())
+        if len(calls) == 1:  # one process or one machine (nearly always): no task to start
+            await calls[0]
+        else:
+            await asyncio.gather(*calls)
         return done, failed
 
     async def link_tests(

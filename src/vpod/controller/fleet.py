@@ -10,7 +10,7 @@ on demand.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
@@ -61,6 +61,44 @@ class Wanted:
 
     config: PartitionConfig
     hosts: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ConvergeSteps:
+    """What bringing one agent in step with the store takes, in this order."""
+
+    release: tuple[str, ...] = ()
+    """Partitions it holds that the store does not want there (and no operation is changing)."""
+    push_hosts: tuple[Wanted, ...] = ()
+    """Partitions it holds as wanted, but with other IPUoF hosts."""
+    configure: tuple[tuple[Wanted, bool], ...] = ()
+    """Partitions to configure, each with whether another configuration of it is released
+    first (it moved meanwhile)."""
+
+    def __bool__(self) -> bool:
+        return bool(self.release or self.push_hosts or self.configure)
+
+
+def converge_steps(
+    held: Sequence[ConfiguredPartition], wanted: Mapping[str, Wanted], busy: Set[str]
+) -> ConvergeSteps:
+    """What takes an agent holding ``held`` to ``wanted``; ``busy`` partitions are left to
+    the operation changing them (none of it when the agent is in step)."""
+    held_ids = {c.config.partition_id: c for c in held}
+    push: list[Wanted] = []
+    configure: list[tuple[Wanted, bool]] = []
+    for partition_id, want in sorted(wanted.items()):
+        current = held_ids.get(partition_id)
+        if current is not None and _same_ipus(current.config, want.config):
+            if current.allowed_hosts != want.hosts:
+                push.append(want)
+            continue
+        configure.append((want, current is not None))
+    return ConvergeSteps(
+        release=tuple(sorted(set(held_ids) - set(wanted) - busy)),
+        push_hosts=tuple(push),
+        configure=tuple(configure),
+    )
 
 
 @dataclass(frozen=True)
@@ -144,7 +182,7 @@ class Fleet:
         timeout = self._ctx.settings.agent_timeout_s
         held = await self._ctx.gateway.configurations(agent, timeout=timeout)
         wanted, busy = await self._wanted_configs()
-        return await self._converge(agent, held, wanted.get(agent.id, {}), busy)
+        return await self._converge(agent, converge_steps(held, wanted.get(agent.id, {}), busy))
 
     async def reconcile_all(
         self, agents: Sequence[Agent], fleets: Iterable[Sequence[Agent]] = ()
@@ -159,11 +197,16 @@ class Fleet:
         held, failed = await self._read_held(agents, fleets)
         wanted, busy = await self._wanted_configs()
 
-        async def converge(agent: Agent) -> int:
-            return await self._converge(agent, held[agent.id], wanted.get(agent.id, {}), busy)
-
-        reached = [a for a in agents if a.id in held]
-        _, failed_after = await fan_out(reached, converge, in_flight=RECONCILE_IN_FLIGHT)
+        steps = {
+            a.id: converge_steps(held[a.id], wanted.get(a.id, {}), busy)
+            for a in agents
+            if a.id in held
+        }
+        # Nearly every agent holds what it should: only the others get a call of their own.
+        behind = [a for a in agents if steps.get(a.id)]
+        _, failed_after = await fan_out(
+            behind, lambda a: self._converge(a, steps[a.id]), in_flight=RECONCILE_IN_FLIGHT
+        )
         return failed | failed_after
 
     async def _read_held(
@@ -223,30 +266,21 @@ class Fleet:
                     wanted.setdefault(agent_id, {})[record.id] = Wanted(config, hosts)
         return wanted, busy
 
-    async def _converge(
-        self,
-        agent: Agent,
-        held: list[ConfiguredPartition],
-        wanted: dict[str, Wanted],
-        busy: set[str],
-    ) -> int:
+    async def _converge(self, agent: Agent, steps: ConvergeSteps) -> int:
         ctx = self._ctx
         timeout = ctx.settings.agent_timeout_s
         changed = 0
-        held_ids = {c.config.partition_id: c for c in held}
-        for partition_id in sorted(set(held_ids) - set(wanted) - busy):
+        for partition_id in steps.release:
             await ctx.gateway.release(agent, partition_id, timeout=timeout)
             changed += 1
-        for partition_id, want in sorted(wanted.items()):
-            current = held_ids.get(partition_id)
-            if current is not None and _same_ipus(current.config, want.config):
-                if current.allowed_hosts != want.hosts:  # a push of new hosts was missed
-                    await ctx.gateway.set_partition_hosts(
-                        agent, partition_id, want.hosts, timeout=timeout
-                    )
-                    changed += 1
-                continue
-            if current is not None:  # moved elsewhere meanwhile: an agent never edits in place
+        for want in steps.push_hosts:  # a push of new hosts was missed
+            await ctx.gateway.set_partition_hosts(
+                agent, want.config.partition_id, want.hosts, timeout=timeout
+            )
+            changed += 1
+        for want, moved in steps.configure:
+            partition_id = want.config.partition_id
+            if moved:  # moved elsewhere meanwhile: an agent never edits in place
                 await ctx.gateway.release(agent, partition_id, timeout=timeout)
             await ctx.gateway.configure(agent, want.config, hosts=want.hosts, timeout=timeout)
             changed += 1

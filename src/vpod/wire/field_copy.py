@@ -16,6 +16,8 @@ refuses an override the shape does not declare, so a rename on either side fails
 from __future__ import annotations
 
 import dataclasses
+import operator
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -48,18 +50,52 @@ def _read_fields(shape: type[Any]) -> tuple[str, ...]:
     return tuple(f.name for f in descriptor.fields)
 
 
+_Plan = tuple[tuple[str, ...], Callable[[Any], Any]]
+_PLANS: dict[tuple[type[Any], type[Any], frozenset[str]], _Plan] = {}
+"""Per shape, source type and overridden names: the names to read and one getter for them
+all. Kept only for sources whose attributes come with their type (a dataclass, a protobuf
+message, a pydantic model); other sources are read name by name."""
+
+
 def copy_fields(shape: type[T], source: object, /, **overrides: Any) -> T:
     """``shape`` built from ``source``'s attributes of the same names, ``overrides`` first.
 
     A field that ``source`` lacks and no override gives keeps the shape's default.
     """
     values = overrides  # a fresh dict each call: filled in place (conversions run per heartbeat)
-    for name in declared_fields(shape):
-        if name not in values:
-            value = getattr(source, name, _ABSENT)
-            if value is not _ABSENT:
-                values[name] = value
+    key = (shape, type(source), frozenset(overrides))
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _plan(shape, source, overrides)
+        if plan is None:
+            for name in declared_fields(shape):
+                if name not in values:
+                    value = getattr(source, name, _ABSENT)
+                    if value is not _ABSENT:
+                        values[name] = value
+            return shape(**values)
+        _PLANS[key] = plan
+    names, read = plan
+    if len(names) == 1:
+        values[names[0]] = read(source)
+    elif names:
+        values.update(zip(names, read(source), strict=True))
     return shape(**values)
+
+
+def _plan(shape: type[Any], source: object, overrides: Mapping[str, Any]) -> _Plan | None:
+    """How to read ``shape``'s fields from sources of ``source``'s type, or None where what a
+    source holds may differ from one instance of its type to another."""
+    kind = type(source)
+    fixed = (
+        dataclasses.is_dataclass(kind)
+        or hasattr(kind, "DESCRIPTOR")
+        or isinstance(getattr(kind, "model_fields", None), dict)
+    )
+    if not fixed:
+        return None
+    names = tuple(n for n in declared_fields(shape) if n not in overrides and hasattr(source, n))
+    return names, operator.attrgetter(*names) if names else (lambda _source: ())
 
 
 def copy_all_fields(shape: type[T], source: object, /, **overrides: Any) -> T:
