@@ -16,7 +16,7 @@ refuses an override the shape does not declare, so a rename on either side fails
 from __future__ import annotations
 
 import dataclasses
-import operator
+import keyword
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -50,11 +50,12 @@ def _read_fields(shape: type[Any]) -> tuple[str, ...]:
     return tuple(f.name for f in descriptor.fields)
 
 
-_Plan = tuple[tuple[str, ...], Callable[[Any], Any]]
-_PLANS: dict[tuple[type[Any], type[Any], frozenset[str]], _Plan] = {}
-"""Per shape, source type and overridden names: the names to read and one getter for them
-all. Kept only for sources whose attributes come with their type (a dataclass, a protobuf
-message, a pydantic model); other sources are read name by name."""
+_Copier = Callable[[Any, dict[str, Any]], Any]
+_COPIERS: dict[tuple[type[Any], type[Any], tuple[str, ...]], _Copier] = {}
+"""Per shape, source type and overridden names: a function that builds the shape from a
+source and the overrides, reading each field as ``source.name``. Kept only for sources
+whose attributes come with their type (a dataclass, a protobuf message, a pydantic model);
+other sources are read name by name."""
 
 
 def copy_fields(shape: type[T], source: object, /, **overrides: Any) -> T:
@@ -62,40 +63,43 @@ def copy_fields(shape: type[T], source: object, /, **overrides: Any) -> T:
 
     A field that ``source`` lacks and no override gives keeps the shape's default.
     """
-    values = overrides  # a fresh dict each call: filled in place (conversions run per heartbeat)
-    key = (shape, type(source), frozenset(overrides))
-    plan = _PLANS.get(key)
-    if plan is None:
-        plan = _plan(shape, source, overrides)
-        if plan is None:
+    key = (shape, type(source), tuple(overrides))
+    copier = _COPIERS.get(key)
+    if copier is None:
+        copier = _copier(shape, source, overrides)
+        if copier is None:
+            values = overrides  # a fresh dict each call: filled in place
             for name in declared_fields(shape):
                 if name not in values:
                     value = getattr(source, name, _ABSENT)
                     if value is not _ABSENT:
                         values[name] = value
             return shape(**values)
-        _PLANS[key] = plan
-    names, read = plan
-    if len(names) == 1:
-        values[names[0]] = read(source)
-    elif names:
-        values.update(zip(names, read(source), strict=True))
-    return shape(**values)
+        _COPIERS[key] = copier
+    result: T = copier(source, overrides)
+    return result
 
 
-def _plan(shape: type[Any], source: object, overrides: Mapping[str, Any]) -> _Plan | None:
-    """How to read ``shape``'s fields from sources of ``source``'s type, or None where what a
-    source holds may differ from one instance of its type to another."""
+def _copier(shape: type[Any], source: object, overrides: Mapping[str, Any]) -> _Copier | None:
+    """The copying function for sources of ``source``'s type, or None where what a source
+    holds may differ from one instance of its type to another. It is compiled once, as
+    dataclasses compile their ``__init__``: conversions run on the heartbeat path, where
+    a pod4096 decodes a thousand machines' answers a second."""
     kind = type(source)
     fixed = (
         dataclasses.is_dataclass(kind)
         or hasattr(kind, "DESCRIPTOR")
         or isinstance(getattr(kind, "model_fields", None), dict)
     )
-    if not fixed:
+    names = [n for n in declared_fields(shape) if n not in overrides and hasattr(source, n)]
+    if not fixed or not all(n.isidentifier() and not keyword.iskeyword(n) for n in names):
         return None
-    names = tuple(n for n in declared_fields(shape) if n not in overrides and hasattr(source, n))
-    return names, operator.attrgetter(*names) if names else (lambda _source: ())
+    reads = "".join(f"{n}=source.{n}, " for n in names)
+    code = f"def copy(source, overrides):\n    return shape({reads}**overrides)\n"
+    scope: dict[str, Any] = {"shape": shape}
+    exec(code, scope)  # the names are identifiers and no keyword (checked above)
+    copier: _Copier = scope["copy"]
+    return copier
 
 
 def copy_all_fields(shape: type[T], source: object, /, **overrides: Any) -> T:
