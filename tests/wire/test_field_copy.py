@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
+from pydantic import BaseModel, ConfigDict
 
 from vpod.wire import virmgrpc_pb2 as pb
 from vpod.wire.field_copy import copy_fields, declared_fields
@@ -93,6 +94,30 @@ def test_a_source_whose_attributes_vary_by_instance_is_read_name_by_name() -> No
     assert copy_fields(_Shape, Loose(id="p1", size=1)) == _Shape(id="p1", size=1)
     assert copy_fields(_Shape, Loose(id="p2", size=2, owner="bob")) == _Shape(
         id="p2", size=2, owner="bob"
+    )
+
+
+def test_sources_that_can_gain_attributes_are_read_name_by_name() -> None:
+    # A mutable dataclass, or a pydantic model that takes extra fields, may carry a field
+    # on one instance only: the first instance seen must not decide for the next.
+    @dataclass
+    class Mutable:
+        id: str
+        size: int
+
+    first, second = Mutable("p1", 1), Mutable("p2", 2)
+    second.owner = "bob"  # type: ignore[attr-defined]
+    assert copy_fields(_Shape, first) == _Shape(id="p1", size=1)
+    assert copy_fields(_Shape, second) == _Shape(id="p2", size=2, owner="bob")
+
+    class Open(BaseModel):
+        model_config = ConfigDict(extra="allow")
+        id: str
+        size: int
+
+    assert copy_fields(_Shape, Open(id="p3", size=3)) == _Shape(id="p3", size=3)
+    assert copy_fields(_Shape, Open(id="p4", size=4, owner="eve")) == _Shape(
+        id="p4", size=4, owner="eve"
     )
 
 

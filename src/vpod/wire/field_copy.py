@@ -16,6 +16,7 @@ refuses an override the shape does not declare, so a rename on either side fails
 from __future__ import annotations
 
 import dataclasses
+import functools
 import keyword
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
@@ -53,9 +54,8 @@ def _read_fields(shape: type[Any]) -> tuple[str, ...]:
 _Copier = Callable[[Any, dict[str, Any]], Any]
 _COPIERS: dict[tuple[type[Any], type[Any], tuple[str, ...]], _Copier] = {}
 """Per shape, source type and overridden names: a function that builds the shape from a
-source and the overrides, reading each field as ``source.name``. Kept only for sources
-whose attributes come with their type (a dataclass, a protobuf message, a pydantic model);
-other sources are read name by name."""
+source and the overrides: compiled to read each field as ``source.name`` where the source's
+type fixes its attributes, else reading each source name by name (:func:`_by_name`)."""
 
 
 def copy_fields(shape: type[T], source: object, /, **overrides: Any) -> T:
@@ -66,34 +66,44 @@ def copy_fields(shape: type[T], source: object, /, **overrides: Any) -> T:
     key = (shape, type(source), tuple(overrides))
     copier = _COPIERS.get(key)
     if copier is None:
-        copier = _copier(shape, source, overrides)
-        if copier is None:
-            values = overrides  # a fresh dict each call: filled in place
-            for name in declared_fields(shape):
-                if name not in values:
-                    value = getattr(source, name, _ABSENT)
-                    if value is not _ABSENT:
-                        values[name] = value
-            return shape(**values)
-        _COPIERS[key] = copier
+        copier = _COPIERS[key] = _copier(shape, source, overrides)
     result: T = copier(source, overrides)
     return result
 
 
-def _copier(shape: type[Any], source: object, overrides: Mapping[str, Any]) -> _Copier | None:
-    """The copying function for sources of ``source``'s type, or None where what a source
-    holds may differ from one instance of its type to another. It is compiled once, as
-    dataclasses compile their ``__init__``: conversions run on the heartbeat path, where
-    a pod4096 decodes a thousand machines' answers a second."""
-    kind = type(source)
-    fixed = (
-        dataclasses.is_dataclass(kind)
-        or hasattr(kind, "DESCRIPTOR")
-        or isinstance(getattr(kind, "model_fields", None), dict)
-    )
+def _by_name(shape: type[T], source: object, overrides: dict[str, Any]) -> T:
+    values = overrides  # a fresh dict each call: filled in place
+    for name in declared_fields(shape):
+        if name not in values:
+            value = getattr(source, name, _ABSENT)
+            if value is not _ABSENT:
+                values[name] = value
+    return shape(**values)
+
+
+def _attributes_fixed_by_type(kind: type[Any]) -> bool:
+    """Whether every instance of ``kind`` has the same attributes: a frozen dataclass, a
+    protobuf message, a pydantic model that takes no extra fields (none can gain one)."""
+    if dataclasses.is_dataclass(kind):
+        return bool(getattr(kind, "__dataclass_params__").frozen)  # noqa: B009 (no stub)
+    if hasattr(kind, "DESCRIPTOR"):
+        return True
+    if isinstance(getattr(kind, "model_fields", None), dict):
+        return getattr(kind, "model_config", {}).get("extra") != "allow"
+    return False
+
+
+def _copier(shape: type[Any], source: object, overrides: Mapping[str, Any]) -> _Copier:
+    """The copying function for sources of ``source``'s type, compiled once, as
+    dataclasses compile their ``__init__`` (conversions run on the heartbeat path, where a
+    pod4096 decodes a thousand machines' answers a second); :func:`_by_name` where the
+    type does not fix what a source holds, or a name cannot be written as an attribute."""
+    by_name = functools.partial(_by_name, shape)
+    if not _attributes_fixed_by_type(type(source)):
+        return by_name
     names = [n for n in declared_fields(shape) if n not in overrides and hasattr(source, n)]
-    if not fixed or not all(n.isidentifier() and not keyword.iskeyword(n) for n in names):
-        return None
+    if not all(n.isidentifier() and not keyword.iskeyword(n) for n in names):
+        return by_name
     reads = "".join(f"{n}=source.{n}, " for n in names)
     code = f"def copy(source, overrides):\n    return shape({reads}**overrides)\n"
     scope: dict[str, Any] = {"shape": shape}
