@@ -1,5 +1,8 @@
 """Every change to what a user may do applies at the user's next call, on every replica.
 
+The same holds for the cloud's tokens: a token revoked, or its project deleted,
+through one replica is refused by the other at the next call.
+
 Two controllers (in this process, with one fake clock) share one SQLite store,
 as replicas share PostgreSQL. ``bob`` is verified on replica B, so B
 remembers his key (for :data:`~vpod.controller.auth.VERIFIED_TTL_S`); each
@@ -17,6 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from vpod.cloud.app import Cloud, build_cloud
+from vpod.cloud.model import errors as cloud_errors
+from vpod.cloud.settings import CloudSettings
 from vpod.controller import errors
 from vpod.controller.agent_grpc import GrpcAgentGateway
 from vpod.controller.app import Controller, build_controller
@@ -171,3 +177,57 @@ def test_a_remembered_key_is_not_hashed_again_when_only_grants_change(
 
     asyncio.run(scenario())
     assert len(checks) == 1
+
+
+def _clouds(replicas: Replicas, data_dir: Path) -> tuple[Cloud, Cloud]:
+    settings = CloudSettings(data_dir=data_dir)
+    return build_cloud(replicas.a, settings), build_cloud(replicas.b, settings)
+
+
+def test_a_revoked_cloud_token_or_deleted_project_is_refused_at_once_on_another_replica(
+    replicas: Replicas, tmp_path: Path
+) -> None:
+    a, b = _clouds(replicas, tmp_path)
+
+    async def scenario() -> None:
+        _, first = await a.projects.create("acme")
+        second = await a.projects.issue_token("acme", "second")
+        for new in (first, second):  # both verified, so remembered, on B
+            assert (await b.projects.authenticate(new.token)).project_id == "acme"
+        await a.projects.revoke_token(first.record.id)
+        with pytest.raises(cloud_errors.Unauthenticated, match="unknown or revoked token"):
+            await b.projects.authenticate(first.token)
+        assert (await b.projects.authenticate(second.token)).project_id == "acme"
+        await a.projects.remove("acme")
+        with pytest.raises(cloud_errors.Unauthenticated, match="unknown or revoked token"):
+            await b.projects.authenticate(second.token)
+
+    asyncio.run(scenario())
+
+
+def test_a_remembered_cloud_token_is_not_hashed_again(
+    replicas: Replicas, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reading the token's record at every call costs a store read, not another scrypt."""
+    import vpod.cloud.services.projects as projects_module
+
+    checks: list[str] = []
+    real = projects_module.verify_key
+
+    def counting(key: str, stored: str) -> bool:
+        checks.append(key)
+        return real(key, stored)
+
+    monkeypatch.setattr(projects_module, "verify_key", counting)
+    a, b = _clouds(replicas, tmp_path)
+
+    async def scenario() -> None:
+        _, new = await a.projects.create("acme")
+        for _ in range(3):
+            assert (await b.projects.authenticate(new.token)).project_id == "acme"
+        wrong = new.token[:-4] + ("AAAA" if not new.token.endswith("AAAA") else "BBBB")
+        with pytest.raises(cloud_errors.Unauthenticated):
+            await b.projects.authenticate(wrong)
+
+    asyncio.run(scenario())
+    assert len(checks) == 2  # the first call, and the wrong secret

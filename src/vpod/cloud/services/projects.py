@@ -2,11 +2,13 @@
 
 A token reads ``vpod_<id>.<secret>``: the id finds the stored record, the
 secret is checked against its slow salted hash (the controller's
-``credentials``: scrypt), and a verified token is remembered for a short
-while (by a fast hash of the token, never the token) so a busy client does
-not pay scrypt on every call. An administrator's token belongs to no
-project; it manages projects, quotas, tokens and hosts. A project's token
-sees that project only.
+``credentials``: scrypt, off the event loop). The record is read on every
+call, so a token revoked, or its project deleted, through any replica is
+refused at the next call on every replica; what is remembered (by a fast
+hash of the token, never the token) is only which stored hash the token
+already matched, so a busy client does not pay scrypt on every call. An
+administrator's token belongs to no project; it manages projects, quotas,
+tokens and hosts. A project's token sees that project only.
 
 The first administrator token is made when the cloud first starts on a
 database that has none, and written to ``DATA_DIR/cloud-admin.token``
@@ -15,6 +17,7 @@ database that has none, and written to ``DATA_DIR/cloud-admin.token``
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
@@ -22,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from vpod.controller.credentials import hash_key, verify_key
+from vpod.controller.credentials import hash_key, verify_key, verify_unknown
 from vpod.domain.naming import ID_RULE, is_valid_id
 
 from ..drivers.workspace import write_private
@@ -32,7 +35,9 @@ from ..quotas import check_quota_names, with_defaults
 from .context import CloudContext
 
 TOKEN_PREFIX = "vpod_"
-VERIFIED_TTL_S = 30.0
+REMEMBERED_TOKENS = 4096
+"""Verified tokens remembered at most (the oldest are forgotten first): each costs one
+scrypt check again, nothing more."""
 
 T = TypeVar("T")
 
@@ -107,7 +112,8 @@ def split_token(token: str) -> tuple[str, str]:
 class Projects:
     def __init__(self, ctx: CloudContext) -> None:
         self._ctx = ctx
-        self._verified: dict[str, tuple[float, Principal]] = {}
+        self._verified: dict[str, str] = {}
+        """Fast hash of a verified token -> the stored hash it matched."""
 
     # -- authentication -----------------------------------------------------------------------
 
@@ -117,20 +123,20 @@ class Projects:
                 "the cloud API needs a token: send `Authorization: Bearer vpod_...`"
                 " (the vpod CLI reads --token, VPOD_TOKEN or its config file)"
             )
-        fingerprint = hashlib.sha256(token.encode()).hexdigest()
-        now = self._ctx.clock.monotonic()
-        cached = self._verified.get(fingerprint)
-        if cached is not None and now - cached[0] < VERIFIED_TTL_S:
-            return cached[1]
         token_id, secret = split_token(token)
         record = await self._ctx.records.find_token(token_id)
-        if record is None or not verify_key(secret, record.key_hash):
-            raise errors.Unauthenticated(
-                "unknown or revoked token: ask your administrator for a new one"
-            )
-        principal = Principal(token_id=record.id, project_id=record.project_id)
-        self._verified[fingerprint] = (now, principal)
-        return principal
+        if record is None:
+            # As slow as a real check: the answer's time does not tell which ids exist.
+            await asyncio.to_thread(verify_unknown, secret)
+            raise _unknown_token()
+        fingerprint = hashlib.sha256(token.encode()).hexdigest()
+        if self._verified.get(fingerprint) != record.key_hash:
+            if not await asyncio.to_thread(verify_key, secret, record.key_hash):
+                raise _unknown_token()
+            if len(self._verified) >= REMEMBERED_TOKENS:
+                del self._verified[next(iter(self._verified))]
+            self._verified[fingerprint] = record.key_hash
+        return Principal(token_id=record.id, project_id=record.project_id)
 
     @staticmethod
     def require_admin(principal: Principal) -> None:
@@ -142,26 +148,25 @@ class Projects:
 
     # -- tokens ---------------------------------------------------------------------------------
 
-    def _new_token(self, project_id: str | None, label: str) -> NewToken:
+    async def _new_token(self, project_id: str | None, label: str) -> NewToken:
         token_id = secrets.token_hex(8)
         secret = secrets.token_urlsafe(32)
         record = Token(
             id=token_id,
             project_id=project_id,
-            key_hash=hash_key(secret),
+            key_hash=await asyncio.to_thread(hash_key, secret),
             label=label[:255],
             created_at=self._ctx.clock.now(),
         )
         return NewToken(record=record, token=f"{TOKEN_PREFIX}{token_id}.{secret}")
 
     async def issue_token(self, project_id: str | None, label: str = "") -> NewToken:
-        new = self._new_token(project_id, label)
+        new = await self._new_token(project_id, label)
         await self._ctx.records.add_token(new.record)
         return new
 
     async def revoke_token(self, token_id: str) -> None:
         await self._ctx.records.remove_token(token_id)
-        self._verified = {k: v for k, v in self._verified.items() if v[1].token_id != token_id}
 
     async def list_tokens(self, project_id: str | None) -> list[Token]:
         if project_id is not None:
@@ -189,7 +194,7 @@ class Projects:
             quotas=with_defaults(check_quota_names(quotas or {})),
             created_at=self._ctx.clock.now(),
         )
-        token = self._new_token(project_id, "first token")
+        token = await self._new_token(project_id, "first token")
         await self._ctx.records.add_project(project, token.record)
         return project, token
 
@@ -206,7 +211,10 @@ class Projects:
 
     async def remove(self, project_id: str) -> None:
         await self._ctx.records.remove_project(project_id, self._ctx.clock.now())
-        self._verified = {k: v for k, v in self._verified.items() if v[1].project_id != project_id}
 
     async def usage(self, project_id: str) -> dict[str, int]:
         return await self._ctx.records.project_usage(project_id)
+
+
+def _unknown_token() -> errors.Unauthenticated:
+    return errors.Unauthenticated("unknown or revoked token: ask your administrator for a new one")
