@@ -8,6 +8,7 @@ snapshots are cached (see :mod:`.occupancy`).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -404,7 +405,8 @@ class Inventory:
             await self.allocation_for(caller, allocation_id)
         key = new_access_key()
         now = self._ctx.clock.now()
-        await self._ctx.db(self._store.add_user, user, hash_key(key), created_at=now)
+        key_hash = await asyncio.to_thread(hash_key, key)  # scrypt: ~50 ms, off the loop
+        await self._ctx.db(self._store.add_user, user, key_hash, created_at=now)
         self.invalidate()
         await self._ctx.audit(
             caller,
