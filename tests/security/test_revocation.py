@@ -157,16 +157,16 @@ def test_a_remembered_key_is_not_hashed_again_when_only_grants_change(
     replicas: Replicas, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A changed access version costs a store read, not another scrypt check."""
-    import vpod.controller.auth as auth_module
+    import vpod.controller.credentials as credentials
 
     checks: list[str] = []
-    real = auth_module.verify_key
+    real = credentials.verify_key
 
     def counting(key: str, stored: str) -> bool:
         checks.append(key)
         return real(key, stored)
 
-    monkeypatch.setattr(auth_module, "verify_key", counting)
+    monkeypatch.setattr(credentials, "verify_key", counting)
 
     async def scenario() -> None:
         await replicas.bob_on_b()
@@ -209,16 +209,16 @@ def test_a_remembered_cloud_token_is_not_hashed_again(
     replicas: Replicas, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Reading the token's record at every call costs a store read, not another scrypt."""
-    import vpod.cloud.services.projects as projects_module
+    import vpod.controller.credentials as credentials
 
     checks: list[str] = []
-    real = projects_module.verify_key
+    real = credentials.verify_key
 
     def counting(key: str, stored: str) -> bool:
         checks.append(key)
         return real(key, stored)
 
-    monkeypatch.setattr(projects_module, "verify_key", counting)
+    monkeypatch.setattr(credentials, "verify_key", counting)
     a, b = _clouds(replicas, tmp_path)
 
     async def scenario() -> None:

@@ -21,7 +21,6 @@ checked and binds all the same.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import re
 import secrets
 from dataclasses import dataclass
@@ -33,7 +32,7 @@ from vpod.wire.rest.agent_tokens import MAX_LABEL  # the API documents the bound
 from . import errors
 from .caller import Caller
 from .context import Context
-from .credentials import hash_key, verify_key, verify_unknown
+from .credentials import SecretChecks, hash_key
 
 PREFIX = "vat_"
 _TOKEN = re.compile(r"vat_([0-9a-f]{16})\.([A-Za-z0-9_-]{20,100})")
@@ -58,8 +57,7 @@ class AgentTokens:
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
         self._store = AgentTokenStore.of(ctx.db.store)
-        self._verified: dict[str, tuple[str, str]] = {}
-        """sha256 of a token -> (token id, the stored hash it was verified against)."""
+        self._checks = SecretChecks()
         self._denials: dict[str, float] = {}
 
     @property
@@ -85,7 +83,6 @@ class AgentTokens:
             await self._ctx.db(self._store.remove, token_id)
         except NotFound as exc:
             raise errors.NotFound(f"{exc}: `vipu-admin list agent-tokens` lists them") from None
-        self._verified = {k: v for k, v in self._verified.items() if v[0] != token_id}
         await self._ctx.audit(caller, "remove_agent_token", token_id, "ok")
 
     async def token_of(self, token: str) -> str | None:
@@ -94,18 +91,11 @@ class AgentTokens:
         if match is None:
             return None
         token_id, secret = match[1], match[2]
-        fingerprint = hashlib.sha256(token.encode()).hexdigest()
         stored = await self._ctx.db(self._store.key_hash, token_id)
-        cached = self._verified.get(fingerprint)
-        if cached is not None and stored is not None and cached == (token_id, stored):
-            return token_id
         if stored is None:
-            await asyncio.to_thread(verify_unknown, secret)
+            await self._checks.unknown(secret)
             return None
-        if not await asyncio.to_thread(verify_key, secret, stored):
-            return None
-        self._verified[fingerprint] = (token_id, stored)
-        return token_id
+        return token_id if await self._checks.matches(secret, stored) else None
 
     async def admit(self, agent_id: str, token: str, *, source: str) -> str | None:
         """Check a registration's token before anything is stored; returns the token id (or

@@ -33,7 +33,6 @@ so a misconfigured client retrying in a loop cannot flood the store.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import hashlib
 from dataclasses import dataclass
@@ -44,7 +43,7 @@ from vpod.domain.naming import ID_RULE, is_valid_id
 from . import errors
 from .caller import ANONYMOUS, Caller
 from .context import Context
-from .credentials import verify_key, verify_unknown
+from .credentials import SecretChecks
 from .partition_keys import PartitionKeyBook
 
 VERIFIED_TTL_S = 30.0
@@ -60,6 +59,7 @@ class Authenticator:
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
         self._partition_keys = PartitionKeyBook(ctx)
+        self._checks = SecretChecks()
         self._verified: dict[tuple[str, str], _Verified] = {}
         """(user id, sha256 of the key) -> what was verified, and when."""
         self._denials: dict[tuple[str, bool, str], float] = {}
@@ -122,10 +122,10 @@ class Authenticator:
             scoped = await self._partition_keys.caller(user_id, access_key)
             if scoped is not None:
                 return scoped
-            await asyncio.to_thread(verify_unknown, access_key)
+            await self._checks.unknown(access_key)
             return None
         user, key_hash, version = found
-        if not await asyncio.to_thread(verify_key, access_key, key_hash):
+        if not await self._checks.matches(access_key, key_hash):
             return None
         self._verified[token] = _Verified(now, user, key_hash, version)
         return user

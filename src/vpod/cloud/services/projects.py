@@ -18,14 +18,13 @@ database that has none, and written to ``DATA_DIR/cloud-admin.token``
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from vpod.controller.credentials import hash_key, verify_key, verify_unknown
+from vpod.controller.credentials import SecretChecks, hash_key
 from vpod.domain.naming import ID_RULE, is_valid_id
 
 from ..drivers.workspace import write_private
@@ -35,9 +34,6 @@ from ..quotas import check_quota_names, with_defaults
 from .context import CloudContext
 
 TOKEN_PREFIX = "vpod_"
-REMEMBERED_TOKENS = 4096
-"""Verified tokens remembered at most (the oldest are forgotten first): each costs one
-scrypt check again, nothing more."""
 
 T = TypeVar("T")
 
@@ -112,8 +108,7 @@ def split_token(token: str) -> tuple[str, str]:
 class Projects:
     def __init__(self, ctx: CloudContext) -> None:
         self._ctx = ctx
-        self._verified: dict[str, str] = {}
-        """Fast hash of a verified token -> the stored hash it matched."""
+        self._checks = SecretChecks()
 
     # -- authentication -----------------------------------------------------------------------
 
@@ -127,15 +122,10 @@ class Projects:
         record = await self._ctx.records.find_token(token_id)
         if record is None:
             # As slow as a real check: the answer's time does not tell which ids exist.
-            await asyncio.to_thread(verify_unknown, secret)
+            await self._checks.unknown(secret)
             raise _unknown_token()
-        fingerprint = hashlib.sha256(token.encode()).hexdigest()
-        if self._verified.get(fingerprint) != record.key_hash:
-            if not await asyncio.to_thread(verify_key, secret, record.key_hash):
-                raise _unknown_token()
-            if len(self._verified) >= REMEMBERED_TOKENS:
-                del self._verified[next(iter(self._verified))]
-            self._verified[fingerprint] = record.key_hash
+        if not await self._checks.matches(secret, record.key_hash):
+            raise _unknown_token()
         return Principal(token_id=record.id, project_id=record.project_id)
 
     @staticmethod
