@@ -16,6 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from vpod.domain.cloud.names import NAME_RULE, is_valid_name
+from vpod.domain.excerpts import excerpt
+
 from .cloud_options import FILE, ApiRecord, connection_options, list_command, show_command, shows
 from .cloud_output import emit
 from .errors import fail
@@ -72,6 +75,8 @@ def keypair() -> None:
 def create(client: CloudClient, name: str, private_key: Path | None, as_json: bool) -> None:
     """Make an ed25519 keypair NAME; its private key is written once, 0600 (the cloud keeps
     only the public key)."""
+    if private_key is None and not is_valid_name(name):  # before NAME becomes a file name
+        fail(f"keypair name {excerpt(name, quote=True)} is not valid: {NAME_RULE}", 2)
     path = private_key or key_path(name)
     if path.exists() or path.with_name(path.name + ".pub").exists():
         fail(

@@ -15,6 +15,7 @@ from typing import NoReturn
 
 from vpod.client import VpodError
 from vpod.domain.errors import Fault, Kind
+from vpod.domain.excerpts import bounded
 
 from .exit_status import exit_code_of
 
@@ -38,14 +39,19 @@ def run_cli(body: Callable[[], object]) -> None:
     except KeyboardInterrupt:
         sys.exit(130)
     except CliFailure as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        _error(exc)
         sys.exit(exc.exit_code)
     except VpodError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        _error(exc)
         sys.exit(exit_code_of(exc))
     except Fault as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        _error(exc)
         sys.exit(2 if exc.kind is Kind.INVALID_ARGUMENT else 1)
     except OSError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        _error(exc)
         sys.exit(1)
+
+
+def _error(exc: BaseException) -> None:
+    """One line on stderr, quoting at most an excerpt of what the command was given."""
+    print(f"error: {bounded(str(exc))}", file=sys.stderr)

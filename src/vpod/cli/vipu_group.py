@@ -24,6 +24,7 @@ import click
 
 from vpod.client import UserClient, VpodError
 from vpod.client.config import Settings, admin_endpoint, load_settings, user_endpoint
+from vpod.domain.excerpts import bounded
 
 from .exit_status import EXIT_FAILURE, EXIT_USAGE, CliError, exit_code_of, one_line
 from .render import json_text, message_dict, table
@@ -425,4 +426,4 @@ class VipuGroup(FittingGroup):
 
 
 def _fail(prog: str, message: str) -> None:
-    click.echo(f"{prog}: error: {one_line(message)}", err=True)
+    click.echo(f"{prog}: error: {one_line(bounded(message))}", err=True)

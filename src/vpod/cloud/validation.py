@@ -5,12 +5,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from vpod.domain.cloud.names import NAME_RULE as NAME_RULE
+from vpod.domain.cloud.names import is_valid_name
 from vpod.wire.rest.cloud_clusters import BOOT_VOLUME_DEFAULT_GIB as BOOT_VOLUME_DEFAULT_GIB
 
 from .model import errors
-
-NAME_RULE = "use 3 to 63 characters: a letter or digit first, then letters, digits, '.', '_' or '-'"
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{2,62}")
 
 METADATA_MAX_ITEMS = 50
 METADATA_KEY = re.compile(r"[A-Za-z0-9_.:-]{1,255}")
@@ -26,7 +25,7 @@ SERVER_COUNT_MAX = 32
 
 def check_name(kind: str, name: str) -> str:
     """``name`` if it is a valid cluster or volume name; InvalidArgument saying the rule."""
-    if not isinstance(name, str) or _NAME.fullmatch(name) is None:
+    if not isinstance(name, str) or not is_valid_name(name):
         shown = repr(name[:70]) if isinstance(name, str) else type(name).__name__
         raise errors.InvalidArgument(f"{kind} name {shown} is not valid: {NAME_RULE}")
     return name

@@ -42,6 +42,7 @@ from types import FrameType
 import click
 
 from vpod.client import AlreadyExists, NotFound, Partition, UserClient, VpodError
+from vpod.client.command_line import BoundedCommand
 
 from .hosts import Host, HostError, is_local, parse_host_list, parse_hostfile, spread
 from .instances import Instances
@@ -120,7 +121,7 @@ def instance_environment(
     return env
 
 
-@click.command(context_settings={**CONTEXT, "allow_interspersed_args": False})
+@click.command(cls=BoundedCommand, context_settings={**CONTEXT, "allow_interspersed_args": False})
 @click.option(
     "--num-replicas", type=click.IntRange(1), required=True, metavar="R",
     help="Replicas of the model in all (POPDIST_NUM_TOTAL_REPLICAS).",

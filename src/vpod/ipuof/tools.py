@@ -16,6 +16,8 @@ from typing import Any
 
 import click
 
+from vpod.client.command_line import BoundedCommand
+
 from .config import PartitionTarget
 from .devices import Device, find_device, list_devices
 from .discovery import find_partition
@@ -76,7 +78,7 @@ def _status_json(dnc: int, status: IpuStatus | IpuofError) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------ ipu-info
 
 
-@click.command(context_settings=CONTEXT)
+@click.command(cls=BoundedCommand, context_settings=CONTEXT)
 @click.option("-l", "--list", "list_", is_flag=True, help="List the devices (the default).")
 @click.option("-i", "--info", is_flag=True, help="Show the attributes of device -d N.")
 @click.option("-d", "--device", "device_id", type=click.IntRange(0), help="The device for -i.")
@@ -179,7 +181,7 @@ def _show_device(target: PartitionTarget, device: Device, as_json: bool) -> None
 # --------------------------------------------------------------------------------- ipu-monitor
 
 
-@click.command(context_settings=CONTEXT)
+@click.command(cls=BoundedCommand, context_settings=CONTEXT)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.option(
     "--watch", type=click.FloatRange(0.1), metavar="SECONDS",

@@ -24,6 +24,8 @@ from types import FrameType
 
 import click
 
+from vpod.client.command_line import BoundedCommand
+
 from .attach import attach_device
 from .config import PartitionTarget
 from .devices import Device, device_for_ipus, find_device, list_devices
@@ -52,7 +54,7 @@ def _terminate(signum: int, _frame: FrameType | None) -> None:
     raise SystemExit(128 + signum)
 
 
-@click.command(context_settings={**CONTEXT, "show_default": True})
+@click.command(cls=BoundedCommand, context_settings={**CONTEXT, "show_default": True})
 @click.option("-d", "--device", "device_id", type=click.IntRange(0), help="Device id to attach.")
 @click.option("--steps", type=click.IntRange(1), help="Run this many steps.")
 @click.option(

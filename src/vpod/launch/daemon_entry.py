@@ -5,18 +5,12 @@ from __future__ import annotations
 
 import click
 
+from vpod.client.command_line import run_click
+
 from .parent_death import die_with_parent
 
 
 def run_daemon(command: click.Command, argv: list[str] | None, prog_name: str) -> int:
     """Run ``command`` with ``argv``; returns the exit status."""
     die_with_parent()
-    try:
-        command.main(args=argv, prog_name=prog_name, standalone_mode=False)
-    except click.ClickException as exc:
-        exc.show()
-        return exc.exit_code
-    except click.Abort:
-        click.echo("Aborted.", err=True)
-        return 1
-    return 0
+    return run_click(command, argv, prog_name)

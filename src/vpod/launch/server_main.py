@@ -9,6 +9,7 @@ exit without paying for it (two thirds of a serving start's imports), and
 
 from __future__ import annotations
 
+from vpod.client.command_line import BoundedCommand
 from vpod.gc_pause import CollectorPause, collector_paused
 
 with collector_paused():  # vpod.gc_pause: start-up builds, it makes next to no garbage
@@ -71,6 +72,7 @@ def _timing(flag: str, field: str, low: float, high: float, help: str) -> Callab
 
 
 @click.command(
+    cls=BoundedCommand,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
     epilog="Examples: vipu-server --data-dir /var/lib/vpod --port 8090 --admin-port 8091;"
     " secure with mutual TLS: vipu-server --tls-init --init --secure --tls-client-auth, then"

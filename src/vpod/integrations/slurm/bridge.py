@@ -21,7 +21,6 @@ port); answers ``{"ok": true, "message": ...}`` or ``{"ok": false, "error": ...}
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import functools
@@ -34,6 +33,8 @@ import signal
 import sys
 from pathlib import Path
 from typing import Any
+
+from vpod.client.command_line import BoundedArgumentParser
 
 from .jobs import JobPartitions, StartRefused
 from .lasting_jobs import LastingPartitions, job_partitions
@@ -187,7 +188,7 @@ async def serve(settings: SlurmSettings, *, ready: str | None = READY_LINE) -> N
 
 def main(argv: list[str] | None = None) -> None:
     """Console script ``vpod-slurm-bridge``."""
-    parser = argparse.ArgumentParser(
+    parser = BoundedArgumentParser(
         prog="vpod-slurm-bridge",
         description="Make and remove the V-IPU partitions of Slurm jobs for the vpod-slurm hooks."
         " Run it as SlurmUser on the slurmctld host.",
@@ -210,7 +211,7 @@ def reconcile_main(argv: list[str] | None = None) -> None:
     from .bridge_protocol import BridgeUnreachable, ask_bridge
 
     prog = "vpod-slurm-reconcile"
-    parser = argparse.ArgumentParser(
+    parser = BoundedArgumentParser(
         prog=prog,
         description="Remove slurm_* partitions whose Slurm job is gone (never a running job's)."
         " Asks the bridge when it runs, else does it here.",

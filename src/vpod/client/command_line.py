@@ -1,0 +1,84 @@
+"""What every vpod program does with a command line it cannot parse: one short error.
+
+click and argparse repeat a bad value in full ("Invalid value for '--size':
+'xxx...' is not a valid integer", "invalid int value: 'xxx...'"), so a
+10,000-character argument made a 10,000-character error. Every vpod program
+parses its command line through :func:`run_click` (a :class:`BoundedCommand` or
+:class:`BoundedGroup` calls it when run as a console script) or
+:class:`BoundedArgumentParser`,
+which keep click's and argparse's answers (usage, exit status 2) but quote at
+most an excerpt of what they were given (:func:`vpod.domain.excerpts.bounded`),
+as every other error of vpod does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+import click
+
+from vpod.domain.excerpts import bounded
+
+
+def bound_click_error(exc: click.ClickException) -> click.ClickException:
+    """``exc`` with its message bounded (a group's help shown for no arguments is kept)."""
+    if not isinstance(exc, click.exceptions.NoArgsIsHelpError):
+        # A plain attribute that click's type hints mark final: format_message() reads it.
+        exc.__dict__["message"] = bounded(exc.message)
+    return exc
+
+
+def run_click(
+    command: click.Command, argv: Sequence[str] | None = None, prog_name: str | None = None
+) -> int:
+    """Run ``command`` as click's standalone mode does and return the exit status: usage
+    errors shown with their usage line and status 2, their message bounded."""
+    try:
+        result = command.main(args=argv, prog_name=prog_name, standalone_mode=False)
+    except click.ClickException as exc:
+        bound_click_error(exc).show()
+        return exc.exit_code
+    except click.Abort:
+        click.echo("Aborted!", err=True)
+        return 1
+    # standalone_mode=False hands back what ctx.exit() was given (--help, --version: 0)
+    # or what the command returned; a command that returns nothing succeeded.
+    return result if isinstance(result, int) and not isinstance(result, bool) else 0
+
+
+class BoundedEntry(click.Command):
+    """Called without arguments (a console script's entry), runs through :func:`run_click`;
+    ``main()`` itself (as click's test runner calls it) is click's own."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if args or kwargs:
+            return super().__call__(*args, **kwargs)
+        sys.exit(run_click(self))
+
+
+class BoundedCommand(BoundedEntry):
+    """A command whose usage errors, run as a console script, quote at most an excerpt."""
+
+
+class BoundedGroup(BoundedEntry, click.Group):
+    """A group whose usage errors, run as a console script, quote at most an excerpt."""
+
+
+class BoundedArgumentParser(argparse.ArgumentParser):
+    """An :class:`argparse.ArgumentParser` whose usage errors quote at most an excerpt."""
+
+    def error(self, message: str) -> NoReturn:
+        super().error(bounded(message))
+
+
+__all__ = [
+    "BoundedArgumentParser",
+    "BoundedCommand",
+    "BoundedEntry",
+    "BoundedGroup",
+    "bound_click_error",
+    "run_click",
+]
