@@ -208,7 +208,8 @@ def test_a_revoked_cloud_token_or_deleted_project_is_refused_at_once_on_another_
 def test_a_remembered_cloud_token_is_not_hashed_again(
     replicas: Replicas, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Reading the token's record at every call costs a store read, not another scrypt."""
+    """Reading the token's record at every call costs a store read, not another scrypt; a
+    made-up token id costs none."""
     import vpod.controller.credentials as credentials
 
     checks: list[str] = []
@@ -228,6 +229,8 @@ def test_a_remembered_cloud_token_is_not_hashed_again(
         wrong = new.token[:-4] + ("AAAA" if not new.token.endswith("AAAA") else "BBBB")
         with pytest.raises(cloud_errors.Unauthenticated):
             await b.projects.authenticate(wrong)
+        with pytest.raises(cloud_errors.Unauthenticated):  # no such token id: no slow check
+            await b.projects.authenticate("vpod_ffffffffffffffff.made-up")
 
     asyncio.run(scenario())
     assert len(checks) == 2  # the first call, and the wrong secret
