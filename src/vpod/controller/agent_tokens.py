@@ -92,10 +92,11 @@ class AgentTokens:
             return None
         token_id, secret = match[1], match[2]
         stored = await self._ctx.db(self._store.key_hash, token_id)
-        if stored is None:
-            await self._checks.unknown(secret)
+        # An unknown id is refused at once: ids are 64 random bits, so the answer's timing
+        # hides nothing worth hiding, and a slow check per made-up token would spend the CPU.
+        if stored is None or not await self._checks.matches(secret, stored):
             return None
-        return token_id if await self._checks.matches(secret, stored) else None
+        return token_id
 
     async def admit(self, agent_id: str, token: str, *, source: str) -> str | None:
         """Check a registration's token before anything is stored; returns the token id (or
