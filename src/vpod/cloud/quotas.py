@@ -28,6 +28,8 @@ QUOTA_NAMES: tuple[str, ...] = (
     "volumes",
     "volume_gib",
     "reserved_units",
+    "keypairs",
+    "dataset_storages",
 )
 
 DEFAULT_QUOTAS: Mapping[str, int] = {
@@ -39,6 +41,8 @@ DEFAULT_QUOTAS: Mapping[str, int] = {
     "volumes": 40,
     "volume_gib": 20_000,
     "reserved_units": 16,
+    "keypairs": 100,
+    "dataset_storages": 20,
 }
 """What a new project gets unless the administrator says otherwise."""
 
@@ -51,6 +55,8 @@ QUOTA_HELP: Mapping[str, str] = {
     "volumes": "volumes, boot and data",
     "volume_gib": "GiB of all volumes together",
     "reserved_units": "units (vPODs or GPU servers) of the project's active reservations",
+    "keypairs": "SSH keypairs, made or imported",
+    "dataset_storages": "registered dataset storages (S3 endpoints and their credentials)",
 }
 
 

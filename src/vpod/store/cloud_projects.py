@@ -9,6 +9,7 @@ requests of one project are checked one after the other.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -61,19 +62,33 @@ def get_project(conn: Connection, project_id: str, *, lock: bool = False) -> Pro
     return _project(row)
 
 
+ProjectAdmit = Callable[[Project, dict[str, int]], None]
+"""A quota check run where a resource is recorded: the project and its usage as they are in
+that transaction; raising refuses the resource."""
+
+
 def add_to_project(
-    database: Database, table: Table, values: dict[str, Any], *, kind: str, hint: str = ""
+    database: Database,
+    table: Table,
+    values: dict[str, Any],
+    *,
+    kind: str,
+    hint: str = "",
+    admit: ProjectAdmit | None = None,
 ) -> None:
     """Insert a project's named resource (``values``), the project locked first so that a
-    deletion cannot race it; NotFound without the project, AlreadyExists (what the ``kind``
-    is, then ``hint``) when the name is taken."""
+    deletion cannot race it, and ``admit`` run on its usage then (two concurrent additions
+    cannot both squeeze under a quota); NotFound without the project, AlreadyExists (what
+    the ``kind`` is, then ``hint``) when the name is taken."""
     name, project_id = values["name"], values["project_id"]
     taken = AlreadyExists(
         f"{kind} {name} exists in project {project_id}: pick another name, or delete it first"
         + hint
     )
     with database.write(explain=lambda: taken) as conn:
-        get_project(conn, project_id, lock=True)
+        project = get_project(conn, project_id, lock=True)
+        if admit is not None:
+            admit(project, usage(conn, project_id))
         conn.execute(insert(table).values(**values))
 
 
@@ -148,6 +163,14 @@ def usage(conn: Connection, project_id: str) -> dict[str, int]:
     ).one()
     used["volumes"] = int(volumes[0])
     used["volume_gib"] = int(volumes[1])
+    # Named resources without accelerators, counted only when the project has any (as the
+    # GPU families are).
+    for name, table in (("keypairs", cloud_keypairs), ("dataset_storages", cloud_dataset_storages)):
+        count = conn.execute(
+            select(func.count()).where(table.c.project_id == project_id)
+        ).scalar_one()
+        if count:
+            used[name] = int(count)
     return used
 
 

@@ -14,7 +14,7 @@ from sqlalchemy import Connection, delete, insert, select, update
 
 from vpod.domain.cloud.datasets import SealedStorage, StorageAttachment
 
-from .cloud_projects import add_to_project
+from .cloud_projects import ProjectAdmit, add_to_project
 from .cloud_records import AttachmentRecord, StorageRecord
 from .cloud_rows import delete_unless_held, find_in_project, one_by_id
 from .dataset_schema import cloud_dataset_attachments, cloud_dataset_storages
@@ -35,8 +35,15 @@ def not_found(ref: str) -> NotFound:
 
 
 class DatasetStore(TableGroup):
-    def add(self, storage: SealedStorage) -> None:
-        add_to_project(self._db, cloud_dataset_storages, values_of(storage), kind="dataset storage")
+    def add(self, storage: SealedStorage, *, admit: ProjectAdmit | None = None) -> None:
+        """Record the storage if ``admit`` (the quota check) lets it in."""
+        add_to_project(
+            self._db,
+            cloud_dataset_storages,
+            values_of(storage),
+            kind="dataset storage",
+            admit=admit,
+        )
 
     def get(self, storage_id: str) -> SealedStorage:
         row = self._db.run_read(one_by_id, cloud_dataset_storages, storage_id, not_found)

@@ -15,7 +15,7 @@ from sqlalchemy import delete, insert, select
 
 from vpod.domain.cloud.resources import Keypair
 
-from .cloud_projects import add_to_project
+from .cloud_projects import ProjectAdmit, add_to_project
 from .cloud_records import KeypairRecord
 from .cloud_rows import clusters_holding, delete_unless_held, find_in_project
 from .keypair_schema import cloud_cluster_keypairs, cloud_keypairs
@@ -36,9 +36,12 @@ def _columns(keypair: Keypair) -> dict[str, Any]:
 
 
 class KeypairStore(TableGroup):
-    def add(self, keypair: Keypair) -> None:
+    def add(self, keypair: Keypair, *, admit: ProjectAdmit | None = None) -> None:
+        """Record the keypair if ``admit`` (the quota check) lets it in."""
         hint = " (`vpod keypair delete`)"
-        add_to_project(self._db, cloud_keypairs, _columns(keypair), kind="keypair", hint=hint)
+        add_to_project(
+            self._db, cloud_keypairs, _columns(keypair), kind="keypair", hint=hint, admit=admit
+        )
 
     def find(self, project_id: str, ref: str) -> Keypair | None:
         """The project's keypair with id or name ``ref``."""

@@ -30,6 +30,7 @@ from ..model import errors
 from ..model.datasets import DatasetStorage, SealedStorage, StorageEndpoint, mask
 from ..model.records import Task
 from ..model.task_params import DatasetAttachParams, DatasetDetachParams
+from ..quotas import admit_within
 from ..states import Operation
 from ..states import check_operation as check_state
 from ..validation import check_name
@@ -95,7 +96,7 @@ class Datasets(ViewedResources[SealedStorage, DatasetStorage]):
             secret_key_sealed=ctx.sealer.seal(new.secret_access_key),
             created_at=ctx.clock.now(),
         )
-        await ctx.records.add_storage(record)
+        await ctx.records.add_storage(record, admit=admit_within({"dataset_storages": 1}))
         return await self._view(record)
 
     async def list_storages(self, principal: Principal) -> list[DatasetStorage]:

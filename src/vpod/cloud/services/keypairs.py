@@ -22,6 +22,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from ..drivers import DriverError
 from ..model import errors
 from ..model.records import Cluster, Keypair
+from ..quotas import admit_within
 from ..ssh_keys import parse_public_key
 from ..states import ClusterStatus, ServerStatus
 from ..validation import check_name
@@ -84,7 +85,7 @@ class Keypairs(ViewedResources[Keypair, Keypair]):
             fingerprint=key.fingerprint,
             created_at=ctx.clock.now(),
         )
-        await ctx.records.add_keypair(record)
+        await ctx.records.add_keypair(record, admit=admit_within({"keypairs": 1}))
         return record
 
     async def list_keypairs(self, principal: Principal) -> list[Keypair]:
