@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from vpod.domain.errors import InvalidSpec
 from vpod.domain.naming import check_id
+from vpod.store.errors import LimitReached
 from vpod.store.partition_keys import PartitionKeyStore
 from vpod.store.records import PartitionKeyRecord
 
@@ -40,6 +41,9 @@ from .credentials import new_access_key
 from .partitions import PartitionService
 
 _HASH_PREFIX = "sha256$"
+MAX_KEYS_PER_PARTITION = 256
+"""Keys one partition may have at once: a job needs one, a launcher a few; a user minting
+without end would only fill the store."""
 
 
 def hash_partition_key(key: str) -> str:
@@ -113,7 +117,15 @@ class PartitionKeys:
             partition_id=partition_id,
             created_at=self._ctx.clock.now(),
         )
-        await self._ctx.db(self._store.put, record, hash_partition_key(key))
+        try:
+            await self._ctx.db(
+                self._store.put, record, hash_partition_key(key), limit=MAX_KEYS_PER_PARTITION
+            )
+        except LimitReached as exc:
+            raise errors.NoCapacity(
+                f"{exc} (GET /api/v1/partition-keys lists yours, DELETE"
+                " /api/v1/partition-keys/{key_id} revokes one)"
+            ) from None
         await self._ctx.audit(caller, "create_partition_key", key_id, "ok", partition_id)
         return MintedKey(record, key)
 

@@ -6,7 +6,9 @@
     ├── NotFound                the record does not exist           (-> NOT_FOUND, 404)
     ├── AlreadyExists           a record with that id exists        (-> ALREADY_EXISTS, 409)
     ├── Conflict                the database refused a change that  (-> retry, then ABORTED /
-    │                           breaks an invariant or lost a race      FAILED_PRECONDITION, 409)
+    │   │                       breaks an invariant or lost a race      FAILED_PRECONDITION, 409)
+    │   └── LimitReached        a record would pass a limit on how  (-> RESOURCE_EXHAUSTED, 409)
+    │                           many of its kind may exist
     └── Unavailable             the database cannot be reached, is  (-> retry, then UNAVAILABLE,
                                 busy or the URL is wrong               503)
 
@@ -53,6 +55,13 @@ class Conflict(StoreError):
     """The database refused a change: it would break an invariant, or a concurrent writer won."""
 
     retryable = True
+
+
+class LimitReached(Conflict):
+    """A record would pass a limit on how many of its kind may exist (checked in the
+    transaction that adds it)."""
+
+    retryable = False
 
 
 class Unavailable(StoreError):

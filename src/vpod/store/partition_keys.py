@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from sqlalchemy import delete, func, insert, select
 
-from .errors import AlreadyExists, NotFound
+from .errors import AlreadyExists, LimitReached, NotFound
 from .records import PartitionKeyRecord
 from .row_records import record_of
 from .schema import partition_keys, partitions, users
@@ -22,11 +22,13 @@ from .table_group import TableGroup
 class PartitionKeyStore(TableGroup):
     """The ``partition_keys`` table of one database (same engine as the :class:`Store`)."""
 
-    def put(self, record: PartitionKeyRecord, key_hash: str) -> None:
+    def put(self, record: PartitionKeyRecord, key_hash: str, *, limit: int | None = None) -> None:
         """Store a key, replacing one of the same id, owner and partition (a repeated mint).
 
         ``AlreadyExists`` when the id is a user's, or another owner's or partition's key;
-        ``NotFound`` when the partition is gone.
+        ``NotFound`` when the partition is gone; ``LimitReached`` when the
+        partition holds ``limit`` keys already (counted in this transaction, so concurrent
+        mints cannot pass it).
         """
         with self._db.write() as conn:
             taken_by_user = conn.execute(
@@ -53,6 +55,17 @@ class PartitionKeyStore(TableGroup):
             ).scalar_one()
             if not exists:
                 raise NotFound(f"partition {record.partition_id} does not exist")
+            if limit is not None:
+                held = conn.execute(
+                    select(func.count())
+                    .select_from(partition_keys)
+                    .where(partition_keys.c.partition_id == record.partition_id)
+                ).scalar_one()
+                if held >= limit:
+                    raise LimitReached(
+                        f"partition {record.partition_id} has {held} keys, the most it may"
+                        " have: revoke one first"
+                    )
             conn.execute(
                 insert(partition_keys).values(
                     id=record.id,
