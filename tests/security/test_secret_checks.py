@@ -112,3 +112,18 @@ def test_machines_registering_together_with_one_token_cost_one_check(
     assert len(set(ids)) == 1
     assert ids[0] is not None
     assert len(counted) == 1
+
+
+def test_a_made_up_agent_token_id_costs_no_check(tmp_path: Path, counted: list[str]) -> None:
+    """Token ids are 64 random bits: refusing an unknown one at once hides nothing, and a
+    slow check per made-up token would let anyone spend the controller's CPU."""
+    controller = build_controller(Settings(data_dir=tmp_path, secure=True), GrpcAgentGateway())
+
+    async def scenario() -> str | None:
+        return await controller.agent_tokens.token_of("vat_0123456789abcdef." + "s" * 43)
+
+    try:
+        assert asyncio.run(scenario()) is None
+    finally:
+        controller.close()
+    assert counted == []
