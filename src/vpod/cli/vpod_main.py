@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from vpod import __version__
-from vpod.client.command_line import BoundedEntry
+from vpod.client.command_line import BoundedCommand
 from vpod.import_hooks import httpcore_without_trio
 
 from . import server_options
@@ -24,7 +24,7 @@ LAZY_COMMANDS: dict[str, str] = {
 """Commands loaded when named: a CLI's start-up is part of every command it runs."""
 
 
-class LazyGroup(BoundedEntry, FittingGroup):
+class LazyGroup(BoundedCommand, FittingGroup):
     """A group whose commands (but ``up``) are imported only when used or listed."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:

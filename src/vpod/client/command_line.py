@@ -3,8 +3,8 @@
 click and argparse repeat a bad value in full ("Invalid value for '--size':
 'xxx...' is not a valid integer", "invalid int value: 'xxx...'"), so a
 10,000-character argument made a 10,000-character error. Every vpod program
-parses its command line through :func:`run_click` (a :class:`BoundedCommand` or
-:class:`BoundedGroup` calls it when run as a console script) or
+parses its command line through :func:`run_click` (a :class:`BoundedCommand`, or a
+group with it as a base, calls it when run as a console script) or
 :class:`BoundedArgumentParser`,
 which keep click's and argparse's answers (usage, exit status 2) but quote at
 most an excerpt of what they were given (:func:`vpod.domain.excerpts.bounded`),
@@ -49,22 +49,15 @@ def run_click(
     return result if isinstance(result, int) and not isinstance(result, bool) else 0
 
 
-class BoundedEntry(click.Command):
+class BoundedCommand(click.Command):
     """Called without arguments (a console script's entry), runs through :func:`run_click`;
-    ``main()`` itself (as click's test runner calls it) is click's own."""
+    ``main()`` itself (as click's test runner calls it) is click's own. A group takes it as
+    a base beside its own group class."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if args or kwargs:
             return super().__call__(*args, **kwargs)
         sys.exit(run_click(self))
-
-
-class BoundedCommand(BoundedEntry):
-    """A command whose usage errors, run as a console script, quote at most an excerpt."""
-
-
-class BoundedGroup(BoundedEntry, click.Group):
-    """A group whose usage errors, run as a console script, quote at most an excerpt."""
 
 
 class BoundedArgumentParser(argparse.ArgumentParser):
@@ -77,8 +70,6 @@ class BoundedArgumentParser(argparse.ArgumentParser):
 __all__ = [
     "BoundedArgumentParser",
     "BoundedCommand",
-    "BoundedEntry",
-    "BoundedGroup",
     "bound_click_error",
     "run_click",
 ]
