@@ -23,6 +23,7 @@ import grpc
 import httpx
 import pytest
 
+from vpod.controller import credentials as key_hashing
 from vpod.wire import admin_pb2 as apb
 from vpod.wire import admin_pb2_grpc as apb_grpc
 from vpod.wire import virmgrpc_pb2 as pb
@@ -154,3 +155,18 @@ def tenants(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tenants]:
             channel.close()
         agents.stop()
         server.stop()
+
+
+@pytest.fixture
+def scrypt_checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The secrets checked against a stored scrypt hash in this test, in order (every
+    check of the controller and the cloud goes through ``credentials.verify_key``)."""
+    checked: list[str] = []
+    real = key_hashing.verify_key
+
+    def counting(key: str, stored: str) -> bool:
+        checked.append(key)
+        return real(key, stored)
+
+    monkeypatch.setattr(key_hashing, "verify_key", counting)
+    return checked

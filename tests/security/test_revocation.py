@@ -154,19 +154,9 @@ def test_a_new_key_or_a_removed_user_is_refused_at_once_on_another_replica(
 
 
 def test_a_remembered_key_is_not_hashed_again_when_only_grants_change(
-    replicas: Replicas, monkeypatch: pytest.MonkeyPatch
+    replicas: Replicas, scrypt_checks: list[str]
 ) -> None:
     """A changed access version costs a store read, not another scrypt check."""
-    import vpod.controller.credentials as credentials
-
-    checks: list[str] = []
-    real = credentials.verify_key
-
-    def counting(key: str, stored: str) -> bool:
-        checks.append(key)
-        return real(key, stored)
-
-    monkeypatch.setattr(credentials, "verify_key", counting)
 
     async def scenario() -> None:
         await replicas.bob_on_b()
@@ -176,7 +166,7 @@ def test_a_remembered_key_is_not_hashed_again_when_only_grants_change(
         assert (await replicas.bob_on_b()).allocation_ids == {"a2", "a3"}
 
     asyncio.run(scenario())
-    assert len(checks) == 1
+    assert len(scrypt_checks) == 1
 
 
 def _clouds(replicas: Replicas, data_dir: Path) -> tuple[Cloud, Cloud]:
@@ -206,20 +196,10 @@ def test_a_revoked_cloud_token_or_deleted_project_is_refused_at_once_on_another_
 
 
 def test_a_remembered_cloud_token_is_not_hashed_again(
-    replicas: Replicas, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    replicas: Replicas, tmp_path: Path, scrypt_checks: list[str]
 ) -> None:
     """Reading the token's record at every call costs a store read, not another scrypt; a
     made-up token id costs none."""
-    import vpod.controller.credentials as credentials
-
-    checks: list[str] = []
-    real = credentials.verify_key
-
-    def counting(key: str, stored: str) -> bool:
-        checks.append(key)
-        return real(key, stored)
-
-    monkeypatch.setattr(credentials, "verify_key", counting)
     a, b = _clouds(replicas, tmp_path)
 
     async def scenario() -> None:
@@ -233,4 +213,4 @@ def test_a_remembered_cloud_token_is_not_hashed_again(
             await b.projects.authenticate("vpod_ffffffffffffffff.made-up")
 
     asyncio.run(scenario())
-    assert len(checks) == 2  # the first call, and the wrong secret
+    assert len(scrypt_checks) == 2  # the first call, and the wrong secret

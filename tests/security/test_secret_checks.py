@@ -6,9 +6,6 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-import pytest
-
-import vpod.controller.credentials as credentials
 from vpod.controller.agent_grpc import GrpcAgentGateway
 from vpod.controller.app import build_controller
 from vpod.controller.caller import SYSTEM
@@ -16,21 +13,7 @@ from vpod.controller.credentials import SecretChecks, hash_key
 from vpod.controller.settings import Settings
 
 
-@pytest.fixture
-def counted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The secrets scrypt-checked, in order."""
-    checked: list[str] = []
-    real = credentials.verify_key
-
-    def counting(key: str, stored: str) -> bool:
-        checked.append(key)
-        return real(key, stored)
-
-    monkeypatch.setattr(credentials, "verify_key", counting)
-    return checked
-
-
-def test_concurrent_checks_of_one_pair_share_one_scrypt(counted: list[str]) -> None:
+def test_concurrent_checks_of_one_pair_share_one_scrypt(scrypt_checks: list[str]) -> None:
     stored = hash_key("right")
 
     async def scenario() -> tuple[list[bool], list[bool], bool]:
@@ -43,11 +26,11 @@ def test_concurrent_checks_of_one_pair_share_one_scrypt(counted: list[str]) -> N
     assert right == [True] * 16
     assert again
     assert wrong == [False] * 16
-    assert counted == ["right", "wrong"]  # one check per pair; a match is remembered
+    assert scrypt_checks == ["right", "wrong"]  # one check per pair; a match is remembered
 
 
 def test_a_caller_giving_up_does_not_cancel_the_check_others_wait_for(
-    counted: list[str],
+    scrypt_checks: list[str],
 ) -> None:
     stored = hash_key("right")
 
@@ -60,10 +43,10 @@ def test_a_caller_giving_up_does_not_cancel_the_check_others_wait_for(
         return await patient
 
     assert asyncio.run(scenario())
-    assert counted == ["right"]
+    assert scrypt_checks == ["right"]
 
 
-def test_a_remembered_secret_is_checked_again_against_a_new_hash(counted: list[str]) -> None:
+def test_a_remembered_secret_is_checked_again_against_a_new_hash(scrypt_checks: list[str]) -> None:
     """What is remembered is the hash a secret matched: a new key (a new hash) for the same
     secret text, or another secret against the old hash, is checked afresh."""
     first, second = hash_key("right"), hash_key("right")
@@ -78,10 +61,10 @@ def test_a_remembered_secret_is_checked_again_against_a_new_hash(counted: list[s
         ]
 
     assert asyncio.run(scenario()) == [True, True, False, True]
-    assert counted == ["right", "right", "other", "right"]
+    assert scrypt_checks == ["right", "right", "other", "right"]
 
 
-def test_many_remembered_secrets_forget_the_oldest(counted: list[str]) -> None:
+def test_many_remembered_secrets_forget_the_oldest(scrypt_checks: list[str]) -> None:
     hashes = {f"s{i}": hash_key(f"s{i}") for i in range(3)}
 
     async def scenario() -> None:
@@ -92,11 +75,11 @@ def test_many_remembered_secrets_forget_the_oldest(counted: list[str]) -> None:
         assert await checks.matches("s0", hashes["s0"])  # forgotten: checked again
 
     asyncio.run(scenario())
-    assert counted == ["s0", "s1", "s2", "s0"]
+    assert scrypt_checks == ["s0", "s1", "s2", "s0"]
 
 
 def test_machines_registering_together_with_one_token_cost_one_check(
-    tmp_path: Path, counted: list[str]
+    tmp_path: Path, scrypt_checks: list[str]
 ) -> None:
     controller = build_controller(Settings(data_dir=tmp_path, secure=True), GrpcAgentGateway())
 
@@ -111,10 +94,10 @@ def test_machines_registering_together_with_one_token_cost_one_check(
         controller.close()
     assert len(set(ids)) == 1
     assert ids[0] is not None
-    assert len(counted) == 1
+    assert len(scrypt_checks) == 1
 
 
-def test_a_made_up_agent_token_id_costs_no_check(tmp_path: Path, counted: list[str]) -> None:
+def test_a_made_up_agent_token_id_costs_no_check(tmp_path: Path, scrypt_checks: list[str]) -> None:
     """Token ids are 64 random bits: refusing an unknown one at once hides nothing, and a
     slow check per made-up token would let anyone spend the controller's CPU."""
     controller = build_controller(Settings(data_dir=tmp_path, secure=True), GrpcAgentGateway())
@@ -126,4 +109,4 @@ def test_a_made_up_agent_token_id_costs_no_check(tmp_path: Path, counted: list[s
         assert asyncio.run(scenario()) is None
     finally:
         controller.close()
-    assert counted == []
+    assert scrypt_checks == []
