@@ -455,6 +455,65 @@ def test_every_listing_has_json(pod64: Pod, command: str) -> None:
     assert data
 
 
+def json_of(pod: Pod, line: str) -> dict[str, object]:
+    """What ``line --json`` printed: exactly one JSON object."""
+    data = json.loads(sh(pod, f"{line} --json").stdout)
+    assert isinstance(data, dict)
+    return data
+
+
+def test_every_change_prints_json_for_scripts(
+    clean: Pod, extra_agents: ExtraAgents, tmp_path: Path
+) -> None:
+    """With ``--json`` a create or reset prints what it made, as ``get``/``list --json`` show
+    it; a removal names what went. Each change really happened."""
+    pod = clean
+    made = json_of(pod, "vipu create partition j1 --size 2")
+    assert made == json_of(pod, "vipu get partition j1")
+    partition = made["partition"]
+    assert isinstance(partition, dict)
+    assert (partition["id"], partition["ready_state"]) == ("j1", "PS_ACTIVE")
+    assert len(partition["spec"]["ipus"]) == 2
+    after_reset = json_of(pod, "vipu reset partition j1")
+    assert after_reset["partition"] == partition
+    assert json_of(pod, "vipu remove partition j1") == {"partition_id": "j1", "removed": True}
+    assert "j1" not in partitions_of(pod)
+
+    agents = extra_agents.ids
+    cluster = json_of(pod, f"vipu-admin create cluster cj --agents {','.join(agents)}")
+    try:
+        assert (cluster["id"], cluster["agent_ids"], cluster["num_ipus"]) == ("cj", agents, 16)
+        allocation = json_of(pod, "vipu-admin create allocation aj --cluster cj --size 8")
+        assert (allocation["size"], len(allocation["allocation"]["spec"]["agent_ids"])) == (8, 2)
+        listed = json_of(pod, "vipu-admin list allocations")["allocations"]
+        assert allocation in listed
+        gone = json_of(pod, "vipu-admin remove allocation aj")
+        assert gone == {"allocation_id": "aj", "removed": True}
+    finally:
+        sh(pod, "vipu-admin remove allocation aj", check=False)
+        removed = json_of(pod, "vipu-admin remove cluster cj")
+    assert removed == {"cluster_id": "cj", "removed": True}
+
+    host, port = extra_agents.addresses[agents[-1]]
+    assert json_of(pod, f"vipu-admin remove agent {agents[-1]}") == {
+        "agent_id": agents[-1],
+        "removed": True,
+    }
+    agent = json_of(pod, f"vipu-admin create agent {agents[-1]} --host {host} --port {port}")
+    assert (agent["id"], agent["host"], agent["port"]) == (agents[-1], host, port)
+
+    user = json_of(pod, f"vipu-admin create user uj --output {tmp_path}")
+    assert user["user"]["id"] == "uj"
+    assert json_of(pod, "vipu-admin remove user uj") == {"user_id": "uj", "removed": True}
+    token = json_of(pod, "vipu-admin create agent-token --label j")["agent_token"]
+    assert json_of(pod, f"vipu-admin remove agent-token {token['id']}") == {
+        "agent_token_id": token["id"],
+        "removed": True,
+    }
+    listed_tokens = json_of(pod, "vipu-admin list agent-tokens").get("agent_tokens", [])
+    assert token["id"] not in [t["id"] for t in listed_tokens]
+
+
 ERRORS: list[tuple[str, int, str]] = [
     ("vipu create partition p --size abc", USAGE, "'abc' is not a whole number"),
     ("vipu create partition p", USAGE, "Missing option '--size'"),

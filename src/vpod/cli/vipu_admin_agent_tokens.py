@@ -20,7 +20,7 @@ from .render import joined, message_dict, table, timestamp_text
 from .short_help import CONTEXT
 from .vipu_admin_inventory import admin_client
 from .vipu_admin_users import write_private
-from .vipu_group import echo_json, json_option, success
+from .vipu_group import echo_json, json_option, removed, success
 
 TOKEN_HEADERS = ("Token", "Label", "Agents", "Created")
 
@@ -83,9 +83,10 @@ def list_agent_tokens(ctx: click.Context, as_json: bool) -> None:
 
 @click.command("agent-token", context_settings=CONTEXT)
 @click.argument("token_id", metavar="ID")
+@json_option
 @click.pass_context
-def remove_agent_token(ctx: click.Context, token_id: str) -> None:
+def remove_agent_token(ctx: click.Context, token_id: str, as_json: bool) -> None:
     """Remove agent token ID: it admits no registration any more, and the agents bound to it
     may bind to another token."""
     admin_client(ctx).remove_agent_token(token_id)
-    success("remove", "agent token", token_id)
+    removed("agent token", token_id, as_json)

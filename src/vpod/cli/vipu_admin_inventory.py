@@ -162,9 +162,10 @@ def allocation_row(info: apb.AllocationInfo) -> list[object]:
     help="The agent's gRPC port.",
 )
 @key_file_option
+@json_option
 @click.pass_context
 def create_agent(
-    ctx: click.Context, agent_id: str, host: str, port: int, key_file: Path | None
+    ctx: click.Context, agent_id: str, host: str, port: int, key_file: Path | None, as_json: bool
 ) -> None:
     """Register the agent of one IPU-Machine.
 
@@ -176,7 +177,10 @@ def create_agent(
     Example:
       vipu-admin create agent ipum1 --host 10.1.0.1 --port 8092 --key-file ipum1.key
     """
-    admin_client(ctx).create_agent(agent_id, host, port, key=_agent_key(key_file))
+    created = admin_client(ctx).create_agent(agent_id, host, port, key=_agent_key(key_file))
+    if as_json:
+        echo_json(message_dict(created.raw))
+        return
     success("create", "agent", agent_id)
 
 
@@ -277,6 +281,7 @@ def discover_agent(
     type=click.Choice(CLUSTER_TOPOLOGIES, case_sensitive=False),
     help="GW-Links between domains [looped where a ring is allowed].",
 )
+@json_option
 @click.pass_context
 def create_cluster(
     ctx: click.Context,
@@ -285,6 +290,7 @@ def create_cluster(
     num_ipulinkdomains: int | None,
     topology: str | None,
     cluster_topology: str | None,
+    as_json: bool,
 ) -> None:
     """Define cluster ID from agents cabled into IPU-Link domains.
 
@@ -296,13 +302,16 @@ def create_cluster(
     """
     if not agents:
         raise CliError("--agents names no agent: list them, comma-separated", EXIT_USAGE)
-    admin_client(ctx).create_cluster(
+    created = admin_client(ctx).create_cluster(
         cluster_id,
         agents,
         num_ilds=num_ipulinkdomains,
         topology=IldTopology(topology.lower()) if topology else None,
         cluster_topology=GwTopology(cluster_topology.lower()) if cluster_topology else None,
     )
+    if as_json:
+        echo_json(message_dict(created.raw))
+        return
     success("create", "cluster", cluster_id)
 
 
@@ -340,6 +349,7 @@ def remove_cluster() -> None:
     "--agents", metavar="A,B,...", callback=csv_list, help="Name the machines instead of --size."
 )
 @hosts_option
+@json_option
 @click.pass_context
 def create_allocation(
     ctx: click.Context,
@@ -348,6 +358,7 @@ def create_allocation(
     size: int | None,
     agents: list[str],
     hosts: list[str],
+    as_json: bool,
 ) -> None:
     """Grant machines of a cluster as allocation ID: give --size or --agents.
 
@@ -362,6 +373,9 @@ def create_allocation(
     created = admin_client(ctx).create_allocation(
         allocation_id, cluster, size=size, agent_ids=agents, hosts=hosts
     )
+    if as_json:
+        echo_json(message_dict(created.raw))
+        return
     success("create", "allocation", allocation_id)
     if created.size:
         click.echo(f"{created.size} IPUs on agents {joined(created.agent_ids)}")

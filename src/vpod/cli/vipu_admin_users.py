@@ -29,7 +29,7 @@ from .exit_status import EXIT_USAGE, CliError
 from .render import joined, message_dict, table, timestamp_text
 from .short_help import CONTEXT
 from .vipu_admin_inventory import admin_client
-from .vipu_group import PORT, csv_list, echo_json, json_option, session_of, success
+from .vipu_group import PORT, csv_list, echo_json, json_option, removed, session_of, success
 
 USER_HEADERS = ("User", "Admin", "Allocations", "Created")
 CONFIG_SUFFIX = ".vipu-cli.hcl"
@@ -192,11 +192,12 @@ def list_users(ctx: click.Context, as_json: bool) -> None:
 
 @click.command("user", context_settings=CONTEXT)
 @click.argument("user_id", metavar="ID")
+@json_option
 @click.pass_context
-def remove_user(ctx: click.Context, user_id: str) -> None:
+def remove_user(ctx: click.Context, user_id: str, as_json: bool) -> None:
     """Remove user ID: its access key stops working at once."""
     admin_client(ctx).remove_user(user_id)
-    success("remove", "user", user_id)
+    removed("user", user_id, as_json)
 
 
 def _allocation_access(verb: str, user_help: str) -> Callable[[Callable[[], None]], click.Command]:

@@ -199,6 +199,15 @@ def success(verb: str, kind: str, entity_id: str) -> None:
     click.echo(f"{verb} {kind} ({entity_id}): success.")
 
 
+def removed(kind: str, entity_id: str, as_json: bool) -> None:
+    """What a removal prints: its success line, or with ``--json`` an object naming what went
+    (``{"partition_id": "p1", "removed": true}``; the API's reply to a removal is empty)."""
+    if as_json:
+        echo_json({f"{kind.replace(' ', '_').replace('-', '_')}_id": entity_id, "removed": True})
+    else:
+        success("remove", kind, entity_id)
+
+
 def removal(
     kind: str, force_help: str, remover: Callable[[click.Context], Callable[..., object]]
 ) -> Callable[[Callable[[], None]], click.Command]:
@@ -211,10 +220,11 @@ def removal(
         @click.command(kind, context_settings=CONTEXT, help=described.__doc__)
         @click.argument("entity_id", metavar="ID")
         @click.option("--force", is_flag=True, help=force_help)
+        @json_option
         @click.pass_context
-        def remove(ctx: click.Context, entity_id: str, force: bool) -> None:
+        def remove(ctx: click.Context, entity_id: str, force: bool, as_json: bool) -> None:
             remover(ctx)(entity_id, force=force)
-            success("remove", kind, entity_id)
+            removed(kind, entity_id, as_json)
 
         return remove
 

@@ -135,25 +135,41 @@ def _parsed(parse: Any) -> Any:
     "--disable-auto-reset", is_flag=True, help="Do not reset the IPUs when an application detaches."
 )
 @click.option("--relocatable", is_flag=True, help="Let the controller move it off failed IPUs.")
+@json_option
 @click.pass_context
-def create_partition(ctx: click.Context, /, partition_id: str, size: int, **chosen: Any) -> None:
+def create_partition(
+    ctx: click.Context, /, partition_id: str, size: int, as_json: bool, **chosen: Any
+) -> None:
     """Create partition ID of --size IPUs.
 
     Sizes: 1, 2, 4, 8, 16, 64 and multiples of 64. Unset options take the
-    controller's defaults.
+    controller's defaults. With --json it prints the partition as `vipu get
+    partition ID --json` does, once it is ACTIVE.
 
     \b
     Examples:
       vipu create partition p1 --size 4
       vipu create partition big --size 128 --num-ilds 2 --allocation pod128
       vipu create partition dp --size 16 --num-gcds 4 --num-replicas 8
+      vipu create partition p2 --size 2 --json | jq '.partition.spec.ipus'
     """
     # The options are named as PartitionOptions' keys. Flags are always sent; any other
     # option only when given, else the controller chooses.
     given = {name: value for name, value in chosen.items() if isinstance(value, bool) or value}
     options = cast(PartitionOptions, given)
-    created = _user(ctx).create_partition(partition_id, size, **options)
+    client = _user(ctx)
+    created = client.create_partition(partition_id, size, **options)
+    if as_json:
+        echo_json(_partition_json(client, created))
+        return
     success("create", "partition", created)
+
+
+def _partition_json(client: UserClient, partition_id: str) -> dict[str, object]:
+    """Partition ID as ``--json`` prints it: its ``Partition`` and its ``PartitionStatus``."""
+    status = client.partition_status(partition_id).raw
+    partition = client.get_partition(partition_id).raw
+    return {"partition": message_dict(partition), "status": message_dict(status)}
 
 
 @list_.command("partitions", context_settings=CONTEXT)
@@ -234,11 +250,11 @@ def get_partition(
         files = config.files()
         echo_json(files[0] if len(files) == 1 else files)
         return
+    if as_json:
+        echo_json(_partition_json(client, partition_id))
+        return
     status = client.partition_status(partition_id).raw
     partition = client.get_partition(partition_id).raw
-    if as_json:
-        echo_json({"partition": message_dict(partition), "status": message_dict(status)})
-        return
     click.echo(details(partition_pairs(partition, status)))
     click.echo("")
     click.echo(table(IPU_HEADERS, ipu_rows(partition.spec)))
@@ -262,10 +278,21 @@ def get_partition_status(ctx: click.Context, partition_id: str, as_json: bool) -
 @click.option(
     "--relocatable", is_flag=True, help="Allow moving it to other IPUs (overrides creation)."
 )
+@json_option
 @click.pass_context
-def reset_partition(ctx: click.Context, partition_id: str, relocatable: bool) -> None:
-    """Reset partition ID's IPUs to their initial state."""
-    _user(ctx).reset_partition(partition_id, relocatable=relocatable)
+def reset_partition(
+    ctx: click.Context, partition_id: str, relocatable: bool, as_json: bool
+) -> None:
+    """Reset partition ID's IPUs to their initial state.
+
+    With --json it prints the partition after the reset, as `vipu get partition
+    ID --json` does (a relocated partition shows its new IPUs).
+    """
+    client = _user(ctx)
+    client.reset_partition(partition_id, relocatable=relocatable)
+    if as_json:
+        echo_json(_partition_json(client, partition_id))
+        return
     success("reset", "partition", partition_id)
 
 
