@@ -102,11 +102,12 @@ def _at_minute(minute: int) -> datetime:
 
 
 def check_period(start: datetime, end: datetime) -> None:
+    """A period asked for (an invoice's, a reservation's utilisation): aware, ``start < end``."""
     if start.tzinfo is None or end.tzinfo is None:
-        raise errors.InvalidArgument("give the invoice period with a time zone (e.g. ...Z)")
+        raise errors.InvalidArgument("give the period's start and end with a time zone (e.g. ...Z)")
     if end <= start:
         raise errors.InvalidArgument(
-            f"the invoice period ends ({end.isoformat()}) before it starts"
+            f"the period ends ({end.isoformat()}) before it starts"
             f" ({start.isoformat()}): give start < end"
         )
 
