@@ -8,7 +8,8 @@ still answer, so the partition stays ACTIVE), and the second controller,
 which never asked that agent anything, must still serve the partition's
 IPUoF configuration, identical to the one read before, from the record.
 Killed outright, the agent is named in the partition's status on both
-controllers (GetPartitionStatus, what ``vipu get partition`` shows), with the reason.
+controllers (GetPartitionStatus, what ``vipu get partition`` shows), with the reason,
+and once the partition is ERROR for that silence its configuration is still served.
 """
 
 from __future__ import annotations
@@ -70,16 +71,21 @@ def test_a_silent_agents_partition_config_is_served_from_the_record(duo: LivePod
 def test_a_dead_agent_is_named_in_its_partitions_status(duo: LivePod) -> None:
     first, second = (c.user() for c in duo.controllers)
     first.create("orphan-view", 4)
+    before = first.config("orphan-view")
     (agent_id,) = {agent for agent, _ in locations(duo.controllers[0].admin(), "orphan-view")}
     process = duo.agent_process(agent_id)
     process.kill()
     try:
         wait_until(lambda: _offline(duo, agent_id), f"{agent_id} seen unreachable")
         for client in (first, second):
-            errors = list(client.status("orphan-view").errors)
+            status = client.status("orphan-view")
+            errors = list(status.errors)
             named = [e for e in errors if e.startswith(f"agent {agent_id} is unreachable")]
             assert named, errors
             assert RECORDED in named[0]
+            # ERROR for the silence, and still served, as the status line says
+            assert status.ready_state == pb.PS_ERROR
+            assert client.config("orphan-view") == before
     finally:
         process.restart(duo.controllers[0].admin_address)
     wait_until(lambda: not _offline(duo, agent_id), f"{agent_id} back")

@@ -11,13 +11,15 @@ the admin API reaches them, stays in ``tests/faults/test_ipu_faults.py``.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable
 
 import pytest
 
 from vpod.agent.model import Fault, FaultKind
+from vpod.controller import errors
 from vpod.controller.caller import SYSTEM
-from vpod.domain.partition_states import OperationState, ReadyState
+from vpod.domain.partition_states import OperationState, PartitionState, ReadyState
 from vpod.store.records import PartitionRecord
 
 from .gateway import unavailable
@@ -320,6 +322,38 @@ async def test_a_silent_agent_is_unreachable_after_the_threshold_and_recovers(po
     assert _state(record) == ACTIVE
     assert record.auto_reset_retry_count == 1
     assert pod.disagreements() == []
+
+
+async def test_a_silent_agents_partition_in_error_still_serves_its_recorded_config(
+    pod: Pod,
+) -> None:
+    """Once its agent is found unreachable the partition is ERROR, and its IPUoF
+    configuration is still served, as before the silence, on a replica that never asked
+    that agent anything (from what the controller recorded); its status names the agent.
+    A reset under way is not served: the partition may be moving."""
+    await pod.steady()
+    record = await pod.create("far", 4)
+    before = await pod.controller.views.ipuof_config(record, None)
+    (agent_id,) = pod.gateway.holders_of("far")
+    for op in ("health", "identity"):
+        pod.gateway.on(op, agent_id, times=None, fail=unavailable)
+    for _ in range(3):
+        await pod.heartbeat_round()
+    record = await _record(pod, "far")
+    assert _state(record) == (ReadyState.ERROR, OperationState.IDLE)
+
+    replica = pod.replica()
+    assert await replica.views.ipuof_config(record, None) == before
+    status = await replica.views.status(record)
+    named = [e for e in status.errors if e.startswith(f"agent {agent_id} is unreachable")]
+    assert named, status.errors
+    assert "served from what the controller recorded" in named[0]
+
+    moving = dataclasses.replace(
+        record, state=PartitionState(ReadyState.ERROR, OperationState.RESETTING)
+    )
+    with pytest.raises(errors.FailedPrecondition, match="available once it is ACTIVE"):
+        await replica.views.ipuof_config(moving, None)
 
 
 async def test_a_create_placed_on_an_ipu_another_replica_knows_is_faulty_is_placed_again(

@@ -28,7 +28,6 @@ from vpod.agent.model import MachineIdentity
 from vpod.domain.entities import Agent, Cluster
 from vpod.domain.errors import DomainError
 from vpod.domain.ipuof import IpuEndpoint, partition_ipuof_config
-from vpod.domain.partition_states import ReadyState
 from vpod.domain.topology import IpuRef
 from vpod.store.records import AgentHealthState, PartitionIpu, PartitionRecord
 from vpod.wire import agent_pb2
@@ -147,7 +146,7 @@ class PartitionViews:
 
     async def ipuof_config(self, record: PartitionRecord, gcd_id: int | None) -> dict[str, Any]:
         """The wire's ``PartitionConfig`` as plain data (see ``vpod.domain.ipuof``)."""
-        if record.state.ready is not ReadyState.ACTIVE:
+        if not record.state.serves_ipuof_config:
             raise errors.FailedPrecondition(
                 f"partition {record.id} is {record.state.label}: its IPUoF config is available"
                 " once it is ACTIVE"
