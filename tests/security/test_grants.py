@@ -47,6 +47,18 @@ def test_vipu_admin_grants_and_revokes_and_the_user_sees_it_at_its_next_call(
     assert code == 0, err  # revoking what was not granted: nothing to do
 
 
+def test_revoking_the_last_allocation_says_the_user_has_none(tenants: Tenants) -> None:
+    code, out, err = _admin(tenants, "revoke", "allocation", "alloc-a", "--user", "carol")
+    try:
+        assert code == 0, err
+        assert out.splitlines()[-1] == "user carol may use: no allocation"
+        assert _vipu_allocations(tenants, "carol") == []
+    finally:
+        code, _, err = _admin(tenants, "grant", "allocation", "alloc-a", "--user", "carol")
+    assert code == 0, err
+    assert _vipu_allocations(tenants, "carol") == ["alloc-a"]
+
+
 def test_grant_and_revoke_refuse_what_does_not_exist_in_one_line(tenants: Tenants) -> None:
     for verb in ("grant", "revoke"):
         code, _, err = _admin(tenants, verb, "allocation", "alloc-b", "--user", "nobody")

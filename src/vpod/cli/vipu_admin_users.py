@@ -220,7 +220,8 @@ def _allocation_access(verb: str, user_help: str) -> Callable[[Callable[[], None
                 echo_json(message_dict(user.raw))
                 return
             click.echo(f"{verb} allocation ({allocation_id}) for user {user.id}: success.")
-            click.echo(f"user {user.id} may use: {joined(user.allocation_ids) or 'no allocation'}")
+            usable = ",".join(user.allocation_ids) or "no allocation"
+            click.echo(f"user {user.id} may use: {usable}")
 
         return command
 
