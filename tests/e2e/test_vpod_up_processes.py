@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import re
+import select
 import signal
 import socket
 import subprocess
@@ -239,3 +242,35 @@ def test_ready_lines_name_absolute_paths_that_work_from_anywhere(tmp_path: Path)
         assert int(vpod8.split("|")[-1]) >= 1  # the tenants' pod gives capacity by default
     finally:
         assert pod.stop() == 0
+
+
+def test_a_start_at_a_terminal_shows_its_progress(tmp_path: Path) -> None:
+    """On a terminal `vpod up` says what it is doing while it starts (the controller, the
+    machines as they register), then prints the ready line; run by a script (the other
+    tests: output to a pipe) it prints the ready lines alone."""
+    primary, secondary = pty.openpty()
+    proc = subprocess.Popen(
+        [str(BIN / "vpod"), "up", "--data-dir", str(tmp_path), "--open", *SMALL,
+         "--port", "0", "--admin-port", "0", "--http-port", "0"],
+        stdin=subprocess.DEVNULL, stdout=secondary, stderr=secondary, start_new_session=True,
+    )  # fmt: skip
+    os.close(secondary)
+    seen = b""
+    try:
+        deadline = time.monotonic() + DEADLINE_S
+        while b"vpod is up:" not in seen and time.monotonic() < deadline:
+            if select.select([primary], [], [], 1.0)[0]:
+                try:
+                    seen += os.read(primary, 65536)
+                except OSError:  # the terminal closed: vpod up ended
+                    break
+        text = seen.decode(errors="replace")
+        assert "vpod is up:" in text, text
+        before_ready = text.split("vpod is up:", 1)[0]
+        for step in ("starting the controller", "starting 4 emulated IPU-Machines", "setting up"):
+            assert f"vpod up: {step}" in before_ready, text
+        assert re.search(r"vpod up: [0-4] of 4 machines registered", before_ready), text
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0
+        os.close(primary)

@@ -63,6 +63,7 @@ from . import cloud_up
 from .address_claims import AddressClaims
 from .up_agent_token import ensure_agent_token
 from .up_children import Child, Supervised
+from .up_progress import StartProgress
 from .up_secret_files import ensure_agent_key, ensure_metrics_token
 from .up_setup import (
     SETUP_CALL_TIMEOUT_S,
@@ -258,6 +259,7 @@ class _Run:
     echo: bool
     server: Child | None = field(default=None, init=False)
     agents: list[Supervised] = field(default_factory=list, init=False)
+    progress: StartProgress = field(default_factory=StartProgress, init=False)
 
     def run(self, server_argv: list[str], logs: Path) -> None:
         stop = threading.Event()
@@ -283,6 +285,7 @@ class _Run:
         except grpc.RpcError as exc:  # issuing the agents' token
             fail(f"setting up the pod failed: {exc.details()}")
         finally:
+            self.progress.close()
             for agents in reversed(self.agents):
                 agents.stop()
             if self.server is not None:
@@ -293,7 +296,8 @@ class _Run:
             print("vpod stopped", flush=True)
 
     def _start(self, server_argv: list[str], logs: Path) -> None:
-        options, state, pod = self.options, self.state, self.pod
+        options, state, pod, progress = self.options, self.state, self.pod, self.progress
+        progress.step("starting the controller")
         self.server = Child("vipu-server", server_argv, logs / SERVER_OUTPUT)
         ready = self.server.wait_ready(START_TIMEOUT_S)
         user_port = _port_of(ready, "user API")
@@ -305,6 +309,7 @@ class _Run:
         if self.admin is not None:  # a secure controller admits agents with a token only
             target = f"{options.host}:{admin_port}"
             agent_env["VIPU_AGENT_TOKEN"] = ensure_agent_token(target, self.admin, options.data_dir)
+        progress.step(f"starting {pod.num_machines} emulated IPU-Machines")
         main = self._supervise("vipu-agent", agent_argv, logs / "agents.log", agent_env)
         gpus = None
         if self.cloud:  # the emulated GPU hosts register while the pods are set up
@@ -315,6 +320,9 @@ class _Run:
         ids = [f"ag{i}" for i in range(1, pod.num_machines + 1)]
         cloud_ids: list[str] = []
         if self.cloud_pod is not None:
+            progress.step(
+                f"starting {self.cloud_pod.num_machines} emulated IPU-Machines for the cloud"
+            )
             argv = cloud_up.cloud_agent_argv(agent_argv, self.cloud_pod, state.address_base)
             extra = self._supervise(
                 "vipu-agent (cloud pod)", argv, logs / "cloud-agents.log", agent_env
@@ -330,7 +338,8 @@ class _Run:
             timeout_s=SETUP_CALL_TIMEOUT_S,
         )
         with AdminClient(endpoint) as admin_api:
-            wait_for_agents(admin_api, ids + cloud_ids, START_TIMEOUT_S)
+            wait_for_agents(admin_api, ids + cloud_ids, START_TIMEOUT_S, progress.registered)
+            progress.step("setting up the cluster, the default allocation and the default user")
             ensure_cluster(admin_api, pod, ids)
             if self.cloud_pod is not None:
                 cloud_up.ensure_cloud_cluster(admin_api, self.cloud_pod, cloud_ids)
@@ -342,6 +351,7 @@ class _Run:
         )
         cloud_line = ""
         if self.cloud:
+            progress.step("setting up the cloud and its GPU hosts")
             url = f"http://{options.host}:{http_port}"
             cloud_line = cloud_up.bootstrap_cloud(options.data_dir, url)
             if gpus is not None:
@@ -357,6 +367,7 @@ class _Run:
                 options.data_dir, options.host, user_port, admin_port, self.admin
             )
             admin_hint = f" (admin: vipu-admin --config {admin_config} list agents)"
+        progress.close()
         if self.echo:
             if cloud_line:  # before the ready line, which says everything is up
                 print(cloud_line, flush=True)

@@ -38,11 +38,20 @@ def bin_path(name: str) -> str:
     return str(candidate) if candidate.exists() else name
 
 
-def wait_for_agents(admin: AdminClient, ids: list[str], timeout: float) -> None:
+def wait_for_agents(
+    admin: AdminClient,
+    ids: list[str],
+    timeout: float,
+    on_count: Callable[[int, int], None] | None = None,
+) -> None:
+    """Until every agent of ``ids`` has registered; ``on_count(registered, wanted)`` after
+    each look."""
     deadline = time.monotonic() + timeout
     missing = set(ids)
     while time.monotonic() < deadline:
         missing = set(ids) - {a.id for a in admin.list_agents()}
+        if on_count is not None:
+            on_count(len(ids) - len(missing), len(ids))
         if not missing:
             return
         time.sleep(0.1)
