@@ -49,6 +49,7 @@ from vpod.integrations.slurm.settings import (
 from vpod.integrations.slurm.shell_hooks import write_hooks
 
 from .parent_death import dying_with_this_process
+from .up_progress import StartProgress
 
 UP_TIMEOUT_S = 120.0
 INTEGRATION_USER = "slurm"
@@ -253,7 +254,13 @@ def _run(pod_argv: list[str], data_dir: Path, secure: bool, layout: Layout) -> N
     reason = missing_requirements()
     if reason:
         fail(f"cannot run a local Slurm: {reason}", 2)
-    pod, ready = _start_pod(pod_argv)
+    progress = StartProgress(program="vpod slurm up")
+    progress.step("starting the pod (vpod up)")
+    try:
+        pod, ready = _start_pod(pod_argv)
+    except BaseException:
+        progress.close()
+        raise
     cluster: LocalSlurm | None = None
     stop = threading.Event()
     previous = {
@@ -280,7 +287,9 @@ def _run(pod_argv: list[str], data_dir: Path, secure: bool, layout: Layout) -> N
         cluster = LocalSlurm(
             data_dir / "slurm", settings, ipus, child_setup=dying_with_this_process()
         )
+        progress.step("starting Slurm (munged, slurmctld, slurmd) and its V-IPU hooks")
         cluster.start()
+        progress.close()
         what, gres = layout.describe(settings)
         print(
             f"vpod slurm is up: Slurm partition {SLURM_PARTITION} with {ipus} IPUs (V-IPU"
@@ -297,6 +306,7 @@ def _run(pod_argv: list[str], data_dir: Path, secure: bool, layout: Layout) -> N
     except LocalSlurmError as exc:
         fail(str(exc))
     finally:
+        progress.close()
         if cluster is not None:
             cluster.stop()
         if pod.poll() is None:

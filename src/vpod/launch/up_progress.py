@@ -1,4 +1,5 @@
-"""What ``vpod up`` is doing while it starts, for a person at a terminal.
+"""What ``vpod up`` (or ``vpod slurm up``) is doing while it starts, for a person at a
+terminal.
 
 A large pod takes a while to come up (a pod1024's 256 machines register in
 about ten seconds on two cores, a pod4096 takes a minute): on a terminal,
@@ -18,10 +19,12 @@ if TYPE_CHECKING:
 
 
 class StartProgress:
-    """The step under way, shown on ``stream`` only when it is a terminal."""
+    """The step under way, shown on ``stream`` only when it is a terminal, after ``program``
+    (the command starting: ``vpod up``, ``vpod slurm up``)."""
 
-    def __init__(self, stream: TextIO | None = None) -> None:
+    def __init__(self, stream: TextIO | None = None, *, program: str = "vpod up") -> None:
         stream = stream if stream is not None else sys.stderr
+        self._program = program
         self._live: Live | None = None
         self._spinner: Spinner | None = None
         if stream.isatty():
@@ -30,14 +33,14 @@ class StartProgress:
             from rich.live import Live
             from rich.spinner import Spinner
 
-            self._spinner = Spinner("dots", text="vpod up: starting", style="green")
+            self._spinner = Spinner("dots", text=f"{program}: starting", style="green")
             console = Console(file=stream, highlight=False)
             self._live = Live(self._spinner, console=console, transient=True)
             self._live.start()
 
     def step(self, text: str) -> None:
         if self._live is not None and self._spinner is not None:
-            self._spinner.update(text=f"vpod up: {text}")
+            self._spinner.update(text=f"{self._program}: {text}")
             self._live.refresh()  # at once: a short step must show too
 
     def registered(self, count: int, wanted: int) -> None:
