@@ -89,8 +89,9 @@ _verb(
 )
 _verb(
     "update",
-    "Change an allocation's IPUoF hosts.",
+    "Change an allocation's IPUoF hosts, or give a user a new access key.",
     inventory.update_allocation,
+    users.update_user,
 )
 _verb("discover", "Find agents on the network.", inventory.discover_agent)
 _verb("test", "Test a cluster's cabling and links.", operations.test_cluster)

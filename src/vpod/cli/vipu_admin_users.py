@@ -87,6 +87,91 @@ def write_private(path: Path, text: str) -> None:
         raise
 
 
+def key_file_options(command: Callable[..., None]) -> Callable[..., None]:
+    """``--output``, ``--user-api-host`` and ``--user-api-port``: where a user's new
+    ``ID.vipu-cli.hcl`` goes and the user endpoint it names."""
+    for option in reversed(
+        (
+            click.option(
+                "--output",
+                type=click.Path(file_okay=False, dir_okay=True, writable=True, exists=True),
+                default=".",
+                show_default=True,
+                metavar="DIR",
+                help="Where to write ID.vipu-cli.hcl.",
+            ),
+            click.option(
+                "--user-api-host", metavar="HOST", help="api-host to write [from your settings]."
+            ),
+            click.option(
+                "--user-api-port",
+                type=PORT,
+                metavar="PORT",
+                help="api-port to write [from your settings, else 8090].",
+            ),
+        )
+    ):
+        command = option(command)
+    return command
+
+
+class KeyFile:
+    """A user's ``ID.vipu-cli.hcl``, checked before the call that makes its key (a bad
+    setting or an unwritable file must stop it) and written before the key is printed."""
+
+    def __init__(
+        self, ctx: click.Context, user_id: str, output: str, host: str | None, port: int | None
+    ) -> None:
+        session = session_of(ctx)
+        self.user_id = user_id
+        self.path = Path(output) / f"{user_id}{CONFIG_SUFFIX}"
+        if self.path.exists() and not os.access(self.path, os.W_OK):
+            raise CliError(f"cannot overwrite {self.path}: choose another --output", EXIT_USAGE)
+        self._values = user_config_values(
+            session.settings(),
+            admin_client(ctx).endpoint,
+            user_id=user_id,
+            access_key="",
+            host=host,
+            port=port,
+        )
+
+    def write(self, access_key: str, verb: str) -> None:
+        """Write the file with ``access_key`` (``verb``: what was done to the user, for the
+        message when the file cannot be written: the key exists nowhere else then)."""
+        self._values["api-access-key"] = access_key
+        # Before anything is printed, so a reader that closes stdout early (`| head -1`) or a
+        # terminal that goes away cannot lose the key.
+        try:
+            write_private(
+                self.path, f"# vipu-cli.hcl for user {self.user_id}\n" + render_hcl(self._values)
+            )
+        except OSError as exc:
+            click.echo(f"access key of user {self.user_id}: {access_key}", err=True)
+            raise CliError(
+                f"user {self.user_id} was {verb} but {self.path} could not be written"
+                f" ({exc.strerror}): put the access key above into a vipu-cli.hcl yourself"
+            ) from None
+
+    def echo(self, user: apb.User, access_key: str, as_json: bool, verb: str) -> None:
+        """What the command prints once the file is written."""
+        if as_json:
+            echo_json(
+                {
+                    "user": message_dict(user),
+                    "access_key": access_key,
+                    "config_file": str(self.path),
+                }
+            )
+            return
+        success(verb, "user", self.user_id)
+        click.echo(f"access key: {access_key}")
+        click.echo("The access key is shown only this once: keep it, or give the file below.")
+        click.echo(
+            f"config file: {self.path} (use it with: vipu --config {self.path} list partitions)"
+        )
+
+
 @click.command(
     "user",
     context_settings=CONTEXT,
@@ -97,21 +182,7 @@ def write_private(path: Path, text: str) -> None:
     "--allocations", metavar="A,B", callback=csv_list, help="Allocations the user may use."
 )
 @click.option("--admin", "is_admin", is_flag=True, help="Make the user an administrator.")
-@click.option(
-    "--output",
-    type=click.Path(file_okay=False, dir_okay=True, writable=True, exists=True),
-    default=".",
-    show_default=True,
-    metavar="DIR",
-    help="Where to write ID.vipu-cli.hcl.",
-)
-@click.option("--user-api-host", metavar="HOST", help="api-host to write [from your settings].")
-@click.option(
-    "--user-api-port",
-    type=PORT,
-    metavar="PORT",
-    help="api-port to write [from your settings, else 8090].",
-)
+@key_file_options
 @json_option
 @click.pass_context
 def create_user(
@@ -131,44 +202,51 @@ def create_user(
       vipu-admin create user alice --allocations team-a
       vipu --config alice.vipu-cli.hcl list partitions
     """
-    session = session_of(ctx)
-    client = admin_client(ctx)
-    path = Path(output) / f"{user_id}{CONFIG_SUFFIX}"
-    if path.exists() and not os.access(path, os.W_OK):
-        raise CliError(f"cannot overwrite {path}: choose another --output", EXIT_USAGE)
-    values = user_config_values(  # before the call: a bad setting must stop it
-        session.settings(),
-        client.endpoint,
-        user_id=user_id,
-        access_key="",
-        host=user_api_host,
-        port=user_api_port,
-    )
-    reply = client.create_user(user_id, allocation_ids=allocations, admin=is_admin).raw
-    values["api-access-key"] = reply.access_key
-    # The key exists nowhere else: write the file before printing anything, so a reader
-    # that closes stdout early (`| head -1`) or a terminal that goes away cannot lose it.
-    try:
-        write_private(path, f"# vipu-cli.hcl for user {user_id}\n" + render_hcl(values))
-    except OSError as exc:
-        click.echo(f"access key of user {user_id}: {reply.access_key}", err=True)
-        raise CliError(
-            f"user {user_id} was created but {path} could not be written ({exc.strerror}):"
-            " put the access key above into a vipu-cli.hcl yourself"
-        ) from None
-    if as_json:
-        echo_json(
-            {
-                "user": message_dict(reply.user),
-                "access_key": reply.access_key,
-                "config_file": str(path),
-            }
-        )
-        return
-    success("create", "user", user_id)
-    click.echo(f"access key: {reply.access_key}")
-    click.echo("The access key is shown only this once: keep it, or give the file below.")
-    click.echo(f"config file: {path} (use it with: vipu --config {path} list partitions)")
+    key_file = KeyFile(ctx, user_id, output, user_api_host, user_api_port)
+    reply = admin_client(ctx).create_user(user_id, allocation_ids=allocations, admin=is_admin).raw
+    key_file.write(reply.access_key, "created")
+    key_file.echo(reply.user, reply.access_key, as_json, "create")
+
+
+@click.command(
+    "user",
+    context_settings=CONTEXT,
+    short_help="Give user ID a new access key",
+)
+@click.argument("user_id", metavar="ID")
+@click.option(
+    "--new-key",
+    is_flag=True,
+    help="Issue a new access key; the old one stops working at its next call.",
+)
+@key_file_options
+@json_option
+@click.pass_context
+def update_user(
+    ctx: click.Context,
+    user_id: str,
+    new_key: bool,
+    output: str,
+    user_api_host: str | None,
+    user_api_port: int | None,
+    as_json: bool,
+) -> None:
+    """Change user ID: --new-key replaces its access key (a leaked or lost one).
+
+    The new key is printed once and written to ID.vipu-cli.hcl, as by create
+    user; the old key stops working at its next call, on every controller. The
+    user keeps its allocations and its admin right, and its partitions stay.
+
+    \b
+    Example:
+      vipu-admin update user alice --new-key --output /secure/dir
+    """
+    if not new_key:
+        raise CliError("say what to change: --new-key issues a new access key", EXIT_USAGE)
+    key_file = KeyFile(ctx, user_id, output, user_api_host, user_api_port)
+    reply = admin_client(ctx).rotate_user_key(user_id).raw
+    key_file.write(reply.access_key, "given a new key")
+    key_file.echo(reply.user, reply.access_key, as_json, "update")
 
 
 @click.command("users", context_settings=CONTEXT)

@@ -47,6 +47,7 @@ class AdminMethods:
     create_user = api_call(calls.create_user, rest="create_user")
     list_users = api_call(calls.list_users, rest="list_users")
     remove_user = api_call(calls.remove_user, rest="remove_user")
+    rotate_user_key = api_call(calls.rotate_user_key, rest="rotate_user_key")
     list_events = api_call(calls.list_events, rest="list_events")
 
 

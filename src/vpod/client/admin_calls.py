@@ -224,6 +224,17 @@ def remove_user(user_id: str) -> Rpc[None]:
     return ADMIN_SERVICE.call("RemoveUser", apb.RemoveUserRequest(user_id=user_id), nothing)
 
 
+def rotate_user_key(user_id: str) -> Rpc[CreatedUser]:
+    """Issue an existing user a new access key, shown only once; the old one stops working
+    at its next call, and the user keeps its grants."""
+    return ADMIN_SERVICE.call(
+        "RotateUserKey",
+        apb.RotateUserKeyRequest(user_id=user_id),
+        lambda reply: CreatedUser(User.from_wire(reply.user), reply.access_key, raw=reply),
+        idempotent=False,  # a second call makes another key; the first is shown once
+    )
+
+
 def grant_allocation(allocation_id: str, user_id: str) -> Rpc[User]:
     """Let an existing user use the allocation too (its key is unchanged)."""
     return ADMIN_SERVICE.call(

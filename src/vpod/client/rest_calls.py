@@ -251,6 +251,10 @@ def list_users() -> HttpCall[list[User]]:
     return get("/admin/users", lambda data: [read.user(u) for u in data["users"]])
 
 
+def rotate_user_key(user_id: str) -> HttpCall[CreatedUser]:
+    return post(f"/admin/users/{_id(user_id)}/key", read.created_user)
+
+
 def remove_user(user_id: str) -> HttpCall[None]:
     return delete(f"/admin/users/{_id(user_id)}", nothing)
 

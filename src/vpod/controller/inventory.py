@@ -417,6 +417,19 @@ class Inventory:
         )
         return NewUser(user=user, access_key=key, created_at=now)
 
+    async def rotate_user_key(self, caller: Caller, user_id: str) -> NewUser:
+        """Issue an existing user a new access key, returned once; the old key stops working
+        at its next call on every controller sharing the store (the store bumps the user's
+        access version). Its grants and its admin right stay as they are."""
+        key = new_access_key()
+        key_hash = await asyncio.to_thread(hash_key, key)  # scrypt: ~50 ms, off the loop
+        await self._ctx.db(self._store.set_user_key_hash, user_id, key_hash)
+        self.invalidate()
+        await self._ctx.audit(caller, "rotate_key", user_id, "ok")
+        user = await self._ctx.db(self._store.get_user, user_id)
+        times = await self.user_times()
+        return NewUser(user=user, access_key=key, created_at=times.get(user_id))
+
     async def list_users(self) -> list[User]:
         return sorted(await self._ctx.db(self._store.list_users), key=lambda u: natural_key(u.id))
 

@@ -31,7 +31,6 @@ from .allocation_hosts import AllocationHosts
 from .auth import Authenticator
 from .caller import SYSTEM, Caller
 from .context import Context
-from .credentials import hash_key, new_access_key
 from .inventory import Inventory, NewUser
 from .partitions import PartitionService
 
@@ -234,12 +233,9 @@ class Tenancy:
 
     async def rotate_key(self, caller: Caller, user_id: str) -> str:
         """Issue the user a new access key, returned once; the old one stops working now."""
-        key = new_access_key()
-        key_hash = await asyncio.to_thread(hash_key, key)  # scrypt: ~50 ms, off the loop
-        await self._ctx.db(self._ctx.db.store.set_user_key_hash, user_id, key_hash)
+        rotated = await self._inventory.rotate_user_key(caller, user_id)
         self._changed(user_id)
-        await self._ctx.audit(caller, "rotate_key", user_id, "ok")
-        return key
+        return rotated.access_key
 
     async def remove_user(self, caller: Caller, user_id: str) -> None:
         if not await self.user_exists(user_id):

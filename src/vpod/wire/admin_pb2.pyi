@@ -1247,6 +1247,49 @@ class RemoveUserReply(_message.Message):
 Global___RemoveUserReply: _TypeAlias = RemoveUserReply  # noqa: Y015
 
 @_typing.final
+class RotateUserKeyRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    USER_ID_FIELD_NUMBER: _builtins.int
+    user_id: _builtins.str
+    def __init__(
+        self,
+        *,
+        user_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["user_id", b"user_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RotateUserKeyRequest: _TypeAlias = RotateUserKeyRequest  # noqa: Y015
+
+@_typing.final
+class RotateUserKeyReply(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    USER_FIELD_NUMBER: _builtins.int
+    ACCESS_KEY_FIELD_NUMBER: _builtins.int
+    access_key: _builtins.str
+    """returned once; the controller keeps only a hash"""
+    @_builtins.property
+    def user(self) -> Global___User: ...
+    def __init__(
+        self,
+        *,
+        user: Global___User | None = ...,
+        access_key: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["user", b"user"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["access_key", b"access_key", "user", b"user"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RotateUserKeyReply: _TypeAlias = RotateUserKeyReply  # noqa: Y015
+
+@_typing.final
 class GrantAllocationRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 

@@ -110,6 +110,11 @@ class AdminServiceStub:
                 request_serializer=vpod_dot_wire_dot_admin__pb2.RemoveUserRequest.SerializeToString,
                 response_deserializer=vpod_dot_wire_dot_admin__pb2.RemoveUserReply.FromString,
                 _registered_method=True)
+        self.RotateUserKey = channel.unary_unary(
+                '/vpod.admin.v1.AdminService/RotateUserKey',
+                request_serializer=vpod_dot_wire_dot_admin__pb2.RotateUserKeyRequest.SerializeToString,
+                response_deserializer=vpod_dot_wire_dot_admin__pb2.RotateUserKeyReply.FromString,
+                _registered_method=True)
         self.GrantAllocation = channel.unary_unary(
                 '/vpod.admin.v1.AdminService/GrantAllocation',
                 request_serializer=vpod_dot_wire_dot_admin__pb2.GrantAllocationRequest.SerializeToString,
@@ -269,6 +274,14 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RotateUserKey(self, request, context):
+        """Issue an existing user a new access key, returned once: the old key stops working at
+        its next call on every controller; the user keeps its grants.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GrantAllocation(self, request, context):
         """Grant an existing user an allocation, or take it back; the user's key is unchanged
         and the change applies at its next call. Granting twice, or revoking what was not
@@ -424,6 +437,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.RemoveUser,
                     request_deserializer=vpod_dot_wire_dot_admin__pb2.RemoveUserRequest.FromString,
                     response_serializer=vpod_dot_wire_dot_admin__pb2.RemoveUserReply.SerializeToString,
+            ),
+            'RotateUserKey': grpc.unary_unary_rpc_method_handler(
+                    servicer.RotateUserKey,
+                    request_deserializer=vpod_dot_wire_dot_admin__pb2.RotateUserKeyRequest.FromString,
+                    response_serializer=vpod_dot_wire_dot_admin__pb2.RotateUserKeyReply.SerializeToString,
             ),
             'GrantAllocation': grpc.unary_unary_rpc_method_handler(
                     servicer.GrantAllocation,
@@ -886,6 +904,33 @@ class AdminService:
             '/vpod.admin.v1.AdminService/RemoveUser',
             vpod_dot_wire_dot_admin__pb2.RemoveUserRequest.SerializeToString,
             vpod_dot_wire_dot_admin__pb2.RemoveUserReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RotateUserKey(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vpod.admin.v1.AdminService/RotateUserKey',
+            vpod_dot_wire_dot_admin__pb2.RotateUserKeyRequest.SerializeToString,
+            vpod_dot_wire_dot_admin__pb2.RotateUserKeyReply.FromString,
             options,
             channel_credentials,
             insecure,

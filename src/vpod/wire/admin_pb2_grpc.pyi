@@ -66,6 +66,10 @@ class AdminServiceStub:
     """Users: holders of access keys."""
     ListUsers: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ListUsersRequest, _admin_pb2.ListUsersReply]
     RemoveUser: _grpc.UnaryUnaryMultiCallable[_admin_pb2.RemoveUserRequest, _admin_pb2.RemoveUserReply]
+    RotateUserKey: _grpc.UnaryUnaryMultiCallable[_admin_pb2.RotateUserKeyRequest, _admin_pb2.RotateUserKeyReply]
+    """Issue an existing user a new access key, returned once: the old key stops working at
+    its next call on every controller; the user keeps its grants.
+    """
     GrantAllocation: _grpc.UnaryUnaryMultiCallable[_admin_pb2.GrantAllocationRequest, _admin_pb2.GrantAllocationReply]
     """Grant an existing user an allocation, or take it back; the user's key is unchanged
     and the change applies at its next call. Granting twice, or revoking what was not
@@ -121,6 +125,10 @@ class AdminServiceAsyncStub(AdminServiceStub):
     """Users: holders of access keys."""
     ListUsers: _aio.UnaryUnaryMultiCallable[_admin_pb2.ListUsersRequest, _admin_pb2.ListUsersReply]  # type: ignore[assignment]
     RemoveUser: _aio.UnaryUnaryMultiCallable[_admin_pb2.RemoveUserRequest, _admin_pb2.RemoveUserReply]  # type: ignore[assignment]
+    RotateUserKey: _aio.UnaryUnaryMultiCallable[_admin_pb2.RotateUserKeyRequest, _admin_pb2.RotateUserKeyReply]  # type: ignore[assignment]
+    """Issue an existing user a new access key, returned once: the old key stops working at
+    its next call on every controller; the user keeps its grants.
+    """
     GrantAllocation: _aio.UnaryUnaryMultiCallable[_admin_pb2.GrantAllocationRequest, _admin_pb2.GrantAllocationReply]  # type: ignore[assignment]
     """Grant an existing user an allocation, or take it back; the user's key is unchanged
     and the change applies at its next call. Granting twice, or revoking what was not
@@ -263,6 +271,16 @@ class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _admin_pb2.RemoveUserRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_admin_pb2.RemoveUserReply, _abc.Awaitable[_admin_pb2.RemoveUserReply]]: ...
+
+    @_abc_1.abstractmethod
+    def RotateUserKey(
+        self,
+        request: _admin_pb2.RotateUserKeyRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.RotateUserKeyReply, _abc.Awaitable[_admin_pb2.RotateUserKeyReply]]:
+        """Issue an existing user a new access key, returned once: the old key stops working at
+        its next call on every controller; the user keeps its grants.
+        """
 
     @_abc_1.abstractmethod
     def GrantAllocation(

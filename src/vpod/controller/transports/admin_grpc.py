@@ -291,6 +291,16 @@ class AdminServicer(apb_grpc.AdminServiceServicer):
         return apb.RemoveUserReply()
 
     @as_admin
+    async def RotateUserKey(  # noqa: N802
+        self, request: apb.RotateUserKeyRequest, caller: Caller
+    ) -> apb.RotateUserKeyReply:
+        rotated = await self.inventory.rotate_user_key(caller, request.user_id)
+        self.authenticator.forget(request.user_id)
+        return apb.RotateUserKeyReply(
+            user=_user_to_wire(rotated.user, rotated.created_at), access_key=rotated.access_key
+        )
+
+    @as_admin
     async def GrantAllocation(  # noqa: N802
         self, request: apb.GrantAllocationRequest, caller: Caller
     ) -> apb.GrantAllocationReply:

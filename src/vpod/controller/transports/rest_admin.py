@@ -332,6 +332,17 @@ async def remove_user(
     auth.forget(user_id)
 
 
+@user_routes.post("/users/{user_id}/key", 401, 403, 404, 503)
+async def rotate_user_key(
+    caller: AsAdmin, user_id: IdPath, inventory: InventoryDep, auth: AuthenticatorDep
+) -> CreatedUser:
+    """Issue an existing user a new access key (`vipu-admin update user ID --new-key`),
+    shown this once; the old key stops working at its next call. Its grants stay."""
+    rotated = await inventory.rotate_user_key(caller, user_id)
+    auth.forget(user_id)
+    return CreatedUser(user=copy_fields(UserOut, rotated.user), access_key=rotated.access_key)
+
+
 AllocationIdPath = Annotated[str, Path(description="The allocation's id.")]
 
 
