@@ -274,3 +274,33 @@ def test_a_start_at_a_terminal_shows_its_progress(tmp_path: Path) -> None:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=30) == 0
         os.close(primary)
+
+
+def test_a_refused_administrator_key_says_how_to_get_back_in(tmp_path: Path) -> None:
+    """The key vpod up keeps for the administrator no longer works (replaced through
+    `vipu-admin update user admin --new-key`): the start fails at once with one line that
+    names the file and the way back, and that way back works."""
+    init = [str(BIN / "vipu-server"), "--init", "--secure", "--data-dir", str(tmp_path)]
+    assert subprocess.run(init, capture_output=True, timeout=60, check=False).returncode == 0
+    admin_config = tmp_path / "admin.vipu-cli.hcl"
+    stale = re.sub(
+        r'api-access-key="[^"]*"', 'api-access-key="replaced-long-ago"', admin_config.read_text()
+    )
+    admin_config.write_text(stale)
+    up = [str(BIN / "vpod"), "up", "--data-dir", str(tmp_path), *SMALL,
+          "--port", "0", "--admin-port", "0", "--http-port", "0"]  # fmt: skip
+    refused = subprocess.run(up, capture_output=True, text=True, timeout=120, check=False)
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert "vpod is up" not in refused.stdout
+    line = refused.stderr.strip()
+    assert len(line.splitlines()) == 1, line
+    assert f"refuses the administrator's key in {admin_config}" in line
+    way_back = line.split("issue a new one with ", 1)[1].split(", then", 1)[0]
+    assert way_back == f"vipu-server --init --secure --new-admin-key --data-dir {tmp_path}"
+    done = subprocess.run(
+        [str(BIN / way_back.split()[0]), *way_back.split()[1:]],
+        capture_output=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    pod = start_pod(tmp_path, *SMALL)
+    assert pod.stop() == 0

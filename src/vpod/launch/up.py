@@ -50,11 +50,12 @@ import threading
 from collections.abc import Iterator
 from dataclasses import KW_ONLY, dataclass, field, replace
 from pathlib import Path
+from typing import NoReturn
 
 import grpc
 
 from vpod.cli.errors import fail
-from vpod.client import AdminClient, Endpoint, VpodError
+from vpod.client import AdminClient, Endpoint, Unauthenticated, VpodError
 from vpod.domain.catalog import IPUS_PER_MACHINE
 from vpod.domain.errors import InvalidSpec
 from vpod.domain.topology import Pod, shape
@@ -78,6 +79,7 @@ from .up_setup import (
     write_cli_config,
 )
 from .up_state import (
+    ADMIN_CONFIG,
     AGENT_PORT,
     OPEN,
     SECURE,
@@ -280,9 +282,13 @@ class _Run:
                 for agents in self.agents:
                     agents.check()
                 stop.wait(0.25)
+        except Unauthenticated:
+            self._admin_key_refused()
         except VpodError as exc:
             fail(f"setting up the pod failed: {exc}")
         except grpc.RpcError as exc:  # issuing the agents' token
+            if exc.code() is grpc.StatusCode.UNAUTHENTICATED:
+                self._admin_key_refused()
             fail(f"setting up the pod failed: {exc.details()}")
         finally:
             self.progress.close()
@@ -294,6 +300,18 @@ class _Run:
                 signal.signal(sig, handler)
         if self.echo:
             print("vpod stopped", flush=True)
+
+    def _admin_key_refused(self) -> NoReturn:
+        """The administrator's key vpod up keeps was refused: most likely it was replaced
+        (`vipu-admin update user admin --new-key`) and the file still holds the old one."""
+        data_dir = self.options.data_dir
+        path = data_dir / ADMIN_CONFIG
+        fail(
+            f"setting up the pod failed: the controller refuses the administrator's key in"
+            f" {path} (was it replaced with `vipu-admin update user ... --new-key`?): put the"
+            f" current key in that file, or issue a new one with vipu-server --init --secure"
+            f" --new-admin-key --data-dir {data_dir}, then run vpod up again"
+        )
 
     def _start(self, server_argv: list[str], logs: Path) -> None:
         options, state, pod, progress = self.options, self.state, self.pod, self.progress
