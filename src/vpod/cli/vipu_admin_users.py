@@ -1,7 +1,8 @@
-"""``vipu-admin`` commands for users, and the ``ID.vipu-cli.hcl`` that ``create user`` writes.
+"""``vipu-admin`` commands for users, and the ``ID.vipu-cli.hcl`` that ``create user`` and
+``update user --new-key`` write (:class:`KeyFile`).
 
-The controller returns a new user's access key once and keeps only a hash,
-so ``create user`` prints it on stdout first, then writes a config file the
+The controller returns a new access key once and keeps only a hash, so
+these commands write a config file (before printing the key) the
 user can hand to ``vipu --config`` (mode 0600: it holds the key). The file
 names the **user** endpoint (``api-host``/``api-port``): by default the
 ``api-host``/``api-port`` of the admin's own settings (environment or config
