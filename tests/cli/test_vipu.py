@@ -143,6 +143,25 @@ def test_ipuof_configs_of_one_gcd_is_the_static_file(vipu: Run) -> None:
     ]  # fmt: skip
 
 
+def test_ipuof_configs_of_a_partition_in_error_come_with_a_warning(
+    vipu: Run, fake: RunningFake
+) -> None:
+    """The controller serves a faulted partition's recorded config: stdout stays the file,
+    stderr says in one line that the partition is not ACTIVE and why."""
+    vipu("create", "partition", "p1", "--size", "4")
+    active = vipu("get", "partition", "p1", "--ipuof-configs")
+    assert active.stderr == ""
+    status = fake.state.statuses["p1"]
+    status.ready_state = pb.PS_ERROR
+    status.errors.append("agent ag1 is unreachable (it stopped answering)")
+    faulted = vipu("get", "partition", "p1", "--ipuof-configs")
+    assert faulted.exit_code == 0, faulted.stderr
+    assert json.loads(faulted.stdout) == json.loads(active.stdout)
+    assert faulted.stderr.count("\n") == 1
+    assert faulted.stderr.startswith("vipu: warning: partition p1 is ERROR (agent ag1 is")
+    assert "until it is ACTIVE" in faulted.stderr
+
+
 def test_ipuof_configs_of_several_gcds_is_a_list_and_gcd_picks_one(
     vipu: Run, fake: RunningFake
 ) -> None:

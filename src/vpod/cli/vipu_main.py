@@ -244,6 +244,7 @@ def get_partition(
         raise CliError("--gcd picks one GCD's IPUoF config: add --ipuof-configs", EXIT_USAGE)
     if ipuof_configs:
         config = client.ipuof_config(partition_id, gcd)
+        _warn_unless_active(client.partition_status(partition_id).raw)
         if as_json:
             echo_json(message_dict(config.raw))
             return
@@ -258,6 +259,21 @@ def get_partition(
     click.echo(details(partition_pairs(partition, status)))
     click.echo("")
     click.echo(table(IPU_HEADERS, ipu_rows(partition.spec)))
+
+
+def _warn_unless_active(status: pb.PartitionStatus) -> None:
+    """One line on stderr when the config printed is of a partition in ERROR (the controller
+    serves what it recorded): applications may not reach its IPUs until it is ACTIVE."""
+    if status.ready_state == pb.PS_ACTIVE:
+        return
+    state = pb.PartitionReadyState.Name(status.ready_state).removeprefix("PS_")
+    why = f" ({status.errors[0]})" if status.errors else ""
+    click.echo(
+        f"vipu: warning: partition {status.partition_id} is {state}{why}: this is the IPUoF"
+        " config the controller recorded; applications may not reach its IPUs until it is"
+        " ACTIVE (vipu get partition-status)",
+        err=True,
+    )
 
 
 @get.command("partition-status", context_settings=CONTEXT)
