@@ -66,6 +66,7 @@ def test_admin_service_covers_vipu_admin_commands() -> None:
         "CreateUser",
         "ListUsers",
         "RemoveUser",
+        "RotateUserKey",
         "GrantAllocation",
         "RevokeAllocation",
         "ListPartitions",
