@@ -222,12 +222,12 @@ def test_state_helpers() -> None:
     assert st("REMOVED/IDLE") == ABSENT
 
 
-def test_which_reachable_states_serve_the_ipuof_config() -> None:
+def test_which_reachable_states_hold_their_configuration() -> None:
     """ACTIVE whatever is under way, and ERROR after a fault with nothing under way: the
     IPUs are those every agent was configured on. Never while creating, nor in ERROR while
     a reset or move is under way or after an operation failed."""
-    serving = {str(s) for s in reachable_states() if s.serves_ipuof_config}
-    assert serving == {"ACTIVE/IDLE", "ACTIVE/REMOVING", "ACTIVE/RESETTING", "ERROR/IDLE"}
+    holding = {str(s) for s in reachable_states() if s.holds_its_configuration}
+    assert holding == {"ACTIVE/IDLE", "ACTIVE/REMOVING", "ACTIVE/RESETTING", "ERROR/IDLE"}
 
 
 @pytest.mark.parametrize(

@@ -356,6 +356,21 @@ async def test_a_silent_agents_partition_in_error_still_serves_its_recorded_conf
         await replica.views.ipuof_config(moving, None)
 
 
+async def test_a_partition_in_error_for_a_reported_fault_refuses_its_config(pod: Pod) -> None:
+    """A failed IPU its agent reports puts the partition in ERROR, and its configuration is
+    refused as in any state but ACTIVE: IPUoF clients wait on that refusal until the
+    partition is repaired (an agent that answers is no reason to serve a recorded copy)."""
+    await pod.steady()
+    record = await pod.create("broken", 2)
+    ((agent_id, device), *_) = pod.ipus_of("broken")
+    pod.fault(agent_id, _ipu_fault(device))
+    await pod.heartbeat_round()
+    record = await _record(pod, "broken")
+    assert record.state.ready is ReadyState.ERROR
+    with pytest.raises(errors.FailedPrecondition, match="is ERROR: its IPUoF config is avail"):
+        await pod.controller.views.ipuof_config(record, None)
+
+
 async def test_a_create_placed_on_an_ipu_another_replica_knows_is_faulty_is_placed_again(
     pod: Pod,
 ) -> None:

@@ -28,6 +28,7 @@ from vpod.agent.model import MachineIdentity
 from vpod.domain.entities import Agent, Cluster
 from vpod.domain.errors import DomainError
 from vpod.domain.ipuof import IpuEndpoint, partition_ipuof_config
+from vpod.domain.partition_states import ReadyState
 from vpod.domain.topology import IpuRef
 from vpod.store.records import AgentHealthState, PartitionIpu, PartitionRecord
 from vpod.wire import agent_pb2
@@ -114,12 +115,17 @@ class AgentFactsCache:
         return found
 
 
+def agents_among(record: PartitionRecord, cluster: Cluster, agent_ids: Iterable[str]) -> list[str]:
+    """Which of ``agent_ids`` drive a machine of the partition, sorted."""
+    return sorted({cluster.agent_of(ipu.machine) for ipu in record.ipus} & set(agent_ids))
+
+
 def with_unreachable_agents(
     record: PartitionRecord, cluster: Cluster, unreachable: Mapping[str, str]
 ) -> PartitionRecord:
     """``record`` with a line in its errors for each of its agents that cannot be reached
     (``unreachable``: agent id to the reason), as read now; nothing is stored."""
-    agents = sorted({cluster.agent_of(ipu.machine) for ipu in record.ipus} & set(unreachable))
+    agents = agents_among(record, cluster, unreachable)
     notes = [
         f"agent {a} is unreachable ({unreachable[a] or 'it stopped answering'}): the IPUoF"
         " configuration is served from what the controller recorded"
@@ -144,9 +150,26 @@ class PartitionViews:
         cluster = await self._inventory.cluster(record.cluster_id)
         return with_unreachable_agents(record, cluster, unreachable)
 
+    async def _serves_config(self, record: PartitionRecord) -> bool:
+        """ACTIVE; or in ERROR, holding its configuration, because an agent of it stopped
+        answering: the controller cannot see its IPUs, so it serves what it recorded (the
+        status names the agent). A partition in ERROR for a fault its agents reported (an
+        IPU, a link) is refused, as any other state: IPUoF clients wait on that refusal
+        until the fault is repaired and the partition ACTIVE again."""
+        state = record.state
+        if state.ready is ReadyState.ACTIVE:
+            return True
+        if not state.holds_its_configuration:
+            return False
+        unreachable = await unreachable_agents(self._ctx)
+        if not unreachable:
+            return False
+        cluster = await self._inventory.cluster(record.cluster_id)
+        return bool(agents_among(record, cluster, unreachable))
+
     async def ipuof_config(self, record: PartitionRecord, gcd_id: int | None) -> dict[str, Any]:
         """The wire's ``PartitionConfig`` as plain data (see ``vpod.domain.ipuof``)."""
-        if not record.state.serves_ipuof_config:
+        if not await self._serves_config(record):
             raise errors.FailedPrecondition(
                 f"partition {record.id} is {record.state.label}: its IPUoF config is available"
                 " once it is ACTIVE"

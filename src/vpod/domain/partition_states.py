@@ -102,13 +102,12 @@ class PartitionState:
         return self.operation in _BUSY
 
     @property
-    def serves_ipuof_config(self) -> bool:
-        """Whether applications may be given its IPUoF configuration: while ``ACTIVE``, and
-        in ``ERROR`` with no operation under way or failed. That ERROR is a fault found
-        after every agent was configured (a failed IPU or link, an agent that stopped
-        answering): the IPUs it holds are still those it was configured on, and its status
-        says what is wrong. Not while it is created, reset, moved or removed from ERROR,
-        nor after an operation failed, when what the agents hold is uncertain."""
+    def holds_its_configuration(self) -> bool:
+        """Whether the IPUs it holds are those every agent was configured on: ``ACTIVE``,
+        or ``ERROR`` with no operation under way or failed (a fault found afterwards: a
+        failed IPU or link, an agent that stopped answering). Not while it is created,
+        reset, moved or removed from ERROR, nor after an operation failed, when what the
+        agents hold is uncertain."""
         if self.ready is ReadyState.ACTIVE:
             return True
         return self.ready is ReadyState.ERROR and self.operation is OperationState.IDLE
