@@ -1,10 +1,14 @@
 """The dynamic way to a partition: ask a V-IPU controller through :mod:`vpod.client`.
 
-``GetPartitionIpuofConfig`` of the user API; a partition that exists but is
-not ACTIVE answers ``FAILED_PRECONDITION``, and its state is then read with
-``GetPartitionStatus`` so the caller can wait and, in the end, say which
-state it stayed in. Credentials and TLS for a ``--secure`` controller come
-from ``VIPU_CLI_*`` and ``vipu-cli.hcl``, as for ``vipu``; host and port from
+``GetPartitionStatus`` first, then ``GetPartitionIpuofConfig`` of the user
+API. A partition that exists but is not ACTIVE is waited for, and in the
+end the caller says which state it stayed in: the status says so, and the
+config call answers ``FAILED_PRECONDITION`` when it changed in between. The
+status comes first because a controller serves the recorded config of a
+partition whose agent stopped answering (ERROR): attaching to it would fail
+at that agent, while waiting lets the partition come back. Credentials and
+TLS for a ``--secure`` controller come from ``VIPU_CLI_*`` and
+``vipu-cli.hcl``, as for ``vipu``; host and port from
 ``IPUOF_VIPU_API_HOST``/``_PORT`` win over them.
 """
 
@@ -17,11 +21,13 @@ from typing import TYPE_CHECKING
 from vpod.client import (
     FailedPrecondition,
     NotFound,
+    PartitionStatus,
     PermanentError,
     RetryableError,
     UserClient,
     VpodError,
 )
+from vpod.domain.partition_states import ReadyState
 
 from .config import IpuofDevice
 from .errors import ConfigInvalid, PartitionUnavailable
@@ -29,6 +35,13 @@ from .source import Gcds, NotActiveYet, StillUnreachable
 
 if TYPE_CHECKING:
     from vpod.client import records as client_records
+
+
+def _state_of(status: PartitionStatus) -> str:
+    """``ERROR/IDLE``: how a partition that is not ACTIVE is named when it is waited for."""
+    ready = status.ready_state.name if status.ready_state else "UNKNOWN"
+    operation = status.operation_state.name if status.operation_state else ""
+    return f"{ready}/{operation}" if operation else ready
 
 
 def device_of(device: client_records.IpuofDevice) -> IpuofDevice:
@@ -49,6 +62,9 @@ class ControllerSource:
 
     def ipuof_gcds(self, partition_id: str, gcd_id: int | None) -> Gcds:
         try:
+            status = self._client.partition_status(partition_id)
+            if status.ready_state is not ReadyState.ACTIVE:
+                raise NotActiveYet(_state_of(status))
             config = self._client.ipuof_config(partition_id, gcd_id)
         except FailedPrecondition as exc:
             raise NotActiveYet(self._state(partition_id, exc)) from None
@@ -77,9 +93,7 @@ class ControllerSource:
             status = self._client.partition_status(partition_id)
         except VpodError:
             return f"not ready ({refusal})"
-        ready = status.ready_state.name if status.ready_state else "UNKNOWN"
-        operation = status.operation_state.name if status.operation_state else ""
-        return f"{ready}/{operation}" if operation else ready
+        return _state_of(status)
 
     def close(self) -> None:
         self._client.close()
