@@ -43,6 +43,7 @@ from .vipu_views import (
     ipu_rows,
     partition_pairs,
     partition_row,
+    ready_label,
     status_pairs,
 )
 
@@ -165,10 +166,15 @@ def create_partition(
     success("create", "partition", created)
 
 
+def _partition_and_status(
+    client: UserClient, partition_id: str
+) -> tuple[pb.Partition, pb.PartitionStatus]:
+    return client.get_partition(partition_id).raw, client.partition_status(partition_id).raw
+
+
 def _partition_json(client: UserClient, partition_id: str) -> dict[str, object]:
     """Partition ID as ``--json`` prints it: its ``Partition`` and its ``PartitionStatus``."""
-    status = client.partition_status(partition_id).raw
-    partition = client.get_partition(partition_id).raw
+    partition, status = _partition_and_status(client, partition_id)
     return {"partition": message_dict(partition), "status": message_dict(status)}
 
 
@@ -254,8 +260,7 @@ def get_partition(
     if as_json:
         echo_json(_partition_json(client, partition_id))
         return
-    status = client.partition_status(partition_id).raw
-    partition = client.get_partition(partition_id).raw
+    partition, status = _partition_and_status(client, partition_id)
     click.echo(details(partition_pairs(partition, status)))
     click.echo("")
     click.echo(table(IPU_HEADERS, ipu_rows(partition.spec)))
@@ -266,10 +271,10 @@ def _warn_unless_active(status: pb.PartitionStatus) -> None:
     serves what it recorded): applications may not reach its IPUs until it is ACTIVE."""
     if status.ready_state == pb.PS_ACTIVE:
         return
-    state = pb.PartitionReadyState.Name(status.ready_state).removeprefix("PS_")
     why = f" ({status.errors[0]})" if status.errors else ""
     click.echo(
-        f"vipu: warning: partition {status.partition_id} is {state}{why}: this is the IPUoF"
+        f"vipu: warning: partition {status.partition_id} is"
+        f" {ready_label(status.ready_state)}{why}: this is the IPUoF"
         " config the controller recorded; applications may not reach its IPUs until it is"
         " ACTIVE (vipu get partition-status)",
         err=True,
