@@ -101,6 +101,11 @@ class Tenants:
         path.chmod(0o600)
         return path
 
+    def vipu_admin(self, *args: str) -> tuple[int, str, str]:
+        """The real ``vipu-admin`` as the administrator: (exit status, stdout, stderr)."""
+        done = run_tool("vipu-admin", "--config", str(self.config_file("admin")), *args)
+        return done.returncode, done.stdout, done.stderr
+
 
 def _create_partition(stub: pb_grpc.UserServiceStub, md: Metadata, pid: str, alloc: str) -> None:
     stub.CreatePartition(

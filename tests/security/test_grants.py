@@ -21,54 +21,51 @@ def _vipu_allocations(tenants: Tenants, user_id: str) -> list[str]:
     return sorted(a["allocation"]["id"] for a in json.loads(listed.stdout)["allocations"])
 
 
-def _admin(tenants: Tenants, *args: str) -> tuple[int, str, str]:
-    done = run_tool("vipu-admin", "--config", str(tenants.config_file("admin")), *args)
-    return done.returncode, done.stdout, done.stderr
-
-
 def test_vipu_admin_grants_and_revokes_and_the_user_sees_it_at_its_next_call(
     tenants: Tenants,
 ) -> None:
     assert _vipu_allocations(tenants, "carol") == ["alloc-a"]
-    code, out, err = _admin(tenants, "grant", "allocation", "alloc-b", "--user", "carol")
+    code, out, err = tenants.vipu_admin("grant", "allocation", "alloc-b", "--user", "carol")
     assert code == 0, err
     assert out.splitlines() == [
         "grant allocation (alloc-b) for user carol: success.",
         "user carol may use: alloc-a,alloc-b",
     ]
     assert _vipu_allocations(tenants, "carol") == ["alloc-a", "alloc-b"]
-    code, out, err = _admin(tenants, "grant", "allocation", "alloc-b", "--user", "carol")
+    code, out, err = tenants.vipu_admin("grant", "allocation", "alloc-b", "--user", "carol")
     assert code == 0, err  # granting twice is harmless
-    code, out, err = _admin(tenants, "revoke", "allocation", "alloc-b", "--user", "carol", "--json")
+    code, out, err = tenants.vipu_admin(
+        "revoke", "allocation", "alloc-b", "--user", "carol", "--json"
+    )
     assert code == 0, err
     assert json.loads(out)["allocation_ids"] == ["alloc-a"]
     assert _vipu_allocations(tenants, "carol") == ["alloc-a"]
-    code, _, err = _admin(tenants, "revoke", "allocation", "alloc-b", "--user", "carol")
+    code, _, err = tenants.vipu_admin("revoke", "allocation", "alloc-b", "--user", "carol")
     assert code == 0, err  # revoking what was not granted: nothing to do
 
 
 def test_revoking_the_last_allocation_says_the_user_has_none(tenants: Tenants) -> None:
-    code, out, err = _admin(tenants, "revoke", "allocation", "alloc-a", "--user", "carol")
+    code, out, err = tenants.vipu_admin("revoke", "allocation", "alloc-a", "--user", "carol")
     try:
         assert code == 0, err
         assert out.splitlines()[-1] == "user carol may use: no allocation"
         assert _vipu_allocations(tenants, "carol") == []
     finally:
-        code, _, err = _admin(tenants, "grant", "allocation", "alloc-a", "--user", "carol")
+        code, _, err = tenants.vipu_admin("grant", "allocation", "alloc-a", "--user", "carol")
     assert code == 0, err
     assert _vipu_allocations(tenants, "carol") == ["alloc-a"]
 
 
 def test_grant_and_revoke_refuse_what_does_not_exist_in_one_line(tenants: Tenants) -> None:
     for verb in ("grant", "revoke"):
-        code, _, err = _admin(tenants, verb, "allocation", "alloc-b", "--user", "nobody")
+        code, _, err = tenants.vipu_admin(verb, "allocation", "alloc-b", "--user", "nobody")
         assert code == 1
         assert "user nobody does not exist" in err
         assert len(err.strip().splitlines()) == 1
-        code, _, err = _admin(tenants, verb, "allocation", "no-such", "--user", "carol")
+        code, _, err = tenants.vipu_admin(verb, "allocation", "no-such", "--user", "carol")
         assert code == 1
         assert "allocation no-such does not exist" in err
-        code, _, err = _admin(tenants, verb, "allocation", "alloc-b")
+        code, _, err = tenants.vipu_admin(verb, "allocation", "alloc-b")
         assert code == 2
         assert "--user" in err
     assert _vipu_allocations(tenants, "carol") == ["alloc-a"]

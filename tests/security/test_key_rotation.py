@@ -23,11 +23,6 @@ from .procs import run_tool
 USER = "dave"
 
 
-def _admin(tenants: Tenants, *args: str) -> tuple[int, str, str]:
-    done = run_tool("vipu-admin", "--config", str(tenants.config_file("admin")), *args)
-    return done.returncode, done.stdout, done.stderr
-
-
 def _allocations(config: Path) -> tuple[int, list[str], str]:
     """(exit status, the allocations ``vipu list allocations`` shows, stderr) with ``config``."""
     done = run_tool("vipu", "--config", str(config), "list", "allocations", "--json")
@@ -40,8 +35,8 @@ def _allocations(config: Path) -> tuple[int, list[str], str]:
 @pytest.fixture
 def dave(tenants: Tenants, tmp_path: Path) -> Iterator[Path]:
     """User dave with alloc-a, and the vipu-cli.hcl `create user` wrote for it."""
-    code, _, err = _admin(
-        tenants, "create", "user", USER, "--allocations", "alloc-a", "--output", str(tmp_path)
+    code, _, err = tenants.vipu_admin(
+        "create", "user", USER, "--allocations", "alloc-a", "--output", str(tmp_path)
     )
     assert code == 0, err
     config = tmp_path / f"{USER}.vipu-cli.hcl"
@@ -49,7 +44,7 @@ def dave(tenants: Tenants, tmp_path: Path) -> Iterator[Path]:
     admin_port = tenants.server.admin_target.rsplit(":", 1)[1]
     config.write_text(config.read_text() + f"admin-api-port={admin_port}\n")
     yield config
-    _admin(tenants, "remove", "user", USER)
+    tenants.vipu_admin("remove", "user", USER)
 
 
 def test_vipu_admin_gives_a_new_key_and_the_old_one_stops(
@@ -58,8 +53,8 @@ def test_vipu_admin_gives_a_new_key_and_the_old_one_stops(
     assert _allocations(dave)[:2] == (0, ["alloc-a"])
     new_dir = tmp_path / "new"
     new_dir.mkdir()
-    code, out, err = _admin(
-        tenants, "update", "user", USER, "--new-key", "--output", str(new_dir), "--json"
+    code, out, err = tenants.vipu_admin(
+        "update", "user", USER, "--new-key", "--output", str(new_dir), "--json"
     )
     assert code == 0, err
     reply = json.loads(out)
@@ -81,7 +76,9 @@ def test_vipu_admin_gives_a_new_key_and_the_old_one_stops(
 def test_the_text_output_prints_the_key_once_and_names_the_file(
     tenants: Tenants, dave: Path, tmp_path: Path
 ) -> None:
-    code, out, err = _admin(tenants, "update", "user", USER, "--new-key", "--output", str(tmp_path))
+    code, out, err = tenants.vipu_admin(
+        "update", "user", USER, "--new-key", "--output", str(tmp_path)
+    )
     assert code == 0, err
     lines = out.splitlines()
     assert lines[0] == f"update user ({USER}): success."
@@ -115,10 +112,10 @@ def test_rest_and_grpc_rotate_for_administrators_only(tenants: Tenants, dave: Pa
 
 
 def test_update_user_says_what_to_change_and_who_does_not_exist(tenants: Tenants) -> None:
-    code, _, err = _admin(tenants, "update", "user", USER)
+    code, _, err = tenants.vipu_admin("update", "user", USER)
     assert code == 2
     assert "--new-key" in err
-    code, _, err = _admin(tenants, "update", "user", "nobody", "--new-key")
+    code, _, err = tenants.vipu_admin("update", "user", "nobody", "--new-key")
     assert code == 1
     assert "user nobody does not exist" in err
     assert len(err.strip().splitlines()) == 1
