@@ -42,7 +42,11 @@ machine whose speed moves; every other turn runs the pods in the opposite
 order, so that on a machine whose speed drifts over the run neither pod is
 always the one measured on the faster machine. The summary gives each turn's
 throughput of every pod relative to the first pod's in the same turn, and
-their median.
+their median. A second line gives the same comparison by the controller's cost: its CPU
+time per pair divided by the client's (the client does the same work per pair on every pod,
+so its CPU per pair moves only with the machine's speed), the first pod's over the other's.
+While the controller's one core bounds the throughput, this predicts the throughput ratio
+with the machine's drift between turns cancelled (``cost_ratios`` in the JSON).
 
     .venv/bin/python benchmarks/control_plane.py [--json PATH] [--seconds 10] [--warmup 1]
     .venv/bin/python benchmarks/control_plane.py --pods pod64,pod1024 --concurrency 64,256 \
@@ -54,6 +58,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import random
 import re
 import statistics
@@ -61,6 +66,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -348,27 +354,54 @@ def _positive(text: str) -> int:
     return value
 
 
+def _relative_cost(result: Result) -> float:
+    """The controller's CPU per pair over the client's. The client does the same work per
+    pair on every pod, so its CPU per pair moves only with the machine's speed: the
+    quotient is the controller's cost with the machine's drift between turns cancelled
+    (NaN where ``/proc`` gave no CPU times)."""
+    if not result.client_cpu_ms > 0:
+        return float("nan")
+    return result.server_cpu_ms / result.client_cpu_ms
+
+
+def _throughput_ratio(pod: Result, first: Result) -> float:
+    return pod.ops_per_s / first.ops_per_s
+
+
+def _cost_ratio(pod: Result, first: Result) -> float:
+    """The first pod's relative cost per pair over this one's: higher is better, as with the
+    throughput ratio, which it predicts while the controller's one core is the bound."""
+    own = _relative_cost(pod)
+    return _relative_cost(first) / own if own > 0 else float("nan")
+
+
 def _ratios(
-    results: list[Result], pods: list[str], concurrencies: list[int]
+    results: list[Result],
+    pods: list[str],
+    concurrencies: list[int],
+    *,
+    relative: Callable[[Result, Result], float] = _throughput_ratio,
 ) -> dict[str, dict[str, list[float]]]:
-    """Per pod after the first and per concurrency: its throughput over the first pod's,
-    one value per turn (both measured in the same turn)."""
+    """Per pod after the first and per concurrency: ``relative(its result, the first
+    pod's)`` (by default its throughput over the first pod's), one value per turn (both
+    measured in the same turn)."""
     ratios: dict[str, dict[str, list[float]]] = {}
     turns = sorted({r.turn for r in results})
     by_key = {(r.turn, r.pod, r.concurrency): r for r in results}
     for pod in pods[1:]:
         for concurrency in concurrencies:
             values = [
-                by_key[(t, pod, concurrency)].ops_per_s
-                / by_key[(t, pods[0], concurrency)].ops_per_s
+                relative(by_key[(t, pod, concurrency)], by_key[(t, pods[0], concurrency)])
                 for t in turns
                 if (t, pod, concurrency) in by_key and (t, pods[0], concurrency) in by_key
             ]
-            ratios.setdefault(pod, {})[str(concurrency)] = values
+            ratios.setdefault(pod, {})[str(concurrency)] = [v for v in values if not math.isnan(v)]
     return ratios
 
 
-def _ratio_lines(ratios: dict[str, dict[str, list[float]]], reference: str) -> list[str]:
+def _ratio_lines(
+    ratios: dict[str, dict[str, list[float]]], reference: str, measure: str = "throughput"
+) -> list[str]:
     lines = []
     for pod, levels in ratios.items():
         for concurrency, values in levels.items():
@@ -376,7 +409,7 @@ def _ratio_lines(ratios: dict[str, dict[str, list[float]]], reference: str) -> l
                 continue
             each = ", ".join(f"{v:.2f}" for v in values)
             lines.append(
-                f"{pod} / {reference} throughput, concurrency {concurrency}: median"
+                f"{pod} / {reference} {measure}, concurrency {concurrency}: median"
                 f" {statistics.median(values):.2f} (per turn: {each})"
             )
     return lines
@@ -458,6 +491,14 @@ def main() -> None:
     ratios = _ratios(results, pods, concurrencies)
     for line in _ratio_lines(ratios, pods[0]):
         print(line)
+    cost_ratios = _ratios(results, pods, concurrencies, relative=_cost_ratio)
+    for line in _ratio_lines(cost_ratios, pods[0], "by controller cost per pair, drift cancelled"):
+        print(line)
+    if any(values for levels in cost_ratios.values() for values in levels.values()):
+        print(
+            "(drift cancelled: the first pod's controller CPU per pair over this pod's, each"
+            " divided by the client's CPU per pair, which moves only with the machine's speed)"
+        )
     target = next((r for r in results if r.pod == "pod64" and r.concurrency == 16), None)
     if target is not None:
         print(
@@ -465,7 +506,11 @@ def main() -> None:
             f" measured {target.ops_per_s:.0f} ops/s, p99 {target.p99_ms:.1f} ms"
         )
     if args.json:
-        document = {"results": [asdict(r) for r in results], "ratios": ratios}
+        document = {
+            "results": [asdict(r) for r in results],
+            "ratios": ratios,
+            "cost_ratios": cost_ratios,
+        }
         args.json.write_text(json.dumps(document, indent=2) + "\n")
 
 
