@@ -219,7 +219,8 @@ def test_grpc_timestamps_at_the_edges_of_the_range(
     TimeOutOfRange with a sentence (INVALID_ARGUMENT on the wire)."""
     from google.protobuf.timestamp_pb2 import Timestamp
 
-    from vpod.controller.moments import TimeOutOfRange, from_timestamp
+    from vpod.controller.moments import from_timestamp
+    from vpod.domain.moments import TimeOutOfRange
 
     stamp = Timestamp(seconds=seconds, nanos=nanos)
     if accepted:

@@ -17,6 +17,8 @@ from typing import Any, TypedDict, Unpack
 import click
 
 from vpod.client import EventFilter, admin_calls
+from vpod.domain.excerpts import excerpt
+from vpod.domain.moments import TimeOutOfRange, utc_moment
 from vpod.wire import admin_pb2 as apb
 
 from .render import message_dict, table, timestamp_text
@@ -47,16 +49,28 @@ class Moment(click.ParamType):  # type: ignore[type-arg]
         age = _AGE.match(text)
         if age:
             seconds = float(age[1]) * _UNIT_SECONDS[age[2].lower()]
-            return self._now() - timedelta(seconds=seconds)
+            try:
+                return self._now() - timedelta(seconds=seconds)
+            except OverflowError:  # past what a timedelta or a datetime holds
+                self.fail(
+                    f"{excerpt(text, quote=True)} reaches back before year 1: give a shorter"
+                    " age or a time (2026-03-01)",
+                    param,
+                    ctx,
+                )
         try:
             parsed = datetime.fromisoformat(text)
         except ValueError:
             self.fail(
-                f"{text!r} is neither a time (2026-03-01T12:00:00Z) nor an age (30m, 12h, 7d)",
+                f"{excerpt(text, quote=True)} is neither a time (2026-03-01T12:00:00Z) nor an"
+                " age (30m, 12h, 7d)",
                 param,
                 ctx,
             )
-        return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+        try:  # an offset can carry year 1 or 9999 out of what UTC (and the API) holds
+            return utc_moment(parsed, "the time")
+        except TimeOutOfRange as exc:
+            self.fail(str(exc), param, ctx)
 
 
 class EventOptions(TypedDict):

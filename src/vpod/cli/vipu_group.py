@@ -24,7 +24,8 @@ import click
 
 from vpod.client import UserClient, VpodError
 from vpod.client.config import Settings, admin_endpoint, load_settings, user_endpoint
-from vpod.domain.excerpts import bounded
+from vpod.client.wire_values import UINT32_MAX, number_text
+from vpod.domain.excerpts import bounded, excerpt
 
 from .exit_status import EXIT_FAILURE, EXIT_USAGE, CliError, exit_code_of, one_line
 from .render import json_text, message_dict, table
@@ -246,11 +247,13 @@ def echo_json(data: object) -> None:
 
 
 class WholeNumber(click.ParamType):  # type: ignore[type-arg]
-    """A whole number from ``minimum`` to ``maximum``, with messages that say so."""
+    """A whole number from ``minimum`` to ``maximum``, with messages that say so. The
+    maximum is at most what the V-IPU wire carries (``uint32``), so a number the request
+    could not hold is a usage error here, not a failure on the way out."""
 
     name = "N"
 
-    def __init__(self, minimum: int = 1, maximum: int | None = None) -> None:
+    def __init__(self, minimum: int = 1, maximum: int = UINT32_MAX) -> None:
         self.minimum = minimum
         self.maximum = maximum
 
@@ -258,14 +261,23 @@ class WholeNumber(click.ParamType):  # type: ignore[type-arg]
         if isinstance(value, int):
             number = value
         else:
+            text = str(value).strip()
             try:
-                number = int(str(value).strip())
+                number = int(text)
             except ValueError:
-                self.fail(f"{value!r} is not a whole number", param, ctx)
+                if text.lstrip("+-").isdigit():  # more digits than int() reads (4,300)
+                    small = text.startswith("-")
+                    self.fail(
+                        f"{excerpt(text, quote=True)} is too {'small' if small else 'large'}:"
+                        f" use {f'{self.minimum} or more' if small else f'at most {self.maximum}'}",
+                        param,
+                        ctx,
+                    )
+                self.fail(f"{excerpt(value, quote=True)} is not a whole number", param, ctx)
         if number < self.minimum:
-            self.fail(f"{number} is too small: use {self.minimum} or more", param, ctx)
-        if self.maximum is not None and number > self.maximum:
-            self.fail(f"{number} is too large: use at most {self.maximum}", param, ctx)
+            self.fail(f"{number_text(number)} is too small: use {self.minimum} or more", param, ctx)
+        if number > self.maximum:
+            self.fail(f"{number_text(number)} is too large: use at most {self.maximum}", param, ctx)
         return number
 
 

@@ -33,6 +33,7 @@ Every failure is one exception tree; ``str(error)`` is the sentence to show
     │   └── Timeout                 a wait helper gave up
     └── PermanentError              change the request or the setup first
         ├── InvalidArgument         bad request (INVALID_ARGUMENT, 400)
+        │   ├── OutOfRange          a number or time the API cannot carry (also a ValueError)
         │   └── ConfigError         a setting or config file cannot be used
         ├── NotConfigured           no cloud URL or token anywhere
         ├── NotFound                unknown id, or not yours (404)
@@ -65,6 +66,7 @@ from .errors import (
     NoCapacity,
     NotConfigured,
     NotFound,
+    OutOfRange,
     PermanentError,
     PermissionDenied,
     RateLimited,
@@ -314,6 +316,7 @@ __all__ = [
     "NoCapacity",
     "NotConfigured",
     "NotFound",
+    "OutOfRange",
     "Partition",
     "PartitionInfo",
     "PartitionIpu",

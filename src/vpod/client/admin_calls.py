@@ -7,10 +7,8 @@ runs on a blocking or an asyncio transport. Nothing here does I/O.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TypedDict, Unpack
-
-from google.protobuf.timestamp_pb2 import Timestamp
 
 from vpod.domain.topology import GwTopology, IldTopology
 from vpod.wire import admin_pb2 as apb
@@ -37,6 +35,7 @@ from .admin_records import (
 )
 from .grpc_transport import Rpc, Service, nothing
 from .records import IpuAttributes
+from .wire_values import UINT64_MAX, stamp, whole
 
 ADMIN_SERVICE = Service(apb.DESCRIPTOR.services_by_name["AdminService"])
 
@@ -91,7 +90,9 @@ def create_agent(agent_id: str, host: str, port: int, *, key: str = "") -> Rpc[A
     --key-file``; empty: the key it registered with)."""
     return ADMIN_SERVICE.call(
         "CreateAgent",
-        apb.CreateAgentRequest(agent_id=agent_id, host=host, port=port, agent_key=key),
+        apb.CreateAgentRequest(
+            agent_id=agent_id, host=host, port=whole(port, "port"), agent_key=key
+        ),
         lambda reply: Agent.from_wire(reply.agent),
     )
 
@@ -130,7 +131,7 @@ def create_cluster(
     request = apb.CreateClusterRequest(
         cluster_id=cluster_id,
         agent_ids=list(agent_ids),
-        num_ipulinkdomains=layout.get("num_ilds") or 0,
+        num_ipulinkdomains=whole(layout.get("num_ilds") or 0, "num_ilds"),
         topology=WIRE_ILD_TOPOLOGY[topology] if topology else apb.ILD_TOPOLOGY_UNSPECIFIED,
         cluster_topology=(
             WIRE_GW_TOPOLOGY[cluster_topology]
@@ -176,7 +177,7 @@ def create_allocation(
         apb.CreateAllocationRequest(
             allocation_id=allocation_id,
             cluster_id=cluster_id,
-            size=options.get("size") or 0,
+            size=whole(options.get("size") or 0, "size"),
             agent_ids=list(options.get("agent_ids", ())),
             hosts=list(options.get("hosts", ())),
         ),
@@ -266,7 +267,7 @@ def list_partitions(
 def inject_fault(agent_id: str, fault: Fault) -> Rpc[AgentFaults]:
     return ADMIN_SERVICE.call(
         "InjectFault",
-        apb.InjectFaultRequest(agent_id=agent_id, fault=fault.to_wire()),
+        apb.InjectFaultRequest(agent_id=agent_id, fault=_fault(fault)),
         _agent_faults,
     )
 
@@ -275,8 +276,14 @@ def clear_fault(agent_id: str, fault: Fault | None = None) -> Rpc[AgentFaults]:
     """Clear one fault (matched by kind and target), or all of the agent's when ``None``."""
     request = apb.ClearFaultRequest(agent_id=agent_id, all=fault is None)
     if fault is not None:
-        request.fault.CopyFrom(fault.to_wire())
+        request.fault.CopyFrom(_fault(fault))
     return ADMIN_SERVICE.call("ClearFault", request, _agent_faults)
+
+
+def _fault(fault: Fault) -> agpb.Fault:
+    whole(fault.device_id, "device_id")
+    whole(fault.delay_ms, "delay_ms")
+    return fault.to_wire()
 
 
 def _agent_faults(reply: apb.InjectFaultReply | apb.ClearFaultReply) -> AgentFaults:
@@ -292,13 +299,6 @@ def list_ipu_attributes(agents: Sequence[str] = ()) -> Rpc[list[IpuAttributes]]:
     )
 
 
-def _stamp(moment: datetime) -> Timestamp:
-    aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-    stamp = Timestamp()
-    stamp.FromDatetime(aware.astimezone(UTC))
-    return stamp
-
-
 def events_request(filters: EventFilter) -> apb.ListEventsRequest:
     """The ListEvents request for these filters (unset ones stay unset)."""
     request = apb.ListEventsRequest(
@@ -306,15 +306,15 @@ def events_request(filters: EventFilter) -> apb.ListEventsRequest:
         action=filters.get("action", ""),
         target=filters.get("target", ""),
         outcome=filters.get("outcome", ""),
-        limit=filters.get("limit", 0),
-        before_id=filters.get("before_id", 0),
+        limit=whole(filters.get("limit", 0), "limit"),
+        before_id=whole(filters.get("before_id", 0), "before_id", maximum=UINT64_MAX),
     )
     since = filters.get("since")
     until = filters.get("until")
     if since is not None:
-        request.since.CopyFrom(_stamp(since))
+        request.since.CopyFrom(stamp(since, "since"))
     if until is not None:
-        request.until.CopyFrom(_stamp(until))
+        request.until.CopyFrom(stamp(until, "until"))
     return request
 
 

@@ -24,6 +24,8 @@ from collections.abc import Awaitable, Callable, Coroutine, Generator
 from dataclasses import dataclass
 from typing import Any, Generic, ParamSpec, Protocol, Self, TypeVar, cast, overload
 
+from .errors import OutOfRange, VpodError
+
 P = ParamSpec("P")
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
@@ -126,7 +128,7 @@ class api_call(Generic[P, T]):  # noqa: N801 -- used like a decorator, named lik
             async_transport = client._transport
 
             async def run_async(*args: P.args, **kwargs: P.kwargs) -> T:
-                made = build(*args, **kwargs)
+                made = _built(build, self._name, *args, **kwargs)
                 if isinstance(made, Generator):
                     return cast(T, await _run_async(made, async_transport))
                 return cast(T, await async_transport.invoke(made))
@@ -136,7 +138,7 @@ class api_call(Generic[P, T]):  # noqa: N801 -- used like a decorator, named lik
             transport = client._transport
 
             def run(*args: P.args, **kwargs: P.kwargs) -> T:
-                made = build(*args, **kwargs)
+                made = _built(build, self._name, *args, **kwargs)
                 if isinstance(made, Generator):
                     return cast(T, _run(made, transport))
                 return cast(T, transport.invoke(made))
@@ -165,6 +167,20 @@ class api_call(Generic[P, T]):  # noqa: N801 -- used like a decorator, named lik
     def _signature(self) -> inspect.Signature:
         # the builder's parameters; its return annotation names the call, not the record
         return inspect.signature(self.build).replace(return_annotation=inspect.Signature.empty)
+
+
+def _built(
+    build: Callable[P, Built[T]], name: str, /, *args: P.args, **kwargs: P.kwargs
+) -> Built[T]:
+    """What ``build`` describes. The builders check the values they send (``.wire_values``);
+    one that slips past them reaches protobuf, which refuses it with a bare ``ValueError`` or
+    ``OverflowError``: that is the caller's input, so it is an OutOfRange, not a fault."""
+    try:
+        return build(*args, **kwargs)
+    except (ValueError, OverflowError) as exc:
+        if isinstance(exc, VpodError):
+            raise
+        raise OutOfRange(f"cannot send {name}: {exc}") from exc
 
 
 def _run(procedure: Procedure[Any], transport: BlockingTransport) -> Any:

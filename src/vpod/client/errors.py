@@ -82,6 +82,12 @@ class InvalidArgument(PermanentError):
     code = "INVALID_ARGUMENT"
 
 
+class OutOfRange(InvalidArgument, ValueError):
+    """A value the API cannot carry (a number beyond its field, a time outside years 1 to
+    9999 in UTC), refused before anything is sent. Also a ``ValueError``, as Python's own
+    refusals of such values are."""
+
+
 class ConfigError(InvalidArgument):
     """A setting cannot be used; the message names the file, line or key and the fix."""
 

@@ -17,6 +17,7 @@ from .api_methods import Procedure
 from .errors import FailedPrecondition, NotFound
 from .grpc_transport import Rpc, Service, nothing
 from .records import IpuAttributes, IpuofConfig, Partition, PartitionStatus
+from .wire_values import whole
 
 if TYPE_CHECKING:
     from .admin_records import Allocation
@@ -79,13 +80,13 @@ def create_partition(partition_id: str, size: int, **options: Unpack[PartitionOp
     gw_routing = options.get("gw_routing")
     requirements = pb.PartitionRequirements(
         id=partition_id,
-        size=size,
+        size=whole(size, "size"),
         cluster_id=options.get("cluster") or "",
         allocation_id=options.get("allocation") or "",
-        num_gcds=options.get("num_gcds") or 0,
-        num_replicas=options.get("num_replicas") or 0,
+        num_gcds=whole(options.get("num_gcds") or 0, "num_gcds"),
+        num_replicas=whole(options.get("num_replicas") or 0, "num_replicas"),
         reconfigurable=options.get("reconfigurable", False),
-        num_ipulink_segments=options.get("num_ilds") or 0,
+        num_ipulink_segments=whole(options.get("num_ilds") or 0, "num_ilds"),
         sync_type=pb.SyncType.ValueType(sync_type.value if sync_type else 0),
         ipulink_routing_type=pb.IpuLinkRoutingType.ValueType(routing.value if routing else 0),
         gw_routing_type=pb.GatewayRoutingType.ValueType(gw_routing.value if gw_routing else 0),
@@ -128,7 +129,7 @@ def ipuof_config(partition_id: str, gcd: int | None = None) -> Rpc[IpuofConfig]:
     """The IPUoF config of every GCD of the partition, or of GCD ``gcd`` only."""
     request = pb.GetPartitionIpuofConfigRequest(partition_id=partition_id)
     if gcd is not None:
-        request.gcd_id.id = gcd
+        request.gcd_id.id = whole(gcd, "gcd")
     return USER_SERVICE.call(
         "GetPartitionIpuofConfig", request, lambda reply: IpuofConfig.from_wire(reply.ipuof_config)
     )

@@ -11,12 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from vpod.domain.moments import TimeOutOfRange, optional_utc
 from vpod.store.records import AuditEvent
 
 from . import errors
 from .caller import Caller
 from .context import Context
-from .moments import TimeOutOfRange, optional_utc
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000

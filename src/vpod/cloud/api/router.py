@@ -25,7 +25,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from vpod.controller.moments import LATEST, TimeOutOfRange, utc_moment
+from vpod.domain.moments import LATEST, TimeOutOfRange, utc_moment
 from vpod.wire.field_copy import copy_all_fields
 from vpod.wire.rest.cloud_billing import InvoiceDaysOut, InvoiceOut
 from vpod.wire.rest.cloud_clusters import (

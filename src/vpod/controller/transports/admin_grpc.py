@@ -16,6 +16,7 @@ from vpod.agent.trust import check_agent_key
 from vpod.domain.catalog import machine_spec
 from vpod.domain.entities import Agent, Cluster, User
 from vpod.domain.errors import DomainError
+from vpod.domain.moments import TimeOutOfRange
 from vpod.domain.topology import GwTopology, IldTopology
 from vpod.wire import admin_pb2 as apb
 from vpod.wire import admin_pb2_grpc as apb_grpc
@@ -31,7 +32,7 @@ from ..caller import Caller
 from ..fleet import Fleet
 from ..inventory import Inventory
 from ..listings import AgentRow, AllocationRow, Listings
-from ..moments import TimeOutOfRange, from_timestamp
+from ..moments import from_timestamp
 from ..partition_views import PartitionViews, placed_ipus
 from ..settings import Settings
 from ..teardown import Teardown
