@@ -72,6 +72,15 @@ def test_bad_plan_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert "leave 127.0.0.0/8" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("count", ["0", "1025", str(2**70)])
+def test_a_machine_count_no_pod_has_is_a_usage_error(
+    count: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 2**70 machines used to be planned one by one, and the agent never started nor said why
+    assert main(["--machines", count]) == 2
+    assert "'--machines'" in capsys.readouterr().err
+
+
 def test_unknown_machine_type_lists_the_known_ones(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--machine-type", "c600"]) == 2
     assert "IPU-M2000" in capsys.readouterr().err

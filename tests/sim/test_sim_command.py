@@ -75,13 +75,15 @@ def test_sim_warns_about_dropped_jobs(trace_slice: Path) -> None:
     ("args", "message"),
     [
         (["--ipus", "100"], "use a multiple of 64, e.g. 128"),
+        (["--ipus", "-4"], "a Bow pod has a multiple of 4 IPUs"),
+        (["--ipus", str(2**70)], "a pod has at most 4096 IPUs (1024 machines)"),
         (["--ipus", "64", "--policy", "lifo"], "'lifo' is not one of 'fifo', 'backfill'"),
     ],
 )
 def test_sim_rejects_bad_options(trace_slice: Path, args: list[str], message: str) -> None:
-    """Bad options end with a message saying what to use instead, not a traceback."""
+    """Bad options end with a usage error saying what to use instead, not a traceback."""
     result = CliRunner().invoke(sim, [str(trace_slice), *args])
-    assert result.exit_code != 0
+    assert result.exit_code == 2
     assert message in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
 
@@ -91,7 +93,7 @@ def test_sim_rejects_a_malformed_trace(tmp_path: Path) -> None:
     path = tmp_path / "bad.csv"
     path.write_text("job_id,submission_time,duration,num_gpu\na,0,10,one\n")
     result = CliRunner().invoke(sim, [str(path), "--ipus", "64"])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "bad.csv, line 2: num_gpu 'one' is not a whole number" in result.output
 
 

@@ -23,7 +23,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from vpod.domain.errors import InvalidSpec
-from vpod.sim.compare import BOUND, Comparison, compare
+from vpod.sim.compare import BOUND, Comparison, compare, pod_for_ipus
 from vpod.sim.event_replay import Policy
 from vpod.sim.jobs import TraceError
 from vpod.sim.trace_csv import read_trace
@@ -82,12 +82,29 @@ def _dropped_message(comparison: Comparison) -> str:
     )
 
 
+class BadTrace(click.ClickException):
+    """The trace (or the pod against it) cannot be replayed: bad input, so exit 2 as a usage
+    error does, without the usage lines."""
+
+    exit_code = 2
+
+
+def _pod_size(_ctx: click.Context, _param: click.Parameter, ipus: int) -> int:
+    """``--ipus`` when a Bow pod of that many IPUs can be built: a usage error otherwise."""
+    try:
+        pod_for_ipus(ipus)
+    except InvalidSpec as exc:
+        raise click.BadParameter(str(exc)) from None
+    return ipus
+
+
 @click.command("sim", context_settings={"show_default": True})
 @click.argument("trace", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option(
     "--ipus",
     type=int,
     required=True,
+    callback=_pod_size,
     help="IPUs of the simulated Bow pod: a multiple of 4 up to 64, then multiples of 64.",
 )
 @click.option(
@@ -122,7 +139,7 @@ def sim(
     try:
         jobs = read_trace(trace)
         if not jobs:
-            raise click.ClickException(f"{trace} holds no jobs: nothing to replay")
+            raise BadTrace(f"{trace} holds no jobs: nothing to replay")
         progress = Progress(
             TextColumn("replaying"),
             BarColumn(),
@@ -143,7 +160,7 @@ def sim(
             )
             wall_s = time.perf_counter() - began
     except (TraceError, InvalidSpec) as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise BadTrace(str(exc)) from exc
     if comparison.dropped:
         err.print(f"[yellow]warning:[/] {_dropped_message(comparison)}", highlight=False)
     replayed = comparison.trace_jobs - len(comparison.dropped)

@@ -46,6 +46,7 @@ with collector_paused():  # vpod.gc_pause: start-up builds, it makes next to no 
     from vpod.agent.registration import RegistrationTls
     from vpod.agent.trust import read_agent_key
     from vpod.domain.catalog import machine_spec
+    from vpod.domain.topology import MAX_MACHINES
 
     from .daemon_entry import run_daemon
     from .process_logging import configure_logging, log_level_option
@@ -84,9 +85,16 @@ def _port(value: int, option: str) -> int:
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
-@click.option("--machines", default=1, help="Emulated machines in this process.")
+@click.option(
+    "--machines",
+    type=click.IntRange(1, MAX_MACHINES),
+    default=1,
+    help="Emulated machines in this process (a pod has at most 1,024).",
+)
 @click.option("--id-prefix", default="ag", help="Agent ids are PREFIX1, PREFIX2, ...")
-@click.option("--first-index", default=1, help="Number of the first agent id.")
+@click.option(
+    "--first-index", type=click.IntRange(0), default=1, help="Number of the first agent id."
+)
 @click.option(
     "--agent-id", "agent_ids", multiple=True, help="Explicit agent id (repeat; sets the count)."
 )

@@ -19,7 +19,7 @@ from typing import Any
 from vpod.domain.catalog import IPUS_PER_MACHINE
 from vpod.domain.errors import InvalidSpec
 from vpod.domain.sizes import DOMAIN_MAX_IPUS
-from vpod.domain.topology import MAX_MACHINES_PER_DOMAIN, Pod, build_pod
+from vpod.domain.topology import MAX_MACHINES, MAX_MACHINES_PER_DOMAIN, Pod, build_pod
 
 from .engine_placer import EnginePlacer
 from .event_replay import Policy, ProgressCallback, Replay, replay
@@ -47,6 +47,11 @@ def pod_for_ipus(num_ipus: int) -> Pod:
         raise InvalidSpec(
             f"a Bow pod has a multiple of {IPUS_PER_MACHINE} IPUs (one machine holds"
             f" {IPUS_PER_MACHINE}), not {num_ipus}: use e.g. 16, 64 or 256"
+        )
+    if num_ipus > MAX_MACHINES * IPUS_PER_MACHINE:
+        raise InvalidSpec(
+            f"a pod has at most {MAX_MACHINES * IPUS_PER_MACHINE} IPUs ({MAX_MACHINES} machines),"
+            f" not {num_ipus}"
         )
     if num_ipus > DOMAIN_MAX_IPUS and num_ipus % DOMAIN_MAX_IPUS:
         raise InvalidSpec(
