@@ -192,6 +192,8 @@ def test_shapes_no_partition_can_run_are_usage_errors(apps: Apps) -> None:
     for args, words in [
         (["--num-replicas", "3", "--ipus-per-replica", "2", "--num-instances", "2"], "divide"),
         (["--num-replicas", "4", "--ipus-per-replica", "3"], "1, 2 or 4"),
+        (["--num-replicas", str(2**70), "--ipus-per-replica", "1"], "at most 4096"),
+        (["--num-replicas", "2048", "--ipus-per-replica", "4"], "need 8192 IPUs"),
     ]:
         done = run_launcher(apps, *args, "--", "true")
         assert done.returncode == 2

@@ -41,8 +41,18 @@ from types import FrameType
 
 import click
 
-from vpod.client import AlreadyExists, NotFound, Partition, UserClient, VpodError
+from vpod.client import (
+    AlreadyExists,
+    InvalidArgument,
+    NotFound,
+    Partition,
+    UserClient,
+    VpodError,
+)
 from vpod.client.command_line import BoundedCommand
+from vpod.client.wire_values import number_text
+from vpod.domain.catalog import IPUS_PER_MACHINE
+from vpod.domain.topology import MAX_MACHINES
 
 from .hosts import Host, HostError, is_local, parse_host_list, parse_hostfile, spread
 from .instances import Instances
@@ -52,6 +62,8 @@ from .render import fail
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 REPLICA_SIZES = (1, 2, 4)
+MAX_POD_IPUS = MAX_MACHINES * IPUS_PER_MACHINE
+"""The largest partition: a whole pod4096."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +85,11 @@ class RunShape:
         """Raise ``click.UsageError`` for a shape no partition can run."""
         if self.ipus_per_replica not in REPLICA_SIZES:
             raise click.UsageError("--ipus-per-replica must be 1, 2 or 4 (a replica's IPUs)")
+        if self.size > MAX_POD_IPUS:
+            raise click.UsageError(
+                f"--num-replicas {number_text(self.replicas)} of {self.ipus_per_replica} IPU(s)"
+                f" need {number_text(self.size)} IPUs: a partition has at most {MAX_POD_IPUS}"
+            )
         if self.replicas % self.instances:
             raise click.UsageError(
                 f"--num-instances {self.instances} must divide --num-replicas {self.replicas}:"
@@ -290,7 +307,7 @@ def main(
         code = instances.exit_code(interrupted.is_set())
     except VpodError as exc:
         click.echo(f"vpod-run: {exc}", err=True)
-        code = 1
+        code = 2 if isinstance(exc, InvalidArgument) else 1
     finally:
         for signum in previous:
             signal.signal(signum, signal.SIG_IGN)  # cleaning up must not be interrupted
