@@ -8,6 +8,9 @@ covered by being declared with these types."""
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Iterator
+
 import click
 import pytest
 from click.testing import CliRunner
@@ -15,6 +18,7 @@ from click.testing import CliRunner
 from tests.cli.test_cli_docs import COMMANDS, ROOTS
 from vpod.cli.vipu_admin_events import Moment
 from vpod.cli.vipu_group import WholeNumber
+from vpod.client.command_line import FiniteFloatRange
 from vpod.client.wire_values import UINT32_MAX
 
 TOO_LARGE = [str(2**70), str(UINT32_MAX + 1), "9" * 5000]
@@ -110,3 +114,91 @@ def test_times_at_the_edge_that_fit_are_taken(value: str) -> None:
     parsed = Moment().convert(value, None, None)
     assert parsed.utcoffset() is not None
     assert parsed.year in (1, 9999)
+
+
+# -- every program vpod installs: fractional numbers are finite, deadlines bounded -----------
+
+PROGRAMS: dict[str, str] = {
+    "vpod": "vpod.cli.vpod_main:cli",
+    "vipu": "vpod.cli.vipu_main:cli",
+    "vipu-admin": "vpod.cli.vipu_admin_main:cli",
+    "vipu-server": "vpod.launch.server_main:main",
+    "vipu-agent": "vpod.launch.agent_main:cli",
+    "vpod-gpu-agent": "vpod.launch.gpu_agent_main:cli",
+    "ipu-info": "vpod.ipuof.tools:info_main",
+    "ipu-monitor": "vpod.ipuof.tools:monitor_main",
+    "vpod-workload": "vpod.ipuof.workload:main",
+    "vpod-run": "vpod.ipuof.launcher:main",
+}
+
+
+def _program(name: str) -> click.Command:
+    module, attribute = PROGRAMS[name].split(":")
+    command = getattr(importlib.import_module(module), attribute)
+    assert isinstance(command, click.Command), name
+    return command
+
+
+def _walk(
+    command: click.Command, path: list[str], ctx: click.Context | None
+) -> Iterator[tuple[list[str], click.Command]]:
+    yield path, command
+    if isinstance(command, click.Group):
+        own = click.Context(command, info_name=path[-1] if path else None, parent=ctx)
+        for name in command.list_commands(own):
+            sub = command.get_command(own, name)
+            if sub is not None:
+                yield from _walk(sub, [*path, name], own)
+
+
+FLOAT_OPTIONS = sorted(
+    (program, " ".join(path), option.opts[0])
+    for program in PROGRAMS
+    for path, command in _walk(_program(program), [], None)
+    for option in command.params
+    if isinstance(option, click.Option) and isinstance(option.type, click.FloatRange)
+)
+
+
+def test_every_fractional_option_refuses_nan_and_the_infinities() -> None:
+    assert len(FLOAT_OPTIONS) >= 6  # the walk reached the programs' options
+    plain = [o for o in FLOAT_OPTIONS if not isinstance(_type_of(*o), FiniteFloatRange)]
+    assert plain == []
+
+
+def _type_of(program: str, path: str, option: str) -> click.ParamType:
+    command = _program(program)
+    for name in path.split():
+        assert isinstance(command, click.Group)
+        found = command.get_command(click.Context(command), name)
+        assert found is not None
+        command = found
+    return next(p.type for p in command.params if p.opts[0] == option)
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+@pytest.mark.parametrize(
+    ("program", "path", "option"), FLOAT_OPTIONS, ids=[" ".join(o) for o in FLOAT_OPTIONS]
+)
+def test_nan_or_an_infinity_is_a_usage_error(
+    program: str, path: str, option: str, value: str
+) -> None:
+    arguments = path.split()
+    result = CliRunner().invoke(_program(program), [*arguments, f"{option}={value}"])
+    assert result.exit_code == 2, result.output
+    assert f"Invalid value for '{option}'" in result.output
+
+
+@pytest.mark.parametrize("value", ["inf", "1e10", str(7 * 86400 + 1)])
+def test_a_deadline_past_a_week_is_a_usage_error(value: str) -> None:
+    code, stderr = _run("vipu list partitions", "--timeout", value)
+    assert code == 2, stderr
+    assert "too long: use at most 604800" in stderr
+
+
+def test_a_deadline_past_a_week_in_the_environment_is_a_usage_error() -> None:
+    result = CliRunner().invoke(
+        ROOTS["vipu"], ["list", "partitions"], env={"VIPU_CLI_TIMEOUT": "inf"}, prog_name="vipu"
+    )
+    assert result.exit_code == 2, result.stderr
+    assert "VIPU_CLI_TIMEOUT must be a positive number of seconds, at most 604800" in result.stderr

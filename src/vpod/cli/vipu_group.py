@@ -23,7 +23,13 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import click
 
 from vpod.client import UserClient, VpodError
-from vpod.client.config import Settings, admin_endpoint, load_settings, user_endpoint
+from vpod.client.config import (
+    MAX_TIMEOUT_S,
+    Settings,
+    admin_endpoint,
+    load_settings,
+    user_endpoint,
+)
 from vpod.client.wire_values import UINT32_MAX, number_text
 from vpod.domain.excerpts import bounded, excerpt
 
@@ -285,7 +291,7 @@ PORT = WholeNumber(1, 65535)
 
 
 class Seconds(click.ParamType):  # type: ignore[type-arg]
-    """A positive number of seconds (fractions allowed)."""
+    """A positive number of seconds (fractions allowed), at most a call's longest deadline."""
 
     name = "SECONDS"
 
@@ -298,6 +304,12 @@ class Seconds(click.ParamType):  # type: ignore[type-arg]
             self.fail(f"{value!r} is not a number of seconds", param, ctx)
         if not seconds > 0:
             self.fail(f"{value!r} is not a positive number of seconds", param, ctx)
+        if not seconds <= MAX_TIMEOUT_S:  # inf too
+            self.fail(
+                f"{value!r} seconds is too long: use at most {MAX_TIMEOUT_S:.0f} (a week)",
+                param,
+                ctx,
+            )
         return seconds
 
 

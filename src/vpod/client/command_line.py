@@ -14,6 +14,7 @@ as every other error of vpod does.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -47,6 +48,18 @@ def run_click(
     # standalone_mode=False hands back what ctx.exit() was given (--help, --version: 0)
     # or what the command returned; a command that returns nothing succeeded.
     return result if isinstance(result, int) and not isinstance(result, bool) else 0
+
+
+class FiniteFloatRange(click.FloatRange):
+    """click's ``FloatRange`` without ``nan`` and the infinities, which it lets through (no
+    comparison with ``nan`` is true, and an open end takes ``inf``): a deadline or an
+    interval of ``nan`` seconds is a usage error, not a setting."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{number} is not a finite number: give {self._describe_range()}", param, ctx)
+        return number
 
 
 class BoundedCommand(click.Command):

@@ -38,6 +38,9 @@ DEFAULT_HOST = "localhost"
 DEFAULT_USER_PORT = 8090
 DEFAULT_ADMIN_PORT = 8091
 DEFAULT_TIMEOUT_S = 60.0
+MAX_TIMEOUT_S = 7 * 86400.0
+"""The longest deadline of a call: gRPC's deadline arithmetic overflows past about 30 years
+(a call given ``1e10`` s or ``inf`` failed at once with "did not answer within inf s")."""
 
 KEYS: tuple[str, ...] = (
     "api-host",
@@ -245,8 +248,11 @@ def _timeout(settings: Settings) -> float:
         value = float(text)
     except ValueError:
         value = -1.0
-    if not value > 0:
-        raise ConfigError(f"{settings.source_of('timeout')} must be a positive number of seconds")
+    if not 0 < value <= MAX_TIMEOUT_S:
+        raise ConfigError(
+            f"{settings.source_of('timeout')} must be a positive number of seconds, at most"
+            f" {MAX_TIMEOUT_S:.0f} (a week)"
+        )
     return value
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from vpod.client.command_line import BoundedCommand
+from vpod.client.command_line import BoundedCommand, FiniteFloatRange
 
 from .config import PartitionTarget
 from .devices import Device, find_device, list_devices
@@ -184,7 +184,7 @@ def _show_device(target: PartitionTarget, device: Device, as_json: bool) -> None
 @click.command(cls=BoundedCommand, context_settings=CONTEXT)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.option(
-    "--watch", type=click.FloatRange(0.1), metavar="SECONDS",
+    "--watch", type=FiniteFloatRange(0.1), metavar="SECONDS",
     help="Refresh every SECONDS until Ctrl-C.",
 )  # fmt: skip
 @click.option(

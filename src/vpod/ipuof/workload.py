@@ -24,7 +24,7 @@ from types import FrameType
 
 import click
 
-from vpod.client.command_line import BoundedCommand
+from vpod.client.command_line import BoundedCommand, FiniteFloatRange
 
 from .attach import attach_device
 from .config import PartitionTarget
@@ -58,17 +58,17 @@ def _terminate(signum: int, _frame: FrameType | None) -> None:
 @click.option("-d", "--device", "device_id", type=click.IntRange(0), help="Device id to attach.")
 @click.option("--steps", type=click.IntRange(1), help="Run this many steps.")
 @click.option(
-    "--seconds", type=click.FloatRange(0.0), help="Run this long (default 10 s without --steps)."
+    "--seconds", type=FiniteFloatRange(0.0), help="Run this long (default 10 s without --steps)."
 )
 @click.option(
     "--step-time",
-    type=click.FloatRange(0.0),
+    type=FiniteFloatRange(0.0),
     default=0.05,
     help="Seconds per step.",
 )
 @click.option(
     "--load",
-    type=click.FloatRange(0.0, 1.0),
+    type=FiniteFloatRange(0.0, 1.0),
     default=0.9,
     help="How busy a step keeps the IPUs (0..1).",
 )

@@ -46,6 +46,7 @@ with collector_paused():  # vpod.gc_pause: start-up builds, it makes next to no 
         HostIdentity,
         Link,
     )
+    from vpod.client.command_line import FiniteFloatRange
     from vpod.import_hooks import httpcore_without_trio
 
     from .agent_main import _registration_token
@@ -181,7 +182,7 @@ async def _serve(agents: list[GpuHostAgent], links: list[ControllerLink]) -> Non
 )
 @click.option(
     "--interval",
-    type=click.FloatRange(0.1, 300),
+    type=FiniteFloatRange(0.1, 300),
     default=2.0,
     help="Seconds between samples.",
 )

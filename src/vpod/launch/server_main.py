@@ -9,7 +9,7 @@ exit without paying for it (two thirds of a serving start's imports), and
 
 from __future__ import annotations
 
-from vpod.client.command_line import BoundedCommand
+from vpod.client.command_line import BoundedCommand, FiniteFloatRange
 from vpod.gc_pause import CollectorPause, collector_paused
 
 with collector_paused():  # vpod.gc_pause: start-up builds, it makes next to no garbage
@@ -67,7 +67,7 @@ def _timing(flag: str, field: str, low: float, high: float, help: str) -> Callab
     """An option setting one of the controller's timings in seconds; Settings has its default."""
     default = getattr(_DEFAULTS, field)
     return click.option(
-        flag, type=click.FloatRange(low, high), default=default, show_default=True, help=help
+        flag, type=FiniteFloatRange(low, high), default=default, show_default=True, help=help
     )
 
 
