@@ -131,8 +131,10 @@ def test_volumes_are_charged_per_gib() -> None:
 
 
 def test_a_period_must_end_after_it_starts() -> None:
-    """start >= end is refused with both times in the sentence."""
+    """start >= end is refused with both times in the sentence, an empty period as one."""
     with pytest.raises(errors.InvalidArgument, match=r"ends .* before it starts"):
+        invoice([], 10, 9)
+    with pytest.raises(errors.InvalidArgument, match=r"ends .* when it starts .*: give an end"):
         invoice([], 10, 10)
 
 

@@ -106,9 +106,10 @@ def check_period(start: datetime, end: datetime) -> None:
     if start.tzinfo is None or end.tzinfo is None:
         raise errors.InvalidArgument("give the period's start and end with a time zone (e.g. ...Z)")
     if end <= start:
+        when = "when" if end == start else "before"  # an empty period says so
         raise errors.InvalidArgument(
-            f"the period ends ({end.isoformat()}) before it starts"
-            f" ({start.isoformat()}): give start < end"
+            f"the period ends ({end.isoformat()}) {when} it starts"
+            f" ({start.isoformat()}): give an end after the start"
         )
 
 
