@@ -10,6 +10,7 @@ import pytest
 from tests.cli.conftest import Run
 from tests.cli.fake_controller import RunningFake
 from tests.ports import free_port
+from vpod.cli.errors import run_cli
 
 
 def one_error_line(stderr: str, prog: str = "vipu") -> str:
@@ -172,3 +173,29 @@ def test_bug_prints_one_line_not_a_traceback(vipu: Run, monkeypatch: pytest.Monk
     result = vipu("list", "partitions")
     assert result.exit_code == 1
     assert one_error_line(result.stderr).startswith("internal error: RuntimeError: boom;")
+
+
+@pytest.mark.parametrize(
+    ("error", "line"),
+    [
+        (FileNotFoundError(2, "No such file or directory", "/proc/x"), "/proc/x: No such file"),
+        (
+            PermissionError(13, "Permission denied", "/a", None, "/b"),
+            "/a -> /b: Permission denied",
+        ),
+        (OSError("address in use"), "address in use"),
+    ],
+)
+def test_a_launcher_names_the_file_an_os_error_is_about(
+    error: OSError, line: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def body() -> None:
+        raise error
+
+    with pytest.raises(SystemExit) as stopped:
+        run_cli(body)
+    assert stopped.value.code == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {line}")
+    assert "Errno" not in err
+    assert err.count("\n") == 1

@@ -48,10 +48,19 @@ def run_cli(body: Callable[[], object]) -> None:
         _error(exc)
         sys.exit(2 if exc.kind is Kind.INVALID_ARGUMENT else 1)
     except OSError as exc:
-        _error(exc)
+        _error(_os_error_text(exc))
         sys.exit(1)
 
 
-def _error(exc: BaseException) -> None:
+def _os_error_text(exc: OSError) -> str | OSError:
+    """``/path: No such file or directory`` (the file and the reason, as coreutils say it)
+    rather than Python's ``[Errno 2] No such file or directory: '/path'``."""
+    if exc.filename is None or not exc.strerror:
+        return exc
+    paths = " -> ".join(str(p) for p in (exc.filename, exc.filename2) if p is not None)
+    return f"{paths}: {exc.strerror}"
+
+
+def _error(exc: BaseException | str) -> None:
     """One line on stderr, quoting at most an excerpt of what the command was given."""
     print(f"error: {bounded(str(exc))}", file=sys.stderr)
