@@ -101,3 +101,36 @@ def test_grpc_core_logs_stay_off_stderr(tmp_path: Path) -> None:
         f"vipu: error: cannot reach the V-IPU controller at 127.0.0.1:{fake.user_port}:"
         " the controller's certificate is not signed by tls-ca; check tls-ca, tls-cert and tls-key"
     ]
+
+
+CLICK_PROGRAMS = [
+    "vpod",
+    "vipu",
+    "vipu-admin",
+    "vipu-server",
+    "vipu-agent",
+    "vpod-gpu-agent",
+    "ipu-info",
+    "ipu-monitor",
+    "vpod-workload",
+    "vpod-run",
+]
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full on this system")
+@pytest.mark.parametrize("program", CLICK_PROGRAMS)
+def test_output_that_cannot_be_written_is_one_line_not_a_traceback(program: str) -> None:
+    # /dev/full refuses every write (ENOSPC), as a full disk under `> out.txt` does
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("VIPU_CLI_", "GRPC_"))}
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [str(BIN / program), "--help"],
+            env=base,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 1
+    assert done.stderr == f"{program}: error: No space left on device\n"

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import NoReturn
 
 from vpod.client import VpodError
+from vpod.client.command_line import os_error_text
 from vpod.domain.errors import Fault, Kind
 from vpod.domain.excerpts import bounded
 
@@ -48,17 +49,8 @@ def run_cli(body: Callable[[], object]) -> None:
         _error(exc)
         sys.exit(2 if exc.kind is Kind.INVALID_ARGUMENT else 1)
     except OSError as exc:
-        _error(_os_error_text(exc))
+        _error(os_error_text(exc))
         sys.exit(1)
-
-
-def _os_error_text(exc: OSError) -> str | OSError:
-    """``/path: No such file or directory`` (the file and the reason, as coreutils say it)
-    rather than Python's ``[Errno 2] No such file or directory: '/path'``."""
-    if exc.filename is None or not exc.strerror:
-        return exc
-    paths = " -> ".join(str(p) for p in (exc.filename, exc.filename2) if p is not None)
-    return f"{paths}: {exc.strerror}"
 
 
 def _error(exc: BaseException | str) -> None:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import click
 
 from vpod.client import UserClient, VpodError
+from vpod.client.command_line import os_error_text
 from vpod.client.config import (
     MAX_TIMEOUT_S,
     Settings,
@@ -33,7 +34,13 @@ from vpod.client.config import (
 from vpod.client.wire_values import UINT32_MAX, number_text
 from vpod.domain.excerpts import bounded, excerpt
 
-from .exit_status import EXIT_FAILURE, EXIT_USAGE, CliError, exit_code_of, one_line
+from .exit_status import (
+    EXIT_FAILURE,
+    EXIT_USAGE,
+    CliError,
+    exit_code_of,
+    one_line,
+)
 from .render import json_text, message_dict, table
 from .short_help import CONTEXT, FittingGroup
 from .vipu_views import IPU_ATTRIBUTE_HEADERS, attributes_reply, ipu_attribute_rows
@@ -445,6 +452,9 @@ class VipuGroup(FittingGroup):
         except KeyboardInterrupt:
             _fail(prog, "interrupted")
             code = 130
+        except OSError as exc:  # a file it reads or writes, or stdout (a full disk)
+            _fail(prog, os_error_text(exc))
+            code = EXIT_FAILURE
         except Exception as exc:
             if os.environ.get("VIPU_CLI_DEBUG"):
                 traceback.print_exc()

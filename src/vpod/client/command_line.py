@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -32,6 +33,16 @@ def bound_click_error(exc: click.ClickException) -> click.ClickException:
     return exc
 
 
+def os_error_text(exc: OSError) -> str:
+    """``/path: No such file or directory`` (the file and the reason, as coreutils say it), or
+    the reason alone (``No space left on device``) for an error about no file, rather than
+    Python's ``[Errno 2] No such file or directory: '/path'``."""
+    if not exc.strerror:
+        return str(exc)
+    paths = " -> ".join(str(p) for p in (exc.filename, exc.filename2) if p is not None)
+    return f"{paths}: {exc.strerror}" if paths else exc.strerror
+
+
 def run_click(
     command: click.Command, argv: Sequence[str] | None = None, prog_name: str | None = None
 ) -> int:
@@ -44,6 +55,10 @@ def run_click(
         return exc.exit_code
     except click.Abort:
         click.echo("Aborted!", err=True)
+        return 1
+    except OSError as exc:  # stdout itself, say (a full disk): one line, not a traceback
+        name = prog_name or os.path.basename(sys.argv[0]) or command.name
+        click.echo(f"{name}: error: {bounded(os_error_text(exc))}", err=True)
         return 1
     # standalone_mode=False hands back what ctx.exit() was given (--help, --version: 0)
     # or what the command returned; a command that returns nothing succeeded.
