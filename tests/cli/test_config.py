@@ -153,3 +153,11 @@ def test_target_brackets_ipv6_and_tls_follows_the_ca() -> None:
     assert Endpoint(host="ctl", port=1).target == "ctl:1"
     assert not Endpoint(host="ctl", port=1).secure
     assert Endpoint(host="ctl", port=1, tls_ca="ca.pem").secure
+
+
+def test_a_config_file_that_is_a_directory_says_so(tmp_path: Path) -> None:
+    """A directory named as the config file is not 'missing': the error says what to give."""
+    with pytest.raises(ConfigError, match=r"is a directory: give the file in it \(.*vipu-cli.hcl"):
+        load_settings({}, env={}, config_path=str(tmp_path))
+    with pytest.raises(ConfigError, match="is a directory"):
+        load_settings({}, env={"VIPU_CLI_CONFIG": str(tmp_path)})

@@ -57,7 +57,10 @@ def read_config(path: Path) -> dict[str, str]:
         raise NotConfigured(
             f"config file {path} does not exist: check --config or VPOD_CONFIG"
         ) from None
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except OSError as exc:  # a directory, say
+        why = exc.strerror or str(exc)
+        raise NotConfigured(f"config file {path} cannot be read: {why}") from None
+    except tomllib.TOMLDecodeError as exc:
         raise NotConfigured(f"config file {path} cannot be read: {exc}") from None
     return {k: str(v) for k, v in raw.items() if k in ("url", "token", "project")}
 

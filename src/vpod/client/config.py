@@ -130,18 +130,27 @@ def render_hcl(values: Mapping[str, str | int]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _config_file(path: Path, missing: str) -> Path:
+    """``path`` when it is a file; a ConfigError saying what it is otherwise (``missing``
+    when there is nothing there)."""
+    if path.is_dir():
+        raise ConfigError(
+            f"config file {path} is a directory: give the file in it ({path / LOCAL_CONFIG_NAME}?)"
+        )
+    if not path.is_file():
+        raise ConfigError(missing)
+    return path
+
+
 def find_config_file(explicit: str | None, env: Mapping[str, str]) -> Path | None:
     """The config file to read, or None when there is none (an explicit one must exist)."""
     if explicit:
-        path = Path(explicit)
-        if not path.is_file():
-            raise ConfigError(f"config file {explicit} does not exist: check --config")
-        return path
+        return _config_file(
+            Path(explicit), f"config file {explicit} does not exist: check --config"
+        )
     if env.get("VIPU_CLI_CONFIG"):
         path = Path(env["VIPU_CLI_CONFIG"])
-        if not path.is_file():
-            raise ConfigError(f"config file {path} (from VIPU_CLI_CONFIG) does not exist")
-        return path
+        return _config_file(path, f"config file {path} (from VIPU_CLI_CONFIG) does not exist")
     for candidate in (Path(LOCAL_CONFIG_NAME), DEFAULT_CONFIG_PATH):
         if candidate.is_file():
             return candidate
