@@ -34,13 +34,7 @@ from vpod.client.config import (
 from vpod.client.wire_values import UINT32_MAX, number_text
 from vpod.domain.excerpts import bounded, excerpt
 
-from .exit_status import (
-    EXIT_FAILURE,
-    EXIT_USAGE,
-    CliError,
-    exit_code_of,
-    one_line,
-)
+from .exit_status import EXIT_FAILURE, EXIT_USAGE, CliError, exit_code_of, one_line
 from .render import json_text, message_dict, table
 from .short_help import CONTEXT, FittingGroup
 from .vipu_views import IPU_ATTRIBUTE_HEADERS, attributes_reply, ipu_attribute_rows
@@ -278,20 +272,19 @@ class WholeNumber(click.ParamType):  # type: ignore[type-arg]
             try:
                 number = int(text)
             except ValueError:
-                if text.lstrip("+-").isdigit():  # more digits than int() reads (4,300)
-                    small = text.startswith("-")
-                    self.fail(
-                        f"{excerpt(text, quote=True)} is too {'small' if small else 'large'}:"
-                        f" use {f'{self.minimum} or more' if small else f'at most {self.maximum}'}",
-                        param,
-                        ctx,
-                    )
-                self.fail(f"{excerpt(value, quote=True)} is not a whole number", param, ctx)
-        if number < self.minimum:
-            self.fail(f"{number_text(number)} is too small: use {self.minimum} or more", param, ctx)
-        if number > self.maximum:
-            self.fail(f"{number_text(number)} is too large: use at most {self.maximum}", param, ctx)
+                if not text.lstrip("+-").isdigit():
+                    self.fail(f"{excerpt(value, quote=True)} is not a whole number", param, ctx)
+                # digits, but more than int() reads (4,300): out of range either way
+                self._refuse(excerpt(text, quote=True), text.startswith("-"), param, ctx)
+        if not self.minimum <= number <= self.maximum:
+            self._refuse(number_text(number), number < self.minimum, param, ctx)
         return number
+
+    def _refuse(
+        self, shown: str, small: bool, param: click.Parameter | None, ctx: click.Context | None
+    ) -> NoReturn:
+        bound = f"{self.minimum} or more" if small else f"at most {self.maximum}"
+        self.fail(f"{shown} is too {'small' if small else 'large'}: use {bound}", param, ctx)
 
 
 PORT = WholeNumber(1, 65535)

@@ -281,6 +281,7 @@ def clear_fault(agent_id: str, fault: Fault | None = None) -> Rpc[AgentFaults]:
 
 
 def _fault(fault: Fault) -> agpb.Fault:
+    """The fault on the wire, its numbers checked first."""
     whole(fault.device_id, "device_id")
     whole(fault.delay_ms, "delay_ms")
     return fault.to_wire()

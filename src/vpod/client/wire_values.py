@@ -27,7 +27,7 @@ UINT64_MAX = 2**64 - 1
 def number_text(value: int) -> str:
     """``value`` as a short text, however many digits it has."""
     if value.bit_length() > 200:  # str() of a huge int is slow, and refused past 4,300 digits
-        return f"{'-' if value < 0 else ''}a number of {value.bit_length()} bits"
+        return f"a {'negative ' if value < 0 else ''}number of {value.bit_length()} bits"
     return excerpt(value)
 
 
