@@ -80,9 +80,11 @@ def test_sim_warns_about_dropped_jobs(trace_slice: Path) -> None:
         (["--ipus", "64", "--policy", "lifo"], "'lifo' is not one of 'fifo', 'backfill'"),
     ],
 )
-def test_sim_rejects_bad_options(trace_slice: Path, args: list[str], message: str) -> None:
+def test_sim_rejects_bad_options(tmp_path: Path, args: list[str], message: str) -> None:
     """Bad options end with a usage error saying what to use instead, not a traceback."""
-    result = CliRunner().invoke(sim, [str(trace_slice), *args])
+    trace = tmp_path / "small.csv"  # options are refused before a job is read
+    trace.write_text("job_id,submission_time,duration,num_gpu\na,0,10,4\n")
+    result = CliRunner().invoke(sim, [str(trace), *args])
     assert result.exit_code == 2
     assert message in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
