@@ -8,6 +8,7 @@ import os
 import pty
 import re
 import select
+import shlex
 import signal
 import socket
 import subprocess
@@ -216,15 +217,17 @@ def test_a_restart_keeps_what_the_admin_made_of_the_pod(tmp_path: Path) -> None:
 
 def test_ready_lines_name_absolute_paths_that_work_from_anywhere(tmp_path: Path) -> None:
     """`vpod up --data-dir relative` run in one directory: the ready lines' export commands
-    work from another one."""
+    work from another one, pasted as they are into a shell, with a space in the path."""
     (tmp_path / "here").mkdir()
-    pod = start_pod(Path("rel-data"), "--pod", "pod16", cwd=tmp_path / "here")
+    pod = start_pod(Path("rel data"), "--pod", "pod16", cwd=tmp_path / "here")
     try:
-        config = (tmp_path / "here" / "rel-data" / "vipu-cli.hcl").resolve()
-        assert f"VIPU_CLI_CONFIG={config} " in pod.ready_line
+        config = (tmp_path / "here" / "rel data" / "vipu-cli.hcl").resolve()
+        assert f"VIPU_CLI_CONFIG={shlex.quote(str(config))} " in pod.ready_line
         cloud_line = next(line for line in pod.output if line.startswith("vpod cloud:"))
-        assert f"VPOD_CONFIG={config.parent / 'vpod-cli.toml'} " in cloud_line
-        assert f"--config {config.parent / 'admin.vipu-cli.hcl'} " in pod.ready_line
+        toml = shlex.quote(str(config.parent / "vpod-cli.toml"))
+        assert f"VPOD_CONFIG={toml} " in cloud_line
+        admin_config = shlex.quote(str(config.parent / "admin.vipu-cli.hcl"))
+        assert f"--config {admin_config} " in pod.ready_line
         ran = {}
         for line in (pod.ready_line, cloud_line):  # the suggested commands, verbatim, from /
             suggested = line.strip().split("Next: ", 1)[1].split(" (admin:")[0]

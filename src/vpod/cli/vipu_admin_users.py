@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -169,7 +170,8 @@ class KeyFile:
         click.echo(f"access key: {access_key}")
         click.echo("The access key is shown only this once: keep it, or give the file below.")
         click.echo(
-            f"config file: {self.path} (use it with: vipu --config {self.path} list partitions)"
+            f"config file: {self.path} (use it with: vipu --config"
+            f" {shlex.quote(str(self.path))} list partitions)"
         )
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -191,7 +192,7 @@ def bootstrap_cloud(data_dir: Path, url: str) -> str:
     write_config(config, url, token, DEFAULT_PROJECT)
     return (
         f"vpod cloud: {url}{API_PREFIX} (project {DEFAULT_PROJECT}). Next: export"
-        f" VPOD_CONFIG={config} && vpod flavors"
+        f" VPOD_CONFIG={shlex.quote(str(config))} && vpod flavors"
     )
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -222,7 +223,7 @@ def _init(settings: Settings, options: SecurityOptions) -> None:
     click.echo(f"access key: {result.access_key}")
     click.echo(
         "The access key is shown only this once; it is also in"
-        f" {path} (mode 0600): vipu-admin --config {path} list users"
+        f" {path} (mode 0600): vipu-admin --config {shlex.quote(str(path))} list users"
     )
 
 

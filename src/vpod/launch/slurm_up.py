@@ -18,6 +18,7 @@ Ctrl-C stops everything; so does the end of this process however it ends
 from __future__ import annotations
 
 import json
+import shlex
 import signal
 import subprocess
 import sys
@@ -294,9 +295,10 @@ def _run(pod_argv: list[str], data_dir: Path, secure: bool, layout: Layout) -> N
         print(
             f"vpod slurm is up: Slurm partition {SLURM_PARTITION} with {ipus} IPUs (V-IPU"
             f" allocation {allocation}), mode {layout.mode}: {what}, user API"
-            f" 127.0.0.1:{user_port}. Next: export SLURM_CONF={cluster.slurm_conf} && sbatch"
+            f" 127.0.0.1:{user_port}. Next: export"
+            f" SLURM_CONF={shlex.quote(str(cluster.slurm_conf))} && sbatch"
             f" {gres} --wrap 'env | grep IPUOF; sleep 30' && squeue && vipu --config"
-            f" {vipu_config} list partitions",
+            f" {shlex.quote(str(vipu_config))} list partitions",
             flush=True,
         )
         while not stop.is_set() and pod.poll() is None:

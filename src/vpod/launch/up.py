@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import shlex
 import signal
 import sys
 import threading
@@ -310,7 +311,7 @@ class _Run:
             f"setting up the pod failed: the controller refuses the administrator's key in"
             f" {path} (was it replaced with `vipu-admin update user ... --new-key`?): put the"
             f" current key in that file, or issue a new one with vipu-server --init --secure"
-            f" --new-admin-key --data-dir {data_dir}, then run vpod up again"
+            f" --new-admin-key --data-dir {shlex.quote(str(data_dir))}, then run vpod up again"
         )
 
     def _start(self, server_argv: list[str], logs: Path) -> None:
@@ -384,7 +385,9 @@ class _Run:
             admin_config = write_admin_config(
                 options.data_dir, options.host, user_port, admin_port, self.admin
             )
-            admin_hint = f" (admin: vipu-admin --config {admin_config} list agents)"
+            admin_hint = (
+                f" (admin: vipu-admin --config {shlex.quote(str(admin_config))} list agents)"
+            )
         progress.close()
         if self.echo:
             if cloud_line:  # before the ready line, which says everything is up
@@ -395,7 +398,8 @@ class _Run:
                 f" user API {options.host}:{user_port}, admin API {options.host}:{admin_port},"
                 f" HTTP http://{options.host}:{http_port}, web console"
                 f" http://{options.host}:{http_port}/. Next: export"
-                f" VIPU_CLI_CONFIG={config} && vipu create partition p1 --size 4" + admin_hint,
+                f" VIPU_CLI_CONFIG={shlex.quote(str(config))} && vipu create partition p1 --size 4"
+                + admin_hint,
                 flush=True,
             )
 

@@ -10,6 +10,7 @@ the grants it was given.
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 import sys
 import time
@@ -135,7 +136,7 @@ def admin_credentials(data_dir: Path, log_path: Path) -> tuple[str, str]:
             fail(
                 f"the administrator of {data_dir} exists but its key is not in {path}:"
                 f" give it a new one with vipu-server --init --secure --new-admin-key"
-                f" --data-dir {data_dir}"
+                f" --data-dir {shlex.quote(str(data_dir))}"
             )
     values = parse_hcl(path.read_text())
     user_id, key = values.get("api-user-id", ""), values.get("api-access-key", "")
