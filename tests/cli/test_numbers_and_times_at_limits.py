@@ -61,6 +61,16 @@ def _run(path: str, option: str, value: str) -> tuple[int, str]:
     return result.exit_code, result.stderr
 
 
+def _one_usage_line(code: int, stderr: str, option: str, max_chars: int) -> str:
+    """The one line a usage error prints, checked: exit 2, it names ``option``, it is short."""
+    assert code == 2, stderr
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
+    assert len(lines[0]) < max_chars
+    assert option in lines[0]
+    return lines[0]
+
+
 def test_the_walk_found_the_options() -> None:
     # a walk that found nothing would pass every case below
     paths = {path for path, _ in NUMBER_OPTIONS}
@@ -74,12 +84,8 @@ def test_the_walk_found_the_options() -> None:
 )
 def test_a_number_beyond_the_wire_is_a_usage_error(path: str, option: str, value: str) -> None:
     code, stderr = _run(path, option, value)
-    assert code == 2, stderr
-    lines = stderr.strip().splitlines()
-    assert len(lines) == 1, stderr
-    assert len(lines[0]) < 300
-    assert option in lines[0]
-    assert "too large: use at most" in lines[0]
+    line = _one_usage_line(code, stderr, option, 300)
+    assert "too large: use at most" in line
     assert "internal error" not in stderr
 
 
@@ -99,12 +105,8 @@ def test_a_time_outside_years_1_to_9999_is_a_usage_error(
     path: str, option: str, value: str
 ) -> None:
     code, stderr = _run(path, option, value)
-    assert code == 2, stderr
-    lines = stderr.strip().splitlines()
-    assert len(lines) == 1, stderr
-    assert len(lines[0]) < 400
-    assert option in lines[0]
-    assert "out of range" in lines[0] or "before year 1" in lines[0]
+    line = _one_usage_line(code, stderr, option, 400)
+    assert "out of range" in line or "before year 1" in line
 
 
 @pytest.mark.parametrize(
@@ -151,29 +153,20 @@ def _walk(
                 yield from _walk(sub, [*path, name], own)
 
 
-FLOAT_OPTIONS = sorted(
-    (program, " ".join(path), option.opts[0])
+FLOAT_TYPES: dict[tuple[str, str, str], click.ParamType] = {
+    (program, " ".join(path), option.opts[0]): option.type
     for program in PROGRAMS
     for path, command in _walk(_program(program), [], None)
     for option in command.params
     if isinstance(option, click.Option) and isinstance(option.type, click.FloatRange)
-)
+}
+FLOAT_OPTIONS = sorted(FLOAT_TYPES)
 
 
 def test_every_fractional_option_refuses_nan_and_the_infinities() -> None:
     assert len(FLOAT_OPTIONS) >= 6  # the walk reached the programs' options
-    plain = [o for o in FLOAT_OPTIONS if not isinstance(_type_of(*o), FiniteFloatRange)]
+    plain = [o for o, kind in FLOAT_TYPES.items() if not isinstance(kind, FiniteFloatRange)]
     assert plain == []
-
-
-def _type_of(program: str, path: str, option: str) -> click.ParamType:
-    command = _program(program)
-    for name in path.split():
-        assert isinstance(command, click.Group)
-        found = command.get_command(click.Context(command), name)
-        assert found is not None
-        command = found
-    return next(p.type for p in command.params if p.opts[0] == option)
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
