@@ -24,6 +24,8 @@ from .excerpts import excerpt
 
 MAX_MACHINES_PER_DOMAIN = 16
 MAX_MACHINES = 1024
+MAX_POD_IPUS = MAX_MACHINES * IPUS_PER_MACHINE
+"""The IPUs of the largest pod (a pod4096), so of the largest partition."""
 LOOPED_MAX_IPUS = 256
 
 

@@ -51,8 +51,7 @@ from vpod.client import (
 )
 from vpod.client.command_line import BoundedCommand
 from vpod.client.wire_values import number_text
-from vpod.domain.catalog import IPUS_PER_MACHINE
-from vpod.domain.topology import MAX_MACHINES
+from vpod.domain.topology import MAX_POD_IPUS
 
 from .hosts import Host, HostError, is_local, parse_host_list, parse_hostfile, spread
 from .instances import Instances
@@ -62,8 +61,6 @@ from .render import fail
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 REPLICA_SIZES = (1, 2, 4)
-MAX_POD_IPUS = MAX_MACHINES * IPUS_PER_MACHINE
-"""The largest partition: a whole pod4096."""
 
 
 @dataclass(frozen=True, slots=True)

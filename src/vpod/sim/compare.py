@@ -19,7 +19,13 @@ from typing import Any
 from vpod.domain.catalog import IPUS_PER_MACHINE
 from vpod.domain.errors import InvalidSpec
 from vpod.domain.sizes import DOMAIN_MAX_IPUS
-from vpod.domain.topology import MAX_MACHINES, MAX_MACHINES_PER_DOMAIN, Pod, build_pod
+from vpod.domain.topology import (
+    MAX_MACHINES,
+    MAX_MACHINES_PER_DOMAIN,
+    MAX_POD_IPUS,
+    Pod,
+    build_pod,
+)
 
 from .engine_placer import EnginePlacer
 from .event_replay import Policy, ProgressCallback, Replay, replay
@@ -48,10 +54,9 @@ def pod_for_ipus(num_ipus: int) -> Pod:
             f"a Bow pod has a multiple of {IPUS_PER_MACHINE} IPUs (one machine holds"
             f" {IPUS_PER_MACHINE}), not {num_ipus}: use e.g. 16, 64 or 256"
         )
-    if num_ipus > MAX_MACHINES * IPUS_PER_MACHINE:
+    if num_ipus > MAX_POD_IPUS:
         raise InvalidSpec(
-            f"a pod has at most {MAX_MACHINES * IPUS_PER_MACHINE} IPUs ({MAX_MACHINES} machines),"
-            f" not {num_ipus}"
+            f"a pod has at most {MAX_POD_IPUS} IPUs ({MAX_MACHINES} machines), not {num_ipus}"
         )
     if num_ipus > DOMAIN_MAX_IPUS and num_ipus % DOMAIN_MAX_IPUS:
         raise InvalidSpec(
