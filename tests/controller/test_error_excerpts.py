@@ -38,6 +38,19 @@ def test_a_bounded_message_is_short_and_keeps_what_it_says(message: str) -> None
     assert shown.startswith(message[:EXCERPT_CHARS])
 
 
+@pytest.mark.parametrize(
+    ("number", "text"),
+    [
+        (2**70, "1180591620717411303424"),
+        (10**5000, "a number of 16610 bits"),  # str() refuses it: past 4,300 digits
+        (-(10**5000), "a negative number of 16610 bits"),
+    ],
+    ids=["2^70", "10^5000", "-10^5000"],
+)
+def test_a_whole_number_of_any_size_is_quoted_short(number: int, text: str) -> None:
+    assert excerpt(number) == text
+
+
 def test_a_short_message_is_left_alone() -> None:
     text = "partition p1 is ACTIVE: remove it first (vipu remove partition p1)"
     assert bounded(text) == text

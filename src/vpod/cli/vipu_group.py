@@ -31,7 +31,7 @@ from vpod.client.config import (
     load_settings,
     user_endpoint,
 )
-from vpod.client.wire_values import UINT32_MAX, number_text
+from vpod.client.wire_values import UINT32_MAX
 from vpod.domain.excerpts import bounded, excerpt
 
 from .exit_status import EXIT_FAILURE, EXIT_USAGE, CliError, exit_code_of, one_line
@@ -277,7 +277,7 @@ class WholeNumber(click.ParamType):  # type: ignore[type-arg]
                 # digits, but more than int() reads (4,300): out of range either way
                 self._refuse(excerpt(text, quote=True), text.startswith("-"), param, ctx)
         if not self.minimum <= number <= self.maximum:
-            self._refuse(number_text(number), number < self.minimum, param, ctx)
+            self._refuse(excerpt(number), number < self.minimum, param, ctx)
         return number
 
     def _refuse(

@@ -24,17 +24,10 @@ UINT32_MAX = 2**32 - 1
 UINT64_MAX = 2**64 - 1
 
 
-def number_text(value: int) -> str:
-    """``value`` as a short text, however many digits it has."""
-    if value.bit_length() > 200:  # str() of a huge int is slow, and refused past 4,300 digits
-        return f"a {'negative ' if value < 0 else ''}number of {value.bit_length()} bits"
-    return excerpt(value)
-
-
 def whole(value: int, name: str, *, maximum: int = UINT32_MAX) -> int:
     """``value`` when it is a whole number from 0 to ``maximum``, else OutOfRange."""
     if not 0 <= value <= maximum:
-        raise OutOfRange(f"{name} {number_text(value)} is out of range: use 0 to {maximum}")
+        raise OutOfRange(f"{name} {excerpt(value)} is out of range: use 0 to {maximum}")
     return value
 
 
@@ -50,4 +43,4 @@ def stamp(moment: datetime, name: str) -> Timestamp:
     return found
 
 
-__all__ = ["UINT32_MAX", "UINT64_MAX", "number_text", "stamp", "whole"]
+__all__ = ["UINT32_MAX", "UINT64_MAX", "stamp", "whole"]

@@ -20,6 +20,9 @@ LONG_WORD_CHARS = 120
 MAX_MESSAGE_CHARS = 1000
 """No error message is longer than this (plus the note of how long it was)."""
 
+_HUGE_BITS = 200
+"""A whole number longer than this is quoted by its size: its digits would say nothing more."""
+
 _LONG_WORD = re.compile(rf"\S{{{LONG_WORD_CHARS + 1},}}")
 
 
@@ -28,6 +31,9 @@ def excerpt(value: object, *, quote: bool = False, chars: int = EXCERPT_CHARS) -
 
     ``quote``: as ``repr`` would quote it (``'abc'``), the length outside the quotes.
     """
+    if isinstance(value, int) and value.bit_length() > _HUGE_BITS:
+        # str() of such a number is slow, and refused past 4,300 digits
+        return f"a {'negative ' if value < 0 else ''}number of {value.bit_length()} bits"
     text = value if isinstance(value, str) else str(value)
     if len(text) <= chars:
         return repr(text) if quote else text

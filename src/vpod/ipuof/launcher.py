@@ -50,7 +50,7 @@ from vpod.client import (
     VpodError,
 )
 from vpod.client.command_line import BoundedCommand
-from vpod.client.wire_values import number_text
+from vpod.domain.excerpts import excerpt
 from vpod.domain.topology import MAX_POD_IPUS
 
 from .hosts import Host, HostError, is_local, parse_host_list, parse_hostfile, spread
@@ -84,8 +84,8 @@ class RunShape:
             raise click.UsageError("--ipus-per-replica must be 1, 2 or 4 (a replica's IPUs)")
         if self.size > MAX_POD_IPUS:
             raise click.UsageError(
-                f"--num-replicas {number_text(self.replicas)} of {self.ipus_per_replica} IPU(s)"
-                f" need {number_text(self.size)} IPUs: a partition has at most {MAX_POD_IPUS}"
+                f"--num-replicas {excerpt(self.replicas)} of {self.ipus_per_replica} IPU(s)"
+                f" need {excerpt(self.size)} IPUs: a partition has at most {MAX_POD_IPUS}"
             )
         if self.replicas % self.instances:
             raise click.UsageError(
