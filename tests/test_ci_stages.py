@@ -10,6 +10,7 @@ takes half an hour. ``.ci/run`` is checked to call exactly ``scripts/test``.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -78,41 +79,53 @@ def run(repo: Path, *args: str, **env: str) -> tuple[int, str, list[str]]:
 
 
 def pytest_calls(calls: list[str]) -> list[str]:
-    """The pytest and OpenStack calls in order; the first two (faults and stress, and the light
-    tests beside them, started together) sorted, as either may be recorded first."""
-    found = [c for c in calls if c.startswith(("pytest", "openstack-up"))]
-    together = [FAULTS, LIGHT_RUN]
-    if sorted(found[:2]) == sorted(together):
-        found[:2] = together
-    return found
+    """The pytest and OpenStack calls, in order."""
+    return [c for c in calls if c.startswith(("pytest", "openstack-up"))]
 
 
-LIGHT = "tests/domain tests/placement tests/harness tests/wire tests/sim tests/store tests/agent"
-LIGHT += " tests/cli"
+ONLY_VPOD = (
+    "-m not openstack and not system and not fuzz --ignore=tests/faults --ignore=tests/stress"
+)
+MAIN = [f"pytest -p no:cacheprovider -n 3 {ONLY_VPOD}"]
 FAULTS = "pytest -p no:cacheprovider -m not openstack tests/faults tests/stress"
-LIGHT_RUN = f"pytest -p no:cacheprovider -m not openstack {LIGHT}"
-MAIN = [
-    FAULTS,
-    LIGHT_RUN,
-    "pytest -p no:cacheprovider -n 3 -m not openstack --ignore=tests/faults --ignore=tests/stress "
-    + " ".join(f"--ignore={d}" for d in LIGHT.split()),
-]
+SYSTEM = (
+    "pytest -p no:cacheprovider -n 3 -m (system or fuzz) and not openstack"
+    " --ignore=tests/faults --ignore=tests/stress"
+)
+HEAVY = [FAULTS, SYSTEM]
 STAGE = ["openstack-up ", "pytest -p no:cacheprovider -m openstack tests/openstack"]
 
 
-def test_the_whole_run_is_the_main_suite_then_the_openstack_stage(repo: Path) -> None:
+def test_the_whole_run_is_the_main_suite_then_the_heavy_stages(repo: Path) -> None:
     code, out, calls = run(repo)
     assert code == 0, out
     assert calls[:2] == ["bootstrap ", "ensure-system-deps "]
-    assert pytest_calls(calls) == MAIN + STAGE
-    assert "== OpenStack (scripts/openstack-up)" in out
-    assert "== OpenStack stage:" in out
+    assert pytest_calls(calls) == MAIN + HEAVY + STAGE
+    headings = [
+        "== pytest: the main suite, 3 workers",
+        "== main suite:",
+        "== pytest: faults and stress, alone",
+        "== faults and stress:",
+        "== pytest: the system stage, 3 workers",
+        "== system stage:",
+        "== OpenStack (scripts/openstack-up)",
+        "== OpenStack stage:",
+    ]
+    places = [out.index(h) for h in headings]
+    assert places == sorted(places), out
+
+
+def test_each_stage_says_how_long_it_took(repo: Path) -> None:
+    code, out, _ = run(repo)
+    assert code == 0, out
+    for stage in ("main suite", "faults and stress", "system stage", "OpenStack stage"):
+        assert re.search(rf"^== {stage}: \d+ s$", out, re.MULTILINE), (stage, out)
 
 
 def test_the_stage_is_skipped_saying_why_where_the_machine_cannot_run_it(repo: Path) -> None:
     code, out, calls = run(repo, STAGES_CANNOT="needs root (Debian packages, Linux bridges)")
     assert code == 0, out
-    assert pytest_calls(calls) == MAIN
+    assert pytest_calls(calls) == MAIN + HEAVY
     assert "== OpenStack stage skipped: needs root (Debian packages, Linux bridges)" in out
 
 
@@ -120,45 +133,49 @@ def test_the_stage_is_skipped_saying_why_where_the_machine_cannot_run_it(repo: P
 def test_a_developer_leaves_the_stage_out(repo: Path, value: str) -> None:
     code, out, calls = run(repo, VPOD_SKIP_OPENSTACK=value)
     assert code == 0, out
-    assert pytest_calls(calls) == MAIN
+    assert pytest_calls(calls) == MAIN + HEAVY
     assert f"OpenStack stage skipped: VPOD_SKIP_OPENSTACK={value}" in out
 
 
-def test_zero_is_no_opt_out(repo: Path) -> None:
-    code, out, calls = run(repo, VPOD_SKIP_OPENSTACK="0")
+@pytest.mark.parametrize("value", ["1", "yes"])
+def test_a_developer_runs_the_main_suite_alone(repo: Path, value: str) -> None:
+    code, out, calls = run(repo, VPOD_SKIP_HEAVY=value)
     assert code == 0, out
-    assert pytest_calls(calls) == MAIN + STAGE
+    assert pytest_calls(calls) == MAIN
+    assert f"== heavy stages skipped: VPOD_SKIP_HEAVY={value}" in out
 
 
-def test_a_failing_main_suite_still_runs_the_stage_and_fails_the_run(repo: Path) -> None:
-    code, out, calls = run(repo, STAGES_FAIL="tests/faults")
-    assert code == 1, out
-    assert pytest_calls(calls) == MAIN + STAGE
-
-
-def test_the_light_tests_run_beside_faults_and_stress_and_nowhere_else(repo: Path) -> None:
-    """Started together; the light tests' output follows the faults' stage, and the parallel
-    stage leaves them out (no test runs twice)."""
-    code, out, calls = run(repo)
+@pytest.mark.parametrize("variable", ["VPOD_SKIP_OPENSTACK", "VPOD_SKIP_HEAVY"])
+def test_zero_is_no_opt_out(repo: Path, variable: str) -> None:
+    code, out, calls = run(repo, **{variable: "0"})
     assert code == 0, out
-    assert pytest_calls(calls)[:3] == MAIN
-    assert out.index("== pytest: faults and stress, beside the light tests") < out.index(
-        "== pytest: the light tests (run beside faults and stress)"
-    )
-    assert out.index("== pytest: the light tests") < out.index("== pytest: the rest")
+    assert pytest_calls(calls) == MAIN + HEAVY + STAGE
 
 
-def test_failing_light_tests_fail_the_run_after_everything_ran(repo: Path) -> None:
-    code, out, calls = run(repo, STAGES_FAIL="tests/domain tests/placement")
+def test_a_failing_main_suite_fails_the_run_after_everything_ran(repo: Path) -> None:
+    code, out, calls = run(repo, STAGES_FAIL="not system")
     assert code == 1, out
-    assert pytest_calls(calls) == MAIN + STAGE
+    assert pytest_calls(calls) == MAIN + HEAVY + STAGE
+
+
+def test_a_failing_main_suite_alone_fails(repo: Path) -> None:
+    code, out, calls = run(repo, STAGES_FAIL="not system", VPOD_SKIP_HEAVY="1")
+    assert code == 1, out
+    assert pytest_calls(calls) == MAIN
+
+
+@pytest.mark.parametrize("failing", ["tests/faults tests/stress", "(system or fuzz)"])
+def test_a_failing_heavy_stage_fails_the_run_after_everything_ran(repo: Path, failing: str) -> None:
+    code, out, calls = run(repo, STAGES_FAIL=failing)
+    assert code == 1, out
+    assert pytest_calls(calls) == MAIN + HEAVY + STAGE
 
 
 @pytest.mark.parametrize("failing", ["openstack-up", "-m openstack tests/openstack"])
 def test_a_failing_stage_fails_the_run(repo: Path, failing: str) -> None:
     code, out, calls = run(repo, STAGES_FAIL=failing)
     assert code == 1, out
-    expected = MAIN + (STAGE[:1] if failing == "openstack-up" else STAGE)
+    expected = MAIN + HEAVY + (STAGE[:1] if failing == "openstack-up" else STAGE)
     assert pytest_calls(calls) == expected
 
 
@@ -168,10 +185,12 @@ def test_dash_m_openstack_sets_up_and_runs_the_stage_alone(repo: Path) -> None:
     assert pytest_calls(calls) == STAGE
 
 
-def test_serial_runs_end_with_the_stage_too(repo: Path) -> None:
+def test_serial_runs_have_the_same_stages_one_test_at_a_time(repo: Path) -> None:
     code, out, calls = run(repo, VPOD_TEST_WORKERS="0")
     assert code == 0, out
-    assert pytest_calls(calls) == ["pytest -p no:cacheprovider -m not openstack", *STAGE]
+    serial = [c.replace(" -n 3", "") for c in MAIN + HEAVY]
+    assert pytest_calls(calls) == [*serial, *STAGE]
+    assert "== pytest: the main suite\n" in out
 
 
 def test_a_part_of_the_suite_runs_without_the_stage(repo: Path) -> None:

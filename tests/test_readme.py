@@ -35,7 +35,7 @@ READY_TIMEOUT_S = 180.0
 """Generous: `scripts/up` may first run the bootstrap, and the machine is shared."""
 LINE_TIMEOUT_S = 600.0
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(2400)]
+pytestmark = [pytest.mark.system, pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(2400)]
 
 
 def bash_blocks(text: str) -> list[list[str]]:

@@ -25,6 +25,7 @@ from vpod.cloud.drivers.sandbox import UID_FIRST, sandbox_problem
 REPO = Path(__file__).resolve().parents[2]
 UV = Path(sys.executable).with_name("uv")
 pytestmark = [
+    pytest.mark.system,
     pytest.mark.skipif(sandbox_problem() is not None, reason=f"no sandbox: {sandbox_problem()}"),
     pytest.mark.skipif(not UV.exists(), reason="uv is not in this environment (scripts/bootstrap)"),
 ]

@@ -32,6 +32,8 @@ from schemathesis.core.result import Err
 
 from .live import LiveCloud, start_cloud, stop_cloud
 
+pytestmark = pytest.mark.fuzz
+
 MAX_EXAMPLES = 20
 
 

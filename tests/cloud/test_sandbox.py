@@ -38,9 +38,12 @@ from vpod.cloud.drivers.sandbox import UID_FIRST, sandbox_problem
 from .conftest import error, in_shell, ok, run_task
 from .live import LiveCloud, start_cloud, stop_cloud
 
-pytestmark = pytest.mark.skipif(
-    sandbox_problem() is not None, reason=f"no sandbox on this host: {sandbox_problem()}"
-)
+pytestmark = [
+    pytest.mark.system,
+    pytest.mark.skipif(
+        sandbox_problem() is not None, reason=f"no sandbox on this host: {sandbox_problem()}"
+    ),
+]
 VPOD = str(Path(sys.executable).with_name("vpod"))
 FLAVOR = "g2a-ai-fast-v1pod-4"
 

@@ -44,7 +44,7 @@ from .openssh_tenants import (
     wait_port,
 )
 
-pytestmark = NEEDS_OPENSSH
+pytestmark = [pytest.mark.system, *NEEDS_OPENSSH]
 
 
 @pytest.fixture(scope="module")

@@ -36,7 +36,7 @@ from .openssh_tenants import (
     wait_port,
 )
 
-pytestmark = NEEDS_OPENSSH
+pytestmark = [pytest.mark.system, *NEEDS_OPENSSH]
 CLOSE_DEADLINE_S = 60.0
 """A safety net for the listener to close after a delete (it looks every task_poll_s)."""
 

@@ -24,7 +24,10 @@ from vpod.cloud.drivers.tenant_network import (
     remove_server,
 )
 
-pytestmark = pytest.mark.skipif(network_problem() is not None, reason=str(network_problem()))
+pytestmark = [
+    pytest.mark.system,
+    pytest.mark.skipif(network_problem() is not None, reason=str(network_problem())),
+]
 
 
 def ip(*args: str) -> str:

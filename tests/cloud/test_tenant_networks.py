@@ -37,10 +37,13 @@ from vpod.cloud.drivers.tenant_network import network_problem
 from .conftest import VPOD, in_shell, ok, run_task
 from .live import LiveCloud, start_cloud, stop_cloud
 
-pytestmark = pytest.mark.skipif(
-    (sandbox_problem() or network_problem()) is not None,
-    reason=f"no sandboxed tenant networks here: {sandbox_problem() or network_problem()}",
-)
+pytestmark = [
+    pytest.mark.system,
+    pytest.mark.skipif(
+        (sandbox_problem() or network_problem()) is not None,
+        reason=f"no sandboxed tenant networks here: {sandbox_problem() or network_problem()}",
+    ),
+]
 SMALL = "g2a-ai-fast-v1pod-4"
 GPU = "bm3-ai-1xlarge-h100-80-8"
 HOSTS = [

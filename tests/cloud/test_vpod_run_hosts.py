@@ -41,6 +41,7 @@ from .live import LiveCloud, start_cloud, stop_cloud
 
 MISSING = [t for t in ("ssh", "ssh-agent", "ssh-add") if shutil.which(t) is None]
 pytestmark = [
+    pytest.mark.system,
     pytest.mark.skipif(
         (sandbox_problem() or network_problem()) is not None,
         reason=f"no sandboxed tenant networks here: {sandbox_problem() or network_problem()}",

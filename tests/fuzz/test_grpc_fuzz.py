@@ -37,6 +37,8 @@ from vpod.wire import admin_pb2_grpc as apb_grpc
 from vpod.wire import agent_pb2 as agpb
 from vpod.wire import virmgrpc_pb2 as pb
 
+pytestmark = pytest.mark.fuzz
+
 DOCUMENTED = frozenset(
     {
         grpc.StatusCode.INVALID_ARGUMENT,

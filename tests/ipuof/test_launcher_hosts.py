@@ -33,6 +33,7 @@ from .test_launcher import instance_lines, workloads
 
 SSHD = "/usr/sbin/sshd"
 pytestmark = [
+    pytest.mark.system,
     pytest.mark.skipif(os.geteuid() != 0, reason="root's sshd logs in root only as root"),
     pytest.mark.skipif(
         not os.access(SSHD, os.X_OK) or shutil.which("ssh") is None,

@@ -36,6 +36,8 @@ from schemathesis.core.result import Err
 
 from .live import LivePod, start_pod, stop_pod
 
+pytestmark = pytest.mark.fuzz
+
 MAX_EXAMPLES = 25
 EXCLUDED_PATHS = (
     "/api/v1/admin/agents/discover",

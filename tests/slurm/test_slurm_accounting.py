@@ -8,7 +8,7 @@ from vpod.integrations.slurm.local_accounting import missing_accounting
 
 from .harness import SlurmPod, wait_until
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.system, pytest.mark.e2e, pytest.mark.slow]
 
 
 def test_sacct_shows_the_ipus_of_each_job(slurm: SlurmPod) -> None:

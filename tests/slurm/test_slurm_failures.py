@@ -19,7 +19,7 @@ import pytest
 
 from .harness import ALLOCATION_IPUS, FINAL_STATES, AgentSampler, SlurmPod, wait_until
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.system, pytest.mark.e2e, pytest.mark.slow]
 
 JOB_S = 15
 """Long enough that the jobs are still running when slurmctld is killed."""

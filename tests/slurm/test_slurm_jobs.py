@@ -14,7 +14,7 @@ import pytest
 
 from .harness import AgentSampler, SlurmPod, wait_until
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.system, pytest.mark.e2e, pytest.mark.slow]
 
 
 def test_each_size_gets_its_own_partition_and_attaches_exactly_its_ipus(slurm: SlurmPod) -> None:

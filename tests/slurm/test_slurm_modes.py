@@ -25,7 +25,7 @@ from vpod.client.errors import Unauthenticated
 
 from .harness import IPU_JOB, TEST_SETTINGS, SlurmPod, slurm_pod, wait_until
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.system, pytest.mark.e2e, pytest.mark.slow]
 FINISHED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"}
 STATIC = {"slurm_static1_0", "slurm_static1_1", "slurm_static4_0", "slurm_static4_1"}
 

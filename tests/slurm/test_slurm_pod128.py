@@ -8,7 +8,7 @@ import pytest
 
 from .harness import TEST_SETTINGS, SlurmPod, slurm_pod
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.system, pytest.mark.e2e, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module", name="slurm")

@@ -24,7 +24,7 @@ from vpod.client.errors import Unauthenticated
 
 from .harness import IPU_JOB, TEST_SETTINGS, SlurmPod, slurm_pod, wait_until
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.system, pytest.mark.e2e, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

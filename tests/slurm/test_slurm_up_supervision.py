@@ -19,7 +19,7 @@ from vpod.integrations.slurm.local_cluster import missing_requirements
 
 from .harness import wait_until
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.system, pytest.mark.e2e, pytest.mark.slow]
 BIN = Path(sys.executable).parent
 READY_S = 240.0
 GONE_S = 60.0

@@ -25,7 +25,7 @@ from tests.e2e.conftest import BIN, Pod, start_pod
 
 from .browser import chromium, console_errors, eventually, screenshot, wait_in_page
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.system, pytest.mark.e2e, pytest.mark.slow]
 
 UPDATE_LIMIT_S = 1.0
 """A change made through the API is on an open page within this."""

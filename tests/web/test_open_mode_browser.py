@@ -12,7 +12,7 @@ from vpod.web import WebConsole
 from ..rest.live import LivePod, start_pod, stop_pod
 from .browser import chromium, console_errors, screenshot, wait_in_page
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.system, pytest.mark.e2e]
 
 
 @pytest.fixture(scope="module")

@@ -32,6 +32,7 @@ from vpod.cloud.drivers.sandbox import sandbox_problem
 from .browser import chromium, console_errors, wait_in_page
 
 pytestmark = [
+    pytest.mark.system,
     pytest.mark.slow,
     pytest.mark.skipif(
         sandbox_problem() is not None, reason=f"no sandbox on this host: {sandbox_problem()}"
