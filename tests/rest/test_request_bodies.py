@@ -130,3 +130,45 @@ def test_an_unknown_field_is_refused_over_http_naming_it(pod: LivePod, http: htt
             assert "remove it" in error["message"]
             tried += 1
     assert tried >= 5
+
+
+MALFORMED = {
+    "not UTF-8": b'{"\xff\xfe": 1}',
+    "not JSON": b"{not json",
+    "cut short": b'{"partition_id": "p',
+    "empty": b"",
+    "an array": b"[]",
+    "a number": b"1e999999",
+    "null": b"null",
+}
+
+
+def test_a_malformed_body_is_refused_saying_what_is_wrong_with_it(
+    pod: LivePod, http: httpx.Client
+) -> None:
+    """Every controller route with a body, sent a body that is no JSON object at all (or none,
+    where the route needs one): 400 ``INVALID_ARGUMENT`` with a message about the body, never
+    FastAPI's bare "There was an error parsing the body"."""
+    document = create_http_app(pod.controller).openapi()
+    tried = 0
+    for template, operations in document["paths"].items():
+        path = re.sub(r"\{[^}]+\}", "x", template)
+        for method, operation in operations.items():
+            if "requestBody" not in operation:
+                continue
+            optional = not operation["requestBody"].get("required", False)
+            for kind, body in MALFORMED.items():
+                if optional and kind in {"empty", "null"}:
+                    continue  # no body, which the route takes
+                answer = http.request(
+                    method.upper(), path, content=body, headers={"content-type": "application/json"}
+                )
+                assert answer.status_code == 400, (kind, method, path, answer.text)
+                error = answer.json()["error"]
+                assert error["code"] == "INVALID_ARGUMENT", (kind, method, path, error)
+                assert "body" in error["message"], (kind, method, path, error)
+                assert "error parsing" not in error["message"], (kind, method, path, error)
+                if kind == "not UTF-8":
+                    assert "encoded as UTF-8" in error["message"], (method, path, error)
+                tried += 1
+    assert tried >= 5 * (len(MALFORMED) - 2)

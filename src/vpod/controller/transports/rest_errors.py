@@ -44,7 +44,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from vpod.domain.errors import Fault
-from vpod.domain.excerpts import bounded
+from vpod.domain.excerpts import bounded, excerpt
 from vpod.wire import errors as wire_errors
 from vpod.wire.rest.errors import FieldProblem, documented_error
 
@@ -158,6 +158,14 @@ def install_error_handlers(app: FastAPI) -> None:
             message = (
                 f"{request.method} is not allowed on {request.url.path}: see /docs for the"
                 " methods it takes"
+            )
+        elif status == 400 and exc.__cause__ is not None:
+            # FastAPI's own refusal of a body it could not read at all (bytes that are not
+            # UTF-8, a form it cannot parse): "There was an error parsing the body" named
+            # neither the cause nor the fix.
+            message = (
+                f"the request body could not be read ({excerpt(exc.__cause__)}): send a JSON"
+                " object encoded as UTF-8; see /docs for the expected shape"
             )
         else:
             message = str(exc.detail)
