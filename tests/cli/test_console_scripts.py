@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import grpc
@@ -103,22 +104,17 @@ def test_grpc_core_logs_stay_off_stderr(tmp_path: Path) -> None:
     ]
 
 
-CLICK_PROGRAMS = [
-    "vpod",
-    "vipu",
-    "vipu-admin",
-    "vipu-server",
-    "vipu-agent",
-    "vpod-gpu-agent",
-    "ipu-info",
-    "ipu-monitor",
-    "vpod-workload",
-    "vpod-run",
-]
+REPO = Path(__file__).resolve().parents[2]
+PROGRAMS = sorted(tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"])
+"""Every console script vpod installs, click's and argparse's and the Slurm hooks' alike."""
+
+
+def test_every_program_is_walked() -> None:
+    assert {"vpod", "vipu", "vpod-slurm-prolog", "vpod-slurm-bridge", "vpod-run"} <= set(PROGRAMS)
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full on this system")
-@pytest.mark.parametrize("program", CLICK_PROGRAMS)
+@pytest.mark.parametrize("program", PROGRAMS)
 def test_output_that_cannot_be_written_is_one_line_not_a_traceback(program: str) -> None:
     # /dev/full refuses every write (ENOSPC), as a full disk under `> out.txt` does
     base = {k: v for k, v in os.environ.items() if not k.startswith(("VIPU_CLI_", "GRPC_"))}
@@ -134,3 +130,25 @@ def test_output_that_cannot_be_written_is_one_line_not_a_traceback(program: str)
         )
     assert done.returncode == 1
     assert done.stderr == f"{program}: error: No space left on device\n"
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_a_reader_that_leaves_early_ends_the_program_quietly(program: str) -> None:
+    """``program --help | head``, the reader gone before the help is written: exit 1 with
+    nothing on stderr (no traceback, no error line), as a program killed by SIGPIPE."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("VIPU_CLI_", "GRPC_"))}
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # nobody will read: the first write fails with EPIPE
+    try:
+        done = subprocess.run(
+            [str(BIN / program), "--help"],
+            env=base,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (1, "")

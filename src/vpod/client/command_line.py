@@ -14,15 +14,19 @@ as every other error of vpod does.
 from __future__ import annotations
 
 import argparse
+import io
 import math
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 from vpod.domain.excerpts import bounded
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
 
 
 def bound_click_error(exc: click.ClickException) -> click.ClickException:
@@ -89,10 +93,29 @@ class BoundedCommand(click.Command):
 
 
 class BoundedArgumentParser(argparse.ArgumentParser):
-    """An :class:`argparse.ArgumentParser` whose usage errors quote at most an excerpt."""
+    """An :class:`argparse.ArgumentParser` whose usage errors quote at most an excerpt, and
+    whose help or usage that cannot be written is an error."""
 
     def error(self, message: str) -> NoReturn:
         super().error(bounded(message))
+
+    def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
+        # argparse drops a failed write, so `--help > full-disk` exited 0 having printed
+        # nothing: one line and status 1, as the click programs say it.
+        if not message:
+            return
+        out = file or sys.stderr
+        try:
+            out.write(message)
+            if isinstance(out, io.IOBase):
+                out.flush()
+        except BrokenPipeError:  # the reader left (`| head`): quietly, as click does
+            if isinstance(out, io.IOBase):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
+            sys.exit(1)
+        except OSError as exc:
+            sys.stderr.write(f"{self.prog}: error: {bounded(os_error_text(exc))}\n")
+            sys.exit(1)
 
 
 __all__ = [

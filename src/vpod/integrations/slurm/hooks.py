@@ -23,13 +23,26 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 from .bridge_protocol import BridgeUnreachable, ask_bridge, ipus_in_tres
 
 DEFAULT_CONFIG = "/etc/vpod/slurm.toml"
 DEFAULT_SOCKET = "/run/vpod-slurm/bridge.sock"
 USAGE = 2
+
+
+def _print_help() -> NoReturn:
+    prog = os.path.basename(sys.argv[0])
+    try:
+        print(f"usage: {prog} [--config FILE]\n\n{__doc__}", flush=True)
+    except BrokenPipeError:  # the reader left (`| head`): quietly, as the other programs do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
+    except OSError as exc:  # stdout itself (a full disk): one line, not a traceback
+        print(f"{prog}: error: {exc.strerror or exc}", file=sys.stderr)
+        sys.exit(1)
+    sys.exit(0)
 
 
 def _config_path(argv: list[str]) -> str:
@@ -39,8 +52,7 @@ def _config_path(argv: list[str]) -> str:
         if arg.startswith("--config="):
             return arg.split("=", 1)[1]
         if arg in ("-h", "--help"):
-            print(f"usage: {os.path.basename(sys.argv[0])} [--config FILE]\n\n{__doc__}")
-            sys.exit(0)
+            _print_help()
     return os.environ.get("VPOD_SLURM_CONFIG") or DEFAULT_CONFIG
 
 
