@@ -280,6 +280,14 @@ def test_inject_and_clear_faults(vipu_admin: Run, fake: RunningFake, cluster: No
         (["inject", "fault", "--agent", "m1", "--kind", "ipu"], "--kind ipu needs --device"),
         (["inject", "fault", "--agent", "m1", "--kind", "link"], "--kind link needs --link"),
         (["inject", "fault", "--agent", "m1", "--kind", "slow"], "--kind slow needs --delay-ms"),
+        (
+            ["inject", "fault", "--agent", "m1", "--kind", "slow", "--delay-ms", "600001"],
+            "use at most 600000",
+        ),
+        (
+            ["inject", "fault", "--agent", "m1", "--kind", "slow", "--delay-ms", "0"],
+            "use 1 or more",
+        ),
         (["clear", "fault", "--agent", "m1"], "say which faults to clear"),
         (["clear", "fault", "--agent", "m1", "--all", "--kind", "hang"], "say which faults"),
     ],

@@ -32,6 +32,7 @@ from typing import Any, NoReturn, TypeVar
 
 import grpc
 
+from vpod.domain.entities import MAX_FAULT_DELAY_MS
 from vpod.domain.excerpts import bounded
 from vpod.wire import agent_pb2 as pb
 from vpod.wire import agent_pb2_grpc as pb_grpc
@@ -58,7 +59,6 @@ from .roster import FleetRoster
 
 log = logging.getLogger(__name__)
 
-MAX_SLOW_DELAY_S = 600.0
 
 T = TypeVar("T")
 Handler = Callable[["AgentService", Any, grpc.aio.ServicerContext], Awaitable[T]]
@@ -443,9 +443,9 @@ class AgentService(pb_grpc.AgentServiceServicer):
             self._hang = fault
             self._healed.clear()
         elif fault.kind is FaultKind.AGENT_SLOW:
-            if not 0 < fault.delay_s <= MAX_SLOW_DELAY_S:
+            if not 0 < fault.delay_s <= MAX_FAULT_DELAY_MS / 1000:
                 raise InvalidRequest(
-                    f"a slow agent needs a delay of 1 to {int(MAX_SLOW_DELAY_S * 1000)} ms,"
+                    f"a slow agent needs a delay of 1 to {MAX_FAULT_DELAY_MS} ms,"
                     f" not {round(fault.delay_s * 1000)} ms"
                 )
             self._slow = fault

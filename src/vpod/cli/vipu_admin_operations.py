@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from vpod.client import Fault, FaultKind, LinkTest
+from vpod.domain.entities import MAX_FAULT_DELAY_MS
 from vpod.wire import admin_pb2 as apb
 
 from .exit_status import EXIT_USAGE, CliError
@@ -186,7 +187,11 @@ _KIND_CHOICE = click.Choice(sorted(FAULT_KINDS), case_sensitive=False)
 @click.option("--kind", required=True, type=_KIND_CHOICE, help="What fails.")
 @click.option("--device", type=WholeNumber(0, 3), metavar="N", help="IPU device id (ipu).")
 @click.option("--link", metavar="L", help="Link id (link).")
-@click.option("--delay-ms", type=WholeNumber(), help="Answer delay (slow).")
+@click.option(
+    "--delay-ms",
+    type=WholeNumber(1, MAX_FAULT_DELAY_MS),
+    help=f"Answer delay (slow), 1 to {MAX_FAULT_DELAY_MS} ms.",
+)
 @click.option("--reason", metavar="TEXT", help="Shown in health and events.")
 @json_option
 @click.pass_context

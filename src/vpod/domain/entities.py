@@ -25,6 +25,9 @@ from .topology import LOOPED_MAX_IPUS, GwTopology, IldTopology, Pod, build_pod
 
 HOST_MAX_LENGTH = 253
 MAX_PORT = 65535
+MAX_FAULT_DELAY_MS = 600_000
+"""Longest answer delay an injected ``agent-slow`` fault may set: ten minutes (the agent
+protocol's bound, checked by the agent, the REST shape and ``vipu-admin inject fault``)."""
 _WHITESPACE = re.compile(r"\s")
 
 

@@ -9,12 +9,10 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, model_validator
 
 from vpod.domain.catalog import IPUS_PER_MACHINE, MachineType
-from vpod.domain.entities import HOST_MAX_LENGTH, split_host_port
+from vpod.domain.entities import HOST_MAX_LENGTH, MAX_FAULT_DELAY_MS, split_host_port
 
 from .fields import AgentId, StrictBody, lower_dashed
 
-MAX_DELAY_MS = 600_000
-"""Longest slowness a fault may inject: ten minutes."""
 AGENT_KEY_MAX_LENGTH = 256
 
 
@@ -120,7 +118,7 @@ class FaultBody(StrictBody):
     link_id: str | None = Field(
         default=None, min_length=1, max_length=64, description="For `link-down`, e.g. `gwlink0`."
     )
-    delay_ms: int = Field(default=0, ge=0, le=MAX_DELAY_MS, description="For `agent-slow`.")
+    delay_ms: int = Field(default=0, ge=0, le=MAX_FAULT_DELAY_MS, description="For `agent-slow`.")
     reason: str = Field(default="", max_length=255)
 
     @model_validator(mode="after")
