@@ -7,7 +7,10 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
+
+from vpod.launch.parent_death import dying_with_this_process
 
 LOOPBACK_AGENT = (
     "--single-address",
@@ -23,6 +26,13 @@ LOOPBACK_AGENT = (
 """``vipu-agent`` options for machines on 127.0.0.1, every port chosen by the kernel."""
 
 
+def tied() -> Callable[[], None]:
+    """A ``preexec_fn`` that ends the child (SIGTERM) when this benchmark ends, however it
+    ends: a benchmark interrupted or killed left its controller and agents running, holding
+    their ports and a core."""
+    return dying_with_this_process(signal.SIGTERM)
+
+
 def spawn(
     argv: list[str], ready: str, timeout: float = 60, *, env: dict[str, str] | None = None
 ) -> tuple[subprocess.Popen[str], str]:
@@ -34,6 +44,7 @@ def spawn(
         text=True,
         start_new_session=True,
         env=env,
+        preexec_fn=tied(),
     )
     deadline = time.monotonic() + timeout
     assert proc.stdout is not None

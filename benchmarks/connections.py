@@ -33,6 +33,7 @@ from pathlib import Path
 
 import grpc
 import httpx
+from bench_processes import tied
 
 from vpod.wire import virmgrpc_pb2 as pb
 from vpod.wire import virmgrpc_pb2_grpc as pb_grpc
@@ -63,8 +64,11 @@ class Run:
 
 
 def _start(data_dir: Path, caps: bool, nofile: int) -> tuple[subprocess.Popen[str], int, int]:
+    end_with_us = tied()
+
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+        end_with_us()
 
     argv = [
         str(BIN / "vipu-server"),

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from bench_processes import tied
 
 from vpod.cloud.drivers.nvidia_userland import host_userland
 from vpod.cloud.drivers.sandbox import sandbox_problem
@@ -166,7 +167,12 @@ def main() -> int:
     say(f"driver userland beyond /usr and the linker cache: {driver.dirs or 'none'}")
     say("$ " + " ".join(up_argv))
     up = subprocess.Popen(
-        up_argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+        up_argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        preexec_fn=tied(),
     )
     agent: subprocess.Popen[str] | None = None
     try:
@@ -186,7 +192,7 @@ def main() -> int:
             agent_argv += ["--model", "h100-80"]
         say("$ " + " ".join(agent_argv))
         agent = subprocess.Popen(
-            agent_argv, stdout=subprocess.PIPE, text=True, start_new_session=True
+            agent_argv, stdout=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=tied()
         )
         wait_ready(agent, "vpod-gpu-agent ready:", 60)
         host = wait_host(admin, 60)

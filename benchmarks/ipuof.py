@@ -41,6 +41,8 @@ import grpc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the test suite's helpers
 
+from bench_processes import tied
+
 from tests.e2e.conftest import Pod, start_pod
 from vpod.client import UserClient
 from vpod.ipuof import attach, find_partition, list_devices
@@ -124,6 +126,7 @@ def attach_rows(pod: Pod, attaches: int) -> list[Row]:
                 env=env,
                 stdout=subprocess.PIPE,
                 text=True,
+                preexec_fn=tied(),
             )
             assert proc.stdout is not None
             line = proc.stdout.readline()
@@ -150,6 +153,7 @@ def scrape_rows(pod: Pod, shape: str, scrapes: int) -> list[Row]:
             env=env_of(pod, "bench-busy"),
             stdout=subprocess.PIPE,
             text=True,
+            preexec_fn=tied(),
         )
         assert busy.stdout is not None
         busy.stdout.readline()

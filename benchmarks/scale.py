@@ -34,7 +34,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from bench_processes import LOOPBACK_AGENT, cpu_seconds, stop
+from bench_processes import LOOPBACK_AGENT, cpu_seconds, stop, tied
 
 from vpod.client import AdminClient, UserClient
 from vpod.client.admin_records import AgentState
@@ -116,6 +116,7 @@ def _detection(admin: AdminClient, admin_port: int, probe_id: str, env: dict[str
         stderr=subprocess.DEVNULL,
         text=True,
         env=env,
+        preexec_fn=tied(),
     )
     try:
         _wait_line(probe, "vipu-agent ready", 30)
@@ -149,7 +150,9 @@ def measure(pod_name: str, idle_s: float) -> Row:
         argv += ["--port", str(port), "--admin-port", str(admin_port)]
         argv += ["--http-port", str(http_port), "--no-cloud"]
         started = time.monotonic()
-        up = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        up = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=tied()
+        )
         try:
             _wait_line(up, "vpod is up", 300)
             ready_s = time.monotonic() - started

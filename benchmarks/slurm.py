@@ -38,6 +38,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench_processes import tied
+
 from vpod.integrations.slurm.local_cluster import LocalSlurm, free_port, missing_requirements
 from vpod.integrations.slurm.settings import SlurmSettings
 
@@ -61,7 +63,12 @@ def start_pod(data_dir: Path, *, secure: bool = False) -> tuple[subprocess.Popen
         str(free_port()),
     ]
     proc = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        preexec_fn=tied(),
     )
     assert proc.stdout is not None
     for line in proc.stdout:

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from bench_processes import tied
 
 from vpod.agent.addressing import AddressMode, AddressPlan
 from vpod.agent.fleet import AgentFleet, FleetSettings
@@ -157,7 +158,9 @@ def _direct_sshd(work: Path, public_key: str) -> tuple[subprocess.Popen[bytes], 
         "UsePAM no\nPermitRootLogin prohibit-password\nPidFile none\nStrictModes no\n"
         "Subsystem sftp internal-sftp\n"
     )
-    sshd = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stderr=subprocess.DEVNULL)
+    sshd = subprocess.Popen(
+        [SSHD, "-D", "-e", "-f", str(config)], stderr=subprocess.DEVNULL, preexec_fn=tied()
+    )
     for _ in range(100):
         with socket.socket() as probe:
             if probe.connect_ex(("127.0.0.1", port)) == 0:
