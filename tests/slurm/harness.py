@@ -231,6 +231,34 @@ class AgentSampler:
             self._stop.wait(self.period_s)
 
 
+def _pod_on_free_ports(
+    tmp_path_factory: pytest.TempPathFactory, *, secure: bool, shape: str
+) -> tuple[Pod, list[str]]:
+    """``vpod up`` on ports chosen for it (Slurm's configuration names them, and a restart
+    keeps them), and its arguments. A port is free when chosen but bound only as the
+    controller starts: where another process took one meanwhile, choose again."""
+    for attempt in range(3):
+        pod_args = [
+            # open: the admin's calls (vipu-admin list agents) use the pod's plain config
+            "--secure" if secure else "--open",
+            "--no-cloud",
+            "--port",
+            str(free_port()),
+            "--admin-port",
+            str(free_port()),
+            "--http-port",
+            str(free_port()),
+            "--pod",
+            shape,
+        ]
+        try:
+            return start_pod(tmp_path_factory.mktemp("pod"), *pod_args), pod_args
+        except AssertionError as exc:
+            if "address already in use" not in str(exc) or attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
 def slurm_pod(
     tmp_path_factory: pytest.TempPathFactory,
     settings: dict[str, float],
@@ -245,20 +273,7 @@ def slurm_pod(
     reason = missing_requirements() or (missing_accounting() if accounting else None)
     if reason:
         pytest.skip(f"cannot run Slurm here: {reason}")
-    pod_args = [
-        # open: the admin's calls (vipu-admin list agents) use the pod's plain config
-        "--secure" if secure else "--open",
-        "--no-cloud",
-        "--port",
-        str(free_port()),
-        "--admin-port",
-        str(free_port()),
-        "--http-port",
-        str(free_port()),
-        "--pod",
-        shape,
-    ]
-    pod = start_pod(tmp_path_factory.mktemp("pod"), *pod_args)
+    pod, pod_args = _pod_on_free_ports(tmp_path_factory, secure=secure, shape=shape)
     cluster: LocalSlurm | None = None
     shared: SlurmPod | None = None
     try:
