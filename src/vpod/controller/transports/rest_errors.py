@@ -132,6 +132,12 @@ def validation_message(problems: Sequence[FieldProblem]) -> str:
     return f"invalid request: {shown}{more}; see /docs for the expected shape"
 
 
+_UNREADABLE_BODY = "There was an error parsing the body"
+"""FastAPI's own refusal of a body it could not read at all (bytes that are not UTF-8, a
+form it cannot parse), raised from the cause: it names neither the cause nor the fix, so
+the answer says both instead."""
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Route every failure through the mapping above."""
 
@@ -159,10 +165,7 @@ def install_error_handlers(app: FastAPI) -> None:
                 f"{request.method} is not allowed on {request.url.path}: see /docs for the"
                 " methods it takes"
             )
-        elif status == 400 and exc.__cause__ is not None:
-            # FastAPI's own refusal of a body it could not read at all (bytes that are not
-            # UTF-8, a form it cannot parse): "There was an error parsing the body" named
-            # neither the cause nor the fix.
+        elif status == 400 and exc.detail == _UNREADABLE_BODY and exc.__cause__ is not None:
             message = (
                 f"the request body could not be read ({excerpt(exc.__cause__)}): send a JSON"
                 " object encoded as UTF-8; see /docs for the expected shape"
