@@ -140,6 +140,7 @@ MALFORMED = {
     "an array": b"[]",
     "a number": b"1e999999",
     "null": b"null",
+    "nested too deep": b"[" * 100_000 + b"]" * 100_000,
 }
 
 
