@@ -5,13 +5,16 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vpod.agent.client import AgentClient
 from vpod.agent.errors import MachineConflict, Reason
 from vpod.agent.fleet import EmulatedAgentHost
 from vpod.agent.ipuof import STATUS_KEYS
 from vpod.agent.model import Fault, FaultKind, Holder
-from vpod.agent.telemetry import AMBIENT_C, POWER
+from vpod.agent.telemetry import AMBIENT_C, POWER, TelemetryModel
+from vpod.domain.catalog import MachineType
 
 from .test_emulated_machine import FakeClock, config, machine
 from .test_ipuof import App, configure
@@ -166,3 +169,35 @@ async def test_malformed_lines_are_refused_with_a_reason(
         assert (await app.say("ATTACH p1")).startswith("OK")
     answer = await app.say(line)
     assert answer.startswith(f"ERR {reason} "), answer
+
+
+STEPS = st.lists(
+    st.tuples(
+        st.sampled_from([0.0, 0.1, 0.2, 1.0, 3.0, 60.0]),  # seconds until the next step
+        st.one_of(st.none(), st.sampled_from([0.0, 0.3, 0.5, 1.0])),  # a new load, or none
+        st.booleans(),  # whether the often-read sensor is read at this step
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(STEPS)
+def test_a_reading_does_not_depend_on_how_often_the_sensor_was_read(
+    steps: list[tuple[float, float | None, bool]],
+) -> None:
+    """Two machines under the same loads at the same times, one read at every step (a
+    heartbeat a second), one only at the load changes and at the end: the same readings.
+    Power and temperature were stepped from one reading to the next, so how often a sensor
+    was read moved its temperature."""
+    clock = FakeClock()
+    often = TelemetryModel(MachineType.BOW2000, clock)
+    seldom = TelemetryModel(MachineType.BOW2000, clock)
+    for seconds, load, read in steps:
+        clock.now += seconds
+        if read:
+            often.read(0)
+        if load is not None:
+            often.set_load(0, load)
+            seldom.set_load(0, load)
+    assert often.read(0) == seldom.read(0)

@@ -125,21 +125,32 @@ class TelemetryModel:
         if elapsed and self._at_rest(sensor):
             sensor.at = now  # at rest it stays at rest: nothing to compute
         elif elapsed:
-            target_power = self._power.idle_w + sensor.load * (
-                self._power.peak_w - self._power.idle_w
-            )
-            sensor.power_w = _approach(sensor.power_w, target_power, elapsed, POWER_TAU_S)
-            share = (sensor.power_w - self._power.idle_w) / (
-                self._power.peak_w - self._power.idle_w
-            )
-            target_temperature = AMBIENT_C + FULL_LOAD_RISE_C * share
-            sensor.temperature_c = _approach(
-                sensor.temperature_c, target_temperature, elapsed, TEMPERATURE_TAU_S
+            sensor.power_w, sensor.temperature_c = _lagged(
+                sensor.power_w, sensor.temperature_c, sensor.load, self._power, elapsed
             )
             sensor.at = now
         return sensor
 
 
-def _approach(value: float, target: float, elapsed: float, tau: float) -> float:
-    """First-order lag: where ``value`` is after ``elapsed`` seconds heading for ``target``."""
-    return target + (value - target) * math.exp(-elapsed / tau)
+def _lagged(
+    power_w: float, temperature_c: float, load: float, figures: PowerFigures, elapsed: float
+) -> tuple[float, float]:
+    """Power and temperature ``elapsed`` seconds on at a steady ``load``: power a first-order
+    lag towards what the load draws, temperature a first-order lag behind the power as it
+    moves. Solved exactly, not stepped, so a reading does not depend on how often the sensor
+    was read before it (a heartbeat every second and one a minute later agree)."""
+    span = figures.peak_w - figures.idle_w
+    target_power = figures.idle_w + load * span
+    power_gap = power_w - target_power
+    power_decay = math.exp(-elapsed / POWER_TAU_S)
+    target_temperature = AMBIENT_C + FULL_LOAD_RISE_C * (target_power - figures.idle_w) / span
+    # the part of the temperature still following the power's own gap, which decays with it
+    following = (
+        FULL_LOAD_RISE_C / span * power_gap * POWER_TAU_S / (POWER_TAU_S - TEMPERATURE_TAU_S)
+    )
+    temperature = (
+        target_temperature
+        + following * power_decay
+        + (temperature_c - target_temperature - following) * math.exp(-elapsed / TEMPERATURE_TAU_S)
+    )
+    return target_power + power_gap * power_decay, temperature
