@@ -135,9 +135,30 @@ def volumes(log_dir, wait_s=150):
         time.sleep(1)
 
 
+def compute(log_dir, wait_s=150):
+    """Until nova-compute reports itself up and its host is a provider in Placement. A
+    compute service restarted after a while stays "down" for the scheduler until its first
+    report (every 10 s), and every server asked for before fails ("No valid host")."""
+    conn = admin()
+    deadline = time.monotonic() + wait_s
+    while True:
+        services = [s for s in conn.compute.services() if s.binary == "nova-compute"]
+        up = any(s.state == "up" and s.status == "enabled" for s in services)
+        if up and list(conn.placement.resource_providers()):
+            return
+        if time.monotonic() > deadline:
+            sys.exit(
+                f"nova-compute is not up with an inventory after {wait_s} s: see"
+                f" {log_dir}/nova-compute.log"
+            )
+        time.sleep(1)
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "warm":
         warm()
+    elif sys.argv[1] == "compute":
+        compute(sys.argv[2])
     elif sys.argv[1] == "volumes":
         volumes(sys.argv[2])
     elif sys.argv[1] == "catalog":

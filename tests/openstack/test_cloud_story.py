@@ -69,7 +69,7 @@ def run_task(live: LiveCloud, http: Any, method: str, path: str, **kwargs: Any) 
 
 def finished(live: LiveCloud, http: Any, method: str, path: str, **kwargs: Any) -> Any:
     task = run_task(live, http, method, path, **kwargs)
-    assert task["state"] == "FINISHED", task
+    assert task["state"] == "FINISHED", (task.get("error"), task)
     return task
 
 
@@ -86,7 +86,7 @@ def test_a_virtual_vpod_lives_on_nova_and_cinder(
     with live.client(live.project("acme")) as acme:
         body = {"name": "train", "flavor": VPOD4, "volumes": [{"name": "data", "size_gib": 2}]}
         task = run_task(live, acme, "POST", "/clusters", json=body)
-        assert task["state"] == "FINISHED", task
+        assert task["state"] == "FINISHED", (task.get("error"), task)
         cluster = ok(acme.get("/clusters/train"))
         assert cluster["status"] == "ACTIVE"
         [nova] = nova_servers(openstack_cloud, cluster)
