@@ -77,6 +77,10 @@ def test_a_dead_agent_is_named_in_its_partitions_status(duo: LivePod) -> None:
     process.kill()
     try:
         wait_until(lambda: _offline(duo, agent_id), f"{agent_id} seen unreachable")
+        # the leader marks the agent, then faults its partitions: a moment apart
+        wait_until(
+            lambda: first.status("orphan-view").ready_state == pb.PS_ERROR, "orphan-view in ERROR"
+        )
         for client in (first, second):
             status = client.status("orphan-view")
             errors = list(status.errors)
