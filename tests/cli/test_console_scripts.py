@@ -109,6 +109,20 @@ PROGRAMS = sorted(tomllib.loads((REPO / "pyproject.toml").read_text())["project"
 """Every console script vpod installs, click's and argparse's and the Slurm hooks' alike."""
 
 
+def _help_into(program: str, stdout: int) -> subprocess.CompletedProcess[str]:
+    """``program --help`` with its output into the file descriptor ``stdout``."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("VIPU_CLI_", "GRPC_"))}
+    return subprocess.run(
+        [str(BIN / program), "--help"],
+        env=base,
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
 def test_every_program_is_walked() -> None:
     assert {"vpod", "vipu", "vpod-slurm-prolog", "vpod-slurm-bridge", "vpod-run"} <= set(PROGRAMS)
 
@@ -117,17 +131,8 @@ def test_every_program_is_walked() -> None:
 @pytest.mark.parametrize("program", PROGRAMS)
 def test_output_that_cannot_be_written_is_one_line_not_a_traceback(program: str) -> None:
     # /dev/full refuses every write (ENOSPC), as a full disk under `> out.txt` does
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("VIPU_CLI_", "GRPC_"))}
     with open("/dev/full", "w") as full:
-        done = subprocess.run(
-            [str(BIN / program), "--help"],
-            env=base,
-            stdout=full,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        done = _help_into(program, full.fileno())
     assert done.returncode == 1
     assert done.stderr == f"{program}: error: No space left on device\n"
 
@@ -136,19 +141,10 @@ def test_output_that_cannot_be_written_is_one_line_not_a_traceback(program: str)
 def test_a_reader_that_leaves_early_ends_the_program_quietly(program: str) -> None:
     """``program --help | head``, the reader gone before the help is written: exit 1 with
     nothing on stderr (no traceback, no error line), as a program killed by SIGPIPE."""
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("VIPU_CLI_", "GRPC_"))}
     read_end, write_end = os.pipe()
     os.close(read_end)  # nobody will read: the first write fails with EPIPE
     try:
-        done = subprocess.run(
-            [str(BIN / program), "--help"],
-            env=base,
-            stdout=write_end,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        done = _help_into(program, write_end)
     finally:
         os.close(write_end)
     assert (done.returncode, done.stderr) == (1, "")

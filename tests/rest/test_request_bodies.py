@@ -112,23 +112,29 @@ def _problems(model: type[BaseModel], data: dict[str, object]) -> list[dict[str,
     return []
 
 
-def test_an_unknown_field_is_refused_over_http_naming_it(pod: LivePod, http: httpx.Client) -> None:
-    """Every controller route with a body, with only an unknown field (so required fields are
-    missing too): 400, and the message names the unknown field first."""
+def _routes_with_bodies(pod: LivePod) -> Iterator[tuple[str, str, dict[str, typing.Any]]]:
+    """(METHOD, path with every parameter ``x``, its OpenAPI request body) of every
+    controller route that takes a body."""
     document = create_http_app(pod.controller).openapi()
-    tried = 0
     for template, operations in document["paths"].items():
         path = re.sub(r"\{[^}]+\}", "x", template)
         for method, operation in operations.items():
-            if "requestBody" not in operation:
-                continue
-            answer = http.request(method.upper(), path, json={UNKNOWN: 1})
-            assert answer.status_code == 400, (method, path, answer.text)
-            error = answer.json()["error"]
-            assert error["code"] == "INVALID_ARGUMENT"
-            assert f"body.{UNKNOWN}" in error["message"], (method, path, error)
-            assert "remove it" in error["message"]
-            tried += 1
+            if "requestBody" in operation:
+                yield method.upper(), path, operation["requestBody"]
+
+
+def test_an_unknown_field_is_refused_over_http_naming_it(pod: LivePod, http: httpx.Client) -> None:
+    """Every controller route with a body, with only an unknown field (so required fields are
+    missing too): 400, and the message names the unknown field first."""
+    tried = 0
+    for method, path, _ in _routes_with_bodies(pod):
+        answer = http.request(method, path, json={UNKNOWN: 1})
+        assert answer.status_code == 400, (method, path, answer.text)
+        error = answer.json()["error"]
+        assert error["code"] == "INVALID_ARGUMENT"
+        assert f"body.{UNKNOWN}" in error["message"], (method, path, error)
+        assert "remove it" in error["message"]
+        tried += 1
     assert tried >= 5
 
 
@@ -150,26 +156,21 @@ def test_a_malformed_body_is_refused_saying_what_is_wrong_with_it(
     """Every controller route with a body, sent a body that is no JSON object at all (or none,
     where the route needs one): 400 ``INVALID_ARGUMENT`` with a message about the body, never
     FastAPI's bare "There was an error parsing the body"."""
-    document = create_http_app(pod.controller).openapi()
     tried = 0
-    for template, operations in document["paths"].items():
-        path = re.sub(r"\{[^}]+\}", "x", template)
-        for method, operation in operations.items():
-            if "requestBody" not in operation:
-                continue
-            optional = not operation["requestBody"].get("required", False)
-            for kind, body in MALFORMED.items():
-                if optional and kind in {"empty", "null"}:
-                    continue  # no body, which the route takes
-                answer = http.request(
-                    method.upper(), path, content=body, headers={"content-type": "application/json"}
-                )
-                assert answer.status_code == 400, (kind, method, path, answer.text)
-                error = answer.json()["error"]
-                assert error["code"] == "INVALID_ARGUMENT", (kind, method, path, error)
-                assert "body" in error["message"], (kind, method, path, error)
-                assert "error parsing" not in error["message"], (kind, method, path, error)
-                if kind == "not UTF-8":
-                    assert "encoded as UTF-8" in error["message"], (method, path, error)
-                tried += 1
+    for method, path, body_spec in _routes_with_bodies(pod):
+        optional = not body_spec.get("required", False)
+        for kind, body in MALFORMED.items():
+            if optional and kind in {"empty", "null"}:
+                continue  # no body, which the route takes
+            answer = http.request(
+                method, path, content=body, headers={"content-type": "application/json"}
+            )
+            assert answer.status_code == 400, (kind, method, path, answer.text)
+            error = answer.json()["error"]
+            assert error["code"] == "INVALID_ARGUMENT", (kind, method, path, error)
+            assert "body" in error["message"], (kind, method, path, error)
+            assert "error parsing" not in error["message"], (kind, method, path, error)
+            if kind == "not UTF-8":
+                assert "encoded as UTF-8" in error["message"], (method, path, error)
+            tried += 1
     assert tried >= 5 * (len(MALFORMED) - 2)

@@ -237,7 +237,8 @@ def _pod_on_free_ports(
     """``vpod up`` on ports chosen for it (Slurm's configuration names them, and a restart
     keeps them), and its arguments. A port is free when chosen but bound only as the
     controller starts: where another process took one meanwhile, choose again."""
-    for attempt in range(3):
+
+    def start() -> tuple[Pod, list[str]]:
         pod_args = [
             # open: the admin's calls (vipu-admin list agents) use the pod's plain config
             "--secure" if secure else "--open",
@@ -251,12 +252,15 @@ def _pod_on_free_ports(
             "--pod",
             shape,
         ]
+        return start_pod(tmp_path_factory.mktemp("pod"), *pod_args), pod_args
+
+    for _ in range(2):
         try:
-            return start_pod(tmp_path_factory.mktemp("pod"), *pod_args), pod_args
+            return start()
         except AssertionError as exc:
-            if "address already in use" not in str(exc) or attempt == 2:
+            if "address already in use" not in str(exc):
                 raise
-    raise AssertionError("unreachable")
+    return start()
 
 
 def slurm_pod(
