@@ -140,6 +140,66 @@ async def test_the_gateway_asks_each_process_once_after_the_heartbeats(
             await gateway.close()
 
 
+async def test_every_partition_call_to_a_process_goes_through_its_heartbeat_member(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Once the heartbeats went through ag1, partitions on any machines of the process, one
+    machine alone included, are configured and released through ag1's address (one
+    connection for the whole process), each machine answering for itself; when ag1's port
+    is gone, each machine is asked alone at its own address until a heartbeat is answered
+    again, and then through the member that heartbeat went through."""
+    async with emulated_fleet(4, "127.96.0.1") as fleet:
+        gateway = GrpcAgentGateway()
+        agents = _agents(fleet)
+        address = {a.id: a.address for a in agents}
+        made: list[tuple[str, str]] = []
+        for name in ("configure_partition_changed", "release_partition"):
+            _record(monkeypatch, name, made)
+        for name in ("fleet_configure", "fleet_release"):
+            _record(monkeypatch, name, made)
+        try:
+            await gateway.fleet_health(agents[0], [(a.id, 0) for a in agents], timeout=5)
+            for members, devices in (
+                ([agents[2]], (0,)),
+                (agents[1:3], (2, 3)),
+                ([agents[3]], (0,)),
+            ):
+                configs = {a.id: _config(f"p{members[0].id}", devices) for a in members}
+                done, failed = await gateway.configure_all(members, configs, hosts=(), timeout=5)
+                assert (sorted(done), failed) == (sorted(configs), {})
+            for host in fleet.hosts[1:]:
+                held = [c.config.partition_id for c in await host.backend.configurations()]
+                assert held, host.agent_id
+            assert {at for _, at in made} == {address["ag1"]}
+            assert [n for n, _ in made] == ["fleet_configure"] * 3
+            await fleet.hosts[0].stop(0)
+            made.clear()
+            done, failed = await gateway.release_all([agents[3]], "pag4", timeout=5)
+            assert (list(done), failed) == (["ag4"], {})
+            assert made == [
+                ("fleet_release", address["ag1"]),
+                ("release_partition", address["ag4"]),
+            ]
+            await gateway.health(agents[1], timeout=5)  # ag2 answers alone: ask through it
+            made.clear()
+            done, failed = await gateway.release_all([agents[2]], "pag3", timeout=5)
+            assert (list(done), failed) == (["ag3"], {})
+            assert made == [("fleet_release", address["ag2"])]
+        finally:
+            await gateway.close()
+
+
+def _record(monkeypatch: pytest.MonkeyPatch, name: str, made: list[tuple[str, str]]) -> None:
+    """Record each call of the agent client's method ``name`` with the address it went to."""
+    real = getattr(AgentClient, name)
+
+    async def recorded(self: AgentClient, *args: Any, **kwargs: Any) -> Any:
+        made.append((name, self.address))
+        return await real(self, *args, **kwargs)
+
+    monkeypatch.setattr(AgentClient, name, recorded)
+
+
 async def test_a_process_s_machines_are_asked_a_bounded_number_at_a_time(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -10,6 +10,13 @@ released in one call per process and partition (at most
 machines costs one call each way instead of four. A machine the process
 leaves out of its answer, or every machine of a call that failed, is asked
 alone; a call that ran out of time is each machine's timeout.
+
+Those calls all go through one member of the process, the one its fleet
+heartbeat was last asked through, even for a partition on one machine: so
+every call to the process shares one connection. Through each partition's
+own first machine, a pod1024's process had the controller hold 256
+connections to it, a call or two on each at a time, every call paying its
+connection's writes and wake-ups alone (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -52,6 +59,8 @@ class GrpcAgentGateway:
         self._closing: set[asyncio.Task[None]] = set()
         self._fleet_of: dict[str, str] = {}
         """Per agent: the process hosting it, from its last heartbeat ("": alone)."""
+        self._fleet_via: dict[str, Agent] = {}
+        """Per agent process: the member its partition calls go through."""
 
     def _client(self, agent: Agent) -> AgentClient:
         return self._pool.client(agent.address, agent_id=agent.id, key=agent.key)
@@ -123,6 +132,8 @@ class GrpcAgentGateway:
             agent, lambda c: c.health(since_event, timeout=timeout, memo=self._health_memo)
         )
         self._fleet_of[health.agent_id] = health.fleet_id
+        if health.fleet_id:
+            self._fleet_via.setdefault(health.fleet_id, agent)
         return health
 
     async def fleet_health(
@@ -133,6 +144,9 @@ class GrpcAgentGateway:
         )
         for health in answers:
             self._fleet_of[health.agent_id] = health.fleet_id
+        fleet = self._fleet_of.get(agent.id, "")
+        if fleet:  # the heartbeats' choice, stable from round to round
+            self._fleet_via[fleet] = agent
         return answers
 
     # -- one call per agent process
@@ -173,19 +187,21 @@ class GrpcAgentGateway:
         alone: Callable[[Agent], Awaitable[None]],
         together: Callable[[Agent, list[str]], Awaitable[Mapping[str, AgentError | object]]],
     ) -> Outcomes:
-        """``together`` once per agent process hosting several of ``agents`` (asked through
-        its first member), ``alone`` for the others and for the machines a process left out."""
+        """``together`` once per agent process hosting any of ``agents`` (asked through
+        the member its heartbeats go through), ``alone`` for machines of no known process
+        and for the machines a process left out."""
         processes: dict[str, list[Agent]] = {}
+        singles: list[Agent] = []
         for agent in agents:
-            processes.setdefault(self._fleet_of.get(agent.id, ""), []).append(agent)
-        singles = [
-            a for f, members in processes.items() if not f or len(members) < 2 for a in members
-        ]
+            fleet = self._fleet_of.get(agent.id, "")
+            if fleet in self._fleet_via:
+                processes.setdefault(fleet, []).append(agent)
+            else:
+                singles.append(agent)
         done: dict[str, None] = {}
         failed: dict[str, AgentError] = {}
 
-        async def one_call(members: list[Agent]) -> None:
-            via = members[0]
+        async def one_call(via: Agent, members: list[Agent]) -> None:
             try:
                 answers = await together(via, [a.id for a in members])
             except AgentTimeout as exc:  # the process is stuck: each machine's timeout
@@ -199,9 +215,11 @@ class GrpcAgentGateway:
                     )
                 return
             except AgentError:
-                # That machine's port is gone, say: each is asked alone, and it leads no
-                # call of its process until its heartbeat is answered again.
-                self._fleet_of.pop(via.id, None)
+                # That machine's port is gone, say: each is asked alone, and the process is
+                # asked through nobody until a heartbeat is answered again.
+                fleet = self._fleet_of.pop(via.id, "")
+                if self._fleet_via.get(fleet) is via:
+                    del self._fleet_via[fleet]
                 answers = {}
             for agent in members:
                 answer = answers.get(agent.id, _LEFT_OUT)
@@ -220,13 +238,11 @@ class GrpcAgentGateway:
             done.update(alone_done)
             failed.update(alone_failed)
 
-        groups = [
-            members[i : i + MACHINES_PER_CALL]
-            for f, members in processes.items()
-            if f and len(members) >= 2
+        calls = [
+            one_call(self._fleet_via[fleet], members[i : i + MACHINES_PER_CALL])
+            for fleet, members in processes.items()
             for i in range(0, len(members), MACHINES_PER_CALL)
         ]
-        calls = [one_call(g) for g in groups]
         if singles:
             calls.append(each_alone())
         if len(calls) == 1:  # one process or one machine (nearly always): no task to start
