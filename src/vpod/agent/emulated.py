@@ -344,7 +344,7 @@ class EmulatedMachine:
                     f" ({fault.describe()}): choose other IPUs or clear the fault",
                     Reason.IPU_FAULTED,
                 )
-            if config.partition_size > 1:
+            if config.partition_size > 1 and self._link_faults:
                 for link in ipu_links_of(device_id):
                     if link in self._link_faults:
                         raise MachineConflict(

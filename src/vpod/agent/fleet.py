@@ -120,7 +120,7 @@ class AgentFleet:
             raise ValueError("agent ids must be unique: an id is listed twice")
         addresses = settings.plan.addresses(len(ids))
         self.settings = settings
-        self.roster = FleetRoster()
+        self.roster = FleetRoster(in_memory=True)  # it hosts only emulated machines
         self.hosts = [
             EmulatedAgentHost(
                 EmulatedMachine(

@@ -21,9 +21,18 @@ GW_LINKS: tuple[str, ...] = ("gwlink0", "gwlink1")
 SYNC_LINKS: tuple[str, ...] = ("synclink0",)
 
 
-def ipu_links_of(device_id: int) -> tuple[str, str]:
-    """The two IPU-Link ports of IPU ``device_id``."""
+def _ipu_link_names(device_id: int) -> tuple[str, str]:
     return (f"ipulink{2 * device_id}", f"ipulink{2 * device_id + 1}")
+
+
+_IPU_LINKS = tuple(_ipu_link_names(d) for d in DEVICE_IDS)
+
+
+def ipu_links_of(device_id: int) -> tuple[str, str]:
+    """The two IPU-Link ports of IPU ``device_id`` (named once: read on every configure)."""
+    if 0 <= device_id < len(_IPU_LINKS):
+        return _IPU_LINKS[device_id]
+    return _ipu_link_names(device_id)
 
 
 LINKS: dict[str, tuple[LinkKind, int | None]] = {

@@ -19,10 +19,15 @@ class RosterMember(Protocol):
 
 
 class FleetRoster:
-    """The services of one process by agent id, under one ``fleet_id`` per process run."""
+    """The services of one process by agent id, under one ``fleet_id`` per process run.
 
-    def __init__(self, fleet_id: str | None = None) -> None:
+    ``in_memory``: the members are emulated machines, whose partition calls finish without
+    waiting on anything, so a fleet call runs their parts one after another: a task each,
+    to run them side by side, cost more than the parts themselves."""
+
+    def __init__(self, fleet_id: str | None = None, *, in_memory: bool = False) -> None:
         self.fleet_id = fleet_id or uuid.uuid4().hex
+        self.in_memory = in_memory
         self._serving: dict[str, RosterMember] = {}
 
     def join(self, agent_id: str, service: RosterMember) -> None:

@@ -86,12 +86,12 @@ def _served(handler: Handler[T], *, gate: bool) -> Handler[T]:
     return serve
 
 
-async def _all(outcomes: list[Awaitable[T]]) -> list[T]:
-    """The machines' parts of a fleet call, side by side; one alone is awaited as it is
-    (most partitions lie on one machine, and a task for it costs more than its part)."""
-    if len(outcomes) == 1:
-        return [await outcomes[0]]
-    return await asyncio.gather(*outcomes)
+async def _all(outcomes: list[Awaitable[T]], *, side_by_side: bool) -> list[T]:
+    """The machines' parts of a fleet call: side by side (a task each), or one after another
+    where they finish without waiting (a task costs more than such a part)."""
+    if side_by_side and len(outcomes) > 1:
+        return await asyncio.gather(*outcomes)
+    return [await outcome for outcome in outcomes]
 
 
 class AgentService(pb_grpc.AgentServiceServicer):
@@ -118,6 +118,11 @@ class AgentService(pb_grpc.AgentServiceServicer):
         self._healed = asyncio.Event()
         self._healed.set()
         self._answers = HeartbeatAnswers()
+
+    @property
+    def _parts_wait(self) -> bool:
+        """Whether the machines' parts of a fleet call may wait (then they run side by side)."""
+        return self._roster is None or not self._roster.in_memory
 
     def _with_hosts(self, held: ConfiguredPartition) -> ConfiguredPartition:
         hosts = self._access.hosts(held.config.partition_id)
@@ -288,7 +293,8 @@ class AgentService(pb_grpc.AgentServiceServicer):
             [
                 m.machine_outcome(a, "configured", m.configure_reply(wanted[a], echo=False))
                 for a, m in members
-            ]
+            ],
+            side_by_side=self._parts_wait,
         )
         return pb.FleetPartitionReply(machines=outcomes)
 
@@ -299,7 +305,8 @@ class AgentService(pb_grpc.AgentServiceServicer):
         pid = request.partition_id
         members = self._prompt_members(request.agent_ids)
         outcomes = await _all(
-            [m.machine_outcome(a, "released", m.release_reply(pid)) for a, m in members]
+            [m.machine_outcome(a, "released", m.release_reply(pid)) for a, m in members],
+            side_by_side=self._parts_wait,
         )
         return pb.FleetPartitionReply(machines=outcomes)
 

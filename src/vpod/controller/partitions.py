@@ -33,6 +33,7 @@ from vpod.domain.partition_states import (
     transition,
 )
 from vpod.domain.partitions import PartitionRequirements, PartitionSpec, resolve_partition_spec
+from vpod.domain.topology import machine_and_device
 from vpod.placement import PartitionRequest, Rejected, place
 from vpod.placement.results import PartitionPlacement
 from vpod.store.errors import Conflict
@@ -542,13 +543,12 @@ class PartitionService:
 
 def _machine_configs(cluster: Cluster, record: PartitionRecord) -> dict[str, PartitionConfig]:
     """Split a partition into what each agent must configure."""
-    pod = cluster.pod()
-    per_agent: dict[str, list[IpuAssignment]] = defaultdict(list)
-    for ipu in record.ipus:
-        ref = pod.ipu(ipu.slot)
-        per_agent[cluster.agent_of(ref.machine)].append(
+    per_machine: dict[int, list[IpuAssignment]] = defaultdict(list)
+    for ipu in record.ipus:  # in routing order (a record's rule), so each machine's are too
+        machine, device_id = machine_and_device(ipu.slot)
+        per_machine[machine].append(
             IpuAssignment(
-                device_id=ref.device_id,
+                device_id=device_id,
                 routing_id=ipu.routing_id,
                 segment_id=ipu.segment,
                 gcd_id=ipu.gcd,
@@ -557,10 +557,10 @@ def _machine_configs(cluster: Cluster, record: PartitionRecord) -> dict[str, Par
     spec = record.spec
     generation = int(record.created_at.timestamp() * 1_000_000)
     return {
-        agent_id: PartitionConfig(
+        cluster.agent_of(machine): PartitionConfig(
             partition_id=record.id,
             generation=generation,
-            ipus=tuple(sorted(ipus, key=lambda i: i.routing_id)),
+            ipus=tuple(ipus),
             partition_size=spec.size,
             num_ipulink_segments=spec.num_segments,
             ipulink_routing=spec.routing,
@@ -568,7 +568,7 @@ def _machine_configs(cluster: Cluster, record: PartitionRecord) -> dict[str, Par
             gw_routing=spec.gw_routing,
             reconfigurable=spec.reconfigurable,
         )
-        for agent_id, ipus in per_agent.items()
+        for machine, ipus in per_machine.items()
     }
 
 

@@ -43,6 +43,12 @@ class GwTopology(enum.StrEnum):
     SWITCHED = "switched"
 
 
+def machine_and_device(slot: int) -> tuple[int, int]:
+    """The machine of the IPU at ``slot`` and its device id there (the same in every pod)."""
+    machine, rank = divmod(slot, IPUS_PER_MACHINE)
+    return machine, IPUS_PER_MACHINE - 1 - rank
+
+
 @dataclass(frozen=True, slots=True)
 class IpuRef:
     """The stable identity of one IPU in a pod."""
@@ -93,6 +99,9 @@ class Pod:
     gw_topology: GwTopology = GwTopology.LOOPED
     name: str = "pod"
     _machine_domain: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    # Counted once: placement and the partition path read them for every IPU they touch.
+    num_machines: int = field(init=False, repr=False, compare=False)
+    num_ipus: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         owner: list[int] = []
@@ -103,14 +112,8 @@ class Pod:
             owner.extend([i] * dom.num_machines)
             expected += dom.num_machines
         object.__setattr__(self, "_machine_domain", tuple(owner))
-
-    @property
-    def num_machines(self) -> int:
-        return len(self._machine_domain)
-
-    @property
-    def num_ipus(self) -> int:
-        return self.num_machines * IPUS_PER_MACHINE
+        object.__setattr__(self, "num_machines", len(owner))
+        object.__setattr__(self, "num_ipus", len(owner) * IPUS_PER_MACHINE)
 
     def domain_of_machine(self, machine: int) -> Domain:
         return self.domains[self._machine_domain[machine]]
@@ -121,12 +124,12 @@ class Pod:
     def ipu(self, slot: int) -> IpuRef:
         if not 0 <= slot < self.num_ipus:
             raise InvalidSpec(f"IPU slot {slot} is outside the pod (0..{self.num_ipus - 1})")
-        machine, rank = divmod(slot, IPUS_PER_MACHINE)
+        machine, device_id = machine_and_device(slot)
         dom = self.domain_of_machine(machine)
         return IpuRef(
             slot=slot,
             machine=machine,
-            device_id=IPUS_PER_MACHINE - 1 - rank,
+            device_id=device_id,
             domain=dom.index,
             position=slot - dom.first_slot,
         )

@@ -540,9 +540,10 @@ class Snapshot:
         return alloc
 
     def _positions_by_domain(self, slots: Iterable[int]) -> dict[int, int]:
+        domain_of_slot = self.pod.domain_of_slot
         out: dict[int, int] = {}
         for slot in _check_slots(self.pod, slots):
-            dom = self.pod.domain_of_slot(slot)
+            dom = domain_of_slot(slot)
             out[dom.index] = out.get(dom.index, 0) | 1 << (slot - dom.first_slot)
         return out
 
@@ -597,9 +598,10 @@ def _largest_free(
 
 def _check_slots(pod: Pod, slots: Iterable[int]) -> list[int]:
     listed = list(slots)
+    end = pod.num_ipus
     for slot in listed:
-        if not 0 <= slot < pod.num_ipus:
-            raise InvalidSpec(f"IPU slot {slot} is outside the pod (0..{pod.num_ipus - 1})")
+        if not 0 <= slot < end:
+            raise InvalidSpec(f"IPU slot {slot} is outside the pod (0..{end - 1})")
     return listed
 
 
