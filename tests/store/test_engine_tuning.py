@@ -32,6 +32,27 @@ def test_sqlite_connections_leave_checkpoints_to_the_background_thread(tmp_path:
             db.dispose()
 
 
+def test_sqlite_reuses_the_connection_it_used_last(tmp_path: Path) -> None:
+    """SQLite drops a connection's page cache when another connection wrote since it last
+    ran, so transactions one after another take the connection used last, whose cache is
+    still good, never the one idle longest: once the pool holds two connections (two
+    transactions overlapped), the next three all run on the last one returned."""
+    engine = create_store_engine(sqlite_url(tmp_path))
+    try:
+        first, second = engine.connect(), engine.connect()
+        last = second.connection.driver_connection
+        first.close()
+        second.close()
+        used = []
+        for _ in range(3):
+            with engine.connect() as conn:
+                conn.execute(text("SELECT 1"))
+                used.append(conn.connection.driver_connection)
+        assert all(driver is last for driver in used)
+    finally:
+        engine.dispose()
+
+
 def test_writes_are_checkpointed_in_the_background(tmp_path: Path) -> None:
     """Every ``sqlite_checkpoint_every`` commits, a thread copies the WAL into the file."""
     options = EngineOptions(sqlite_checkpoint_every=5)

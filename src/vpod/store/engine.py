@@ -218,6 +218,10 @@ def create_store_engine(url: str, options: EngineOptions | None = None) -> Engin
             engine = create_engine(
                 parsed,
                 connect_args={"timeout": options.busy_timeout_s, "check_same_thread": False},
+                # SQLite empties a connection's page cache when another one wrote since it
+                # last ran: taking the idlest connection (the pool's default order) read the
+                # pages of every transaction again with pread (0.14 ms a partition pair).
+                pool_use_lifo=True,
             )
             _configure_sqlite(engine, options)
             return engine
