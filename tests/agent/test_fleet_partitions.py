@@ -4,17 +4,29 @@ and the controller's gRPC gateway asks that way once it heard the machines' hear
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 
+from vpod.agent import convert
 from vpod.agent.client import AgentClient, ChannelPool
 from vpod.agent.errors import AgentRefused, AgentUnavailable, Reason
 from vpod.agent.fleet import AgentFleet
-from vpod.agent.model import Fault, FaultKind, IpuAssignment, PartitionConfig
+from vpod.agent.model import (
+    ConfiguredPartition,
+    ConfigureOutcome,
+    Fault,
+    FaultKind,
+    IpuAssignment,
+    PartitionConfig,
+)
+from vpod.agent.roster import FleetRoster
+from vpod.agent.service import AgentService
 from vpod.controller import agent_grpc
 from vpod.controller.agent_grpc import GrpcAgentGateway
 from vpod.domain.entities import Agent
+from vpod.wire import agent_pb2 as pb
 
 from .conftest import emulated_fleet
 
@@ -218,3 +230,63 @@ async def test_a_process_s_machines_are_asked_a_bounded_number_at_a_time(
             assert made == ["fleet_configure", "fleet_configure"]
         finally:
             await gateway.close()
+
+
+class _WaitingMachine:
+    """A machine whose configure waits until every machine of the call has started its own:
+    a backend that waits on hardware, as far as a fleet call can tell."""
+
+    def __init__(self, agent_id: str, started: list[str], everyone: asyncio.Event) -> None:
+        self.agent_id = agent_id
+        self._started = started
+        self._everyone = everyone
+
+    @property
+    def answers_promptly(self) -> bool:
+        return True
+
+    async def configure(self, config: PartitionConfig) -> ConfigureOutcome:
+        self._started.append(self.agent_id)
+        if len(self._started) == 2:
+            self._everyone.set()
+        await self._everyone.wait()
+        return ConfigureOutcome(ConfiguredPartition(config), changed=True)
+
+    async def attachments(self) -> list[object]:
+        return []
+
+
+async def _fleet_configure_of_two(*, in_memory: bool) -> pb.FleetPartitionReply:
+    started: list[str] = []
+    everyone = asyncio.Event()
+    roster = FleetRoster(in_memory=in_memory)
+    services = {}
+    for agent_id in ("ag1", "ag2"):
+        machine = _WaitingMachine(agent_id, started, everyone)
+        services[agent_id] = AgentService(machine, roster)  # type: ignore[arg-type]
+        roster.join(agent_id, services[agent_id])
+    request = pb.FleetConfigurePartitionRequest(
+        machines=[
+            pb.MachineConfigure(
+                agent_id=a,
+                request=pb.ConfigurePartitionRequest(config=convert.config_to_wire(_config("p"))),
+            )
+            for a in ("ag1", "ag2")
+        ]
+    )
+    call = services["ag1"].FleetConfigurePartition(request, None)  # type: ignore[arg-type]
+    return await asyncio.wait_for(call, timeout=2)
+
+
+async def test_the_parts_of_machines_that_may_wait_run_side_by_side() -> None:
+    """A process whose machines may wait on their hardware runs their parts of a fleet call
+    side by side: two machines that each wait for the other to start both finish. A fleet of
+    emulated machines (``in_memory``) runs them one after another, which those two could not
+    survive: its parts never wait."""
+    reply = await _fleet_configure_of_two(in_memory=False)
+    assert [(m.agent_id, m.configured.changed) for m in reply.machines] == [
+        ("ag1", True),
+        ("ag2", True),
+    ]
+    with pytest.raises(TimeoutError):
+        await _fleet_configure_of_two(in_memory=True)

@@ -86,12 +86,12 @@ def _served(handler: Handler[T], *, gate: bool) -> Handler[T]:
     return serve
 
 
-async def _all(outcomes: list[Awaitable[T]], *, side_by_side: bool) -> list[T]:
+async def _all(parts: list[Callable[[], Awaitable[T]]], *, side_by_side: bool) -> list[T]:
     """The machines' parts of a fleet call: side by side (a task each), or one after another
     where they finish without waiting (a task costs more than such a part)."""
-    if side_by_side and len(outcomes) > 1:
-        return await asyncio.gather(*outcomes)
-    return [await outcome for outcome in outcomes]
+    if side_by_side and len(parts) > 1:
+        return await asyncio.gather(*(part() for part in parts))
+    return [await part() for part in parts]
 
 
 class AgentService(pb_grpc.AgentServiceServicer):
@@ -291,7 +291,12 @@ class AgentService(pb_grpc.AgentServiceServicer):
         members = self._prompt_members(wanted)
         outcomes = await _all(
             [
-                m.machine_outcome(a, "configured", m.configure_reply(wanted[a], echo=False))
+                functools.partial(
+                    m.machine_outcome,
+                    a,
+                    "configured",
+                    functools.partial(m.configure_reply, wanted[a], echo=False),
+                )
                 for a, m in members
             ],
             side_by_side=self._parts_wait,
@@ -305,18 +310,23 @@ class AgentService(pb_grpc.AgentServiceServicer):
         pid = request.partition_id
         members = self._prompt_members(request.agent_ids)
         outcomes = await _all(
-            [m.machine_outcome(a, "released", m.release_reply(pid)) for a, m in members],
+            [
+                functools.partial(
+                    m.machine_outcome, a, "released", functools.partial(m.release_reply, pid)
+                )
+                for a, m in members
+            ],
             side_by_side=self._parts_wait,
         )
         return pb.FleetPartitionReply(machines=outcomes)
 
     async def machine_outcome(
-        self, agent_id: str, field: str, reply: Awaitable[Any]
+        self, agent_id: str, field: str, reply: Callable[[], Awaitable[Any]]
     ) -> pb.MachineOutcome:
         """One machine's part of a fleet call: its reply under ``field``, or what the single
         call's status would have said (a refusal's code, reason and sentence; INTERNAL)."""
         try:
-            return pb.MachineOutcome(agent_id=agent_id, **{field: await reply})
+            return pb.MachineOutcome(agent_id=agent_id, **{field: await reply()})
         except MachineRefusal as exc:
             refusal = pb.MachineRefusal(
                 code=grpc_status(exc).name, reason=exc.reason.value, message=bounded(exc.message)
