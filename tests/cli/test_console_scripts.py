@@ -148,3 +148,35 @@ def test_a_reader_that_leaves_early_ends_the_program_quietly(program: str) -> No
     finally:
         os.close(write_end)
     assert (done.returncode, done.stderr) == (1, "")
+
+
+def _result_into(stdout: int) -> subprocess.CompletedProcess[str]:
+    """A program printing its result as ``vpod-slurm-reconcile`` does, into ``stdout``."""
+    program = (
+        "from vpod.client.command_line import BoundedArgumentParser\n"
+        "BoundedArgumentParser(prog='demo').print_result('{\"removed\": []}')\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", program],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full on this system")
+def test_a_result_that_cannot_be_written_is_one_line_or_quiet() -> None:
+    """The argparse programs print their results as they print their help: a full disk is one
+    line and status 1, a reader gone (``| head``) a quiet status 1, never a traceback."""
+    with open("/dev/full", "w") as full:
+        done = _result_into(full.fileno())
+    assert (done.returncode, done.stderr) == (1, "demo: error: No space left on device\n")
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = _result_into(write_end)
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (1, "")

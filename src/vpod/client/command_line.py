@@ -99,6 +99,11 @@ class BoundedArgumentParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         super().error(bounded(message))
 
+    def print_result(self, line: str) -> None:
+        """Print ``line`` on standard output: a reader that left or a full disk ends the
+        program as an unwritable help does, never in a traceback."""
+        self._print_message(line + "\n", sys.stdout)
+
     def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
         # argparse drops a failed write, so `--help > full-disk` exited 0 having printed
         # nothing: one line and status 1, as the click programs say it.

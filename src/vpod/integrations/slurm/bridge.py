@@ -233,10 +233,12 @@ def reconcile_main(argv: list[str] | None = None) -> None:
         sys.exit(1)
     removed, kept = answer["removed"], answer["kept"]
     if args.json:
-        print(json.dumps({"removed": removed, "kept": kept}))
+        parser.print_result(json.dumps({"removed": removed, "kept": kept}))
         return
     names = ": " + ", ".join(removed) if removed else ""
-    print(f"removed {len(removed)} partition(s){names}; kept {len(kept)} of running jobs")
+    parser.print_result(
+        f"removed {len(removed)} partition(s){names}; kept {len(kept)} of running jobs"
+    )
 
 
 async def _reconcile_here(settings: SlurmSettings) -> dict[str, Any]:
