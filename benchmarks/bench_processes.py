@@ -33,19 +33,27 @@ def tied() -> Callable[[], None]:
     return dying_with_this_process(signal.SIGTERM)
 
 
-def spawn(
-    argv: list[str], ready: str, timeout: float = 60, *, env: dict[str, str] | None = None
-) -> tuple[subprocess.Popen[str], str]:
-    """Start a process (in ``env``, else this one's) and wait for its ready line; returns both."""
-    proc = subprocess.Popen(
+def start(
+    argv: list[str], *, stderr: int | None = subprocess.STDOUT, env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
+    """Start a process in a session of its own, its output piped as text (``stderr`` with
+    it by default), ended with this benchmark (:func:`tied`)."""
+    return subprocess.Popen(
         argv,
         stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+        stderr=stderr,
         text=True,
         start_new_session=True,
         env=env,
         preexec_fn=tied(),
     )
+
+
+def spawn(
+    argv: list[str], ready: str, timeout: float = 60, *, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[str], str]:
+    """Start a process (in ``env``, else this one's) and wait for its ready line; returns both."""
+    proc = start(argv, stderr=subprocess.DEVNULL, env=env)
     deadline = time.monotonic() + timeout
     assert proc.stdout is not None
     while time.monotonic() < deadline:

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from bench_processes import tied
+from bench_processes import start
 
 from vpod.cloud.drivers.nvidia_userland import host_userland
 from vpod.cloud.drivers.sandbox import sandbox_problem
@@ -166,14 +166,7 @@ def main() -> int:
     driver = host_userland()
     say(f"driver userland beyond /usr and the linker cache: {driver.dirs or 'none'}")
     say("$ " + " ".join(up_argv))
-    up = subprocess.Popen(
-        up_argv,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-        preexec_fn=tied(),
-    )
+    up = start(up_argv)
     agent: subprocess.Popen[str] | None = None
     try:
         ready = wait_ready(up, "vpod is up:", 240)
@@ -191,9 +184,7 @@ def main() -> int:
             say(f"NOTE: {gpus[0]['name']} stands in for h100-80 (catalog model: {model})")
             agent_argv += ["--model", "h100-80"]
         say("$ " + " ".join(agent_argv))
-        agent = subprocess.Popen(
-            agent_argv, stdout=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=tied()
-        )
+        agent = start(agent_argv, stderr=None)
         wait_ready(agent, "vpod-gpu-agent ready:", 60)
         host = wait_host(admin, 60)
         check.record(

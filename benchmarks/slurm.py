@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_processes import tied
+from bench_processes import start
 
 from vpod.integrations.slurm.local_cluster import LocalSlurm, free_port, missing_requirements
 from vpod.integrations.slurm.settings import SlurmSettings
@@ -62,14 +62,7 @@ def start_pod(data_dir: Path, *, secure: bool = False) -> tuple[subprocess.Popen
         "--http-port",
         str(free_port()),
     ]
-    proc = subprocess.Popen(
-        argv,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-        preexec_fn=tied(),
-    )
+    proc = start(argv)
     assert proc.stdout is not None
     for line in proc.stdout:
         if line.startswith("vpod is up:"):
